@@ -1,0 +1,3 @@
+from runplan.cli.app import main
+
+main()

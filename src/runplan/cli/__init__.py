@@ -1,0 +1,1 @@
+"""Command-line layer: parse flags, call a stage, render. No formulas live here."""

@@ -1,0 +1,211 @@
+"""Transformer shapes and their exact parameter and FLOP accounting.
+
+Conventions (letters as in REFERENCES.md: L layers, h d_model, a heads, k KV heads, d_h head dim,
+F FFN size, V vocabulary, s sequence, E routed experts):
+
+* **Total parameters** count every weight: embeddings, every block (attention, MLP or experts, router,
+  norms, biases), the final norm and an untied output head.
+* **Embedding parameters** are the token embedding, learned position embeddings and an *untied* output
+  head (V·h). Kaplan et al. 2020 (§2.1) exclude embeddings from N; Hoffmann et al. 2022 count them.
+  Non-embedding = total − embedding.
+* **Active parameters** (MoE) replace the E routed experts of each MoE layer by the top-k a token uses.
+* **Model FLOPs per token** (PaLM, Chowdhery et al. 2022, App. B): 6 × (parameters a token multiplies:
+  active non-embedding weights plus the V·h output projection, tied or not) + 6·L·s·a·(d_qk + d_v) for the
+  attention score and value products (PaLM's 12·L·H·Q·T when d_qk = d_v). Like PaLM, the causal mask is not
+  discounted by default; Megatron-LM's logged count halves the s² term (``causal=True``).
+* Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 §2.1) is counted exactly from its low-rank
+  projections: q (optionally through a ``q_lora_rank`` bottleneck with an RMSNorm), a joint KV down-projection
+  of width ``kv_lora_rank + qk_rope_head_dim`` with an RMSNorm, per-head KV up-projections, and the output.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ModelShape(BaseModel):
+    """A decoder-only transformer, dense or mixture-of-experts, every shape field explicit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(None, description="Preset or user-given name, e.g. 'llama-3-70b'.")
+    n_layers: int = Field(gt=0, description="Transformer blocks L.")
+    d_model: int = Field(gt=0, description="Hidden size h.")
+    n_heads: int = Field(gt=0, description="Query heads a.")
+    n_kv_heads: int = Field(gt=0, description="Key/value heads (GQA groups); equals n_heads for MHA.")
+    head_dim: int = Field(gt=0, description="Per-head query/key dim d_h (for MLA: the no-RoPE part, qk_nope_head_dim).")
+    ffn_hidden: int = Field(gt=0, description="Dense MLP inner size F (GeLU: usually 4h; SwiGLU: about 8h/3).")
+    mlp: Literal["gelu", "swiglu"] = Field(description="MLP kind: 'gelu' (2 matrices) or 'swiglu' (3 matrices).")
+    vocab_size: int = Field(gt=0, description="Vocabulary size V (padded size as trained).")
+    tied_embeddings: bool = Field(description="Output head shares the token-embedding matrix.")
+    norm: Literal["layernorm", "rmsnorm"] = Field(description="Normalisation: LayerNorm (weight+bias) or RMSNorm.")
+    linear_bias: bool = Field(False, description="Every linear layer has a bias (GPT-2/3 style).")
+    qkv_bias: bool = Field(False, description="Only the q, k, v projections have biases (Qwen2 style).")
+    qk_norm: bool = Field(False, description="RMSNorm on queries and keys per head (Qwen3, OLMo 2).")
+    learned_positions: int = Field(0, ge=0, description="Rows of a learned position embedding (0 for RoPE).")
+    attention: Literal["gqa", "mla"] = Field("gqa", description="'gqa' (MHA/MQA/GQA) or 'mla' (DeepSeek latent).")
+    q_lora_rank: int = Field(0, ge=0, description="MLA: query bottleneck rank (0 = full-rank q projection).")
+    kv_lora_rank: int = Field(0, ge=0, description="MLA: compressed KV rank.")
+    qk_rope_head_dim: int = Field(0, ge=0, description="MLA: decoupled RoPE key/query dim per head.")
+    v_head_dim: int = Field(0, ge=0, description="Value dim per head (0 = head_dim).")
+    n_experts: int = Field(0, ge=0, description="Routed experts per MoE layer E (0 = dense model).")
+    top_k: int = Field(0, ge=0, description="Routed experts each token uses (MoE).")
+    expert_ffn_hidden: int = Field(0, ge=0, description="Inner size of one routed (and shared) expert.")
+    n_shared_experts: int = Field(0, ge=0, description="Always-active shared experts per MoE layer.")
+    n_dense_layers: int = Field(0, ge=0, description="Leading layers with a dense MLP before the MoE layers.")
+    source: str | None = Field(None, description="Where the shape was published (config file or paper table).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelShape:
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
+        if self.n_experts:
+            if not 1 <= self.top_k <= self.n_experts:
+                raise ValueError(f"top_k ({self.top_k}) must be between 1 and n_experts ({self.n_experts})")
+            if self.expert_ffn_hidden <= 0:
+                raise ValueError("expert_ffn_hidden must be set for a MoE model")
+            if self.n_dense_layers >= self.n_layers:
+                raise ValueError("n_dense_layers must be below n_layers for a MoE model")
+        elif self.top_k or self.n_shared_experts:
+            raise ValueError("top_k and n_shared_experts need n_experts > 0")
+        if self.attention == "mla" and not (self.kv_lora_rank and self.qk_rope_head_dim):
+            raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
+        return self
+
+    # ---- per-part sizes -------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts."""
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    @property
+    def dense_layers(self) -> int:
+        """Layers whose MLP is dense."""
+        return self.n_layers - self.moe_layers
+
+    @property
+    def value_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def qk_dim(self) -> int:
+        """Per-head query/key width that enters the score product (MLA adds the RoPE part)."""
+        return self.head_dim + (self.qk_rope_head_dim if self.attention == "mla" else 0)
+
+    def _norm_params(self, width: int) -> int:
+        return 2 * width if self.norm == "layernorm" else width
+
+    @property
+    def attention_params_per_layer(self) -> int:
+        """Weights (and biases) of one attention block, its pre-norm excluded."""
+        h, a = self.d_model, self.n_heads
+        if self.attention == "mla":
+            if self.q_lora_rank:
+                q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * a * self.qk_dim
+            else:
+                q = h * a * self.qk_dim
+            kv = (h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+                  + self.kv_lora_rank * a * (self.head_dim + self.value_dim))
+            out = a * self.value_dim * h
+            return q + kv + out + (h if self.linear_bias else 0)
+        q_width = a * self.head_dim
+        kv_width = self.n_kv_heads * self.head_dim
+        weights = h * (q_width + 2 * kv_width) + q_width * h
+        biases = 0
+        if self.linear_bias or self.qkv_bias:
+            biases += q_width + 2 * kv_width
+        if self.linear_bias:
+            biases += h
+        qk_norm = 2 * self.head_dim if self.qk_norm else 0
+        return weights + biases + qk_norm
+
+    def mlp_params(self, inner: int) -> int:
+        """One MLP (dense, or one expert) of inner size ``inner``."""
+        h = self.d_model
+        if self.mlp == "swiglu":
+            return 3 * h * inner + ((2 * inner + h) if self.linear_bias else 0)
+        return 2 * h * inner + ((inner + h) if self.linear_bias else 0)
+
+    @property
+    def dense_mlp_params(self) -> int:
+        return self.mlp_params(self.ffn_hidden)
+
+    @property
+    def expert_params(self) -> int:
+        """One routed expert."""
+        return self.mlp_params(self.expert_ffn_hidden) if self.is_moe else 0
+
+    @property
+    def router_params(self) -> int:
+        return self.d_model * self.n_experts
+
+    @property
+    def shared_expert_params(self) -> int:
+        return self.n_shared_experts * self.expert_params
+
+    @property
+    def norm_params_per_layer(self) -> int:
+        return 2 * self._norm_params(self.d_model)
+
+    # ---- totals ---------------------------------------------------------------------------------
+    @property
+    def embedding_params(self) -> int:
+        """Token embedding + learned positions + untied output head."""
+        h = self.d_model
+        head = 0 if self.tied_embeddings else self.vocab_size * h
+        return self.vocab_size * h + self.learned_positions * h + head
+
+    @property
+    def routed_expert_params(self) -> int:
+        """All routed experts of all MoE layers (what expert parallelism divides)."""
+        return self.moe_layers * self.n_experts * self.expert_params
+
+    def _blocks(self, routed_per_layer: int) -> int:
+        per_layer_common = self.attention_params_per_layer + self.norm_params_per_layer
+        moe_mlp = self.router_params + self.shared_expert_params + routed_per_layer * self.expert_params
+        return (self.n_layers * per_layer_common + self.dense_layers * self.dense_mlp_params
+                + self.moe_layers * moe_mlp)
+
+    @property
+    def non_embedding_params(self) -> int:
+        return self._blocks(self.n_experts) + self._norm_params(self.d_model)
+
+    @property
+    def total_params(self) -> int:
+        return self.non_embedding_params + self.embedding_params
+
+    @property
+    def active_non_embedding_params(self) -> int:
+        return self._blocks(self.top_k) + self._norm_params(self.d_model)
+
+    @property
+    def active_params(self) -> int:
+        return self.active_non_embedding_params + self.embedding_params
+
+    # ---- FLOPs ----------------------------------------------------------------------------------
+    def attention_flops_per_token(self, seq_len: int, *, causal: bool = False) -> float:
+        """Score and value products, forward and backward: 6·L·s·a·(d_qk + d_v) (PaLM App. B)."""
+        flops = 6.0 * self.n_layers * seq_len * self.n_heads * (self.qk_dim + self.value_dim)
+        return flops / 2 if causal else flops
+
+    def matmul_params_per_token(self) -> int:
+        """Weights one token multiplies: active non-embedding weights plus the V·h output projection."""
+        return self.active_non_embedding_params + self.vocab_size * self.d_model
+
+    def model_flops_per_token(self, seq_len: int, *, causal: bool = False) -> float:
+        """Training FLOPs per token (forward + backward), no recomputation: PaLM's model FLOPs."""
+        return 6.0 * self.matmul_params_per_token() + self.attention_flops_per_token(seq_len, causal=causal)
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "total_params": self.total_params,
+            "embedding_params": self.embedding_params,
+            "non_embedding_params": self.non_embedding_params,
+            "active_params": self.active_params,
+        }

@@ -1,0 +1,73 @@
+"""Parsing of human-friendly numbers: ``2e23``, ``3e-4``, ``70B``, ``15T``, ``4M``, ``1.5k``, ``80GB``.
+
+PyYAML reads ``3e-4`` and ``15e12`` as strings (YAML 1.1 wants a dot in floats) and ``NO`` as false, so
+plan files and flags go through these parsers on purpose. NaN, infinity and booleans are refused.
+Suffixes are decimal and case-insensitive: k = 1e3, M = 1e6, B or G = 1e9, T = 1e12, P = 1e15.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from runplan.errors import SpecError
+
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
+_NUMBER_RE = re.compile(r"^\s*([+-]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgtp]?)\s*$", re.IGNORECASE)
+_BYTES_RE = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmgtp]?)(i?)b?\s*$", re.IGNORECASE)
+
+
+def parse_number(value: object, *, where: str | None = None) -> float:
+    """Return ``value`` as a finite float; accept numbers and strings like ``2e23`` or ``70B``."""
+    if isinstance(value, bool) or value is None:
+        raise SpecError(f"expected a number, got {value!r}", where=where, hint="write e.g. 2e23, 70B or 3e-4")
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        match = _NUMBER_RE.match(value)
+        if not match:
+            raise SpecError(f"expected a number, got {value!r}", where=where,
+                            hint="write e.g. 2e23, 70B, 15T, 4M, 1.5k or 3e-4")
+        mantissa, suffix = match.groups()
+        number = float(mantissa.replace("_", "").replace(",", "")) * _SUFFIX[suffix.lower()]
+    else:
+        raise SpecError(f"expected a number, got {type(value).__name__}", where=where)
+    if not math.isfinite(number):
+        raise SpecError(f"expected a finite number, got {value!r}", where=where)
+    return number
+
+
+def parse_count(value: object, *, where: str | None = None) -> int:
+    """Return ``value`` as an int; ``1.5k`` is 1500, ``2.5`` is refused."""
+    number = parse_number(value, where=where)
+    if number != round(number):
+        raise SpecError(f"expected a whole number, got {value!r}", where=where)
+    return round(number)
+
+
+def parse_bytes(value: object, *, where: str | None = None) -> float:
+    """Return bytes from ``80GB`` (1e9), ``80GiB`` (2**30), ``1.5TB`` or a plain number of bytes."""
+    if isinstance(value, str):
+        match = _BYTES_RE.match(value)
+        if not match:
+            raise SpecError(f"expected a byte size, got {value!r}", where=where, hint="write e.g. 80GB or 80GiB")
+        mantissa, prefix, binary = match.groups()
+        power = "kmgtp".find(prefix.lower()) + 1 if prefix else 0
+        base = 1024.0 if binary else 1000.0
+        number = float(mantissa) * base**power
+        if not math.isfinite(number):
+            raise SpecError(f"expected a finite byte size, got {value!r}", where=where)
+        return number
+    return parse_number(value, where=where)
+
+
+def format_si(value: float, unit: str = "", digits: int = 3) -> str:
+    """``4.08e10`` → ``40.8 B`` style short form used in terminal output (B = 1e9 for counts)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}{(' ' + unit) if unit else ''}"
+    for threshold, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= threshold:
+            text = f"{value / threshold:.{digits}g} {suffix}"
+            return text + unit if unit else text
+    text = f"{value:.{digits}g}"
+    return f"{text} {unit}" if unit else text
