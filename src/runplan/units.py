@@ -71,3 +71,46 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
             return text + unit if unit else text
     text = f"{value:.{digits}g}"
     return f"{text} {unit}" if unit else text
+
+
+# ---- pydantic field types: plan files and flags share them ----------------------------------------
+from typing import Annotated  # noqa: E402
+
+from pydantic import BeforeValidator, Field  # noqa: E402
+
+
+def _number(value: object) -> float:
+    try:
+        return parse_number(value)
+    except SpecError as error:  # pydantic turns ValueError into a located validation error
+        raise ValueError(error.message + (f" ({error.hint})" if error.hint else "")) from None
+
+
+def _count(value: object) -> int:
+    try:
+        return parse_count(value)
+    except SpecError as error:
+        raise ValueError(error.message + (f" ({error.hint})" if error.hint else "")) from None
+
+
+def _bytes(value: object) -> float:
+    try:
+        return parse_bytes(value)
+    except SpecError as error:
+        raise ValueError(error.message + (f" ({error.hint})" if error.hint else "")) from None
+
+
+#: A finite number; accepts "2e23", "70B", "3e-4".
+Number = Annotated[float, BeforeValidator(_number)]
+#: A finite number > 0.
+PositiveNumber = Annotated[float, BeforeValidator(_number), Field(gt=0)]
+#: A finite number >= 0.
+NonNegativeNumber = Annotated[float, BeforeValidator(_number), Field(ge=0)]
+#: A fraction in [0, 1).
+Fraction = Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1)]
+#: A whole number > 0; accepts "1.5k", "4M".
+PositiveCount = Annotated[int, BeforeValidator(_count), Field(gt=0)]
+#: A whole number >= 0.
+NonNegativeCount = Annotated[int, BeforeValidator(_count), Field(ge=0)]
+#: Bytes > 0; accepts "80GB", "80GiB".
+PositiveBytes = Annotated[float, BeforeValidator(_bytes), Field(gt=0)]
