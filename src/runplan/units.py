@@ -62,13 +62,13 @@ def parse_bytes(value: object, *, where: str | None = None) -> float:
 
 
 def format_si(value: float, unit: str = "", digits: int = 3) -> str:
-    """``4.08e10`` → ``40.8 B`` style short form used in terminal output (B = 1e9 for counts)."""
+    """``4.08e10`` → ``40.8 B`` (``816 B tokens`` with a unit) style short form used in terminal output (B = 1e9 for counts)."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}{(' ' + unit) if unit else ''}"
     for threshold, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= threshold:
             text = f"{value / threshold:.{digits}g} {suffix}"
-            return text + unit if unit else text
+            return f"{text} {unit}" if unit else text
     text = f"{value:.{digits}g}"
     return f"{text} {unit}" if unit else text
 
@@ -76,7 +76,7 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
 # ---- pydantic field types: plan files and flags share them ----------------------------------------
 from typing import Annotated  # noqa: E402
 
-from pydantic import BeforeValidator, Field  # noqa: E402
+from pydantic import BeforeValidator, Field, WithJsonSchema  # noqa: E402
 
 
 def _number(value: object) -> float:
@@ -100,17 +100,31 @@ def _bytes(value: object) -> float:
         raise ValueError(error.message + (f" ({error.hint})" if error.hint else "")) from None
 
 
+def _json_schema(kind: str, bounds: dict[str, float], pattern: str) -> WithJsonSchema:
+    """Editors see a number with its bounds, or a string in our human notation ("2e23", "70B")."""
+    return WithJsonSchema({"anyOf": [{"type": kind, **bounds}, {"type": "string", "pattern": pattern}]})
+
+
+_NUMBER_PATTERN = r"^\s*[+]?(\d[\d_,]*\.?\d*|\.\d+)([eE][+-]?\d+)?\s*[kKmMbBgGtTpP]?\s*$"
+_BYTES_PATTERN = r"^\s*(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*([kKmMgGtTpP]i?)?[bB]?\s*$"
+
 #: A finite number; accepts "2e23", "70B", "3e-4".
-Number = Annotated[float, BeforeValidator(_number)]
+Number = Annotated[float, BeforeValidator(_number), _json_schema("number", {}, _NUMBER_PATTERN)]
 #: A finite number > 0.
-PositiveNumber = Annotated[float, BeforeValidator(_number), Field(gt=0)]
+PositiveNumber = Annotated[float, BeforeValidator(_number), Field(gt=0),
+                           _json_schema("number", {"exclusiveMinimum": 0}, _NUMBER_PATTERN)]
 #: A finite number >= 0.
-NonNegativeNumber = Annotated[float, BeforeValidator(_number), Field(ge=0)]
+NonNegativeNumber = Annotated[float, BeforeValidator(_number), Field(ge=0),
+                              _json_schema("number", {"minimum": 0}, _NUMBER_PATTERN)]
 #: A fraction in [0, 1).
-Fraction = Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1)]
+Fraction = Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1),
+                     _json_schema("number", {"minimum": 0, "exclusiveMaximum": 1}, _NUMBER_PATTERN)]
 #: A whole number > 0; accepts "1.5k", "4M".
-PositiveCount = Annotated[int, BeforeValidator(_count), Field(gt=0)]
+PositiveCount = Annotated[int, BeforeValidator(_count), Field(gt=0),
+                          _json_schema("integer", {"minimum": 1}, _NUMBER_PATTERN)]
 #: A whole number >= 0.
-NonNegativeCount = Annotated[int, BeforeValidator(_count), Field(ge=0)]
+NonNegativeCount = Annotated[int, BeforeValidator(_count), Field(ge=0),
+                             _json_schema("integer", {"minimum": 0}, _NUMBER_PATTERN)]
 #: Bytes > 0; accepts "80GB", "80GiB".
-PositiveBytes = Annotated[float, BeforeValidator(_bytes), Field(gt=0)]
+PositiveBytes = Annotated[float, BeforeValidator(_bytes), Field(gt=0),
+                          _json_schema("number", {"exclusiveMinimum": 0}, _BYTES_PATTERN)]

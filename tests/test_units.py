@@ -1,0 +1,59 @@
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runplan.errors import SpecError
+from runplan.units import format_si, parse_bytes, parse_count, parse_number
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("2e23", 2e23), ("3e-4", 3e-4), ("70B", 70e9), ("70b", 70e9), ("15T", 15e12), ("4M", 4e6),
+     ("1.5k", 1500.0), ("1,024", 1024.0), ("1_000", 1000.0), (" 7 ", 7.0), (12, 12.0), (0.5, 0.5),
+     ("2.5e3k", 2.5e6), ("-3", -3.0)],
+)
+def test_parse_number_accepts_human_forms(text, expected):
+    assert parse_number(text) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "abc", "", "7 billion", True, None, [1], "1e400"])
+def test_parse_number_rejects_non_numbers(bad):
+    with pytest.raises(SpecError) as info:
+        parse_number(bad, where="budget.flops")
+    assert "budget.flops" in str(info.value)
+
+
+def test_parse_number_rejects_float_nan_and_inf():
+    for value in (math.nan, math.inf):
+        with pytest.raises(SpecError):
+            parse_number(value)
+
+
+def test_parse_count():
+    assert parse_count("1.5k") == 1500
+    assert parse_count("4M") == 4_000_000
+    with pytest.raises(SpecError, match="whole number"):
+        parse_count("2.5")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("80GB", 80e9), ("80 GiB", 80 * 2**30), ("1.5TB", 1.5e12), ("512MiB", 512 * 2**20), (1e9, 1e9), ("141G", 141e9)],
+)
+def test_parse_bytes(text, expected):
+    assert parse_bytes(text) == pytest.approx(expected)
+
+
+@given(st.floats(min_value=1e-30, max_value=1e30))
+def test_parse_number_round_trips_repr(value):
+    assert parse_number(repr(value)) == value
+    assert parse_number(f"{value:e}") == pytest.approx(value, rel=1e-6)
+
+
+def test_format_si():
+    assert format_si(4.08e10) == "40.8 B"
+    assert format_si(8.16e11, "tokens") == "816 B tokens"
+    assert format_si(1.2e-3, "s") == "0.0012 s"
+    assert format_si(0.5) == "0.5"
