@@ -1,0 +1,368 @@
+"""GPU and model catalogs: typed loading, user files merged over the shipped ones, lookup with did-you-mean.
+
+The shipped catalogs are package data (``runplan/configs/gpus.yaml`` and ``models.yaml``, read with
+importlib.resources, parsed once per process with the C YAML loader when available). A user catalog is a
+YAML file with optional ``gpus:`` and ``models:`` lists in the same entry format; an entry whose name equals a
+shipped name replaces it, any other is added. Lookup is case-insensitive, treats ``_`` and spaces as ``-``,
+and accepts each entry's ``aliases``. Bad entries raise ``SpecError`` naming ``file:line: models[3].d_model``.
+
+Entry format (docs/catalog.md): every ``GpuSpec`` / ``ModelShape`` field, plus the catalog-only keys
+``aliases`` and ``note`` (both kinds) and ``family``, ``published_params``, ``published_active_params``
+(models). Numbers may be written ``80e9``, ``80GB`` (for ``hbm_bytes``), ``70.6B`` or ``4k``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runplan.errors import SpecError
+from runplan.hardware import GpuSpec
+from runplan.model import ModelShape
+from runplan.units import parse_bytes, parse_count, parse_number
+from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
+
+_TOP_KEYS = ("gpus", "models")
+
+
+class GpuEntry(BaseModel):
+    """A catalog GPU: the spec every estimate uses, plus catalog-only metadata."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    spec: GpuSpec = Field(description="The accelerator specification (runplan.hardware.GpuSpec).")
+    aliases: tuple[str, ...] = Field((), description="Other names this entry answers to, e.g. 'h100'.")
+    note: str = Field("", description="Assumptions behind the numbers (e.g. an assumed NIC per GPU).")
+    origin: str = Field(description="File the entry was read from (the shipped catalog or a user file).")
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class ModelEntry(BaseModel):
+    """A catalog model: its exact shape, plus the published sizes it is checked against."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    shape: ModelShape = Field(description="The transformer shape (runplan.model.ModelShape).")
+    family: str | None = Field(None, description="Model family used by size shorthands, e.g. 'llama-3.1'.")
+    aliases: tuple[str, ...] = Field((), description="Other names this entry answers to.")
+    published_params: float | None = Field(None, gt=0, description="Total parameters as published.")
+    published_active_params: float | None = Field(
+        None, gt=0, description="Active parameters per token as published (MoE)."
+    )
+    note: str = Field("", description="What the shape cannot express, or how the published count differs.")
+    origin: str = Field(description="File the entry was read from (the shipped catalog or a user file).")
+
+    @property
+    def name(self) -> str:
+        return self.shape.name or ""
+
+
+# Catalog-only keys per kind (everything else goes to GpuSpec / ModelShape).
+_GPU_META = ("aliases", "note")
+_MODEL_META = ("family", "aliases", "published_params", "published_active_params", "note")
+
+
+def normalize_name(name: str) -> str:
+    """Lookup key: lower-case, ``_`` and spaces as ``-``, surrounding blanks removed."""
+    return "-".join(name.strip().lower().replace("_", "-").split())
+
+
+class Catalog:
+    """GPUs and models by name; built by ``load_catalog``. Entries keep the order of their files."""
+
+    def __init__(
+        self, gpu_entries: Iterable[GpuEntry], model_entries: Iterable[ModelEntry], files: Sequence[str] = ()
+    ) -> None:
+        self._gpus = {normalize_name(e.name): e for e in gpu_entries}
+        self._models = {normalize_name(e.name): e for e in model_entries}
+        self.files = tuple(files)
+        self._gpu_index = _index(self._gpus)
+        self._model_index = _index(self._models)
+
+    # ---- collections ------------------------------------------------------------------------
+    @property
+    def gpus(self) -> tuple[GpuSpec, ...]:
+        return tuple(e.spec for e in self._gpus.values())
+
+    @property
+    def models(self) -> tuple[ModelShape, ...]:
+        return tuple(e.shape for e in self._models.values())
+
+    @property
+    def gpu_entries(self) -> tuple[GpuEntry, ...]:
+        return tuple(self._gpus.values())
+
+    @property
+    def model_entries(self) -> tuple[ModelEntry, ...]:
+        return tuple(self._models.values())
+
+    # ---- lookup -----------------------------------------------------------------------------
+    def gpu_entry(self, name: str, *, where: str | None = None) -> GpuEntry:
+        return self._gpus[_lookup(name, self._gpu_index, "GPU", "gpus", where)]
+
+    def model_entry(self, name: str, *, where: str | None = None) -> ModelEntry:
+        return self._models[_lookup(name, self._model_index, "model", "models", where)]
+
+    def gpu(self, name: str, *, where: str | None = None) -> GpuSpec:
+        """The GPU named ``name`` (or one of its aliases); a miss raises SpecError with a did-you-mean."""
+        return self.gpu_entry(name, where=where).spec
+
+    def model(self, name: str, *, where: str | None = None) -> ModelShape:
+        """The model preset named ``name`` (or an alias); a miss raises SpecError with a did-you-mean."""
+        return self.model_entry(name, where=where).shape
+
+    def has_gpu(self, name: str) -> bool:
+        return normalize_name(name) in self._gpu_index
+
+    def has_model(self, name: str) -> bool:
+        return normalize_name(name) in self._model_index
+
+    def family_of(self, name: str) -> str | None:
+        key = self._model_index.get(normalize_name(name))
+        return self._models[key].family if key else None
+
+
+def _index(entries: dict[str, GpuEntry] | dict[str, ModelEntry]) -> dict[str, str]:
+    """Lookup key → canonical key: every name first, then aliases that no name already claims."""
+    index = {key: key for key in entries}
+    for key, entry in entries.items():
+        for alias in entry.aliases:
+            index.setdefault(normalize_name(alias), key)
+    return index
+
+
+def _lookup(name: str, index: dict[str, str], what: str, kind: str, where: str | None) -> str:
+    key = normalize_name(str(name))
+    if key in index:
+        return index[key]
+    close = difflib.get_close_matches(key, list(index), n=1, cutoff=0.5)
+    if close:
+        hint = f"did you mean '{index[close[0]]}'?"
+    else:
+        names = sorted(set(index.values()))
+        hint = f"known: {', '.join(names)}; see `runplan catalog {kind}`"
+    raise SpecError(f"unknown {what} '{name}'", where=where, hint=hint)
+
+
+# ---- loading ------------------------------------------------------------------------------------
+def _field_kind(annotation: Any) -> str | None:
+    """'int', 'float' or None for a pydantic field annotation (``float | None`` counts as float)."""
+    is_union = isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union
+    options = typing.get_args(annotation) if is_union else (annotation,)
+    if int in options and bool not in options:
+        return "int"
+    if float in options:
+        return "float"
+    return None
+
+
+_NUMERIC: dict[str, dict[str, str]] = {}
+
+
+def _numeric_fields(model: type[BaseModel]) -> dict[str, str]:
+    key = model.__name__
+    if key not in _NUMERIC:
+        _NUMERIC[key] = {
+            name: kind
+            for name, f in model.model_fields.items()
+            if (kind := _field_kind(f.annotation)) is not None
+        }
+    return _NUMERIC[key]
+
+
+def _convert_numbers(
+    raw: dict[str, Any], fields: dict[str, str], loaded: LoadedYaml, path: tuple[Any, ...]
+) -> dict[str, Any]:
+    """Parse ``80e9``, ``80GB``, ``70.6B``, ``4k`` in numeric fields; refuse booleans and NaN."""
+    out = dict(raw)
+    for key, kind in fields.items():
+        value = out.get(key)
+        if value is None:
+            continue
+        dotted = _dotted((*path, key))
+        try:
+            if kind == "int":
+                out[key] = parse_count(value, where=dotted)
+            elif key.endswith("_bytes"):
+                out[key] = parse_bytes(value, where=dotted)
+            else:
+                out[key] = parse_number(value, where=dotted)
+        except SpecError as error:
+            raise SpecError(
+                error.message, where=dotted, source=loaded.where((*path, key)), hint=error.hint
+            ) from None
+    return out
+
+
+def _dotted(path: tuple[Any, ...]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _raise_validation(
+    error: ValidationError, loaded: LoadedYaml, path: tuple[Any, ...], allowed: Sequence[str]
+) -> None:
+    first = error.errors()[0]
+    loc = tuple(part for part in first["loc"] if part not in ("spec", "shape"))
+    full = (*path, *loc)
+    hint = None
+    message = first["msg"]
+    if first["type"] == "extra_forbidden" and loc:
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+        message = f"unknown key '{loc[-1]}'"
+        hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(allowed)}"
+    elif first["type"] == "missing":
+        message = "required field is missing"
+    elif not loc and message.startswith("Value error, "):
+        message = message.removeprefix("Value error, ")
+    raise SpecError(message, where=_dotted(full), source=loaded.where(full), hint=hint) from None
+
+
+def _gpu_entry(raw: Any, loaded: LoadedYaml, path: tuple[Any, ...]) -> GpuEntry:
+    allowed = (*GpuSpec.model_fields, *_GPU_META)
+    if not isinstance(raw, dict):
+        raise SpecError(
+            "a GPU entry must be a mapping of fields", where=_dotted(path), source=loaded.where(path)
+        )
+    spec = {k: v for k, v in raw.items() if k not in _GPU_META}
+    meta = {k: raw[k] for k in _GPU_META if k in raw and raw[k] is not None}
+    spec = _convert_numbers(spec, _numeric_fields(GpuSpec), loaded, path)
+    try:
+        return GpuEntry(spec=GpuSpec(**spec), origin=loaded.source, **_meta(meta))
+    except ValidationError as error:
+        _raise_validation(error, loaded, path, allowed)
+        raise  # unreachable
+
+
+def _model_entry(raw: Any, loaded: LoadedYaml, path: tuple[Any, ...]) -> ModelEntry:
+    allowed = (*ModelShape.model_fields, *_MODEL_META)
+    if not isinstance(raw, dict):
+        raise SpecError(
+            "a model entry must be a mapping of fields", where=_dotted(path), source=loaded.where(path)
+        )
+    shape = {k: v for k, v in raw.items() if k not in _MODEL_META}
+    meta = {k: raw[k] for k in _MODEL_META if k in raw and raw[k] is not None}
+    shape = _convert_numbers(shape, _numeric_fields(ModelShape), loaded, path)
+    meta = _convert_numbers(
+        meta, {"published_params": "float", "published_active_params": "float"}, loaded, path
+    )
+    if "name" not in shape or not isinstance(shape.get("name"), str) or not shape["name"].strip():
+        raise SpecError(
+            "every model entry needs a name", where=_dotted((*path, "name")), source=loaded.where(path)
+        )
+    try:
+        return ModelEntry(shape=ModelShape(**shape), origin=loaded.source, **_meta(meta))
+    except ValidationError as error:
+        _raise_validation(error, loaded, path, allowed)
+        raise  # unreachable
+
+
+def _meta(meta: dict[str, Any]) -> dict[str, Any]:
+    out = dict(meta)
+    if "aliases" in out:
+        aliases = out["aliases"]
+        out["aliases"] = tuple(aliases) if isinstance(aliases, list) else aliases
+    return out
+
+
+def _entries(loaded: LoadedYaml, required: bool) -> tuple[list[GpuEntry], list[ModelEntry]]:
+    data = loaded.data
+    if data is None and not required:
+        return [], []
+    if not isinstance(data, dict):
+        raise SpecError(
+            "a catalog file must be a mapping with 'gpus:' and/or 'models:' lists", source=loaded.where(())
+        )
+    for key in data:
+        if key not in _TOP_KEYS:
+            close = difflib.get_close_matches(str(key), _TOP_KEYS, n=1, cutoff=0.5)
+            raise SpecError(
+                f"unknown key '{key}'",
+                where=str(key),
+                source=loaded.where((key,)),
+                hint=f"did you mean '{close[0]}'?" if close else "use 'gpus:' and 'models:'",
+            )
+    gpus: list[GpuEntry] = []
+    models: list[ModelEntry] = []
+    for kind, build, out in (("gpus", _gpu_entry, gpus), ("models", _model_entry, models)):
+        items = data.get(kind)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            raise SpecError(f"'{kind}' must be a list of entries", where=kind, source=loaded.where((kind,)))
+        seen: dict[str, int] = {}
+        for i, raw in enumerate(items):
+            entry = build(raw, loaded, (kind, i))
+            key = normalize_name(entry.name)
+            if key in seen:
+                raise SpecError(
+                    f"duplicate name '{entry.name}' (also {kind}[{seen[key]}])",
+                    where=f"{kind}[{i}].name",
+                    source=loaded.where((kind, i, "name")),
+                    hint="give each entry its own name",
+                )
+            seen[key] = i
+            out.append(entry)  # type: ignore[arg-type]
+    return gpus, models
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped() -> tuple[tuple[GpuEntry, ...], tuple[ModelEntry, ...]]:
+    """The shipped catalogs, parsed once per process."""
+    folder = resources.files("runplan").joinpath("configs")
+    gpus, _ = _entries(
+        load_yaml_text(folder.joinpath("gpus.yaml").read_text("utf-8"), "runplan/configs/gpus.yaml"),
+        required=True,
+    )
+    _, models = _entries(
+        load_yaml_text(folder.joinpath("models.yaml").read_text("utf-8"), "runplan/configs/models.yaml"),
+        required=True,
+    )
+    return tuple(gpus), tuple(models)
+
+
+def load_catalog(extra_files: Sequence[Path | str] = ()) -> Catalog:
+    """The shipped catalogs with each user file in ``extra_files`` merged over them, in order.
+
+    A user entry whose (normalised) name equals an existing one replaces it in place (keeping the old
+    entry's aliases unless it lists its own, so ``h100`` still reaches a replaced ``h100-sxm``); others
+    are appended.
+    """
+    shipped_gpus, shipped_models = _shipped()
+    gpus = {normalize_name(e.name): e for e in shipped_gpus}
+    models = {normalize_name(e.name): e for e in shipped_models}
+    files = ["runplan/configs/gpus.yaml", "runplan/configs/models.yaml"]
+    for path in extra_files:
+        loaded = load_yaml_file(path)
+        user_gpus, user_models = _entries(loaded, required=False)
+        for table, entries in ((gpus, user_gpus), (models, user_models)):
+            for entry in entries:
+                key = normalize_name(entry.name)
+                old = table.get(key)
+                if old is not None and not entry.aliases:
+                    entry = entry.model_copy(update={"aliases": old.aliases})
+                table[key] = entry  # type: ignore[assignment]
+        files.append(str(path))
+    return Catalog(gpus.values(), models.values(), files)
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_catalog() -> Catalog:
+    """The shipped catalogs alone (cached)."""
+    return load_catalog(())
+
+
+__all__ = ["Catalog", "GpuEntry", "ModelEntry", "load_catalog", "normalize_name", "shipped_catalog"]

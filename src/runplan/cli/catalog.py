@@ -1,0 +1,198 @@
+"""`runplan catalog gpus|models [NAME]`: list the shipped (and user) catalogs, as a table or JSON.
+
+JSON keys (stable, SI base units): GPUs carry every ``GpuSpec`` field plus ``aliases`` and ``note``; models
+carry ``name``, ``family``, ``total_params``, ``embedding_params``, ``non_embedding_params``,
+``active_params``, ``published_params``, ``published_active_params``, ``aliases``, ``note`` and every
+``ModelShape`` field. Without NAME the output is a list; with NAME it is one object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from runplan.cli.common import handle_errors, print_json
+
+KINDS = ("gpus", "models")
+
+
+def gpu_record(entry: Any) -> dict[str, Any]:
+    """JSON record of a catalog GPU: every GpuSpec field, then aliases and note."""
+    return {**entry.spec.model_dump(mode="json"), "aliases": list(entry.aliases), "note": entry.note}
+
+
+def model_record(entry: Any) -> dict[str, Any]:
+    """JSON record of a catalog model: the counts first, then every ModelShape field."""
+    shape = entry.shape
+    record: dict[str, Any] = {
+        "name": shape.name,
+        "family": entry.family,
+        "total_params": shape.total_params,
+        "embedding_params": shape.embedding_params,
+        "non_embedding_params": shape.non_embedding_params,
+        "active_params": shape.active_params,
+        "published_params": entry.published_params,
+        "published_active_params": entry.published_active_params,
+        "aliases": list(entry.aliases),
+        "note": entry.note,
+    }
+    for key, value in shape.model_dump(mode="json").items():
+        record.setdefault(key, value)
+    return record
+
+
+def _kind(kind: str) -> str:
+    from runplan.catalog import normalize_name
+    from runplan.errors import SpecError
+
+    key = normalize_name(kind)
+    singular = {"gpu": "gpus", "model": "models"}
+    key = singular.get(key, key)
+    if key in KINDS:
+        return key
+    import difflib
+
+    close = difflib.get_close_matches(key, KINDS, n=1, cutoff=0.4)
+    raise SpecError(
+        f"unknown catalog '{kind}'",
+        where="KIND",
+        hint=f"did you mean '{close[0]}'?" if close else "use 'gpus' or 'models'",
+    )
+
+
+@handle_errors
+def catalog(
+    kind: str = typer.Argument(..., metavar="KIND", help="'gpus' or 'models'."),
+    name: str | None = typer.Argument(None, metavar="NAME", help="One entry (name or alias) in detail."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (SI base units) instead of a table."),
+    catalog_files: list[Path] = typer.Option(
+        [], "--catalog", metavar="PATH", help="A user catalog file merged over the shipped one (repeatable)."
+    ),
+) -> None:
+    """List the GPU or model catalog (or one entry with NAME); add your own entries with --catalog."""
+    from runplan.catalog import load_catalog
+
+    kind = _kind(kind)
+    cat = load_catalog(catalog_files)
+    if kind == "gpus":
+        entries = [cat.gpu_entry(name, where="NAME")] if name else list(cat.gpu_entries)
+        records = [gpu_record(e) for e in entries]
+    else:
+        entries = [cat.model_entry(name, where="NAME")] if name else list(cat.model_entries)
+        records = [model_record(e) for e in entries]
+    if as_json:
+        print_json(records[0] if name else records)
+        return
+    if name:
+        _render_one(records[0])
+    elif kind == "gpus":
+        _render_gpus(records)
+    else:
+        _render_models(records)
+
+
+def _render_one(record: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+
+    table = Table(title=str(record["name"]), show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in record.items():
+        if isinstance(value, list):
+            value = ", ".join(map(str, value))
+        elif isinstance(value, int) and not isinstance(value, bool) and key.endswith("_params"):
+            value = f"{value:,}"
+        elif isinstance(value, float):
+            value = f"{value:.6g}"
+        table.add_row(key, "" if value is None else str(value))
+    console().print(table)
+
+
+def _render_gpus(records: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+
+    table = Table(title="GPUs (dense FLOP/s; bandwidth one direction per GPU)")
+    for header in (
+        "name",
+        "HBM GB",
+        "bf16 TFLOP/s",
+        "fp8 TFLOP/s",
+        "HBM TB/s",
+        "intra GB/s",
+        "inter GB/s",
+        "GPUs/node",
+        "TDP W",
+    ):
+        table.add_column(header, justify="left" if header == "name" else "right")
+    for r in records:
+        table.add_row(
+            r["name"],
+            f"{r['hbm_bytes'] / 1e9:g}",
+            f"{r['bf16_flops'] / 1e12:g}",
+            "-" if r["fp8_flops"] is None else f"{r['fp8_flops'] / 1e12:g}",
+            f"{r['hbm_bandwidth_bytes_per_s'] / 1e12:.3g}",
+            f"{r['intra_node_bandwidth_bytes_per_s'] / 1e9:g}",
+            f"{r['inter_node_bandwidth_bytes_per_s'] / 1e9:g}",
+            str(r["gpus_per_node"]),
+            f"{r['tdp_watts']:g}",
+        )
+    console().print(table)
+
+
+def _render_models(records: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+
+    table = Table(title="Models (parameters in billions)")
+    for header in (
+        "name",
+        "family",
+        "L",
+        "d_model",
+        "heads",
+        "kv",
+        "FFN",
+        "vocab",
+        "experts",
+        "total",
+        "non-emb",
+        "active",
+        "published",
+    ):
+        table.add_column(header, justify="left" if header in ("name", "family") else "right")
+    for r in records:
+        experts = (
+            f"{r['top_k']}/{r['n_experts']}" + (f"+{r['n_shared_experts']}" if r["n_shared_experts"] else "")
+            if r["n_experts"]
+            else "-"
+        )
+        ffn = str(r["ffn_hidden"])
+        if r["n_experts"]:  # the expert size; the dense size too where leading dense layers exist
+            ffn = str(r["expert_ffn_hidden"]) + (f" ({r['ffn_hidden']} dense)" if r["n_dense_layers"] else "")
+        table.add_row(
+            r["name"],
+            r["family"] or "-",
+            str(r["n_layers"]),
+            str(r["d_model"]),
+            str(r["n_heads"]),
+            str(r["n_kv_heads"]),
+            ffn,
+            str(r["vocab_size"]),
+            experts,
+            f"{r['total_params'] / 1e9:.2f}",
+            f"{r['non_embedding_params'] / 1e9:.2f}",
+            f"{r['active_params'] / 1e9:.2f}",
+            "-" if r["published_params"] is None else f"{r['published_params'] / 1e9:g}",
+        )
+    console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="catalog")(catalog)
