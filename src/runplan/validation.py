@@ -80,6 +80,8 @@ def spec_error_from_validation(error: ValidationError, model_cls: type[BaseModel
         choices = [c.strip(" '") for c in str(expected).replace(" or ", ",").split(",")]
         guess = suggest(str(given), choices)
         hint = f"did you mean '{guess}'?" if guess else None
+    elif message.startswith("Input should be"):
+        message = "must be" + message.removeprefix("Input should be") + f", got {first.get('input')!r}"
     else:
         message = message.removeprefix("Value error, ")
     if len(problems) > 1:

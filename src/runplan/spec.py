@@ -1,0 +1,163 @@
+"""The plan file: a strict, typed, versioned description of one pre-training run to plan.
+
+Every section is a pydantic model with ``extra="forbid"`` and a description on each field, so that
+``runplan schema`` exports a JSON Schema that editors use to complete and check plan files. Sections owned
+by a stage are defined beside that stage and reused here (objective and law in ``scaling``, constraints and
+pins in ``parallel``, schedule, operations and cost inputs in ``ops``): a flag and a plan-file key always
+fill the same model, so they can never mean two different things.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from runplan.errors import SpecError
+from runplan.hardware import GpuSpec
+from runplan.model import ModelShape
+from runplan.ops.cost import CostSpec
+from runplan.ops.monitoring import MonitoringSpec
+from runplan.ops.reliability import OperationsSpec
+from runplan.ops.schedule import ScheduleSpec
+from runplan.parallel.layout import Constraints, Pins
+from runplan.scaling.allocate import Objective
+from runplan.scaling.laws import LawSpec
+from runplan.units import NonNegativeNumber, PositiveCount, PositiveNumber
+from runplan.validation import spec_error_from_validation
+from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
+
+SCHEMA_VERSION = 1
+SCHEMA_URL = "https://runplan.dev/schema/plan-v1.json"
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class Budget(BaseModel):
+    """How much the run trains: exactly one of FLOPs, GPU-hours, days on the cluster, or tokens (fixed model)."""
+
+    model_config = _STRICT
+
+    flops: PositiveNumber | None = Field(None, description="Training compute C in FLOPs, e.g. 2e23.")
+    gpu_hours: PositiveNumber | None = Field(
+        None, description="GPU-hours on the cluster's GPU type; converted with C = hours × 3600 × peak × mfu.")
+    days: PositiveNumber | None = Field(
+        None, description="Wall-clock days on all of cluster.gpus; C = gpus × days × 86400 × peak × mfu.")
+    tokens: PositiveNumber | None = Field(
+        None, description="Training tokens D for a fixed `model:`; C = 6·N·D (N in the law's parameter count).")
+    mfu: PositiveNumber = Field(
+        0.4, le=1, description="Model FLOPs utilisation used to turn GPU time into FLOPs (PaLM §4.1 definition).")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Budget:
+        given = [name for name in ("flops", "gpu_hours", "days", "tokens") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of flops, gpu_hours, days or tokens"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        return self
+
+
+class ModelChoice(BaseModel):
+    """A fixed model: a catalog preset or size shorthand (``llama-3.1-70b``, ``70b``), or an explicit shape."""
+
+    model_config = _STRICT
+
+    name: str | None = Field(None, description="Catalog preset name or size shorthand such as '7b' or '70B'.")
+    shape: ModelShape | None = Field(None, description="An explicit shape; every field as in `runplan catalog models`.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one(self) -> ModelChoice:
+        if (self.name is None) == (self.shape is None):
+            raise ValueError("give either name (a preset or size like '70b') or shape, not both or neither")
+        return self
+
+
+class Training(BaseModel):
+    """Sequence and vocabulary of the run."""
+
+    model_config = _STRICT
+
+    seq_len: PositiveCount = Field(4096, description="Training sequence length s in tokens.")
+    vocab_size: PositiveCount = Field(
+        128256, description="Vocabulary size V for generated shapes (a catalog preset keeps its own).")
+
+
+class Cluster(BaseModel):
+    """Where the run trains."""
+
+    model_config = _STRICT
+
+    gpu: str | GpuSpec = Field("h100-sxm", description="GPU type: a catalog name (`runplan catalog gpus`) or an inline spec.")
+    gpus: PositiveCount = Field(description="Number of GPUs the run uses.")
+    gpus_per_node: PositiveCount | None = Field(
+        None, description="GPUs per node (NVLink domain); defaults to the GPU type's.")
+    price_per_gpu_hour: NonNegativeNumber = Field(
+        2.0, description="Price in USD per GPU-hour (2 USD/h is a common H100 planning figure, REFERENCES §4).")
+
+
+class PlanSpec(BaseModel):
+    """A runplan plan file (schema version 1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="runplan plan file")
+
+    schema_version: Literal[1] = Field(description="Plan-file schema version; this runplan reads version 1.")
+    name: str | None = Field(None, description="Short name of the run, used in report titles.")
+    description: str | None = Field(None, description="Free text: what the run is for.")
+    catalog: list[str] = Field(
+        default_factory=list, description="Extra catalog files (GPUs, models) merged over the shipped ones; paths relative to the plan file.")
+    budget: Budget | None = Field(None, description="Compute budget; required unless the model and tokens are fixed.")
+    objective: Objective = Field(default_factory=Objective, description="How to split the budget into N and D.")
+    law: LawSpec | None = Field(None, description="Scaling law L(N, D) for the allocation; omitted: the default law.")
+    model: ModelChoice | None = Field(None, description="Fix the model; omitted: a shape is generated for the allocated N.")
+    training: Training = Field(default_factory=Training, description="Sequence length and vocabulary.")
+    cluster: Cluster = Field(description="GPU type, count and price.")
+    constraints: Constraints = Field(default_factory=Constraints, description="Limits on the parallel layout.")
+    parallel: Pins = Field(default_factory=Pins, description="Pin any parallel axis (tp, pp, zero, ...).")
+    schedule: ScheduleSpec = Field(default_factory=ScheduleSpec, description="Batch, LR and WSD schedule inputs.")
+    operations: OperationsSpec = Field(default_factory=OperationsSpec, description="Storage, failures, retention.")
+    monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec, description="Canary, alerts, rollback rule.")
+    cost: CostSpec = Field(default_factory=CostSpec, description="Energy and cost inputs.")
+    resolved: dict[str, Any] | None = Field(
+        None, description="Derived numbers written by `runplan plan --format yaml`; `runplan check` diffs against them.")
+
+
+def parse_plan(loaded: LoadedYaml) -> PlanSpec:
+    """Validate a loaded YAML document as a PlanSpec; errors become ``file:line: path: problem``."""
+    data = loaded.data
+    if not isinstance(data, dict):
+        raise SpecError("a plan file is a mapping of sections (budget:, cluster:, ...)", source=loaded.where(()),
+                        hint="start from `runplan init`")
+    if "schema_version" not in data:
+        raise SpecError("schema_version is missing", source=loaded.where(()), where="schema_version",
+                        hint=f"add 'schema_version: {SCHEMA_VERSION}' at the top")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise SpecError(f"schema version {data.get('schema_version')!r} is not supported",
+                        source=loaded.where(("schema_version",)), where="schema_version",
+                        hint=f"this runplan reads schema_version: {SCHEMA_VERSION}")
+    try:
+        return PlanSpec.model_validate(data)
+    except ValidationError as error:
+        raise spec_error_from_validation(error, PlanSpec, loaded) from None
+
+
+def load_plan(path: str | Path) -> PlanSpec:
+    """Read, parse and validate a plan file."""
+    return parse_plan(load_yaml_file(path))
+
+
+def load_plan_text(text: str, source: str = "<plan>") -> PlanSpec:
+    return parse_plan(load_yaml_text(text, source))
+
+
+def plan_json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of the plan file, with its $id."""
+    schema = PlanSpec.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = SCHEMA_URL
+    return schema
