@@ -1,0 +1,197 @@
+"""Operations stages of a run plan: schedule, checkpointing, reliability, monitoring, cost.
+
+Each stage is a pure function from a pydantic request to a frozen pydantic result whose every number has a
+one-line reason in its ``notes`` dict (see ``runplan.ops._notes``). ``operate`` chains the three stages that
+depend on each other (failure rate → checkpoint interval → goodput, and the interval → rollback numbers).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from runplan.ops._notes import INPUT_CONFIG, Explained, fmt_seconds
+from runplan.ops.checkpoint import (
+    CheckpointPart,
+    CheckpointPlan,
+    CheckpointRequest,
+    daly_interval_seconds,
+    plan_checkpoints,
+    young_interval_seconds,
+)
+from runplan.ops.cost import Cost, CostLine, CostRequest, CostSpec, estimate_cost
+from runplan.ops.monitoring import Metric, Monitoring, MonitoringRequest, MonitoringSpec, plan_monitoring
+from runplan.ops.reliability import (
+    LLAMA3_FAILURES_PER_1000_NODE_DAYS,
+    OperationsSpec,
+    Reliability,
+    ReliabilityRequest,
+    assess_reliability,
+    expected_segment_seconds,
+    first_order_segment_seconds,
+    job_mtbf_seconds,
+)
+from runplan.ops.schedule import (
+    BatchStage,
+    LrPhase,
+    RampStage,
+    Schedule,
+    ScheduleRequest,
+    ScheduleSpec,
+    batch_tokens_at_step,
+    deepseek_batch_tokens,
+    deepseek_peak_lr,
+    lr_at_step,
+    plan_schedule,
+    tokens_at_step,
+)
+from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber
+
+__all__ = [
+    "LLAMA3_FAILURES_PER_1000_NODE_DAYS",
+    "BatchStage",
+    "CheckpointPart",
+    "CheckpointPlan",
+    "CheckpointRequest",
+    "Cost",
+    "CostLine",
+    "CostRequest",
+    "CostSpec",
+    "Explained",
+    "LrPhase",
+    "Metric",
+    "Monitoring",
+    "MonitoringRequest",
+    "MonitoringSpec",
+    "Operations",
+    "OperationsRequest",
+    "OperationsSpec",
+    "RampStage",
+    "Reliability",
+    "ReliabilityRequest",
+    "Schedule",
+    "ScheduleRequest",
+    "ScheduleSpec",
+    "assess_reliability",
+    "batch_tokens_at_step",
+    "daly_interval_seconds",
+    "deepseek_batch_tokens",
+    "deepseek_peak_lr",
+    "estimate_cost",
+    "expected_segment_seconds",
+    "first_order_segment_seconds",
+    "job_mtbf_seconds",
+    "lr_at_step",
+    "operate",
+    "plan_checkpoints",
+    "plan_monitoring",
+    "plan_schedule",
+    "tokens_at_step",
+    "training_seconds",
+    "young_interval_seconds",
+]
+
+
+def training_seconds(schedule: Schedule, step_seconds: float) -> float:
+    """Failure-free training time: Σ over batch stages of steps × step_seconds × (stage batch / main batch).
+
+    A ramp stage's step is shorter in proportion to its batch (fewer micro-batches per replica); this leaves
+    out that the pipeline bubble is a larger share of a shorter step, so ramp stages are slightly optimistic.
+    """
+    main = schedule.global_batch_tokens
+    return sum(s.steps * step_seconds * s.global_batch_tokens / main for s in schedule.batch_stages)
+
+
+class OperationsRequest(BaseModel):
+    """Everything ``operate`` needs from the model, the layout and the schedule."""
+
+    model_config = INPUT_CONFIG
+
+    total_params: PositiveCount = Field(description="Every parameter of the model.")
+    tp: PositiveCount = Field(1, description="Tensor-parallel degree.")
+    pp: PositiveCount = Field(1, description="Pipeline-parallel degree.")
+    dp: PositiveCount = Field(1, description="Data-parallel degree.")
+    cp: PositiveCount = Field(1, description="Context-parallel degree.")
+    zero: NonNegativeCount = Field(1, le=3, description="ZeRO stage (1 = distributed optimizer).")
+    gpus_per_node: PositiveCount = Field(8, description="GPUs per node.")
+    seq_len: PositiveCount = Field(description="Tokens per sequence.")
+    step_seconds: PositiveNumber = Field(description="Time of one step at the main batch, seconds.")
+    schedule: Schedule = Field(description="Result of plan_schedule for this run.")
+    operations: OperationsSpec = Field(default_factory=OperationsSpec, description="Plan file `operations:`.")
+    monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec, description="Plan file `monitoring:`.")
+
+
+class Operations(Explained):
+    """Checkpointing, reliability and monitoring of one run, chained."""
+
+    checkpointing: CheckpointPlan
+    reliability: Reliability
+    monitoring: Monitoring
+    useful_seconds: float
+    warnings: list[str]
+
+
+def operate(request: OperationsRequest) -> Operations:
+    """Failure rate → MTBF → checkpoint plan (Daly interval) → goodput (exact renewal) → monitoring."""
+    spec = request.operations
+    schedule = request.schedule
+    world = request.tp * request.pp * request.dp * request.cp
+    n_nodes = -(-world // request.gpus_per_node)
+    m = job_mtbf_seconds(spec.failures_per_1000_node_days, n_nodes)
+    useful = training_seconds(schedule, request.step_seconds)
+    window = request.monitoring.rollback_margin_steps + request.monitoring.spike_recovery_steps
+    checkpoint = plan_checkpoints(
+        CheckpointRequest(
+            total_params=request.total_params,
+            tp=request.tp,
+            pp=request.pp,
+            dp=request.dp,
+            cp=request.cp,
+            zero=request.zero,
+            gpus_per_node=request.gpus_per_node,
+            step_seconds=request.step_seconds,
+            tokens_per_step=schedule.global_batch_tokens,
+            total_steps=schedule.total_steps,
+            training_tokens=schedule.scheduled_tokens,
+            job_mtbf_seconds=m,
+            rollback_window_steps=window,
+            spec=spec,
+        )
+    )
+    reliability = assess_reliability(
+        ReliabilityRequest(
+            n_nodes=n_nodes,
+            useful_seconds=useful,
+            interval_seconds=checkpoint.interval_seconds,
+            save_blocking_seconds=checkpoint.save_blocking_seconds,
+            spec=spec,
+        )
+    )
+    monitoring = plan_monitoring(
+        MonitoringRequest(
+            total_steps=schedule.total_steps,
+            tokens_per_step=schedule.global_batch_tokens,
+            step_seconds=request.step_seconds,
+            seq_len=request.seq_len,
+            checkpoint_interval_steps=checkpoint.interval_steps,
+            retention_generations=spec.retention_generations,
+            rollback_checkpoint_every_steps=checkpoint.rollback_every_steps or None,
+            dp=request.dp,
+            spec=request.monitoring,
+        )
+    )
+    stages = " + ".join(
+        f"{s.steps:,} × {request.step_seconds:.4g} s × "
+        f"{s.global_batch_tokens / schedule.global_batch_tokens:.3g}"
+        for s in schedule.batch_stages
+    )
+    return Operations(
+        checkpointing=checkpoint,
+        reliability=reliability,
+        monitoring=monitoring,
+        useful_seconds=useful,
+        warnings=[*checkpoint.warnings, *reliability.warnings, *monitoring.warnings],
+        notes={
+            "useful_seconds": f"Σ steps × step_seconds × (stage batch / main batch) = {stages} = "
+            f"{fmt_seconds(useful)}"
+        },
+    )

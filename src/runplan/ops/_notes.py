@@ -1,0 +1,88 @@
+"""The one convention every operations output follows: each number carries a one-line reason.
+
+Every output model of ``runplan.ops`` derives from :class:`Explained`. Its ``notes`` field maps a field name
+to a one-line human reason or formula (``"interval_steps": "round(τ_Daly / step_seconds) = round(5,410 s /
+9.8 s) = 552"``). The validator refuses an output whose numeric field has no note, so a report that prints
+"every number with a one-line reason" can rely on ``notes[name]`` being present.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+OUTPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
+INPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
+
+
+def _is_numeric(annotation: object) -> bool:
+    """True for ``int``, ``float`` and optional forms of them (never ``bool``)."""
+    if annotation in (int, float):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return bool(args) and all(a in (int, float) for a in args)
+    if origin is typing.Annotated:
+        return _is_numeric(typing.get_args(annotation)[0])
+    return False
+
+
+class Explained(BaseModel):
+    """A frozen output whose every numeric field has a one-line reason in ``notes``."""
+
+    model_config = OUTPUT_CONFIG
+
+    notes: dict[str, str] = Field(
+        default_factory=dict,
+        description="One-line reason or formula for every number in this object, keyed by field name.",
+    )
+
+    @model_validator(mode="after")
+    def _every_number_explained(self) -> Explained:
+        missing = [
+            name
+            for name, info in type(self).model_fields.items()
+            if name != "notes"
+            and _is_numeric(info.annotation)
+            and getattr(self, name) is not None
+            and name not in self.notes
+        ]
+        if missing:
+            raise ValueError(f"{type(self).__name__}: no note for {', '.join(missing)}")
+        return self
+
+
+def fmt(value: float, digits: int = 4) -> str:
+    """Short human form for notes: ``1.234e+22`` for big/small values, ``5,410`` for plain ones."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    magnitude = abs(value)
+    if magnitude >= 1e7 or magnitude < 1e-3:
+        return f"{value:.{digits - 1}e}"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.{max(digits - 1 - math.floor(math.log10(magnitude)), 0)}f}"
+
+
+def fmt_bytes(value: float) -> str:
+    """``1.13e12`` → ``1.13 TB`` (decimal units, as storage vendors quote them)."""
+    for threshold, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if abs(value) >= threshold:
+            return f"{value / threshold:.3g} {unit}"
+    return f"{value:.3g} B"
+
+
+def fmt_seconds(value: float) -> str:
+    """``5410`` → ``5,410 s (1.50 h)``: seconds, and hours or days when that reads better."""
+    text = f"{fmt(value)} s"
+    if value >= 2 * 86400:
+        text += f" ({value / 86400:.2f} d)"
+    elif value >= 3600:
+        text += f" ({value / 3600:.2f} h)"
+    elif value >= 120:
+        text += f" ({value / 60:.1f} min)"
+    return text

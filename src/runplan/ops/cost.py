@@ -1,0 +1,232 @@
+"""Time and cost: GPU-hours, wall-clock days (raw and with goodput), money, and energy from TDP and PUE.
+
+* GPU-hours = GPUs × hours. You pay for the elapsed wall clock (failures, restarts and saves included), so the
+  billed figure uses the reliability stage's expected elapsed time; the useful figure uses steps × step time.
+* Energy (MWh) = TDP × GPUs × elapsed hours × PUE / 10⁶. PUE (power usage effectiveness) = facility
+  power / IT power. Default 1.2: BLOOM's Jean Zay cluster as reported by Luccioni et al. 2023 (JMLR 24:253,
+  "Estimating the Carbon Footprint of BLOOM"), whose comparison table lists 1.08-1.1 for the Gopher, GPT-3
+  and OPT data centres; 1.2 is the conservative end of those. TDP is an upper bound on GPU board power during
+  training (GPUs often draw 70-90% of it), but the figure **leaves out** the rest of the IT load: CPUs, host
+  memory, NICs and switches, storage servers. A DGX H100 node is rated about 10.2 kW for 8 × 700 W = 5.6 kW
+  of GPU TDP, so whole-node power can be ~1.8× the GPU-only figure.
+* Price per GPU-hour is an input (REFERENCES §4: public H100 prices vary widely; 2 USD/h is a common planning
+  figure).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, model_validator
+
+from runplan.ops._notes import INPUT_CONFIG, Explained, fmt
+from runplan.units import Fraction, PositiveCount, PositiveNumber
+
+SECONDS_PER_HOUR = 3_600.0
+SECONDS_PER_DAY = 86_400.0
+
+
+class CostSpec(BaseModel):
+    """Plan-file section `cost:`: price and facility overhead."""
+
+    model_config = INPUT_CONFIG
+
+    price_per_gpu_hour: PositiveNumber = Field(
+        2.0, description="Price of one GPU-hour in `currency` (2 USD/h: a common H100 planning figure)."
+    )
+    currency: str = Field("USD", description="Currency of the price, printed beside every cost.")
+    pue: PositiveNumber = Field(
+        1.2,
+        ge=1.0,
+        le=3.0,
+        description="Power usage effectiveness of the data centre (facility / IT power). Default 1.2: Jean "
+        "Zay "
+        "for BLOOM (Luccioni et al. 2023, JMLR 24:253); hyperscale sites report 1.08-1.1.",
+    )
+
+
+class CostRequest(BaseModel):
+    """What the cost stage needs: the cluster, the run's time, and optionally the proxy sweep."""
+
+    model_config = INPUT_CONFIG
+
+    n_gpus: PositiveCount = Field(description="GPUs of the main run.")
+    tdp_watts: PositiveNumber = Field(description="Board power (TDP) of one GPU, watts (GpuSpec.tdp_watts).")
+    useful_seconds: PositiveNumber = Field(description="Failure-free training time of the main run, seconds.")
+    elapsed_seconds: PositiveNumber | None = Field(
+        None,
+        description="Expected wall-clock time with saves, failures and restarts (reliability stage); "
+        "unset = useful_seconds (goodput 1).",
+    )
+    sweep_gpu_hours: PositiveNumber | None = Field(
+        None, description="GPU-hours of the proxy sweep (from `runplan sweep`); or give sweep_flops."
+    )
+    sweep_flops: PositiveNumber | None = Field(None, description="Training FLOPs of the whole proxy sweep.")
+    sweep_mfu: Fraction | None = Field(None, description="MFU assumed for the sweep runs (with sweep_flops).")
+    gpu_peak_flops: PositiveNumber | None = Field(
+        None, description="Peak dense FLOP/s of one GPU (with sweep_flops), e.g. GpuSpec.bf16_flops."
+    )
+    sweep_gpus: PositiveCount | None = Field(
+        None, description="GPUs the sweep runs on at once; unset = the main run's GPUs."
+    )
+    spec: CostSpec = Field(default_factory=CostSpec, description="The plan file's cost section.")
+
+    @model_validator(mode="after")
+    def _sweep_inputs(self) -> CostRequest:
+        if self.sweep_flops is not None and (self.sweep_mfu is None or self.gpu_peak_flops is None):
+            raise ValueError("sweep_flops needs sweep_mfu and gpu_peak_flops to turn FLOPs into GPU-hours")
+        if self.sweep_flops is not None and self.sweep_gpu_hours is not None:
+            raise ValueError("give sweep_gpu_hours or sweep_flops, not both")
+        return self
+
+
+class CostLine(Explained):
+    """Time, money and energy of one job (the main run or the proxy sweep)."""
+
+    name: str
+    gpus: int
+    useful_gpu_hours: float
+    billed_gpu_hours: float
+    useful_days: float
+    wall_clock_days: float
+    goodput: float
+    cost: float
+    energy_mwh: float
+    gpu_only_energy_mwh: float
+
+
+class Cost(Explained):
+    """The time-and-cost section of a run plan."""
+
+    currency: str
+    price_per_gpu_hour: float
+    pue: float
+    tdp_watts: float
+    main: CostLine
+    sweep: CostLine | None
+    total_cost: float
+    total_energy_mwh: float
+    sweep_cost_fraction: float | None
+    energy_leaves_out: str
+
+
+def _line(
+    name: str,
+    gpus: int,
+    useful_s: float,
+    elapsed_s: float,
+    tdp: float,
+    spec: CostSpec,
+    useful_reason: str,
+    goodput_reason: str = "",
+) -> CostLine:
+    useful_h = gpus * useful_s / SECONDS_PER_HOUR
+    billed_h = gpus * elapsed_s / SECONDS_PER_HOUR
+    goodput = useful_s / elapsed_s
+    cost = billed_h * spec.price_per_gpu_hour
+    gpu_mwh = tdp * billed_h / 1e6
+    mwh = gpu_mwh * spec.pue
+    return CostLine(
+        name=name,
+        gpus=gpus,
+        useful_gpu_hours=useful_h,
+        billed_gpu_hours=billed_h,
+        useful_days=useful_s / SECONDS_PER_DAY,
+        wall_clock_days=elapsed_s / SECONDS_PER_DAY,
+        goodput=goodput,
+        cost=cost,
+        energy_mwh=mwh,
+        gpu_only_energy_mwh=gpu_mwh,
+        notes={
+            "gpus": f"{gpus:,} GPUs",
+            "useful_gpu_hours": f"{useful_reason} = {fmt(useful_h)} GPU-hours",
+            "billed_gpu_hours": f"{gpus:,} GPUs × {fmt(elapsed_s / SECONDS_PER_HOUR)} h elapsed = "
+            f"{fmt(billed_h)} GPU-hours",
+            "useful_days": f"{fmt(useful_s)} s / 86,400 = {useful_s / SECONDS_PER_DAY:.2f} days without "
+            "failures",
+            "wall_clock_days": f"{fmt(elapsed_s)} s / 86,400 = {elapsed_s / SECONDS_PER_DAY:.2f} days with "
+            "goodput",
+            "goodput": f"useful / elapsed = {goodput:.4f}{goodput_reason}",
+            "cost": f"{fmt(billed_h)} GPU-h × {spec.price_per_gpu_hour:g} {spec.currency}/h = "
+            f"{fmt(cost)} {spec.currency}",
+            "energy_mwh": f"{tdp:g} W × {fmt(billed_h)} GPU-h × PUE {spec.pue:g} / 1e6 = {fmt(mwh)} MWh "
+            "(GPU TDP only: CPUs, network, storage left out)",
+            "gpu_only_energy_mwh": f"{tdp:g} W × {fmt(billed_h)} GPU-h / 1e6 = {fmt(gpu_mwh)} MWh at the "
+            "GPUs",
+        },
+    )
+
+
+def estimate_cost(request: CostRequest) -> Cost:
+    """GPU-hours, days, money and energy for the main run and the proxy sweep (see the module docstring)."""
+    spec = request.spec
+    tdp = request.tdp_watts
+    elapsed = request.elapsed_seconds or request.useful_seconds
+    main = _line(
+        "main run",
+        request.n_gpus,
+        request.useful_seconds,
+        elapsed,
+        tdp,
+        spec,
+        useful_reason=f"{request.n_gpus:,} GPUs × {fmt(request.useful_seconds / SECONDS_PER_HOUR)} h",
+    )
+    sweep = None
+    sweep_gpus = request.sweep_gpus or request.n_gpus
+    if request.sweep_flops is not None:
+        per_gpu = request.sweep_mfu * request.gpu_peak_flops
+        gpu_hours = request.sweep_flops / per_gpu / SECONDS_PER_HOUR
+        reason = (
+            f"{fmt(request.sweep_flops)} FLOPs / ({request.sweep_mfu:g} MFU × {fmt(request.gpu_peak_flops)} "
+            "FLOP/s) "
+            "/ 3,600"
+        )
+    elif request.sweep_gpu_hours is not None:
+        gpu_hours = request.sweep_gpu_hours
+        reason = "GPU-hours of the sweep design"
+    else:
+        gpu_hours = None
+    if gpu_hours is not None:
+        seconds = gpu_hours * SECONDS_PER_HOUR / sweep_gpus
+        sweep = _line(
+            "proxy sweep",
+            sweep_gpus,
+            seconds,
+            seconds,
+            tdp,
+            spec,
+            useful_reason=reason,
+            goodput_reason=" (assumed: many short jobs on few nodes each see few failures)",
+        )
+    total_cost = main.cost + (sweep.cost if sweep else 0.0)
+    total_mwh = main.energy_mwh + (sweep.energy_mwh if sweep else 0.0)
+    notes = {
+        "price_per_gpu_hour": f"{spec.price_per_gpu_hour:g} {spec.currency} per GPU-hour "
+        "(cost.price_per_gpu_hour)",
+        "pue": f"PUE {spec.pue:g} (default 1.2: Jean Zay for BLOOM, Luccioni et al. 2023)",
+        "tdp_watts": f"{tdp:g} W per GPU (catalog TDP)",
+        "total_cost": f"main {fmt(main.cost)}"
+        + (f" + sweep {fmt(sweep.cost)}" if sweep else "")
+        + f" = {fmt(total_cost)} {spec.currency}",
+        "total_energy_mwh": f"main {fmt(main.energy_mwh)}"
+        + (f" + sweep {fmt(sweep.energy_mwh)}" if sweep else "")
+        + f" = {fmt(total_mwh)} MWh",
+    }
+    fraction = None
+    if sweep is not None:
+        fraction = sweep.cost / main.cost
+        notes["sweep_cost_fraction"] = f"sweep / main = {fmt(sweep.cost)} / {fmt(main.cost)} = {fraction:.2%}"
+    return Cost(
+        currency=spec.currency,
+        price_per_gpu_hour=spec.price_per_gpu_hour,
+        pue=spec.pue,
+        tdp_watts=tdp,
+        main=main,
+        sweep=sweep,
+        total_cost=total_cost,
+        total_energy_mwh=total_mwh,
+        sweep_cost_fraction=fraction,
+        energy_leaves_out=(
+            "GPU TDP only: CPUs, host memory, NICs, switches and storage are left out (a DGX H100 is rated "
+            "~10.2 kW for 5.6 kW of GPU TDP); TDP overstates GPU draw, which is often 70-90% of it"
+        ),
+        notes=notes,
+    )

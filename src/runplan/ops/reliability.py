@@ -1,0 +1,296 @@
+"""Failures and goodput: job interruption rate, MTBF, expected lost time, effective wall-clock days.
+
+Model (REFERENCES.md §4): interruptions arrive as a Poisson process. A job on n nodes, each failing at rate r
+per node-day, is interrupted at rate λ = n·r (any node stops the synchronous job), so its mean time between
+interruptions is M = 1/λ. The run is cut into segments of τ seconds of work, each ended by a checkpoint save
+that blocks for δ seconds. After an interruption the job restarts (R seconds: detect, reschedule, load the
+checkpoint; failures may also strike during it) and redoes the segment from its start.
+
+Exact expected time per segment (Daly 2006, "A higher order estimate of the optimum checkpoint interval for
+restart dumps", FGCS 22(3), the expected wall-clock time with restarts; also REFERENCES §4):
+
+    E[T] = M·e^{R/M}·(e^{(τ+δ)/M} − 1)
+
+Derivation: a failed attempt leaves the job needing R + τ + δ of failure-free time, which takes
+M·(e^{(R+τ+δ)/M} − 1) in expectation; the first attempt needs only τ + δ. Weighting by the chance that the
+first attempt fails gives the formula, and the expected number of interruptions per segment is E[T]/M.
+First-order form (Young 1974, expanding to first order in (τ+δ)/M and R/M):
+E[T] ≈ (τ + δ)·(1 + (τ + δ)/(2M) + R/M).
+
+Calibration (Llama 3, arXiv 2407.21783, §3.3.4 and Table 5): 419 unexpected interruptions in 54 days of
+pre-training on 16,384 H100 = 2,048 nodes of 8, i.e. 419/(54·2,048) = 3.79 per 1,000 node-days and a job
+MTBF of 54·24/419 = 3.09 h. Kokolis et al. 2024 (arXiv 2410.21680) report 2.3 to 6.5 per 1,000 node-days on
+Meta's research clusters.
+
+Leaves out: failures that are not independent (a switch or a whole rack), time-varying rates (infant
+mortality, ageing), silent data corruption found late, stragglers and planned maintenance (Llama 3 also
+had 47 planned interruptions), and, with asynchronous saves, a failure during the background write making
+the previous checkpoint the latest durable one (about write_seconds/M extra loss per segment; small when the
+write is well below M).
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, Field
+
+from runplan.ops._notes import INPUT_CONFIG, Explained, fmt, fmt_seconds
+from runplan.units import NonNegativeNumber, PositiveBytes, PositiveCount, PositiveNumber
+
+SECONDS_PER_DAY = 86_400.0
+
+#: Llama 3 (arXiv 2407.21783, §3.3.4): 419 unexpected interruptions, 54 days, 2,048 nodes of 8 H100.
+LLAMA3_INTERRUPTIONS = 419
+LLAMA3_DAYS = 54
+LLAMA3_NODES = 2_048
+LLAMA3_FAILURES_PER_1000_NODE_DAYS = LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * LLAMA3_NODES) * 1000.0
+
+
+class OperationsSpec(BaseModel):
+    """Plan-file section `operations:`: storage, checkpointing and failure assumptions."""
+
+    model_config = INPUT_CONFIG
+
+    storage_write_bandwidth_bytes_per_s: PositiveBytes = Field(
+        2e12,
+        description="Aggregate sustained write bandwidth of the checkpoint storage, bytes/s. Default 2 TB/s: "
+        "Meta's Tectonic as used for Llama 3 (arXiv 2407.21783 §3.3.1: 2 TB/s sustained, 7 TB/s peak).",
+    )
+    node_write_bandwidth_bytes_per_s: PositiveBytes | None = Field(
+        25e9,
+        description="Write bandwidth one node can push to storage, bytes/s (its storage NIC). Default 25e9 "
+        "(200 Gb/s), an assumption: DGX H100 nodes carry two dual-port ConnectX-7 for storage and management "
+        "(NVIDIA DGX BasePOD reference architecture). null = not modelled.",
+    )
+    host_staging: bool = Field(
+        True,
+        description="Asynchronous checkpointing: copy each GPU's shard to host memory, then write in the "
+        "background (Megatron-Core async save, PyTorch DCP async_save). false = synchronous save.",
+    )
+    host_link_bandwidth_bytes_per_s: PositiveBytes = Field(
+        50e9,
+        description="Device-to-host copy bandwidth per GPU, bytes/s. Default 50e9: PCIe Gen5 x16 is 32 GT/s "
+        "× "
+        "16 lanes ≈ 63 GB/s per direction (PCI-SIG PCIe 5.0), about 80% of it achieved.",
+    )
+    fully_parallel_save: bool = Field(
+        True,
+        description="Every rank writes an equal share of the replicated state (Megatron-Core fully parallel "
+        "save); false = only the first data-parallel replica writes weights and unsharded optimizer state.",
+    )
+    save_fixed_seconds: NonNegativeNumber = Field(
+        2.0,
+        description="Fixed blocking cost of every save on top of moving the bytes (barrier, state-dict "
+        "planning, metadata), seconds. Default 2 s: a planning assumption; measure yours.",
+    )
+    restart_seconds: NonNegativeNumber = Field(
+        600.0,
+        description="Time from an interruption until training resumes (detect, reschedule, load the "
+        "checkpoint, warm up), seconds. Default 600 s: a planning assumption; measure yours.",
+    )
+    failures_per_1000_node_days: PositiveNumber = Field(
+        LLAMA3_FAILURES_PER_1000_NODE_DAYS,
+        description="Unexpected job interruptions per 1,000 node-days. Default 3.79: Llama 3 (arXiv "
+        "2407.21783 "
+        "§3.3.4), 419 interruptions in 54 days on 2,048 nodes. Meta research clusters: 2.3-6.5 (arXiv "
+        "2410.21680).",
+    )
+    retention_generations: PositiveCount = Field(
+        3,
+        description="Rolling checkpoints kept; the oldest is deleted only after the newest passes its "
+        "checksum validation.",
+    )
+    milestone_every_tokens: PositiveNumber | None = Field(
+        None,
+        description="Keep a permanent milestone checkpoint every this many tokens (rounded to a multiple of "
+        "the checkpoint interval); unset = every 10% of the training tokens.",
+    )
+    milestone_weights_only: bool = Field(
+        False,
+        description="Milestones keep only bf16 weights (2 B/param) instead of the full resumable state; "
+        "false keeps them resumable, e.g. to branch WSD cooldowns from them.",
+    )
+
+
+def job_interruption_rate_per_day(failures_per_1000_node_days: float, n_nodes: float) -> float:
+    """λ = n_nodes · r / 1000 interruptions per day (any node stops a synchronous job)."""
+    return n_nodes * failures_per_1000_node_days / 1000.0
+
+
+def job_mtbf_seconds(failures_per_1000_node_days: float, n_nodes: float) -> float:
+    """M = 1/λ in seconds: 86,400 · 1000 / (n_nodes · r)."""
+    return SECONDS_PER_DAY / job_interruption_rate_per_day(failures_per_1000_node_days, n_nodes)
+
+
+def expected_segment_seconds(work_seconds, save_seconds, restart_seconds, mtbf_seconds):
+    """Exact E[T] = M·e^{R/M}·(e^{(τ+δ)/M} − 1) for one segment (Daly 2006); numpy-broadcastable."""
+    import numpy as np  # lazy: `runplan --help` must not load numpy
+
+    m = np.asarray(mtbf_seconds, dtype=float)
+    return (
+        m * np.exp(np.asarray(restart_seconds) / m) * np.expm1((np.asarray(work_seconds) + save_seconds) / m)
+    )
+
+
+def first_order_segment_seconds(work_seconds, save_seconds, restart_seconds, mtbf_seconds):
+    """First-order E[T] ≈ (τ+δ)·(1 + (τ+δ)/(2M) + R/M) (Young 1974); numpy-broadcastable."""
+    import numpy as np  # lazy: `runplan --help` must not load numpy
+
+    a = np.asarray(work_seconds, dtype=float) + save_seconds
+    return a * (1 + a / (2 * np.asarray(mtbf_seconds)) + np.asarray(restart_seconds) / mtbf_seconds)
+
+
+class ReliabilityRequest(BaseModel):
+    """What the failure model needs: the cluster, the run's useful time and the checkpoint plan."""
+
+    model_config = INPUT_CONFIG
+
+    n_nodes: PositiveCount = Field(description="Nodes the job runs on.")
+    useful_seconds: PositiveNumber = Field(
+        description="Failure-free training time: total steps × step_seconds (no saves, no failures)."
+    )
+    interval_seconds: PositiveNumber = Field(
+        description="Work between checkpoints τ, seconds (rounded to steps)."
+    )
+    save_blocking_seconds: NonNegativeNumber = Field(description="Time a save blocks training δ, seconds.")
+    spec: OperationsSpec = Field(
+        default_factory=OperationsSpec, description="The plan file's operations section."
+    )
+
+
+class Reliability(Explained):
+    """The failures-and-goodput section of a run plan."""
+
+    failures_per_1000_node_days: float
+    n_nodes: int
+    job_interruptions_per_day: float
+    job_mtbf_seconds: float
+    restart_seconds: float
+    interval_seconds: float
+    save_blocking_seconds: float
+    segments: int
+    expected_segment_seconds: float
+    first_order_segment_seconds: float
+    useful_seconds: float
+    expected_elapsed_seconds: float
+    first_order_elapsed_seconds: float
+    expected_interruptions: float
+    save_overhead_seconds: float
+    expected_failure_loss_seconds: float
+    goodput: float
+    first_order_goodput: float
+    useful_days: float
+    effective_days: float
+    warnings: list[str]
+
+
+def assess_reliability(request: ReliabilityRequest) -> Reliability:
+    """Expected interruptions, lost time and goodput for one run (exact renewal formula; see module doc).
+
+    The useful time W splits into ⌊W/τ⌋ full segments and one shorter last segment of W mod τ; each segment
+    ends with a save of δ. Elapsed = Σ E[T] over segments; goodput = W / elapsed; expected interruptions =
+    elapsed / M (each segment's expected interruptions are E[T]/M).
+    """
+    spec = request.spec
+    rate = spec.failures_per_1000_node_days
+    nodes = request.n_nodes
+    per_day = job_interruption_rate_per_day(rate, nodes)
+    m = job_mtbf_seconds(rate, nodes)
+    tau, delta, r = request.interval_seconds, request.save_blocking_seconds, spec.restart_seconds
+    w = request.useful_seconds
+    if tau > w:
+        tau = w
+    full = math.floor(w / tau)
+    rest = w - full * tau
+    seg_exact = float(expected_segment_seconds(tau, delta, r, m))
+    seg_first = float(first_order_segment_seconds(tau, delta, r, m))
+    elapsed = full * seg_exact + (float(expected_segment_seconds(rest, delta, r, m)) if rest > 0 else 0.0)
+    elapsed_first = full * seg_first + (
+        float(first_order_segment_seconds(rest, delta, r, m)) if rest > 0 else 0.0
+    )
+    segments = full + (1 if rest > 0 else 0)
+    save_overhead = segments * delta
+    interruptions = elapsed / m
+    failure_loss = elapsed - w - save_overhead
+    goodput = w / elapsed
+    warnings = []
+    if tau + delta > m:
+        warnings.append(
+            f"a segment (τ+δ = {fmt_seconds(tau + delta)}) is longer than the job MTBF ({fmt_seconds(m)}): "
+            "most segments will be interrupted; checkpoint more often or on fewer nodes"
+        )
+    if goodput < 0.9:
+        warnings.append(
+            f"goodput {goodput:.1%} is below the ~90% Llama 3 reported (§3.3.4): faster saves (async "
+            "staging), "
+            "faster restarts or a lower failure rate would help"
+        )
+    if abs(elapsed_first / elapsed - 1) > 0.01:
+        warnings.append(
+            f"the first-order (Young) estimate is off by {(elapsed_first / elapsed - 1):+.1%} from the exact "
+            "renewal formula: rely on the exact figure"
+        )
+    notes = {
+        "failures_per_1000_node_days": (
+            f"r = {rate:.3g} per 1,000 node-days"
+            + (
+                " (Llama 3: 419 / (54 d × 2,048 nodes) × 1,000)"
+                if rate == LLAMA3_FAILURES_PER_1000_NODE_DAYS
+                else " (plan file)"
+            )
+        ),
+        "n_nodes": f"{nodes:,} nodes in the job",
+        "job_interruptions_per_day": f"λ = n·r/1000 = {nodes:,} × {rate:.3g} / 1000 = {per_day:.3g} per day",
+        "job_mtbf_seconds": f"M = 86,400 s / λ = {fmt_seconds(m)}",
+        "restart_seconds": f"R = {fmt_seconds(r)} (detect, reschedule, load; operations.restart_seconds)",
+        "interval_seconds": f"τ = {fmt_seconds(tau)} of work between checkpoints (rounded to whole steps)",
+        "save_blocking_seconds": f"δ = {fmt_seconds(delta)} of blocking per save",
+        "segments": f"⌈W/τ⌉ = ⌈{fmt(w)} / {fmt(tau)}⌉ = {segments:,} segments (each ends with a save)",
+        "expected_segment_seconds": (
+            f"E[T] = M·e^(R/M)·(e^((τ+δ)/M) − 1) = {fmt(m)}·e^({r / m:.4g})·(e^({(tau + delta) / m:.4g}) − "
+            "1) "
+            f"= {fmt(seg_exact)} s (exact renewal, Daly 2006)"
+        ),
+        "first_order_segment_seconds": (
+            f"(τ+δ)·(1 + (τ+δ)/(2M) + R/M) = {fmt(seg_first)} s (first order; "
+            f"{(seg_first / seg_exact - 1):+.2%} vs exact)"
+        ),
+        "useful_seconds": f"W = total steps × step_seconds = {fmt_seconds(w)}",
+        "expected_elapsed_seconds": f"Σ E[T] over {segments:,} segments = {fmt_seconds(elapsed)}",
+        "first_order_elapsed_seconds": f"Σ first-order E[T] = {fmt_seconds(elapsed_first)}",
+        "expected_interruptions": f"elapsed / M = {fmt(elapsed)} / {fmt(m)} = {interruptions:.1f} "
+        "interruptions",
+        "save_overhead_seconds": f"{segments:,} saves × δ {fmt(delta)} s = {fmt_seconds(save_overhead)}",
+        "expected_failure_loss_seconds": (
+            f"elapsed − W − saves = {fmt_seconds(failure_loss)} (redone work + restarts)"
+        ),
+        "goodput": f"W / elapsed = {fmt(w)} / {fmt(elapsed)} = {goodput:.4f}",
+        "first_order_goodput": f"W / first-order elapsed = {w / elapsed_first:.4f}",
+        "useful_days": f"W / 86,400 = {w / SECONDS_PER_DAY:.2f} days without failures or saves",
+        "effective_days": f"elapsed / 86,400 = {elapsed / SECONDS_PER_DAY:.2f} wall-clock days",
+    }
+    return Reliability(
+        failures_per_1000_node_days=rate,
+        n_nodes=nodes,
+        job_interruptions_per_day=per_day,
+        job_mtbf_seconds=m,
+        restart_seconds=r,
+        interval_seconds=tau,
+        save_blocking_seconds=delta,
+        segments=segments,
+        expected_segment_seconds=seg_exact,
+        first_order_segment_seconds=seg_first,
+        useful_seconds=w,
+        expected_elapsed_seconds=elapsed,
+        first_order_elapsed_seconds=elapsed_first,
+        expected_interruptions=interruptions,
+        save_overhead_seconds=save_overhead,
+        expected_failure_loss_seconds=failure_loss,
+        goodput=goodput,
+        first_order_goodput=w / elapsed_first,
+        useful_days=w / SECONDS_PER_DAY,
+        effective_days=elapsed / SECONDS_PER_DAY,
+        warnings=warnings,
+        notes=notes,
+    )
