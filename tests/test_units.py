@@ -10,9 +10,22 @@ from runplan.units import format_si, parse_bytes, parse_count, parse_number
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("2e23", 2e23), ("3e-4", 3e-4), ("70B", 70e9), ("70b", 70e9), ("15T", 15e12), ("4M", 4e6),
-     ("1.5k", 1500.0), ("1,024", 1024.0), ("1_000", 1000.0), (" 7 ", 7.0), (12, 12.0), (0.5, 0.5),
-     ("2.5e3k", 2.5e6), ("-3", -3.0)],
+    [
+        ("2e23", 2e23),
+        ("3e-4", 3e-4),
+        ("70B", 70e9),
+        ("70b", 70e9),
+        ("15T", 15e12),
+        ("4M", 4e6),
+        ("1.5k", 1500.0),
+        ("1,024", 1024.0),
+        ("1_000", 1000.0),
+        (" 7 ", 7.0),
+        (12, 12.0),
+        (0.5, 0.5),
+        ("2.5e3k", 2.5e6),
+        ("-3", -3.0),
+    ],
 )
 def test_parse_number_accepts_human_forms(text, expected):
     assert parse_number(text) == pytest.approx(expected, rel=1e-12)
@@ -40,7 +53,14 @@ def test_parse_count():
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("80GB", 80e9), ("80 GiB", 80 * 2**30), ("1.5TB", 1.5e12), ("512MiB", 512 * 2**20), (1e9, 1e9), ("141G", 141e9)],
+    [
+        ("80GB", 80e9),
+        ("80 GiB", 80 * 2**30),
+        ("1.5TB", 1.5e12),
+        ("512MiB", 512 * 2**20),
+        (1e9, 1e9),
+        ("141G", 141e9),
+    ],
 )
 def test_parse_bytes(text, expected):
     assert parse_bytes(text) == pytest.approx(expected)

@@ -29,8 +29,9 @@ class SpecError(RunplanError):
 
     exit_code = EXIT_BAD_INPUT
 
-    def __init__(self, message: str, *, where: str | None = None, source: str | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, where: str | None = None, source: str | None = None, hint: str | None = None
+    ) -> None:
         self.message = message
         self.where = where
         self.source = source

@@ -35,17 +35,27 @@ class ModelShape(BaseModel):
     d_model: int = Field(gt=0, description="Hidden size h.")
     n_heads: int = Field(gt=0, description="Query heads a.")
     n_kv_heads: int = Field(gt=0, description="Key/value heads (GQA groups); equals n_heads for MHA.")
-    head_dim: int = Field(gt=0, description="Per-head query/key dim d_h (for MLA: the no-RoPE part, qk_nope_head_dim).")
-    ffn_hidden: int = Field(gt=0, description="Dense MLP inner size F (GeLU: usually 4h; SwiGLU: about 8h/3).")
-    mlp: Literal["gelu", "swiglu"] = Field(description="MLP kind: 'gelu' (2 matrices) or 'swiglu' (3 matrices).")
+    head_dim: int = Field(
+        gt=0, description="Per-head query/key dim d_h (for MLA: the no-RoPE part, qk_nope_head_dim)."
+    )
+    ffn_hidden: int = Field(
+        gt=0, description="Dense MLP inner size F (GeLU: usually 4h; SwiGLU: about 8h/3)."
+    )
+    mlp: Literal["gelu", "swiglu"] = Field(
+        description="MLP kind: 'gelu' (2 matrices) or 'swiglu' (3 matrices)."
+    )
     vocab_size: int = Field(gt=0, description="Vocabulary size V (padded size as trained).")
     tied_embeddings: bool = Field(description="Output head shares the token-embedding matrix.")
-    norm: Literal["layernorm", "rmsnorm"] = Field(description="Normalisation: LayerNorm (weight+bias) or RMSNorm.")
+    norm: Literal["layernorm", "rmsnorm"] = Field(
+        description="Normalisation: LayerNorm (weight+bias) or RMSNorm."
+    )
     linear_bias: bool = Field(False, description="Every linear layer has a bias (GPT-2/3 style).")
     qkv_bias: bool = Field(False, description="Only the q, k, v projections have biases (Qwen2 style).")
     qk_norm: bool = Field(False, description="RMSNorm on queries and keys per head (Qwen3, OLMo 2).")
     learned_positions: int = Field(0, ge=0, description="Rows of a learned position embedding (0 for RoPE).")
-    attention: Literal["gqa", "mla"] = Field("gqa", description="'gqa' (MHA/MQA/GQA) or 'mla' (DeepSeek latent).")
+    attention: Literal["gqa", "mla"] = Field(
+        "gqa", description="'gqa' (MHA/MQA/GQA) or 'mla' (DeepSeek latent)."
+    )
     q_lora_rank: int = Field(0, ge=0, description="MLA: query bottleneck rank (0 = full-rank q projection).")
     kv_lora_rank: int = Field(0, ge=0, description="MLA: compressed KV rank.")
     qk_rope_head_dim: int = Field(0, ge=0, description="MLA: decoupled RoPE key/query dim per head.")
@@ -55,7 +65,9 @@ class ModelShape(BaseModel):
     expert_ffn_hidden: int = Field(0, ge=0, description="Inner size of one routed (and shared) expert.")
     n_shared_experts: int = Field(0, ge=0, description="Always-active shared experts per MoE layer.")
     n_dense_layers: int = Field(0, ge=0, description="Leading layers with a dense MLP before the MoE layers.")
-    source: str | None = Field(None, description="Where the shape was published (config file or paper table).")
+    source: str | None = Field(
+        None, description="Where the shape was published (config file or paper table)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelShape:
@@ -110,8 +122,11 @@ class ModelShape(BaseModel):
                 q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * a * self.qk_dim
             else:
                 q = h * a * self.qk_dim
-            kv = (h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
-                  + self.kv_lora_rank * a * (self.head_dim + self.value_dim))
+            kv = (
+                h * (self.kv_lora_rank + self.qk_rope_head_dim)
+                + self.kv_lora_rank
+                + self.kv_lora_rank * a * (self.head_dim + self.value_dim)
+            )
             out = a * self.value_dim * h
             return q + kv + out + (h if self.linear_bias else 0)
         q_width = a * self.head_dim
@@ -169,8 +184,11 @@ class ModelShape(BaseModel):
     def _blocks(self, routed_per_layer: int) -> int:
         per_layer_common = self.attention_params_per_layer + self.norm_params_per_layer
         moe_mlp = self.router_params + self.shared_expert_params + routed_per_layer * self.expert_params
-        return (self.n_layers * per_layer_common + self.dense_layers * self.dense_mlp_params
-                + self.moe_layers * moe_mlp)
+        return (
+            self.n_layers * per_layer_common
+            + self.dense_layers * self.dense_mlp_params
+            + self.moe_layers * moe_mlp
+        )
 
     @property
     def non_embedding_params(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
@@ -41,20 +41,29 @@ class Budget(BaseModel):
 
     flops: PositiveNumber | None = Field(None, description="Training compute C in FLOPs, e.g. 2e23.")
     gpu_hours: PositiveNumber | None = Field(
-        None, description="GPU-hours on the cluster's GPU type; converted with C = hours × 3600 × peak × mfu.")
+        None, description="GPU-hours on the cluster's GPU type; converted with C = hours × 3600 × peak × mfu."
+    )
     days: PositiveNumber | None = Field(
-        None, description="Wall-clock days on all of cluster.gpus; C = gpus × days × 86400 × peak × mfu.")
+        None, description="Wall-clock days on all of cluster.gpus; C = gpus × days × 86400 × peak × mfu."
+    )
     tokens: PositiveNumber | None = Field(
-        None, description="Training tokens D for a fixed `model:`; C = 6·N·D (N in the law's parameter count).")
+        None,
+        description="Training tokens D for a fixed `model:`; C = 6·N·D (N in the law's parameter count).",
+    )
     mfu: PositiveNumber = Field(
-        0.4, le=1, description="Model FLOPs utilisation used to turn GPU time into FLOPs (PaLM §4.1 definition).")
+        0.4,
+        le=1,
+        description="Model FLOPs utilisation used to turn GPU time into FLOPs (PaLM §4.1 definition).",
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Budget:
         given = [name for name in ("flops", "gpu_hours", "days", "tokens") if getattr(self, name) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of flops, gpu_hours, days or tokens"
-                             + (f" (got {', '.join(given)})" if given else ""))
+            raise ValueError(
+                "give exactly one of flops, gpu_hours, days or tokens"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
         return self
 
 
@@ -64,7 +73,9 @@ class ModelChoice(BaseModel):
     model_config = _STRICT
 
     name: str | None = Field(None, description="Catalog preset name or size shorthand such as '7b' or '70B'.")
-    shape: ModelShape | None = Field(None, description="An explicit shape; every field as in `runplan catalog models`.")
+    shape: ModelShape | None = Field(
+        None, description="An explicit shape; every field as in `runplan catalog models`."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -85,7 +96,8 @@ class Training(BaseModel):
 
     seq_len: PositiveCount = Field(4096, description="Training sequence length s in tokens.")
     vocab_size: PositiveCount = Field(
-        128256, description="Vocabulary size V for generated shapes (a catalog preset keeps its own).")
+        128256, description="Vocabulary size V for generated shapes (a catalog preset keeps its own)."
+    )
 
 
 class Cluster(BaseModel):
@@ -93,12 +105,17 @@ class Cluster(BaseModel):
 
     model_config = _STRICT
 
-    gpu: str | GpuSpec = Field("h100-sxm", description="GPU type: a catalog name (`runplan catalog gpus`) or an inline spec.")
+    gpu: str | GpuSpec = Field(
+        "h100-sxm", description="GPU type: a catalog name (`runplan catalog gpus`) or an inline spec."
+    )
     gpus: PositiveCount = Field(description="Number of GPUs the run uses.")
     gpus_per_node: PositiveCount | None = Field(
-        None, description="GPUs per node (NVLink domain); defaults to the GPU type's.")
+        None, description="GPUs per node (NVLink domain); defaults to the GPU type's."
+    )
     price_per_gpu_hour: NonNegativeNumber = Field(
-        2.0, description="Price in USD per GPU-hour (2 USD/h is a common H100 planning figure, REFERENCES §4).")
+        2.0,
+        description="Price in USD per GPU-hour (2 USD/h is a common H100 planning figure, REFERENCES §4).",
+    )
 
 
 class PlanSpec(BaseModel):
@@ -110,36 +127,74 @@ class PlanSpec(BaseModel):
     name: str | None = Field(None, description="Short name of the run, used in report titles.")
     description: str | None = Field(None, description="Free text: what the run is for.")
     catalog: list[str] = Field(
-        default_factory=list, description="Extra catalog files (GPUs, models) merged over the shipped ones; paths relative to the plan file.")
-    budget: Budget | None = Field(None, description="Compute budget; required unless the model and tokens are fixed.")
-    objective: Objective = Field(default_factory=Objective, description="How to split the budget into N and D.")
-    law: LawSpec | None = Field(None, description="Scaling law L(N, D) for the allocation; omitted: the default law.")
-    model: ModelChoice | None = Field(None, description="Fix the model; omitted: a shape is generated for the allocated N.")
+        default_factory=list,
+        description="Extra catalog files (GPUs, models) merged over the shipped ones; paths relative to the plan file.",
+    )
+    budget: Budget | None = Field(
+        None, description="Compute budget; required unless the model and tokens are fixed."
+    )
+    objective: Objective = Field(
+        default_factory=Objective, description="How to split the budget into N and D."
+    )
+    law: LawSpec | None = Field(
+        None, description="Scaling law L(N, D) for the allocation; omitted: the default law."
+    )
+    model: str | ModelChoice | None = Field(
+        None,
+        description="Fix the model: a preset or size ('llama-3.1-70b', '70b') or {shape: {...}}; omitted: a "
+        "shape is generated for the allocated N.",
+    )
+
+    @field_validator("model", mode="after")
+    @classmethod
+    def _model_choice(cls, value: str | ModelChoice | None) -> ModelChoice | None:
+        return ModelChoice(name=value) if isinstance(value, str) else value
+
     training: Training = Field(default_factory=Training, description="Sequence length and vocabulary.")
     cluster: Cluster = Field(description="GPU type, count and price.")
-    constraints: Constraints = Field(default_factory=Constraints, description="Limits on the parallel layout.")
+    constraints: Constraints = Field(
+        default_factory=Constraints, description="Limits on the parallel layout."
+    )
     parallel: Pins = Field(default_factory=Pins, description="Pin any parallel axis (tp, pp, zero, ...).")
-    schedule: ScheduleSpec = Field(default_factory=ScheduleSpec, description="Batch, LR and WSD schedule inputs.")
-    operations: OperationsSpec = Field(default_factory=OperationsSpec, description="Storage, failures, retention.")
-    monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec, description="Canary, alerts, rollback rule.")
+    schedule: ScheduleSpec = Field(
+        default_factory=ScheduleSpec, description="Batch, LR and WSD schedule inputs."
+    )
+    operations: OperationsSpec = Field(
+        default_factory=OperationsSpec, description="Storage, failures, retention."
+    )
+    monitoring: MonitoringSpec = Field(
+        default_factory=MonitoringSpec, description="Canary, alerts, rollback rule."
+    )
     cost: CostSpec = Field(default_factory=CostSpec, description="Energy and cost inputs.")
     resolved: dict[str, Any] | None = Field(
-        None, description="Derived numbers written by `runplan plan --format yaml`; `runplan check` diffs against them.")
+        None,
+        description="Derived numbers written by `runplan plan --format yaml`; `runplan check` diffs against them.",
+    )
 
 
 def parse_plan(loaded: LoadedYaml) -> PlanSpec:
     """Validate a loaded YAML document as a PlanSpec; errors become ``file:line: path: problem``."""
     data = loaded.data
     if not isinstance(data, dict):
-        raise SpecError("a plan file is a mapping of sections (budget:, cluster:, ...)", source=loaded.where(()),
-                        hint="start from `runplan init`")
+        raise SpecError(
+            "a plan file is a mapping of sections (budget:, cluster:, ...)",
+            source=loaded.where(()),
+            hint="start from `runplan init`",
+        )
     if "schema_version" not in data:
-        raise SpecError("schema_version is missing", source=loaded.where(()), where="schema_version",
-                        hint=f"add 'schema_version: {SCHEMA_VERSION}' at the top")
+        raise SpecError(
+            "schema_version is missing",
+            source=loaded.where(()),
+            where="schema_version",
+            hint=f"add 'schema_version: {SCHEMA_VERSION}' at the top",
+        )
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise SpecError(f"schema version {data.get('schema_version')!r} is not supported",
-                        source=loaded.where(("schema_version",)), where="schema_version",
-                        hint=f"this runplan reads schema_version: {SCHEMA_VERSION}")
+        raise SpecError(
+            f"schema version {data.get('schema_version')!r} is not supported",
+            source=loaded.where(("schema_version",)),
+            where="schema_version",
+            hint=f"this runplan reads schema_version: {SCHEMA_VERSION}",
+        )
     try:
         return PlanSpec.model_validate(data)
     except ValidationError as error:

@@ -13,7 +13,9 @@ import re
 from runplan.errors import SpecError
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
-_NUMBER_RE = re.compile(r"^\s*([+-]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgtp]?)\s*$", re.IGNORECASE)
+_NUMBER_RE = re.compile(
+    r"^\s*([+-]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgtp]?)\s*$", re.IGNORECASE
+)
 _BYTES_RE = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmgtp]?)(i?)b?\s*$", re.IGNORECASE)
 
 
@@ -26,8 +28,11 @@ def parse_number(value: object, *, where: str | None = None) -> float:
     elif isinstance(value, str):
         match = _NUMBER_RE.match(value)
         if not match:
-            raise SpecError(f"expected a number, got {value!r}", where=where,
-                            hint="write e.g. 2e23, 70B, 15T, 4M, 1.5k or 3e-4")
+            raise SpecError(
+                f"expected a number, got {value!r}",
+                where=where,
+                hint="write e.g. 2e23, 70B, 15T, 4M, 1.5k or 3e-4",
+            )
         mantissa, suffix = match.groups()
         number = float(mantissa.replace("_", "").replace(",", "")) * _SUFFIX[suffix.lower()]
     else:
@@ -50,7 +55,9 @@ def parse_bytes(value: object, *, where: str | None = None) -> float:
     if isinstance(value, str):
         match = _BYTES_RE.match(value)
         if not match:
-            raise SpecError(f"expected a byte size, got {value!r}", where=where, hint="write e.g. 80GB or 80GiB")
+            raise SpecError(
+                f"expected a byte size, got {value!r}", where=where, hint="write e.g. 80GB or 80GiB"
+            )
         mantissa, prefix, binary = match.groups()
         power = "kmgtp".find(prefix.lower()) + 1 if prefix else 0
         base = 1024.0 if binary else 1000.0
@@ -111,20 +118,35 @@ _BYTES_PATTERN = r"^\s*(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*([kKmMgGtTpP]i?)?[bB]?
 #: A finite number; accepts "2e23", "70B", "3e-4".
 Number = Annotated[float, BeforeValidator(_number), _json_schema("number", {}, _NUMBER_PATTERN)]
 #: A finite number > 0.
-PositiveNumber = Annotated[float, BeforeValidator(_number), Field(gt=0),
-                           _json_schema("number", {"exclusiveMinimum": 0}, _NUMBER_PATTERN)]
+PositiveNumber = Annotated[
+    float,
+    BeforeValidator(_number),
+    Field(gt=0),
+    _json_schema("number", {"exclusiveMinimum": 0}, _NUMBER_PATTERN),
+]
 #: A finite number >= 0.
-NonNegativeNumber = Annotated[float, BeforeValidator(_number), Field(ge=0),
-                              _json_schema("number", {"minimum": 0}, _NUMBER_PATTERN)]
+NonNegativeNumber = Annotated[
+    float, BeforeValidator(_number), Field(ge=0), _json_schema("number", {"minimum": 0}, _NUMBER_PATTERN)
+]
 #: A fraction in [0, 1).
-Fraction = Annotated[float, BeforeValidator(_number), Field(ge=0, lt=1),
-                     _json_schema("number", {"minimum": 0, "exclusiveMaximum": 1}, _NUMBER_PATTERN)]
+Fraction = Annotated[
+    float,
+    BeforeValidator(_number),
+    Field(ge=0, lt=1),
+    _json_schema("number", {"minimum": 0, "exclusiveMaximum": 1}, _NUMBER_PATTERN),
+]
 #: A whole number > 0; accepts "1.5k", "4M".
-PositiveCount = Annotated[int, BeforeValidator(_count), Field(gt=0),
-                          _json_schema("integer", {"minimum": 1}, _NUMBER_PATTERN)]
+PositiveCount = Annotated[
+    int, BeforeValidator(_count), Field(gt=0), _json_schema("integer", {"minimum": 1}, _NUMBER_PATTERN)
+]
 #: A whole number >= 0.
-NonNegativeCount = Annotated[int, BeforeValidator(_count), Field(ge=0),
-                             _json_schema("integer", {"minimum": 0}, _NUMBER_PATTERN)]
+NonNegativeCount = Annotated[
+    int, BeforeValidator(_count), Field(ge=0), _json_schema("integer", {"minimum": 0}, _NUMBER_PATTERN)
+]
 #: Bytes > 0; accepts "80GB", "80GiB".
-PositiveBytes = Annotated[float, BeforeValidator(_bytes), Field(gt=0),
-                          _json_schema("number", {"exclusiveMinimum": 0}, _BYTES_PATTERN)]
+PositiveBytes = Annotated[
+    float,
+    BeforeValidator(_bytes),
+    Field(gt=0),
+    _json_schema("number", {"exclusiveMinimum": 0}, _BYTES_PATTERN),
+]

@@ -46,9 +46,9 @@ def allowed_keys(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return names
 
 
-def suggest(word: str, choices: list[str]) -> str | None:
+def suggest(word: str, choices: list[str], cutoff: float = 0.6) -> str | None:
     """The closest choice to ``word``, or None."""
-    match = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    match = difflib.get_close_matches(str(word), choices, n=1, cutoff=cutoff)
     return match[0] if match else None
 
 
@@ -57,19 +57,38 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(part for part in loc if isinstance(part, int) or ("[" not in part and "-" not in part[:1]))
 
 
-def spec_error_from_validation(error: ValidationError, model_cls: type[BaseModel],
-                               loaded: LoadedYaml | None = None, *, prefix: tuple[Any, ...] = ()) -> SpecError:
+def spec_error_from_validation(
+    error: ValidationError,
+    model_cls: type[BaseModel],
+    loaded: LoadedYaml | None = None,
+    *,
+    prefix: tuple[Any, ...] = (),
+) -> SpecError:
     """The first validation problem as a SpecError; ``(+N more)`` says how many others there are."""
     problems = error.errors(include_url=False)
+    # an unknown key usually explains a missing one (a misspelling): report it first
+    problems.sort(key=lambda p: p["type"] != "extra_forbidden")
     first = problems[0]
     loc = _clean_loc(tuple(first["loc"]))
     full = (*prefix, *loc)
     message = first["msg"]
     hint = None
+    explained = 0
     if first["type"] == "extra_forbidden":
         key = loc[-1] if loc else "?"
         message = f"unknown key '{key}'"
-        guess = suggest(str(key), allowed_keys(model_cls, loc[:-1]))
+        # a required key missing beside it is the likeliest intent ("gpu_count" for "gpus")
+        missing = [
+            _clean_loc(tuple(p["loc"]))[-1]
+            for p in problems
+            if p["type"] == "missing" and _clean_loc(tuple(p["loc"]))[:-1] == loc[:-1]
+        ]
+        guess = (
+            suggest(str(key), [str(m) for m in missing], cutoff=0.0)
+            if missing
+            else suggest(str(key), allowed_keys(model_cls, loc[:-1]))
+        )
+        explained = 1 if missing and guess in missing else 0
         hint = f"did you mean '{guess}'?" if guess else "see `runplan schema` for the allowed keys"
     elif first["type"] == "missing":
         message = "required key is missing"
@@ -84,7 +103,7 @@ def spec_error_from_validation(error: ValidationError, model_cls: type[BaseModel
         message = "must be" + message.removeprefix("Input should be") + f", got {first.get('input')!r}"
     else:
         message = message.removeprefix("Value error, ")
-    if len(problems) > 1:
-        message += f" (+{len(problems) - 1} more)"
+    if len(problems) - explained > 1:
+        message += f" (+{len(problems) - 1 - explained} more)"
     source = loaded.where(full) if loaded is not None else None
     return SpecError(message, where=_path_text(full) or None, source=source, hint=hint)

@@ -45,6 +45,16 @@ class LoadedYaml:
             path = path[:-1]
         return self.lines.get((), None)
 
+    def locate(self, error: SpecError) -> SpecError:
+        """Give a SpecError raised after validation (``where="cluster.gpu"``) this file's ``file:line``."""
+        if error.source or not error.where or error.where.startswith("-"):
+            return error
+        parts: list[Any] = []
+        for token in error.where.replace("]", "").replace("[", ".").split("."):
+            if token:
+                parts.append(int(token) if token.isdigit() else token)
+        return SpecError(error.message, where=error.where, source=self.where(tuple(parts)), hint=error.hint)
+
     def where(self, path: tuple[Any, ...]) -> str:
         line = self.line_of(path)
         return f"{self.source}:{line}" if line else self.source
@@ -53,8 +63,11 @@ class LoadedYaml:
 def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict, source: str, budget: list[int]) -> None:
     budget[0] += 1
     if budget[0] > MAX_NODES:
-        raise SpecError(f"document expands to more than {MAX_NODES:,} nodes (anchors and aliases?)",
-                        source=source, hint="write the values out instead of nesting aliases")
+        raise SpecError(
+            f"document expands to more than {MAX_NODES:,} nodes (anchors and aliases?)",
+            source=source,
+            hint="write the values out instead of nesting aliases",
+        )
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
@@ -64,9 +77,12 @@ def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict, source: str, budg
                 _walk(value_node, path, lines, source, budget)
                 continue
             if key in seen:
-                raise SpecError(f"duplicate key '{key}' (first on line {seen[key]})",
-                                source=f"{source}:{line}", where=_path_text((*path, key)),
-                                hint="keep one of them")
+                raise SpecError(
+                    f"duplicate key '{key}' (first on line {seen[key]})",
+                    source=f"{source}:{line}",
+                    where=_path_text((*path, key)),
+                    hint="keep one of them",
+                )
             seen[key] = line
             lines.setdefault((*path, key), line)
             _walk(value_node, (*path, key), lines, source, budget)
@@ -79,8 +95,11 @@ def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict, source: str, budg
 def load_yaml_text(text: str, source: str = "<string>") -> LoadedYaml:
     """Parse one YAML document safely; raise SpecError with ``file:line`` on any problem."""
     if len(text.encode("utf-8", errors="replace")) > MAX_FILE_BYTES:
-        raise SpecError(f"file is larger than {MAX_FILE_BYTES // 1000} kB", source=source,
-                        hint="plan, law and catalog files are small; is this the right file?")
+        raise SpecError(
+            f"file is larger than {MAX_FILE_BYTES // 1000} kB",
+            source=source,
+            hint="plan, law and catalog files are small; is this the right file?",
+        )
     try:
         loader = _Loader(text)
         try:
@@ -110,8 +129,11 @@ def load_yaml_file(path: str | Path) -> LoadedYaml:
     except OSError as error:
         raise SpecError(f"cannot read file: {error.strerror}", source=str(path)) from None
     if size > MAX_FILE_BYTES:
-        raise SpecError(f"file is larger than {MAX_FILE_BYTES // 1000} kB", source=str(path),
-                        hint="plan, law and catalog files are small; is this the right file?")
+        raise SpecError(
+            f"file is larger than {MAX_FILE_BYTES // 1000} kB",
+            source=str(path),
+            hint="plan, law and catalog files are small; is this the right file?",
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

@@ -44,11 +44,16 @@ def handle_errors(func: F) -> F:
             raise SystemExit(130) from None
         except SystemExit:
             raise
-        except Exception as error:  # a bug, not bad input: say so in one line, keep the exit code distinct
+        except Exception as error:  # a bug, not bad input: one line, a distinct exit code
+            if type(error).__module__.startswith(("click", "typer")):  # typer.Exit, usage errors
+                raise
             if debug_enabled():
                 raise
-            print(f"runplan: internal error: {type(error).__name__}: {error} "
-                  "(rerun with RUNPLAN_DEBUG=1 for the traceback and please report it)", file=sys.stderr)
+            print(
+                f"runplan: internal error: {type(error).__name__}: {error} "
+                "(rerun with RUNPLAN_DEBUG=1 for the traceback and please report it)",
+                file=sys.stderr,
+            )
             raise SystemExit(3) from None
         return None
 

@@ -1,0 +1,177 @@
+"""`runplan plan`, `runplan init`, `runplan check`: the complete run plan and its CI check."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from runplan.cli.common import handle_errors
+
+
+class Format(StrEnum):
+    terminal = "terminal"
+    markdown = "markdown"
+    json = "json"
+    yaml = "yaml"
+
+
+def _load(path: Path):
+    from runplan.spec import parse_plan
+    from runplan.yamlio import load_yaml_file
+
+    loaded = load_yaml_file(path)
+    return loaded, parse_plan(loaded)
+
+
+def _build(plan_file: Path, loaded, spec):
+    """build_plan, with errors about plan keys pointed at their line in the file."""
+    from runplan.errors import SpecError
+    from runplan.plan import build_plan
+
+    try:
+        return build_plan(spec, plan_file.resolve().parent)
+    except SpecError as error:
+        raise loaded.locate(error) from None
+
+
+def _write(text: str, output: Path | None) -> None:
+    import sys
+
+    from runplan.errors import SpecError
+
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    except OSError as error:
+        raise SpecError(f"cannot write: {error.strerror}", where="--output", source=str(output)) from None
+
+
+@handle_errors
+def plan(
+    plan_file: Path = typer.Argument(
+        ..., help="Plan file (YAML); start from `runplan init`.", show_default=False
+    ),
+    fmt: Format = typer.Option(
+        Format.terminal,
+        "--format",
+        "-f",
+        help="terminal, markdown, json or yaml (the "
+        "resolved plan: inputs plus every derived number, which `runplan check` diffs).",
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    plots: Path | None = typer.Option(
+        None, "--plots", help="Write PNG plots here (plot extra); Markdown links them."
+    ),
+    json_flag: bool = typer.Option(False, "--json", help="Same as --format json."),
+) -> None:
+    """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
+    from runplan.plan import _law
+
+    loaded, spec = _load(plan_file)
+    base_dir = plan_file.resolve().parent
+    result = _build(plan_file, loaded, spec)
+    if json_flag:
+        fmt = Format.json
+    written: dict[str, str] = {}
+    if plots is not None:
+        from runplan.report.plots import write_plots
+
+        files = write_plots(result, _law(spec, base_dir), plots)
+        anchor = output.resolve().parent if output is not None else Path.cwd()
+        for title, name in files.items():
+            target = (plots / name).resolve()
+            try:
+                written[title] = str(target.relative_to(anchor))
+            except ValueError:
+                written[title] = str(target)
+    if fmt is Format.json:
+        import json
+
+        _write(json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False), output)
+    elif fmt is Format.yaml:
+        from runplan.resolved import resolved_document
+
+        _write(resolved_document(loaded.data, result), output)
+    elif fmt is Format.markdown:
+        from runplan.report.markdown import render_markdown
+
+        _write(render_markdown(result, written), output)
+    else:
+        from runplan.report.terminal import render_terminal
+
+        if output is None:
+            from runplan.cli.common import console
+
+            render_terminal(result, console())
+        else:
+            from rich.console import Console
+
+            with output.open("w", encoding="utf-8") as handle:
+                render_terminal(result, Console(file=handle, width=140, color_system=None))
+
+
+@handle_errors
+def check(
+    plan_file: Path = typer.Argument(
+        ..., help="Plan file, ideally a resolved one (`runplan plan -f yaml`).", show_default=False
+    ),
+    rtol: float = typer.Option(1e-4, "--rtol", help="Relative tolerance for derived numbers."),
+) -> None:
+    """For CI: validate, recompute, check feasibility, and diff against the file's resolved numbers (exit 1 on drift)."""
+    from runplan.errors import SpecError
+    from runplan.resolved import diff_resolved, resolved_section
+
+    if not rtol > 0:
+        raise SpecError(f"must be positive, got {rtol:g}", where="--rtol", hint="e.g. 1e-4")
+    loaded, spec = _load(plan_file)
+    result = _build(plan_file, loaded, spec)  # raises Infeasible (exit 1) when nothing fits
+    if spec.resolved is None:
+        typer.echo(
+            f"ok: {plan_file} is valid and feasible (no resolved section to compare; "
+            "write one with `runplan plan -f yaml -o FILE`)"
+        )
+        return
+    changes = diff_resolved(spec.resolved, resolved_section(result), rtol)
+    if not changes:
+        typer.echo(f"ok: {plan_file}: every derived number matches within rtol {rtol:g}")
+        return
+    typer.echo(
+        f"drift: {plan_file}: {len(changes)} derived number(s) changed beyond rtol {rtol:g} "
+        "(resolved → recomputed):",
+        err=True,
+    )
+    for line in changes[:40]:
+        typer.echo(f"  {line}", err=True)
+    if len(changes) > 40:
+        typer.echo(f"  ... and {len(changes) - 40} more", err=True)
+    raise typer.Exit(1)
+
+
+@handle_errors
+def init(
+    flops: str | None = typer.Option(None, "--flops", help="Compute budget in FLOPs, e.g. 2e23."),
+    model: str | None = typer.Option(None, "--model", help="Fix the model: a preset or a size like 70b."),
+    tokens: str | None = typer.Option(None, "--tokens", help="With --model: training tokens, e.g. 2T."),
+    gpus: str = typer.Option("1024", "--gpus", help="GPU count."),
+    gpu: str = typer.Option("h100-sxm", "--gpu", help="GPU type (`runplan catalog gpus`)."),
+    seq_len: str = typer.Option("4096", "--seq-len", help="Sequence length in tokens."),
+    name: str = typer.Option("my-run", "--name", help="Run name."),
+) -> None:
+    """Write a commented starter plan file to stdout (every key with its help text and default)."""
+    from runplan.starter import starter_plan
+
+    typer.echo(
+        starter_plan(flops=flops, model=model, tokens=tokens, gpus=gpus, gpu=gpu, seq_len=seq_len, name=name),
+        nl=False,
+    )
+
+
+def register(app) -> None:
+    app.command(name="plan")(plan)
+    app.command(name="check")(check)
+    app.command(name="init")(init)

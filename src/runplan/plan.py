@@ -1,0 +1,340 @@
+"""Compose the stages into one run plan (DESIGN.md): spec → allocation → shape → batch → layout → schedule →
+operations → sweep → cost, each a pure function of typed inputs, into one frozen ``RunPlan``.
+
+Order and the choices between stages, each stated where a reviewer reads the plan:
+
+1. **Compute.** ``budget.flops``; or GPU time converted with C = GPUs × peak × MFU × seconds (PaLM §4.1 MFU,
+   ``budget.mfu``, default 0.4); or, for a fixed ``model:``, ``budget.tokens`` with C = 6·N·D.
+2. **Allocation** (scaling stage). A fixed model turns the objective into ``fixed_params`` with N the model's
+   parameter count in the law's convention (total for Hoffmann, as Chinchilla counted embeddings).
+3. **Architecture.** The fixed model, or a generated shape for the allocated N (``architect.shape_for_params``).
+4. **Global batch.** ``schedule.global_batch_tokens`` when given, else DeepSeek LLM's B_opt = 0.2920·C^0.3271
+   (Bi et al. 2024, Eq. 1) with C = M·D, which is also the critical-batch ceiling the layout search applies.
+5. **Layout** (parallel stage): exhaustive search for that batch (±10%), best by predicted throughput.
+6. **Schedule**: the layout's global batch, a ramp, peak LR, WSD phases, all divisible by dp × micro-batch.
+7. **Operations**: checkpoint interval (Daly) from the job MTBF, goodput (exact renewal), monitoring.
+8. **Proxy sweep** for the budget, and **cost** of both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runplan.errors import SpecError
+from runplan.hardware import GpuSpec
+from runplan.model import ModelShape
+from runplan.ops import Cost, Monitoring, Reliability, Schedule
+from runplan.ops.checkpoint import CheckpointPlan
+from runplan.parallel.layout import CriticalBatch, LayoutEstimate
+from runplan.scaling.allocate import Allocation
+from runplan.scaling.sweep import Sweep
+from runplan.spec import PlanSpec
+
+_OUT = ConfigDict(extra="forbid", frozen=True)
+
+MEMORY_CLIFF_FRACTION = 0.97  # a best layout above 97% of its memory limit is one allocator spike from OOM
+
+
+class Architecture(BaseModel):
+    """The concrete shape of the run, with its parameter and FLOP counts."""
+
+    model_config = _OUT
+
+    shape: ModelShape = Field(description="Every shape field of the model.")
+    resolution: str = Field(description="How the shape was chosen (preset, size shorthand or generated).")
+    total_params: int = Field(description="Every parameter.")
+    embedding_params: int = Field(description="Token (+ position) embedding and an untied output head.")
+    non_embedding_params: int = Field(description="total − embedding.")
+    active_params: int = Field(description="Parameters a token uses (MoE: top-k experts).")
+    law_params: float = Field(description="N in the law's parameter count (what the allocation used).")
+    flops_per_token: float = Field(description="PaLM model FLOPs per token at the plan's sequence length.")
+    notes: dict[str, str] = Field(description="One-line reason for each number.")
+
+
+class LayoutChoice(BaseModel):
+    """The chosen parallel layout and the runners-up."""
+
+    model_config = _OUT
+
+    best: LayoutEstimate = Field(description="Highest predicted throughput among feasible layouts.")
+    runners_up: list[LayoutEstimate] = Field(description="Next best feasible layouts.")
+    candidates: int = Field(description="Layouts the exhaustive search evaluated.")
+    feasible: int = Field(description="Layouts that met every constraint.")
+    target_global_batch_tokens: float = Field(description="Batch the search aimed at (±10%).")
+    critical_batch: CriticalBatch = Field(description="Batch ceiling and the law it comes from.")
+    search_seconds: float = Field(description="Wall time of the search.")
+    notes: dict[str, str] = Field(description="One-line reason for each number.")
+
+
+class RunPlan(BaseModel):
+    """The complete plan; JSON top-level keys are stable (docs/json.md)."""
+
+    model_config = _OUT
+
+    inputs: dict[str, Any] = Field(description="The plan file as read (resolved section excluded).")
+    allocation: Allocation
+    model: Architecture
+    layout: LayoutChoice
+    schedule: Schedule
+    checkpointing: CheckpointPlan
+    reliability: Reliability
+    monitoring: Monitoring
+    sweep: Sweep | None
+    cost: Cost
+    warnings: list[str]
+
+
+def _resolve_gpu(spec: PlanSpec, catalog) -> GpuSpec:
+    if isinstance(spec.cluster.gpu, GpuSpec):
+        return spec.cluster.gpu
+    return catalog.gpu(spec.cluster.gpu, where="cluster.gpu")
+
+
+def _law(spec: PlanSpec, base_dir: Path):
+    from runplan.scaling.laws import resolve_law
+
+    law_spec = spec.law
+    if law_spec is not None and law_spec.file is not None and not Path(law_spec.file).is_absolute():
+        law_spec = law_spec.model_copy(update={"file": str(base_dir / law_spec.file)})
+    return resolve_law(law_spec)
+
+
+def _flops(spec: PlanSpec, gpu: GpuSpec, n_gpus: int, law_params: float | None) -> float:
+    from runplan.scaling.budget import SECONDS_PER_HOUR, flops_from_hardware
+
+    budget = spec.budget
+    if budget is None:
+        raise SpecError(
+            "a plan needs a budget",
+            where="budget",
+            hint="add e.g. 'budget: {flops: 2e23}' or, with a fixed model, 'budget: {tokens: 2T}'",
+        )
+    if budget.flops is not None:
+        return budget.flops
+    if budget.days is not None:
+        return flops_from_hardware(n_gpus, budget.days, gpu, budget.mfu)
+    if budget.gpu_hours is not None:
+        return budget.gpu_hours * SECONDS_PER_HOUR * gpu.bf16_flops * budget.mfu
+    if law_params is None:
+        raise SpecError(
+            "budget.tokens needs a fixed model",
+            where="budget.tokens",
+            hint="add 'model: <preset or size>' or give budget.flops instead",
+        )
+    return 6.0 * law_params * budget.tokens
+
+
+def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
+    """Run every stage for ``spec``; paths in the plan (catalogs, law files) are relative to ``base_dir``."""
+    from runplan.architect import resolve_model, shape_for_params
+    from runplan.catalog import load_catalog
+    from runplan.ops import (
+        CostRequest,
+        OperationsRequest,
+        ScheduleRequest,
+        estimate_cost,
+        operate,
+        plan_schedule,
+    )
+    from runplan.parallel.batch import critical_batch, deepseek_flops_per_token, deepseek_optimal_batch_tokens
+    from runplan.parallel.layout import ParallelRequest
+    from runplan.parallel.search import ensure_feasible, search
+    from runplan.scaling.allocate import Objective, allocate
+    from runplan.scaling.sweep import design_sweep
+
+    base_dir = Path(base_dir)
+    catalog = load_catalog([base_dir / path for path in spec.catalog])
+    gpu = _resolve_gpu(spec, catalog)
+    n_gpus = spec.cluster.gpus
+    gpus_per_node = spec.cluster.gpus_per_node or gpu.gpus_per_node
+    if n_gpus > gpus_per_node and n_gpus % gpus_per_node:
+        raise SpecError(
+            f"{n_gpus} GPUs do not fill whole nodes of {gpus_per_node}",
+            where="cluster.gpus",
+            hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}",
+        )
+    law = _law(spec, base_dir)
+    seq_len = spec.training.seq_len
+    warnings: list[str] = []
+
+    # 1-3: compute, allocation, architecture
+    if spec.model is not None:
+        if "objective" in spec.model_fields_set and spec.objective.kind != "fixed_params":
+            raise SpecError(
+                f"objective '{spec.objective.kind}' chooses the model size, but model: fixes it",
+                where="objective.kind",
+                hint="remove objective (or model) from the plan",
+            )
+        if spec.model.shape is not None:
+            shape, resolution = spec.model.shape, "explicit shape from the plan file"
+        else:
+            shape, resolution = resolve_model(spec.model.name, catalog, where="model")
+        law_params = float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
+        flops = _flops(spec, gpu, n_gpus, law_params)
+        allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
+    else:
+        flops = _flops(spec, gpu, n_gpus, None)
+        allocation = allocate(flops, spec.objective, law)
+        shape = shape_for_params(
+            allocation.params, vocab_size=spec.training.vocab_size, count=law.param_count
+        )
+        resolution = (
+            f"generated for N = {allocation.params:.4g} ({law.param_count} count) by the architect "
+            "rules (docs/catalog.md)"
+        )
+        law_params = float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
+    tokens = allocation.tokens
+    flops_per_token = shape.model_flops_per_token(seq_len)
+    architecture = Architecture(
+        shape=shape,
+        resolution=resolution,
+        total_params=shape.total_params,
+        embedding_params=shape.embedding_params,
+        non_embedding_params=shape.non_embedding_params,
+        active_params=shape.active_params,
+        law_params=law_params,
+        flops_per_token=flops_per_token,
+        notes={
+            "total_params": "embeddings + L × (attention + MLP/experts + norms) + final norm (model.py)",
+            "embedding_params": f"V·h{' × 2 (untied head)' if not shape.tied_embeddings else ''} = "
+            f"{shape.vocab_size:,} × {shape.d_model:,}",
+            "non_embedding_params": "total − embedding (Kaplan et al. 2020 §2.1 convention)",
+            "active_params": "routed experts counted top-k of E per MoE layer"
+            if shape.is_moe
+            else "dense: every parameter is active",
+            "law_params": f"the law counts {law.param_count} parameters (allocation N {allocation.params:.4g})",
+            "flops_per_token": f"6 × {shape.matmul_params_per_token():,} matmul params + 6·L·s·a·(d_qk+d_v) "
+            f"attention at s = {seq_len:,} (PaLM App. B, no causal discount)",
+        },
+    )
+
+    # 4: global batch target = min(law batch, critical batch) unless given
+    crit = critical_batch(shape, seq_len, tokens)
+    deepseek_compute = deepseek_flops_per_token(shape, seq_len) * tokens
+    target_batch = spec.schedule.global_batch_tokens or min(
+        deepseek_optimal_batch_tokens(deepseek_compute), crit.tokens
+    )
+
+    # 5: layout
+    request = ParallelRequest(
+        model=shape,
+        gpu=gpu,
+        n_gpus=n_gpus,
+        gpus_per_node=gpus_per_node,
+        seq_len=seq_len,
+        global_batch_tokens=target_batch,
+        training_tokens=tokens,
+        constraints=spec.constraints,
+        pins=spec.parallel,
+        top=5,
+    )
+    result = ensure_feasible(search(request))
+    best = result.layouts[0]
+    layout = LayoutChoice(
+        best=best,
+        runners_up=list(result.layouts[1:]),
+        candidates=result.candidates,
+        feasible=result.feasible,
+        target_global_batch_tokens=target_batch,
+        critical_batch=result.critical_batch,
+        search_seconds=result.search_seconds,
+        notes={
+            "candidates": "every TP×PP×DP×EP×CP×ZeRO×micro-batch×VPP×recompute combination (docs/parallel.md)",
+            "feasible": "fits HBM × (1 − headroom), bubble ≤ max, batch within range, divisibility",
+            "target_global_batch_tokens": "plan file schedule.global_batch_tokens"
+            if spec.schedule.global_batch_tokens
+            else f"min(DeepSeek B_opt = 0.2920·C^0.3271 at C = M·D = {deepseek_compute:.3g}, critical batch)",
+            "search_seconds": "vectorized numpy search wall time",
+        },
+    )
+
+    # 6: schedule, at the layout's batch
+    schedule_spec = spec.schedule.model_copy(update={"global_batch_tokens": float(best.global_batch_tokens)})
+    schedule = plan_schedule(
+        ScheduleRequest(
+            training_tokens=tokens,
+            compute_flops=deepseek_compute,
+            seq_len=seq_len,
+            dp=best.dp,
+            micro_batch=best.micro_batch,
+            critical_batch_tokens=None,
+            spec=schedule_spec,
+        )
+    )
+
+    # 7: operations
+    operations = operate(
+        OperationsRequest(
+            total_params=shape.total_params,
+            tp=best.tp,
+            pp=best.pp,
+            dp=best.dp,
+            cp=best.cp,
+            zero=best.zero,
+            gpus_per_node=gpus_per_node,
+            seq_len=seq_len,
+            step_seconds=best.step_seconds,
+            schedule=schedule,
+            operations=spec.operations,
+            monitoring=spec.monitoring,
+        )
+    )
+
+    # 8: sweep and cost
+    sweep = design_sweep(
+        allocation.budget_flops or flops,
+        law,
+        gpu=gpu,
+        mfu=spec.budget.mfu,
+        seq_len=seq_len,
+        vocab_size=spec.training.vocab_size,
+        price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
+    )
+    cost_spec = spec.cost.model_copy(update={"price_per_gpu_hour": spec.cluster.price_per_gpu_hour})
+    cost = estimate_cost(
+        CostRequest(
+            n_gpus=n_gpus,
+            tdp_watts=gpu.tdp_watts,
+            useful_seconds=operations.useful_seconds,
+            elapsed_seconds=operations.reliability.expected_elapsed_seconds,
+            sweep_gpu_hours=sweep.gpu_hours,
+            sweep_gpus=n_gpus,
+            spec=cost_spec,
+        )
+    )
+
+    # 10: warnings a reviewer should look at
+    if best.memory_bytes.total > MEMORY_CLIFF_FRACTION * best.memory_limit_bytes:
+        warnings.append(
+            f"memory: the best layout uses {best.memory_bytes.total / best.memory_limit_bytes:.0%} of "
+            "its limit; an allocator spike or a longer sequence could OOM it"
+        )
+    if best.global_batch_tokens > crit.tokens * 1.1:
+        warnings.append(
+            f"batch: {best.global_batch_tokens:,} tokens is above the critical batch "
+            f"{crit.tokens:,.0f} ({crit.law.split(':')[0]}); extra batch buys little"
+        )
+    note = law.extrapolation_note(allocation.params, tokens)
+    if note:
+        warnings.append(f"law: {note}")
+    warnings.extend(f"allocation: {n}" for n in allocation.notes)
+    warnings.extend(f"operations: {w}" for w in operations.warnings)
+    warnings.extend(f"schedule: {w}" for w in getattr(schedule, "warnings", []))
+    warnings.extend(f"sweep: {n}" for n in sweep.notes)
+
+    return RunPlan(
+        inputs=spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
+        allocation=allocation,
+        model=architecture,
+        layout=layout,
+        schedule=schedule,
+        checkpointing=operations.checkpointing,
+        reliability=operations.reliability,
+        monitoring=operations.monitoring,
+        sweep=sweep,
+        cost=cost,
+        warnings=warnings,
+    )

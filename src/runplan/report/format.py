@@ -1,0 +1,83 @@
+"""Human formatting of plan numbers, chosen by the unit a field name carries (DESIGN.md: names carry units)."""
+
+from __future__ import annotations
+
+import math
+
+
+def fmt_count(value: float) -> str:
+    """``70553706496`` → ``70.55 B``; small counts as integers with thousands separators."""
+    if abs(value) >= 1e6:
+        for threshold, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M")):
+            if abs(value) >= threshold:
+                return f"{value / threshold:.4g} {suffix}"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.4g}"
+
+
+def fmt_bytes(value: float) -> str:
+    """Decimal units, as GPU and storage vendors quote them: ``68.9 GB``."""
+    for threshold, suffix in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if abs(value) >= threshold:
+            return f"{value / threshold:.3g} {suffix}"
+    return f"{value:.0f} B"
+
+
+def fmt_seconds(value: float) -> str:
+    """``26.65 s``, ``2.7 min``, ``5.2 h``, ``29.5 days``."""
+    if abs(value) < 120:
+        return f"{value:.4g} s"
+    if abs(value) < 7200:
+        return f"{value / 60:.3g} min"
+    if abs(value) < 3 * 86400:
+        return f"{value / 3600:.3g} h"
+    return f"{value / 86400:.3g} days"
+
+
+def fmt_value(name: str, value: object) -> str:
+    """Format ``value`` by what ``name`` says it is (``*_bytes``, ``*_seconds``, ``*_fraction``, ``mfu`` ...)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple):
+        return ", ".join(fmt_value(name, v) for v in value)
+    if not isinstance(value, int | float):
+        return str(value)
+    number = float(value)
+    if not math.isfinite(number):
+        return "n/a"
+    lower = name.lower()
+    if lower.endswith("bytes") or lower.startswith("bytes") or lower == "bytes_per_shard":
+        return fmt_bytes(number)
+    if lower.endswith("_seconds") or lower == "seconds":
+        return fmt_seconds(number)
+    if lower.endswith("_days") or lower == "days":
+        return f"{number:.3g} days"
+    if lower.endswith(("fraction", "goodput", "mfu", "hfu", "saving", "overhead")) or lower in ("mfu", "hfu"):
+        return f"{number:.1%}"
+    if "flops" in lower and not lower.endswith("per_token"):
+        return f"{number:.3g}"
+    if lower.endswith("lr") or "_lr_" in lower or lower == "peak_lr" or lower.startswith("lr_"):
+        return f"{number:.3g}"
+    if lower.endswith(("usd", "cost")):
+        return f"{number:,.0f}"
+    if lower.endswith("_mwh"):
+        return f"{number:,.1f} MWh"
+    if lower in ("loss", "target_loss") or lower.endswith("_loss") or "loss_" in lower:
+        return f"{number:.4f}"
+    if lower.endswith(("_per_param", "_factor", "_sigma")):
+        return f"{number:.4g}"
+    return fmt_count(number)
+
+
+def label(name: str) -> str:
+    """``save_blocking_seconds`` → ``save blocking (s)``-free plain words: ``save blocking``."""
+    words = name.replace("_", " ")
+    for unit in (" seconds", " bytes", " usd"):
+        if words.endswith(unit):
+            words = words[: -len(unit)]
+    return words

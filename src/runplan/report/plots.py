@@ -1,0 +1,91 @@
+"""Pictures of a plan (plot extra): memory of the top layouts, LR and batch over tokens, the predicted loss curve.
+
+matplotlib is optional (``pip install 'runplan[plot]'``); a missing install is bad input with a one-line fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runplan.errors import SpecError
+from runplan.plan import RunPlan
+
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "other")
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SpecError(
+            "plots need matplotlib", where="--plots", hint="pip install 'runplan[plot]', or drop --plots"
+        ) from None
+    return plt
+
+
+def write_plots(plan: RunPlan, law, directory: str | Path) -> dict[str, str]:
+    """Write the PNGs into ``directory``; return {title: file name}."""
+    import numpy as np
+
+    from runplan.ops import batch_tokens_at_step, lr_at_step, tokens_at_step
+
+    plt = _pyplot()
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written: dict[str, str] = {}
+
+    # 1. memory breakdown of the top layouts, against the limit
+    layouts = [plan.layout.best, *plan.layout.runners_up]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    labels = [f"TP{x.tp} PP{x.pp} DP{x.dp}\nZ{x.zero} mbs{x.micro_batch} {x.recompute}" for x in layouts]
+    bottom = np.zeros(len(layouts))
+    for part in MEMORY_PARTS:
+        values = np.array([getattr(x.memory_bytes, part) for x in layouts]) / 1e9
+        ax.bar(labels, values, bottom=bottom, label=part)
+        bottom += values
+    ax.axhline(plan.layout.best.memory_limit_bytes / 1e9, color="black", linestyle="--", label="limit")
+    ax.set_ylabel("GB per GPU (most loaded stage)")
+    ax.set_title("Memory breakdown of the top layouts")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.tick_params(axis="x", labelsize=7)
+    fig.tight_layout()
+    written["Memory breakdown of the top layouts"] = "memory.png"
+    fig.savefig(directory / "memory.png", dpi=110)
+    plt.close(fig)
+
+    # 2. LR and batch schedule over tokens
+    schedule = plan.schedule
+    steps = np.linspace(0, schedule.total_steps - 1, 2000)
+    tokens = tokens_at_step(schedule.batch_stages, steps)
+    fig, (ax_lr, ax_batch) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    ax_lr.plot(tokens / 1e9, lr_at_step(schedule, steps))
+    ax_lr.set_ylabel("learning rate")
+    ax_lr.set_title("LR and batch schedule over tokens (WSD, batch ramp)")
+    ax_batch.step(tokens / 1e9, batch_tokens_at_step(schedule, steps) / 1e6, where="post")
+    ax_batch.set_ylabel("global batch (M tokens)")
+    ax_batch.set_xlabel("tokens trained (B)")
+    fig.tight_layout()
+    written["LR and batch schedule over tokens"] = "schedule.png"
+    fig.savefig(directory / "schedule.png", dpi=110)
+    plt.close(fig)
+
+    # 3. loss predicted by the law for this N over D
+    n_params = plan.allocation.params
+    d_run = plan.allocation.tokens
+    d = np.logspace(np.log10(d_run) - 2, np.log10(d_run) + 0.5, 200)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.semilogx(d, law.loss(n_params, d), label=f"L(N = {n_params:.3g}, D)")
+    ax.axvline(d_run, color="gray", linestyle=":", label=f"this run: D = {d_run:.3g}")
+    ax.scatter([d_run], [plan.allocation.loss], color="red", zorder=3)
+    ax.set_xlabel("training tokens D")
+    ax.set_ylabel("predicted loss")
+    ax.set_title(f"Loss curve predicted by the law ({plan.allocation.law})")
+    ax.legend()
+    fig.tight_layout()
+    written["Loss curve predicted by the law"] = "loss.png"
+    fig.savefig(directory / "loss.png", dpi=110)
+    plt.close(fig)
+    return written

@@ -1,0 +1,482 @@
+"""A RunPlan as titled sections of explained numbers and tables, shared by the terminal and Markdown views.
+
+Every row is (what, value, why): the "why" is the one-line formula or reason that the stage recorded beside
+the number (``notes``), so both renderers print every number with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runplan.plan import RunPlan
+from runplan.report.format import fmt_bytes, fmt_count, fmt_seconds, fmt_value, label
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Section:
+    title: str
+    rows: list[tuple[str, str, str]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    bullets: list[str] = field(default_factory=list)
+
+
+def _explained(obj: Any, names: list[str], notes: dict[str, str] | None = None) -> list[tuple[str, str, str]]:
+    data = obj if isinstance(obj, dict) else obj.model_dump()
+    notes = notes if notes is not None else data.get("notes", {})
+    rows = []
+    for name in names:
+        value = data.get(name)
+        if value is None:
+            continue
+        rows.append((label(name), fmt_value(name, value), notes.get(name, "")))
+    return rows
+
+
+def _allocation(plan: RunPlan) -> Section:
+    a = plan.allocation
+    section = Section("Allocation")
+    count = (
+        "total (embeddings included, as Chinchilla counted)" if a.param_count == "total" else "non-embedding"
+    )
+    section.rows = [
+        ("objective", a.objective, "plan file objective.kind (a fixed model: fixed_params)"),
+        ("law", a.law, a.law_source or ""),
+        ("compute C", f"{a.flops:.3g} FLOPs", "C = 6·N·D (Kaplan et al. 2020, Hoffmann et al. 2022)"),
+        ("parameters N", fmt_count(a.params), f"{count} parameter count of the law"),
+        ("tokens D", fmt_count(a.tokens), "C / (6·N)"),
+        ("tokens per parameter", f"{a.tokens_per_param:.1f}", "D / N (Chinchilla-optimal ≈ 20)"),
+        ("predicted loss", f"{a.loss:.4f}", "L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"),
+    ]
+    if a.loss_penalty is not None:
+        section.rows.append(
+            (
+                "loss penalty",
+                f"{a.loss_penalty:+.4f}",
+                f"against the compute-optimal model at the same C (loss {a.compute_optimal_loss:.4f})",
+            )
+        )
+    if a.compute_overhead is not None:
+        section.rows.append(
+            (
+                "compute overhead",
+                f"{a.compute_overhead:.1%}",
+                "extra compute against the compute-optimal model reaching the same loss",
+            )
+        )
+    if a.inference_tokens is not None:
+        section.rows += [
+            ("inference tokens", fmt_count(a.inference_tokens), "lifetime tokens served (plan file)"),
+            ("training FLOPs", f"{a.training_flops:.3g}", "6·N·D_tr"),
+            ("inference FLOPs", f"{a.inference_flops:.3g}", "2·N·D_inf (Sardana et al. 2024 §2)"),
+            ("total FLOPs", f"{a.total_flops:.3g}", "training + inference"),
+            (
+                "saving",
+                f"{a.total_flops_saving:.1%}",
+                "against the compute-optimal model serving the same tokens",
+            ),
+        ]
+    return section
+
+
+def _architecture(plan: RunPlan) -> Section:
+    m = plan.model
+    s = m.shape
+    section = Section("Architecture", bullets=[m.resolution])
+    section.rows = [
+        ("layers × d_model", f"{s.n_layers} × {s.d_model:,}", "L and h"),
+        (
+            "heads / KV heads × head dim",
+            f"{s.n_heads} / {s.n_kv_heads} × {s.head_dim}",
+            "GQA groups" if s.n_kv_heads < s.n_heads else "multi-head attention",
+        ),
+        ("FFN", f"{s.ffn_hidden:,} ({s.mlp})", "dense MLP inner size F"),
+        ("vocabulary", f"{s.vocab_size:,}", "tied embeddings" if s.tied_embeddings else "untied output head"),
+    ]
+    if s.is_moe:
+        section.rows.append(
+            (
+                "experts",
+                f"{s.n_experts} routed (top-{s.top_k}) × {s.expert_ffn_hidden:,}"
+                f" + {s.n_shared_experts} shared, {s.n_dense_layers} dense layers first",
+                "MoE layout",
+            )
+        )
+    section.rows += [
+        (label(n), fmt_count(getattr(m, n)), m.notes.get(n, ""))
+        for n in ("total_params", "non_embedding_params", "embedding_params", "active_params", "law_params")
+    ]
+    section.rows.append(("FLOPs per token", f"{m.flops_per_token:.4g}", m.notes["flops_per_token"]))
+    return section
+
+
+def _layout_row(layout) -> list[str]:
+    return [
+        f"{layout.tp}",
+        f"{layout.pp}",
+        f"{layout.dp}",
+        f"{layout.ep}",
+        f"{layout.cp}",
+        f"{layout.zero}",
+        f"{layout.micro_batch}",
+        f"{layout.microbatches}",
+        f"{layout.vpp}",
+        layout.recompute,
+        fmt_count(layout.global_batch_tokens),
+        f"{layout.bubble_fraction:.1%}",
+        fmt_bytes(layout.memory_bytes.total),
+        fmt_seconds(layout.step_seconds),
+        f"{layout.mfu:.1%}",
+    ]
+
+
+LAYOUT_HEADERS = [
+    "TP",
+    "PP",
+    "DP",
+    "EP",
+    "CP",
+    "ZeRO",
+    "mbs",
+    "m",
+    "v",
+    "recompute",
+    "batch tok",
+    "bubble",
+    "memory",
+    "step",
+    "MFU",
+]
+
+
+def _layout(plan: RunPlan) -> Section:
+    choice = plan.layout
+    best = choice.best
+    section = Section("Parallel layout", bullets=list(best.why))
+    section.rows = [
+        ("candidates evaluated", f"{choice.candidates:,}", choice.notes["candidates"]),
+        ("feasible", f"{choice.feasible:,}", choice.notes["feasible"]),
+        (
+            "step time",
+            fmt_seconds(best.step_seconds),
+            "compute + exposed communication + bubble (docs/parallel.md)",
+        ),
+        ("tokens/s", fmt_count(best.tokens_per_second), "global batch tokens / step time"),
+        ("tokens/s per GPU", fmt_count(best.tokens_per_second_per_gpu), "tokens/s / GPUs"),
+        ("MFU", f"{best.mfu:.1%}", "model FLOPs per second / peak (PaLM §4.1)"),
+        ("HFU", f"{best.hfu:.1%}", "with recomputation FLOPs"),
+        ("bubble", f"{best.bubble_fraction:.1%}", "(p − 1)/(v·m) (Narayanan et al. 2021 §2.2)"),
+    ]
+    section.tables.append(
+        Table(
+            "Best layout and runners-up", LAYOUT_HEADERS, [_layout_row(x) for x in (best, *choice.runners_up)]
+        )
+    )
+    memory = best.memory_bytes.model_dump()
+    section.tables.append(
+        Table(
+            f"Memory per GPU, {best.memory_stage} stage (limit {fmt_bytes(best.memory_limit_bytes)})",
+            ["part", "bytes"],
+            [[k, fmt_bytes(v)] for k, v in memory.items()],
+        )
+    )
+    times = best.time_seconds.model_dump()
+    section.tables.append(
+        Table(
+            "Step time, exposed parts",
+            ["part", "time"],
+            [[k.replace("_", " "), fmt_seconds(v)] for k, v in times.items() if v > 0],
+        )
+    )
+    return section
+
+
+def _schedule(plan: RunPlan) -> Section:
+    s = plan.schedule
+    section = Section("Batch and schedule", bullets=[s.batch_law, f"peak LR: {s.peak_lr_source}"])
+    section.rows = _explained(
+        s,
+        [
+            "law_batch_tokens",
+            "global_batch_tokens",
+            "global_batch_sequences",
+            "batch_divisor_sequences",
+            "microbatches_per_replica",
+            "peak_lr",
+            "warmup_steps",
+            "cooldown_steps",
+            "total_steps",
+            "scheduled_tokens",
+        ],
+    )
+    section.tables.append(
+        Table(
+            "Batch stages",
+            [
+                "stage",
+                "steps",
+                "start step",
+                "tokens",
+                "batch (seq)",
+                "batch (tokens)",
+                "micro-batches/replica",
+            ],
+            [
+                [
+                    b.name,
+                    f"{b.steps:,}",
+                    f"{b.start_step:,}",
+                    fmt_count(b.tokens),
+                    f"{b.global_batch_sequences:,}",
+                    fmt_count(b.global_batch_tokens),
+                    f"{b.microbatches_per_replica:,}",
+                ]
+                for b in s.batch_stages
+            ],
+        )
+    )
+    section.tables.append(
+        Table(
+            "LR phases (WSD)",
+            ["phase", "shape", "steps", "start step", "tokens", "LR start", "LR end"],
+            [
+                [
+                    p.name,
+                    p.shape,
+                    f"{p.steps:,}",
+                    f"{p.start_step:,}",
+                    fmt_count(p.tokens),
+                    f"{p.lr_start:.3g}",
+                    f"{p.lr_end:.3g}",
+                ]
+                for p in s.lr_phases
+            ],
+        )
+    )
+    return section
+
+
+def _checkpointing(plan: RunPlan) -> Section:
+    c = plan.checkpointing
+    section = Section("Checkpointing", bullets=list(c.retention_procedure))
+    section.rows = _explained(
+        c,
+        [
+            "total_bytes",
+            "bytes_per_param",
+            "written_bytes_per_rank",
+            "sync_seconds",
+            "async_blocking_seconds",
+            "save_blocking_seconds",
+            "job_mtbf_seconds",
+            "young_interval_seconds",
+            "daly_interval_seconds",
+            "interval_steps",
+            "interval_tokens",
+            "checkpoints_per_run",
+            "retention_generations",
+            "milestone_every_steps",
+            "milestones",
+            "storage_bytes",
+        ],
+    )
+    section.tables.append(
+        Table(
+            "What a resumable checkpoint holds",
+            ["part", "bytes", "shards", "per shard"],
+            [[p.name, fmt_bytes(p.bytes), f"{p.shards:,}", fmt_bytes(p.bytes_per_shard)] for p in c.parts],
+        )
+    )
+    return section
+
+
+def _reliability(plan: RunPlan) -> Section:
+    r = plan.reliability
+    section = Section("Failures and goodput")
+    section.rows = _explained(
+        r,
+        [
+            "failures_per_1000_node_days",
+            "n_nodes",
+            "job_mtbf_seconds",
+            "restart_seconds",
+            "interval_seconds",
+            "expected_interruptions",
+            "expected_failure_loss_seconds",
+            "save_overhead_seconds",
+            "goodput",
+            "first_order_goodput",
+            "useful_days",
+            "effective_days",
+        ],
+    )
+    return section
+
+
+def _monitoring(plan: RunPlan) -> Section:
+    m = plan.monitoring
+    section = Section(
+        "Monitoring",
+        bullets=[
+            *(f"alert: {a}" for a in _strings(m.alerts)),
+            *(f"rollback: {s}" for s in _strings(m.rollback_procedure)),
+        ],
+    )
+    section.rows = _explained(
+        m,
+        [
+            "canary_examples",
+            "canary_every_steps",
+            "canary_overhead_fraction",
+            "grad_norm_factor",
+            "grad_norm_window_steps",
+            "canary_sigma",
+            "canary_window_steps",
+            "spike_recovery_steps",
+            "spike_recovery_tokens",
+            "rollback_margin_steps",
+            "rollback_max_redo_steps",
+            "skip_batches_min",
+            "skip_batches_max",
+            "skip_tokens_min",
+            "skip_tokens_max",
+        ],
+    )
+    section.tables.append(
+        Table("Logged every step", ["metric", "why"], [[x.name, x.why] for x in m.per_step_metrics])
+    )
+    return section
+
+
+def _strings(items: Any) -> list[str]:
+    out = []
+    for item in items or []:
+        if isinstance(item, str):
+            out.append(item)
+        elif hasattr(item, "model_dump"):
+            data = item.model_dump(exclude={"notes"})
+            out.append("; ".join(f"{k}: {v}" for k, v in data.items()))
+        else:
+            out.append(str(item))
+    return out
+
+
+def _sweep(plan: RunPlan) -> Section:
+    s = plan.sweep
+    section = Section("Proxy sweep")
+    if s is None:
+        section.bullets.append("no proxy sweep for this plan")
+        return section
+    section.rows = [
+        (
+            "budgets",
+            ", ".join(f"{b:.3g}" for b in s.budgets),
+            f"{s.fraction:.1%} of the main budget, largest first",
+        ),
+        (
+            "runs",
+            f"{len(s.runs)}",
+            f"{s.sizes_per_budget} sizes per budget, log-spaced around the law's optimum",
+        ),
+        ("proxy FLOPs", f"{s.total_flops:.3g}", f"{s.total_fraction:.1%} of the main run's 6ND compute"),
+    ]
+    if s.gpu_hours is not None:
+        section.rows.append(("GPU-hours", fmt_count(round(s.gpu_hours)), f"at MFU {s.mfu:.0%} on {s.gpu}"))
+    section.tables.append(
+        Table(
+            "Runs",
+            ["run", "params", "layers × d_model", "tokens", "FLOPs", "GPU-hours"],
+            [
+                [
+                    r.run,
+                    fmt_count(r.total_params),
+                    f"{r.n_layers} × {r.d_model:,}",
+                    fmt_count(r.tokens),
+                    f"{r.flops:.3g}",
+                    "—" if r.gpu_hours is None else f"{r.gpu_hours:,.0f}",
+                ]
+                for r in s.runs
+            ],
+        )
+    )
+    return section
+
+
+def _cost(plan: RunPlan) -> Section:
+    c = plan.cost
+    section = Section("Time and cost", bullets=[c.energy_leaves_out])
+    lines = [c.main] + ([c.sweep] if c.sweep is not None else [])
+    section.tables.append(
+        Table(
+            "Time, cost and energy",
+            [
+                "",
+                "GPUs",
+                "GPU-hours",
+                "days (no failures)",
+                "days (with goodput)",
+                f"cost ({c.currency})",
+                "energy",
+            ],
+            [
+                [
+                    x.name,
+                    f"{x.gpus:,}",
+                    fmt_count(round(x.billed_gpu_hours)),
+                    f"{x.useful_days:.3g}",
+                    f"{x.wall_clock_days:.3g}",
+                    f"{x.cost:,.0f}",
+                    f"{x.energy_mwh:,.1f} MWh",
+                ]
+                for x in lines
+            ],
+        )
+    )
+    section.rows = _explained(c.main, ["billed_gpu_hours", "wall_clock_days", "cost", "energy_mwh"])
+    section.rows += _explained(c, ["total_cost", "total_energy_mwh", "sweep_cost_fraction", "pue"])
+    return section
+
+
+def summary_lines(plan: RunPlan) -> list[str]:
+    """The short summary printed first."""
+    a, m, best, c = plan.allocation, plan.model, plan.layout.best, plan.cost
+    name = m.shape.name or "generated shape"
+    return [
+        f"{name}: {fmt_count(m.total_params)} parameters ({fmt_count(m.active_params)} active), "
+        f"{fmt_count(a.tokens)} tokens ({a.tokens_per_param:.0f}/param), predicted loss {a.loss:.3f} ({a.law})",
+        f"layout TP{best.tp} PP{best.pp} DP{best.dp}"
+        + (f" EP{best.ep}" if best.ep > 1 else "")
+        + (f" CP{best.cp}" if best.cp > 1 else "")
+        + f" ZeRO-{best.zero} mbs {best.micro_batch} v{best.vpp} "
+        f"recompute {best.recompute}: {fmt_bytes(best.memory_bytes.total)}/GPU, step {fmt_seconds(best.step_seconds)},"
+        f" MFU {best.mfu:.1%}",
+        f"{plan.schedule.total_steps:,} steps at {fmt_count(plan.schedule.global_batch_tokens)} tokens, "
+        f"peak LR {plan.schedule.peak_lr:.3g}, checkpoint every {plan.checkpointing.interval_steps:,} steps",
+        f"{c.main.wall_clock_days:.1f} days on {c.main.gpus:,} GPUs (goodput {c.main.goodput:.1%}), "
+        f"{c.main.cost:,.0f} {c.currency}, {c.main.energy_mwh:,.0f} MWh; proxy sweep "
+        + (f"{c.sweep.cost:,.0f} {c.currency}" if c.sweep else "none"),
+        f"{len(plan.warnings)} warning(s)",
+    ]
+
+
+def plan_sections(plan: RunPlan) -> list[Section]:
+    sections = [
+        _allocation(plan),
+        _architecture(plan),
+        _layout(plan),
+        _schedule(plan),
+        _checkpointing(plan),
+        _reliability(plan),
+        _monitoring(plan),
+        _sweep(plan),
+        _cost(plan),
+    ]
+    sections.append(Section("Warnings", bullets=list(plan.warnings) or ["none"]))
+    return sections

@@ -1,0 +1,124 @@
+"""`runplan init`: a commented starter plan generated from the plan-file models themselves.
+
+Every key appears with its help text (the field's description) and its default; keys the user set by flag are
+active, the rest are commented out, so the file documents itself like a well-kept config file and can never
+drift from the schema (it is generated from it).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+from runplan.errors import SpecError
+from runplan.spec import SCHEMA_VERSION, PlanSpec
+from runplan.units import parse_count, parse_number
+
+_SKIP = {"resolved"}
+
+
+def _model_class(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _model_class(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, BaseModel):
+        return json.dumps(value.model_dump(mode="json", exclude_none=True))
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def _default(field) -> Any:
+    if field.default_factory is not None:
+        try:
+            return field.default_factory()
+        except Exception:  # a factory that needs arguments: show nothing
+            return None
+    return None if field.is_required() else field.default
+
+
+def _section(name: str, cls: type[BaseModel], values: dict[str, Any], description: str) -> list[str]:
+    lines = ["", f"# {description}"]
+    active = {k: v for k, v in values.items() if v is not None}
+    lines.append(f"{name}:" if active else f"# {name}:")
+    for key, field in cls.model_fields.items():
+        lines.append(f"  # {field.description or key}")
+        if key in active:
+            lines.append(f"  {key}: {_scalar(active[key])}")
+            continue
+        default = _default(field)
+        if isinstance(default, BaseModel) or (_model_class(field.annotation) is not None and default is None):
+            lines.append(f"  # {key}: {{...}}  (see `runplan schema`)")
+        else:
+            lines.append(f"  # {key}: {_scalar(default)}".rstrip())
+    return lines
+
+
+def starter_plan(
+    *, flops: str | None, model: str | None, tokens: str | None, gpus: str, gpu: str, seq_len: str, name: str
+) -> str:
+    """The starter plan text for the flags given (validated the same way a plan file is)."""
+    if flops is not None:
+        parse_number(flops, where="--flops")
+    if tokens is not None:
+        parse_number(tokens, where="--tokens")
+        if model is None:
+            raise SpecError(
+                "--tokens needs --model", where="--tokens", hint="or give --flops for a new model"
+            )
+    parse_count(gpus, where="--gpus")
+    parse_count(seq_len, where="--seq-len")
+    if flops is None and tokens is None:
+        flops = "2e23"
+    if flops is not None and tokens is not None:
+        raise SpecError("give --flops or --tokens, not both", where="--tokens")
+    chosen: dict[str, dict[str, Any]] = {
+        "budget": {"flops": flops, "tokens": tokens},
+        "cluster": {"gpu": gpu, "gpus": gpus},
+        "training": {"seq_len": seq_len},
+    }
+    lines = [
+        "# yaml-language-server: $schema=https://runplan.dev/schema/plan-v1.json",
+        "# A runplan plan file. Plan it with `runplan plan THIS.yaml`; check it in CI with `runplan check`.",
+        "# Commented keys show their defaults; numbers may be written 2e23, 3e-4, 70B, 15T, 4M or 1.5k.",
+        f"schema_version: {SCHEMA_VERSION}",
+        f"name: {name}",
+        "# description: what the run is for",
+    ]
+    if model is not None:
+        lines += [
+            "",
+            "# Fix the model: a catalog preset (`runplan catalog models`) or a size like 70b.",
+            f"model: {model}",
+        ]
+    for key, field in PlanSpec.model_fields.items():
+        if key in _SKIP or key in ("schema_version", "name", "description", "model"):
+            continue
+        cls = _model_class(field.annotation)
+        if cls is None:
+            lines += ["", f"# {field.description}", f"# {key}: []"]
+            continue
+        lines += _section(key, cls, chosen.get(key, {}), field.description or key)
+    text = "\n".join(lines) + "\n"
+    from runplan.spec import load_plan_text
+
+    load_plan_text(text, "<runplan init>")  # the starter must itself be a valid plan
+    return text

@@ -1,0 +1,179 @@
+"""`runplan plan`, `check` and `init` on every shipped example, in every format."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+from runplan.plan import RunPlan, build_plan
+from runplan.report.markdown import render_markdown
+from runplan.report.sections import plan_sections
+from runplan.resolved import diff_resolved
+from runplan.spec import load_plan, load_plan_text
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.glob("*.yaml"))
+TOP_KEYS = [
+    "inputs",
+    "allocation",
+    "model",
+    "layout",
+    "schedule",
+    "checkpointing",
+    "reliability",
+    "monitoring",
+    "sweep",
+    "cost",
+    "warnings",
+]
+BAD_TOKENS = re.compile(r"\b(nan|inf|-inf|NaN|Infinity)\b")
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture(scope="module", params=EXAMPLES, ids=lambda p: p.stem)
+def planned(request) -> tuple[Path, RunPlan]:
+    path = request.param
+    return path, build_plan(load_plan(path), path.parent)
+
+
+def _numbers(value, path=""):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _numbers(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _numbers(item, f"{path}[{index}]")
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield path, float(value)
+
+
+def test_json_has_the_stable_keys_and_sane_numbers(planned):
+    _, plan = planned
+    data = plan.model_dump(mode="json")
+    assert list(data) == TOP_KEYS
+    for path, number in _numbers(data):
+        assert math.isfinite(number), path
+        if path.endswith(("_seconds", "_days", "_bytes", "_hours")) or path.endswith("cost"):
+            assert number >= 0, f"{path} = {number}"
+
+
+def test_plan_is_consistent_across_stages(planned):
+    _, plan = planned
+    best, schedule = plan.layout.best, plan.schedule
+    assert best.tp * best.pp * best.dp * best.cp == plan.inputs["cluster"]["gpus"]
+    assert schedule.global_batch_tokens == best.global_batch_tokens
+    seq = plan.inputs["training"]["seq_len"]
+    for stage in schedule.batch_stages:  # every ramp stage divides into micro-batches on each replica
+        assert stage.global_batch_sequences % (best.dp * best.micro_batch) == 0
+        assert stage.global_batch_tokens == stage.global_batch_sequences * seq
+    assert abs(schedule.scheduled_tokens - plan.allocation.tokens) <= schedule.global_batch_tokens
+    assert plan.checkpointing.interval_steps >= 1
+    assert 0 < plan.reliability.goodput <= 1
+    assert plan.cost.main.wall_clock_days >= plan.cost.main.useful_days
+
+
+def test_every_row_has_a_reason(planned):
+    _, plan = planned
+    for section in plan_sections(plan):
+        for what, value, why in section.rows:
+            assert why, f"{section.title}: {what} = {value} has no reason"
+            assert not BAD_TOKENS.search(value), (section.title, what, value)
+
+
+def test_markdown_reads_like_a_design_doc(planned):
+    _, plan = planned
+    text = render_markdown(plan)
+    for heading in (
+        "## Summary",
+        "## Inputs",
+        "## Derived numbers",
+        "## Decisions",
+        "## Warnings",
+        "### Allocation",
+        "### Parallel layout",
+        "### Checkpointing",
+        "### Time and cost",
+    ):
+        assert heading in text
+    assert "| what | value | why |" in text
+    assert not BAD_TOKENS.search(text)
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "json", "yaml"])
+def test_cli_plans_the_main_example_in_every_format(fmt, tmp_path):
+    out = tmp_path / f"plan.{fmt}"
+    result = run("plan", str(EXAMPLES_DIR / "70b-512-h100.yaml"), "--format", fmt, "-o", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "70" in text and not BAD_TOKENS.search(text.replace("inference", ""))
+    if fmt == "json":
+        assert list(json.loads(text)) == TOP_KEYS
+    if fmt == "yaml":
+        assert "resolved" in yaml.safe_load(text)
+
+
+def test_resolved_yaml_checks_clean_then_reports_drift(planned, tmp_path):
+    path, _ = planned
+    resolved = tmp_path / f"{path.stem}.resolved.yaml"
+    assert run("plan", str(path), "-f", "yaml", "-o", str(resolved)).exit_code == 0
+    result = run("check", str(resolved))
+    assert result.exit_code == 0, result.output
+    assert "ok:" in result.stdout
+    # one input changed → readable diff and exit 1
+    document = yaml.safe_load(resolved.read_text())
+    document["cluster"]["price_per_gpu_hour"] = 3.0
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(document, sort_keys=False))
+    result = run("check", str(changed))
+    assert result.exit_code == 1, result.output
+    assert "drift:" in result.stderr
+    assert re.search(
+        r"^  cost\.main\.cost: [\d.e+]+ → [\d.e+]+ \(\+50\.00%\)$", result.stderr, re.MULTILINE
+    ), result.stderr
+
+
+def test_diff_resolved_reports_paths_and_relative_change():
+    old = {"a": {"b": 100.0, "notes": {"b": "x"}}, "c": [1, 2], "search_seconds": 0.1}
+    new = {"a": {"b": 101.0, "notes": {"b": "y"}}, "c": [1, 2, 3], "search_seconds": 0.3}
+    assert diff_resolved(old, new) == ["a.b: 100 → 101 (+1.00%)", "c: 2 items → 3 items"]
+    assert diff_resolved(old, old) == []
+    assert diff_resolved({"x": 1.0}, {"x": 1.00001}, rtol=1e-4) == []
+
+
+def test_init_writes_a_valid_commented_plan():
+    result = run("init", "--flops", "1e22", "--gpus", "64", "--name", "tiny")
+    assert result.exit_code == 0, result.output
+    spec = load_plan_text(result.stdout)
+    assert spec.budget.flops == 1e22 and spec.cluster.gpus == 64 and spec.name == "tiny"
+    assert result.stdout.count("\n  # ") > 40  # every key with its help text
+    fixed = run("init", "--model", "llama-3.1-8b", "--tokens", "1T", "--gpus", "64")
+    assert fixed.exit_code == 0 and load_plan_text(fixed.stdout).budget.tokens == 1e12
+    bad = run("init", "--tokens", "1T")
+    assert bad.exit_code == 2 and "--tokens" in bad.stderr
+
+
+def test_objective_that_contradicts_a_fixed_model_is_bad_input(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "schema_version: 1\nmodel: llama-3.1-8b\nobjective:\n  kind: compute_optimal\n"
+        "budget:\n  tokens: 1T\ncluster:\n  gpus: 64\n"
+    )
+    result = run("plan", str(path))
+    assert result.exit_code == 2
+    assert "p.yaml:4: objective.kind:" in result.stderr
+
+
+def test_budget_tokens_needs_a_fixed_model(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("schema_version: 1\nbudget:\n  tokens: 1T\ncluster:\n  gpus: 64\n")
+    result = run("plan", str(path))
+    assert result.exit_code == 2
+    assert "p.yaml:3: budget.tokens: budget.tokens needs a fixed model" in result.stderr
