@@ -1,0 +1,249 @@
+"""`runplan parallelize`: the best TP x PP x DP x EP x CP layouts for a model on a cluster.
+
+Parses flags into ``runplan.parallel.layout.ParallelRequest`` (the same models a plan file fills), calls
+``runplan.parallel.search.search``, renders. JSON keys (stable, docs/parallel.md): model, cluster, candidates,
+feasible, layouts, plus space_size, batch_range_tokens, critical_batch, notes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from runplan.cli.common import handle_errors, print_json
+
+
+def _num(value: str | None, flag: str) -> float | None:
+    from runplan.units import parse_number
+
+    return None if value is None else parse_number(value, where=flag)
+
+
+def _count(value: str | None, flag: str) -> int | None:
+    from runplan.errors import SpecError
+    from runplan.units import parse_count
+
+    if value is None:
+        return None
+    number = parse_count(value, where=flag)
+    if number <= 0:
+        raise SpecError(f"must be a positive whole number, got {value!r}", where=flag)
+    return number
+
+
+def _build(pydantic_model: Any, where: str, **fields: Any) -> Any:
+    """Construct a pydantic model, turning a validation error into SpecError naming the flag."""
+    from pydantic import ValidationError
+
+    from runplan.errors import SpecError
+
+    try:
+        return pydantic_model(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise SpecError(first["msg"], where=f"{where}{('.' + key) if key else ''}") from None
+
+
+def parallelize(
+    model: str = typer.Option(..., "--model", help="Catalog name (llama-3.1-70b) or a size (70b)."),
+    gpus: str = typer.Option(..., "--gpus", help="GPUs in the job, e.g. 512."),
+    gpu: str = typer.Option("h100-sxm", "--gpu", help="GPU type from the catalog."),
+    gpus_per_node: str | None = typer.Option(None, "--gpus-per-node", help="Override GPUs per node."),
+    seq_len: str = typer.Option("4096", "--seq-len", help="Sequence length in tokens (e.g. 8192, 128k)."),
+    global_batch: str | None = typer.Option(None, "--global-batch", help="Target tokens per step, e.g. 4M."),
+    batch_tolerance: str | None = typer.Option(
+        None, "--batch-tolerance", help="Allowed distance from the target batch, fraction (default 0.1)."
+    ),
+    min_batch: str | None = typer.Option(None, "--min-batch", help="Smallest global batch, tokens."),
+    max_batch: str | None = typer.Option(
+        None, "--max-batch", help="Largest global batch, tokens (default: the critical batch)."
+    ),
+    training_tokens: str | None = typer.Option(
+        None,
+        "--training-tokens",
+        help="Tokens to train (days, critical batch); default 20 x params for the batch law.",
+    ),
+    top: str = typer.Option("5", "--top", help="How many layouts to show."),
+    max_bubble: str | None = typer.Option(None, "--max-bubble", help="Largest bubble fraction (0.15)."),
+    headroom: str | None = typer.Option(None, "--headroom", help="HBM fraction kept free (0.05)."),
+    reserve: str | None = typer.Option(None, "--reserve", help="Bytes reserved per GPU (3GB)."),
+    allow_cross_node_tp: bool = typer.Option(False, "--allow-cross-node-tp", help="Allow TP beyond a node."),
+    tp: str | None = typer.Option(None, "--tp", help="Pin tensor parallelism."),
+    pp: str | None = typer.Option(None, "--pp", help="Pin pipeline parallelism."),
+    dp: str | None = typer.Option(None, "--dp", help="Pin data parallelism."),
+    ep: str | None = typer.Option(None, "--ep", help="Pin expert parallelism (MoE)."),
+    cp: str | None = typer.Option(None, "--cp", help="Pin context parallelism."),
+    zero: str | None = typer.Option(
+        None, "--zero", help="Pin the ZeRO stage 0-3 (1 = distributed optimizer)."
+    ),
+    mbs: str | None = typer.Option(None, "--mbs", help="Pin the micro-batch size (sequences)."),
+    microbatches: str | None = typer.Option(None, "--microbatches", help="Pin micro-batches per step."),
+    vpp: str | None = typer.Option(None, "--vpp", help="Pin interleaved chunks per pipeline rank."),
+    recompute: str | None = typer.Option(None, "--recompute", help="Pin recomputation: none|selective|full."),
+    sequence_parallel: bool | None = typer.Option(
+        None,
+        "--sequence-parallel/--no-sequence-parallel",
+        help="Pin sequence parallelism (default: on with TP).",
+    ),
+    bf16_grads: bool = typer.Option(
+        False, "--bf16-grads", help="bf16 gradients instead of fp32 accumulation."
+    ),
+    mfu: str | None = typer.Option(None, "--mfu", help="Use this MFU instead of predicting step time."),
+    catalog_file: list[str] = typer.Option([], "--catalog", help="Extra catalog YAML file(s)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (keys in docs/parallel.md)."),
+) -> None:
+    """Search every parallel layout exhaustively; rank the ones that fit by predicted throughput."""
+    from runplan.architect import resolve_model
+    from runplan.catalog import load_catalog
+    from runplan.errors import SpecError
+    from runplan.parallel.layout import Constraints, ParallelRequest, Pins
+    from runplan.parallel.search import ensure_feasible, search
+
+    catalog = load_catalog(catalog_file)
+    shape, resolution = resolve_model(model, catalog, where="--model")
+    spec = catalog.gpu(gpu, where="--gpu")
+    if recompute is not None and recompute not in ("none", "selective", "full"):
+        raise SpecError(
+            f"unknown recompute mode {recompute!r}", where="--recompute", hint="use none, selective or full"
+        )
+    zero_stage = None
+    if zero is not None:
+        zero_stage = int(_num(zero, "--zero"))
+        if zero_stage not in (0, 1, 2, 3):
+            raise SpecError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero!r}", where="--zero")
+    pins = _build(
+        Pins,
+        "pins",
+        tp=_count(tp, "--tp"),
+        pp=_count(pp, "--pp"),
+        dp=_count(dp, "--dp"),
+        ep=_count(ep, "--ep"),
+        cp=_count(cp, "--cp"),
+        zero=zero_stage,
+        micro_batch=_count(mbs, "--mbs"),
+        microbatches=_count(microbatches, "--microbatches"),
+        vpp=_count(vpp, "--vpp"),
+        recompute=recompute,
+        sequence_parallel=sequence_parallel,
+    )
+    constraints = _build(
+        Constraints,
+        "constraints",
+        max_bubble_fraction=_num(max_bubble, "--max-bubble"),
+        memory_headroom_fraction=_num(headroom, "--headroom"),
+        reserve_bytes=reserve,
+        min_global_batch_tokens=_num(min_batch, "--min-batch"),
+        max_global_batch_tokens=_num(max_batch, "--max-batch"),
+        allow_cross_node_tp=allow_cross_node_tp or None,
+    )
+    request = _build(
+        ParallelRequest,
+        "request",
+        model=shape,
+        gpu=spec,
+        n_gpus=_count(gpus, "--gpus"),
+        gpus_per_node=_count(gpus_per_node, "--gpus-per-node"),
+        seq_len=_count(seq_len, "--seq-len"),
+        global_batch_tokens=_num(global_batch, "--global-batch"),
+        global_batch_tolerance=_num(batch_tolerance, "--batch-tolerance"),
+        training_tokens=_num(training_tokens, "--training-tokens"),
+        top=_count(top, "--top"),
+        gradient_bytes=2 if bf16_grads else None,
+        mfu_override=_num(mfu, "--mfu"),
+        constraints=constraints,
+        pins=pins,
+    )
+    result = ensure_feasible(search(request))
+    if as_json:
+        data = result.model_dump(mode="json")
+        data["model"]["resolution"] = resolution
+        print_json(data)
+        return
+    _render(result, resolution)
+
+
+def _render(result: Any, resolution: str) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+    from runplan.units import format_si
+
+    out = console()
+    out.width = max(out.width, 150)
+    c = result.cluster
+    out.print(
+        f"[bold]{resolution}[/bold] on {c['n_gpus']} x {c['gpu']} ({c['gpus_per_node']} per node), "
+        f"sequence {result.seq_len}"
+    )
+    out.print(
+        f"{result.candidates:,} layouts evaluated ({result.space_size:,} counting every micro-batch count), "
+        f"{result.feasible:,} feasible, in {result.search_seconds * 1e3:.0f} ms"
+    )
+    low, high = result.batch_range_tokens
+    out.print(f"global batch range {format_si(low)} to {format_si(high)} tokens; {result.notes[0]}")
+    table = Table(title="Best layouts (ranked by predicted tokens/s)")
+    for col in (
+        "#",
+        "TP",
+        "PP",
+        "DP",
+        "CP",
+        "EP",
+        "ZeRO",
+        "mbs",
+        "m",
+        "v",
+        "recompute",
+        "batch",
+        "bubble",
+        "mem GB",
+        "step s",
+        "tok/s/GPU",
+        "MFU",
+    ):
+        table.add_column(col, justify="right")
+    for i, x in enumerate(result.layouts, 1):
+        table.add_row(
+            str(i),
+            str(x.tp),
+            str(x.pp),
+            str(x.dp),
+            str(x.cp),
+            str(x.ep),
+            str(x.zero),
+            str(x.micro_batch),
+            str(x.microbatches),
+            str(x.vpp),
+            x.recompute,
+            format_si(x.global_batch_tokens),
+            f"{x.bubble_fraction:.1%}",
+            f"{x.memory_bytes.total / 1e9:.1f}",
+            f"{x.step_seconds:.2f}",
+            f"{x.tokens_per_second_per_gpu:,.0f}",
+            f"{x.mfu:.1%}",
+        )
+    out.print(table)
+    best = result.layouts[0]
+    mem = best.memory_bytes
+    out.print(
+        f"[bold]Best layout[/bold], memory per GPU ({best.memory_stage} stage): weights "
+        f"{mem.weights / 1e9:.2f} GB, gradients {mem.gradients / 1e9:.2f}, "
+        f"optimizer {mem.optimizer / 1e9:.2f}, "
+        f"activations {mem.activations / 1e9:.2f}, other {mem.other / 1e9:.2f}, "
+        f"total {mem.total / 1e9:.2f} GB"
+    )
+    ts = best.time_seconds
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in ts.model_dump().items())
+    out.print(
+        f"step {best.step_seconds:.3f} s: {parts}; MFU {best.mfu:.1%}, HFU {best.hfu:.1%}, "
+        f"{best.tokens_per_second:,.0f} tokens/s"
+        + (f", {best.days_to_train:.1f} days to train" if best.days_to_train else "")
+    )
+    for line in best.why:
+        out.print(f"  - {line}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="parallelize")(handle_errors(parallelize))

@@ -1,0 +1,46 @@
+"""Critical (largest useful) global batch: the ceiling of the batch range when the user gives none.
+
+Law: DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, §3.1, Eq. 1 and Fig. 3): the near-optimal batch in tokens
+is ``B_opt = 0.2920 · C^0.3271`` with ``C = M·D``, ``M`` the non-embedding FLOPs per token
+``72·L·h² + 12·L·h·s`` for their shapes (generalised here exactly as 6 × active non-embedding parameters plus
+the attention score/value term ``6·L·s·a·(d_qk + d_v)``, which equals 72·L·h² + 12·L·h·s for a 4h-MLP MHA
+block) and ``D`` the training tokens. When ``D`` is not given we assume Chinchilla's 20 tokens per parameter.
+
+Leaves out: DeepSeek fitted the law on their data, tokenizer and LR schedule with compute up to ~3e20 FLOPs;
+Zhang et al. 2024 (arXiv 2410.21676) find the critical batch grows mainly with D, not N; the batch is usually
+ramped up early in training (the schedule stage does that). We use B_opt as a ceiling, not a target.
+"""
+
+from __future__ import annotations
+
+from runplan.model import ModelShape
+from runplan.parallel.layout import CriticalBatch
+
+DEEPSEEK_BATCH_COEFFICIENT = 0.2920
+DEEPSEEK_BATCH_EXPONENT = 0.3271
+CHINCHILLA_TOKENS_PER_PARAM = 20.0
+LAW_NAME = "DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, Eq. 1): B_opt = 0.2920·C^0.3271 tokens, C = M·D"
+
+
+def deepseek_flops_per_token(shape: ModelShape, seq_len: int) -> float:
+    """DeepSeek's M: non-embedding training FLOPs per token with attention (no head, no causal discount)."""
+    return 6.0 * shape.active_non_embedding_params + shape.attention_flops_per_token(seq_len)
+
+
+def deepseek_optimal_batch_tokens(compute_flops: float) -> float:
+    """B_opt = 0.2920 · C^0.3271 tokens (Bi et al. 2024, Eq. 1)."""
+    return DEEPSEEK_BATCH_COEFFICIENT * compute_flops**DEEPSEEK_BATCH_EXPONENT
+
+
+def critical_batch(shape: ModelShape, seq_len: int, training_tokens: float | None = None) -> CriticalBatch:
+    """Batch ceiling for ``shape`` trained on ``training_tokens`` (default 20 × total parameters)."""
+    assumed = training_tokens is None
+    tokens = CHINCHILLA_TOKENS_PER_PARAM * shape.total_params if assumed else float(training_tokens)
+    compute = deepseek_flops_per_token(shape, seq_len) * tokens
+    return CriticalBatch(
+        tokens=deepseek_optimal_batch_tokens(compute),
+        law=LAW_NAME,
+        compute_flops=compute,
+        training_tokens=tokens,
+        assumed_training_tokens=assumed,
+    )

@@ -1,0 +1,287 @@
+"""Input and output models of the parallelism solver (``runplan parallelize``).
+
+Letters as in REFERENCES.md: t/p/d/e/c tensor/pipeline/data/expert/context degrees, v interleaved chunks per
+pipeline rank, m micro-batches per step, b micro-batch size (sequences), s sequence length.
+
+The mesh rule is t·p·d·c = GPUs (Megatron-LM ``initialize_model_parallel`` and torchtitan ``ParallelDims``);
+expert parallelism borrows its e ranks from the data-parallel ranks (e divides d), as both do.
+The global batch is d·b·m sequences, d·b·m·s tokens.
+
+``Constraints`` and ``Pins`` are shared with the plan file (its ``constraints:`` and ``parallel:`` sections),
+so every field carries a description and unknown keys are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runplan.hardware import GpuSpec
+from runplan.model import ModelShape
+from runplan.units import Fraction, NonNegativeNumber, PositiveCount, PositiveNumber
+
+Recompute = Literal["none", "selective", "full"]
+#: Integer codes used inside the vectorized search (order = less memory, more recomputation).
+RECOMPUTE_CODES: dict[str, int] = {"none": 0, "selective": 1, "full": 2}
+RECOMPUTE_NAMES: tuple[str, ...] = ("none", "selective", "full")
+
+
+class Pins(BaseModel):
+    """Axes fixed by the user; every axis left unset is searched exhaustively."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tp: PositiveCount | None = Field(
+        None, description="Tensor-parallel degree t (divides heads and KV heads)."
+    )
+    pp: PositiveCount | None = Field(None, description="Pipeline-parallel degree p (number of stages).")
+    dp: PositiveCount | None = Field(None, description="Data-parallel degree d (t·p·d·c = GPUs).")
+    ep: PositiveCount | None = Field(
+        None, description="Expert-parallel degree e (MoE; divides experts and d)."
+    )
+    cp: PositiveCount | None = Field(None, description="Context-parallel degree c (splits the sequence).")
+    zero: int | None = Field(
+        None,
+        ge=0,
+        le=3,
+        description="ZeRO stage 0-3 (1 = Megatron's distributed optimizer: optimizer states sharded).",
+    )
+    micro_batch: PositiveCount | None = Field(None, description="Micro-batch size b in sequences per GPU.")
+    microbatches: PositiveCount | None = Field(
+        None, description="Micro-batches per step m (gradient-accumulation steps) per data-parallel rank."
+    )
+    vpp: PositiveCount | None = Field(
+        None, description="Interleaved pipeline chunks per rank v (1 = plain 1F1B; needs pp >= 2)."
+    )
+    recompute: Recompute | None = Field(
+        None, description="Activation recomputation: 'none', 'selective' (norms + MLP activation) or 'full'."
+    )
+    sequence_parallel: bool | None = Field(
+        None, description="Megatron sequence parallelism with TP (default: on whenever tp > 1)."
+    )
+
+
+class Constraints(BaseModel):
+    """What a layout must satisfy to be reported as feasible."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_bubble_fraction: Fraction = Field(
+        0.15, description="Largest pipeline bubble allowed, (p-1)/(v·m) as a fraction of ideal step time."
+    )
+    memory_headroom_fraction: Fraction = Field(
+        0.05, description="Fraction of HBM kept free on top of the reserve (estimate uncertainty)."
+    )
+    reserve_bytes: NonNegativeNumber = Field(
+        3e9,
+        description="Bytes per GPU set aside for CUDA context, NCCL buffers, cuBLAS workspace, "
+        "allocator fragmentation (accepts '3GB').",
+    )
+    min_global_batch_tokens: PositiveNumber | None = Field(
+        None, description="Smallest global batch in tokens per optimizer step."
+    )
+    max_global_batch_tokens: PositiveNumber | None = Field(
+        None, description="Largest global batch in tokens per step (default: the critical batch)."
+    )
+    allow_cross_node_tp: bool = Field(
+        False, description="Allow tensor parallelism wider than one node (over the scale-out network)."
+    )
+    allow_uneven_pipeline: bool = Field(
+        True,
+        description="Allow pp that does not divide the layer count (the largest stage has "
+        "ceil(L/p) layers and sets the pace).",
+    )
+
+
+class Efficiency(BaseModel):
+    """Physical efficiency parameters of the time model (fitted in benchmarks/validate.py, never per row)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gemm_peak_fraction: float = Field(
+        gt=0, le=1, description="Fraction of the datasheet bf16 peak a very large GEMM reaches."
+    )
+    gemm_half_dim: float = Field(
+        ge=0, description="d0 in eta = eta_max / (1 + d0/M + d0/N + d0/K): GEMM-shape penalty (tiles, waves)."
+    )
+    attention_fraction: float = Field(
+        gt=0, le=1, description="Fraction of the bf16 peak FlashAttention reaches (forward and backward)."
+    )
+    network_efficiency: float = Field(
+        gt=0, le=1, description="Achieved collective bus bandwidth / link bandwidth (NCCL busbw ratio)."
+    )
+    tp_overlap_fraction: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="Share of TP communication hidden behind GEMMs when tp_comm_overlap is on "
+        "(Megatron-core --tp-comm-overlap, Transformer Engine userbuffers).",
+    )
+    collective_latency_seconds: float = Field(
+        ge=0, description="Fixed cost of one collective or point-to-point call, seconds."
+    )
+    elementwise_traffic_factor: float = Field(
+        ge=0,
+        description="HBM bytes moved by norms/activations/residuals per stored activation byte, "
+        "forward + backward.",
+    )
+
+
+class ParallelRequest(BaseModel):
+    """Everything the solver needs: a shape, a cluster, a sequence length, a batch, constraints and pins."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: ModelShape = Field(description="Model shape to lay out.")
+    gpu: GpuSpec = Field(description="Accelerator type.")
+    n_gpus: PositiveCount = Field(description="GPUs in the job (t·p·d·c).")
+    gpus_per_node: PositiveCount | None = Field(
+        None, description="GPUs per node / NVLink domain (default: the GPU spec's)."
+    )
+    seq_len: PositiveCount = Field(4096, description="Training sequence length s in tokens.")
+    global_batch_tokens: PositiveNumber | None = Field(
+        None,
+        description="Target global batch in tokens per step (e.g. '4M'); layouts land within the "
+        "tolerance of it.",
+    )
+    global_batch_tolerance: Fraction = Field(
+        0.1, description="Relative distance from the target global batch a layout may land at."
+    )
+    training_tokens: PositiveNumber | None = Field(
+        None, description="Tokens to train on: gives days to train and the critical batch (default 20·N)."
+    )
+    gradient_bytes: Literal[2, 4] = Field(
+        4,
+        description="Bytes per gradient element: 4 = fp32 accumulation (Megatron's bf16 default), 2 = bf16.",
+    )
+    micro_batch_choices: tuple[int, ...] = Field(
+        (1, 2, 4, 8), description="Micro-batch sizes searched when micro_batch is not pinned."
+    )
+    flash_attention: bool = Field(
+        True,
+        description="FlashAttention (no s² tensors stored or moved); False models the materialised "
+        "softmax of Megatron-LM 2021 (used for the Narayanan et al. calibration).",
+    )
+    tp_comm_overlap: bool = Field(
+        True,
+        description="Overlap TP all-gather/reduce-scatter with the adjacent GEMMs (Megatron-core "
+        "--tp-comm-overlap, on in NeMo's H100 recipes); False for the 2021 calibration.",
+    )
+    mfu_override: Fraction | None = Field(
+        None, description="Use this MFU instead of the predicted time model (users who measured theirs)."
+    )
+    top: PositiveCount = Field(5, description="How many ranked layouts to return.")
+    efficiency: Efficiency | None = Field(
+        None, description="Time-model efficiencies (default: calibrated values for this GPU)."
+    )
+    constraints: Constraints = Field(default_factory=Constraints, description="Feasibility constraints.")
+    pins: Pins = Field(default_factory=Pins, description="Axes fixed by the user.")
+
+    @property
+    def node_size(self) -> int:
+        return self.gpus_per_node or self.gpu.gpus_per_node
+
+
+class MemoryBytes(BaseModel):
+    """Per-GPU bytes on the most loaded pipeline stage (the stage that decides feasibility)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    weights: float = Field(description="bf16 weights held (after TP/PP/EP and ZeRO-3 sharding).")
+    gradients: float = Field(description="Gradient buffer (fp32 or bf16; sharded from ZeRO-2).")
+    optimizer: float = Field(
+        description="fp32 master weights + Adam m + v: 12 bytes/param (sharded from ZeRO-1)."
+    )
+    activations: float = Field(description="Stored activations of in-flight micro-batches + fp32 logits.")
+    other: float = Field(description="Reserve (CUDA/NCCL/fragmentation) + ZeRO-3 gathered-layer buffers.")
+    total: float = Field(description="Sum of the above.")
+
+
+class TimeSeconds(BaseModel):
+    """Where one optimizer step's time goes (seconds; the exposed, non-overlapped parts)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    compute: float = Field(
+        description="GEMMs, attention and elementwise work of all micro-batches (incl. recompute)."
+    )
+    tensor_parallel: float = Field(description="TP all-reduce / all-gather + reduce-scatter, exposed.")
+    pipeline_p2p: float = Field(description="Stage-boundary sends and receives, exposed.")
+    expert_all_to_all: float = Field(description="MoE dispatch/combine all-to-alls, exposed.")
+    context_parallel: float = Field(description="CP ring KV exchange not hidden behind attention.")
+    bubble: float = Field(description="Pipeline fill and drain: (p-1)/v micro-batch times.")
+    data_parallel: float = Field(description="Gradient reduction / parameter gathers not hidden by backward.")
+    optimizer: float = Field(description="Adam update, HBM-bound.")
+
+
+class LayoutEstimate(BaseModel):
+    """One layout with its memory and time estimate. The issue's JSON keys first, extras after."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    cp: int
+    zero: int
+    micro_batch: int
+    microbatches: int
+    vpp: int
+    recompute: Recompute
+    global_batch_tokens: int
+    bubble_fraction: float
+    memory_bytes: MemoryBytes
+    step_seconds: float
+    tokens_per_second: float
+    mfu: float
+    # extras
+    hfu: float = Field(description="Hardware FLOPs utilisation: model FLOPs + recomputation, per peak.")
+    tokens_per_second_per_gpu: float
+    sequence_parallel: bool
+    layers_per_stage: int = Field(description="Layers on the most loaded stage, ceil(L/p).")
+    uneven_stages: bool = Field(description="p does not divide L: the largest stage sets the pace.")
+    memory_stage: Literal["first", "last"] = Field(description="Stage whose memory is reported (the larger).")
+    memory_limit_bytes: float = Field(description="HBM x (1 - headroom): what total must stay under.")
+    time_seconds: TimeSeconds
+    days_to_train: float | None = Field(None, description="training_tokens / tokens_per_second, in days.")
+    violations: list[str] = Field(default_factory=list, description="Constraints broken (near misses only).")
+    why: list[str] = Field(default_factory=list, description="Why each constraint holds, in words.")
+
+
+class CriticalBatch(BaseModel):
+    """The batch-size ceiling used when the user gives none."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tokens: float = Field(description="Global batch in tokens per step.")
+    law: str = Field(description="Which law, with its source.")
+    compute_flops: float = Field(description="C = M·D the law was evaluated at.")
+    training_tokens: float = Field(description="D used (given, or 20·N when not given).")
+    assumed_training_tokens: bool = Field(description="True when D = 20·N was assumed.")
+
+
+class SearchResult(BaseModel):
+    """What ``search`` returns: counts, the ranked feasible layouts, or why nothing is feasible."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: dict = Field(description="Model name and parameter counts.")
+    cluster: dict = Field(description="GPU name, GPU count, GPUs per node.")
+    seq_len: int
+    candidates: int = Field(description="Layouts evaluated by the vectorized search (one row each).")
+    space_size: int = Field(
+        description="Layouts in the space counting every micro-batch count in the "
+        "batch range (the dominated ones are not evaluated, see docs)."
+    )
+    feasible: int
+    layouts: list[LayoutEstimate]
+    batch_range_tokens: tuple[float, float] = Field(description="Global batch range applied, tokens.")
+    critical_batch: CriticalBatch
+    eliminated: dict[str, int] = Field(description="Candidates violating each constraint (may overlap).")
+    eliminated_only: dict[str, int] = Field(description="Candidates violating only that constraint.")
+    nearest_misses: list[LayoutEstimate] = Field(description="Closest infeasible layouts when none fits.")
+    suggestions: list[str] = Field(default_factory=list, description="What would make it feasible.")
+    search_seconds: float = Field(description="Wall time of the search itself.")
+    notes: list[str] = Field(default_factory=list)

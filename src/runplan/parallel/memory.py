@@ -1,0 +1,296 @@
+"""Per-GPU memory of one layout, as numpy array expressions (work on scalars too).
+
+Every function takes the layout axes as arrays of the same length (t, p, d, e, c, zero, b, m, v, rc, sp) and
+returns bytes per GPU. Sources and assumptions per term:
+
+* **Model states** (Rajbhandari et al. 2020, ZeRO, §3 and Fig. 1): bf16 weights 2 bytes/param, gradients
+  ``g`` bytes/param (4 = fp32 accumulation, Megatron-LM's default with bf16: ``--accumulate-allreduce-grads-
+  in-fp32``; 2 = bf16), optimizer 12 bytes/param (fp32 master 4 + Adam m 4 + v 4).
+  ZeRO-1 (= Megatron's distributed optimizer) shards the 12 optimizer bytes over the data-parallel group;
+  ZeRO-2 also the gradients; ZeRO-3 also the weights. The data-parallel group of dense weights is d·c (CP
+  ranks hold the same weights, Megatron shards the distributed optimizer over DP×CP); expert weights are
+  replicated on d·c/e ranks (expert data parallel). The brief's worked example (7.0e9 params, TP8 PP8 DP8,
+  ZeRO-1) follows: weights 2·7e9/64 = 219 MB, optimizer 12·7e9/512 = 164 MB, gradients 4·7e9/64 = 438 MB
+  (fp32, not sharded by ZeRO-1).
+* **Weights per stage**: TP divides every block weight and the vocab-parallel embedding/head by t (norm
+  weights and learned positions are in fact replicated; they are < 0.1% of a layer and divided too). PP puts
+  ceil(L/p) layers on the most loaded stage, the embedding on the first stage and the output head (a copy of
+  the tied embedding when p > 1) on the last. A stage is assumed to hold MoE layers first
+  (min(ceil(L/p), MoE layers) of them): the worst stage. EP divides routed experts by e (expert TP = t).
+* **Activations** (Korthikanti et al. 2022, arXiv 2205.05198, §4 and Table 2), re-derived per token and
+  layer for a pre-norm block with FlashAttention (no s² tensors stored;
+  only the fp32 log-sum-exp, 4 bytes per head),
+  no dropout (Llama-style training), GQA widths and a SwiGLU or GeLU MLP, bf16:
+  attention: norm input 2h + norm output 2h (÷t with SP) + Q, K, V 2(a·d_qk + k·d_qk + k·d_v)/t + output
+  2·a·d_v/t + LSE 4a/t; MLP: norm input 2h + norm output 2h (÷t with SP) + SwiGLU gate, up and product 6F/t
+  (GeLU: pre- and post-activation 4F/t); MoE MLP: per routed expert a token visits, the permuted input 2h and
+  the expert MLP 6F_e/t, shared experts 6F_e/t each, router logits and probabilities in fp32 8E (not ÷t).
+  For a GPT block with F = 4h this gives sbh(32 + 0) without TP — Korthikanti's 34 minus the two dropout masks
+  and minus the 5as/h softmax terms FlashAttention never stores. *Selective* recomputation here is
+  Megatron-core's ``--recompute-modules layernorm`` + activation: norm outputs and the activation output are
+  recomputed (with FlashAttention, recomputing core attention, the paper's selective choice, saves nothing
+  more). *Full* recomputation keeps the layer input 2h (÷t with SP) and, during backward, one layer's full
+  activations as a working set. CP divides a layer's tokens by c.
+* **Pipeline in flight** (Narayanan et al. 2021 §2.2; Korthikanti et al. 2022 §4.2.3): under 1F1B the first
+  stage holds min(m, p) micro-batches of its layers; interleaved (v > 1), Megatron's warm-up leaves
+  2(p-1) + (v-1)p + 1 chunks of L/(p·v) layers in flight, i.e. p + (p-1)/v stage-equivalents (the paper's
+  factor 1 + (p-1)/(p·v)); the last stage holds 1 (v = 1) or ((v-1)p + 1)/v.
+* **Logits**: fp32 logits kept by the vocab-parallel cross-entropy, 4·b·(s/c)·V/t on the last stage
+  (REFERENCES §2), for the micro-batch being processed.
+* **Other**: the configurable reserve (CUDA context, NCCL buffers, cuBLAS workspace, fragmentation;
+  Megatron-LM issues #525 and PR #482 report estimate-vs-measured gaps both ways) and, under ZeRO-3, two
+  gathered layers of bf16 weights (current + prefetched).
+
+Leaves out: MoE routing imbalance (capacity factor), MLA's latent caches (treated with GQA widths),
+ring-attention KV double buffers, FP8 transient copies, and the embedding's activations on stage 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from runplan.model import ModelShape
+
+BF16_BYTES = 2.0
+OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
+LOGIT_BYTES = 4.0  # fp32 logits in the cross-entropy
+
+
+@dataclass(frozen=True)
+class ShapeTerms:
+    """The shape numbers the memory and time formulas use, as plain floats."""
+
+    n_layers: int
+    moe_layers: int
+    h: float
+    a: float
+    kv: float
+    d_qk: float
+    d_v: float
+    ffn: float
+    vocab: float
+    n_experts: float
+    top_k: float
+    expert_ffn: float
+    n_shared: float
+    gated: bool
+    attn_norm_params: float  # attention + both norms of one layer
+    attn_in_width: float  # output width of the fused input projections (q, k, v or MLA's)
+    dense_mlp_params: float
+    moe_common_params: float  # router + shared experts of one MoE layer
+    expert_layer_params: float  # all routed experts of one MoE layer
+    embed_params: float  # token embedding + learned positions
+    head_params: float  # V·h output projection (a copy when tied and p > 1)
+    tied: bool
+    final_norm_params: float
+
+    @classmethod
+    def from_shape(cls, shape: ModelShape) -> ShapeTerms:
+        h = shape.d_model
+        attn = shape.attention_params_per_layer
+        out_proj = shape.n_heads * shape.value_dim * h
+        return cls(
+            n_layers=shape.n_layers,
+            moe_layers=shape.moe_layers,
+            h=h,
+            a=shape.n_heads,
+            kv=shape.n_kv_heads,
+            d_qk=shape.qk_dim,
+            d_v=shape.value_dim,
+            ffn=shape.ffn_hidden,
+            vocab=shape.vocab_size,
+            n_experts=shape.n_experts,
+            top_k=shape.top_k,
+            expert_ffn=shape.expert_ffn_hidden,
+            n_shared=shape.n_shared_experts,
+            gated=shape.mlp == "swiglu",
+            attn_norm_params=attn + shape.norm_params_per_layer,
+            attn_in_width=(attn - out_proj) / h,
+            dense_mlp_params=shape.dense_mlp_params,
+            moe_common_params=shape.router_params + shape.shared_expert_params,
+            expert_layer_params=shape.n_experts * shape.expert_params,
+            embed_params=(shape.vocab_size + shape.learned_positions) * h,
+            head_params=shape.vocab_size * h,
+            tied=shape.tied_embeddings,
+            final_norm_params=(2 if shape.norm == "layernorm" else 1) * h,
+        )
+
+
+def stage_layers(terms: ShapeTerms, p):
+    """(layers, MoE layers, dense layers) on the most loaded stage: ceil(L/p), MoE layers placed first."""
+    layers = -(-terms.n_layers // np.asarray(p))
+    moe = np.minimum(layers, terms.moe_layers)
+    return layers, moe, layers - moe
+
+
+def stage_params(terms: ShapeTerms, t, p, e, *, last: bool):
+    """(dense, expert) parameters per GPU on the first (``last=False``) or last stage."""
+    p = np.asarray(p)
+    layers, moe, dense = stage_layers(terms, p)
+    single = p == 1
+    head = terms.head_params + terms.final_norm_params
+    head_on_stage = np.where(single & terms.tied, terms.final_norm_params, head)
+    extra = (
+        np.where(single, terms.embed_params + head_on_stage, head)
+        if last
+        else np.where(single, terms.embed_params + head_on_stage, terms.embed_params)
+    )
+    dense_params = (
+        layers * terms.attn_norm_params
+        + dense * terms.dense_mlp_params
+        + moe * terms.moe_common_params
+        + extra
+    ) / t
+    expert_params = moe * terms.expert_layer_params / (np.asarray(t) * e)
+    return dense_params, expert_params
+
+
+def model_state_bytes(dense_params, expert_params, zero, d, c, e, gradient_bytes: float):
+    """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero`` (Rajbhandari 2020 §5)."""
+    zero = np.asarray(zero)
+    dense_group = np.asarray(d) * c
+    sharded = dense_params / dense_group + expert_params * e / dense_group
+    full = dense_params + expert_params
+    weights = BF16_BYTES * np.where(zero >= 3, sharded, full)
+    gradients = gradient_bytes * np.where(zero >= 2, sharded, full)
+    optimizer = OPTIMIZER_BYTES_PER_PARAM * np.where(zero >= 1, sharded, full)
+    return weights, gradients, optimizer
+
+
+def _mlp_bytes(terms: ShapeTerms, inner: float, keep_only: bool):
+    """Stored bytes per token of one MLP of inner size ``inner`` (before ÷t)."""
+    if terms.gated:
+        return (4.0 if keep_only else 6.0) * inner
+    return (2.0 if keep_only else 4.0) * inner
+
+
+def layer_activation_bytes_per_token(
+    terms: ShapeTerms, t, sp, rc, *, moe: bool, seq_len: int = 0, flash: bool = True
+):
+    """(kept, kept without recompute) bytes per token of one layer, one micro-batch (module docstring).
+
+    Without FlashAttention the softmax input, output and dropout mask add Korthikanti's 5·a·s/t bytes per
+    token (Table 2), which selective recomputation drops (the paper's selective choice).
+    """
+    t = np.asarray(t, dtype=float)
+    rc = np.asarray(rc)
+    x = np.where(np.asarray(sp, dtype=bool), 1.0 / t, 1.0)  # what SP shards
+    h = terms.h
+    attn_core = (
+        2.0 * (terms.a * terms.d_qk + terms.kv * terms.d_qk + terms.kv * terms.d_v)
+        + 2.0 * terms.a * terms.d_v
+        + 4.0 * terms.a
+    ) / t
+    if moe:
+        per_expert_all = 2.0 * h + _mlp_bytes(terms, terms.expert_ffn, False)
+        per_expert_keep = 2.0 * h + _mlp_bytes(terms, terms.expert_ffn, True)
+        mlp_all = (
+            terms.top_k * per_expert_all + terms.n_shared * _mlp_bytes(terms, terms.expert_ffn, False)
+        ) / t
+        mlp_keep = (
+            terms.top_k * per_expert_keep + terms.n_shared * _mlp_bytes(terms, terms.expert_ffn, True)
+        ) / t
+        router = 8.0 * terms.n_experts
+        mlp_all = mlp_all + router
+        mlp_keep = mlp_keep + router
+    else:
+        mlp_all = _mlp_bytes(terms, terms.ffn, False) / t
+        mlp_keep = _mlp_bytes(terms, terms.ffn, True) / t
+    norm_inputs = 4.0 * h * x
+    norm_outputs = 4.0 * h * x
+    scores = 0.0 if flash else 5.0 * terms.a * seq_len / t
+    none = norm_inputs + norm_outputs + attn_core + mlp_all + scores
+    selective = norm_inputs + attn_core + mlp_keep
+    full = 2.0 * h * x
+    return np.where(rc == 0, none, np.where(rc == 1, selective, full)), none
+
+
+def in_flight(p, m, v, *, last: bool):
+    """Micro-batches of a whole stage held at the memory peak (1F1B or interleaved; module docstring)."""
+    p = np.asarray(p, dtype=float)
+    v = np.asarray(v, dtype=float)
+    if last:
+        return np.where(v > 1, ((v - 1.0) * p + 1.0) / v, 1.0)
+    return np.where(v > 1, p + (p - 1.0) / v, np.minimum(m, p))
+
+
+def activation_bytes(
+    terms: ShapeTerms, t, p, c, b, m, v, rc, sp, seq_len: int, *, last: bool, flash: bool = True
+):
+    """Activation bytes per GPU on the first or last stage: in-flight layers, working set, logits."""
+    _layers, moe, dense = stage_layers(terms, p)
+    tokens = np.asarray(b, dtype=float) * seq_len / c
+    dense_kept, dense_none = layer_activation_bytes_per_token(
+        terms, t, sp, rc, moe=False, seq_len=seq_len, flash=flash
+    )
+    if terms.moe_layers:
+        moe_kept, moe_none = layer_activation_bytes_per_token(
+            terms, t, sp, rc, moe=True, seq_len=seq_len, flash=flash
+        )
+    else:
+        moe_kept = moe_none = 0.0
+    per_microbatch = tokens * (dense * dense_kept + moe * moe_kept)
+    working = np.where(
+        np.asarray(rc) == 2,
+        tokens * np.maximum(np.where(dense > 0, dense_none, 0.0), np.where(moe > 0, moe_none, 0.0)),
+        0.0,
+    )
+    total = in_flight(p, m, v, last=last) * per_microbatch + working
+    single = np.asarray(p) == 1
+    logits = LOGIT_BYTES * tokens * terms.vocab / t
+    total = total + logits if last else total + np.where(single, logits, 0.0)
+    return total
+
+
+def zero3_buffer_bytes(terms: ShapeTerms, t, e, zero):
+    """Two gathered layers of bf16 weights (current + prefetch) under ZeRO-3, per GPU."""
+    layer = terms.attn_norm_params + np.maximum(
+        terms.dense_mlp_params, terms.moe_common_params + terms.expert_layer_params / np.asarray(e)
+    )
+    return np.where(np.asarray(zero) == 3, 2.0 * BF16_BYTES * layer / t, 0.0)
+
+
+def memory_breakdown(
+    terms: ShapeTerms,
+    grid: dict,
+    *,
+    seq_len: int,
+    gradient_bytes: float,
+    reserve_bytes: float,
+    flash: bool = True,
+) -> dict[str, np.ndarray]:
+    """Per-GPU bytes of the more loaded of the first and last stage, term by term.
+
+    ``grid`` holds arrays t, p, d, e, c, zero, b, m, v, rc, sp. Returns weights, gradients, optimizer,
+    activations, other, total and ``last_is_max`` (which stage is reported).
+    """
+    g = grid
+    out = {}
+    for name, last in (("first", False), ("last", True)):
+        dense, expert = stage_params(terms, g["t"], g["p"], g["e"], last=last)
+        weights, grads, opt = model_state_bytes(
+            dense, expert, g["zero"], g["d"], g["c"], g["e"], gradient_bytes
+        )
+        act = activation_bytes(
+            terms,
+            g["t"],
+            g["p"],
+            g["c"],
+            g["b"],
+            g["m"],
+            g["v"],
+            g["rc"],
+            g["sp"],
+            seq_len,
+            last=last,
+            flash=flash,
+        )
+        other = reserve_bytes + zero3_buffer_bytes(terms, g["t"], g["e"], g["zero"])
+        out[name] = (weights, grads, opt, act, other, weights + grads + opt + act + other)
+    last_is_max = out["last"][5] > out["first"][5]
+    keys = ("weights", "gradients", "optimizer", "activations", "other", "total")
+    result = {k: np.where(last_is_max, out["last"][i], out["first"][i]) for i, k in enumerate(keys)}
+    result["last_is_max"] = last_is_max
+    return result

@@ -1,0 +1,271 @@
+"""Pure-Python evaluator of ONE layout: the reference the vectorized search is tested against.
+
+Written independently of ``memory.py`` / ``timing.py`` (plain ``if`` statements and ``math``, no numpy)
+from the same formulas, which are documented there and in docs/parallel.md.
+Slow on purpose: clarity over speed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from runplan.parallel.layout import RECOMPUTE_CODES, Efficiency, ParallelRequest
+from runplan.parallel.timing import ATTENTION_BACKWARD_RATIO, CAUSAL_FRACTION, default_efficiency
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One point of the space (letters as in REFERENCES.md)."""
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    cp: int
+    zero: int
+    micro_batch: int
+    microbatches: int
+    vpp: int
+    recompute: str
+    sequence_parallel: bool
+
+
+def _gemm(m: float, n: float, k: float, gpu, eff: Efficiency) -> float:
+    eta = eff.gemm_peak_fraction / (1 + eff.gemm_half_dim / m + eff.gemm_half_dim / n + eff.gemm_half_dim / k)
+    return max(
+        2 * m * n * k / (eta * gpu.bf16_flops), 2 * (m * k + k * n + m * n) / gpu.hbm_bandwidth_bytes_per_s
+    )
+
+
+def _layer_bytes(req: ParallelRequest, lay: Layout, moe: bool) -> tuple[float, float]:
+    """(kept, none) activation bytes per token of one layer."""
+    sh = req.model
+    t = lay.tp
+    h = sh.d_model
+    shard = 1 / t if lay.sequence_parallel else 1.0
+    gated = sh.mlp == "swiglu"
+    a, kv, dqk, dv = sh.n_heads, sh.n_kv_heads, sh.qk_dim, sh.value_dim
+    core = (2 * (a * dqk + kv * dqk + kv * dv) + 2 * a * dv + 4 * a) / t
+    if moe:
+        fe = sh.expert_ffn_hidden
+        act_all = (6 if gated else 4) * fe
+        act_keep = (4 if gated else 2) * fe
+        mlp_all = (sh.top_k * (2 * h + act_all) + sh.n_shared_experts * act_all) / t + 8 * sh.n_experts
+        mlp_keep = (sh.top_k * (2 * h + act_keep) + sh.n_shared_experts * act_keep) / t + 8 * sh.n_experts
+    else:
+        mlp_all = (6 if gated else 4) * sh.ffn_hidden / t
+        mlp_keep = (4 if gated else 2) * sh.ffn_hidden / t
+    scores = 0.0 if req.flash_attention else 5 * a * req.seq_len / t
+    none = 4 * h * shard + 4 * h * shard + core + mlp_all + scores
+    if lay.recompute == "none":
+        return none, none
+    if lay.recompute == "selective":
+        return 4 * h * shard + core + mlp_keep, none
+    return 2 * h * shard, none
+
+
+def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = None) -> dict[str, float]:
+    """Memory (per GPU, most loaded stage), step time breakdown, throughput, MFU/HFU and bubble of ``lay``."""
+    sh, gpu = req.model, req.gpu
+    eff = eff or req.efficiency or default_efficiency(gpu)
+    t, p, d, e, c, v, m, b = (
+        lay.tp,
+        lay.pp,
+        lay.dp,
+        lay.ep,
+        lay.cp,
+        lay.vpp,
+        lay.microbatches,
+        lay.micro_batch,
+    )
+    s = req.seq_len
+    g = req.gradient_bytes
+    h = sh.d_model
+    L = sh.n_layers
+    layers = math.ceil(L / p)
+    moe = min(layers, sh.moe_layers)
+    dense = layers - moe
+    tokens = b * s / c
+    full = lay.recompute == "full"
+
+    # ---- memory of the first and the last stage ----
+    attn_norm = sh.attention_params_per_layer + sh.norm_params_per_layer
+    embed = (sh.vocab_size + sh.learned_positions) * h
+    final_norm = (2 if sh.norm == "layernorm" else 1) * h
+    head = sh.vocab_size * h + final_norm
+    expert_layer = sh.n_experts * sh.expert_params
+    common = sh.router_params + sh.shared_expert_params
+    stages = {}
+    for which in ("first", "last"):
+        if p == 1:
+            extra = embed + (final_norm if sh.tied_embeddings else head)
+        else:
+            extra = embed if which == "first" else head
+        dense_params = (layers * attn_norm + dense * sh.dense_mlp_params + moe * common + extra) / t
+        expert_params = moe * expert_layer / (t * e)
+        group = d * c
+        sharded = dense_params / group + expert_params / (group / e)
+        everything = dense_params + expert_params
+        weights = 2 * (sharded if lay.zero == 3 else everything)
+        grads = g * (sharded if lay.zero >= 2 else everything)
+        opt = 12 * (sharded if lay.zero >= 1 else everything)
+        kept_d, none_d = _layer_bytes(req, lay, False)
+        kept_m, none_m = _layer_bytes(req, lay, True) if sh.is_moe else (0.0, 0.0)
+        per_mb = tokens * (dense * kept_d + moe * kept_m)
+        if which == "first":
+            flight = min(m, p) if v == 1 else p + (p - 1) / v
+        else:
+            flight = 1.0 if v == 1 else ((v - 1) * p + 1) / v
+        act = flight * per_mb
+        if full:
+            act += tokens * max(none_d if dense else 0.0, none_m if moe else 0.0)
+        if which == "last" or p == 1:
+            act += 4 * tokens * sh.vocab_size / t
+        other = req.constraints.reserve_bytes
+        if lay.zero == 3:
+            layer = attn_norm + max(sh.dense_mlp_params, common + expert_layer / e)
+            other += 4 * layer / t
+        stages[which] = {
+            "weights": weights,
+            "gradients": grads,
+            "optimizer": opt,
+            "activations": act,
+            "other": other,
+            "dense_params": dense_params,
+            "expert_params": expert_params,
+        }
+        stages[which]["total"] = weights + grads + opt + act + other
+    mem_stage = "last" if stages["last"]["total"] > stages["first"]["total"] else "first"
+    mem = stages[mem_stage]
+
+    # ---- time of one micro-batch on the slowest (last) stage ----
+    width = 2 if sh.mlp == "swiglu" else 1
+    attn_in = (sh.attention_params_per_layer - sh.n_heads * sh.value_dim * h) / h
+    proj = _gemm(tokens, attn_in / t, h, gpu, eff) + _gemm(tokens, h, sh.n_heads * sh.value_dim / t, gpu, eff)
+    dense_mlp = _gemm(tokens, width * sh.ffn_hidden / t, h, gpu, eff) + _gemm(
+        tokens, h, sh.ffn_hidden / t, gpu, eff
+    )
+    moe_mlp = 0.0
+    if sh.is_moe:
+        fe = sh.expert_ffn_hidden
+        te = tokens * sh.top_k * e / sh.n_experts
+        moe_mlp = (sh.n_experts / e) * (
+            _gemm(te, width * fe / t, h, gpu, eff) + _gemm(te, h, fe / t, gpu, eff)
+        )
+        moe_mlp += _gemm(tokens, sh.n_experts, h, gpu, eff)
+        if sh.n_shared_experts:
+            ns = sh.n_shared_experts
+            moe_mlp += _gemm(tokens, width * ns * fe / t, h, gpu, eff) + _gemm(
+                tokens, h, ns * fe / t, gpu, eff
+            )
+    if req.flash_attention:
+        core = (
+            2
+            * tokens
+            * s
+            * (sh.n_heads / t)
+            * (sh.qk_dim + sh.value_dim)
+            * CAUSAL_FRACTION
+            / (eff.attention_fraction * gpu.bf16_flops)
+        )
+        core_bwd = ATTENTION_BACKWARD_RATIO
+    else:
+        heads = b * sh.n_heads / t / c
+        core = heads * (_gemm(s, s, sh.qk_dim, gpu, eff) + _gemm(s, sh.value_dim, s, gpu, eff))
+        core_bwd = 2.0
+    gemm_fwd = dense * (proj + dense_mlp) + moe * (proj + moe_mlp)
+    fwd = gemm_fwd + layers * core
+    logits = _gemm(tokens, sh.vocab_size / t, h, gpu, eff)
+    bwd = 2 * gemm_fwd + core_bwd * layers * core + 2 * logits
+    _, none_d = _layer_bytes(req, lay, False)
+    act_bytes = tokens * dense * none_d
+    if sh.is_moe:
+        act_bytes += tokens * moe * _layer_bytes(req, lay, True)[1]
+    share = 4 / 3 if full else (7 / 6 if lay.recompute == "selective" else 1.0)
+    elementwise = eff.elementwise_traffic_factor * act_bytes * share / gpu.hbm_bandwidth_bytes_per_s
+    compute = fwd + logits + bwd + (fwd if full else 0.0) + elementwise
+
+    node = req.node_size
+    net, lat = eff.network_efficiency, eff.collective_latency_seconds
+
+    def link(inside: bool) -> float:
+        return (
+            gpu.intra_node_bandwidth_bytes_per_s if inside else gpu.inter_node_bandwidth_bytes_per_s
+        ) * net
+
+    colls = 6 if full else 4
+    tp_c = layers * colls * (2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat) if t > 1 else 0.0
+    if req.tp_comm_overlap:
+        tp_c -= min(eff.tp_overlap_fraction * tp_c, gemm_fwd * (4 if full else 3))
+    shard = 1 / t if lay.sequence_parallel else 1.0
+    ep_c = 0.0
+    if e > 1:
+        ep_c = moe * colls * ((e - 1) / e * 2 * tokens * sh.top_k * h * shard / link(t * c * e <= node) + lat)
+    cp_c = 0.0
+    if c > 1:
+        kv = 2 * tokens * sh.n_kv_heads * (sh.qk_dim + sh.value_dim) / t
+        step_fwd = (c - 1) * (kv / link(t * c <= node) + lat)
+        exposed = max(0.0, step_fwd - core) * (2 if full else 1) + max(0.0, 2 * step_fwd - core_bwd * core)
+        cp_c = layers * exposed
+    pp_c = v * 2 * (2 * tokens * h * shard / link(req.n_gpus <= node) + lat) if p > 1 else 0.0
+    micro = compute + tp_c + ep_c + cp_c + pp_c
+    bubble_s = (p - 1) / v * micro
+
+    last = stages["last"]
+    group = d * c
+    egroup = group / e
+    if lay.zero == 0:
+        per_param = 2 * g
+    elif lay.zero == 1:
+        per_param = g + 2
+    elif lay.zero == 2:
+        per_param = m * g + 2
+    else:
+        per_param = m * ((3 if full else 2) * 2 + g)
+    volume = per_param * (
+        (group - 1) / group * last["dense_params"] + (egroup - 1) / egroup * last["expert_params"]
+    )
+    dp_s = volume / link(t * group <= node) + 2 * lat if group > 1 else 0.0
+    window = m * compute if lay.zero >= 2 else compute
+    dp_exposed = max(0.0, dp_s - window)
+    if lay.zero >= 1:
+        local = last["dense_params"] / group + last["expert_params"] / egroup
+    else:
+        local = last["dense_params"] + last["expert_params"]
+    optimizer = (24 + g + 2) * local / gpu.hbm_bandwidth_bytes_per_s
+    step = m * micro + bubble_s + dp_exposed + optimizer
+
+    tokens_step = d * b * m * s
+    model_flops = sh.model_flops_per_token(s)
+    if req.mfu_override is not None:
+        step = model_flops * tokens_step / (req.mfu_override * req.n_gpus * gpu.bf16_flops)
+    tps = tokens_step / step
+    hw = model_flops + (
+        (2 * sh.active_non_embedding_params + sh.attention_flops_per_token(s) / 3) if full else 0
+    )
+    peak = req.n_gpus * gpu.bf16_flops
+    return {
+        "weights": mem["weights"],
+        "gradients": mem["gradients"],
+        "optimizer": mem["optimizer"],
+        "activations": mem["activations"],
+        "other": mem["other"],
+        "total": mem["total"],
+        "memory_stage": mem_stage,
+        "step_seconds": step,
+        "tokens_per_second": tps,
+        "mfu": model_flops * tps / peak,
+        "hfu": hw * tps / peak,
+        "bubble_fraction": (p - 1) / (v * m),
+        "global_batch_tokens": tokens_step,
+        "compute": m * compute,
+        "tensor_parallel": m * tp_c,
+        "data_parallel": dp_exposed,
+        "optimizer_seconds": optimizer,
+        "bubble_seconds": bubble_s,
+    }
+
+
+def recompute_code(name: str) -> int:
+    return RECOMPUTE_CODES[name]

@@ -1,0 +1,259 @@
+"""Time per optimizer step of one layout, as numpy array expressions (work on scalars too).
+
+The most loaded stage (ceil(L/p) layers, and the output head on the last stage) sets the pace of the pipeline.
+Per micro-batch on that stage (T = b·s/c tokens per GPU):
+
+* **GEMMs**: each projection as an (M, N, K) matrix product; time = max(2MNK / (eta·peak), bytes / HBM
+  bandwidth) with ``eta = eta_max / (1 + d0/M + d0/N + d0/K)``: a large GEMM reaches eta_max of the datasheet
+  peak, small or skinny ones less (tile and wave quantisation; REFERENCES §3: an 8192³ bf16 GEMM measured
+  ~790 TFLOP/s on H100 = 80% of 989). Backward = 2 GEMMs of the forward's size. MoE experts are grouped GEMMs
+  of T·top_k·e/E tokens each, E/e of them per GPU.
+* **Attention core** (FlashAttention): executed FLOPs 2·T·s·(a/t)·(d_qk + d_v)·½ (causal mask skipped)
+  forward, 2.5× that backward (the kernel recomputes the scores), at ``attention_fraction`` of peak.
+* **Elementwise** (norms, activation, residual, rotary): HBM-bound; bytes = ``elementwise_traffic_factor`` ×
+  the layer's stored activations (forward + backward), + 1/3 of that for full recompute, + 1/6 for selective.
+* **Recomputation**: full recompute repeats each layer's forward (GEMMs, attention, TP collectives).
+* **TP** (Narayanan et al. 2021 §3.2 / Korthikanti et al. 2022 §4.2.2): 2 all-reduces forward and 2 backward
+  of 2·T·h bytes per layer (with SP an all-gather + reduce-scatter pair, same bus traffic); ring cost
+  2(t-1)/t·bytes / (link bandwidth × network efficiency) + a fixed latency. With ``tp_comm_overlap``
+  (Megatron-core ``--tp-comm-overlap``: Transformer Engine splits the GEMMs and pipelines the collectives
+  under them) ``tp_overlap_fraction`` of it, at most the layers' GEMM time, is hidden. Intra-node bandwidth
+  when t ≤ GPUs per node.
+* **PP**: per micro-batch and chunk, one activation send forward and one gradient send backward of 2·T·h
+  bytes (÷t with SP, Megatron's scatter/gather optimisation), over the scale-out network when the job spans
+  nodes; not overlapped (conservative). Bubble (Narayanan et al. 2021 §2.2): (p-1)/v micro-batch times, i.e.
+  bubble fraction (p-1)/(v·m).
+* **EP**: 2 all-to-alls forward (dispatch, combine) and 2 backward per MoE layer of 2·T·top_k·h bytes
+  (÷t with SP); (e-1)/e of it leaves the GPU; intra-node when t·c·e ≤ GPUs per node. Not overlapped.
+* **CP** (ring attention, Liu et al. 2023; Megatron-core CP): per layer (c-1) K/V chunk exchanges forward,
+  twice that backward, overlapped with the attention kernel; only the excess is exposed.
+* **DP** (REFERENCES §3; Rajbhandari et al. 2020 §7): ring traffic (d'-1)/d' × volume over the group of
+  d' = d·c ranks (d·c/e for experts): ZeRO-0 all-reduce 2·g·Ψ; ZeRO-1 reduce-scatter g·Ψ + all-gather 2Ψ;
+  ZeRO-2 reduce-scatter every micro-batch; ZeRO-3 also all-gathers bf16 weights twice per micro-batch (three
+  times with full recompute). Hidden behind one micro-batch's compute (ZeRO-0/1: the last backward and the
+  next forward) or behind all micro-batches (ZeRO-2/3); only the excess is exposed.
+* **Optimizer**: Adam update HBM-bound, (2·12 + g + 2) bytes per locally held parameter.
+
+MFU is PaLM's (Chowdhery et al. 2022 §4.1, App. B): model FLOPs per token
+(``ModelShape.model_flops_per_token``,
+no recomputation, causal mask not discounted) × tokens/s ÷ (GPUs × peak). HFU adds recomputation FLOPs.
+Leaves out: kernel launch gaps, stragglers, data loading, checkpoint saves, MoE load imbalance, FP8.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from runplan.hardware import GpuSpec
+from runplan.parallel.layout import Efficiency
+from runplan.parallel.memory import ShapeTerms, layer_activation_bytes_per_token, stage_layers, stage_params
+
+#: REFERENCES §3: an 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 compute (989 peak).
+HOPPER_LARGE_GEMM_FRACTION = 790.0 / 989.0
+#: Physical parameters fitted by benchmarks/validate.py on Narayanan et al. 2021 Table 1 (A100 80 GB); see
+#: docs/validation.md. d0 and the attention fraction are shared by all GPUs; the large-GEMM fraction is
+#: per GPU family (A100 fitted, Hopper from the measurement above, others assumed equal to Hopper's).
+FITTED_GEMM_HALF_DIM = 169.0
+FITTED_A100_GEMM_PEAK_FRACTION = 0.785
+ATTENTION_FRACTION_OF_GEMM = 0.7  # FlashAttention-2 fwd+bwd relative to a large GEMM (Dao 2023, Fig. 4-6)
+NETWORK_EFFICIENCY = 0.8  # NCCL bus bandwidth / link bandwidth for large messages
+COLLECTIVE_LATENCY_SECONDS = 2e-5
+TP_OVERLAP_FRACTION = 0.8  # assumed, not fitted: no published per-layer measurement at hand
+ELEMENTWISE_TRAFFIC_FACTOR = 6.0  # ~2 (read + write) forward, 4 backward per stored activation byte
+ATTENTION_BACKWARD_RATIO = 2.5
+CAUSAL_FRACTION = 0.5
+
+
+def default_efficiency(
+    gpu: GpuSpec,
+    *,
+    gemm_half_dim: float = FITTED_GEMM_HALF_DIM,
+    a100_fraction: float = FITTED_A100_GEMM_PEAK_FRACTION,
+) -> Efficiency:
+    """Calibrated efficiencies for ``gpu`` (A100 family fitted; others anchored to the Hopper measurement)."""
+    if gpu.name.lower().startswith("a100"):
+        eta_max = a100_fraction
+    else:  # choose eta_max so that the 8192³ GEMM reproduces the measured 80%
+        eta_max = min(1.0, HOPPER_LARGE_GEMM_FRACTION * (1.0 + 3.0 * gemm_half_dim / 8192.0))
+    return Efficiency(
+        gemm_peak_fraction=eta_max,
+        gemm_half_dim=gemm_half_dim,
+        attention_fraction=min(1.0, ATTENTION_FRACTION_OF_GEMM * eta_max),
+        network_efficiency=NETWORK_EFFICIENCY,
+        tp_overlap_fraction=TP_OVERLAP_FRACTION,
+        collective_latency_seconds=COLLECTIVE_LATENCY_SECONDS,
+        elementwise_traffic_factor=ELEMENTWISE_TRAFFIC_FACTOR,
+    )
+
+
+def gemm_seconds(m, n, k, gpu: GpuSpec, eff: Efficiency):
+    """One (M×K)·(K×N) bf16 GEMM: roofline of the shape-dependent compute rate and the HBM traffic."""
+    m = np.asarray(m, dtype=float)
+    eta = eff.gemm_peak_fraction / (
+        1.0 + eff.gemm_half_dim / m + eff.gemm_half_dim / n + eff.gemm_half_dim / k
+    )
+    compute = 2.0 * m * n * k / (eta * gpu.bf16_flops)
+    traffic = 2.0 * (m * k + k * n + m * n) / gpu.hbm_bandwidth_bytes_per_s
+    return np.maximum(compute, traffic)
+
+
+def _link(gpu: GpuSpec, inside_node):
+    return np.where(inside_node, gpu.intra_node_bandwidth_bytes_per_s, gpu.inter_node_bandwidth_bytes_per_s)
+
+
+def step_time(
+    terms: ShapeTerms,
+    grid: dict,
+    *,
+    seq_len: int,
+    gpu: GpuSpec,
+    node_size: int,
+    n_gpus: int,
+    gradient_bytes: float,
+    eff: Efficiency,
+    flash: bool = True,
+    tp_overlap: bool = True,
+) -> dict[str, np.ndarray]:
+    """Seconds per optimizer step and its breakdown (see the module docstring); arrays like ``grid``."""
+    g = grid
+    t = np.asarray(g["t"], dtype=float)
+    p = np.asarray(g["p"], dtype=float)
+    d = np.asarray(g["d"], dtype=float)
+    e = np.asarray(g["e"], dtype=float)
+    c = np.asarray(g["c"], dtype=float)
+    v = np.asarray(g["v"], dtype=float)
+    m = np.asarray(g["m"], dtype=float)
+    rc = np.asarray(g["rc"])
+    zero = np.asarray(g["zero"])
+    full = rc == 2
+    x = np.where(np.asarray(g["sp"], dtype=bool), 1.0 / t, 1.0)
+    h = terms.h
+    tokens = np.asarray(g["b"], dtype=float) * seq_len / c
+    layers, moe, dense = stage_layers(terms, g["p"])
+    net = eff.network_efficiency
+    lat = eff.collective_latency_seconds
+
+    # ---- compute on the slowest stage, one micro-batch ----
+    attn_proj = gemm_seconds(tokens, terms.attn_in_width / t, h, gpu, eff) + gemm_seconds(
+        tokens, h, terms.a * terms.d_v / t, gpu, eff
+    )
+    width = 2.0 if terms.gated else 1.0
+    dense_mlp = gemm_seconds(tokens, width * terms.ffn / t, h, gpu, eff) + gemm_seconds(
+        tokens, h, terms.ffn / t, gpu, eff
+    )
+    if terms.moe_layers:
+        per_expert_tokens = tokens * terms.top_k * e / terms.n_experts
+        routed = (terms.n_experts / e) * (
+            gemm_seconds(per_expert_tokens, width * terms.expert_ffn / t, h, gpu, eff)
+            + gemm_seconds(per_expert_tokens, h, terms.expert_ffn / t, gpu, eff)
+        )
+        moe_mlp = routed + gemm_seconds(tokens, terms.n_experts, h, gpu, eff)
+        if terms.n_shared:
+            moe_mlp = moe_mlp + (
+                gemm_seconds(tokens, width * terms.n_shared * terms.expert_ffn / t, h, gpu, eff)
+                + gemm_seconds(tokens, h, terms.n_shared * terms.expert_ffn / t, gpu, eff)
+            )
+    else:
+        moe_mlp = 0.0
+    if flash:
+        attn_core_fwd = (
+            2.0
+            * tokens
+            * seq_len
+            * (terms.a / t)
+            * (terms.d_qk + terms.d_v)
+            * CAUSAL_FRACTION
+            / (eff.attention_fraction * gpu.bf16_flops)
+        )
+        attn_bwd_ratio = ATTENTION_BACKWARD_RATIO
+    else:  # batched GEMMs over the full s x s score matrix (mask applied afterwards), per head
+        heads = np.asarray(g["b"], dtype=float) * terms.a / t / c
+        attn_core_fwd = heads * (
+            gemm_seconds(seq_len, seq_len, terms.d_qk, gpu, eff)
+            + gemm_seconds(seq_len, terms.d_v, seq_len, gpu, eff)
+        )
+        attn_bwd_ratio = 2.0
+    layers_fwd = dense * (attn_proj + dense_mlp + attn_core_fwd) + moe * (attn_proj + moe_mlp + attn_core_fwd)
+    layers_gemm_fwd = dense * (attn_proj + dense_mlp) + moe * (attn_proj + moe_mlp)
+    logits_fwd = gemm_seconds(tokens, terms.vocab / t, h, gpu, eff)
+    backward = 2.0 * layers_gemm_fwd + attn_bwd_ratio * layers * attn_core_fwd + 2.0 * logits_fwd
+    recompute = np.where(full, layers_fwd, 0.0)
+    _, dense_none = layer_activation_bytes_per_token(
+        terms, t, g["sp"], rc, moe=False, seq_len=seq_len, flash=flash
+    )
+    act = tokens * dense * dense_none
+    if terms.moe_layers:
+        _, moe_none = layer_activation_bytes_per_token(
+            terms, t, g["sp"], rc, moe=True, seq_len=seq_len, flash=flash
+        )
+        act = act + tokens * moe * moe_none
+    elementwise_share = np.where(full, 4.0 / 3.0, np.where(rc == 1, 7.0 / 6.0, 1.0))
+    elementwise = eff.elementwise_traffic_factor * act * elementwise_share / gpu.hbm_bandwidth_bytes_per_s
+    compute_mb = layers_fwd + logits_fwd + backward + recompute + elementwise
+
+    # ---- communication on the critical path, one micro-batch ----
+    collectives = np.where(full, 6.0, 4.0)
+    tp_bw = _link(gpu, t <= node_size) * net
+    tp_one = 2.0 * (t - 1.0) / t * (2.0 * tokens * h) / tp_bw + lat
+    tp_mb = np.where(t > 1, layers * collectives * tp_one, 0.0)
+    if tp_overlap:  # hidden behind the layers' GEMMs (forward, backward, recompute), at most their time
+        gemm_mb = layers_gemm_fwd * np.where(full, 4.0, 3.0)
+        tp_mb = tp_mb - np.minimum(eff.tp_overlap_fraction * tp_mb, gemm_mb)
+
+    ep_bw = _link(gpu, t * c * e <= node_size) * net
+    ep_one = (e - 1.0) / e * (2.0 * tokens * terms.top_k * h * x) / ep_bw + lat
+    ep_mb = np.where(e > 1, moe * collectives * ep_one, 0.0)
+
+    cp_bw = _link(gpu, t * c <= node_size) * net
+    kv_bytes = 2.0 * tokens * terms.kv * (terms.d_qk + terms.d_v) / t
+    cp_fwd = (c - 1.0) * (kv_bytes / cp_bw + lat)
+    cp_exposed = np.maximum(0.0, cp_fwd - attn_core_fwd) * np.where(full, 2.0, 1.0) + np.maximum(
+        0.0, 2.0 * cp_fwd - attn_bwd_ratio * attn_core_fwd
+    )
+    cp_mb = np.where(c > 1, layers * cp_exposed, 0.0)
+
+    pp_bw = _link(gpu, np.full_like(p, n_gpus <= node_size, dtype=bool)) * net
+    pp_mb = np.where(p > 1, v * 2.0 * ((2.0 * tokens * h * x) / pp_bw + lat), 0.0)
+
+    micro = compute_mb + tp_mb + ep_mb + cp_mb + pp_mb
+    bubble = (p - 1.0) / v * micro
+
+    # ---- data parallel and optimizer, once per step ----
+    dense_params, expert_params = stage_params(terms, g["t"], g["p"], g["e"], last=True)
+    group = d * c
+    expert_group = group / e
+    ring_dense = (group - 1.0) / group
+    ring_expert = (expert_group - 1.0) / expert_group
+    gathers = np.where(full, 3.0, 2.0)
+    per_param = np.where(
+        zero == 0,
+        2.0 * gradient_bytes,
+        np.where(
+            zero == 1,
+            gradient_bytes + 2.0,
+            np.where(zero == 2, m * gradient_bytes + 2.0, m * (gathers * 2.0 + gradient_bytes)),
+        ),
+    )
+    dp_bytes = per_param * (ring_dense * dense_params + ring_expert * expert_params)
+    dp_bw = _link(gpu, t * group <= node_size) * net
+    dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0)
+    window = np.where(zero >= 2, m * compute_mb, compute_mb)
+    dp_exposed = np.maximum(0.0, dp_seconds - window)
+
+    local = np.where(
+        zero >= 1, dense_params / group + expert_params / expert_group, dense_params + expert_params
+    )
+    optimizer = (2.0 * 12.0 + gradient_bytes + 2.0) * local / gpu.hbm_bandwidth_bytes_per_s
+
+    step = m * micro + bubble + dp_exposed + optimizer
+    return {
+        "step": step,
+        "compute": m * compute_mb,
+        "tensor_parallel": m * tp_mb,
+        "pipeline_p2p": m * pp_mb,
+        "expert_all_to_all": m * ep_mb,
+        "context_parallel": m * cp_mb,
+        "bubble": bubble,
+        "data_parallel": dp_exposed,
+        "optimizer": optimizer,
+    }

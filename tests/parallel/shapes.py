@@ -1,0 +1,103 @@
+"""Inline specs for the solver tests (no catalog files)."""
+
+from runplan.hardware import GpuSpec
+from runplan.model import ModelShape
+
+H100 = GpuSpec(
+    name="h100-sxm",
+    hbm_bytes=80e9,
+    bf16_flops=989e12,
+    hbm_bandwidth_bytes_per_s=3.35e12,
+    intra_node_bandwidth_bytes_per_s=450e9,
+    inter_node_bandwidth_bytes_per_s=50e9,
+    gpus_per_node=8,
+    tdp_watts=700,
+)
+LLAMA_70B = ModelShape(
+    name="llama-3.1-70b",
+    n_layers=80,
+    d_model=8192,
+    n_heads=64,
+    n_kv_heads=8,
+    head_dim=128,
+    ffn_hidden=28672,
+    mlp="swiglu",
+    vocab_size=128256,
+    tied_embeddings=False,
+    norm="rmsnorm",
+)
+LLAMA_8B = ModelShape(
+    name="llama-3.1-8b",
+    n_layers=32,
+    d_model=4096,
+    n_heads=32,
+    n_kv_heads=8,
+    head_dim=128,
+    ffn_hidden=14336,
+    mlp="swiglu",
+    vocab_size=128256,
+    tied_embeddings=False,
+    norm="rmsnorm",
+)
+LLAMA_405B = ModelShape(
+    name="llama-3.1-405b",
+    n_layers=126,
+    d_model=16384,
+    n_heads=128,
+    n_kv_heads=8,
+    head_dim=128,
+    ffn_hidden=53248,
+    mlp="swiglu",
+    vocab_size=128256,
+    tied_embeddings=False,
+    norm="rmsnorm",
+)
+MIXTRAL = ModelShape(
+    name="mixtral-8x7b",
+    n_layers=32,
+    d_model=4096,
+    n_heads=32,
+    n_kv_heads=8,
+    head_dim=128,
+    ffn_hidden=14336,
+    mlp="swiglu",
+    vocab_size=32000,
+    tied_embeddings=False,
+    norm="rmsnorm",
+    n_experts=8,
+    top_k=2,
+    expert_ffn_hidden=14336,
+)
+GPT_SMALL = ModelShape(
+    name="gpt-small",
+    n_layers=12,
+    d_model=768,
+    n_heads=12,
+    n_kv_heads=12,
+    head_dim=64,
+    ffn_hidden=3072,
+    mlp="gelu",
+    vocab_size=50304,
+    tied_embeddings=True,
+    norm="layernorm",
+    linear_bias=True,
+    learned_positions=1024,
+)
+TINY_MOE = ModelShape(
+    name="tiny-moe",
+    n_layers=8,
+    d_model=1024,
+    n_heads=16,
+    n_kv_heads=4,
+    head_dim=64,
+    ffn_hidden=2816,
+    mlp="swiglu",
+    vocab_size=32000,
+    tied_embeddings=True,
+    norm="rmsnorm",
+    n_experts=8,
+    top_k=2,
+    expert_ffn_hidden=1024,
+    n_shared_experts=1,
+    n_dense_layers=1,
+)

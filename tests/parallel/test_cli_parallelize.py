@@ -1,0 +1,83 @@
+"""`runplan parallelize` end to end (uses the shipped catalog for --model and --gpu)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("runplan.catalog")
+from runplan.cli.app import app
+
+runner = CliRunner()
+
+
+def test_json_keys_and_tp8():
+    res = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "512", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    for key in ("model", "cluster", "candidates", "feasible", "layouts"):
+        assert key in data
+    best = data["layouts"][0]
+    for key in (
+        "tp",
+        "pp",
+        "dp",
+        "ep",
+        "cp",
+        "zero",
+        "micro_batch",
+        "microbatches",
+        "vpp",
+        "recompute",
+        "global_batch_tokens",
+        "bubble_fraction",
+        "memory_bytes",
+        "step_seconds",
+        "tokens_per_second",
+        "mfu",
+    ):
+        assert key in best
+    assert set(best["memory_bytes"]) == {"weights", "gradients", "optimizer", "activations", "other", "total"}
+    assert best["tp"] == 8
+    assert data["cluster"]["n_gpus"] == 512
+
+
+def test_infeasible_exits_1_with_reason():
+    res = runner.invoke(app, ["parallelize", "--model", "405b", "--gpus", "8"])
+    assert res.exit_code == 1
+    assert "memory" in res.output and "more GPUs" in res.output
+
+
+def test_bad_flag_exits_2():
+    res = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "lots"])
+    assert res.exit_code == 2
+    assert "--gpus" in res.output
+
+
+def test_pinned_layout_and_table():
+    res = runner.invoke(
+        app,
+        [
+            "parallelize",
+            "--model",
+            "70b",
+            "--gpus",
+            "512",
+            "--tp",
+            "8",
+            "--pp",
+            "4",
+            "--zero",
+            "1",
+            "--mbs",
+            "1",
+            "--vpp",
+            "2",
+            "--recompute",
+            "selective",
+            "--global-batch",
+            "4M",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "Best layout" in res.output and "critical batch" in res.output

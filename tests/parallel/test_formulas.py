@@ -1,0 +1,64 @@
+"""Hand-derived values: the design brief's worked example, the bubble, the batch law."""
+
+import math
+
+import numpy as np
+import pytest
+from tests.parallel.shapes import H100, LLAMA_8B
+
+from runplan.parallel.batch import critical_batch, deepseek_optimal_batch_tokens
+from runplan.parallel.layout import ParallelRequest, Pins
+from runplan.parallel.memory import model_state_bytes
+from runplan.parallel.search import search
+
+
+def test_worked_example_7b_tp8_pp8_dp8_zero1():
+    # 7.0e9 params at TP8 PP8: 7e9/64 params per GPU; ZeRO-1 shards the 12 optimizer bytes over DP 8.
+    psi = 7.0e9 / 64
+    weights, grads, opt = model_state_bytes(psi, 0.0, 1, 8, 1, 1, 4)
+    assert float(weights) == pytest.approx(14e9 / 64)  # 219 MB
+    assert float(weights) == pytest.approx(218.75e6)
+    assert float(opt) == pytest.approx(84e9 / 512)  # 164 MB
+    assert float(grads) == pytest.approx(4 * 7e9 / 64)  # fp32 gradients, not sharded by ZeRO-1
+    _, grads_bf16, _ = model_state_bytes(psi, 0.0, 1, 8, 1, 1, 2)
+    assert float(grads_bf16) == pytest.approx(14e9 / 64)
+
+
+def test_zero_stages_match_rajbhandari():
+    psi, d = 1e9, 16
+    for zero, expected in ((0, 16), (1, 4 + 12 / d), (2, 2 + 14 / d), (3, 16 / d)):
+        w, g, o = model_state_bytes(psi, 0.0, zero, d, 1, 1, 2)
+        assert float(w + g + o) / psi == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("vpp", "expected"), [(1, 7 / 32), (2, 7 / 64)])
+def test_bubble_paper_formula(vpp, expected):
+    req = ParallelRequest(
+        model=LLAMA_8B,
+        gpu=H100,
+        n_gpus=64,
+        seq_len=4096,
+        top=1,
+        pins=Pins(tp=1, pp=8, dp=8, cp=1, zero=1, micro_batch=1, microbatches=32, vpp=vpp, recompute="full"),
+        constraints={"max_bubble_fraction": 0.5, "max_global_batch_tokens": 1e9},
+    )
+    result = search(req)
+    assert result.candidates == 1
+    layout = (result.layouts or result.nearest_misses)[0]
+    assert layout.bubble_fraction == pytest.approx(expected)
+
+
+def test_deepseek_batch_law():
+    assert deepseek_optimal_batch_tokens(1e21) == pytest.approx(0.2920 * 1e21**0.3271)
+    crit = critical_batch(LLAMA_8B, 4096)
+    assert crit.assumed_training_tokens
+    assert crit.training_tokens == 20 * LLAMA_8B.total_params
+    m = 6 * LLAMA_8B.active_non_embedding_params + 12 * 32 * 4096 * 4096  # 72Lh²-style + 12·L·h·s
+    assert crit.compute_flops == pytest.approx(m * crit.training_tokens)
+    assert math.isclose(crit.tokens, 0.292 * crit.compute_flops**0.3271, rel_tol=1e-9)
+    assert 1e6 < crit.tokens < 2e7
+
+
+def test_arrays_and_scalars_agree():
+    w, _, _ = model_state_bytes(np.array([1e9, 2e9]), np.array([0.0, 0.0]), np.array([3, 0]), 4, 1, 1, 4)
+    assert w.tolist() == [2e9 / 4, 4e9]

@@ -1,0 +1,254 @@
+"""The vectorized search against the pure-Python reference, brute force, constraints and acceptance cases."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.parallel.shapes import GPT_SMALL, H100, LLAMA_8B, LLAMA_70B, LLAMA_405B, MIXTRAL, TINY_MOE
+
+from runplan.errors import Infeasible
+from runplan.parallel.layout import Constraints, ParallelRequest, Pins
+from runplan.parallel.reference import Layout, evaluate_layout
+from runplan.parallel.search import build_grid, choose_microbatches, ensure_feasible, evaluate, search
+
+KEYS = ("weights", "gradients", "optimizer", "activations", "other", "total")
+
+
+def _row(grid, ev, i):
+    return {
+        **{k: float(ev[f"mem_{k}"][i]) for k in KEYS},
+        "step_seconds": float(ev["step"][i]),
+        "tokens_per_second": float(ev["tokens_per_second"][i]),
+        "mfu": float(ev["mfu"][i]),
+        "hfu": float(ev["hfu"][i]),
+        "bubble_fraction": float(ev["bubble"][i]),
+    }
+
+
+def _layout(grid, i):
+    names = ("none", "selective", "full")
+    return Layout(
+        tp=int(grid["t"][i]),
+        pp=int(grid["p"][i]),
+        dp=int(grid["d"][i]),
+        ep=int(grid["e"][i]),
+        cp=int(grid["c"][i]),
+        zero=int(grid["zero"][i]),
+        micro_batch=int(grid["b"][i]),
+        microbatches=int(grid["m"][i]),
+        vpp=int(grid["v"][i]),
+        recompute=names[int(grid["rc"][i])],
+        sequence_parallel=bool(grid["sp"][i]),
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shape=st.sampled_from([LLAMA_8B, GPT_SMALL, TINY_MOE, MIXTRAL]),
+    n_gpus=st.sampled_from([8, 16, 64, 96]),
+    seq=st.sampled_from([1024, 4096, 32768]),
+    flash=st.booleans(),
+    overlap=st.booleans(),
+    grad_bytes=st.sampled_from([2, 4]),
+    pick=st.integers(0, 10**9),
+)
+def test_search_equals_reference_on_random_layouts(shape, n_gpus, seq, flash, overlap, grad_bytes, pick):
+    req = ParallelRequest(
+        model=shape,
+        gpu=H100,
+        n_gpus=n_gpus,
+        seq_len=seq,
+        flash_attention=flash,
+        tp_comm_overlap=overlap,
+        gradient_bytes=grad_bytes,
+        constraints=Constraints(max_global_batch_tokens=2e7),
+    )
+    grid, _ = build_grid(req)
+    grid["m"], _, _ = choose_microbatches(req, grid, seq, 2e7)
+    ev = evaluate(req, grid)
+    for i in {pick % len(grid["t"]), (pick // 7) % len(grid["t"])}:
+        ref = evaluate_layout(req, _layout(grid, i))
+        got = _row(grid, ev, i)
+        for key, value in got.items():
+            assert value == pytest.approx(ref[key], rel=1e-9), key
+
+
+def test_brute_force_best_equals_search_best():
+    # every m in the batch range, every axis: the search (which evaluates only the largest m) must agree
+    req = ParallelRequest(
+        model=TINY_MOE,
+        gpu=H100,
+        n_gpus=16,
+        seq_len=2048,
+        global_batch_tokens=2**19,
+        global_batch_tolerance=0.2,
+        micro_batch_choices=(1, 2, 4),
+    )
+    result = search(req)
+    low, high = result.batch_range_tokens
+    limit = H100.hbm_bytes * (1 - req.constraints.memory_headroom_fraction)
+    best = 0.0
+    names = ("none", "selective", "full")
+    for tp, pp, cp in itertools.product((1, 2, 4, 8, 16), repeat=3):
+        if 16 % (tp * pp * cp) or TINY_MOE.n_heads % tp or TINY_MOE.n_kv_heads % tp or tp > 8 or pp > 8:
+            continue
+        if cp > 1 and 2048 % (2 * cp):
+            continue
+        dp = 16 // (tp * pp * cp)
+        for ep, zero, b, rc, v in itertools.product((1, 2, 4, 8), range(4), (1, 2, 4), names, (1, 2, 4, 8)):
+            if dp % ep or (v > 1 and (pp < 2 or 8 % (pp * v))):
+                continue
+            for m in range(1, 600):
+                tokens = dp * b * m * 2048
+                if tokens > high:
+                    break
+                if tokens < low or (v > 1 and m % pp):
+                    continue
+                lay = Layout(tp, pp, dp, ep, cp, zero, b, m, v, rc, tp > 1)
+                r = evaluate_layout(req, lay)
+                if r["total"] <= limit and r["bubble_fraction"] <= 0.15 + 1e-12:
+                    best = max(best, r["tokens_per_second"])
+    assert result.feasible > 0
+    assert result.layouts[0].tokens_per_second == pytest.approx(best, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "shape,gpus,seq", [(LLAMA_70B, 512, 4096), (MIXTRAL, 64, 4096), (LLAMA_8B, 64, 131072)]
+)
+def test_every_reported_layout_satisfies_every_constraint(shape, gpus, seq):
+    req = ParallelRequest(model=shape, gpu=H100, n_gpus=gpus, seq_len=seq, top=20)
+    result = search(req)
+    low, high = result.batch_range_tokens
+    for x in result.layouts:
+        lay = Layout(
+            x.tp,
+            x.pp,
+            x.dp,
+            x.ep,
+            x.cp,
+            x.zero,
+            x.micro_batch,
+            x.microbatches,
+            x.vpp,
+            x.recompute,
+            x.sequence_parallel,
+        )
+        ref = evaluate_layout(req, lay)
+        assert ref["total"] <= H100.hbm_bytes * 0.95
+        assert ref["bubble_fraction"] <= 0.15 + 1e-12
+        assert low <= x.global_batch_tokens <= high
+        assert x.tp * x.pp * x.dp * x.cp == gpus
+        assert shape.n_heads % x.tp == 0 and shape.n_kv_heads % x.tp == 0 and x.tp <= 8
+        assert x.dp % x.ep == 0 and (shape.n_experts or 1) % x.ep == 0
+        assert seq % (2 * x.cp) == 0 or x.cp == 1
+        assert ref["tokens_per_second"] == pytest.approx(x.tokens_per_second, rel=1e-9)
+    tps = [x.tokens_per_second for x in result.layouts]
+    assert tps == sorted(tps, reverse=True)
+
+
+BASE = dict(
+    tp=2,
+    pp=2,
+    dp=4,
+    ep=1,
+    cp=1,
+    zero=0,
+    micro_batch=2,
+    microbatches=8,
+    vpp=1,
+    recompute="none",
+    sequence_parallel=True,
+)
+
+
+def _mem(**change):
+    req = ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=64, seq_len=4096)
+    return evaluate_layout(req, Layout(**{**BASE, **change}))["total"]
+
+
+@given(
+    tp=st.sampled_from([1, 2, 4]),
+    pp=st.sampled_from([1, 2, 4, 8]),
+    zero=st.integers(0, 2),
+    b=st.sampled_from([1, 2, 4]),
+    rc=st.sampled_from(["none", "selective", "full"]),
+)
+@settings(max_examples=30, deadline=None)
+def test_memory_monotone(tp, pp, zero, b, rc):
+    cur = dict(tp=tp, pp=pp, zero=zero, micro_batch=b, recompute=rc, sequence_parallel=tp > 1)
+    here = _mem(**cur)
+    assert _mem(**{**cur, "tp": tp * 2, "sequence_parallel": True}) < here
+    assert _mem(**{**cur, "pp": pp * 2}) < here  # 1F1B: in-flight micro-batches × layers stays ~L
+    assert _mem(**{**cur, "zero": zero + 1}) < here
+    assert _mem(**{**cur, "micro_batch": b * 2}) > here
+    order = ["none", "selective", "full"]
+    if rc != "full":
+        assert _mem(**{**cur, "recompute": order[order.index(rc) + 1]}) < here
+
+
+def test_70b_on_512_h100_prefers_tp8():
+    result = search(ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096))
+    assert result.layouts[0].tp == 8
+    assert result.candidates > 10_000
+
+
+def test_moe_searches_expert_parallelism():
+    result = search(ParallelRequest(model=MIXTRAL, gpu=H100, n_gpus=64, seq_len=4096, top=50))
+    assert {x.ep for x in result.layouts} - {1}
+    grid, _ = build_grid(ParallelRequest(model=MIXTRAL, gpu=H100, n_gpus=64))
+    assert set(np.unique(grid["e"])) == {1, 2, 4, 8}
+
+
+def test_long_sequence_makes_cp_appear():
+    short = search(ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=64, seq_len=4096))
+    long = search(ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=64, seq_len=131072))
+    assert short.layouts[0].cp == 1
+    assert long.layouts[0].cp > 1
+
+
+def test_infeasible_names_memory_and_suggests():
+    result = search(ParallelRequest(model=LLAMA_405B, gpu=H100, n_gpus=8, seq_len=4096))
+    assert result.feasible == 0
+    assert result.eliminated["memory"] == result.candidates
+    assert result.nearest_misses
+    with pytest.raises(Infeasible) as info:
+        ensure_feasible(result)
+    text = str(info.value)
+    assert "memory" in text and "more GPUs" in text and "ZeRO-3" in text
+
+
+def test_batch_ceiling_infeasible():
+    result = search(
+        ParallelRequest(
+            model=LLAMA_8B,
+            gpu=H100,
+            n_gpus=4096,
+            seq_len=4096,
+            pins=Pins(tp=1, cp=1),
+            constraints=Constraints(max_global_batch_tokens=1e6),
+        )
+    )
+    assert result.feasible == 0
+    with pytest.raises(Infeasible, match="global_batch"):
+        ensure_feasible(result)
+
+
+def test_all_pinned_evaluates_one_layout():
+    pins = Pins(tp=8, pp=4, dp=16, cp=1, zero=1, micro_batch=1, microbatches=64, vpp=5, recompute="selective")
+    result = search(ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, pins=pins))
+    assert result.candidates == 1 and result.feasible == 1
+    x = result.layouts[0]
+    assert (x.tp, x.pp, x.dp, x.vpp, x.microbatches) == (8, 4, 16, 5, 64)
+    assert x.global_batch_tokens == 16 * 64 * 4096
+    assert x.bubble_fraction == pytest.approx(3 / (5 * 64))
+    assert 0.2 < x.mfu < 0.8
+
+
+def test_405b_16k_speed():
+    result = search(ParallelRequest(model=LLAMA_405B, gpu=H100, n_gpus=16384, seq_len=8192))
+    assert result.feasible > 0
+    assert result.search_seconds < 1.5
+    assert math.isfinite(result.layouts[0].step_seconds)
