@@ -1,0 +1,289 @@
+"""`runplan allocate`: parameters and tokens for a compute budget, the predicted loss, and what it costs.
+
+The command parses flags into an ``Objective`` and a budget, calls ``runplan.scaling.allocate.allocate`` and
+renders the ``Allocation``. JSON keys: docs/scaling.md. Nothing heavy is imported at module level.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from runplan.cli.common import handle_errors, print_json
+from runplan.scaling import DEFAULT_LAW
+
+DEFAULT_GPU = "h100-sxm"
+DEFAULT_MFU = 0.4
+
+LAW_HELP = (
+    f"Scaling law: a shipped name (besiroglu2024, hoffmann2022, hoffmann2022-unrounded) or a law YAML "
+    f"written by `runplan fit -o`. Default: {DEFAULT_LAW} (Besiroglu et al. 2024 refit of Chinchilla)."
+)
+
+
+def _number(text: str | None, flag: str, *, positive: bool = True) -> float | None:
+    from runplan.errors import SpecError
+    from runplan.units import parse_number
+
+    if text is None:
+        return None
+    value = parse_number(text, where=flag)
+    if positive and value <= 0:
+        raise SpecError(f"must be positive, got {text!r}", where=flag)
+    if not positive and value < 0:
+        raise SpecError(f"must not be negative, got {text!r}", where=flag)
+    return value
+
+
+class Budget:
+    """The compute budget and optional hardware from --flops / --gpus --days --gpu --mfu --price-per-gpu-hour."""
+
+    def __init__(
+        self, flops: float | None, gpu: Any, mfu: float, gpus: int | None, price: float | None
+    ) -> None:
+        self.flops, self.gpu, self.mfu, self.gpus, self.price = flops, gpu, mfu, gpus, price
+
+
+def parse_budget(
+    flops: str | None,
+    gpus: str | None,
+    days: str | None,
+    gpu: str | None,
+    mfu: str | None,
+    price: str | None,
+    *,
+    required: bool = True,
+) -> Budget:
+    """C from --flops, or from --gpus × --days on --gpu at --mfu; hardware (for the reverse) when any is given."""
+    from runplan.errors import SpecError
+    from runplan.units import parse_count
+
+    c = _number(flops, "--flops")
+    n_gpus = parse_count(gpus, where="--gpus") if gpus is not None else None
+    if n_gpus is not None and n_gpus <= 0:
+        raise SpecError(f"must be positive, got {gpus!r}", where="--gpus")
+    n_days = _number(days, "--days")
+    mfu_value = _number(mfu, "--mfu") if mfu is not None else DEFAULT_MFU
+    if not 0 < mfu_value <= 1:
+        raise SpecError(f"must be in (0, 1], got {mfu!r}", where="--mfu", hint="typical: 0.3 to 0.5")
+    price_value = _number(price, "--price-per-gpu-hour", positive=False)
+    hardware = any(v is not None for v in (gpus, days, gpu, mfu, price))
+    spec = None
+    if hardware:
+        from runplan.catalog import load_catalog
+
+        spec = load_catalog().gpu(gpu or DEFAULT_GPU, where="--gpu")
+    if c is not None and n_days is not None:
+        raise SpecError(
+            "give the budget once: --flops, or --gpus with --days",
+            where="--days",
+            hint="with --flops, --gpus alone gives the wall-clock days",
+        )
+    if n_days is not None:
+        if n_gpus is None:
+            raise SpecError("--days needs --gpus", where="--gpus")
+        from runplan.scaling.budget import flops_from_hardware
+
+        c = flops_from_hardware(n_gpus, n_days, spec, mfu_value)
+    if c is None and required:
+        raise SpecError(
+            "no compute budget", where="--flops", hint="give --flops 2e23, or --gpus 1024 --days 30"
+        )
+    return Budget(c, spec, mfu_value, n_gpus, price_value)
+
+
+def _objective(
+    tokens_per_param: str | None, params: str | None, inference_tokens: str | None, target_loss: str | None
+) -> Any:
+    from runplan.errors import SpecError
+    from runplan.scaling.allocate import Objective
+
+    given = [
+        flag
+        for flag, value in (
+            ("--tokens-per-param", tokens_per_param),
+            ("--params", params),
+            ("--inference-tokens", inference_tokens),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise SpecError(f"choose one objective, got {' and '.join(given)}", where=given[1])
+    if target_loss is not None and inference_tokens is None:
+        raise SpecError(
+            "--target-loss applies to the inference-optimal objective",
+            where="--target-loss",
+            hint="add --inference-tokens",
+        )
+    if tokens_per_param is not None:
+        return Objective(
+            kind="tokens_per_param", tokens_per_param=_number(tokens_per_param, "--tokens-per-param")
+        )
+    if params is not None:
+        return Objective(kind="fixed_params", params=_number(params, "--params"))
+    if inference_tokens is not None:
+        return Objective(
+            kind="inference_optimal",
+            inference_tokens=_number(inference_tokens, "--inference-tokens", positive=False),
+            target_loss=_number(target_loss, "--target-loss"),
+        )
+    return Objective(kind="compute_optimal")
+
+
+def _count_phrase(param_count: str) -> str:
+    if param_count == "total":
+        return "N counts total parameters, embeddings included (Chinchilla's convention)"
+    return "N counts non-embedding parameters (Kaplan et al. 2020's convention)"
+
+
+def render(allocation: Any, law: Any) -> None:
+    """Human-readable allocation on stdout (rich)."""
+    from rich.table import Table
+
+    from runplan.cli.common import console
+    from runplan.units import format_si
+
+    out = console()
+    a = allocation
+    titles = {
+        "compute_optimal": "compute-optimal (Hoffmann et al. 2022, Eq. 4)",
+        "tokens_per_param": f"fixed ratio {a.tokens_per_param:.4g} tokens/param",
+        "fixed_params": f"fixed size {format_si(a.params)} parameters",
+        "inference_optimal": "inference-optimal (Sardana et al. 2024)",
+    }
+    out.print(f"[bold]Allocation[/bold]: {titles[a.objective]}; law [bold]{a.law}[/bold]")
+    out.print(
+        f"  law: L = {law.E:.4g} + {law.A:.5g}/N^{law.alpha:.4g} + {law.B:.5g}/D^{law.beta:.4g}; "
+        f"{_count_phrase(a.param_count)}"
+    )
+    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2))
+    rows: list[tuple[str, str]] = []
+    if a.budget_flops is not None:
+        rows.append(("budget", f"{a.budget_flops:.3g} FLOPs"))
+    rows += [
+        ("parameters N", f"{format_si(a.params)} ({a.params:.4g})"),
+        ("tokens D", f"{format_si(a.tokens)} ({a.tokens:.4g})"),
+        ("tokens per parameter", f"{a.tokens_per_param:.1f}"),
+        ("training FLOPs 6ND", f"{a.flops:.3g}"),
+        ("predicted loss", f"{a.loss:.4f}"),
+    ]
+    if a.objective == "inference_optimal":
+        rows = [row for row in rows if row[0] != "training FLOPs 6ND"]
+    if a.objective in ("tokens_per_param", "fixed_params"):
+        rows += [
+            (
+                "compute-optimal at this budget",
+                f"N {format_si(a.compute_optimal_params)}, D {format_si(a.compute_optimal_tokens)}, "
+                f"loss {a.compute_optimal_loss:.4f}",
+            ),
+            ("loss penalty", f"{a.loss_penalty:+.4f}"),
+            (
+                "compute-optimal FLOPs for the same loss",
+                f"{a.compute_optimal_flops_same_loss:.3g} ({a.compute_overhead:+.1%} spent here)",
+            ),
+        ]
+    if a.objective == "inference_optimal":
+        rows += [
+            ("target loss", f"{a.target_loss:.4f}"),
+            ("inference tokens", f"{a.inference_tokens:.3g}"),
+            ("training FLOPs", f"{a.training_flops:.3g}"),
+            ("inference FLOPs 2·N·D_inf", f"{a.inference_flops:.3g}"),
+            ("total FLOPs", f"{a.total_flops:.3g}"),
+            (
+                "compute-optimal model, same loss",
+                f"N {format_si(a.compute_optimal_params)}: total {a.compute_optimal_total_flops:.3g} FLOPs",
+            ),
+            ("saving", f"{a.total_flops_saving:.1%} of total FLOPs"),
+        ]
+    if a.gpu_hours is not None:
+        rows.append(("GPU-hours", f"{a.gpu_hours:,.0f} on {a.gpu} at MFU {a.mfu:g}"))
+        if a.days is not None:
+            rows.append(("wall-clock", f"{a.days:.1f} days on {a.gpus} GPUs"))
+        if a.cost_usd is not None:
+            rows.append(("cost", f"${a.cost_usd:,.0f}"))
+    for key, value in rows:
+        table.add_row(key, value)
+    out.print(table)
+    shape_line = _shape_line(a, law)
+    if shape_line:
+        out.print(shape_line)
+    for note in a.notes:
+        console(stderr=True).print(f"note: {note}")
+
+
+def _shape_line(allocation: Any, law: Any) -> str | None:
+    """Both parameter counts of a generated shape of this size (runplan.architect), when one exists."""
+    try:
+        from runplan.architect import shape_for_params
+        from runplan.errors import SpecError
+    except ImportError:  # pragma: no cover - architect is part of the package
+        return None
+    from runplan.units import format_si
+
+    try:
+        shape = shape_for_params(allocation.params, count=law.param_count)
+    except SpecError:
+        return None
+    return (
+        f"  a generated shape of this size: {shape.n_layers} layers, d_model {shape.d_model}, "
+        f"{shape.n_heads} heads ({shape.n_kv_heads} KV), FFN {shape.ffn_hidden}: "
+        f"{format_si(shape.total_params)} total, {format_si(shape.non_embedding_params)} non-embedding "
+        f"(vocabulary 128,256)"
+    )
+
+
+def allocate_command(
+    flops: str | None = typer.Option(None, "--flops", help="Training compute C in FLOPs, e.g. 2e23."),
+    gpus: str | None = typer.Option(
+        None, "--gpus", help="GPUs: with --days gives C; with --flops gives days."
+    ),
+    days: str | None = typer.Option(
+        None, "--days", help="Wall-clock days on --gpus (C = GPUs × peak × MFU × time)."
+    ),
+    gpu: str | None = typer.Option(None, "--gpu", help=f"GPU catalog name (default {DEFAULT_GPU})."),
+    mfu: str | None = typer.Option(None, "--mfu", help=f"Model FLOPs utilisation (default {DEFAULT_MFU})."),
+    price: str | None = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour, for the cost."),
+    tokens_per_param: str | None = typer.Option(
+        None, "--tokens-per-param", help="Fixed ratio D/N, e.g. 20: N = sqrt(C/(6r))."
+    ),
+    params: str | None = typer.Option(None, "--params", help="Fixed model size, e.g. 7b: D = C/(6N)."),
+    inference_tokens: str | None = typer.Option(
+        None,
+        "--inference-tokens",
+        help="Lifetime inference tokens, e.g. 2e13: inference-optimal (Sardana 2024).",
+    ),
+    target_loss: str | None = typer.Option(
+        None,
+        "--target-loss",
+        help="Inference-optimal: the loss to reach (default: the compute-optimal loss).",
+    ),
+    law: str | None = typer.Option(None, "--law", help=LAW_HELP),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON (keys in docs/scaling.md)."),
+) -> None:
+    """How many parameters and tokens for a compute budget; the predicted loss and what it costs.
+
+    Objectives: compute-optimal (default), --tokens-per-param, --params, --inference-tokens.
+    """
+    from runplan.scaling.allocate import allocate, with_hardware
+    from runplan.scaling.laws import law_from_flag
+
+    objective = _objective(tokens_per_param, params, inference_tokens, target_loss)
+    need_budget = not (objective.kind == "inference_optimal" and objective.target_loss is not None)
+    budget = parse_budget(flops, gpus, days, gpu, mfu, price, required=need_budget)
+    chosen = law_from_flag(law)
+    result = allocate(budget.flops, objective, chosen)
+    if budget.gpu is not None:
+        result = with_hardware(
+            result, budget.gpu, budget.mfu, gpus=budget.gpus, price_per_gpu_hour=budget.price
+        )
+    if json_output:
+        print_json(result.model_dump(mode="json"))
+    else:
+        render(result, chosen)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="allocate", help=(allocate_command.__doc__ or "") + f"\n\nDefault law: {DEFAULT_LAW}.")(
+        handle_errors(allocate_command)
+    )

@@ -1,0 +1,220 @@
+"""`runplan fit FILE.csv`: Hoffmann et al. 2022 Approaches 2 (isoFLOP) and 3 (parametric) on your proxy runs.
+
+Parses flags, calls ``runplan.scaling.fit``, renders; writes a law YAML (``-o``) that allocate, sweep and plan
+files accept, and optionally a plot. JSON keys: docs/scaling.md. Nothing heavy is imported at module level.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from runplan.cli.common import handle_errors, print_json
+
+
+def _progress(total: int):  # -> (callback, closer); a rich bar on stderr only when stderr is a terminal
+    if total <= 0 or not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from runplan.cli.common import console
+
+    bar = Progress(
+        TextColumn("bootstrap"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("bootstrap", total=total)
+    bar.start()
+    return (lambda done: bar.update(task, completed=done)), bar.stop
+
+
+def _interval_text(interval: Any, fmt: str = ".4g") -> str:
+    if interval.low is None:
+        return f"{interval.value:{fmt}}"
+    return f"{interval.value:{fmt}}  [{interval.low:{fmt}}, {interval.high:{fmt}}]"
+
+
+def render(report: Any) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+    from runplan.units import format_si
+
+    out = console()
+    out.print(
+        f"[bold]Fit[/bold] of {report.source}: {report.runs} runs"
+        + (f" ({report.dropped} highest-loss dropped)" if report.dropped else "")
+        + f"; N counts {report.param_count.replace('_', '-')} parameters"
+    )
+    p = report.parametric
+    if p is not None:
+        lo, hi = p.percentiles
+        ci = f" (bootstrap {p.bootstrap}, {lo:g}th-{hi:g}th percentiles)" if p.bootstrap else ""
+        out.print(f"\n[bold]Approach 3[/bold], parametric L = E + A/N^α + B/D^β{ci}")
+        table = Table(show_header=False, box=None, padding=(0, 2))
+        for key, label in (("E", "E"), ("A", "A"), ("B", "B"), ("alpha", "α"), ("beta", "β")):
+            table.add_row(label, _interval_text(getattr(p, key)))
+        table.add_row(f"at C = {p.at_flops:.3g}: N_opt", _interval_text(p.params_opt, ".3g"))
+        table.add_row("D_opt", _interval_text(p.tokens_opt, ".3g"))
+        table.add_row("tokens per parameter", _interval_text(p.tokens_per_param, ".3g"))
+        table.add_row(
+            "Huber objective",
+            f"{p.objective:.4g} ({p.converged_starts}/{p.starts} starts converged, {p.seconds:.1f} s)",
+        )
+        out.print(table)
+    iso = report.isoflop
+    if iso is not None:
+        out.print(f"\n[bold]Approach 2[/bold], isoFLOP parabolas ({iso.grouping})")
+        table = Table(box=None, padding=(0, 2))
+        for column in ("budget C", "runs", "N_opt", "D_opt", "loss at min"):
+            table.add_column(column)
+        for b in iso.budgets:
+            table.add_row(
+                f"{b.flops:.3g}",
+                str(b.runs),
+                format_si(b.params_opt),
+                format_si(b.tokens_opt),
+                f"{b.loss_opt:.4f}",
+            )
+        out.print(table)
+        out.print(f"  N_opt = {iso.k_params:.3g}·C^a, a = {_interval_text(iso.a)}")
+        out.print(f"  D_opt = {iso.k_tokens:.3g}·C^b, b = {_interval_text(iso.b)}")
+        out.print(
+            f"  at C = {iso.at_flops:.3g}: N_opt {_interval_text(iso.params_opt, '.3g')}, "
+            f"D_opt {_interval_text(iso.tokens_opt, '.3g')}"
+        )
+        for note in iso.notes:
+            console(stderr=True).print(f"note: {note}")
+    if report.isoflop_error:
+        console(stderr=True).print(f"note: Approach 2 skipped: {report.isoflop_error}")
+
+
+def fit_command(
+    csv_file: str = typer.Argument(
+        ..., metavar="FILE.csv", help="Runs: columns params, tokens or flops, loss."
+    ),
+    method: str = typer.Option("both", "--method", help="parametric, isoflop or both."),
+    params_col: str = typer.Option("params", "--params-col", help="Column with N."),
+    tokens_col: str = typer.Option("tokens", "--tokens-col", help="Column with D (or give --flops-col)."),
+    flops_col: str = typer.Option("flops", "--flops-col", help="Column with C (D = C/(6N) if no tokens)."),
+    loss_col: str = typer.Option("loss", "--loss-col", help="Column with the final loss."),
+    param_count: str = typer.Option("total", "--param-count", help="What N counts: total or non_embedding."),
+    drop_highest: int = typer.Option(0, "--drop-highest", help="Drop the N highest-loss runs (Epoch: 5)."),
+    bootstrap: int = typer.Option(
+        100, "--bootstrap", help="Bootstrap resamples for the intervals (0: none)."
+    ),
+    ci: float = typer.Option(80.0, "--ci", help="Central interval in percent (80: 10th-90th percentiles)."),
+    starts: str = typer.Option(
+        "16", "--starts", help="L-BFGS starts: the N best of the 4,500-point grid, or 'all'."
+    ),
+    bin_decades: str | None = typer.Option(
+        None,
+        "--bin-decades",
+        help="isoFLOP grouping: 0 exact budgets, w bins of w decades "
+        "(default: exact when budgets repeat, else 0.1).",
+    ),
+    at_flops: str | None = typer.Option(
+        None, "--flops", help="Budget to report the optimum at (default: the largest in the file)."
+    ),
+    output: str | None = typer.Option(None, "-o", "--output", help="Write the fitted law YAML here."),
+    plot: str | None = typer.Option(None, "--plot", help="Write a PNG of the fits (needs matplotlib)."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap random seed."),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON (keys in docs/scaling.md)."),
+) -> None:
+    """Fit scaling laws to your proxy runs (Hoffmann et al. 2022 Approaches 2 and 3) and write a law file."""
+    from runplan.errors import SpecError
+    from runplan.scaling.fit import (
+        FitReport,
+        fit_isoflop,
+        fit_parametric,
+        plot_fits,
+        read_runs,
+        write_law_file,
+    )
+    from runplan.units import parse_number
+
+    if method not in ("both", "parametric", "isoflop"):
+        raise SpecError(f"unknown method {method!r}", where="--method", hint="parametric, isoflop or both")
+    if param_count not in ("total", "non_embedding"):
+        raise SpecError(
+            f"unknown count {param_count!r}", where="--param-count", hint="total or non_embedding"
+        )
+    if bootstrap < 0:
+        raise SpecError("must not be negative", where="--bootstrap")
+    if not 0 < ci < 100:
+        raise SpecError(f"must be in (0, 100), got {ci:g}", where="--ci")
+    if starts.strip().lower() == "all":
+        n_starts = None
+    else:
+        n_starts = round(parse_number(starts, where="--starts"))
+        if n_starts < 1:
+            raise SpecError("must be at least 1 (or 'all')", where="--starts")
+    bins = parse_number(bin_decades, where="--bin-decades") if bin_decades is not None else None
+    if bins is not None and bins < 0:
+        raise SpecError("must not be negative", where="--bin-decades")
+    at = parse_number(at_flops, where="--flops") if at_flops is not None else None
+    if output is not None and method == "isoflop":
+        raise SpecError(
+            "a law file needs the parametric fit", where="-o", hint="use --method parametric or both"
+        )
+    percentiles = ((100 - ci) / 2, 100 - (100 - ci) / 2)
+
+    runs = read_runs(
+        csv_file, params_col=params_col, tokens_col=tokens_col, flops_col=flops_col, loss_col=loss_col
+    )
+    runs = runs.drop_highest_loss(drop_highest)
+    parametric = isoflop = None
+    isoflop_error = None
+    if method in ("both", "isoflop"):
+        try:
+            isoflop = fit_isoflop(
+                runs, bin_decades=bins, bootstrap=bootstrap, percentiles=percentiles, at_flops=at, seed=seed
+            )
+        except SpecError as error:
+            if method == "isoflop":
+                raise
+            isoflop_error = error.one_line()
+    if method in ("both", "parametric"):
+        callback, close = _progress(bootstrap)
+        try:
+            parametric = fit_parametric(
+                runs,
+                starts=n_starts,
+                bootstrap=bootstrap,
+                percentiles=percentiles,
+                at_flops=at,
+                seed=seed,
+                param_count=param_count,
+                progress=callback,
+            )
+        finally:
+            close()
+    report = FitReport(
+        source=runs.source,
+        runs=runs.size,
+        dropped=drop_highest,
+        param_count=param_count,
+        parametric=parametric,
+        isoflop=isoflop,
+        isoflop_error=isoflop_error,
+    )
+    if output is not None and parametric is not None:
+        write_law_file(parametric, output)
+    if plot is not None:
+        plot_fits(report, runs, plot)
+    if json_output:
+        print_json(report.model_dump(mode="json"))
+    else:
+        render(report)
+        if output is not None:
+            print(f"\nwrote law file {output} (use it with --law {output})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="fit")(handle_errors(fit_command))

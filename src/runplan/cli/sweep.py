@@ -1,0 +1,145 @@
+"""`runplan sweep`: design the proxy isoFLOP sweep to run before the main run.
+
+Parses flags, calls ``runplan.scaling.sweep.design_sweep``, renders a table, JSON, or a CSV that
+`runplan fit` reads back once the losses are filled in. Nothing heavy is imported at module level.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from runplan.cli.allocate import DEFAULT_GPU, DEFAULT_MFU, LAW_HELP, parse_budget
+from runplan.cli.common import handle_errors, print_json
+
+
+def render(sweep: Any) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+    from runplan.units import format_si
+
+    out = console()
+    out.print(
+        f"[bold]Proxy sweep[/bold] for a {sweep.main_flops:.3g}-FLOP run (law {sweep.law}; N counts "
+        f"{sweep.param_count.replace('_', '-')} parameters): {len(sweep.budgets)} budget(s) of "
+        + ", ".join(f"{c:.3g}" for c in sweep.budgets)
+        + f" FLOPs, {sweep.sizes_per_budget} sizes each"
+    )
+    table = Table(box=None, padding=(0, 1))
+
+    def si(value: float) -> str:
+        return format_si(value).replace(" ", "")
+
+    columns = ["budget", "total", "non-emb", "L", "d_model", "heads", "FFN", "tokens"]
+    if sweep.gpu_hours is not None:
+        columns.append("GPU-h")
+    if sweep.wsd:
+        columns += ["cooldown@"]
+    for column in columns:
+        table.add_column(column, justify="right", no_wrap=True)
+    for r in sweep.runs:
+        row = [
+            f"{r.budget_flops:.2g}",
+            si(r.total_params),
+            si(r.non_embedding_params),
+            str(r.n_layers),
+            str(r.d_model),
+            f"{r.n_heads}/{r.n_kv_heads}",
+            str(r.ffn_hidden),
+            si(r.tokens),
+        ]
+        if sweep.gpu_hours is not None:
+            row.append(f"{r.gpu_hours:,.0f}")
+        if sweep.wsd:
+            row += [si(r.cooldown_start_tokens or 0)]
+        table.add_row(*row)
+    out.print(table)
+    out.print(
+        f"total: {sweep.total_flops:.3g} FLOPs = {sweep.total_fraction:.2%} of the main run"
+        + (
+            f"; {sweep.gpu_hours:,.0f} GPU-hours on {sweep.gpu} at MFU {sweep.mfu:g}"
+            if sweep.gpu_hours is not None
+            else ""
+        )
+        + (f"; ${sweep.cost_usd:,.0f}" if sweep.cost_usd is not None else "")
+    )
+    if sweep.wsd:
+        out.print(
+            f"WSD: {sweep.training_runs} stable runs instead of {len(sweep.runs)} trainings "
+            f"({sweep.runs_saved} saved); cooldown over the last {sweep.cooldown_fraction:.0%} of each "
+            f"branch; FLOPs {sweep.total_flops:.3g} vs {sweep.independent_flops:.3g} independent "
+            f"({1 - sweep.total_flops / sweep.independent_flops:.0%} less)"
+        )
+    for note in sweep.notes:
+        console(stderr=True).print(f"note: {note}")
+
+
+def sweep_command(
+    flops: str | None = typer.Option(
+        None, "--flops", help="Main-run training compute C in FLOPs, e.g. 2e23."
+    ),
+    gpus: str | None = typer.Option(None, "--gpus", help="GPUs of the main run: with --days gives C."),
+    days: str | None = typer.Option(None, "--days", help="Wall-clock days of the main run on --gpus."),
+    gpu: str | None = typer.Option(
+        None, "--gpu", help=f"GPU catalog name for GPU-hours (default {DEFAULT_GPU})."
+    ),
+    mfu: str | None = typer.Option(None, "--mfu", help=f"Model FLOPs utilisation (default {DEFAULT_MFU})."),
+    price: str | None = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour, for the cost."),
+    fraction: str = typer.Option(
+        "0.01", "--fraction", help="Largest proxy budget as a fraction of C (per run)."
+    ),
+    sizes: int = typer.Option(7, "--sizes", help="Model sizes per budget (5 to 7 is usual)."),
+    budgets: int = typer.Option(
+        1, "--budgets", help="Budgets a decade apart (3+ lets Approach 2 fit exponents)."
+    ),
+    span: str = typer.Option("1.0", "--span", help="Decades of N covered around each budget's optimum."),
+    wsd: bool = typer.Option(
+        False, "--wsd/--no-wsd", help="One WSD stable run per size, cooldown branches per budget."
+    ),
+    cooldown: str = typer.Option("0.2", "--cooldown", help="WSD cooldown share of each branch's tokens."),
+    seq_len: int = typer.Option(4096, "--seq-len", help="Sequence length for the shape-aware FLOPs."),
+    vocab_size: int = typer.Option(128256, "--vocab-size", help="Vocabulary of the proxy shapes."),
+    law: str | None = typer.Option(None, "--law", help=LAW_HELP),
+    output: str | None = typer.Option(None, "-o", "--output", help="Write the CSV for `runplan fit` here."),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON (keys in docs/scaling.md)."),
+) -> None:
+    """Design the proxy isoFLOP sweep to run before the main run; write a CSV that `runplan fit` reads back."""
+    from runplan.errors import SpecError
+    from runplan.scaling.laws import law_from_flag
+    from runplan.scaling.sweep import design_sweep
+    from runplan.units import parse_number
+
+    budget = parse_budget(flops, gpus, days, gpu, mfu, price)
+    result = design_sweep(
+        budget.flops,
+        law_from_flag(law),
+        fraction=parse_number(fraction, where="--fraction"),
+        sizes=sizes,
+        budgets=budgets,
+        gpu=budget.gpu,
+        mfu=budget.mfu,
+        wsd=wsd,
+        span_decades=parse_number(span, where="--span"),
+        cooldown_fraction=parse_number(cooldown, where="--cooldown"),
+        seq_len=seq_len,
+        vocab_size=vocab_size,
+        price_per_gpu_hour=budget.price,
+    )
+    if output is not None:
+        try:
+            with open(output, "w", encoding="utf-8") as handle:
+                handle.write(result.to_csv())
+        except OSError as error:
+            raise SpecError(f"cannot write CSV: {error.strerror}", where="-o", source=output) from None
+    if json_output:
+        print_json(result.model_dump(mode="json"))
+    else:
+        render(result)
+        if output is not None:
+            print(f"wrote {output}: fill in the loss column, then `runplan fit {output}`")
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="sweep")(handle_errors(sweep_command))

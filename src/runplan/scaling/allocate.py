@@ -1,0 +1,261 @@
+"""How many parameters and how many tokens for a compute budget: the four objectives of `runplan allocate`.
+
+* ``compute_optimal``: minimise L(N, D) subject to 6·N·D = C (Hoffmann et al. 2022, Eq. 4 closed form).
+* ``tokens_per_param``: a fixed ratio r = D/N: N = sqrt(C/(6r)), D = r·N (r = 20 gives C = 120·N²).
+* ``fixed_params``: all compute into tokens, D = C/(6N); reports the loss penalty against the compute-optimal
+  model and the compute that model would need to reach the same loss.
+* ``inference_optimal``: Sardana, Portes, Doubov, Frankle 2024, "Beyond Chinchilla-Optimal" (arXiv 2401.00448),
+  §2: minimise 6·N·D_tr + 2·N·D_inf subject to L(N, D_tr) = ℓ. No closed form for D_inf > 0; we solve in log N.
+  Leaves out what the paper also leaves out in its simple form: inference at lower precision or batch effects,
+  the KV-cache and attention FLOPs of serving (2·N per token counts the weights only), and data repetition.
+
+All FLOP counts use C = 6·N·D with N in the law's own parameter count (``param_count``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from runplan.errors import Infeasible, SpecError
+from runplan.hardware import GpuSpec
+from runplan.scaling.budget import hardware_cost
+from runplan.scaling.laws import ParametricLaw
+from runplan.units import NonNegativeNumber, PositiveNumber
+
+ObjectiveKind = Literal["compute_optimal", "tokens_per_param", "fixed_params", "inference_optimal"]
+
+_KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "compute_optimal": (),
+    "tokens_per_param": ("tokens_per_param",),
+    "fixed_params": ("params",),
+    "inference_optimal": ("inference_tokens",),
+}
+_OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {"inference_optimal": ("target_loss",)}
+
+
+class Objective(BaseModel):
+    """What to optimise when splitting a compute budget into parameters and tokens (plan file ``objective:``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: ObjectiveKind = Field(
+        "compute_optimal",
+        description="compute_optimal (Hoffmann Eq. 4), tokens_per_param (fixed D/N), fixed_params (all compute "
+        "into tokens), inference_optimal (Sardana et al. 2024: training + inference FLOPs).",
+    )
+    tokens_per_param: PositiveNumber | None = Field(
+        None, description="kind tokens_per_param: the ratio D/N, e.g. 20."
+    )
+    params: PositiveNumber | None = Field(
+        None, description="kind fixed_params: the model size N in the law's parameter count, e.g. 7B."
+    )
+    inference_tokens: NonNegativeNumber | None = Field(
+        None, description="kind inference_optimal: tokens the model will generate/process over its lifetime."
+    )
+    target_loss: PositiveNumber | None = Field(
+        None,
+        description="kind inference_optimal: loss to reach (default: the compute-optimal model's loss at "
+        "the budget).",
+    )
+
+    @model_validator(mode="after")
+    def _fields_match_kind(self) -> Objective:
+        needed = _KIND_FIELDS[self.kind]
+        allowed = set(needed) | set(_OPTIONAL_FIELDS.get(self.kind, ()))
+        for field in needed:
+            if getattr(self, field) is None:
+                raise ValueError(f"kind '{self.kind}' needs '{field}'")
+        for field in ("tokens_per_param", "params", "inference_tokens", "target_loss"):
+            if getattr(self, field) is not None and field not in allowed:
+                raise ValueError(f"'{field}' does not apply to kind '{self.kind}'")
+        return self
+
+
+class Allocation(BaseModel):
+    """The allocation: N, D, predicted loss, FLOPs; keys documented in docs/scaling.md (stable JSON)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    objective: ObjectiveKind = Field(description="Objective kind.")
+    law: str = Field(description="Name of the law used.")
+    law_source: str | None = Field(None, description="Where the law comes from.")
+    param_count: Literal["total", "non_embedding"] = Field(description="Which parameter count `params` is.")
+    flops: float = Field(description="Training FLOPs of this allocation, 6·params·tokens.")
+    params: float = Field(description="Parameters N (in the law's count).")
+    tokens: float = Field(description="Training tokens D.")
+    tokens_per_param: float = Field(description="D / N.")
+    loss: float = Field(description="Predicted loss L(N, D) (nats/token on the law's data).")
+    budget_flops: float | None = Field(
+        None, description="The budget given (inference_optimal: sets the target)."
+    )
+    # against the compute-optimal model at the same budget (tokens_per_param, fixed_params)
+    compute_optimal_params: float | None = Field(None, description="N of the compute-optimal model.")
+    compute_optimal_tokens: float | None = Field(None, description="D of the compute-optimal model.")
+    compute_optimal_loss: float | None = Field(None, description="Loss of the compute-optimal model.")
+    loss_penalty: float | None = Field(None, description="loss − compute_optimal_loss at the same FLOPs.")
+    compute_optimal_flops_same_loss: float | None = Field(
+        None, description="FLOPs the compute-optimal model needs to reach `loss`."
+    )
+    compute_overhead: float | None = Field(
+        None, description="flops / compute_optimal_flops_same_loss − 1: extra compute this choice spends."
+    )
+    # inference-optimal
+    inference_tokens: float | None = Field(None, description="Lifetime inference tokens D_inf.")
+    target_loss: float | None = Field(None, description="Loss the inference-optimal model is held to.")
+    training_flops: float | None = Field(None, description="6·N·D_tr.")
+    inference_flops: float | None = Field(None, description="2·N·D_inf.")
+    total_flops: float | None = Field(None, description="training_flops + inference_flops.")
+    compute_optimal_total_flops: float | None = Field(
+        None, description="Training + inference FLOPs of the compute-optimal model at the same loss."
+    )
+    total_flops_saving: float | None = Field(
+        None, description="1 − total_flops / compute_optimal_total_flops."
+    )
+    # hardware (with --gpu)
+    gpu: str | None = Field(None, description="GPU the cost is computed on.")
+    gpus: int | None = Field(None, description="GPUs the run uses.")
+    mfu: float | None = Field(None, description="Model FLOPs utilisation assumed.")
+    gpu_hours: float | None = Field(None, description="flops / (peak × MFU) / 3600.")
+    days: float | None = Field(None, description="Wall-clock days on `gpus` GPUs.")
+    cost_usd: float | None = Field(None, description="gpu_hours × price per GPU-hour.")
+    notes: list[str] = Field(default_factory=list, description="Warnings, e.g. extrapolation beyond the fit.")
+
+
+def _against_optimum(law: ParametricLaw, flops: float, loss: float) -> dict[str, float]:
+    n_opt, d_opt = law.compute_optimal(flops)
+    loss_opt = law.loss(n_opt, d_opt)
+    same = law.flops_for_loss(loss)
+    return {
+        "compute_optimal_params": n_opt,
+        "compute_optimal_tokens": d_opt,
+        "compute_optimal_loss": loss_opt,
+        "loss_penalty": loss - loss_opt,
+        "compute_optimal_flops_same_loss": same,
+        "compute_overhead": flops / same - 1.0,
+    }
+
+
+def inference_optimal_params(law: ParametricLaw, target_loss: float, inference_tokens: float) -> float:
+    """N minimising 6·N·D_tr(N) + 2·N·D_inf with D_tr(N) the tokens that reach ``target_loss`` (Sardana §2).
+
+    The cost is infinite at N_min (where A/N^α = ℓ − E, so D_tr → ∞) and grows linearly for large N, so it has
+    an interior minimum: a vectorized scan over log N brackets it, Brent's bounded method refines it.
+    """
+    from scipy.optimize import minimize_scalar
+
+    n_min = law.min_params_for_loss(target_loss)
+    if not math.isfinite(n_min):
+        raise Infeasible(
+            f"target loss {target_loss:g} is at or below the law's irreducible loss E = {law.E:g}",
+            suggestions=[f"ask for a loss above {law.E:g}"],
+        )
+
+    def total(log_n: np.ndarray) -> np.ndarray:
+        n = np.exp(log_n)
+        return 6.0 * n * law.tokens_for_loss(n, target_loss) + 2.0 * n * inference_tokens
+
+    lo = math.log(n_min)
+    grid = lo + np.geomspace(1e-9, 40.0, 4001)  # log N from just above N_min up to e^40 × N_min
+    values = total(grid)
+    best = int(np.argmin(values))
+    left, right = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
+    result = minimize_scalar(
+        lambda x: float(total(np.array(x))), bounds=(left, right), method="bounded", options={"xatol": 1e-12}
+    )
+    return float(math.exp(result.x if result.fun <= values[best] else grid[best]))
+
+
+def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> Allocation:
+    """Split ``flops`` (training FLOPs, C = 6·N·D) into N and D under ``objective`` and ``law``.
+
+    ``flops`` may be None only for ``inference_optimal`` with a ``target_loss``.
+    """
+    if flops is not None and not (flops > 0 and math.isfinite(flops)):
+        raise SpecError(f"the compute budget must be a positive number, got {flops!r}", where="--flops")
+    kind = objective.kind
+    common = {
+        "objective": kind,
+        "law": law.name,
+        "law_source": law.source,
+        "param_count": law.param_count,
+        "budget_flops": flops,
+    }
+    if flops is None and not (kind == "inference_optimal" and objective.target_loss is not None):
+        raise SpecError(
+            "no compute budget", where="--flops", hint="give --flops, or --gpus and --days (and --gpu)"
+        )
+    extra: dict[str, float] = {}
+    if kind == "compute_optimal":
+        n, d = law.compute_optimal(flops)
+    elif kind == "tokens_per_param":
+        r = objective.tokens_per_param
+        n = math.sqrt(flops / (6.0 * r))  # C = 6·N·(r·N)
+        d = r * n
+        extra = _against_optimum(law, flops, law.loss(n, d))
+    elif kind == "fixed_params":
+        n = objective.params
+        d = flops / (6.0 * n)
+        extra = _against_optimum(law, flops, law.loss(n, d))
+    else:
+        target = (
+            objective.target_loss if objective.target_loss is not None else law.compute_optimal_loss(flops)
+        )
+        d_inf = objective.inference_tokens
+        n = inference_optimal_params(law, target, d_inf)
+        d = law.tokens_for_loss(n, target)
+        c_star = law.flops_for_loss(target)
+        n_star, _ = law.compute_optimal(c_star)
+        training, inference = 6.0 * n * d, 2.0 * n * d_inf
+        reference_total = c_star + 2.0 * n_star * d_inf
+        extra = {
+            "inference_tokens": d_inf,
+            "target_loss": target,
+            "training_flops": training,
+            "inference_flops": inference,
+            "total_flops": training + inference,
+            "compute_optimal_params": n_star,
+            "compute_optimal_tokens": c_star / (6.0 * n_star),
+            "compute_optimal_loss": target,
+            "compute_optimal_total_flops": reference_total,
+            "total_flops_saving": 1.0 - (training + inference) / reference_total,
+        }
+    notes = [note] if (note := law.extrapolation_note(n, d)) else []
+    return Allocation(
+        **common,
+        flops=6.0 * n * d,
+        params=n,
+        tokens=d,
+        tokens_per_param=d / n,
+        loss=law.loss(n, d),
+        notes=notes,
+        **extra,
+    )
+
+
+def with_hardware(
+    allocation: Allocation,
+    gpu: GpuSpec,
+    mfu: float,
+    *,
+    gpus: int | None = None,
+    price_per_gpu_hour: float | None = None,
+) -> Allocation:
+    """The allocation plus GPU-hours, days on ``gpus`` and cost of its training FLOPs (:mod:`budget`)."""
+    cost = hardware_cost(allocation.flops, gpu, mfu, gpus=gpus, price_per_gpu_hour=price_per_gpu_hour)
+    return allocation.model_copy(
+        update={
+            "gpu": cost.gpu,
+            "gpus": gpus,
+            "mfu": mfu,
+            "gpu_hours": cost.gpu_hours,
+            "days": cost.days,
+            "cost_usd": cost.cost_usd,
+        }
+    )
+
+
+__all__ = ["Allocation", "Objective", "allocate", "inference_optimal_params", "with_hardware"]

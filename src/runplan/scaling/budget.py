@@ -1,0 +1,72 @@
+"""Compute budget from hardware, and the reverse: GPU-hours, wall-clock days and cost of a FLOP count.
+
+C = GPUs × peak × MFU × seconds, with MFU as defined by PaLM (Chowdhery et al. 2022, §4.1): model FLOPs
+(6·N·D here) over peak hardware FLOPs. Leaves out failures, restarts, evaluation and checkpoint stalls:
+goodput below 100% is the ops stage's job, not this one.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runplan.errors import SpecError
+from runplan.hardware import GpuSpec
+
+SECONDS_PER_HOUR = 3600.0
+SECONDS_PER_DAY = 86400.0
+
+
+def _check(mfu: float, gpus: float | None = None) -> None:
+    if not 0 < mfu <= 1:
+        raise SpecError(f"MFU must be in (0, 1], got {mfu:g}", where="--mfu", hint="typical: 0.3 to 0.5")
+    if gpus is not None and gpus <= 0:
+        raise SpecError(f"need a positive number of GPUs, got {gpus:g}", where="--gpus")
+
+
+def flops_from_hardware(gpus: float, days: float, gpu: GpuSpec, mfu: float) -> float:
+    """C = gpus × bf16 peak (FLOP/s) × MFU × days × 86,400 s."""
+    _check(mfu, gpus)
+    if days <= 0:
+        raise SpecError(f"need a positive duration, got {days:g} days", where="--days")
+    return gpus * gpu.bf16_flops * mfu * days * SECONDS_PER_DAY
+
+
+class HardwareCost(BaseModel):
+    """What a FLOP count costs on given hardware (the reverse of :func:`flops_from_hardware`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu: str = Field(description="GPU name.")
+    mfu: float = Field(description="Model FLOPs utilisation assumed.")
+    gpus: int | None = Field(None, description="GPUs the run uses (None: only GPU-hours are known).")
+    gpu_hours: float = Field(description="GPU-hours: C / (peak × MFU) / 3600.")
+    days: float | None = Field(None, description="Wall-clock days on `gpus` GPUs.")
+    price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour, as given.")
+    cost_usd: float | None = Field(None, description="gpu_hours × price_per_gpu_hour.")
+
+
+def hardware_cost(
+    flops: float,
+    gpu: GpuSpec,
+    mfu: float,
+    *,
+    gpus: int | None = None,
+    price_per_gpu_hour: float | None = None,
+) -> HardwareCost:
+    """GPU-hours = C / (bf16 peak × MFU) / 3600; days = GPU-hours / gpus / 24; cost = GPU-hours × price."""
+    _check(mfu, gpus)
+    gpu_hours = flops / (gpu.bf16_flops * mfu) / SECONDS_PER_HOUR
+    days = gpu_hours / gpus / 24.0 if gpus else None
+    cost = gpu_hours * price_per_gpu_hour if price_per_gpu_hour is not None else None
+    return HardwareCost(
+        gpu=gpu.name,
+        mfu=mfu,
+        gpus=gpus,
+        gpu_hours=gpu_hours,
+        days=days,
+        price_per_gpu_hour=price_per_gpu_hour,
+        cost_usd=cost,
+    )
+
+
+__all__ = ["HardwareCost", "flops_from_hardware", "hardware_cost"]

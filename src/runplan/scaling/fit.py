@@ -1,0 +1,769 @@
+"""Fit scaling laws to proxy runs: Hoffmann et al. 2022 Approach 2 (isoFLOP parabolas) and Approach 3 (parametric).
+
+* **Approach 2** (Hoffmann §3.2): group runs by budget C, fit a parabola of loss against ln N per budget, take its
+  vertex as N_opt(C), D_opt = C/(6·N_opt); then least squares of ln N_opt = ln k + a·ln C (and the same for D).
+  Intervals: bootstrap resampling runs within each budget. Leaves out: the parabola is a local (Taylor)
+  approximation of the isoFLOP curve, which biases the vertex when the sampled N range is wide or asymmetric.
+* **Approach 3** (Hoffmann §3.3 and App. D.2; Besiroglu et al. 2024, arXiv 2404.10102, §2): minimise
+  Σ Huber_δ(LSE(a − α·ln N, b − β·ln D, e) − ln L) with δ = 1e-3 over θ = (a, b, e, α, β), A = e^a, B = e^b,
+  E = e^e, by L-BFGS from a grid of starts (α, β ∈ {0, 0.5, …, 2}, e ∈ {−1, −0.5, …, 1}, a, b ∈ {0, 5, …, 25}).
+  The Huber terms are summed (Besiroglu et al.: a mean made Hoffmann's L-BFGS stop early). The grid is first
+  evaluated in one vectorized pass; L-BFGS then starts from the ``starts`` best grid points (all 4,500 with
+  ``starts=None``); the loss and its analytic gradient are vectorized numpy (scipy ``minimize(jac=True)``).
+  Intervals: nonparametric bootstrap (resample runs with replacement; Besiroglu et al. use 4,000 resamples,
+  Hoffmann resampled 80% of points 100 times), reported as percentiles (default 10th/90th, as Hoffmann).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from runplan.errors import Infeasible, SpecError
+from runplan.scaling.laws import FittedRange, ParametricLaw
+
+HUBER_DELTA = 1e-3
+MAX_CSV_BYTES = 50_000_000
+
+
+# ==== reading runs ===============================================================================
+class Runs(BaseModel):
+    """Proxy runs read from a CSV: N, D, C = 6ND (or as given), final loss, and each run's CSV line."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    params: Any = Field(description="N per run (numpy array).")
+    tokens: Any = Field(description="D per run (numpy array).")
+    flops: Any = Field(description="C per run (numpy array).")
+    loss: Any = Field(description="Final loss per run (numpy array).")
+    lines: Any = Field(description="CSV line number of each run (numpy array).")
+    source: str = Field("<runs>", description="Where the runs came from.")
+
+    @property
+    def size(self) -> int:
+        return int(self.params.size)
+
+    def subset(self, mask: np.ndarray) -> Runs:
+        return Runs(
+            params=self.params[mask],
+            tokens=self.tokens[mask],
+            flops=self.flops[mask],
+            loss=self.loss[mask],
+            lines=self.lines[mask],
+            source=self.source,
+        )
+
+    def drop_highest_loss(self, count: int) -> Runs:
+        """Drop the ``count`` highest-loss runs (Besiroglu et al. drop 5 from the Chinchilla points)."""
+        if count <= 0:
+            return self
+        if count >= self.size:
+            raise SpecError(f"cannot drop {count} of {self.size} runs", where="--drop-highest")
+        keep = np.argsort(self.loss, kind="stable")[: self.size - count]
+        return self.subset(np.sort(keep))
+
+
+def runs_from_arrays(
+    params: Sequence[float],
+    loss: Sequence[float],
+    *,
+    tokens: Sequence[float] | None = None,
+    flops: Sequence[float] | None = None,
+    source: str = "<arrays>",
+) -> Runs:
+    """Runs from arrays; give tokens or flops (the other follows from C = 6ND)."""
+    n = np.asarray(params, dtype=float)
+    if tokens is None and flops is None:
+        raise SpecError("give tokens or flops", where=source)
+    d = np.asarray(tokens, dtype=float) if tokens is not None else np.asarray(flops, dtype=float) / (6 * n)
+    c = np.asarray(flops, dtype=float) if flops is not None else 6.0 * n * d
+    return Runs(
+        params=n,
+        tokens=d,
+        flops=c,
+        loss=np.asarray(loss, dtype=float),
+        lines=np.arange(2, n.size + 2),
+        source=source,
+    )
+
+
+def read_runs(
+    path: str | Path,
+    *,
+    params_col: str = "params",
+    tokens_col: str = "tokens",
+    flops_col: str = "flops",
+    loss_col: str = "loss",
+) -> Runs:
+    """Read proxy runs from a CSV with a header row; every bad cell is a one-line SpecError naming row and column.
+
+    Needs the params and loss columns and at least one of tokens and flops (the other is derived with
+    C = 6·N·D). Other columns are ignored (a `runplan sweep` CSV reads back as is once its losses are filled in).
+    """
+    path = Path(path)
+    source = str(path)
+    try:
+        if path.stat().st_size > MAX_CSV_BYTES:
+            raise SpecError(f"file is larger than {MAX_CSV_BYTES // 1_000_000} MB", source=source)
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as error:
+        raise SpecError(f"cannot read file: {error.strerror}", source=source) from None
+    except UnicodeDecodeError:
+        raise SpecError("not a UTF-8 text file", source=source) from None
+    reader = csv.reader(text.splitlines())
+    header = next(reader, None)
+    if not header:
+        raise SpecError("empty file: expected a header row such as 'params,tokens,loss'", source=source)
+    header = [h.strip() for h in header]
+    index = {name: i for i, name in enumerate(header)}
+
+    def need(column: str, flag: str) -> int:
+        if column not in index:
+            import difflib
+
+            close = difflib.get_close_matches(column, header, n=1)
+            hint = (
+                f"did you mean '{close[0]}'? (or pass {flag} {close[0]})"
+                if close
+                else f"columns are {', '.join(header)}; name yours with {flag}"
+            )
+            raise SpecError(f"missing column '{column}'", source=source, hint=hint)
+        return index[column]
+
+    i_n = need(params_col, "--params-col")
+    i_l = need(loss_col, "--loss-col")
+    i_d = index.get(tokens_col)
+    i_c = index.get(flops_col)
+    if i_d is None and i_c is None:
+        raise SpecError(
+            f"missing column '{tokens_col}' or '{flops_col}' (one of them is needed)",
+            source=source,
+            hint=f"columns are {', '.join(header)}; name yours with --tokens-col or --flops-col",
+        )
+    columns = [(params_col, i_n), (loss_col, i_l)]
+    columns += [(tokens_col, i_d)] if i_d is not None else []
+    columns += [(flops_col, i_c)] if i_c is not None else []
+    values: dict[str, list[float]] = {name: [] for name, _ in columns}
+    lines: list[int] = []
+    row = 0
+    for row_values in reader:
+        line = reader.line_num
+        if not any(cell.strip() for cell in row_values):
+            continue
+        row += 1
+        for name, i in columns:
+            cell = row_values[i].strip() if i < len(row_values) else ""
+            where = f"row {row} (line {line}), column '{name}'"
+            if cell == "":
+                fix = "fill in the measured final loss" if name == loss_col else "every run needs a value"
+                raise SpecError("empty value", source=source, where=where, hint=fix)
+            try:
+                number = float(cell)
+            except ValueError:
+                raise SpecError(f"not a number: {cell!r}", source=source, where=where) from None
+            if not math.isfinite(number) or number <= 0:
+                raise SpecError(f"must be a positive finite number, got {cell!r}", source=source, where=where)
+            values[name].append(number)
+        lines.append(line)
+    if row == 0:
+        raise SpecError("no runs after the header row", source=source)
+    n = np.array(values[params_col])
+    d = np.array(values[tokens_col]) if i_d is not None else np.array(values[flops_col]) / (6.0 * n)
+    c = np.array(values[flops_col]) if i_c is not None else 6.0 * n * d
+    return Runs(
+        params=n, tokens=d, flops=c, loss=np.array(values[loss_col]), lines=np.array(lines), source=source
+    )
+
+
+# ==== intervals ==================================================================================
+class Interval(BaseModel):
+    """A point estimate with bootstrap percentiles."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float = Field(description="Estimate on the full data.")
+    low: float | None = Field(None, description="Lower bootstrap percentile.")
+    high: float | None = Field(None, description="Upper bootstrap percentile.")
+    std: float | None = Field(None, description="Bootstrap standard deviation.")
+
+
+def _interval(value: float, samples: np.ndarray | None, percentiles: tuple[float, float]) -> Interval:
+    if samples is None:
+        return Interval(value=float(value))
+    samples = samples[np.isfinite(samples)]
+    if samples.size < 2:
+        return Interval(value=float(value))
+    low, high = np.percentile(samples, percentiles)
+    return Interval(value=float(value), low=float(low), high=float(high), std=float(np.std(samples, ddof=1)))
+
+
+# ==== Approach 3: parametric fit =================================================================
+def start_grid(kind: Literal["full", "coarse"] = "full") -> np.ndarray:
+    """Starting points θ = (a, b, e, α, β) of Hoffmann App. D.2: 6·6·5·5·5 = 4,500 (``coarse``: 3·3·3·3·3)."""
+    if kind == "full":
+        alphas = betas = np.arange(0.0, 2.01, 0.5)
+        es = np.arange(-1.0, 1.01, 0.5)
+        as_ = bs = np.arange(0.0, 25.01, 5.0)
+    else:
+        alphas = betas = np.array([0.0, 0.5, 1.0])
+        es = np.array([-1.0, 0.0, 1.0])
+        as_ = bs = np.array([0.0, 10.0, 20.0])
+    mesh = np.meshgrid(as_, bs, es, alphas, betas, indexing="ij")
+    return np.stack([m.ravel() for m in mesh], axis=1)
+
+
+def _huber(r: np.ndarray, delta: float) -> np.ndarray:
+    abs_r = np.abs(r)
+    return np.where(abs_r <= delta, 0.5 * r * r, delta * (abs_r - 0.5 * delta))
+
+
+def huber_objective(
+    theta: np.ndarray,
+    log_n: np.ndarray,
+    log_d: np.ndarray,
+    log_loss: np.ndarray,
+    weights: np.ndarray | None = None,
+    delta: float = HUBER_DELTA,
+) -> tuple[float, np.ndarray]:
+    """Σ w·Huber_δ(LSE(a − α ln N, b − β ln D, e) − ln L) and its analytic gradient in θ = (a, b, e, α, β).
+
+    With s_i the softmax weights of the three LSE terms and ψ = clip(r, −δ, δ) the Huber derivative:
+    ∂/∂a = Σ wψs₁, ∂/∂b = Σ wψs₂, ∂/∂e = Σ wψs₃, ∂/∂α = −Σ wψs₁ ln N, ∂/∂β = −Σ wψs₂ ln D.
+    """
+    a, b, e, alpha, beta = theta
+    t1 = a - alpha * log_n
+    t2 = b - beta * log_d
+    t3 = np.full_like(t1, e)
+    m = np.maximum(np.maximum(t1, t2), t3)
+    w1, w2, w3 = np.exp(t1 - m), np.exp(t2 - m), np.exp(t3 - m)
+    total = w1 + w2 + w3
+    r = m + np.log(total) - log_loss
+    psi = np.clip(r, -delta, delta)
+    if weights is not None:
+        psi = psi * weights
+        value = float(np.dot(weights, _huber(r, delta)))
+    else:
+        value = float(np.sum(_huber(r, delta)))
+    p1, p2, p3 = psi * w1 / total, psi * w2 / total, psi * w3 / total
+    grad = np.array([p1.sum(), p2.sum(), p3.sum(), -np.dot(p1, log_n), -np.dot(p2, log_d)])
+    return value, grad
+
+
+def _grid_objective(
+    starts: np.ndarray,
+    log_n: np.ndarray,
+    log_d: np.ndarray,
+    log_loss: np.ndarray,
+    weights: np.ndarray | None,
+    delta: float,
+) -> np.ndarray:
+    """The Huber objective at every start at once: (S, 5) starts × (n,) runs → (S,), in chunks."""
+    out = np.empty(starts.shape[0])
+    for lo in range(0, starts.shape[0], 1024):
+        s = starts[lo : lo + 1024]
+        t1 = s[:, 0:1] - s[:, 3:4] * log_n
+        t2 = s[:, 1:2] - s[:, 4:5] * log_d
+        lse = np.logaddexp(np.logaddexp(t1, t2), s[:, 2:3])
+        h = _huber(lse - log_loss, delta)
+        out[lo : lo + 1024] = h @ weights if weights is not None else h.sum(axis=1)
+    return out
+
+
+def _lbfgs(theta0: np.ndarray, args: tuple) -> tuple[np.ndarray, float, bool]:
+    from scipy.optimize import minimize
+
+    result = minimize(
+        huber_objective,
+        theta0,
+        args=args,
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 2000, "ftol": 1e-13, "gtol": 1e-10, "maxcor": 20},
+    )
+    return result.x, float(result.fun), bool(result.success)
+
+
+def _best_fit(
+    log_n: np.ndarray,
+    log_d: np.ndarray,
+    log_loss: np.ndarray,
+    weights: np.ndarray | None,
+    starts: np.ndarray,
+    n_starts: int | None,
+    delta: float,
+    extra_starts: Sequence[np.ndarray] = (),
+) -> tuple[np.ndarray, float, int, int]:
+    """L-BFGS from the ``n_starts`` best grid points (all with None) plus ``extra_starts``; the lowest wins."""
+    chosen = starts
+    if n_starts == 0:
+        chosen = starts[:0]
+    elif n_starts is not None and n_starts < starts.shape[0]:
+        scores = _grid_objective(starts, log_n, log_d, log_loss, weights, delta)
+        chosen = starts[np.argsort(scores, kind="stable")[:n_starts]]
+    candidates = [*extra_starts, *chosen]
+    best_theta, best_value, converged = None, math.inf, 0
+    args = (log_n, log_d, log_loss, weights, delta)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for theta0 in candidates:
+            theta, value, ok = _lbfgs(np.asarray(theta0, dtype=float), args)
+            if not (math.isfinite(value) and np.all(np.isfinite(theta))):
+                continue
+            converged += ok
+            if value < best_value:
+                best_theta, best_value = theta, value
+    return best_theta, best_value, converged, len(candidates)
+
+
+class ParametricFit(BaseModel):
+    """Approach 3 result: the fitted law, its bootstrap intervals, and how the fit went."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    law: ParametricLaw = Field(description="Fitted law (E, A, B, α, β).")
+    objective: float = Field(description="Summed Huber loss at the optimum.")
+    runs: int = Field(description="Runs fitted.")
+    starts: int = Field(description="L-BFGS starts tried.")
+    converged_starts: int = Field(description="Starts where L-BFGS reported convergence.")
+    E: Interval = Field(description="E with bootstrap percentiles.")
+    A: Interval = Field(description="A with bootstrap percentiles.")
+    B: Interval = Field(description="B with bootstrap percentiles.")
+    alpha: Interval = Field(description="α with bootstrap percentiles.")
+    beta: Interval = Field(description="β with bootstrap percentiles.")
+    at_flops: float = Field(description="Budget the optimum below is evaluated at.")
+    params_opt: Interval = Field(description="Compute-optimal N at at_flops.")
+    tokens_opt: Interval = Field(description="Compute-optimal D at at_flops.")
+    tokens_per_param: Interval = Field(description="Compute-optimal D/N at at_flops.")
+    bootstrap: int = Field(description="Bootstrap resamples requested.")
+    bootstrap_failed: int = Field(0, description="Resamples where no start gave a finite fit.")
+    percentiles: tuple[float, float] = Field(description="Percentiles of the intervals.")
+    seconds: float = Field(description="Wall time of the fit and bootstrap.")
+
+
+def _theta_to_coefficients(theta: np.ndarray) -> tuple[float, float, float, float, float]:
+    a, b, e, alpha, beta = (float(x) for x in theta)
+    return math.exp(e), math.exp(a), math.exp(b), alpha, beta
+
+
+def fit_parametric(
+    runs: Runs,
+    *,
+    starts: int | None = 16,
+    grid: Literal["full", "coarse"] = "full",
+    bootstrap: int = 0,
+    bootstrap_starts: int = 0,
+    percentiles: tuple[float, float] = (10, 90),
+    at_flops: float | None = None,
+    delta: float = HUBER_DELTA,
+    seed: int = 0,
+    name: str | None = None,
+    param_count: Literal["total", "non_embedding"] = "total",
+    progress: Callable[[int], None] | None = None,
+) -> ParametricFit:
+    """Approach 3 on ``runs`` (see the module docstring); raises Infeasible when the fit does not converge.
+
+    ``starts``: L-BFGS runs from that many best grid points (None: from all of them). Each bootstrap resample
+    restarts from the full-data optimum, plus the ``bootstrap_starts`` best grid points under its weights
+    (default 0: the resampled optimum lies near the full-data one; raise it to guard against a jump to another
+    basin, at about 0.1-0.4 s per start).
+    ``progress(i)`` is called after each resample.
+    """
+    t0 = time.perf_counter()
+    if runs.size < 5:
+        raise SpecError(f"a 5-parameter law needs at least 5 runs, got {runs.size}", source=runs.source)
+    log_n, log_d, log_loss = np.log(runs.params), np.log(runs.tokens), np.log(runs.loss)
+    grid_points = start_grid(grid)
+    theta, value, converged, tried = _best_fit(log_n, log_d, log_loss, None, grid_points, starts, delta)
+    if theta is None:
+        raise Infeasible(
+            f"parametric fit of {runs.source} did not converge from any of {tried} starts "
+            "(every L-BFGS run overflowed or returned NaN)",
+            suggestions=["check the loss column is in nats/token", "add runs over a wider N, D range"],
+        )
+    E, A, B, alpha, beta = _theta_to_coefficients(theta)
+    if not (alpha > 0 and beta > 0) or not all(math.isfinite(x) for x in (E, A, B)):
+        raise Infeasible(
+            f"parametric fit of {runs.source} ended at α = {alpha:.3g}, β = {beta:.3g}, "
+            f"E = {E:.3g}: the runs do not determine a law with positive exponents",
+            suggestions=["vary both N and D over at least a decade each", "drop diverged or unfinished runs"],
+        )
+    law = ParametricLaw(
+        name=name or f"fit:{Path(runs.source).name}",
+        E=E,
+        A=A,
+        B=B,
+        alpha=alpha,
+        beta=beta,
+        param_count=param_count,
+        source=f"runplan fit (Approach 3, Huber δ={delta:g}) of {runs.source}",
+        fitted_range=FittedRange(
+            params_min=float(runs.params.min()),
+            params_max=float(runs.params.max()),
+            tokens_min=float(runs.tokens.min()),
+            tokens_max=float(runs.tokens.max()),
+        ),
+    )
+    at = float(at_flops) if at_flops is not None else float(runs.flops.max())
+
+    samples = None
+    failed = 0
+    if bootstrap > 0:
+        rng = np.random.default_rng(seed)
+        samples = np.full((bootstrap, 5), np.nan)
+        for i in range(bootstrap):
+            weights = rng.multinomial(runs.size, np.full(runs.size, 1.0 / runs.size)).astype(float)
+            boot_theta, _, _, _ = _best_fit(
+                log_n, log_d, log_loss, weights, grid_points, bootstrap_starts, delta, extra_starts=[theta]
+            )
+            if boot_theta is None:
+                failed += 1
+            else:
+                samples[i] = _theta_to_coefficients(boot_theta)
+            if progress is not None:
+                progress(i + 1)
+
+    def column(j: int) -> np.ndarray | None:
+        return None if samples is None else samples[:, j]
+
+    n_opt, d_opt = law.compute_optimal(at)
+    opt_samples: tuple[np.ndarray | None, ...] = (None, None, None)
+    if samples is not None:
+        ok = np.all(np.isfinite(samples), axis=1) & (samples[:, 3] > 0) & (samples[:, 4] > 0)
+        s = samples[ok]
+        g = (s[:, 3] * s[:, 1] / (s[:, 4] * s[:, 2])) ** (1.0 / (s[:, 3] + s[:, 4]))
+        n_s = g * (at / 6.0) ** (s[:, 4] / (s[:, 3] + s[:, 4]))
+        d_s = at / 6.0 / n_s
+        opt_samples = (n_s, d_s, d_s / n_s)
+    return ParametricFit(
+        law=law,
+        objective=value,
+        runs=runs.size,
+        starts=tried,
+        converged_starts=converged,
+        E=_interval(E, column(0), percentiles),
+        A=_interval(A, column(1), percentiles),
+        B=_interval(B, column(2), percentiles),
+        alpha=_interval(alpha, column(3), percentiles),
+        beta=_interval(beta, column(4), percentiles),
+        at_flops=at,
+        params_opt=_interval(n_opt, opt_samples[0], percentiles),
+        tokens_opt=_interval(d_opt, opt_samples[1], percentiles),
+        tokens_per_param=_interval(d_opt / n_opt, opt_samples[2], percentiles),
+        bootstrap=bootstrap,
+        bootstrap_failed=failed,
+        percentiles=percentiles,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+# ==== Approach 2: isoFLOP parabolas ==============================================================
+class IsoflopBudget(BaseModel):
+    """One isoFLOP group: its parabola's vertex."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flops: float = Field(description="Budget C (geometric mean of the group's C when binned).")
+    runs: int = Field(description="Runs in the group.")
+    params_opt: float = Field(description="N at the parabola's vertex.")
+    tokens_opt: float = Field(description="C / (6·N_opt).")
+    loss_opt: float = Field(description="Loss at the vertex.")
+    curvature: float = Field(description="Second-order coefficient of loss in ln N (> 0).")
+    params_min: float = Field(description="Smallest N in the group.")
+    params_max: float = Field(description="Largest N in the group.")
+    coefficients: tuple[float, float, float] = Field(description="Parabola c0 + c1·x + c2·x², x = ln N.")
+    lines: list[int] = Field(description="CSV lines of the group's runs.")
+
+
+class IsoflopFit(BaseModel):
+    """Approach 2 result: N_opt = k·C^a and D_opt = k'·C^b across budgets, with bootstrap intervals."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    budgets: list[IsoflopBudget] = Field(description="One entry per isoFLOP budget used.")
+    a: Interval = Field(description="Exponent of N_opt ∝ C^a.")
+    b: Interval = Field(description="Exponent of D_opt ∝ C^b.")
+    k_params: float = Field(description="k in N_opt = k·C^a.")
+    k_tokens: float = Field(description="k' in D_opt = k'·C^b.")
+    at_flops: float = Field(description="Budget the optimum below is evaluated at.")
+    params_opt: Interval = Field(description="N_opt at at_flops.")
+    tokens_opt: Interval = Field(description="D_opt at at_flops.")
+    tokens_per_param: Interval = Field(description="D_opt/N_opt at at_flops.")
+    grouping: str = Field(description="How runs were grouped into budgets.")
+    bootstrap: int = Field(description="Bootstrap resamples requested.")
+    bootstrap_failed: int = Field(0, description="Resamples dropped (a parabola without a minimum).")
+    percentiles: tuple[float, float] = Field(description="Percentiles of the intervals.")
+    notes: list[str] = Field(
+        default_factory=list, description="Warnings (dropped bins, vertex outside range)."
+    )
+
+
+def group_budgets(runs: Runs, bin_decades: float | None = None) -> tuple[list[np.ndarray], str, list[str]]:
+    """Index arrays of runs per budget. ``bin_decades`` None: exact C values when they repeat, else bins of
+    0.1 decade in log10 C; 0: exact values; w > 0: bins of width w decades (bin k holds round(log10 C / w) = k).
+    """
+    log_c = np.log10(runs.flops)
+    if bin_decades is None:
+        unique = np.unique(runs.flops)
+        bin_decades = 0.0 if unique.size <= runs.size / 3 else 0.1
+    if bin_decades == 0:
+        keys = runs.flops
+        grouping = "exact budgets"
+    else:
+        keys = np.round(log_c / bin_decades)
+        grouping = f"bins of {bin_decades:g} decade in log10 C"
+    groups, notes = [], []
+    for key in np.unique(keys):
+        idx = np.flatnonzero(keys == key)
+        n_distinct = np.unique(runs.params[idx]).size
+        if n_distinct < 3:
+            budget = float(np.exp(np.mean(np.log(runs.flops[idx]))))
+            lines = ", ".join(str(x) for x in runs.lines[idx][:6])
+            if bin_decades == 0:
+                raise SpecError(
+                    f"budget {budget:.3g} FLOPs has {n_distinct} distinct model size(s); a parabola "
+                    "needs at least 3",
+                    source=runs.source,
+                    where=f"lines {lines}",
+                    hint="add runs at this budget, remove them, or use --method parametric",
+                )
+            notes.append(f"dropped bin at {budget:.3g} FLOPs: {n_distinct} distinct size(s) (lines {lines})")
+            continue
+        groups.append(idx)
+    if len(groups) < 2:
+        raise SpecError(
+            f"isoFLOP fit needs at least 2 budgets with 3+ model sizes each, found {len(groups)}",
+            source=runs.source,
+            hint="use --method parametric, or add budgets",
+        )
+    return groups, grouping, notes
+
+
+def _weighted_parabolas(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Batched weighted least squares of y = c0 + c1·x + c2·x²: weights (R, n) → coefficients (R, 3).
+
+    Solved in centred, scaled u = (x − m)/s for conditioning, then mapped back to x; a resample with fewer than
+    3 distinct x (singular normal equations) gives NaN.
+    """
+    m, s = float(x.mean()), float(x.std()) or 1.0
+    u = (x - m) / s
+    powers = np.stack([np.ones_like(u), u, u * u], axis=1)  # (n, 3)
+    gram = np.einsum("rn,ni,nj->rij", weights, powers, powers)
+    rhs = np.einsum("rn,ni,n->ri", weights, powers, y)
+    distinct = np.array([np.unique(x[w > 0]).size for w in weights])
+    ok = distinct >= 3
+    gram[~ok] = np.eye(3)
+    q = np.linalg.solve(gram, rhs[..., None])[..., 0]
+    q0, q1, q2 = q[:, 0], q[:, 1] / s, q[:, 2] / s**2  # y = q0 + q1·(x − m) + q2·(x − m)²
+    coefficients = np.stack([q0 - q1 * m + q2 * m * m, q1 - 2 * q2 * m, q2], axis=1)
+    coefficients[~ok] = np.nan
+    return coefficients
+
+
+def _power_law(log_c: np.ndarray, log_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least squares of log y = log k + e·log C per row: (R, m) → slopes (R,), intercepts (R,)."""
+    mc = log_c.mean(axis=-1, keepdims=True)
+    my = log_y.mean(axis=-1, keepdims=True)
+    slope = ((log_c - mc) * (log_y - my)).sum(axis=-1) / ((log_c - mc) ** 2).sum(axis=-1)
+    return slope, my[..., 0] - slope * mc[..., 0]
+
+
+def fit_isoflop(
+    runs: Runs,
+    *,
+    bin_decades: float | None = None,
+    bootstrap: int = 0,
+    percentiles: tuple[float, float] = (10, 90),
+    at_flops: float | None = None,
+    seed: int = 0,
+) -> IsoflopFit:
+    """Approach 2 on ``runs`` (see the module docstring). Bootstrap resamples runs within each budget."""
+    groups, grouping, notes = group_budgets(runs, bin_decades)
+    rng = np.random.default_rng(seed)
+    replicates = 1 + bootstrap
+    log_c = np.empty((replicates, len(groups)))
+    log_n_opt = np.empty((replicates, len(groups)))
+    budgets = []
+    for j, idx in enumerate(groups):
+        x = np.log(runs.params[idx])
+        y = runs.loss[idx]
+        weights = np.ones((replicates, idx.size))
+        if bootstrap:
+            weights[1:] = rng.multinomial(idx.size, np.full(idx.size, 1.0 / idx.size), size=bootstrap)
+        coefficients = _weighted_parabolas(x, y, weights)
+        c0, c1, c2 = coefficients[0]
+        budget = float(np.exp(np.mean(np.log(runs.flops[idx]))))
+        lines = [int(v) for v in runs.lines[idx]]
+        if not (c2 > 0):
+            raise SpecError(
+                f"budget {budget:.3g} FLOPs: loss does not curve upward in log N (no minimum)",
+                source=runs.source,
+                where=f"lines {lines[0]}..{lines[-1]}",
+                hint="add runs at smaller and larger N around the best one",
+            )
+        with np.errstate(all="ignore"):
+            vertex = np.where(coefficients[:, 2] > 0, -coefficients[:, 1] / (2 * coefficients[:, 2]), np.nan)
+        n_opt = math.exp(vertex[0])
+        if not runs.params[idx].min() <= n_opt <= runs.params[idx].max():
+            notes.append(
+                f"budget {budget:.3g}: vertex N = {n_opt:.3g} lies outside the sampled sizes "
+                f"{runs.params[idx].min():.3g}..{runs.params[idx].max():.3g} (extrapolated)"
+            )
+        budgets.append(
+            IsoflopBudget(
+                flops=budget,
+                runs=int(idx.size),
+                params_opt=n_opt,
+                tokens_opt=budget / (6 * n_opt),
+                loss_opt=float(c0 + c1 * vertex[0] + c2 * vertex[0] ** 2),
+                curvature=float(c2),
+                params_min=float(runs.params[idx].min()),
+                params_max=float(runs.params[idx].max()),
+                coefficients=(float(c0), float(c1), float(c2)),
+                lines=lines,
+            )
+        )
+        log_c[:, j] = math.log(budget)
+        log_n_opt[:, j] = vertex
+    log_d_opt = log_c - math.log(6.0) - log_n_opt
+    a, log_k = _power_law(log_c, log_n_opt)
+    b, log_k_d = _power_law(log_c, log_d_opt)
+    at = float(at_flops) if at_flops is not None else float(runs.flops.max())
+    n_at = np.exp(log_k + a * math.log(at))
+    d_at = np.exp(log_k_d + b * math.log(at))
+    failed = int(np.sum(~np.isfinite(a[1:]))) if bootstrap else 0
+
+    def interval(values: np.ndarray) -> Interval:
+        return _interval(float(values[0]), values[1:] if bootstrap else None, percentiles)
+
+    return IsoflopFit(
+        budgets=budgets,
+        a=interval(a),
+        b=interval(b),
+        k_params=float(np.exp(log_k[0])),
+        k_tokens=float(np.exp(log_k_d[0])),
+        at_flops=at,
+        params_opt=interval(n_at),
+        tokens_opt=interval(d_at),
+        tokens_per_param=interval(d_at / n_at),
+        grouping=grouping,
+        bootstrap=bootstrap,
+        bootstrap_failed=failed,
+        percentiles=percentiles,
+        notes=notes,
+    )
+
+
+# ==== both, and the law file =====================================================================
+class FitReport(BaseModel):
+    """What `runplan fit` prints: either or both approaches (JSON keys in docs/scaling.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str = Field(description="CSV fitted.")
+    runs: int = Field(description="Runs used (after dropping).")
+    dropped: int = Field(0, description="Highest-loss runs dropped.")
+    param_count: Literal["total", "non_embedding"] = Field(
+        description="Which parameter count the CSV's N is."
+    )
+    parametric: ParametricFit | None = Field(None, description="Approach 3 result.")
+    isoflop: IsoflopFit | None = Field(None, description="Approach 2 result.")
+    isoflop_error: str | None = Field(None, description="Why Approach 2 was skipped (method both).")
+
+
+def law_file_dict(fit: ParametricFit) -> dict[str, Any]:
+    """The law YAML `runplan fit -o` writes: ParametricLaw fields plus a ``fit:`` section for people."""
+    data = fit.law.to_yaml_dict()
+    data["fit"] = {
+        "method": "Hoffmann et al. 2022 Approach 3, Huber delta 1e-3 summed, L-BFGS",
+        "runs": fit.runs,
+        "objective": fit.objective,
+        "bootstrap": fit.bootstrap,
+        "percentiles": list(fit.percentiles),
+        "intervals": {
+            key: [getattr(fit, key).low, getattr(fit, key).high] for key in ("E", "A", "B", "alpha", "beta")
+        },
+    }
+    return data
+
+
+def write_law_file(fit: ParametricFit, path: str | Path) -> None:
+    import yaml
+
+    text = yaml.safe_dump(law_file_dict(fit), sort_keys=False, allow_unicode=True)
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise SpecError(f"cannot write law file: {error.strerror}", where="-o", source=str(path)) from None
+
+
+def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
+    """isoFLOP curves with their parabolas and minima, and the N_opt(C) line (needs matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SpecError(
+            "--plot needs matplotlib", where="--plot", hint="pip install 'runplan[plot]'"
+        ) from None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    iso = report.isoflop
+    left.scatter(runs.params, runs.loss, s=10, c=np.log10(runs.flops), cmap="viridis")
+    left.set_xscale("log")
+    left.set_xlabel("parameters N")
+    left.set_ylabel("loss")
+    left.set_title("isoFLOP profiles")
+    if iso is not None:
+        for budget in iso.budgets:
+            x = np.linspace(math.log(budget.params_min), math.log(budget.params_max), 100)
+            c0, c1, c2 = budget.coefficients
+            left.plot(np.exp(x), c0 + c1 * x + c2 * x * x, lw=1)
+            left.plot(budget.params_opt, budget.loss_opt, "k*", ms=8)
+    if report.parametric is not None:
+        law = report.parametric.law
+        c = np.geomspace(runs.flops.min(), max(runs.flops.max(), report.parametric.at_flops), 50)
+        right.plot(c, law.compute_optimal(c)[0], label=f"Approach 3: a = {law.a:.3f}")
+    if iso is not None:
+        c_b = np.array([b.flops for b in iso.budgets])
+        right.scatter(c_b, [b.params_opt for b in iso.budgets], c="k", marker="*", label="isoFLOP minima")
+        c = np.geomspace(c_b.min(), max(c_b.max(), iso.at_flops), 50)
+        right.plot(c, iso.k_params * c**iso.a.value, "--", label=f"Approach 2: a = {iso.a.value:.3f}")
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel("training FLOPs C")
+    right.set_ylabel("compute-optimal N")
+    right.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as error:
+        raise SpecError(f"cannot write plot: {error}", where="--plot") from None
+    finally:
+        plt.close(fig)
+
+
+__all__ = [
+    "FitReport",
+    "Interval",
+    "IsoflopBudget",
+    "IsoflopFit",
+    "ParametricFit",
+    "Runs",
+    "fit_isoflop",
+    "fit_parametric",
+    "group_budgets",
+    "huber_objective",
+    "law_file_dict",
+    "plot_fits",
+    "read_runs",
+    "runs_from_arrays",
+    "start_grid",
+    "write_law_file",
+]

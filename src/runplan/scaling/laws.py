@@ -1,0 +1,286 @@
+"""Parametric scaling laws: L(N, D) = E + A/N^α + B/D^β and what follows from them in closed form.
+
+Sources (see docs/scaling.md):
+
+* Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models" (arXiv 2203.15556): the law, Eq. 2;
+  the compute-optimal frontier under C = 6·N·D, Eq. 4; the fitted coefficients, Eq. 10.
+* Besiroglu et al. 2024, "Chinchilla Scaling: A replication attempt" (arXiv 2404.10102): a refit of the same law.
+
+Letters as in the papers: N parameters (``param_count`` says which count), D training tokens, C training FLOPs
+with C = 6·N·D (forward 2ND + backward 4ND; attention FLOPs and embeddings' share left out), L loss in
+nats/token on the authors' data and tokenizer. Laws do not transfer across data sets or tokenizers.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from runplan.errors import SpecError
+from runplan.scaling import DEFAULT_LAW
+from runplan.units import PositiveNumber
+
+
+class FittedRange(BaseModel):
+    """The N and D ranges a law was fitted on; outside them the law extrapolates."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    params_min: PositiveNumber = Field(description="Smallest parameter count in the fitted runs.")
+    params_max: PositiveNumber = Field(description="Largest parameter count in the fitted runs.")
+    tokens_min: PositiveNumber = Field(description="Fewest training tokens in the fitted runs.")
+    tokens_max: PositiveNumber = Field(description="Most training tokens in the fitted runs.")
+
+
+class ParametricLaw(BaseModel):
+    """L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Short name, e.g. 'besiroglu2024' or 'fit:runs.csv'.")
+    E: PositiveNumber = Field(description="Irreducible loss E (nats/token).")
+    A: PositiveNumber = Field(description="Parameter-term coefficient A.")
+    B: PositiveNumber = Field(description="Data-term coefficient B.")
+    alpha: PositiveNumber = Field(description="Parameter exponent α.")
+    beta: PositiveNumber = Field(description="Data exponent β.")
+    param_count: Literal["total", "non_embedding"] = Field(
+        "total",
+        description="Which parameter count N the law was fitted on (Chinchilla: total, with embeddings).",
+    )
+    fitted_range: FittedRange | None = Field(
+        None, description="N and D ranges of the runs the law was fitted on."
+    )
+    source: str | None = Field(None, description="Paper and equation/table, or the CSV a fit came from.")
+    note: str | None = Field(None, description="Caveats for this law.")
+
+    # ---- loss ------------------------------------------------------------------------------------
+    def loss(self, N: Any, D: Any) -> Any:
+        """L(N, D) = E + A/N^α + B/D^β, numpy-vectorized (Hoffmann et al. 2022, Eq. 2)."""
+        N = np.asarray(N, dtype=float)
+        D = np.asarray(D, dtype=float)
+        out = self.E + self.A * N ** (-self.alpha) + self.B * D ** (-self.beta)
+        return float(out) if out.ndim == 0 else out
+
+    # ---- compute-optimal frontier (C = 6ND) ------------------------------------------------------
+    @property
+    def G(self) -> float:
+        """G = (αA/(βB))^(1/(α+β)) of Hoffmann et al. 2022, Eq. 4."""
+        return (self.alpha * self.A / (self.beta * self.B)) ** (1.0 / (self.alpha + self.beta))
+
+    @property
+    def a(self) -> float:
+        """N_opt ∝ C^a with a = β/(α+β) (Hoffmann Eq. 4)."""
+        return self.beta / (self.alpha + self.beta)
+
+    @property
+    def b(self) -> float:
+        """D_opt ∝ C^b with b = α/(α+β) (Hoffmann Eq. 4)."""
+        return self.alpha / (self.alpha + self.beta)
+
+    def compute_optimal(self, flops: Any) -> tuple[Any, Any]:
+        """(N_opt, D_opt) minimising L(N, D) subject to 6·N·D = C (Hoffmann et al. 2022, Eq. 4).
+
+        N_opt = G·(C/6)^a, D_opt = G⁻¹·(C/6)^b. E does not move the optimum. Leaves out everything but
+        C = 6ND: attention FLOPs, embeddings' cheaper gradient, data repetition.
+        """
+        c6 = np.asarray(flops, dtype=float) / 6.0
+        n_opt = self.G * c6**self.a
+        d_opt = c6 / n_opt
+        if n_opt.ndim == 0:
+            return float(n_opt), float(d_opt)
+        return n_opt, d_opt
+
+    def _frontier_coefficient(self) -> float:
+        """K with L_opt(C) − E = K·(C/6)^(−αβ/(α+β)) along the compute-optimal frontier.
+
+        Substituting Eq. 4 into Eq. 2: A/N_opt^α = A·G^(−α)·(C/6)^(−αβ/(α+β)) and
+        B/D_opt^β = B·G^β·(C/6)^(−αβ/(α+β)), so K = A·G^(−α) + B·G^β.
+        """
+        G = self.G
+        return self.A * G ** (-self.alpha) + self.B * G**self.beta
+
+    def compute_optimal_loss(self, flops: Any) -> Any:
+        """Loss of the compute-optimal model at budget C: E + K·(C/6)^(−αβ/(α+β))."""
+        exponent = self.alpha * self.beta / (self.alpha + self.beta)
+        out = self.E + self._frontier_coefficient() * (np.asarray(flops, dtype=float) / 6.0) ** (-exponent)
+        return float(out) if np.ndim(out) == 0 else out
+
+    def flops_for_loss(self, loss: float) -> float:
+        """Smallest C whose compute-optimal model reaches ``loss`` (inverse of :meth:`compute_optimal_loss`).
+
+        C = 6·(K/(ℓ − E))^((α+β)/(αβ)); infinite when ℓ ≤ E.
+        """
+        if loss <= self.E:
+            return math.inf
+        exponent = (self.alpha + self.beta) / (self.alpha * self.beta)
+        return 6.0 * (self._frontier_coefficient() / (loss - self.E)) ** exponent
+
+    def tokens_for_loss(self, N: Any, loss: float) -> Any:
+        """D with L(N, D) = ℓ: D = (B/(ℓ − E − A/N^α))^(1/β); inf where N alone cannot reach ℓ."""
+        N = np.asarray(N, dtype=float)
+        room = loss - self.E - self.A * N ** (-self.alpha)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(room > 0, (self.B / np.where(room > 0, room, 1.0)) ** (1.0 / self.beta), np.inf)
+        return float(out) if out.ndim == 0 else out
+
+    def min_params_for_loss(self, loss: float) -> float:
+        """N below which ℓ is out of reach with any amount of data: A/N^α = ℓ − E."""
+        if loss <= self.E:
+            return math.inf
+        return (self.A / (loss - self.E)) ** (1.0 / self.alpha)
+
+    def extrapolation_note(self, N: float, D: float) -> str | None:
+        """A one-line warning when (N, D) lies outside the law's fitted range (None inside or unknown)."""
+        r = self.fitted_range
+        if r is None:
+            return None
+        parts = []
+        if r.params_max * 1.0001 < N or r.params_min * 0.9999 > N:
+            parts.append(f"N = {N:.3g} outside the fitted {r.params_min:.3g}..{r.params_max:.3g}")
+        if r.tokens_max * 1.0001 < D or r.tokens_min * 0.9999 > D:
+            parts.append(f"D = {D:.3g} outside the fitted {r.tokens_min:.3g}..{r.tokens_max:.3g}")
+        if not parts:
+            return None
+        return f"law '{self.name}' extrapolates: " + "; ".join(parts)
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class LawSpec(BaseModel):
+    """Which law to use: a shipped law by ``name``, a law ``file`` written by `runplan fit`, or inline E/A/B/α/β."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(
+        None, description="A shipped law: hoffmann2022, hoffmann2022-unrounded, besiroglu2024."
+    )
+    file: str | None = Field(
+        None, description="Path to a law YAML file written by `runplan fit -o law.yaml`."
+    )
+    E: PositiveNumber | None = Field(None, description="Inline law: irreducible loss E.")
+    A: PositiveNumber | None = Field(None, description="Inline law: parameter-term coefficient A.")
+    B: PositiveNumber | None = Field(None, description="Inline law: data-term coefficient B.")
+    alpha: PositiveNumber | None = Field(None, description="Inline law: parameter exponent α.")
+    beta: PositiveNumber | None = Field(None, description="Inline law: data exponent β.")
+    param_count: Literal["total", "non_embedding"] | None = Field(
+        None, description="Inline law: which parameter count N it uses (default total)."
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> LawSpec:
+        inline = [self.E, self.A, self.B, self.alpha, self.beta]
+        forms = (self.name is not None) + (self.file is not None) + any(v is not None for v in inline)
+        if forms != 1:
+            raise ValueError("give exactly one of: name, file, or all of E, A, B, alpha, beta")
+        if any(v is not None for v in inline) and not all(v is not None for v in inline):
+            raise ValueError("an inline law needs all of E, A, B, alpha, beta")
+        if self.param_count is not None and not all(v is not None for v in inline):
+            raise ValueError(
+                "param_count goes with an inline law (shipped laws and law files state their own)"
+            )
+        return self
+
+
+@functools.cache
+def shipped_laws() -> dict[str, ParametricLaw]:
+    """The laws in configs/laws.yaml, by name."""
+    from runplan.yamlio import load_yaml_text
+
+    text = resources.files("runplan").joinpath("configs/laws.yaml").read_text(encoding="utf-8")
+    loaded = load_yaml_text(text, "configs/laws.yaml")
+    laws: dict[str, ParametricLaw] = {}
+    for index, entry in enumerate(loaded.data["laws"]):
+        law = _validate_law(entry, loaded, prefix=("laws", index))
+        laws[law.name] = law
+    return laws
+
+
+def _validate_law(data: Any, loaded: Any, prefix: tuple[Any, ...] = ()) -> ParametricLaw:
+    from runplan.validation import spec_error_from_validation
+
+    if not isinstance(data, dict):
+        raise SpecError("a law must be a mapping of E, A, B, alpha, beta, ...", source=loaded.source)
+    try:
+        return ParametricLaw.model_validate(data)
+    except ValidationError as error:
+        raise spec_error_from_validation(error, ParametricLaw, loaded, prefix=prefix) from None
+
+
+def load_law_file(path: str | Path) -> ParametricLaw:
+    """Read a law YAML (as written by `runplan fit -o`): the ParametricLaw fields plus an optional ``fit:``
+    section (fit diagnostics for people; ignored here)."""
+    from runplan.yamlio import load_yaml_file
+
+    loaded = load_yaml_file(path)
+    data = loaded.data
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k != "fit"}
+        data.setdefault("name", Path(path).stem)
+    return _validate_law(data, loaded)
+
+
+def get_shipped_law(name: str, *, where: str | None = None) -> ParametricLaw:
+    """A shipped law by name (case-insensitive); a miss says which names exist."""
+    import difflib
+
+    laws = shipped_laws()
+    key = name.strip().lower()
+    if key in laws:
+        return laws[key]
+    close = difflib.get_close_matches(key, list(laws), n=1, cutoff=0.5)
+    hint = f"did you mean '{close[0]}'?" if close else "shipped laws: " + ", ".join(laws)
+    raise SpecError(f"unknown law '{name}'", where=where, hint=hint)
+
+
+def resolve_law(spec: LawSpec | None) -> ParametricLaw:
+    """The ParametricLaw a LawSpec names (None: the default law, :data:`DEFAULT_LAW`)."""
+    if spec is None:
+        return shipped_laws()[DEFAULT_LAW]
+    if spec.name is not None:
+        return get_shipped_law(spec.name, where="law.name")
+    if spec.file is not None:
+        return load_law_file(spec.file)
+    return ParametricLaw(
+        name="inline",
+        E=spec.E,
+        A=spec.A,
+        B=spec.B,
+        alpha=spec.alpha,
+        beta=spec.beta,
+        param_count=spec.param_count or "total",
+        source="given inline",
+    )
+
+
+def law_from_flag(text: str | None) -> ParametricLaw:
+    """``--law NAME|FILE``: a shipped law name, else a path to a law YAML file."""
+    if text is None:
+        return resolve_law(None)
+    if text.strip().lower() in shipped_laws():
+        return get_shipped_law(text, where="--law")
+    path = Path(text)
+    if path.suffix.lower() in (".yaml", ".yml") or path.exists():
+        if not path.exists():
+            raise SpecError(f"law file '{text}' not found", where="--law")
+        return load_law_file(path)
+    return get_shipped_law(text, where="--law")
+
+
+__all__ = [
+    "DEFAULT_LAW",
+    "FittedRange",
+    "LawSpec",
+    "ParametricLaw",
+    "get_shipped_law",
+    "law_from_flag",
+    "load_law_file",
+    "resolve_law",
+    "shipped_laws",
+]

@@ -1,0 +1,167 @@
+"""Sweep design and the allocate / fit / sweep commands."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+from runplan.scaling.fit import fit_isoflop, fit_parametric, read_runs
+from runplan.scaling.laws import shipped_laws
+from runplan.scaling.sweep import design_sweep
+
+LAW = shipped_laws()["besiroglu2024"]
+runner = CliRunner()
+
+
+def test_sweep_for_2e23_brackets_the_optimum():
+    sweep = design_sweep(2e23, LAW)
+    assert sweep.budgets == [pytest.approx(2e21)]
+    sizes = [r.params for r in sweep.runs]
+    n_opt = LAW.compute_optimal(2e21)[0]
+    assert len(sizes) == 7 and min(sizes) < n_opt < max(sizes)
+    assert 0.9e9 < min(sizes) < 2e9 and 9e9 < max(sizes) < 2e10  # "about 1B to 10B"
+    for r in sweep.runs:
+        assert 6 * r.params * r.tokens == pytest.approx(2e21, rel=1e-6)
+        assert r.total_params == r.params  # the law counts total parameters
+        assert r.non_embedding_params < r.total_params
+    assert sweep.total_fraction == pytest.approx(0.07, rel=1e-6)
+
+
+def test_wsd_shares_trunks_across_budgets():
+    plain = design_sweep(2e23, LAW, budgets=3)
+    wsd = design_sweep(2e23, LAW, budgets=3, wsd=True, cooldown_fraction=0.2)
+    assert len(wsd.runs) == len(plain.runs) == 21
+    assert wsd.training_runs == len({r.trunk for r in wsd.runs}) < 21
+    assert wsd.runs_saved == 21 - wsd.training_runs
+    assert wsd.total_flops < plain.total_flops == pytest.approx(wsd.independent_flops)
+    # per size: (1 - f)·D_max + f·ΣD_k tokens
+    by_trunk: dict[str, list] = {}
+    for r in wsd.runs:
+        by_trunk.setdefault(r.trunk, []).append(r)
+    expected = sum(
+        6 * rs[0].params * (0.8 * max(r.tokens for r in rs) + 0.2 * sum(r.tokens for r in rs))
+        for rs in by_trunk.values()
+    )
+    assert wsd.total_flops == pytest.approx(expected)
+
+
+def test_sweep_csv_reads_back_into_fit(tmp_path):
+    sweep = design_sweep(1e23, LAW, budgets=3, sizes=7, vocab_size=32000)
+    rows = list(csv.DictReader(io.StringIO(sweep.to_csv())))
+    for row in rows:
+        row["loss"] = row["predicted_loss"]
+    path = tmp_path / "sweep.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    runs = read_runs(path)
+    iso = fit_isoflop(runs)
+    assert len(iso.budgets) == 3
+    assert iso.a.value == pytest.approx(LAW.a, abs=0.03)
+    law = fit_parametric(runs, starts=8).law
+    assert law.compute_optimal(1e23)[0] == pytest.approx(LAW.compute_optimal(1e23)[0], rel=0.05)
+
+
+def _run(*args):
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr if result.stderr_bytes is not None else ""
+
+
+def test_allocate_json_keys_and_worked_example():
+    code, out, _ = _run("allocate", "--flops", "2e23", "--tokens-per-param", "20", "--json")
+    assert code == 0
+    data = json.loads(out)
+    for key in ("objective", "law", "flops", "params", "tokens", "tokens_per_param", "loss"):
+        assert key in data
+    assert data["params"] == pytest.approx(40.8e9, rel=1e-3)
+
+
+def test_allocate_inference_and_hardware_keys():
+    code, out, _ = _run(
+        "allocate",
+        "--gpus",
+        "1024",
+        "--days",
+        "30",
+        "--gpu",
+        "h100-sxm",
+        "--inference-tokens",
+        "2e13",
+        "--price-per-gpu-hour",
+        "2",
+        "--json",
+    )
+    assert code == 0, out
+    data = json.loads(out)
+    for key in (
+        "inference_tokens",
+        "training_flops",
+        "inference_flops",
+        "total_flops",
+        "gpu_hours",
+        "days",
+        "cost_usd",
+    ):
+        assert data[key] is not None
+    assert data["flops"] == pytest.approx(data["training_flops"])
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--flops", "2x"], "--flops"),
+        (["--flops", "2e23", "--params", "7b", "--tokens-per-param", "20"], "--tokens-per-param"),
+        (["--flops", "2e23", "--law", "nope"], "--law"),
+        (["--flops", "2e23", "--days", "3", "--gpus", "8"], "--days"),
+        (["--flops", "2e23", "--target-loss", "2"], "--target-loss"),
+        ([], "--flops"),
+    ],
+)
+def test_allocate_bad_flags_exit_2_naming_the_flag(args, flag):
+    result = runner.invoke(app, ["allocate", *args])
+    assert result.exit_code == 2
+    assert flag in result.output
+
+
+def test_fit_cli_writes_a_law_allocate_accepts(tmp_path):
+    law_path = tmp_path / "law.yaml"
+    code, out, _ = _run(
+        "fit",
+        "examples/isoflop_synthetic.csv",
+        "--bootstrap",
+        "5",
+        "--starts",
+        "4",
+        "-o",
+        str(law_path),
+        "--json",
+    )
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["parametric"]["law"]["alpha"] > 0 and len(data["isoflop"]["budgets"]) == 4
+    code, out, _ = _run("allocate", "--flops", "1e22", "--law", str(law_path), "--json")
+    assert code == 0 and json.loads(out)["law"] == "fit:isoflop_synthetic.csv"
+
+
+def test_fit_cli_bad_csv_exit_2(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("params,tokens,loss\n1e9,2e10,oops\n")
+    result = runner.invoke(app, ["fit", str(path)])
+    assert result.exit_code == 2 and "row 1 (line 2), column 'loss'" in result.output
+
+
+def test_sweep_cli_csv_and_json(tmp_path):
+    path = tmp_path / "sweep.csv"
+    code, out, _ = _run(
+        "sweep", "--flops", "2e23", "--budgets", "3", "--wsd", "--gpu", "h100-sxm", "-o", str(path), "--json"
+    )
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["runs_saved"] > 0 and data["gpu_hours"] > 0
+    assert path.read_text().startswith("run,params,tokens,flops,loss")
