@@ -99,7 +99,8 @@ def test_sweep_cost_from_flops():
             sweep_mfu=0.4,
             gpu_peak_flops=989e12,
             sweep_gpus=64,
-            spec=CostSpec(price_per_gpu_hour=3, pue=1.1),
+            price_per_gpu_hour=3,
+            spec=CostSpec(pue=1.1),
         )
     )
     hours = 1e21 / (0.4 * 989e12) / 3600  # 702.17 GPU-hours

@@ -18,20 +18,17 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, model_validator
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, fmt
-from runplan.units import Fraction, PositiveCount, PositiveNumber
+from runplan.units import Fraction, NonNegativeNumber, PositiveCount, PositiveNumber
 
 SECONDS_PER_HOUR = 3_600.0
 SECONDS_PER_DAY = 86_400.0
 
 
 class CostSpec(BaseModel):
-    """Plan-file section `cost:`: price and facility overhead."""
+    """Plan-file section `cost:`: currency and facility overhead (the price is the cluster's)."""
 
     model_config = INPUT_CONFIG
 
-    price_per_gpu_hour: PositiveNumber = Field(
-        2.0, description="Price of one GPU-hour in `currency` (2 USD/h: a common H100 planning figure)."
-    )
     currency: str = Field("USD", description="Currency of the price, printed beside every cost.")
     pue: PositiveNumber = Field(
         1.2,
@@ -66,6 +63,9 @@ class CostRequest(BaseModel):
     )
     sweep_gpus: PositiveCount | None = Field(
         None, description="GPUs the sweep runs on at once; unset = the main run's GPUs."
+    )
+    price_per_gpu_hour: NonNegativeNumber = Field(
+        2.0, description="Price of one GPU-hour in `currency` (plan file cluster.price_per_gpu_hour)."
     )
     spec: CostSpec = Field(default_factory=CostSpec, description="The plan file's cost section.")
 
@@ -115,13 +115,14 @@ def _line(
     elapsed_s: float,
     tdp: float,
     spec: CostSpec,
+    price: float,
     useful_reason: str,
     goodput_reason: str = "",
 ) -> CostLine:
     useful_h = gpus * useful_s / SECONDS_PER_HOUR
     billed_h = gpus * elapsed_s / SECONDS_PER_HOUR
     goodput = useful_s / elapsed_s
-    cost = billed_h * spec.price_per_gpu_hour
+    cost = billed_h * price
     gpu_mwh = tdp * billed_h / 1e6
     mwh = gpu_mwh * spec.pue
     return CostLine(
@@ -145,8 +146,7 @@ def _line(
             "wall_clock_days": f"{fmt(elapsed_s)} s / 86,400 = {elapsed_s / SECONDS_PER_DAY:.2f} days with "
             "goodput",
             "goodput": f"useful / elapsed = {goodput:.4f}{goodput_reason}",
-            "cost": f"{fmt(billed_h)} GPU-h × {spec.price_per_gpu_hour:g} {spec.currency}/h = "
-            f"{fmt(cost)} {spec.currency}",
+            "cost": f"{fmt(billed_h)} GPU-h × {price:g} {spec.currency}/h = {fmt(cost)} {spec.currency}",
             "energy_mwh": f"{tdp:g} W × {fmt(billed_h)} GPU-h × PUE {spec.pue:g} / 1e6 = {fmt(mwh)} MWh "
             "(GPU TDP only: CPUs, network, storage left out)",
             "gpu_only_energy_mwh": f"{tdp:g} W × {fmt(billed_h)} GPU-h / 1e6 = {fmt(gpu_mwh)} MWh at the "
@@ -167,6 +167,7 @@ def estimate_cost(request: CostRequest) -> Cost:
         elapsed,
         tdp,
         spec,
+        request.price_per_gpu_hour,
         useful_reason=f"{request.n_gpus:,} GPUs × {fmt(request.useful_seconds / SECONDS_PER_HOUR)} h",
     )
     sweep = None
@@ -193,14 +194,15 @@ def estimate_cost(request: CostRequest) -> Cost:
             seconds,
             tdp,
             spec,
+            request.price_per_gpu_hour,
             useful_reason=reason,
             goodput_reason=" (assumed: many short jobs on few nodes each see few failures)",
         )
     total_cost = main.cost + (sweep.cost if sweep else 0.0)
     total_mwh = main.energy_mwh + (sweep.energy_mwh if sweep else 0.0)
     notes = {
-        "price_per_gpu_hour": f"{spec.price_per_gpu_hour:g} {spec.currency} per GPU-hour "
-        "(cost.price_per_gpu_hour)",
+        "price_per_gpu_hour": f"{request.price_per_gpu_hour:g} {spec.currency} per GPU-hour "
+        "(cluster.price_per_gpu_hour)",
         "pue": f"PUE {spec.pue:g} (default 1.2: Jean Zay for BLOOM, Luccioni et al. 2023)",
         "tdp_watts": f"{tdp:g} W per GPU (catalog TDP)",
         "total_cost": f"main {fmt(main.cost)}"
@@ -211,12 +213,12 @@ def estimate_cost(request: CostRequest) -> Cost:
         + f" = {fmt(total_mwh)} MWh",
     }
     fraction = None
-    if sweep is not None:
+    if sweep is not None and main.cost > 0:
         fraction = sweep.cost / main.cost
         notes["sweep_cost_fraction"] = f"sweep / main = {fmt(sweep.cost)} / {fmt(main.cost)} = {fraction:.2%}"
     return Cost(
         currency=spec.currency,
-        price_per_gpu_hour=spec.price_per_gpu_hour,
+        price_per_gpu_hour=request.price_per_gpu_hour,
         pue=spec.pue,
         tdp_watts=tdp,
         main=main,

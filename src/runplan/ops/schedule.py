@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from runplan.errors import SpecError
 from runplan.ops._notes import INPUT_CONFIG, Explained, fmt
+from runplan.scaling.hyperparams import deepseek_batch_tokens, deepseek_peak_lr
 from runplan.units import Fraction, PositiveCount, PositiveNumber
 
 if TYPE_CHECKING:
@@ -36,21 +37,7 @@ if TYPE_CHECKING:
 
 CooldownShape = Literal["1-sqrt", "linear", "cosine"]
 
-DEEPSEEK_BATCH_COEF = 0.2920
-DEEPSEEK_BATCH_EXP = 0.3271
-DEEPSEEK_LR_COEF = 0.3118
-DEEPSEEK_LR_EXP = -0.1250
 DEFAULT_WARMUP_FRACTION = 0.01
-
-
-def deepseek_batch_tokens(compute_flops: float) -> float:
-    """B_opt = 0.2920·C^0.3271 tokens (DeepSeek LLM, arXiv 2401.02954, §3.1, Eq. 1)."""
-    return DEEPSEEK_BATCH_COEF * compute_flops**DEEPSEEK_BATCH_EXP
-
-
-def deepseek_peak_lr(compute_flops: float) -> float:
-    """η_opt = 0.3118·C^−0.1250 (DeepSeek LLM, arXiv 2401.02954, §3.1, Eq. 1)."""
-    return DEEPSEEK_LR_COEF * compute_flops**DEEPSEEK_LR_EXP
 
 
 # ---- inputs -------------------------------------------------------------------------------------------

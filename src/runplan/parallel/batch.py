@@ -15,21 +15,12 @@ from __future__ import annotations
 
 from runplan.model import ModelShape
 from runplan.parallel.layout import CriticalBatch
+from runplan.scaling.hyperparams import deepseek_batch_tokens, deepseek_flops_per_token
 
-DEEPSEEK_BATCH_COEFFICIENT = 0.2920
-DEEPSEEK_BATCH_EXPONENT = 0.3271
 CHINCHILLA_TOKENS_PER_PARAM = 20.0
 LAW_NAME = "DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, Eq. 1): B_opt = 0.2920·C^0.3271 tokens, C = M·D"
-
-
-def deepseek_flops_per_token(shape: ModelShape, seq_len: int) -> float:
-    """DeepSeek's M: non-embedding training FLOPs per token with attention (no head, no causal discount)."""
-    return 6.0 * shape.active_non_embedding_params + shape.attention_flops_per_token(seq_len)
-
-
-def deepseek_optimal_batch_tokens(compute_flops: float) -> float:
-    """B_opt = 0.2920 · C^0.3271 tokens (Bi et al. 2024, Eq. 1)."""
-    return DEEPSEEK_BATCH_COEFFICIENT * compute_flops**DEEPSEEK_BATCH_EXPONENT
+# one home for the law (scaling/hyperparams.py); the old names stay importable
+deepseek_optimal_batch_tokens = deepseek_batch_tokens
 
 
 def critical_batch(shape: ModelShape, seq_len: int, training_tokens: float | None = None) -> CriticalBatch:
