@@ -9,7 +9,7 @@ Order and the choices between stages, each stated where a reviewer reads the pla
    parameter count in the law's convention (total for Hoffmann, as Chinchilla counted embeddings).
 3. **Architecture.** The fixed model, or a generated shape for the allocated N (``architect.shape_for_params``).
 4. **Global batch.** ``schedule.global_batch_tokens`` when given, else DeepSeek LLM's B_opt = 0.2920·C^0.3271
-   (Bi et al. 2024, Eq. 1) with C = M·D, which is also the critical-batch ceiling the layout search applies.
+   (Bi et al. 2024, Eq. 1) with C = M·D, which is also the batch ceiling the layout search applies.
 5. **Layout** (parallel stage): exhaustive search for that batch (±10%), best by predicted throughput.
 6. **Schedule**: the layout's global batch, a ramp, peak LR, WSD phases, all divisible by dp × micro-batch.
 7. **Operations**: checkpoint interval (Daly) from the job MTBF, goodput (exact renewal), monitoring.
@@ -18,6 +18,7 @@ Order and the choices between stages, each stated where a reviewer reads the pla
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -127,23 +128,39 @@ def _flops(spec: PlanSpec, gpu: GpuSpec, n_gpus: int, law_params: float | None) 
     return 6.0 * law_params * budget.tokens
 
 
-def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
-    """Run every stage for ``spec``; paths in the plan (catalogs, law files) are relative to ``base_dir``."""
-    from runplan.architect import resolve_model, shape_for_params
+@dataclass(frozen=True)
+class ResolvedInputs:
+    """Catalog entries and defaults filled in: what every stage reads besides the plan file."""
+
+    catalog: Any
+    gpu: GpuSpec
+    n_gpus: int
+    gpus_per_node: int
+    law: Any
+    seq_len: int
+    base_dir: Path
+
+
+@dataclass(frozen=True)
+class AllocationStage:
+    allocation: Allocation
+    shape: ModelShape
+    resolution: str
+    law_params: float
+    flops: float
+
+
+@dataclass(frozen=True)
+class LayoutStage:
+    request: Any
+    target_batch_tokens: float
+    deepseek_compute_flops: float
+    target_reason: str
+
+
+def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs:
+    """Load the catalogs (shipped + the plan's), look up the GPU, check whole nodes, resolve the law."""
     from runplan.catalog import load_catalog
-    from runplan.ops import (
-        CostRequest,
-        OperationsRequest,
-        ScheduleRequest,
-        estimate_cost,
-        operate,
-        plan_schedule,
-    )
-    from runplan.parallel.batch import critical_batch, deepseek_flops_per_token, deepseek_optimal_batch_tokens
-    from runplan.parallel.layout import ParallelRequest
-    from runplan.parallel.search import ensure_feasible, search
-    from runplan.scaling.allocate import Objective, allocate
-    from runplan.scaling.sweep import design_sweep
 
     base_dir = Path(base_dir)
     catalog = load_catalog([base_dir / path for path in spec.catalog])
@@ -156,11 +173,17 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
             where="cluster.gpus",
             hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}",
         )
-    law = _law(spec, base_dir)
-    seq_len = spec.training.seq_len
-    warnings: list[str] = []
+    return ResolvedInputs(
+        catalog, gpu, n_gpus, gpus_per_node, _law(spec, base_dir), spec.training.seq_len, base_dir
+    )
 
-    # 1-3: compute, allocation, architecture
+
+def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
+    """Steps 1-3: compute, allocation, and the concrete shape."""
+    from runplan.architect import resolve_model, shape_for_params
+    from runplan.scaling.allocate import Objective, allocate
+
+    law = inputs.law
     if spec.model is not None:
         if "objective" in spec.model_fields_set and spec.objective.kind != "fixed_params":
             raise SpecError(
@@ -171,12 +194,12 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         if spec.model.shape is not None:
             shape, resolution = spec.model.shape, "explicit shape from the plan file"
         else:
-            shape, resolution = resolve_model(spec.model.name, catalog, where="model")
+            shape, resolution = resolve_model(spec.model.name, inputs.catalog, where="model")
         law_params = float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
-        flops = _flops(spec, gpu, n_gpus, law_params)
+        flops = _flops(spec, inputs.gpu, inputs.n_gpus, law_params)
         allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
     else:
-        flops = _flops(spec, gpu, n_gpus, None)
+        flops = _flops(spec, inputs.gpu, inputs.n_gpus, None)
         allocation = allocate(flops, spec.objective, law)
         shape = shape_for_params(
             allocation.params, vocab_size=spec.training.vocab_size, count=law.param_count
@@ -186,11 +209,67 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
             "rules (docs/catalog.md)"
         )
         law_params = float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
+    return AllocationStage(allocation, shape, resolution, law_params, flops)
+
+
+def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, tokens: float) -> LayoutStage:
+    """Steps 4-5 input: the batch target (plan file, else DeepSeek's B_opt) and the layout search request."""
+    from runplan.parallel.batch import critical_batch
+    from runplan.parallel.layout import ParallelRequest
+
+    crit = critical_batch(shape, inputs.seq_len, tokens)  # DeepSeek B_opt at C = M·D: target and ceiling
+    compute = crit.compute_flops
+    if spec.schedule.global_batch_tokens:
+        target, reason = spec.schedule.global_batch_tokens, "plan file schedule.global_batch_tokens"
+    else:
+        target = crit.tokens
+        reason = f"DeepSeek B_opt = 0.2920·C^0.3271 at C = M·D = {compute:.3g} (Bi et al. 2024, Eq. 1)"
+    request = ParallelRequest(
+        model=shape,
+        gpu=inputs.gpu,
+        n_gpus=inputs.n_gpus,
+        gpus_per_node=inputs.gpus_per_node,
+        seq_len=inputs.seq_len,
+        global_batch_tokens=target,
+        training_tokens=tokens,
+        constraints=spec.constraints,
+        pins=spec.parallel,
+        top=5,
+    )
+    return LayoutStage(request, target, compute, reason)
+
+
+def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
+    """Run every stage for ``spec``; paths in the plan (catalogs, law files) are relative to ``base_dir``."""
+    from runplan.ops import (
+        CostRequest,
+        OperationsRequest,
+        ScheduleRequest,
+        estimate_cost,
+        operate,
+        plan_schedule,
+    )
+    from runplan.parallel.search import ensure_feasible, search
+    from runplan.scaling.sweep import design_sweep
+
+    inputs = resolve_inputs(spec, base_dir)
+    gpu, n_gpus, gpus_per_node, law, seq_len = (
+        inputs.gpu,
+        inputs.n_gpus,
+        inputs.gpus_per_node,
+        inputs.law,
+        inputs.seq_len,
+    )
+    warnings: list[str] = []
+
+    # 1-3: compute, allocation, architecture
+    stage = allocation_stage(spec, inputs)
+    allocation, shape, law_params, flops = stage.allocation, stage.shape, stage.law_params, stage.flops
     tokens = allocation.tokens
     flops_per_token = shape.model_flops_per_token(seq_len)
     architecture = Architecture(
         shape=shape,
-        resolution=resolution,
+        resolution=stage.resolution,
         total_params=shape.total_params,
         embedding_params=shape.embedding_params,
         non_embedding_params=shape.non_embedding_params,
@@ -211,42 +290,24 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         },
     )
 
-    # 4: global batch target = min(law batch, critical batch) unless given
-    crit = critical_batch(shape, seq_len, tokens)
-    deepseek_compute = deepseek_flops_per_token(shape, seq_len) * tokens
-    target_batch = spec.schedule.global_batch_tokens or min(
-        deepseek_optimal_batch_tokens(deepseek_compute), crit.tokens
-    )
-
-    # 5: layout
-    request = ParallelRequest(
-        model=shape,
-        gpu=gpu,
-        n_gpus=n_gpus,
-        gpus_per_node=gpus_per_node,
-        seq_len=seq_len,
-        global_batch_tokens=target_batch,
-        training_tokens=tokens,
-        constraints=spec.constraints,
-        pins=spec.parallel,
-        top=5,
-    )
-    result = ensure_feasible(search(request))
+    # 4-5: global batch target and layout
+    planned = layout_request(spec, inputs, shape, tokens)
+    result = ensure_feasible(search(planned.request))
     best = result.layouts[0]
+    crit = result.critical_batch
+    target_batch, deepseek_compute = planned.target_batch_tokens, planned.deepseek_compute_flops
     layout = LayoutChoice(
         best=best,
         runners_up=list(result.layouts[1:]),
         candidates=result.candidates,
         feasible=result.feasible,
         target_global_batch_tokens=target_batch,
-        critical_batch=result.critical_batch,
+        critical_batch=crit,
         search_seconds=result.search_seconds,
         notes={
             "candidates": "every TP×PP×DP×EP×CP×ZeRO×micro-batch×VPP×recompute combination (docs/parallel.md)",
             "feasible": "fits HBM × (1 − headroom), bubble ≤ max, batch within range, divisibility",
-            "target_global_batch_tokens": "plan file schedule.global_batch_tokens"
-            if spec.schedule.global_batch_tokens
-            else f"min(DeepSeek B_opt = 0.2920·C^0.3271 at C = M·D = {deepseek_compute:.3g}, critical batch)",
+            "target_global_batch_tokens": planned.target_reason,
             "search_seconds": "vectorized numpy search wall time",
         },
     )
@@ -293,7 +354,6 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         vocab_size=spec.training.vocab_size,
         price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
     )
-    cost_spec = spec.cost.model_copy(update={"price_per_gpu_hour": spec.cluster.price_per_gpu_hour})
     cost = estimate_cost(
         CostRequest(
             n_gpus=n_gpus,
@@ -302,7 +362,8 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
             elapsed_seconds=operations.reliability.expected_elapsed_seconds,
             sweep_gpu_hours=sweep.gpu_hours,
             sweep_gpus=n_gpus,
-            spec=cost_spec,
+            price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
+            spec=spec.cost,
         )
     )
 
@@ -317,12 +378,9 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
             f"batch: {best.global_batch_tokens:,} tokens is above the critical batch "
             f"{crit.tokens:,.0f} ({crit.law.split(':')[0]}); extra batch buys little"
         )
-    note = law.extrapolation_note(allocation.params, tokens)
-    if note:
-        warnings.append(f"law: {note}")
     warnings.extend(f"allocation: {n}" for n in allocation.notes)
     warnings.extend(f"operations: {w}" for w in operations.warnings)
-    warnings.extend(f"schedule: {w}" for w in getattr(schedule, "warnings", []))
+    warnings.extend(f"schedule: {w}" for w in schedule.warnings)
     warnings.extend(f"sweep: {n}" for n in sweep.notes)
 
     return RunPlan(
