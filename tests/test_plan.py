@@ -177,3 +177,35 @@ def test_budget_tokens_needs_a_fixed_model(tmp_path):
     result = run("plan", str(path))
     assert result.exit_code == 2
     assert "p.yaml:3: budget.tokens: budget.tokens needs a fixed model" in result.stderr
+
+
+def test_allocate_and_parallelize_read_the_same_plan_file():
+    path = str(EXAMPLES_DIR / "70b-512-h100.yaml")
+    plan = build_plan(load_plan(path), EXAMPLES_DIR)
+    allocated = run("allocate", path, "--json")
+    assert allocated.exit_code == 0, allocated.output
+    data = json.loads(allocated.stdout)
+    assert data["params"] == plan.allocation.params and data["tokens"] == plan.allocation.tokens
+    assert data["gpus"] == 512 and data["cost_usd"] > 0
+    laid_out = run("parallelize", path, "--json")
+    assert laid_out.exit_code == 0, laid_out.output
+    best = json.loads(laid_out.stdout)["layouts"][0]
+    assert (best["tp"], best["pp"], best["dp"], best["step_seconds"]) == (
+        plan.layout.best.tp,
+        plan.layout.best.pp,
+        plan.layout.best.dp,
+        plan.layout.best.step_seconds,
+    )
+    pinned = json.loads(run("parallelize", path, "--tp", "4", "--pp", "4", "--json").stdout)["layouts"]
+    assert {(x["tp"], x["pp"]) for x in pinned} == {(4, 4)}
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [(["allocate", "PLAN", "--flops", "1e22"], "--flops"), (["parallelize", "PLAN", "--gpus", "64"], "--gpus")],
+)
+def test_plan_file_and_input_flags_conflict(args, flag):
+    args = [str(EXAMPLES_DIR / "70b-512-h100.yaml") if a == "PLAN" else a for a in args]
+    result = run(*args)
+    assert result.exit_code == 2
+    assert f"{flag}: {flag} and a plan file both set the inputs" in result.stderr

@@ -6,6 +6,7 @@ renders the ``Allocation``. JSON keys: docs/scaling.md. Nothing heavy is importe
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -234,6 +235,9 @@ def _shape_line(allocation: Any, law: Any) -> str | None:
 
 
 def allocate_command(
+    plan_file: Path | None = typer.Argument(
+        None, help="A plan file: its budget, objective, law, model and cluster instead of the flags."
+    ),
     flops: str | None = typer.Option(None, "--flops", help="Training compute C in FLOPs, e.g. 2e23."),
     gpus: str | None = typer.Option(
         None, "--gpus", help="GPUs: with --days gives C; with --flops gives days."
@@ -265,9 +269,33 @@ def allocate_command(
 
     Objectives: compute-optimal (default), --tokens-per-param, --params, --inference-tokens.
     """
+    from runplan.errors import SpecError
     from runplan.scaling.allocate import allocate, with_hardware
     from runplan.scaling.laws import law_from_flag
 
+    if plan_file is not None:
+        flags = {
+            "--flops": flops,
+            "--gpus": gpus,
+            "--days": days,
+            "--gpu": gpu,
+            "--mfu": mfu,
+            "--price-per-gpu-hour": price,
+            "--tokens-per-param": tokens_per_param,
+            "--params": params,
+            "--inference-tokens": inference_tokens,
+            "--target-loss": target_loss,
+            "--law": law,
+        }
+        given = [flag for flag, value in flags.items() if value is not None]
+        if given:
+            raise SpecError(
+                f"{given[0]} and a plan file both set the inputs",
+                where=given[0],
+                hint="edit the plan file, or drop the plan file and use flags",
+            )
+        _from_plan_file(plan_file, json_output)
+        return
     objective = _objective(tokens_per_param, params, inference_tokens, target_loss)
     need_budget = not (objective.kind == "inference_optimal" and objective.target_loss is not None)
     budget = parse_budget(flops, gpus, days, gpu, mfu, price, required=need_budget)
@@ -281,6 +309,33 @@ def allocate_command(
         print_json(result.model_dump(mode="json"))
     else:
         render(result, chosen)
+
+
+def _from_plan_file(plan_file: Path, json_output: bool) -> None:
+    """The allocation stage of `runplan plan`, with the plan's cluster for GPU-hours, days and cost."""
+    from runplan.cli.common import load_plan_file, located
+    from runplan.plan import allocation_stage, resolve_inputs
+    from runplan.scaling.allocate import with_hardware
+
+    loaded, spec = load_plan_file(plan_file)
+    with located(loaded):
+        inputs = resolve_inputs(spec, plan_file.resolve().parent)
+        stage = allocation_stage(spec, inputs)
+    mfu = spec.budget.mfu if spec.budget is not None else DEFAULT_MFU
+    result = with_hardware(
+        stage.allocation,
+        inputs.gpu,
+        mfu,
+        gpus=inputs.n_gpus,
+        price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
+    )
+    if json_output:
+        print_json(result.model_dump(mode="json"))
+        return
+    render(result, inputs.law)
+    from runplan.cli.common import console
+
+    console().print(f"model: {stage.resolution}")
 
 
 def register(app: typer.Typer) -> None:

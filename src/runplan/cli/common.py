@@ -6,11 +6,12 @@ matplotlib are imported inside functions only.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from runplan.errors import EXIT_BAD_INPUT, RunplanError
@@ -58,6 +59,28 @@ def handle_errors(func: F) -> F:
         return None
 
     return wrapper  # type: ignore[return-value]
+
+
+def load_plan_file(path: Any) -> tuple[Any, Any]:
+    """(LoadedYaml, PlanSpec) for a plan-file argument; bad files raise SpecError with file:line."""
+    from runplan.spec import parse_plan
+    from runplan.yamlio import load_yaml_file
+
+    loaded = load_yaml_file(path)
+    return loaded, parse_plan(loaded)
+
+
+@contextlib.contextmanager
+def located(loaded: Any) -> Iterator[None]:
+    """Point SpecErrors about plan keys (raised after validation) at their ``file:line``."""
+    try:
+        yield
+    except RunplanError as error:
+        from runplan.errors import SpecError
+
+        if isinstance(error, SpecError):
+            raise loaded.locate(error) from None
+        raise
 
 
 def _default(value: Any) -> Any:

@@ -7,6 +7,7 @@ feasible, layouts, plus space_size, batch_range_tokens, critical_batch, notes.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -47,9 +48,13 @@ def _build(pydantic_model: Any, where: str, **fields: Any) -> Any:
 
 
 def parallelize(
-    model: str = typer.Option(..., "--model", help="Catalog name (llama-3.1-70b) or a size (70b)."),
-    gpus: str = typer.Option(..., "--gpus", help="GPUs in the job, e.g. 512."),
-    gpu: str = typer.Option("h100-sxm", "--gpu", help="GPU type from the catalog."),
+    plan_file: Path | None = typer.Argument(
+        None,
+        help="A plan file: its model (or allocated shape), cluster, constraints and pins; pin flags override.",
+    ),
+    model: str | None = typer.Option(None, "--model", help="Catalog name (llama-3.1-70b) or a size (70b)."),
+    gpus: str | None = typer.Option(None, "--gpus", help="GPUs in the job, e.g. 512."),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU type from the catalog (default h100-sxm)."),
     gpus_per_node: str | None = typer.Option(None, "--gpus-per-node", help="Override GPUs per node."),
     seq_len: str = typer.Option("4096", "--seq-len", help="Sequence length in tokens (e.g. 8192, 128k)."),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Target tokens per step, e.g. 4M."),
@@ -99,11 +104,13 @@ def parallelize(
     from runplan.catalog import load_catalog
     from runplan.errors import SpecError
     from runplan.parallel.layout import Constraints, ParallelRequest, Pins
-    from runplan.parallel.search import ensure_feasible, search
 
-    catalog = load_catalog(catalog_file)
-    shape, resolution = resolve_model(model, catalog, where="--model")
-    spec = catalog.gpu(gpu, where="--gpu")
+    if plan_file is None:
+        for flag, value in (("--model", model), ("--gpus", gpus)):
+            if value is None:
+                raise SpecError(
+                    "missing", where=flag, hint="e.g. --model 70b --gpus 512, or give a plan file"
+                )
     if recompute is not None and recompute not in ("none", "selective", "full"):
         raise SpecError(
             f"unknown recompute mode {recompute!r}", where="--recompute", hint="use none, selective or full"
@@ -138,6 +145,32 @@ def parallelize(
         max_global_batch_tokens=_num(max_batch, "--max-batch"),
         allow_cross_node_tp=allow_cross_node_tp or None,
     )
+    if plan_file is not None:
+        cluster_flags = {
+            "--model": model,
+            "--gpus": gpus,
+            "--gpu": gpu,
+            "--gpus-per-node": gpus_per_node,
+            "--seq-len": None if seq_len == "4096" else seq_len,
+            "--global-batch": global_batch,
+            "--training-tokens": training_tokens,
+            "--catalog": catalog_file or None,
+        }
+        given = [flag for flag, value in cluster_flags.items() if value is not None]
+        if given:
+            raise SpecError(
+                f"{given[0]} and a plan file both set the inputs",
+                where=given[0],
+                hint="edit the plan file, or drop it and use flags",
+            )
+        request, resolution = _request_from_plan(
+            plan_file, pins, constraints, _count(top, "--top"), _num(mfu, "--mfu"), bf16_grads
+        )
+        _answer(request, resolution, as_json)
+        return
+    catalog = load_catalog(catalog_file)
+    shape, resolution = resolve_model(model, catalog, where="--model")
+    spec = catalog.gpu(gpu or "h100-sxm", where="--gpu")
     request = _build(
         ParallelRequest,
         "request",
@@ -155,6 +188,36 @@ def parallelize(
         constraints=constraints,
         pins=pins,
     )
+    _answer(request, resolution, as_json)
+
+
+def _request_from_plan(
+    plan_file: Path, pins: Any, constraints: Any, top: int | None, mfu: float | None, bf16_grads: bool
+) -> tuple[Any, str]:
+    """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
+    from runplan.cli.common import load_plan_file, located
+    from runplan.plan import allocation_stage, layout_request, resolve_inputs
+
+    loaded, spec = load_plan_file(plan_file)
+    with located(loaded):
+        inputs = resolve_inputs(spec, plan_file.resolve().parent)
+        stage = allocation_stage(spec, inputs)
+        request = layout_request(spec, inputs, stage.shape, stage.allocation.tokens).request
+    merged_pins = request.pins.model_copy(update=pins.model_dump(exclude_unset=True))
+    merged_constraints = request.constraints.model_copy(update=constraints.model_dump(exclude_unset=True))
+    update: dict[str, Any] = {"pins": merged_pins, "constraints": merged_constraints}
+    if top is not None:
+        update["top"] = top
+    if mfu is not None:
+        update["mfu_override"] = mfu
+    if bf16_grads:
+        update["gradient_bytes"] = 2
+    return request.model_copy(update=update), stage.resolution
+
+
+def _answer(request: Any, resolution: str, as_json: bool) -> None:
+    from runplan.parallel.search import ensure_feasible, search
+
     result = ensure_feasible(search(request))
     if as_json:
         data = result.model_dump(mode="json")

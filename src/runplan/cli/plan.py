@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from runplan.cli.common import handle_errors
+from runplan.cli.common import handle_errors, load_plan_file, located
 
 
 class Format(StrEnum):
@@ -17,23 +17,12 @@ class Format(StrEnum):
     yaml = "yaml"
 
 
-def _load(path: Path):
-    from runplan.spec import parse_plan
-    from runplan.yamlio import load_yaml_file
-
-    loaded = load_yaml_file(path)
-    return loaded, parse_plan(loaded)
-
-
 def _build(plan_file: Path, loaded, spec):
     """build_plan, with errors about plan keys pointed at their line in the file."""
-    from runplan.errors import SpecError
     from runplan.plan import build_plan
 
-    try:
+    with located(loaded):
         return build_plan(spec, plan_file.resolve().parent)
-    except SpecError as error:
-        raise loaded.locate(error) from None
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -72,7 +61,7 @@ def plan(
     """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
     from runplan.plan import _law
 
-    loaded, spec = _load(plan_file)
+    loaded, spec = load_plan_file(plan_file)
     base_dir = plan_file.resolve().parent
     result = _build(plan_file, loaded, spec)
     if json_flag:
@@ -128,7 +117,7 @@ def check(
 
     if not rtol > 0:
         raise SpecError(f"must be positive, got {rtol:g}", where="--rtol", hint="e.g. 1e-4")
-    loaded, spec = _load(plan_file)
+    loaded, spec = load_plan_file(plan_file)
     result = _build(plan_file, loaded, spec)  # raises Infeasible (exit 1) when nothing fits
     if spec.resolved is None:
         typer.echo(
