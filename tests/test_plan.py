@@ -202,10 +202,45 @@ def test_allocate_and_parallelize_read_the_same_plan_file():
 
 @pytest.mark.parametrize(
     ("args", "flag"),
-    [(["allocate", "PLAN", "--flops", "1e22"], "--flops"), (["parallelize", "PLAN", "--gpus", "64"], "--gpus")],
+    [
+        (["allocate", "PLAN", "--flops", "1e22"], "--flops"),
+        (["parallelize", "PLAN", "--gpus", "64"], "--gpus"),
+    ],
 )
 def test_plan_file_and_input_flags_conflict(args, flag):
     args = [str(EXAMPLES_DIR / "70b-512-h100.yaml") if a == "PLAN" else a for a in args]
     result = run(*args)
     assert result.exit_code == 2
     assert f"{flag}: {flag} and a plan file both set the inputs" in result.stderr
+
+
+def test_checkpoint_interval_is_daly_for_the_printed_delta_and_m(planned):
+    """Issue 5: the interval equals Daly (2006) for the δ and M the plan prints, rounded to whole steps."""
+    _, plan = planned
+    c, step = plan.checkpointing, plan.layout.best.step_seconds
+    delta, mtbf = c.save_blocking_seconds, c.job_mtbf_seconds
+    x = delta / (2 * mtbf)
+    daly = math.sqrt(2 * delta * mtbf) * (1 + math.sqrt(x) / 3 + x / 9) - delta if delta < 2 * mtbf else mtbf
+    assert c.daly_interval_seconds == pytest.approx(daly, rel=1e-9)
+    assert c.interval_steps == max(1, round(daly / step)) or "raised" in c.notes["interval_steps"]
+
+
+def test_goodput_is_the_exact_renewal_formula_for_the_printed_numbers(planned):
+    """Σ over segments of E[T] = M·e^{R/M}·(e^{(τ+δ)/M} − 1), last segment shorter; goodput = W / Σ E[T]."""
+    _, plan = planned
+    r = plan.reliability
+    m, big_r, delta, tau, work = (
+        r.job_mtbf_seconds,
+        r.restart_seconds,
+        r.save_blocking_seconds,
+        r.interval_seconds,
+        r.useful_seconds,
+    )
+    full, rest = divmod(work, tau)
+
+    def segment(w):
+        return m * math.exp(big_r / m) * math.expm1((w + delta) / m)
+
+    elapsed = full * segment(tau) + (segment(rest) if rest > 0 else 0.0)
+    assert r.expected_elapsed_seconds == pytest.approx(elapsed, rel=1e-6)
+    assert r.goodput == pytest.approx(work / elapsed, rel=1e-6)
