@@ -28,6 +28,10 @@ print("HEAVY=" + ",".join(heavy), file=sys.stderr)
         ["parallelize", "--help"],
         ["plan", "--help"],
         ["catalog", "--help"],
+        ["export", "--help"],
+        ["check", "--help"],
+        ["fit", "--help"],
+        ["sweep", "--help"],
     ],
 )
 def test_help_imports_nothing_heavy(args):

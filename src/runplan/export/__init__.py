@@ -1,0 +1,59 @@
+"""Export a run plan to the training engines people launch: Megatron-LM, torchtitan and DeepSpeed.
+
+Each exporter is a pure function ``RunPlan -> ExportResult``: the file's text, the name to save it under and
+the warnings, one per thing in the plan the target cannot express (never dropped silently). Warnings are also
+written into the file where the format has comments (bash, TOML); DeepSpeed's JSON has none.
+
+The flags and keys each exporter may emit are checked in as data, with the engine version and the source file
+they were read from: ``export/data/megatron_arguments.json``, ``torchtitan_keys.json``,
+``deepspeed_config_keys.json`` (docs/export.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # pragma: no cover
+    from runplan.plan import RunPlan
+
+Target = Literal["megatron", "torchtitan", "deepspeed"]
+TARGETS: tuple[str, ...] = ("megatron", "torchtitan", "deepspeed")
+
+
+class ExportResult(BaseModel):
+    """One exported file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target: Target = Field(description="Engine the file is for.")
+    text: str = Field(description="The file's content.")
+    filename: str = Field(description="Suggested file name (<plan name>.<target>.<ext>).")
+    warnings: list[str] = Field(
+        description="What the plan has that the target cannot express, one line each."
+    )
+
+
+def export_plan(plan: RunPlan, target: str) -> ExportResult:
+    """Dispatch to ``export_megatron``, ``export_torchtitan`` or ``export_deepspeed``."""
+    from runplan.errors import SpecError
+
+    if target == "megatron":
+        from runplan.export.megatron import export_megatron
+
+        return export_megatron(plan)
+    if target == "torchtitan":
+        from runplan.export.torchtitan import export_torchtitan
+
+        return export_torchtitan(plan)
+    if target == "deepspeed":
+        from runplan.export.deepspeed import export_deepspeed
+
+        return export_deepspeed(plan)
+    raise SpecError(
+        f"unknown export target '{target}'", where="--to", hint=f"use one of {', '.join(TARGETS)}"
+    )
+
+
+__all__ = ["TARGETS", "ExportResult", "Target", "export_plan"]

@@ -1,0 +1,268 @@
+"""What every exporter reads from a ``RunPlan``, computed once, with the arithmetic beside each number.
+
+Letters as in REFERENCES.md: t/p/d/e/c tensor/pipeline/data/expert/context degrees, v interleaved chunks per
+rank, b micro-batch (sequences), m micro-batches per step, s sequence length, L layers.
+
+The plan's numbers are used as they are; nothing here re-derives a layout or a schedule. Two things are
+derived because some engines need them:
+
+* **samples at a step** (Megatron's sample-based schedule): Σ over batch stages of steps × batch, exact
+  integers from the schedule's stages.
+* **a schedule without the batch ramp** (torchtitan 0.2.x and DeepSpeed have no ramp): the whole run at the
+  main batch, with the step counts recomputed to keep the plan's token counts (round(tokens / main batch)),
+  so D, the warmup tokens and the cooldown tokens stay what the plan says. It leaves out the ramp's benefit
+  (a smaller batch while the critical batch is small: Zhang et al. 2024, arXiv 2410.21676).
+
+Optimizer settings the plan does not carry (AdamW β, ε, weight decay, gradient clipping) are not invented per
+engine: one set, ``ASSUMED_OPTIMIZER``, is written into every export and marked as assumed. It is DeepSeek
+LLM's (Bi et al. 2024, arXiv 2401.02954, §2.3: AdamW β1 0.9, β2 0.95, weight decay 0.1, gradient clipping
+1.0), the setting under which the plan's peak-LR law (same paper, §3.1) was fitted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from runplan.plan import RunPlan
+
+#: Optimizer settings not in the plan: DeepSeek LLM §2.3 (the setting the peak-LR law was fitted under).
+ASSUMED_OPTIMIZER: dict[str, float] = {
+    "beta1": 0.9,
+    "beta2": 0.95,
+    "eps": 1e-8,
+    "weight_decay": 0.1,
+    "grad_clip_norm": 1.0,
+}
+ASSUMED_OPTIMIZER_SOURCE = (
+    "not in the plan: AdamW beta1 0.9, beta2 0.95, eps 1e-8, weight decay 0.1, gradient clipping 1.0 "
+    "(DeepSeek LLM, arXiv 2401.02954, Sec. 2.3, the setting its peak-LR law was fitted under)"
+)
+
+
+@cache
+def engine_data(name: str) -> dict[str, Any]:
+    """The checked-in flag/key list ``export/data/<name>.json`` (engine, version, source, entries)."""
+    text = resources.files("runplan.export").joinpath("data", f"{name}.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def runplan_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("runplan")
+    except Exception:  # pragma: no cover - not installed as a distribution
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One batch stage: ``steps`` steps at ``batch_sequences`` sequences per step."""
+
+    name: str
+    steps: int
+    batch_sequences: int
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The plan's numbers an exporter needs (see the module docstring)."""
+
+    name: str
+    # model
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    ffn_hidden: int
+    mlp: str
+    vocab_size: int
+    tied_embeddings: bool
+    norm: str
+    linear_bias: bool
+    qkv_bias: bool
+    qk_norm: bool
+    learned_positions: int
+    attention: str
+    q_lora_rank: int
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    n_experts: int
+    top_k: int
+    expert_ffn_hidden: int
+    n_shared_experts: int
+    n_dense_layers: int
+    model_name: str
+    total_params: int
+    # layout
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    cp: int
+    zero: int
+    micro_batch: int
+    microbatches: int
+    vpp: int
+    recompute: str
+    sequence_parallel: bool
+    layers_per_stage: int
+    uneven_stages: bool
+    weights_bytes_per_gpu: float
+    gradients_bytes_per_gpu: float
+    # cluster
+    n_gpus: int
+    gpus_per_node: int
+    n_nodes: int
+    # schedule
+    seq_len: int
+    stages: tuple[Stage, ...]
+    total_steps: int
+    warmup_steps: int
+    cooldown_steps: int
+    cooldown_shape: str
+    peak_lr: float
+    final_lr: float
+    warmup_end_tokens: float
+    cooldown_tokens: float
+    training_tokens: float
+    scheduled_tokens: float
+    # checkpointing
+    checkpoint_interval_steps: int
+    retention_generations: int
+    milestone_every_steps: int
+    async_checkpoint: bool
+
+    @property
+    def global_batch_sequences(self) -> int:
+        """Main-stage global batch d·b·m in sequences."""
+        return self.stages[-1].batch_sequences
+
+    @property
+    def ramp(self) -> tuple[Stage, ...]:
+        """The batch stages before the main one (empty when the plan has no ramp)."""
+        return self.stages[:-1]
+
+    def samples_at_step(self, step: int) -> int:
+        """Sequences consumed after ``step`` optimizer steps: Σ_stages min(max(step − start, 0), steps)·B."""
+        done, start = 0, 0
+        for stage in self.stages:
+            done += min(max(step - start, 0), stage.steps) * stage.batch_sequences
+            start += stage.steps
+        return done
+
+    @property
+    def main_batch_tokens(self) -> int:
+        return self.global_batch_sequences * self.seq_len
+
+    def steps_without_ramp(self, tokens: float) -> int:
+        """round(tokens / main-batch tokens): the step count that keeps ``tokens`` at the main batch."""
+        return round(tokens / self.main_batch_tokens)
+
+
+def _merged_stages(batch_stages) -> tuple[Stage, ...]:
+    """The schedule's batch stages, consecutive stages at the same batch merged (a ramp stage rounded up to
+    the main batch is no ramp: Megatron's ramp needs a batch increase)."""
+    merged: list[Stage] = []
+    for s in batch_stages:
+        if s.steps <= 0:
+            continue
+        if merged and merged[-1].batch_sequences == s.global_batch_sequences:
+            merged[-1] = Stage(merged[-1].name, merged[-1].steps + s.steps, s.global_batch_sequences)
+        else:
+            merged.append(Stage(s.name, s.steps, s.global_batch_sequences))
+    return tuple(merged)
+
+
+def facts(plan: RunPlan) -> Facts:
+    """Collect the numbers every exporter reads (pure)."""
+    shape = plan.model.shape
+    best = plan.layout.best
+    sched = plan.schedule
+    ckpt = plan.checkpointing
+    inputs = plan.inputs
+    seq_len = round(sched.global_batch_tokens / sched.global_batch_sequences)
+    phases = {p.name: p for p in sched.lr_phases}
+    warmup_end_tokens = phases["warmup"].end_tokens if "warmup" in phases else 0.0
+    cooldown_tokens = phases["cooldown"].tokens if "cooldown" in phases else 0.0
+    n_nodes = max(int(ckpt.n_nodes), 1)
+    world = best.tp * best.pp * best.dp * best.cp
+    return Facts(
+        name=str(inputs.get("name") or shape.name or "runplan"),
+        n_layers=shape.n_layers,
+        d_model=shape.d_model,
+        n_heads=shape.n_heads,
+        n_kv_heads=shape.n_kv_heads,
+        head_dim=shape.head_dim,
+        ffn_hidden=shape.ffn_hidden,
+        mlp=shape.mlp,
+        vocab_size=shape.vocab_size,
+        tied_embeddings=shape.tied_embeddings,
+        norm=shape.norm,
+        linear_bias=shape.linear_bias,
+        qkv_bias=shape.qkv_bias,
+        qk_norm=shape.qk_norm,
+        learned_positions=shape.learned_positions,
+        attention=shape.attention,
+        q_lora_rank=shape.q_lora_rank,
+        kv_lora_rank=shape.kv_lora_rank,
+        qk_rope_head_dim=shape.qk_rope_head_dim,
+        v_head_dim=shape.v_head_dim,
+        n_experts=shape.n_experts,
+        top_k=shape.top_k,
+        expert_ffn_hidden=shape.expert_ffn_hidden,
+        n_shared_experts=shape.n_shared_experts,
+        n_dense_layers=shape.n_dense_layers,
+        model_name=str(shape.name or ""),
+        total_params=shape.total_params,
+        tp=best.tp,
+        pp=best.pp,
+        dp=best.dp,
+        ep=best.ep,
+        cp=best.cp,
+        zero=best.zero,
+        micro_batch=best.micro_batch,
+        microbatches=best.microbatches,
+        vpp=best.vpp,
+        recompute=best.recompute,
+        sequence_parallel=bool(best.sequence_parallel and best.tp > 1),
+        layers_per_stage=best.layers_per_stage,
+        uneven_stages=best.uneven_stages,
+        weights_bytes_per_gpu=float(best.memory_bytes.weights),
+        gradients_bytes_per_gpu=float(best.memory_bytes.gradients),
+        n_gpus=world,
+        gpus_per_node=max(world // n_nodes, 1),
+        n_nodes=n_nodes,
+        seq_len=seq_len,
+        stages=_merged_stages(sched.batch_stages),
+        total_steps=sched.total_steps,
+        warmup_steps=sched.warmup_steps,
+        cooldown_steps=sched.cooldown_steps,
+        cooldown_shape=sched.cooldown_shape,
+        peak_lr=sched.peak_lr,
+        final_lr=sched.final_lr,
+        warmup_end_tokens=float(warmup_end_tokens),
+        cooldown_tokens=float(cooldown_tokens),
+        training_tokens=float(sched.training_tokens),
+        scheduled_tokens=float(sched.scheduled_tokens),
+        checkpoint_interval_steps=int(ckpt.interval_steps),
+        retention_generations=int(ckpt.retention_generations),
+        milestone_every_steps=int(ckpt.milestone_every_steps),
+        async_checkpoint=bool(ckpt.host_staging),
+    )
+
+
+def fmt_float(x: float) -> str:
+    """Shortest round-tripping text of a float (``repr``), e.g. 0.00031655990988615747 or 1e-08."""
+    return repr(float(x))
+
+
+def fmt_bytes(x: float) -> str:
+    return f"{x / 1e9:.1f} GB"

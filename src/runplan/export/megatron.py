@@ -1,0 +1,443 @@
+"""Megatron-LM launch script for a run plan (``runplan export --to megatron``).
+
+Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatron/training/arguments.py``
+(version and commit in ``export/data/megatron_arguments.json``, written into the script header). Mapping:
+
+* layout: ``--tensor-model-parallel-size`` t, ``--pipeline-model-parallel-size`` p, ``--context-parallel-size``
+  c, ``--expert-model-parallel-size`` e, ``--sequence-parallel``; DP is not a flag: Megatron derives it as
+  world / (t·p·c), so the script launches exactly t·p·d·c ranks. Interleaving: ``--num-layers-per-virtual-
+  pipeline-stage`` L/(p·v) when it divides, else ``--num-virtual-stages-per-pipeline-rank`` v. Uneven stages
+  (p ∤ L): the plan's largest stage ⌈L/p⌉ on the p−2 middle stages and the rest split over the first and last
+  (``--decoder-first/last-pipeline-num-layers``, as Llama 3 did, arXiv 2407.21783 §3.3.2).
+* ZeRO: 1 → ``--use-distributed-optimizer`` (optimizer state sharded over DP); 2 → the same plus a warning
+  (Megatron keeps a full-size gradient buffer, fp32 by default under bf16); 3 → Megatron FSDP
+  (``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params``, which needs
+  ``--ckpt-format fsdp_dtensor``).
+* recomputation: the plan's *selective* is Megatron-core ``--recompute-modules layernorm`` (+ ``moe_act`` for
+  MoE; parallel/memory.py), *full* is ``--recompute-granularity full --recompute-method uniform
+  --recompute-num-layers 1``.
+* batch: ``--micro-batch-size`` b, ``--global-batch-size`` d·b·m; the ramp as ``--rampup-batch-size <start>
+  <increment> <ramp samples>``: Megatron adds ``increment`` every ``ramp samples / ((global − start) /
+  increment)`` samples, so a ramp whose stages are equally long and equally spaced in batch is exact; any other
+  ramp becomes one step from the first stage's batch to the main batch after all ramp samples (warning).
+  Megatron refuses a ramp with ``--train-iters``, so a ramped plan is exported sample-based
+  (``--train-samples``, ``--lr-warmup-samples``, ``--lr-decay-samples``, ``--lr-wsd-decay-samples``, each the
+  exact number of sequences consumed at that step); a plan without a ramp is exported iteration-based.
+* LR: ``--lr-decay-style WSD`` with ``--lr-wsd-decay-style`` minus_sqrt (the plan's 1-sqrt: Megatron's
+  coefficient is 1 − sqrt(progress)), linear or cosine; warmup linear from 0 (``--lr-warmup-init 0``);
+  ``--min-lr`` the plan's final LR.
+* checkpoints: ``--save-interval`` the plan's interval; ``--async-save`` when the plan stages through host
+  memory; ``--save-retain-interval`` the milestone interval (Megatron keeps those and the latest, so the plan's
+  rolling generations are not expressible: warning).
+
+Left out (placeholders in the script): data paths, tokenizer, launcher environment (MASTER_ADDR, NODE_RANK).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+from runplan.export._common import (
+    ASSUMED_OPTIMIZER,
+    ASSUMED_OPTIMIZER_SOURCE,
+    Facts,
+    engine_data,
+    facts,
+    fmt_bytes,
+    fmt_float,
+    runplan_version,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from runplan.export import ExportResult
+    from runplan.plan import RunPlan
+
+DATA = "megatron_arguments"
+_WSD_STYLE = {"1-sqrt": "minus_sqrt", "linear": "linear", "cosine": "cosine"}
+
+Arg = tuple[str, list[str], str]  # flag, values, comment
+
+
+def _ramp_args(f: Facts, warnings: list[str]) -> tuple[list[str], str]:
+    """``--rampup-batch-size`` values (start, increment, samples) and the comment explaining them."""
+    ramp = f.ramp
+    main = f.global_batch_sequences
+    start = ramp[0].batch_sequences
+    samples = [s.steps * s.batch_sequences for s in ramp]
+    total = sum(samples)
+    k = len(ramp)
+    increment = (main - start) // k if (main - start) % k == 0 else 0
+    exact = (
+        increment > 0
+        and all(s.batch_sequences == start + i * increment for i, s in enumerate(ramp))
+        and len(set(samples)) == 1
+    )
+    if exact:
+        comment = (
+            f"exact: batch {start:,}, +{increment:,} every {samples[0]:,} samples, {main:,} after "
+            f"{total:,} samples (= the plan's {k} ramp stage(s))"
+        )
+        return [str(start), str(increment), str(total)], comment
+    increment = main - start
+    stages = ", ".join(f"{s.batch_sequences:,} x {s.steps:,} steps" for s in ramp)
+    warnings.append(
+        f"batch ramp: Megatron ramps linearly in equal increments; the plan's stages ({stages}) are exported as "
+        f"{start:,} sequences for the first {total:,} samples, then {main:,}"
+    )
+    return [str(start), str(increment), str(total)], f"approximation of the plan's ramp ({stages})"
+
+
+def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    args: list[Arg] = []
+    p, v, L = f.pp, f.vpp, f.n_layers
+    if p == 1:
+        return args
+    args.append(("--pipeline-model-parallel-size", [str(p)], f"p: {L} layers over {p} stages"))
+    if L % p:
+        k = f.layers_per_stage  # ⌈L/p⌉, the plan's largest stage
+        rest = L - (p - 2) * k
+        first, last = rest // 2, rest - rest // 2
+        if p == 2 or first < 1 or last > k:
+            first, last = L - (p - 1) * k, k
+        args.append(
+            (
+                "--decoder-first-pipeline-num-layers",
+                [str(first)],
+                f"uneven stages: {p - 2} middle stages x {k} + first {first} + last {last} = {L}",
+            )
+        )
+        args.append(
+            ("--decoder-last-pipeline-num-layers", [str(last)], "embedding on the first, loss on the last")
+        )
+        if v > 1:
+            args.append(("--num-virtual-stages-per-pipeline-rank", [str(v)], f"v = {v} interleaved chunks"))
+    elif v > 1:
+        if L % (p * v) == 0:
+            args.append(
+                (
+                    "--num-layers-per-virtual-pipeline-stage",
+                    [str(L // (p * v))],
+                    f"L/(p*v) = {L}/({p}*{v}) = {L // (p * v)} layers per chunk, v = {v}",
+                )
+            )
+        else:
+            args.append(
+                (
+                    "--num-virtual-stages-per-pipeline-rank",
+                    [str(v)],
+                    f"v = {v}; {L} layers do not split evenly into {p}x{v} chunks",
+                )
+            )
+        if f.microbatches % p:
+            warnings.append(
+                f"pipeline: interleaved 1F1B with m = {f.microbatches} micro-batches not a multiple of "
+                f"p = {p}; some Megatron versions require m % p == 0"
+            )
+    return args
+
+
+def export_megatron(plan: RunPlan) -> ExportResult:
+    """Render ``plan`` as a Megatron-LM ``pretrain_gpt.py`` launch script (pure; see the module docstring)."""
+    from runplan.export import ExportResult
+
+    f = facts(plan)
+    data = engine_data(DATA)
+    warnings: list[str] = []
+    groups: list[tuple[str, list[Arg]]] = []
+
+    # ---- model ----
+    model: list[Arg] = [
+        ("--num-layers", [str(f.n_layers)], "L"),
+        ("--hidden-size", [str(f.d_model)], "h"),
+        ("--num-attention-heads", [str(f.n_heads)], "a"),
+    ]
+    if f.n_experts and f.n_dense_layers and f.ffn_hidden:
+        model.append(("--ffn-hidden-size", [str(f.ffn_hidden)], "dense-layer MLP width"))
+    elif not f.n_experts:
+        model.append(("--ffn-hidden-size", [str(f.ffn_hidden)], "F"))
+    if f.attention == "mla":
+        model += [
+            ("--multi-latent-attention", [], "MLA (DeepSeek-V2)"),
+            ("--kv-lora-rank", [str(f.kv_lora_rank)], ""),
+            ("--qk-head-dim", [str(f.head_dim)], "non-rotary part of the query/key head"),
+            ("--qk-pos-emb-head-dim", [str(f.qk_rope_head_dim)], "rotary part"),
+            ("--v-head-dim", [str(f.v_head_dim)], ""),
+        ]
+        if f.q_lora_rank:
+            model.append(("--q-lora-rank", [str(f.q_lora_rank)], ""))
+    else:
+        if f.head_dim * f.n_heads != f.d_model:
+            model.append(("--kv-channels", [str(f.head_dim)], "head dim differs from h/a"))
+        if f.n_kv_heads and f.n_kv_heads != f.n_heads:
+            model += [
+                ("--group-query-attention", [], f"{f.n_kv_heads} KV heads for {f.n_heads} query heads"),
+                ("--num-query-groups", [str(f.n_kv_heads)], ""),
+            ]
+    model += [
+        ("--seq-length", [str(f.seq_len)], "s"),
+        ("--max-position-embeddings", [str(f.seq_len)], "Megatron requires >= seq-length"),
+        ("--position-embedding-type", ["learned_absolute" if f.learned_positions else "rope"], ""),
+        ("--normalization", ["RMSNorm" if f.norm == "rmsnorm" else "LayerNorm"], ""),
+    ]
+    if f.mlp == "swiglu":
+        model.append(("--swiglu", [], "gated SiLU MLP"))
+    elif f.mlp not in ("gelu",):
+        warnings.append(
+            f"model: MLP type '{f.mlp}' has no Megatron flag here; the script uses Megatron's GeLU"
+        )
+    if not f.linear_bias:
+        model.append(("--disable-bias-linear", [], "no biases in linear layers"))
+    if f.qkv_bias and not f.linear_bias:
+        model.append(("--add-qkv-bias", [], "bias on Q, K, V only"))
+    if f.qk_norm:
+        model.append(("--qk-layernorm", [], "QK-norm"))
+    if not f.tied_embeddings:
+        model.append(("--untie-embeddings-and-output-weights", [], "separate output head"))
+    model += [
+        ("--attention-dropout", ["0.0"], "no dropout (the plan's memory model stores no masks)"),
+        ("--hidden-dropout", ["0.0"], ""),
+    ]
+    if f.n_experts:
+        model += [
+            ("--num-experts", [str(f.n_experts)], "E"),
+            ("--moe-router-topk", [str(f.top_k)], "k experts per token"),
+            ("--moe-ffn-hidden-size", [str(f.expert_ffn_hidden)], "per-expert MLP width"),
+            ("--moe-token-dispatcher-type", ["alltoall"], "Megatron's advice with expert parallelism"),
+            ("--moe-grouped-gemm", [], "several experts per rank in one grouped GEMM"),
+        ]
+        if f.n_shared_experts:
+            model.append(
+                (
+                    "--moe-shared-expert-intermediate-size",
+                    [str(f.n_shared_experts * f.expert_ffn_hidden)],
+                    f"{f.n_shared_experts} shared experts x {f.expert_ffn_hidden}",
+                )
+            )
+        if f.n_dense_layers:
+            pattern = f"([0]*{f.n_dense_layers}+[1]*{f.n_layers - f.n_dense_layers})"
+            model.append(("--moe-layer-freq", [pattern], f"first {f.n_dense_layers} layers dense"))
+    groups.append(("model shape", model))
+
+    # ---- parallel layout ----
+    layout: list[Arg] = [("--tensor-model-parallel-size", [str(f.tp)], "t")]
+    layout += _pipeline_args(f, warnings)
+    if f.cp > 1:
+        layout.append(
+            ("--context-parallel-size", [str(f.cp)], f"c: each rank holds s/c = {f.seq_len // f.cp} tokens")
+        )
+        if f.seq_len % (2 * f.cp):
+            warnings.append(
+                f"context parallel: Megatron requires seq-length {f.seq_len} to be a multiple of "
+                f"2 x cp = {2 * f.cp}"
+            )
+    if f.ep > 1:
+        layout.append(
+            ("--expert-model-parallel-size", [str(f.ep)], f"e (taken from the d = {f.dp} data ranks)")
+        )
+    if f.sequence_parallel:
+        layout.append(("--sequence-parallel", [], "shard norms/dropout activations over t"))
+    elif f.tp > 1:
+        warnings.append("sequence parallel: the plan turns it off with TP > 1; Megatron runs without it")
+    if f.zero in (1, 2):
+        layout.append(("--use-distributed-optimizer", [], f"ZeRO-{f.zero}: optimizer state sharded over d·c"))
+        layout += [("--overlap-grad-reduce", [], ""), ("--overlap-param-gather", [], "")]
+        if f.zero == 2:
+            full_grad = 2 * f.weights_bytes_per_gpu  # fp32 main grads: 4 B/param vs bf16 weights 2 B/param
+            warnings.append(
+                f"ZeRO-2: Megatron's distributed optimizer reduce-scatters gradients but keeps a full-size gradient "
+                f"buffer (fp32 by default under bf16: about {fmt_bytes(full_grad)} per GPU here) where the plan "
+                f"counted {fmt_bytes(f.gradients_bytes_per_gpu)} of sharded gradients; check memory, or add "
+                "--grad-reduce-in-bf16 to halve the buffer"
+            )
+    elif f.zero == 3:
+        layout += [
+            ("--use-megatron-fsdp", [], "ZeRO-3: parameters, gradients and optimizer state sharded"),
+            ("--data-parallel-sharding-strategy", ["optim_grads_params"], ""),
+            ("--ckpt-format", ["fsdp_dtensor"], "Megatron FSDP requires this checkpoint format"),
+        ]
+        if f.pp > 1 or f.ep > 1:
+            warnings.append(
+                "ZeRO-3: Megatron FSDP with pipeline or expert parallelism is not the tested path; "
+                "consider ZeRO-1 (--use-distributed-optimizer)"
+            )
+    groups.append(
+        (f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.tp}*{f.pp}*{f.cp}) = {f.dp})", layout)
+    )
+
+    # ---- batch and schedule ----
+    ramped = bool(f.ramp)
+    g = f.global_batch_sequences
+    batch: list[Arg] = [
+        ("--micro-batch-size", [str(f.micro_batch)], "b sequences per GPU per micro-batch"),
+        (
+            "--global-batch-size",
+            [str(g)],
+            f"d*b*m = {f.dp}*{f.micro_batch}*{f.microbatches} = {g:,} sequences = {g * f.seq_len:,} tokens",
+        ),
+    ]
+    if ramped:
+        values, comment = _ramp_args(f, warnings)
+        batch.append(("--rampup-batch-size", values, comment))
+    if f.recompute == "full":
+        batch += [
+            ("--recompute-granularity", ["full"], "full recomputation of every layer"),
+            ("--recompute-method", ["uniform"], ""),
+            ("--recompute-num-layers", ["1"], ""),
+        ]
+    elif f.recompute == "selective":
+        modules = ["layernorm", "moe_act"] if f.n_experts else ["layernorm"]
+        batch += [
+            ("--recompute-granularity", ["selective"], ""),
+            ("--recompute-modules", modules, "the plan's selective: norm outputs + MLP activation"),
+        ]
+        if not f.n_experts:
+            warnings.append(
+                "recompute: the plan's selective mode also recomputes the dense MLP activation; "
+                "Megatron has no module for that alone ('mlp' recomputes the whole MLP), so only "
+                "'layernorm' is set: activation memory is higher than planned"
+            )
+    groups.append(("batch and recomputation", batch))
+
+    lr: list[Arg] = [
+        ("--bf16", [], "bf16 compute, fp32 master weights"),
+        ("--optimizer", ["adam"], "Megatron's adam is AdamW (decoupled weight decay)"),
+        ("--lr", [fmt_float(f.peak_lr)], "peak LR from the plan"),
+        ("--min-lr", [fmt_float(f.final_lr)], "final LR"),
+        ("--lr-decay-style", ["WSD"], "warmup, stable, decay"),
+        ("--lr-wsd-decay-style", [_WSD_STYLE[f.cooldown_shape]], f"the plan's {f.cooldown_shape} cooldown"),
+        ("--lr-warmup-init", ["0.0"], "linear warmup from 0"),
+    ]
+    stable_end_step = f.total_steps - f.cooldown_steps
+    if ramped:
+        train_samples = f.samples_at_step(f.total_steps)
+        warm = f.samples_at_step(f.warmup_steps)
+        cool = train_samples - f.samples_at_step(stable_end_step)
+        lr += [
+            (
+                "--train-samples",
+                [str(train_samples)],
+                f"{f.total_steps:,} steps = {train_samples * f.seq_len:,} tokens (sample-based: Megatron refuses a "
+                "ramp with --train-iters)",
+            ),
+            ("--lr-warmup-samples", [str(warm)], f"samples in the first {f.warmup_steps:,} steps"),
+            ("--lr-decay-samples", [str(train_samples)], "WSD schedule spans the whole run"),
+            ("--lr-wsd-decay-samples", [str(cool)], f"samples in the last {f.cooldown_steps:,} steps"),
+        ]
+    else:
+        lr += [
+            ("--train-iters", [str(f.total_steps)], f"{f.total_steps:,} steps x {g:,} sequences"),
+            ("--lr-warmup-iters", [str(f.warmup_steps)], ""),
+            ("--lr-decay-iters", [str(f.total_steps)], "WSD schedule spans the whole run"),
+            ("--lr-wsd-decay-iters", [str(f.cooldown_steps)], "cooldown steps"),
+        ]
+    lr += [
+        ("--adam-beta1", [fmt_float(ASSUMED_OPTIMIZER["beta1"])], "assumed (see header)"),
+        ("--adam-beta2", [fmt_float(ASSUMED_OPTIMIZER["beta2"])], "assumed"),
+        ("--adam-eps", [fmt_float(ASSUMED_OPTIMIZER["eps"])], "assumed"),
+        ("--weight-decay", [fmt_float(ASSUMED_OPTIMIZER["weight_decay"])], "assumed"),
+        ("--clip-grad", [fmt_float(ASSUMED_OPTIMIZER["grad_clip_norm"])], "assumed"),
+    ]
+    groups.append(("learning rate and length", lr))
+
+    # ---- checkpoints ----
+    ck: list[Arg] = [
+        ("--save", ['"$CHECKPOINT_DIR"'], ""),
+        ("--load", ['"$CHECKPOINT_DIR"'], "resume from the latest checkpoint"),
+        ("--save-interval", [str(f.checkpoint_interval_steps)], "the plan's checkpoint interval (Daly)"),
+    ]
+    if f.zero != 3:
+        ck.append(("--ckpt-format", ["torch_dist"], "distributed checkpoint (needed for --async-save)"))
+        if f.async_checkpoint:
+            ck.append(("--async-save", [], "the plan stages the save through pinned host memory"))
+    elif f.async_checkpoint:
+        warnings.append(
+            "checkpoint: async save needs the torch_dist format, which Megatron FSDP cannot use; "
+            "saves will block"
+        )
+    milestone = f.milestone_every_steps
+    if milestone and milestone % f.checkpoint_interval_steps == 0:
+        ck.append(
+            ("--save-retain-interval", [str(milestone)], "keep these permanently (the plan's milestones)")
+        )
+    warnings.append(
+        f"checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the "
+        f"plan's {f.retention_generations} rolling generations need an external cleanup job"
+    )
+    groups.append(("checkpoints", ck))
+
+    data_args: list[Arg] = [
+        ("--data-path", ['"$DATA_PATH"'], "your tokenized data prefix(es)"),
+        ("--split", ["99,1,0"], "train/valid/test"),
+        ("--tokenizer-type", ["HuggingFaceTokenizer"], ""),
+        ("--tokenizer-model", ['"$TOKENIZER_MODEL"'], f"the plan assumes a vocabulary of {f.vocab_size:,}"),
+        ("--log-interval", ["1"], ""),
+    ]
+    groups.append(("data (placeholders)", data_args))
+
+    text = _render(f, data, groups, warnings)
+    filename = f"{f.name}.megatron.sh"
+    return ExportResult(target="megatron", text=text, warnings=warnings, filename=filename)
+
+
+def _render(f: Facts, data: dict, groups: list[tuple[str, list[Arg]]], warnings: list[str]) -> str:
+    fsdp = any(flag == "--use-megatron-fsdp" for _, args in groups for flag, _, _ in args)
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# Megatron-LM launch script for plan '{f.name}', generated by runplan {runplan_version()}.",
+        f"# Flags checked against {data['engine']} {data['version']}:",
+        "#   megatron/training/arguments.py (list: runplan/export/data/megatron_arguments.json).",
+        f"# World: {f.n_gpus} GPUs = {f.n_nodes} nodes x {f.gpus_per_node}; t={f.tp} p={f.pp} d={f.dp} c={f.cp} "
+        f"e={f.ep} v={f.vpp} ZeRO-{f.zero} b={f.micro_batch} m={f.microbatches} recompute={f.recompute}.",
+        f"# Assumed, {ASSUMED_OPTIMIZER_SOURCE}.",
+        "# Run on every node: NODE_RANK=<i> MASTER_ADDR=<node 0> DATA_PATH=... TOKENIZER_MODEL=... "
+        "CHECKPOINT_DIR=... MEGATRON_LM=<checkout> bash <this file>",
+    ]
+    if warnings:
+        lines.append("#")
+        lines.append("# WARNINGS (what this engine cannot express as planned):")
+        lines += [f"#   - {w}" for w in warnings]
+    lines += [
+        "set -euo pipefail",
+        "",
+        ': "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}"',
+        ': "${DATA_PATH:?set DATA_PATH}"',
+        ': "${TOKENIZER_MODEL:?set TOKENIZER_MODEL}"',
+        ': "${CHECKPOINT_DIR:?set CHECKPOINT_DIR}"',
+        f"GPUS_PER_NODE={f.gpus_per_node}",
+        f"NNODES={f.n_nodes}",
+    ]
+    if (f.tp > 1 or f.cp > 1) and not fsdp:
+        lines.append(
+            "export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron asserts this with TP/CP before Blackwell"
+        )
+    lines += ["", "ARGS=("]
+    for title, args in groups:
+        lines.append(f"  # {title}")
+        for flag, values, comment in args:
+            body = " ".join([flag, *[v if v.startswith('"$') else shlex.quote(v) for v in values]])
+            lines.append(f"  {body}" + (f"  # {comment}" if comment else ""))
+    lines += [
+        ")",
+        "",
+        'exec torchrun --nproc-per-node "$GPUS_PER_NODE" --nnodes "$NNODES" --node-rank "${NODE_RANK:-0}" \\',
+        '  --master-addr "${MASTER_ADDR:-localhost}" --master-port "${MASTER_PORT:-6000}" \\',
+        '  "$MEGATRON_LM/pretrain_gpt.py" "${ARGS[@]}" "$@"',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def parse_script_args(text: str) -> list[str]:
+    """The argument vector inside ``ARGS=( ... )`` of an exported script (comments dropped, quotes removed)."""
+    inside, tokens = False, []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == "ARGS=(":
+            inside = True
+            continue
+        if inside and stripped == ")":
+            break
+        if inside and stripped and not stripped.startswith("#"):
+            tokens += shlex.split(stripped, comments=True)
+    return tokens

@@ -1,0 +1,62 @@
+"""`runplan export`: stdout/-o/--json, warnings on stderr, one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.export._plans import EXAMPLES
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+
+PLAN = str(EXAMPLES / "moe-mixtral-8x7b.yaml")
+
+
+def _run(*args: str):
+    runner = (
+        CliRunner(mix_stderr=False)
+        if "mix_stderr" in CliRunner.__init__.__code__.co_varnames
+        else CliRunner()
+    )
+    return runner.invoke(app, ["export", *args])
+
+
+def test_deepspeed_to_stdout_warnings_to_stderr() -> None:
+    result = _run(PLAN, "--to", "deepspeed")
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)
+    assert config["train_batch_size"] == (
+        config["train_micro_batch_size_per_gpu"] * config["gradient_accumulation_steps"] * 256
+    )  # d = 256 GPUs
+    assert "runplan: warning: deepspeed: LR schedule" in result.stderr
+    assert "warning" not in result.stdout
+
+
+@pytest.mark.parametrize("target,suffix", [("megatron", ".megatron.sh"), ("torchtitan", ".torchtitan.toml")])
+def test_output_directory_gets_the_export_file(tmp_path, target: str, suffix: str) -> None:
+    result = _run(PLAN, "--to", target, "-o", str(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    path = tmp_path / f"moe-mixtral-8x7b{suffix}"
+    assert path.exists() and "WARNINGS" in path.read_text()
+    assert f"wrote {path}" in result.stderr
+
+
+def test_json_output() -> None:
+    result = _run(PLAN, "--to", "torchtitan", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert set(data) == {"target", "text", "filename", "warnings"} and data["target"] == "torchtitan"
+
+
+@pytest.mark.parametrize(
+    "args,where",
+    [
+        ([PLAN, "--to", "nemo"], "--to"),
+        (["/nonexistent/plan.yaml", "--to", "megatron"], "PLAN_FILE"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args: list[str], where: str) -> None:
+    result = _run(*args)
+    assert result.exit_code == 2
+    assert where in result.stderr and len(result.stderr.strip().splitlines()) == 1
