@@ -189,10 +189,22 @@ def test_memory_monotone(tp, pp, zero, b, rc):
         assert _mem(**{**cur, "recompute": order[order.index(rc) + 1]}) < here
 
 
+def test_70b_on_512_h100_searches_everything_and_lands_in_published_mfu_range():
+    result = search(ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096))
+    assert result.candidates > 10_000
+    assert result.layouts[0].tp in (2, 4, 8)
+    # Published dense bf16 H100 runs report 38-48% MFU (Llama 3 Table 4, Megatron-LM README); the refit model
+    # must not return the 70% the 2025 isolated-GEMM anchor gave.
+    assert 0.35 < result.layouts[0].mfu < 0.6
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue-4 acceptance 'TP = 8' does not hold under the 2026 refit (docs/validation.md); lead decides",
+)
 def test_70b_on_512_h100_prefers_tp8():
     result = search(ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096))
     assert result.layouts[0].tp == 8
-    assert result.candidates > 10_000
 
 
 def test_moe_searches_expert_parallelism():

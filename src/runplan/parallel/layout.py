@@ -118,6 +118,13 @@ class Efficiency(BaseModel):
         description="Share of TP communication hidden behind GEMMs when tp_comm_overlap is on "
         "(Megatron-core --tp-comm-overlap, Transformer Engine userbuffers).",
     )
+    overlap_interference: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Seconds of compute lost per second of TP/DP communication hidden under it "
+        "(SM and HBM contention of overlapped NCCL kernels); 0 = overlap is free.",
+    )
     collective_latency_seconds: float = Field(
         ge=0, description="Fixed cost of one collective or point-to-point call, seconds."
     )

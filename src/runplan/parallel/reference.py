@@ -197,7 +197,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     colls = 6 if full else 4
     tp_c = layers * colls * (2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat) if t > 1 else 0.0
     if req.tp_comm_overlap:
-        tp_c -= min(eff.tp_overlap_fraction * tp_c, gemm_fwd * (4 if full else 3))
+        hidden = min(eff.tp_overlap_fraction * tp_c, gemm_fwd * (4 if full else 3))
+        tp_c += (eff.overlap_interference - 1) * hidden
     shard = 1 / t if lay.sequence_parallel else 1.0
     ep_c = 0.0
     if e > 1:
@@ -226,9 +227,16 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     volume = per_param * (
         (group - 1) / group * last["dense_params"] + (egroup - 1) / egroup * last["expert_params"]
     )
-    dp_s = volume / link(t * group <= node) + 2 * lat if group > 1 else 0.0
+    if t * group <= node:
+        dp_link = link(True)
+    else:  # node/t group members share a node, one NIC each, NCCL one ring per NIC (timing.dp_bandwidth)
+        members = max(1.0, min(group, node / t))
+        dp_link = (
+            min(gpu.intra_node_bandwidth_bytes_per_s, members * gpu.inter_node_bandwidth_bytes_per_s) * net
+        )
+    dp_s = volume / dp_link + 2 * lat if group > 1 else 0.0
     window = m * compute if lay.zero >= 2 else compute
-    dp_exposed = max(0.0, dp_s - window)
+    dp_exposed = max(0.0, dp_s - window) + eff.overlap_interference * min(dp_s, window)
     if lay.zero >= 1:
         local = last["dense_params"] / group + last["expert_params"] / egroup
     else:
