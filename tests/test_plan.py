@@ -244,3 +244,24 @@ def test_goodput_is_the_exact_renewal_formula_for_the_printed_numbers(planned):
     elapsed = full * segment(tau) + (segment(rest) if rest > 0 else 0.0)
     assert r.expected_elapsed_seconds == pytest.approx(elapsed, rel=1e-6)
     assert r.goodput == pytest.approx(work / elapsed, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["allocate", "--flops", "2e23", "--gpus", "1024", "--price-per-gpu-hour", "2"],
+        ["allocate", "--flops", "2e23", "--tokens-per-param", "1e6"],
+        ["allocate", "--flops", "2e23", "--inference-tokens", "1e13"],
+        ["parallelize", "--model", "mixtral-8x7b", "--gpus", "64", "--training-tokens", "1T"],
+        ["sweep", "--flops", "2e23", "--budgets", "3", "--wsd", "--gpu", "h100-sxm"],
+        ["fit", str(EXAMPLES_DIR / "isoflop_synthetic.csv"), "--bootstrap", "5"],
+    ],
+    ids=["allocate", "allocate-ratio", "allocate-inference", "parallelize", "sweep", "fit"],
+)
+def test_terminal_output_has_no_nan_inf_or_negative_times(args):
+    """Numbers printed to users never read nan or inf, and no duration is negative (issue 7)."""
+    result = run(*args)
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout + result.stderr
+    assert not BAD_TOKENS.search(text.replace("inference", "")), text
+    assert not re.search(r"-\d[\d.,]*\s*(s|ms|days?|hours?|GPU-h)\b", text), text

@@ -104,7 +104,7 @@ def _law(spec: PlanSpec, base_dir: Path):
 
 
 def _flops(spec: PlanSpec, gpu: GpuSpec, n_gpus: int, law_params: float | None) -> float:
-    from runplan.scaling.budget import SECONDS_PER_HOUR, flops_from_hardware
+    from runplan.scaling.budget import SECONDS_PER_HOUR, check_training_flops, flops_from_hardware
 
     budget = spec.budget
     if budget is None:
@@ -114,18 +114,22 @@ def _flops(spec: PlanSpec, gpu: GpuSpec, n_gpus: int, law_params: float | None) 
             hint="add e.g. 'budget: {flops: 2e23}' or, with a fixed model, 'budget: {tokens: 2T}'",
         )
     if budget.flops is not None:
-        return budget.flops
+        return check_training_flops(budget.flops, where="budget.flops")
     if budget.days is not None:
-        return flops_from_hardware(n_gpus, budget.days, gpu, budget.mfu)
+        return check_training_flops(
+            flops_from_hardware(n_gpus, budget.days, gpu, budget.mfu), where="budget.days"
+        )
     if budget.gpu_hours is not None:
-        return budget.gpu_hours * SECONDS_PER_HOUR * gpu.bf16_flops * budget.mfu
+        return check_training_flops(
+            budget.gpu_hours * SECONDS_PER_HOUR * gpu.bf16_flops * budget.mfu, where="budget.gpu_hours"
+        )
     if law_params is None:
         raise SpecError(
             "budget.tokens needs a fixed model",
             where="budget.tokens",
             hint="add 'model: <preset or size>' or give budget.flops instead",
         )
-    return 6.0 * law_params * budget.tokens
+    return check_training_flops(6.0 * law_params * budget.tokens, where="budget.tokens")
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,8 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
 def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
     """Steps 1-3: compute, allocation, and the concrete shape."""
     from runplan.architect import resolve_model, shape_for_params
-    from runplan.scaling.allocate import Objective, allocate
+    from runplan.errors import Infeasible
+    from runplan.scaling.allocate import MIN_PARAMS, Objective, allocate
 
     law = inputs.law
     if spec.model is not None:
@@ -197,13 +202,30 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
             shape, resolution = resolve_model(spec.model.name, inputs.catalog, where="model")
         law_params = float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
         flops = _flops(spec, inputs.gpu, inputs.n_gpus, law_params)
+        if law_params < MIN_PARAMS:
+            raise SpecError(
+                f"the model has {law_params:.3g} parameters ({law.param_count} count), below the smallest "
+                f"sensible model ({MIN_PARAMS:.0e})",
+                where="model",
+                hint="pick a larger preset or size",
+            )
         allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
     else:
         flops = _flops(spec, inputs.gpu, inputs.n_gpus, None)
         allocation = allocate(flops, spec.objective, law)
-        shape = shape_for_params(
-            allocation.params, vocab_size=spec.training.vocab_size, count=law.param_count
-        )
+        try:
+            shape = shape_for_params(
+                allocation.params, vocab_size=spec.training.vocab_size, count=law.param_count
+            )
+        except SpecError as error:  # the allocation is fine; no shape of that size can be generated
+            raise Infeasible(
+                f"the budget allocates N = {allocation.params:.3g} parameters, but {error.message}",
+                suggestions=[
+                    *([error.hint] if error.hint else []),
+                    "change the budget or objective so that N lands between 1e8 and 2e12",
+                    "or fix the model with 'model: <preset or size>'",
+                ],
+            ) from None
         resolution = (
             f"generated for N = {allocation.params:.4g} ({law.param_count} count) by the architect "
             "rules (docs/catalog.md)"
@@ -216,13 +238,15 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
     """Steps 4-5 input: the batch target (plan file, else DeepSeek's B_opt) and the layout search request."""
     from runplan.parallel.batch import critical_batch
     from runplan.parallel.layout import ParallelRequest
+    from runplan.parallel.search import PLAN_KEYS, validate_request
 
     crit = critical_batch(shape, inputs.seq_len, tokens)  # DeepSeek B_opt at C = M·D: target and ceiling
     compute = crit.compute_flops
     if spec.schedule.global_batch_tokens:
         target, reason = spec.schedule.global_batch_tokens, "plan file schedule.global_batch_tokens"
     else:
-        target = crit.tokens
+        # at least one sequence, at most the whole run (tiny runs: the law's batch can exceed D)
+        target = min(max(crit.tokens, float(inputs.seq_len)), max(tokens, float(inputs.seq_len)))
         reason = f"DeepSeek B_opt = 0.2920·C^0.3271 at C = M·D = {compute:.3g} (Bi et al. 2024, Eq. 1)"
     request = ParallelRequest(
         model=shape,
@@ -236,6 +260,7 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
         pins=spec.parallel,
         top=5,
     )
+    validate_request(request, PLAN_KEYS)
     return LayoutStage(request, target, compute, reason)
 
 

@@ -52,9 +52,61 @@ def suggest(word: str, choices: list[str], cutoff: float = 0.6) -> str | None:
     return match[0] if match else None
 
 
+def _is_tag(part: Any) -> bool:
+    """True for the tags pydantic puts into ``loc`` (union members, validators), not data keys.
+
+    Tags look like ``str``, ``int``, ``GpuSpec``, ``function-after[_one(), ModelChoice]``, ``list[...]``;
+    data keys in runplan files are snake_case (or one capital letter: the law's E, A, B).
+    """
+    if isinstance(part, int):
+        return False
+    text = str(part)
+    return (
+        "[" in text
+        or "-" in text[:1]
+        or text in _TYPE_TAGS
+        or (len(text) > 1 and text[:1].isupper() and not text.isupper() and "_" not in text)
+    )
+
+
+_TYPE_TAGS = {
+    "str",
+    "int",
+    "float",
+    "bool",
+    "none",
+    "list",
+    "dict",
+    "tuple",
+    "set",
+    "bytes",
+    "constrained-str",
+}
+_KINDS = {
+    "string_type": "a string",
+    "model_type": "a mapping of keys",
+    "dict_type": "a mapping of keys",
+    "model_attributes_type": "a mapping of keys",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "list_type": "a list",
+    "tuple_type": "a list",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+}
+
+
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     # pydantic adds tags like 'function-after[...]' or union member names to loc; keep data keys only
-    return tuple(part for part in loc if isinstance(part, int) or ("[" not in part and "-" not in part[:1]))
+    return tuple(part for part in loc if not _is_tag(part))
+
+
+def _union_mismatch(problem: dict[str, Any]) -> bool:
+    """A union member that did not even match the input's type ('str' branch given a mapping)."""
+    loc = tuple(problem["loc"])
+    return bool(loc) and _is_tag(loc[-1]) and problem["type"] in _KINDS
 
 
 def spec_error_from_validation(
@@ -66,9 +118,23 @@ def spec_error_from_validation(
 ) -> SpecError:
     """The first validation problem as a SpecError; ``(+N more)`` says how many others there are."""
     problems = error.errors(include_url=False)
-    # an unknown key usually explains a missing one (a misspelling): report it first
-    problems.sort(key=lambda p: p["type"] != "extra_forbidden")
+    # an unknown key usually explains a missing one (a misspelling): report it first; a union member
+    # that did not match the input's type at all ('str' given a mapping) explains least
+    problems.sort(key=lambda p: (p["type"] != "extra_forbidden", _union_mismatch(p)))
     first = problems[0]
+    if _union_mismatch(first):  # every member rejected the type: say which kinds are accepted
+        loc = _clean_loc(tuple(first["loc"]))
+        kinds = []
+        for p in problems:
+            if _union_mismatch(p) and _clean_loc(tuple(p["loc"])) == loc and _KINDS[p["type"]] not in kinds:
+                kinds.append(_KINDS[p["type"]])
+        first = {
+            **first,
+            "type": "union_type",
+            "msg": f"must be {' or '.join(kinds)}, got {first.get('input')!r}",
+        }
+    else:
+        problems = [p for p in problems if not _union_mismatch(p)]
     loc = _clean_loc(tuple(first["loc"]))
     full = (*prefix, *loc)
     message = first["msg"]
@@ -103,7 +169,7 @@ def spec_error_from_validation(
         message = "must be" + message.removeprefix("Input should be") + f", got {first.get('input')!r}"
     else:
         message = message.removeprefix("Value error, ")
-    if len(problems) - explained > 1:
+    if first["type"] != "union_type" and len(problems) - explained > 1:
         message += f" (+{len(problems) - 1 - explained} more)"
     source = loaded.where(full) if loaded is not None else None
     return SpecError(message, where=_path_text(full) or None, source=source, hint=hint)

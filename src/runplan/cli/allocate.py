@@ -118,18 +118,36 @@ def _objective(
             hint="add --inference-tokens",
         )
     if tokens_per_param is not None:
-        return Objective(
-            kind="tokens_per_param", tokens_per_param=_number(tokens_per_param, "--tokens-per-param")
+        return _validated(
+            Objective,
+            "--tokens-per-param",
+            kind="tokens_per_param",
+            tokens_per_param=_number(tokens_per_param, "--tokens-per-param"),
         )
     if params is not None:
-        return Objective(kind="fixed_params", params=_number(params, "--params"))
+        return _validated(Objective, "--params", kind="fixed_params", params=_number(params, "--params"))
     if inference_tokens is not None:
-        return Objective(
+        return _validated(
+            Objective,
+            "--inference-tokens",
             kind="inference_optimal",
             inference_tokens=_number(inference_tokens, "--inference-tokens", positive=False),
             target_loss=_number(target_loss, "--target-loss"),
         )
     return Objective(kind="compute_optimal")
+
+
+def _validated(model: Any, flag: str, **fields: Any) -> Any:
+    """Build an input model from flag values; a validation error names ``flag`` (one line, exit 2)."""
+    from pydantic import ValidationError
+
+    from runplan.errors import SpecError
+
+    try:
+        return model(**fields)
+    except ValidationError as error:
+        message = error.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+        raise SpecError(message, where=flag) from None
 
 
 def _count_phrase(param_count: str) -> str:

@@ -99,7 +99,8 @@ def print_json(data: Any) -> None:
 def console(stderr: bool = False):  # -> rich.console.Console, imported lazily
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    # diagnostics on stderr stay one line each (a note wrapped at 80 columns reads as several messages)
+    return Console(stderr=stderr, highlight=False, soft_wrap=stderr)
 
 
 __all__ = ["EXIT_BAD_INPUT", "console", "debug_enabled", "fail", "handle_errors", "print_json"]

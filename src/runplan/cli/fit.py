@@ -68,6 +68,8 @@ def render(report: Any) -> None:
             f"{p.objective:.4g} ({p.converged_starts}/{p.starts} starts converged, {p.seconds:.1f} s)",
         )
         out.print(table)
+        for note in p.notes:
+            console(stderr=True).print(f"note: {note}")
     iso = report.isoflop
     if iso is not None:
         out.print(f"\n[bold]Approach 2[/bold], isoFLOP parabolas ({iso.grouping})")

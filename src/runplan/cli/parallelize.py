@@ -21,6 +21,12 @@ def _num(value: str | None, flag: str) -> float | None:
     return None if value is None else parse_number(value, where=flag)
 
 
+def _bytes(value: str | None, flag: str) -> float | None:
+    from runplan.units import parse_bytes
+
+    return None if value is None else parse_bytes(value, where=flag)
+
+
 def _count(value: str | None, flag: str) -> int | None:
     from runplan.errors import SpecError
     from runplan.units import parse_count
@@ -33,6 +39,34 @@ def _count(value: str | None, flag: str) -> int | None:
     return number
 
 
+#: The flag that fills each field of Pins, Constraints and ParallelRequest (for error messages).
+_FLAG_OF = {
+    "tp": "--tp",
+    "pp": "--pp",
+    "dp": "--dp",
+    "ep": "--ep",
+    "cp": "--cp",
+    "zero": "--zero",
+    "micro_batch": "--mbs",
+    "microbatches": "--microbatches",
+    "vpp": "--vpp",
+    "recompute": "--recompute",
+    "max_bubble_fraction": "--max-bubble",
+    "memory_headroom_fraction": "--headroom",
+    "reserve_bytes": "--reserve",
+    "min_global_batch_tokens": "--min-batch",
+    "max_global_batch_tokens": "--max-batch",
+    "n_gpus": "--gpus",
+    "gpus_per_node": "--gpus-per-node",
+    "seq_len": "--seq-len",
+    "global_batch_tokens": "--global-batch",
+    "global_batch_tolerance": "--batch-tolerance",
+    "training_tokens": "--training-tokens",
+    "top": "--top",
+    "mfu_override": "--mfu",
+}
+
+
 def _build(pydantic_model: Any, where: str, **fields: Any) -> Any:
     """Construct a pydantic model, turning a validation error into SpecError naming the flag."""
     from pydantic import ValidationError
@@ -42,9 +76,13 @@ def _build(pydantic_model: Any, where: str, **fields: Any) -> Any:
     try:
         return pydantic_model(**{k: v for k, v in fields.items() if v is not None})
     except ValidationError as error:
-        first = error.errors()[0]
+        first = error.errors(include_url=False)[0]
         key = ".".join(str(p) for p in first["loc"])
-        raise SpecError(first["msg"], where=f"{where}{('.' + key) if key else ''}") from None
+        flag = _FLAG_OF.get(str(first["loc"][0]) if first["loc"] else "", f"{where}.{key}" if key else where)
+        message = first["msg"].removeprefix("Value error, ")
+        if message.startswith("Input should be"):
+            message = "must be" + message.removeprefix("Input should be") + f", got {first.get('input')!r}"
+        raise SpecError(message, where=flag) from None
 
 
 def parallelize(
@@ -117,7 +155,9 @@ def parallelize(
         )
     zero_stage = None
     if zero is not None:
-        zero_stage = int(_num(zero, "--zero"))
+        from runplan.units import parse_count
+
+        zero_stage = parse_count(zero, where="--zero")
         if zero_stage not in (0, 1, 2, 3):
             raise SpecError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero!r}", where="--zero")
     pins = _build(
@@ -140,7 +180,7 @@ def parallelize(
         "constraints",
         max_bubble_fraction=_num(max_bubble, "--max-bubble"),
         memory_headroom_fraction=_num(headroom, "--headroom"),
-        reserve_bytes=reserve,
+        reserve_bytes=_bytes(reserve, "--reserve"),
         min_global_batch_tokens=_num(min_batch, "--min-batch"),
         max_global_batch_tokens=_num(max_batch, "--max-batch"),
         allow_cross_node_tp=allow_cross_node_tp or None,
@@ -188,6 +228,9 @@ def parallelize(
         constraints=constraints,
         pins=pins,
     )
+    from runplan.parallel.search import FLAG_NAMES, validate_request
+
+    validate_request(request, FLAG_NAMES)
     _answer(request, resolution, as_json)
 
 

@@ -360,7 +360,6 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
     final = spec.final_lr_fraction * peak
     notes["final_lr"] = f"{spec.final_lr_fraction:g} × peak = {final:.3g}"
 
-    boundaries = _boundary_tokens(stages)  # tokens after k steps, k = 0..S
     if spec.warmup_tokens is not None:
         warm_target, warm_reason = (
             spec.warmup_tokens,
@@ -371,8 +370,8 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
         warm_target = fraction * scheduled
         warm_reason = f"{fraction:g} × {fmt(scheduled)} tokens = {fmt(warm_target)} tokens"
     cool_target = spec.cooldown_fraction * scheduled
-    warm_end = max(1, int(np.argmin(np.abs(boundaries - warm_target))))
-    cool_start = int(np.argmin(np.abs(boundaries - (scheduled - cool_target))))
+    warm_end = max(1, _nearest_boundary(stages, warm_target))
+    cool_start = _nearest_boundary(stages, scheduled - cool_target)
     cool_start = min(cool_start, total_steps - 1)
     if warm_end > cool_start:
         raise SpecError(
@@ -392,7 +391,7 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
         ("stable", "constant", warm_end, cool_start, peak, peak),
         ("cooldown", spec.cooldown_shape, cool_start, total_steps, peak, final),
     ):
-        t0, t1 = float(boundaries[start]), float(boundaries[end])
+        t0, t1 = (float(x) for x in tokens_at_step(stages, np.array([start, end])))
         phases.append(
             LrPhase(
                 name=name,
@@ -471,6 +470,34 @@ def _boundary_tokens(stages: list[BatchStage]) -> np.ndarray:
     total = stages[-1].end_step
     steps = np.arange(total + 1)
     return tokens_at_step(stages, steps)
+
+
+def _nearest_boundary(stages: list[BatchStage], target: float) -> int:
+    """The step k in 0..S whose boundary B(k) (tokens after k steps) is nearest ``target``, first on ties.
+
+    Same answer as ``argmin |_boundary_tokens(stages) − target|`` without materialising every step (a run of
+    1e8 steps would need a 1e8-element array): B is increasing, so a bisection finds the first k with
+    B(k) ≥ target and the answer is k or k − 1.
+    """
+    import numpy as np  # lazy: `runplan --help` must not load numpy
+
+    total = stages[-1].end_step
+
+    def at(k: int) -> float:
+        return float(tokens_at_step(stages, np.array([k]))[0])
+
+    if at(total) < target:
+        return total
+    lo, hi = 0, total
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if at(mid) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo > 0 and abs(at(lo - 1) - target) <= abs(at(lo) - target):
+        return lo - 1
+    return lo
 
 
 def tokens_at_step(stages: list[BatchStage], steps: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from runplan.errors import Infeasible
+from runplan.errors import Infeasible, SpecError
 from runplan.parallel.batch import critical_batch
 from runplan.parallel.layout import (
     RECOMPUTE_CODES,
@@ -42,6 +42,75 @@ def divisors(n: int) -> list[int]:
     """Positive divisors of ``n`` in increasing order."""
     small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
     return sorted(set(small + [n // k for k in small]))
+
+
+#: User-facing names of the request fields that :func:`validate_request` checks, per entry point.
+FLAG_NAMES = {
+    "n_gpus": "--gpus",
+    "gpus_per_node": "--gpus-per-node",
+    "global_batch_tokens": "--global-batch",
+    "training_tokens": "--training-tokens",
+    "min_global_batch_tokens": "--min-batch",
+    "max_global_batch_tokens": "--max-batch",
+    "mfu_override": "--mfu",
+    "seq_len": "--seq-len",
+}
+PLAN_KEYS = {
+    "n_gpus": "cluster.gpus",
+    "gpus_per_node": "cluster.gpus_per_node",
+    "global_batch_tokens": "schedule.global_batch_tokens",
+    "training_tokens": "budget",
+    "min_global_batch_tokens": "constraints.min_global_batch_tokens",
+    "max_global_batch_tokens": "constraints.max_global_batch_tokens",
+    "mfu_override": "mfu_override",
+    "seq_len": "training.seq_len",
+}
+
+
+def validate_request(request: ParallelRequest, names: dict[str, str] | None = None) -> None:
+    """Refuse requests no layout search can answer sensibly, with a SpecError naming the flag or key.
+
+    ``names`` maps request fields to what the user typed (:data:`FLAG_NAMES`, :data:`PLAN_KEYS`). Checks:
+    whole nodes (a job of more than one node uses every GPU of each node), a target batch of at least one
+    sequence and at most the training tokens (else the run is less than one step), a batch range with
+    min ≤ max, and an MFU override above 0 (it divides the step time).
+    """
+    name = {field: field for field in FLAG_NAMES} | (names or {})
+    n, node = request.n_gpus, request.node_size
+    if n > node and n % node:
+        raise SpecError(
+            f"{n} GPUs do not fill whole nodes of {node}",
+            where=name["n_gpus"],
+            hint=f"use a multiple of {node}, e.g. {n - n % node or node}, or set GPUs per node",
+        )
+    batch, tokens = request.global_batch_tokens, request.training_tokens
+    if batch is not None and batch < request.seq_len:
+        raise SpecError(
+            f"a global batch of {batch:,.0f} tokens is less than one sequence of {request.seq_len:,}",
+            where=name["global_batch_tokens"],
+            hint=f"use a multiple of the sequence length, e.g. {request.seq_len * 256:,}",
+        )
+    if batch is not None and tokens is not None and batch > tokens:
+        raise SpecError(
+            f"a global batch of {batch:.4g} tokens is more than the {tokens:.4g} training tokens "
+            "(the run would be less than one step)",
+            where=name["global_batch_tokens"],
+            hint="typical batches are 1M to 16M tokens",
+        )
+    cons = request.constraints
+    low, high = cons.min_global_batch_tokens, cons.max_global_batch_tokens
+    if low is not None and high is not None and low > high:
+        raise SpecError(
+            f"the smallest batch {low:.4g} is above the largest {high:.4g}",
+            where=name["min_global_batch_tokens"],
+            hint=f"swap them, or lower {name['min_global_batch_tokens']}",
+        )
+    if request.mfu_override is not None and request.mfu_override <= 0:
+        raise SpecError(
+            f"must be above 0, got {request.mfu_override:g}",
+            where=name["mfu_override"],
+            hint="typical: 0.3 to 0.5",
+        )
 
 
 def batch_range_tokens(request: ParallelRequest, crit: CriticalBatch) -> tuple[float, float, str]:
@@ -304,6 +373,7 @@ def _estimate(
 def search(request: ParallelRequest) -> SearchResult:
     """Evaluate every layout of the space, keep the feasible ones, rank by predicted tokens per second."""
     start = time.perf_counter()
+    validate_request(request)
     shape, cons = request.model, request.constraints
     crit = critical_batch(shape, request.seq_len, request.training_tokens)
     low, high, batch_source = batch_range_tokens(request, crit)

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runplan.errors import Infeasible, SpecError
 from runplan.hardware import GpuSpec
-from runplan.scaling.budget import hardware_cost
+from runplan.scaling.budget import check_training_flops, hardware_cost
 from runplan.scaling.laws import ParametricLaw
 from runplan.units import NonNegativeNumber, PositiveNumber
 
@@ -35,6 +35,15 @@ _KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "inference_optimal": ("inference_tokens",),
 }
 _OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {"inference_optimal": ("target_loss",)}
+
+#: Smallest run worth planning: a million parameters trained on a million tokens. Below that a "model" is
+#: smaller than its own embedding table at any real vocabulary (32k × 32 = 1M), and a million tokens is a few
+#: hundred sequences; the laws were fitted from ~7e7 parameters up (Hoffmann et al. 2022, Table A9).
+MIN_PARAMS = 1e6
+MIN_TOKENS = 1e6
+#: Tokens per parameter of published pre-training runs span about 1 (early GPT-3-era models trained short)
+#: to ~6e4 (Qwen3 0.6B: 36T tokens); outside that range an allocation is flagged.
+TOKENS_PER_PARAM_RANGE = (1.0, 1e5)
 
 
 class Objective(BaseModel):
@@ -64,6 +73,11 @@ class Objective(BaseModel):
 
     @model_validator(mode="after")
     def _fields_match_kind(self) -> Objective:
+        if self.params is not None and self.params < MIN_PARAMS:
+            raise ValueError(
+                f"params {self.params:g} is below the smallest sensible model ({MIN_PARAMS:.0e} parameters); "
+                "write the size with a suffix, e.g. 7B"
+            )
         needed = _KIND_FIELDS[self.kind]
         allowed = set(needed) | set(_OPTIONAL_FIELDS.get(self.kind, ()))
         for field in needed:
@@ -174,8 +188,8 @@ def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> A
 
     ``flops`` may be None only for ``inference_optimal`` with a ``target_loss``.
     """
-    if flops is not None and not (flops > 0 and math.isfinite(flops)):
-        raise SpecError(f"the compute budget must be a positive number, got {flops!r}", where="--flops")
+    if flops is not None:
+        check_training_flops(flops, where="--flops")
     kind = objective.kind
     common = {
         "objective": kind,
@@ -223,7 +237,14 @@ def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> A
             "compute_optimal_total_flops": reference_total,
             "total_flops_saving": 1.0 - (training + inference) / reference_total,
         }
+    _check_sensible(law, objective, flops, n, d)
     notes = [note] if (note := law.extrapolation_note(n, d)) else []
+    low, high = TOKENS_PER_PARAM_RANGE
+    if not low <= d / n <= high:
+        notes.append(
+            f"{d / n:.3g} tokens per parameter is outside the range of published runs, {low:g} to {high:.0e} "
+            "(Chinchilla 20, Llama 3 8B ~1,900): the law was not fitted there, so treat the loss as a guess"
+        )
     return Allocation(
         **common,
         flops=6.0 * n * d,
@@ -233,6 +254,40 @@ def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> A
         loss=law.loss(n, d),
         notes=notes,
         **extra,
+    )
+
+
+def _check_sensible(
+    law: ParametricLaw, objective: Objective, flops: float | None, n: float, d: float
+) -> None:
+    """Infeasible when the budget cannot train even the smallest sensible run (MIN_PARAMS, MIN_TOKENS).
+
+    The suggested budget is the smallest C at which this objective gives N ≥ MIN_PARAMS and D ≥ MIN_TOKENS:
+    compute-optimal N = G·(C/6)^a and D = G⁻¹·(C/6)^b (Hoffmann Eq. 4) invert to C = 6·(N/G)^(1/a) and
+    C = 6·(D·G)^(1/b); a fixed ratio r gives C = 6·r·N² and C = 6·D²/r; a fixed N gives C = 6·N·D.
+    """
+    if n >= MIN_PARAMS and d >= MIN_TOKENS:
+        return
+    kind = objective.kind
+    if kind == "compute_optimal":
+        need = max(6.0 * (MIN_PARAMS / law.G) ** (1.0 / law.a), 6.0 * (MIN_TOKENS * law.G) ** (1.0 / law.b))
+    elif kind == "tokens_per_param":
+        r = objective.tokens_per_param
+        need = max(6.0 * r * MIN_PARAMS**2, 6.0 * MIN_TOKENS**2 / r)
+    elif kind == "fixed_params":
+        need = 6.0 * n * MIN_TOKENS
+    else:
+        need = None
+    budget = f"a budget of {flops:.3g} FLOPs" if flops is not None else "the target loss"
+    suggestions = [f"raise the budget to at least {need:.2g} FLOPs"] if need is not None else []
+    if kind == "fixed_params":
+        suggestions.append("train a smaller model")
+    if kind == "inference_optimal":
+        suggestions.append("ask for a lower target loss")
+    raise Infeasible(
+        f"{budget} gives N = {n:.3g} parameters and D = {d:.3g} tokens ({kind}): below the smallest sensible "
+        f"run ({MIN_PARAMS:.0e} parameters on {MIN_TOKENS:.0e} tokens)",
+        suggestions=suggestions,
     )
 
 
@@ -258,4 +313,12 @@ def with_hardware(
     )
 
 
-__all__ = ["Allocation", "Objective", "allocate", "inference_optimal_params", "with_hardware"]
+__all__ = [
+    "MIN_PARAMS",
+    "MIN_TOKENS",
+    "Allocation",
+    "Objective",
+    "allocate",
+    "inference_optimal_params",
+    "with_hardware",
+]

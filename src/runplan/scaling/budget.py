@@ -15,6 +15,27 @@ from runplan.hardware import GpuSpec
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86400.0
 
+#: Largest training budget runplan plans for: 1e30 FLOPs is 8e7 H100-years at 40% MFU (1e30 / (989e12 × 0.4)
+#: s), a million H100s for 80 years, some 2,000× the largest runs reported by 2025 (~5e26, Epoch AI's
+#: notable-models data). Anything above is a typo (an extra digit in the exponent), not a plan.
+MAX_TRAINING_FLOPS = 1e30
+
+
+def check_training_flops(flops: float, *, where: str | None = "--flops") -> float:
+    """Return ``flops`` if it is a finite budget in (0, MAX_TRAINING_FLOPS]; else a SpecError naming ``where``."""
+    import math
+
+    if not (isinstance(flops, int | float) and math.isfinite(flops) and flops > 0):
+        raise SpecError(f"the compute budget must be a positive number, got {flops!r}", where=where)
+    if flops > MAX_TRAINING_FLOPS:
+        raise SpecError(
+            f"a budget of {flops:.3g} FLOPs is beyond any trainable run (limit {MAX_TRAINING_FLOPS:.0e}: a "
+            "million H100s for 80 years)",
+            where=where,
+            hint="check the exponent, e.g. 2e23; the largest runs reported by 2025 used about 5e26",
+        )
+    return float(flops)
+
 
 def _check(mfu: float, gpus: float | None = None) -> None:
     if not 0 < mfu <= 1:

@@ -31,6 +31,12 @@ from runplan.scaling.laws import FittedRange, ParametricLaw
 
 HUBER_DELTA = 1e-3
 MAX_CSV_BYTES = 50_000_000
+#: Approach 3 fits at most this many runs: above it, a seeded random subsample. A sweep has tens to hundreds
+#: of runs (Hoffmann et al. 2022 fit ~400); a CSV of 1e6 rows is almost always a training log (one row per
+#: step), and five coefficients are pinned long before 5,000 points, while time and memory grow linearly.
+MAX_FIT_RUNS = 5_000
+#: Elements per temporary array in the vectorized grid evaluation (starts × runs), about 32 MB of float64.
+_GRID_CHUNK_ELEMENTS = 1 << 22
 
 
 # ==== reading runs ===============================================================================
@@ -62,7 +68,9 @@ class Runs(BaseModel):
 
     def drop_highest_loss(self, count: int) -> Runs:
         """Drop the ``count`` highest-loss runs (Besiroglu et al. drop 5 from the Chinchilla points)."""
-        if count <= 0:
+        if count < 0:
+            raise SpecError(f"must not be negative, got {count}", where="--drop-highest")
+        if count == 0:
             return self
         if count >= self.size:
             raise SpecError(f"cannot drop {count} of {self.size} runs", where="--drop-highest")
@@ -122,7 +130,16 @@ def read_runs(
     if not header:
         raise SpecError("empty file: expected a header row such as 'params,tokens,loss'", source=source)
     header = [h.strip() for h in header]
-    index = {name: i for i, name in enumerate(header)}
+    index: dict[str, int] = {}
+    for i, name in enumerate(header):
+        if name in index and name in (params_col, tokens_col, flops_col, loss_col):
+            raise SpecError(
+                f"column '{name}' appears twice (columns {index[name] + 1} and {i + 1})",
+                source=source,
+                where="line 1",
+                hint="rename or remove one of them",
+            )
+        index.setdefault(name, i)
 
     def need(column: str, flag: str) -> int:
         if column not in index:
@@ -150,14 +167,61 @@ def read_runs(
     columns = [(params_col, i_n), (loss_col, i_l)]
     columns += [(tokens_col, i_d)] if i_d is not None else []
     columns += [(flops_col, i_c)] if i_c is not None else []
+    all_rows = list(reader)
+    physical_lines = reader.line_num
+    # line of each record: i + 2 unless a quoted field spans lines (then recount record by record)
+    if physical_lines == len(all_rows) + 1:
+        keep = [i for i, r in enumerate(all_rows) if "".join(r).strip()]
+        rows = [all_rows[i] for i in keep]
+        row_lines = [i + 2 for i in keep]
+    else:
+        rows, row_lines = [], []
+        recount = csv.reader(text.splitlines())
+        next(recount, None)
+        for row_values in recount:
+            if "".join(row_values).strip():
+                rows.append(row_values)
+                row_lines.append(recount.line_num)
+    if not rows:
+        raise SpecError("no runs after the header row", source=source)
+    width = max(i for _, i in columns) + 1
+    fast: dict[str, np.ndarray] = {}
+    if all(len(r) >= width for r in rows):  # vectorized parse; the row loop below names the first bad cell
+        try:
+            with np.errstate(all="ignore"):
+                for name, i in columns:
+                    fast[name] = np.array([r[i] for r in rows], dtype=float)
+        except ValueError:
+            fast = {}
+    if fast and all(bool(np.all(np.isfinite(v) & (v > 0))) for v in fast.values()):
+        values_np = fast
+        lines = row_lines
+    else:
+        values_np = _parse_rows(rows, row_lines, columns, source, loss_col)
+        lines = row_lines
+    n = values_np[params_col]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        d = values_np[tokens_col] if i_d is not None else values_np[flops_col] / (6.0 * n)
+        c = values_np[flops_col] if i_c is not None else 6.0 * n * d
+    bad = ~(np.isfinite(d) & np.isfinite(c) & (d > 0) & (c > 0))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        derived = flops_col if i_c is None else tokens_col
+        raise SpecError(
+            f"the derived {derived} (C = 6·N·D) is not a finite positive number",
+            source=source,
+            where=f"row {k + 1} (line {lines[k]})",
+            hint="check the magnitudes of params, tokens and flops",
+        )
+    return Runs(params=n, tokens=d, flops=c, loss=values_np[loss_col], lines=np.array(lines), source=source)
+
+
+def _parse_rows(
+    rows: list[list[str]], row_lines: list[int], columns: list[tuple[str, int]], source: str, loss_col: str
+) -> dict[str, np.ndarray]:
+    """Cell-by-cell parse: the first bad cell is a SpecError naming its row, line and column."""
     values: dict[str, list[float]] = {name: [] for name, _ in columns}
-    lines: list[int] = []
-    row = 0
-    for row_values in reader:
-        line = reader.line_num
-        if not any(cell.strip() for cell in row_values):
-            continue
-        row += 1
+    for row, (row_values, line) in enumerate(zip(rows, row_lines, strict=True), start=1):
         for name, i in columns:
             cell = row_values[i].strip() if i < len(row_values) else ""
             where = f"row {row} (line {line}), column '{name}'"
@@ -171,15 +235,7 @@ def read_runs(
             if not math.isfinite(number) or number <= 0:
                 raise SpecError(f"must be a positive finite number, got {cell!r}", source=source, where=where)
             values[name].append(number)
-        lines.append(line)
-    if row == 0:
-        raise SpecError("no runs after the header row", source=source)
-    n = np.array(values[params_col])
-    d = np.array(values[tokens_col]) if i_d is not None else np.array(values[flops_col]) / (6.0 * n)
-    c = np.array(values[flops_col]) if i_c is not None else 6.0 * n * d
-    return Runs(
-        params=n, tokens=d, flops=c, loss=np.array(values[loss_col]), lines=np.array(lines), source=source
-    )
+    return {name: np.array(v, dtype=float) for name, v in values.items()}
 
 
 # ==== intervals ==================================================================================
@@ -202,6 +258,13 @@ def _interval(value: float, samples: np.ndarray | None, percentiles: tuple[float
         return Interval(value=float(value))
     low, high = np.percentile(samples, percentiles)
     return Interval(value=float(value), low=float(low), high=float(high), std=float(np.std(samples, ddof=1)))
+
+
+def _check_at_flops(at_flops: float | None) -> None:
+    if at_flops is not None and not (math.isfinite(at_flops) and at_flops > 0):
+        raise SpecError(
+            f"must be a positive number of FLOPs, got {at_flops:g}", where="--flops", hint="e.g. 2e23"
+        )
 
 
 # ==== Approach 3: parametric fit =================================================================
@@ -266,13 +329,14 @@ def _grid_objective(
 ) -> np.ndarray:
     """The Huber objective at every start at once: (S, 5) starts × (n,) runs → (S,), in chunks."""
     out = np.empty(starts.shape[0])
-    for lo in range(0, starts.shape[0], 1024):
-        s = starts[lo : lo + 1024]
+    chunk = max(1, min(1024, _GRID_CHUNK_ELEMENTS // max(1, log_n.size)))
+    for lo in range(0, starts.shape[0], chunk):
+        s = starts[lo : lo + chunk]
         t1 = s[:, 0:1] - s[:, 3:4] * log_n
         t2 = s[:, 1:2] - s[:, 4:5] * log_d
         lse = np.logaddexp(np.logaddexp(t1, t2), s[:, 2:3])
         h = _huber(lse - log_loss, delta)
-        out[lo : lo + 1024] = h @ weights if weights is not None else h.sum(axis=1)
+        out[lo : lo + chunk] = h @ weights if weights is not None else h.sum(axis=1)
     return out
 
 
@@ -344,6 +408,7 @@ class ParametricFit(BaseModel):
     bootstrap_failed: int = Field(0, description="Resamples where no start gave a finite fit.")
     percentiles: tuple[float, float] = Field(description="Percentiles of the intervals.")
     seconds: float = Field(description="Wall time of the fit and bootstrap.")
+    notes: list[str] = Field(default_factory=list, description="Warnings (e.g. a subsampled large CSV).")
 
 
 def _theta_to_coefficients(theta: np.ndarray) -> tuple[float, float, float, float, float]:
@@ -377,6 +442,15 @@ def fit_parametric(
     t0 = time.perf_counter()
     if runs.size < 5:
         raise SpecError(f"a 5-parameter law needs at least 5 runs, got {runs.size}", source=runs.source)
+    _check_at_flops(at_flops)
+    notes: list[str] = []
+    if runs.size > MAX_FIT_RUNS:
+        keep = np.sort(np.random.default_rng(seed).choice(runs.size, MAX_FIT_RUNS, replace=False))
+        notes.append(
+            f"{runs.size:,} rows: fitted a random subsample of {MAX_FIT_RUNS:,} (seed {seed}); a scaling-law "
+            "fit wants one row per run with its final loss (is this a training log?)"
+        )
+        runs = runs.subset(keep)
     log_n, log_d, log_loss = np.log(runs.params), np.log(runs.tokens), np.log(runs.loss)
     grid_points = start_grid(grid)
     theta, value, converged, tried = _best_fit(log_n, log_d, log_loss, None, grid_points, starts, delta)
@@ -459,6 +533,7 @@ def fit_parametric(
         bootstrap_failed=failed,
         percentiles=percentiles,
         seconds=time.perf_counter() - t0,
+        notes=notes,
     )
 
 
@@ -583,6 +658,7 @@ def fit_isoflop(
     seed: int = 0,
 ) -> IsoflopFit:
     """Approach 2 on ``runs`` (see the module docstring). Bootstrap resamples runs within each budget."""
+    _check_at_flops(at_flops)
     groups, grouping, notes = group_budgets(runs, bin_decades)
     rng = np.random.default_rng(seed)
     replicates = 1 + bootstrap

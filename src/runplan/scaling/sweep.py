@@ -166,8 +166,15 @@ def design_sweep(
     price_per_gpu_hour: float | None = None,
 ) -> Sweep:
     """The proxy sweep for a main budget ``flops`` (see the module docstring)."""
-    if not (flops > 0 and math.isfinite(flops)):
-        raise SpecError(f"the compute budget must be positive, got {flops!r}", where="--flops")
+    from runplan.scaling.budget import check_training_flops
+
+    check_training_flops(flops, where="--flops")
+    if seq_len < 1:
+        raise SpecError(
+            f"must be a positive number of tokens, got {seq_len}", where="--seq-len", hint="e.g. 4096"
+        )
+    if vocab_size < 1:
+        raise SpecError(f"must be positive, got {vocab_size}", where="--vocab-size", hint="e.g. 128256")
     if not 0 < fraction < 1:
         raise SpecError(f"fraction must be in (0, 1), got {fraction:g}", where="--fraction", hint="e.g. 0.01")
     if not 3 <= sizes <= 15:
