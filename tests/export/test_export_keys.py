@@ -85,7 +85,10 @@ def test_megatron_flags_parse_and_satisfy_validate_args(example: str) -> None:
     else:
         assert a.num_layers_per_virtual_pipeline_stage is None
         middle = a.num_layers - first - last
-        assert middle % (p - 2) == 0 and max(first, last, middle // (p - 2)) == f.layers_per_stage
+        if p == 2:  # the first and last stages are the whole model
+            assert middle == 0 and max(first, last) == f.layers_per_stage
+        else:
+            assert middle % (p - 2) == 0 and max(first, last, middle // (p - 2)) == f.layers_per_stage
     if a.use_megatron_fsdp:
         assert a.ckpt_format == "fsdp_dtensor" and not a.use_distributed_optimizer
     if a.async_save:

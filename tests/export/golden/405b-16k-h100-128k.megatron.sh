@@ -68,8 +68,8 @@ ARGS=(
   # checkpoints
   --save "$CHECKPOINT_DIR"
   --load "$CHECKPOINT_DIR"  # resume from the latest checkpoint
-  --save-interval 21  # the plan's checkpoint interval (Daly)
-  --save-retain-interval 4767  # keep these permanently (the plan's milestones)
+  --save-interval 10  # the plan's checkpoint interval (Daly)
+  --save-retain-interval 4770  # keep these permanently (the plan's milestones)
   # data (placeholders)
   --data-path "$DATA_PATH"  # your tokenized data prefix(es)
   --split 99,1,0  # train/valid/test
