@@ -369,7 +369,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["parallelize", "--model", "70b", "--gpus", "64", "--mfu", "0"],
         {},
         2,
-        ["--mfu", "above 0"],
+        ["--mfu", "must be greater than 0"],
     ),
     (
         "par-batch-above-tokens",

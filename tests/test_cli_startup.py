@@ -52,3 +52,26 @@ def test_version_is_eager():
     )
     assert result.returncode == 0
     assert result.stdout.startswith("runplan ")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["plan", "--bogus"], "runplan: error: plan: No such option: --bogus (see `runplan plan --help`)"),
+        (
+            ["check", "examples/70b-512-h100.yaml", "--rtol", "abc"],
+            "runplan: error: check: Invalid value for '--rtol'",
+        ),
+        (["bogus"], "runplan: error: No such command 'bogus'."),
+        (["plan"], "runplan: error: plan: Missing argument"),
+    ],
+)
+def test_usage_errors_are_one_line_with_exit_2(args, needle):
+    """Click's boxed usage panel is replaced by the project's one-line convention (DESIGN.md)."""
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "runplan", *args], capture_output=True, text=True, timeout=60, cwd=root
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(needle), result.stderr

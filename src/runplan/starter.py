@@ -86,6 +86,13 @@ def starter_plan(
             )
     parse_count(gpus, where="--gpus")
     parse_count(seq_len, where="--seq-len")
+    from runplan.architect import resolve_model
+    from runplan.catalog import load_catalog
+
+    catalog = load_catalog()
+    catalog.gpu(gpu, where="--gpu")  # unknown names fail here, with a did-you-mean, not later in `check`
+    if model is not None:
+        resolve_model(model, catalog, where="--model")
     if flops is None and tokens is None:
         flops = "2e23"
     if flops is not None and tokens is not None:

@@ -150,3 +150,7 @@ PositiveBytes = Annotated[
     Field(gt=0),
     _json_schema("number", {"exclusiveMinimum": 0}, _BYTES_PATTERN),
 ]
+#: Bytes >= 0; accepts "3GB", "512MiB", 0.
+NonNegativeBytes = Annotated[
+    float, BeforeValidator(_bytes), Field(ge=0), _json_schema("number", {"minimum": 0}, _BYTES_PATTERN)
+]

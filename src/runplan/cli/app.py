@@ -52,6 +52,34 @@ def _register_commands() -> None:
 _register_commands()
 
 
-def main() -> None:
-    """Console-script entry point; click's usage errors already exit 2 with one line."""
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point. Usage errors (unknown option, a flag's value of the wrong type) become one
+    line on stderr and exit 2, like every other bad input (DESIGN.md), instead of click's boxed panel."""
+    import sys
+
+    from typer.main import get_command
+
+    command = get_command(app)
+    try:
+        code = command.main(
+            args=argv if argv is not None else sys.argv[1:], prog_name="runplan", standalone_mode=False
+        )
+    except typer.Abort:
+        print("runplan: aborted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except Exception as error:  # click's UsageError/BadParameter (typer vendors click; no public name)
+        if not hasattr(error, "format_message") or not hasattr(error, "exit_code"):
+            raise
+        where = ""
+        ctx = getattr(error, "ctx", None)
+        if ctx is not None and ctx.info_name and ctx.info_name != "runplan":
+            where = f"{ctx.info_name}: "
+        message = " ".join(error.format_message().split())
+        if not message:  # no arguments: the help was already printed
+            raise SystemExit(error.exit_code) from None
+        print(
+            f"runplan: error: {where}{message} (see `runplan {where[:-2] + ' ' if where else ''}--help`)",
+            file=sys.stderr,
+        )
+        raise SystemExit(error.exit_code) from None
+    raise SystemExit(code if isinstance(code, int) else 0)

@@ -70,6 +70,17 @@ def load_plan_file(path: Any) -> tuple[Any, Any]:
     return loaded, parse_plan(loaded)
 
 
+def plan_from_file(path: Any) -> tuple[Any, Any, Any]:
+    """(LoadedYaml, PlanSpec, RunPlan) for a plan-file argument, every error pointed at ``file:line``."""
+    from pathlib import Path
+
+    from runplan.plan import build_plan
+
+    loaded, spec = load_plan_file(path)
+    with located(loaded):
+        return loaded, spec, build_plan(spec, Path(path).resolve().parent)
+
+
 @contextlib.contextmanager
 def located(loaded: Any) -> Iterator[None]:
     """Point SpecErrors about plan keys (raised after validation) at their ``file:line``."""

@@ -73,7 +73,14 @@ def export_command(
         ) from None
     if target == "megatron":
         path.chmod(path.stat().st_mode | 0o111)
+    _warn(result.warnings, target)
     print(f"runplan: wrote {path} ({target}, {len(result.warnings)} warning(s))", file=sys.stderr)
+
+
+def _warn(warnings: list[str], target: str) -> None:
+    """Warnings after the file is written, so a write error stays the only line on stderr."""
+    for line in warnings:
+        print(f"runplan: warning: {target}: {line}", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from runplan.cli.common import handle_errors, load_plan_file, located
+from runplan.cli.common import handle_errors, plan_from_file
 
 
 class Format(StrEnum):
@@ -15,14 +15,6 @@ class Format(StrEnum):
     markdown = "markdown"
     json = "json"
     yaml = "yaml"
-
-
-def _build(plan_file: Path, loaded, spec):
-    """build_plan, with errors about plan keys pointed at their line in the file."""
-    from runplan.plan import build_plan
-
-    with located(loaded):
-        return build_plan(spec, plan_file.resolve().parent)
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -61,9 +53,8 @@ def plan(
     """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
     from runplan.plan import _law
 
-    loaded, spec = load_plan_file(plan_file)
+    loaded, spec, result = plan_from_file(plan_file)
     base_dir = plan_file.resolve().parent
-    result = _build(plan_file, loaded, spec)
     if json_flag:
         fmt = Format.json
     written: dict[str, str] = {}
@@ -117,8 +108,7 @@ def check(
 
     if not rtol > 0:
         raise SpecError(f"must be positive, got {rtol:g}", where="--rtol", hint="e.g. 1e-4")
-    loaded, spec = load_plan_file(plan_file)
-    result = _build(plan_file, loaded, spec)  # raises Infeasible (exit 1) when nothing fits
+    _, spec, result = plan_from_file(plan_file)  # raises Infeasible (exit 1) when nothing fits
     if spec.resolved is None:
         typer.echo(
             f"ok: {plan_file} is valid and feasible (no resolved section to compare; "

@@ -13,13 +13,16 @@ so every field carries a description and unknown keys are refused.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
-from runplan.units import Fraction, NonNegativeNumber, PositiveCount, PositiveNumber
+from runplan.units import Fraction, NonNegativeBytes, PositiveCount, PositiveNumber
+
+#: A utilisation in (0, 1): 0 would mean an infinite step time.
+MfuFraction = Annotated[Fraction, Field(gt=0)]
 
 Recompute = Literal["none", "selective", "full"]
 #: Integer codes used inside the vectorized search (order = less memory, more recomputation).
@@ -73,7 +76,7 @@ class Constraints(BaseModel):
     memory_headroom_fraction: Fraction = Field(
         0.05, description="Fraction of HBM kept free on top of the reserve (estimate uncertainty)."
     )
-    reserve_bytes: NonNegativeNumber = Field(
+    reserve_bytes: NonNegativeBytes = Field(
         3e9,
         description="Bytes per GPU set aside for CUDA context, NCCL buffers, cuBLAS workspace, "
         "allocator fragmentation (accepts '3GB').",
@@ -175,7 +178,7 @@ class ParallelRequest(BaseModel):
         description="Overlap TP all-gather/reduce-scatter with the adjacent GEMMs (Megatron-core "
         "--tp-comm-overlap, on in NeMo's H100 recipes); False for the 2021 calibration.",
     )
-    mfu_override: Fraction | None = Field(
+    mfu_override: MfuFraction | None = Field(
         None, description="Use this MFU instead of the predicted time model (users who measured theirs)."
     )
     top: PositiveCount = Field(5, description="How many ranked layouts to return.")
