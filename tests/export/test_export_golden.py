@@ -11,7 +11,9 @@ import os
 import re
 
 import pytest
-from tests.export._plans import EXAMPLE_NAMES, GOLDEN, example_plan
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.export._plans import EXAMPLE_NAMES, EXAMPLES, GOLDEN, example_plan
 
 from runplan.export import TARGETS, export_plan
 
@@ -43,3 +45,33 @@ def test_golden(example: str, target: str) -> None:
     _check(GOLDEN / f"{example}.{target}.{EXT[target]}", result.text)
     # warnings are part of the contract too (DeepSpeed's only live on stderr)
     _check(GOLDEN / f"{example}.{target}.warnings.txt", "\n".join(result.warnings) + "\n")
+
+
+def _shuffled(value, rng):
+    """The same document with the keys of every mapping in a random order."""
+    if isinstance(value, dict):
+        keys = list(value)
+        rng.shuffle(keys)
+        return {key: _shuffled(value[key], rng) for key in keys}
+    if isinstance(value, list):
+        return [_shuffled(item, rng) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("example", ["70b-512-h100", "moe-mixtral-8x7b"])
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(rng=st.randoms(use_true_random=False))
+def test_golden_is_stable_under_reordering_of_plan_keys(example: str, rng) -> None:
+    """Issue 7: key order in a plan file never changes what is exported."""
+    import yaml
+
+    from runplan.plan import build_plan
+    from runplan.spec import load_plan_text
+
+    document = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
+    text = yaml.safe_dump(_shuffled(document, rng), sort_keys=False)
+    plan = build_plan(load_plan_text(text, "shuffled.yaml"), EXAMPLES)
+    for target in TARGETS:
+        result = export_plan(plan, target)
+        golden = (GOLDEN / f"{example}.{target}.{EXT[target]}").read_text(encoding="utf-8")
+        assert _normalise(result.text) == golden, f"{example} → {target} changed with key order"
