@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import tomllib
 
 import pytest
@@ -46,6 +47,25 @@ def megatron_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def expand_layout(layout: str) -> list[str]:
+    """Megatron-Core's layout string expanded into its stages ('(X|)*N' and 't*N' repeats, commas ignored)."""
+    text = layout.replace(",", "")
+    while "(" in text:
+        text = re.sub(r"\(([^()]*)\)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), text)
+    text = re.sub(r"([EtmL])\*(\d+)", lambda m: m.group(1) * int(m.group(2)), text)
+    return text.split("|")
+
+
+def test_pipeline_layout_strings() -> None:
+    from runplan.export.megatron import pipeline_layout
+
+    assert pipeline_layout([7] + [8] * 14 + [7], 8) == "E|(t|)*126L"
+    assert expand_layout("E|(t|)*126L") == ["E"] + ["t"] * 126 + ["L"]
+    assert pipeline_layout([3, 2, 2], 2) == "Et|t|t|t*2|t|tL"
+    assert expand_layout("Et*3|(tt|)*29,m|L")[:3] == ["Ettt", "tt", "tt"]  # Megatron-Core's docs example
+    assert len(expand_layout("Et*3|(tt|)*29,m|L")) == 32
+
+
 def megatron_args(plan) -> argparse.Namespace:
     text = export_plan(plan, "megatron").text
     argv = [a.replace("$", "") for a in parse_script_args(text)]
@@ -77,7 +97,13 @@ def test_megatron_flags_parse_and_satisfy_validate_args(example: str) -> None:
         assert a.recompute_method is None
     p = a.pipeline_model_parallel_size
     first, last = a.decoder_first_pipeline_num_layers, a.decoder_last_pipeline_num_layers
-    if first is None:
+    if a.pipeline_model_parallel_layout:
+        assert first is None and last is None and a.num_virtual_stages_per_pipeline_rank is None
+        stages = expand_layout(a.pipeline_model_parallel_layout)
+        assert len(stages) == p * f.vpp and stages[0].startswith("E") and stages[-1].endswith("L")
+        per_rank = [sum(stages[chunk * p + rank].count("t") for chunk in range(f.vpp)) for rank in range(p)]
+        assert sum(per_rank) == a.num_layers and max(per_rank) == f.layers_per_stage
+    elif first is None:
         assert a.num_layers % p == 0
         if a.num_layers_per_virtual_pipeline_stage:
             assert (a.num_layers // p) % a.num_layers_per_virtual_pipeline_stage == 0
@@ -190,11 +216,14 @@ def test_megatron_zero_mapping(zero: int, flag: str | None) -> None:
     assert any(w.startswith("ZeRO-2") for w in warnings) == (zero == 2)
 
 
-def test_megatron_uneven_interleaved_uses_virtual_stages_per_rank() -> None:
+def test_megatron_uneven_interleaved_uses_a_custom_layout() -> None:
+    """126 layers on PP16 (first and last stages 7, others 8) with v = 2: 7 does not split into 2 chunks, which
+    --decoder-first/last-pipeline-num-layers would refuse, so the exporter writes the layout string."""
     plan = with_layout(example_plan("405b-16k-h100-8k"), vpp=2, microbatches=134)
     a = megatron_args(plan)
-    assert a.decoder_first_pipeline_num_layers is not None
-    assert a.num_virtual_stages_per_pipeline_rank == 2 and a.num_layers_per_virtual_pipeline_stage is None
+    assert a.decoder_first_pipeline_num_layers is None and a.num_virtual_stages_per_pipeline_rank is None
+    stages = expand_layout(a.pipeline_model_parallel_layout)
+    assert len(stages) == 16 * 2 and sum(s.count("t") for s in stages) == 126
 
 
 # ---- torchtitan -------------------------------------------------------------------------------------------

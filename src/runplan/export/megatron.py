@@ -8,7 +8,9 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   world / (t·p·c), so the script launches exactly t·p·d·c ranks. Interleaving: ``--num-layers-per-virtual-
   pipeline-stage`` L/(p·v) when it divides, else ``--num-virtual-stages-per-pipeline-rank`` v. Uneven stages
   (p ∤ L): the plan's largest stage ⌈L/p⌉ on the p−2 middle stages and the rest split over the first and last
-  (``--decoder-first/last-pipeline-num-layers``, as Llama 3 did, arXiv 2407.21783 §3.3.2).
+  (``--decoder-first/last-pipeline-num-layers``, as Llama 3 did, arXiv 2407.21783 §3.3.2); with interleaving,
+  when a stage's layers do not split into v chunks, Megatron-Core's ``--pipeline-model-parallel-layout``
+  string instead (its docs, "Custom Pipeline Model Parallel Layout").
 * ZeRO: 1 → ``--use-distributed-optimizer`` (optimizer state sharded over DP); 2 → the same plus a warning
   (Megatron keeps a full-size gradient buffer, fp32 by default under bf16); 3 → Megatron FSDP
   (``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params``, which needs
@@ -88,6 +90,43 @@ def _ramp_args(f: Facts, warnings: list[str]) -> tuple[list[str], str]:
     return [str(start), str(increment), str(total)], f"approximation of the plan's ramp ({stages})"
 
 
+def pipeline_layout(stage_layers: list[int], v: int) -> str:
+    """A ``--pipeline-model-parallel-layout`` string for per-stage layer counts split into ``v`` chunks each.
+
+    Chunks of a stage differ by at most one layer; the first stage's shorter chunks come first (they sit with
+    the embedding), the last stage's come last (with the loss). Stages are listed VPP rank 0 over all PP ranks,
+    then VPP rank 1, and so on, as the Megatron-Core layout format requires; runs of identical stages are
+    written ``(X|)*N``.
+    """
+    p = len(stage_layers)
+    chunks = []
+    for rank, n in enumerate(stage_layers):
+        sizes = [n // v + (1 if i < n % v else 0) for i in range(v)]  # larger chunks first
+        chunks.append(sizes[::-1] if rank == 0 else sizes)
+    tokens = []
+    for chunk in range(v):
+        for rank in range(p):
+            n = chunks[rank][chunk]
+            body = "" if n == 0 else ("t" if n == 1 else f"t*{n}")
+            head = "E" if rank == 0 and chunk == 0 else ""
+            tail = "L" if rank == p - 1 and chunk == v - 1 else ""
+            tokens.append(head + body + tail)
+    parts: list[str] = []
+    i = 0
+    while i < len(tokens):
+        j = i
+        while j + 1 < len(tokens) and tokens[j + 1] == tokens[i]:
+            j += 1
+        run = j - i + 1
+        last_run = j == len(tokens) - 1
+        if run > 2:
+            parts.append(f"({tokens[i]}|)*{run - 1 if last_run else run}" + (tokens[i] if last_run else ""))
+        else:
+            parts.append("|".join(tokens[i : j + 1]) + ("" if last_run else "|"))
+        i = j + 1
+    return "".join(parts)
+
+
 def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
     args: list[Arg] = []
     p, v, L = f.pp, f.vpp, f.n_layers
@@ -100,6 +139,19 @@ def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
         first, last = rest // 2, rest - rest // 2
         if p == 2 or first < 1 or last > k:
             first, last = L - (p - 1) * k, k
+        if v > 1 and (first % v or last % v or k % v):
+            # --decoder-first/last-pipeline-num-layers need every stage's layers to divide by v; the custom
+            # layout does not (Megatron-Core's pipeline_parallel_layout feature)
+            layout = pipeline_layout([first] + [k] * (p - 2) + [last], v)
+            args.append(
+                (
+                    "--pipeline-model-parallel-layout",
+                    [layout],
+                    f"uneven stages with v = {v}: first {first}, {p - 2} x {k}, last {last} layers, "
+                    f"split into {p}x{v} chunks (E embedding, t layer, L loss; VPP rank 0 first)",
+                )
+            )
+            return args
         args.append(
             (
                 "--decoder-first-pipeline-num-layers",

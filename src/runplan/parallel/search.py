@@ -159,7 +159,10 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
                 eps = [e for e in divisors(shape.n_experts) if d % e == 0] if shape.is_moe else [1]
                 if pins.ep is not None:
                     eps = [e for e in eps if e == pins.ep]
-                vs = divisors(L // p) if (p >= 2 and L % p == 0) else [1]
+                # interleaving splits the largest stage's ceil(L/p) layers into v chunks; with uneven stages
+                # the shorter ones get shorter chunks (Megatron-core's --pipeline-model-parallel-layout;
+                # Llama 3 ran 126 layers on PP16 with interleaving, Grattafiori et al. 2024 §3.3.2)
+                vs = divisors(-(-L // p)) if p >= 2 else [1]
                 if pins.vpp is not None:
                     vs = [v for v in vs if v == pins.vpp]
                 for e in eps:
