@@ -46,7 +46,7 @@ def test_json_keys_and_tp8():
     strict=True,
     reason="issue-4 acceptance 'TP = 8' does not hold under the 2026 refit on published H100 runs: TP 2-4 "
     "with PP wins by 3-11% at any fitted overlap interference (docs/validation.md, sensitivity table); "
-    "awaiting the lead's decision",
+    "kept open until TP overlap is measured (docs/parallel.md)",
 )
 def test_cli_70b_512_best_tp_is_8():
     res = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "512", "--json"])

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 from tests.parallel.shapes import H100, LLAMA_8B
 
-from runplan.parallel.batch import critical_batch, deepseek_optimal_batch_tokens
+from runplan.parallel.batch import critical_batch
 from runplan.parallel.layout import ParallelRequest, Pins
 from runplan.parallel.memory import model_state_bytes
 from runplan.parallel.search import search
+from runplan.scaling.hyperparams import deepseek_batch_tokens
 
 
 def test_worked_example_7b_tp8_pp8_dp8_zero1():
@@ -49,7 +50,7 @@ def test_bubble_paper_formula(vpp, expected):
 
 
 def test_deepseek_batch_law():
-    assert deepseek_optimal_batch_tokens(1e21) == pytest.approx(0.2920 * 1e21**0.3271)
+    assert deepseek_batch_tokens(1e21) == pytest.approx(0.2920 * 1e21**0.3271)
     crit = critical_batch(LLAMA_8B, 4096)
     assert crit.assumed_training_tokens
     assert crit.training_tokens == 20 * LLAMA_8B.total_params

@@ -200,7 +200,7 @@ def test_70b_on_512_h100_searches_everything_and_lands_in_published_mfu_range():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue-4 acceptance 'TP = 8' does not hold under the 2026 refit (docs/validation.md); lead decides",
+    reason="issue-4 acceptance 'TP = 8' does not hold under the 2026 refit (docs/validation.md); kept open, see docs/parallel.md",
 )
 def test_70b_on_512_h100_prefers_tp8():
     result = search(ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096))

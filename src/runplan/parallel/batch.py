@@ -19,8 +19,6 @@ from runplan.scaling.hyperparams import deepseek_batch_tokens, deepseek_flops_pe
 
 CHINCHILLA_TOKENS_PER_PARAM = 20.0
 LAW_NAME = "DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, Eq. 1): B_opt = 0.2920·C^0.3271 tokens, C = M·D"
-# one home for the law (scaling/hyperparams.py); the old names stay importable
-deepseek_optimal_batch_tokens = deepseek_batch_tokens
 
 
 def critical_batch(shape: ModelShape, seq_len: int, training_tokens: float | None = None) -> CriticalBatch:
@@ -29,7 +27,7 @@ def critical_batch(shape: ModelShape, seq_len: int, training_tokens: float | Non
     tokens = CHINCHILLA_TOKENS_PER_PARAM * shape.total_params if assumed else float(training_tokens)
     compute = deepseek_flops_per_token(shape, seq_len) * tokens
     return CriticalBatch(
-        tokens=deepseek_optimal_batch_tokens(compute),
+        tokens=deepseek_batch_tokens(compute),
         law=LAW_NAME,
         compute_flops=compute,
         training_tokens=tokens,

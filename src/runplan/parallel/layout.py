@@ -71,15 +71,20 @@ class Constraints(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_bubble_fraction: Fraction = Field(
-        0.15, description="Largest pipeline bubble allowed, (p-1)/(v·m) as a fraction of ideal step time."
+        0.15,
+        description="Largest pipeline bubble allowed, (p-1)/(v·m) as a fraction of ideal step time (planning "
+        "default 0.15; the design brief's budget).",
     )
     memory_headroom_fraction: Fraction = Field(
-        0.05, description="Fraction of HBM kept free on top of the reserve (estimate uncertainty)."
+        0.05,
+        description="Fraction of HBM kept free on top of the reserve (planning assumption covering the memory "
+        "model's own error).",
     )
     reserve_bytes: NonNegativeBytes = Field(
         3e9,
         description="Bytes per GPU set aside for CUDA context, NCCL buffers, cuBLAS workspace, "
-        "allocator fragmentation (accepts '3GB').",
+        "allocator fragmentation (accepts '3GB'; planning assumption: estimate-vs-measured gaps of a few GB "
+        "run both ways, Megatron-LM issue #525 and PR #482).",
     )
     min_global_batch_tokens: PositiveNumber | None = Field(
         None, description="Smallest global batch in tokens per optimizer step."
@@ -226,7 +231,7 @@ class TimeSeconds(BaseModel):
 
 
 class LayoutEstimate(BaseModel):
-    """One layout with its memory and time estimate. The issue's JSON keys first, extras after."""
+    """One layout with its memory and time estimate: the keys of docs/json.md first, extras after."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

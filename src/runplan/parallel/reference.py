@@ -11,7 +11,13 @@ import math
 from dataclasses import dataclass
 
 from runplan.parallel.layout import RECOMPUTE_CODES, Efficiency, ParallelRequest
-from runplan.parallel.timing import ATTENTION_BACKWARD_RATIO, CAUSAL_FRACTION, default_efficiency
+from runplan.parallel.timing import (
+    ATTENTION_BACKWARD_RATIO,
+    CAUSAL_FRACTION,
+    FULL_RECOMPUTE_ELEMENTWISE_SHARE,
+    SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE,
+    default_efficiency,
+)
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,11 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     act_bytes = tokens * dense * none_d
     if sh.is_moe:
         act_bytes += tokens * moe * _layer_bytes(req, lay, True)[1]
-    share = 4 / 3 if full else (7 / 6 if lay.recompute == "selective" else 1.0)
+    share = (
+        FULL_RECOMPUTE_ELEMENTWISE_SHARE
+        if full
+        else (SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE if lay.recompute == "selective" else 1.0)
+    )
     elementwise = eff.elementwise_traffic_factor * act_bytes * share / gpu.hbm_bandwidth_bytes_per_s
     compute = fwd + logits + bwd + (fwd if full else 0.0) + elementwise
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from runplan.ops._notes import fmt_bytes
+
 
 def fmt_count(value: float) -> str:
     """``70553706496`` → ``70.55 B``; small counts as integers with thousands separators."""
@@ -16,16 +18,9 @@ def fmt_count(value: float) -> str:
     return f"{value:,.4g}"
 
 
-def fmt_bytes(value: float) -> str:
-    """Decimal units, as GPU and storage vendors quote them: ``68.9 GB``."""
-    for threshold, suffix in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if abs(value) >= threshold:
-            return f"{value / threshold:.3g} {suffix}"
-    return f"{value:.0f} B"
-
-
-def fmt_seconds(value: float) -> str:
-    """``26.65 s``, ``2.7 min``, ``5.2 h``, ``29.5 days``."""
+def fmt_duration(value: float) -> str:
+    """Compact, for tables: ``26.65 s``, ``2.7 min``, ``5.2 h``, ``29.5 days`` (notes use ops._notes.fmt_seconds,
+    which also shows the exact seconds)."""
     if abs(value) < 120:
         return f"{value:.4g} s"
     if abs(value) < 7200:
@@ -54,7 +49,7 @@ def fmt_value(name: str, value: object) -> str:
     if lower.endswith("bytes") or lower.startswith("bytes") or lower == "bytes_per_shard":
         return fmt_bytes(number)
     if lower.endswith("_seconds") or lower == "seconds":
-        return fmt_seconds(number)
+        return fmt_duration(number)
     if lower.endswith("_days") or lower == "days":
         return f"{number:.3g} days"
     if lower.endswith(("fraction", "goodput", "mfu", "hfu", "saving", "overhead")) or lower in ("mfu", "hfu"):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runplan.plan import RunPlan
-from runplan.report.format import fmt_bytes, fmt_count, fmt_seconds, fmt_value, label
+from runplan.report.format import fmt_bytes, fmt_count, fmt_duration, fmt_value, label
 
 
 @dataclass
@@ -132,7 +132,7 @@ def _layout_row(layout) -> list[str]:
         fmt_count(layout.global_batch_tokens),
         f"{layout.bubble_fraction:.1%}",
         fmt_bytes(layout.memory_bytes.total),
-        fmt_seconds(layout.step_seconds),
+        fmt_duration(layout.step_seconds),
         f"{layout.mfu:.1%}",
     ]
 
@@ -165,7 +165,7 @@ def _layout(plan: RunPlan) -> Section:
         ("feasible", f"{choice.feasible:,}", choice.notes["feasible"]),
         (
             "step time",
-            fmt_seconds(best.step_seconds),
+            fmt_duration(best.step_seconds),
             "compute + exposed communication + bubble (docs/parallel.md)",
         ),
         ("tokens/s", fmt_count(best.tokens_per_second), "global batch tokens / step time"),
@@ -192,7 +192,7 @@ def _layout(plan: RunPlan) -> Section:
         Table(
             "Step time, exposed parts",
             ["part", "time"],
-            [[k.replace("_", " "), fmt_seconds(v)] for k, v in times.items() if v > 0],
+            [[k.replace("_", " "), fmt_duration(v)] for k, v in times.items() if v > 0],
         )
     )
     return section
@@ -455,7 +455,7 @@ def summary_lines(plan: RunPlan) -> list[str]:
         + (f" EP{best.ep}" if best.ep > 1 else "")
         + (f" CP{best.cp}" if best.cp > 1 else "")
         + f" ZeRO-{best.zero} mbs {best.micro_batch} v{best.vpp} "
-        f"recompute {best.recompute}: {fmt_bytes(best.memory_bytes.total)}/GPU, step {fmt_seconds(best.step_seconds)},"
+        f"recompute {best.recompute}: {fmt_bytes(best.memory_bytes.total)}/GPU, step {fmt_duration(best.step_seconds)},"
         f" MFU {best.mfu:.1%}",
         f"{plan.schedule.total_steps:,} steps at {fmt_count(plan.schedule.global_batch_tokens)} tokens, "
         f"peak LR {plan.schedule.peak_lr:.3g}, checkpoint every {plan.checkpointing.interval_steps:,} steps",
