@@ -45,11 +45,25 @@ GPU_ENTRY = (
     "    gpus_per_node: {gpn}\n    tdp_watts: 700\n    source: test\n"
 )
 
+
+def ops_plan(operations: str, gpus: int = 512) -> str:
+    """The 70B example with an ``operations:`` section (one flow mapping)."""
+    return plan(
+        f"model: llama-3.1-70b\nbudget: {{tokens: 2T}}\ncluster: {{gpus: {gpus}}}\noperations: {operations}\n"
+    )
+
+
 # (id, argv, files, exit code, fragments that must appear in stderr)
 CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     # ---- allocate: flags -------------------------------------------------------------------------
     ("flops-text", ["allocate", "--flops", "abc"], {}, 2, ["--flops", "expected a number", "2e23"]),
-    ("flops-negative", ["allocate", "--flops", "-1"], {}, 2, ["--flops", "must be positive"]),
+    (
+        "flops-negative",
+        ["allocate", "--flops", "-1"],
+        {},
+        2,
+        ["--flops", "must be greater than 0", "got '-1'"],
+    ),
     ("flops-nan", ["allocate", "--flops", "nan"], {}, 2, ["--flops", "expected a number"]),
     (
         "flops-1e40",
@@ -68,7 +82,13 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         1,
         ["D = 2.38", "smaller model"],
     ),
-    ("mfu-above-one", ["allocate", "--flops", "2e23", "--mfu", "1.5"], {}, 2, ["--mfu", "(0, 1]"]),
+    (
+        "mfu-above-one",
+        ["allocate", "--flops", "2e23", "--mfu", "1.5"],
+        {},
+        2,
+        ["--mfu", "must be in [0.01, 1]"],
+    ),
     ("gpu-typo", ["allocate", "--flops", "2e23", "--gpu", "h200x"], {}, 2, ["--gpu", "did you mean 'h200'"]),
     ("gpus-fraction", ["allocate", "--gpus", "1.5", "--days", "30"], {}, 2, ["--gpus", "whole number"]),
     ("days-without-gpus", ["allocate", "--days", "30"], {}, 2, ["--gpus", "--days needs --gpus"]),
@@ -120,7 +140,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["allocate", "--flops", "2e23", "--price-per-gpu-hour", "-3"],
         {},
         2,
-        ["--price-per-gpu-hour", "negative"],
+        ["--price-per-gpu-hour", "greater than or equal to 0"],
     ),
     ("plan-and-flags", ["allocate", PLAN70, "--flops", "1e22"], {}, 2, ["--flops", "plan file both set"]),
     # ---- allocate: works with a warning -------------------------------------------------------------
@@ -212,7 +232,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["plan", "{p}"],
         {"p": plan("model: llama-3.1-405b\nbudget: {tokens: 1T}\ncluster: {gpus: 8}\n")},
         1,
-        ["memory", "need at least 89 h100-sxm GPUs"],
+        ["memory", "18 bytes/param", "need at least 101 h100-sxm GPUs"],
     ),
     (
         "plan-seq-no-layout",
@@ -501,6 +521,385 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     ("sweep-vocab-0", ["sweep", "--flops", "2e23", "--vocab-size", "0"], {}, 2, ["--vocab-size", "positive"]),
     ("sweep-flops-1e40", ["sweep", "--flops", "1e40"], {}, 2, ["--flops", "beyond any trainable run"]),
     ("sweep-flops-1e10", ["sweep", "--flops", "1e10"], {}, 2, ["no proxy shape", "raise --fraction"]),
+    # ---- review fixes (brief H): extreme numbers in every flag and plan section ----------------------
+    (
+        "alloc-params-1e300",
+        ["allocate", "--flops", "2e23", "--params", "1e300"],
+        {},
+        2,
+        ["--params", "beyond any trainable model", "1e+15"],
+    ),
+    (
+        "alloc-tpp-1e-300",
+        ["allocate", "--flops", "2e23", "--tokens-per-param", "1e-300"],
+        {},
+        2,
+        ["--tokens-per-param", "outside 0.001 to 1e+07"],
+    ),
+    (
+        "alloc-tpp-1e300",
+        ["allocate", "--flops", "2e23", "--tokens-per-param", "1e300"],
+        {},
+        2,
+        ["--tokens-per-param", "outside 0.001 to 1e+07"],
+    ),
+    (
+        "alloc-inference-1e300",
+        ["allocate", "--flops", "2e23", "--inference-tokens", "1e300"],
+        {},
+        2,
+        ["--inference-tokens", "beyond any service"],
+    ),
+    (
+        "alloc-target-loss-1e300",
+        ["allocate", "--inference-tokens", "1e13", "--target-loss", "1e300"],
+        {},
+        2,
+        ["--target-loss", "uniform guess"],
+    ),
+    (
+        "alloc-days-1e300",
+        ["allocate", "--gpus", "8", "--days", "1e300"],
+        {},
+        2,
+        ["--days", "beyond any trainable run"],
+    ),
+    (
+        "alloc-price-1e300",
+        ["allocate", "--flops", "1e30", "--gpus", "1", "--price-per-gpu-hour", "1e300"],
+        {},
+        2,
+        ["--price-per-gpu-hour", "less than or equal to 100000"],
+    ),
+    (
+        "alloc-mfu-1e-300",
+        ["allocate", "--gpus", "8", "--days", "30", "--mfu", "1e-300"],
+        {},
+        2,
+        ["--mfu", "[0.01, 1]"],
+    ),
+    (
+        "par-global-batch-1e30",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--global-batch", "1e30"],
+        {},
+        2,
+        ["--global-batch", "beyond any real run"],
+    ),
+    (
+        "par-min-batch-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--min-batch", "1e300"],
+        {},
+        2,
+        ["--min-batch", "beyond any real run"],
+    ),
+    (
+        "par-max-batch-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--max-batch", "1e300"],
+        {},
+        2,
+        ["--max-batch", "beyond any real run"],
+    ),
+    (
+        "par-training-tokens-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--training-tokens", "1e300"],
+        {},
+        2,
+        ["--training-tokens", "beyond any real run"],
+    ),
+    (
+        "par-seq-len-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--seq-len", "1e300"],
+        {},
+        2,
+        ["--seq-len", "1e+300 tokens is beyond any trained context"],
+    ),
+    (
+        "par-gpus-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "1e300"],
+        {},
+        2,
+        ["--gpus", "beyond any cluster"],
+    ),
+    (
+        "par-gpus-per-node-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--gpus-per-node", "1e300"],
+        {},
+        2,
+        ["--gpus-per-node", "beyond any NVLink domain"],
+    ),
+    (
+        "par-reserve-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--reserve", "1e300"],
+        {},
+        2,
+        ["--reserve", "not below the h100-sxm's 80 GB"],
+    ),
+    (
+        "par-microbatches-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--microbatches", "1e300"],
+        {},
+        2,
+        ["--microbatches", "beyond any real step"],
+    ),
+    (
+        "par-mbs-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--mbs", "1e300"],
+        {},
+        2,
+        ["--mbs", "beyond any real step"],
+    ),
+    (
+        "par-tp-1e300",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--tp", "1e300"],
+        {},
+        2,
+        ["--tp", "more than the 512 GPUs"],
+    ),
+    (
+        "par-vpp-1e18",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--vpp", "1e18"],
+        {},
+        2,
+        ["--vpp", "more chunks than the 80 layers"],
+    ),
+    (
+        "par-mfu-0.001",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--mfu", "0.001"],
+        {},
+        2,
+        ["--mfu", "at least 0.01"],
+    ),
+    (
+        "par-seq-len-default-with-plan",
+        ["parallelize", PLAN70, "--seq-len", "4096"],
+        {},
+        2,
+        ["--seq-len", "plan file both set"],
+    ),
+    (
+        "par-oom-bf16-grads",
+        ["parallelize", "--model", "llama-3.1-405b", "--gpus", "8", "--bf16-grads"],
+        {},
+        1,
+        ["16 bytes/param: 2 weights + 2 gradients + 12 optimizer", "need at least 89 h100-sxm GPUs"],
+    ),
+    (
+        "plan-failures-1e300",
+        ["plan", "{p}"],
+        {"p": ops_plan("{failures_per_1000_node_days: 1e300}")},
+        2,
+        ["p.yaml:5", "operations.failures_per_1000_node_days", "less than or equal to 1000"],
+    ),
+    (
+        "plan-restart-1e300",
+        ["plan", "{p}"],
+        {"p": ops_plan("{restart_seconds: 1e300}")},
+        2,
+        ["operations.restart_seconds", "less than or equal to 604800"],
+    ),
+    (
+        "plan-save-fixed-1e300",
+        ["plan", "{p}"],
+        {"p": ops_plan("{save_fixed_seconds: 1e300}")},
+        2,
+        ["operations.save_fixed_seconds", "less than or equal to 86400"],
+    ),
+    (
+        "plan-host-link-1e-300",
+        ["plan", "{p}"],
+        {"p": ops_plan("{host_link_bandwidth_bytes_per_s: 1e-300}")},
+        2,
+        ["operations.host_link_bandwidth_bytes_per_s", "greater than or equal to 100000000"],
+    ),
+    (
+        "plan-storage-1e-300",
+        ["plan", "{p}"],
+        {"p": ops_plan("{storage_write_bandwidth_bytes_per_s: 1e-300}")},
+        2,
+        ["operations.storage_write_bandwidth_bytes_per_s", "greater than or equal to 100000000"],
+    ),
+    (
+        "plan-node-write-1e-300",
+        ["plan", "{p}"],
+        {"p": ops_plan("{node_write_bandwidth_bytes_per_s: 1e-300}")},
+        2,
+        ["operations.node_write_bandwidth_bytes_per_s", "greater than or equal to 100000000"],
+    ),
+    (
+        "plan-retention-1e300",
+        ["plan", "{p}"],
+        {"p": ops_plan("{retention_generations: 1e300}")},
+        2,
+        ["operations.retention_generations", "less than or equal to 1000"],
+    ),
+    (
+        "plan-goodput-zero",
+        ["plan", "{p}"],
+        {
+            "p": ops_plan(
+                "{failures_per_1000_node_days: 1000, save_fixed_seconds: 86400, restart_seconds: 604800}",
+                gpus=16384,
+            )
+        },
+        1,
+        ["goodput ≈ 0", "almost never completes", "failures_per_1000_node_days"],
+    ),
+    (
+        "plan-gpus-per-node-1e300",
+        ["plan", "{p}"],
+        {"p": plan("budget: {flops: 1e22}\ncluster: {gpus: 512, gpus_per_node: 1e300}\n")},
+        2,
+        ["cluster.gpus_per_node", "less than or equal to 1024"],
+    ),
+    (
+        "plan-vocab-1e300",
+        ["plan", "{p}"],
+        {"p": plan("budget: {flops: 1e22}\ntraining: {vocab_size: 1e300}\ncluster: {gpus: 64}\n")},
+        2,
+        ["training.vocab_size", "less than or equal to 10000000"],
+    ),
+    (
+        "plan-price-1e300",
+        ["plan", "{p}"],
+        {"p": plan("budget: {flops: 1e22}\ncluster: {gpus: 64, price_per_gpu_hour: 1e300}\n")},
+        2,
+        ["cluster.price_per_gpu_hour", "less than or equal to 100000"],
+    ),
+    (
+        "plan-mfu-1e-300",
+        ["plan", "{p}"],
+        {"p": plan("budget: {days: 30, mfu: 1e-300}\ncluster: {gpus: 64}\n")},
+        2,
+        ["budget.mfu", "[0.01, 1]"],
+    ),
+    (
+        "plan-parallel-tp-1e300",
+        ["plan", "{p}"],
+        {"p": plan("budget: {flops: 1e22}\ncluster: {gpus: 64}\nparallel: {tp: 1e300}\n")},
+        2,
+        ["p.yaml:4", "parallel.tp", "more than the 64 GPUs"],
+    ),
+    (
+        "plan-reserve-1e300",
+        ["plan", "{p}"],
+        {"p": plan("budget: {flops: 1e22}\ncluster: {gpus: 64}\nconstraints: {reserve_bytes: 1e300}\n")},
+        2,
+        ["constraints.reserve_bytes", "not below"],
+    ),
+    (
+        "plan-output-is-plan",
+        ["plan", "{p}", "-o", "{p}"],
+        {"p": ops_plan("{}")},
+        2,
+        ["--output", "overwrite"],
+    ),
+    (
+        "plan-output-in-a-file",
+        ["plan", "{p}", "-o", "{p}/report.txt"],
+        {"p": ops_plan("{}")},
+        2,
+        ["--output", "is a file, not a directory"],
+    ),
+    (
+        "plan-plots-in-a-file",
+        ["plan", "{p}", "--plots", "{p}/plots"],
+        {"p": ops_plan("{}")},
+        2,
+        ["--plots", "is a file, not a directory"],
+    ),
+    (
+        "export-output-is-plan",
+        ["export", "{p}", "--to", "megatron", "-o", "{p}"],
+        {"p": ops_plan("{}")},
+        2,
+        ["--output", "overwrite"],
+    ),
+    (
+        "sweep-seq-len-1e300",
+        ["sweep", "--flops", "2e23", "--seq-len", "1e300"],
+        {},
+        2,
+        ["--seq-len", "1e+08"],
+    ),
+    (
+        "sweep-vocab-1e300",
+        ["sweep", "--flops", "2e23", "--vocab-size", "1e300"],
+        {},
+        2,
+        ["--vocab-size", "at most 1e+07"],
+    ),
+    (
+        "sweep-output-in-a-file",
+        ["sweep", "--flops", "2e23", "-o", "{p}/runs.csv"],
+        {"p": ops_plan("{}")},
+        2,
+        ["-o", "is a file, not a directory"],
+    ),
+    ("fit-seed-negative", ["fit", CSV, "--bootstrap", "0", "--seed", "-1"], {}, 2, ["--seed", "negative"]),
+    ("fit-bootstrap-1e8", ["fit", CSV, "--bootstrap", "100000000"], {}, 2, ["--bootstrap", "10,000"]),
+    (
+        "fit-plot-suffix",
+        ["fit", CSV, "--bootstrap", "0", "--plot", "fits.unknownext"],
+        {},
+        2,
+        ["--plot", ".unknownext", ".png"],
+    ),
+    ("fit-output-dir", ["fit", CSV, "--bootstrap", "0", "-o", "/"], {}, 2, ["-o", "is a directory"]),
+    (
+        "plan-inline-gpu-flops-1e-300",
+        ["plan", "{p}"],
+        {
+            "p": plan(
+                "budget: {flops: 1e22}\ncluster:\n  gpus: 64\n  gpu: {name: g, hbm_bytes: 80e9, bf16_flops: 1e-300, "
+                "hbm_bandwidth_bytes_per_s: 3.35e12, intra_node_bandwidth_bytes_per_s: 450e9, "
+                "inter_node_bandwidth_bytes_per_s: 50e9, gpus_per_node: 8, tdp_watts: 700, source: t}\n"
+            )
+        },
+        2,
+        ["cluster.gpu.bf16_flops", "outside [1e+12, 1e+18]"],
+    ),
+    (
+        "par-catalog-gpu-link-1e-300",
+        ["parallelize", "--model", "8b", "--gpus", "16", "--gpu", "mygpu", "--catalog", "{cat}"],
+        {
+            "cat": GPU_ENTRY.format(gpn=8).replace(
+                "inter_node_bandwidth_bytes_per_s: 50e9", "inter_node_bandwidth_bytes_per_s: 1e-300"
+            )
+        },
+        2,
+        ["--gpu", "inter_node_bandwidth_bytes_per_s 1e-300"],
+    ),
+    (
+        "plan-inline-law-A-1e300",
+        ["plan", "{p}"],
+        {
+            "p": plan(
+                "budget: {flops: 2e23}\nlaw: {E: 1.8, A: 1e300, B: 400, alpha: 0.3, beta: 0.3}\ncluster: {gpus: 1024}\n"
+            )
+        },
+        2,
+        ["p.yaml:3", "law", "gives no finite allocation"],
+    ),
+    (
+        "sweep-law-alpha-1e-300",
+        ["sweep", "--flops", "2e23", "--law", "{law}"],
+        {"law": GOOD_LAW.replace("alpha: 0.3", "alpha: 1e-300")},
+        2,
+        ["law", "gives no finite allocation"],
+    ),
+    (
+        "plan-shape-vocab-1e12",
+        ["plan", "{p}"],
+        {
+            "p": plan(
+                "model:\n  shape: {n_layers: 32, d_model: 4096, n_heads: 32, n_kv_heads: 8, head_dim: 128, "
+                "ffn_hidden: 14336, mlp: swiglu, vocab_size: 1000000000000, "
+                "tied_embeddings: false, norm: rmsnorm}\nbudget: {tokens: 1T}\ncluster: {gpus: 64}\n"
+            )
+        },
+        2,
+        ["p.yaml:2", "model", "beyond any trainable model"],
+    ),
     # ---- init ----------------------------------------------------------------------------------------
     ("init-gpus-zero", ["init", "--gpus", "0"], {}, 2, ["cluster.gpus", "greater than 0"]),
     ("init-tokens-without-model", ["init", "--tokens", "1T"], {}, 2, ["--tokens"]),

@@ -92,7 +92,7 @@ def near_valid(draw) -> dict:
                 draw(st.sampled_from([key + "s", key[:-1], key.upper(), key.replace("_", "-"), "x" + key]))
             ] = value
         elif action == "replace":
-            parent[key] = draw(st.sampled_from(WEIRD))
+            parent[key] = copy.deepcopy(draw(st.sampled_from(WEIRD)))  # a later "drop" must not edit WEIRD
         else:
             parent[key] = {"deep": [{"deeper": parent[key]}]}
     return doc

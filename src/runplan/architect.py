@@ -37,6 +37,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Literal
 
+from runplan.defaults import DEFAULT_VOCAB_SIZE
 from runplan.errors import SpecError
 from runplan.model import ModelShape
 
@@ -143,7 +144,7 @@ def _ladder(vocab_size: int, count: str, mlp: str) -> tuple[tuple[int, int, int]
 def shape_for_params(
     target_params: float,
     *,
-    vocab_size: int = 128256,
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
     count: Literal["total", "non_embedding"] = "total",
     mlp: Literal["swiglu", "gelu"] = "swiglu",
 ) -> ModelShape:
@@ -231,7 +232,9 @@ def resolve_model(
             f"{format_si(target)})"
         )
     try:
-        shape = shape_for_params(target, vocab_size=best.vocab_size if best is not None else 128256)
+        shape = shape_for_params(
+            target, vocab_size=best.vocab_size if best is not None else DEFAULT_VOCAB_SIZE
+        )
     except SpecError as error:
         raise SpecError(error.message, where=where, hint=error.hint) from None
     shape = shape.model_copy(update={"name": f"generated-{text.lower()}"})

@@ -186,7 +186,7 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
     """Steps 1-3: compute, allocation, and the concrete shape."""
     from runplan.architect import resolve_model, shape_for_params
     from runplan.errors import Infeasible
-    from runplan.scaling.allocate import MIN_PARAMS, Objective, allocate
+    from runplan.scaling.allocate import MAX_PARAMS, MIN_PARAMS, Objective, allocate
 
     law = inputs.law
     if spec.model is not None:
@@ -208,6 +208,13 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
                 f"sensible model ({MIN_PARAMS:.0e})",
                 where="model",
                 hint="pick a larger preset or size",
+            )
+        if law_params > MAX_PARAMS:
+            raise SpecError(
+                f"the model has {law_params:.3g} parameters ({law.param_count} count), beyond any trainable "
+                f"model (limit {MAX_PARAMS:.0e})",
+                where="model",
+                hint="check the shape's vocab_size, d_model and n_layers",
             )
         allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
     else:

@@ -14,17 +14,28 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from runplan.defaults import (
+    DEFAULT_GPU,
+    DEFAULT_MFU,
+    DEFAULT_SEQ_LEN,
+    DEFAULT_VOCAB_SIZE,
+    MAX_GPUS,
+    MAX_GPUS_PER_NODE,
+    MAX_SEQ_LEN,
+    MAX_VOCAB_SIZE,
+)
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
-from runplan.ops.cost import CostSpec
+from runplan.ops.cost import MAX_PRICE_PER_GPU_HOUR, CostSpec, PricePerGpuHour
 from runplan.ops.monitoring import MonitoringSpec
 from runplan.ops.reliability import OperationsSpec
 from runplan.ops.schedule import ScheduleSpec
 from runplan.parallel.layout import Constraints, Pins
 from runplan.scaling.allocate import Objective
+from runplan.scaling.budget import MIN_MFU
 from runplan.scaling.laws import LawSpec
-from runplan.units import NonNegativeNumber, PositiveCount, PositiveNumber
+from runplan.units import PositiveCount, PositiveNumber
 from runplan.validation import spec_error_from_validation
 from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
 
@@ -51,10 +62,19 @@ class Budget(BaseModel):
         description="Training tokens D for a fixed `model:`; C = 6·N·D (N in the law's parameter count).",
     )
     mfu: PositiveNumber = Field(
-        0.4,
-        le=1,
-        description="Model FLOPs utilisation used to turn GPU time into FLOPs (PaLM §4.1 definition).",
+        DEFAULT_MFU,
+        description="Model FLOPs utilisation in [0.01, 1] used to turn GPU time into FLOPs (PaLM §4.1 "
+        "definition); default 0.4, a planning assumption (Llama 3 reports 38-43% bf16 MFU on 16k H100, "
+        "§3.3.2 Table 4).",
+        json_schema_extra={"minimum": MIN_MFU, "maximum": 1},
     )
+
+    @field_validator("mfu")
+    @classmethod
+    def _mfu_in_range(cls, value: float) -> float:
+        if not MIN_MFU <= value <= 1:
+            raise ValueError(f"MFU must be in [{MIN_MFU:g}, 1], got {value:g} (typical: 0.3 to 0.5)")
+        return value
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Budget:
@@ -94,9 +114,17 @@ class Training(BaseModel):
 
     model_config = _STRICT
 
-    seq_len: PositiveCount = Field(4096, description="Training sequence length s in tokens.")
+    seq_len: PositiveCount = Field(
+        DEFAULT_SEQ_LEN,
+        le=MAX_SEQ_LEN,
+        json_schema_extra={"maximum": MAX_SEQ_LEN},
+        description="Training sequence length s in tokens (at most 1e8).",
+    )
     vocab_size: PositiveCount = Field(
-        128256, description="Vocabulary size V for generated shapes (a catalog preset keeps its own)."
+        DEFAULT_VOCAB_SIZE,
+        le=MAX_VOCAB_SIZE,
+        json_schema_extra={"maximum": MAX_VOCAB_SIZE},
+        description="Vocabulary size V for generated shapes (a catalog preset keeps its own); at most 1e7.",
     )
 
 
@@ -106,15 +134,24 @@ class Cluster(BaseModel):
     model_config = _STRICT
 
     gpu: str | GpuSpec = Field(
-        "h100-sxm", description="GPU type: a catalog name (`runplan catalog gpus`) or an inline spec."
+        DEFAULT_GPU, description="GPU type: a catalog name (`runplan catalog gpus`) or an inline spec."
     )
-    gpus: PositiveCount = Field(description="Number of GPUs the run uses.")
+    gpus: PositiveCount = Field(
+        le=MAX_GPUS,
+        json_schema_extra={"maximum": MAX_GPUS},
+        description="Number of GPUs the run uses (at most 1e7).",
+    )
     gpus_per_node: PositiveCount | None = Field(
-        None, description="GPUs per node (NVLink domain); defaults to the GPU type's."
+        None,
+        le=MAX_GPUS_PER_NODE,
+        json_schema_extra={"maximum": MAX_GPUS_PER_NODE},
+        description="GPUs per node (NVLink domain); defaults to the GPU type's. At most 1,024.",
     )
-    price_per_gpu_hour: NonNegativeNumber = Field(
+    price_per_gpu_hour: PricePerGpuHour = Field(
         2.0,
-        description="Price in USD per GPU-hour (2 USD/h is a common H100 planning figure, REFERENCES §4).",
+        json_schema_extra={"maximum": MAX_PRICE_PER_GPU_HOUR},
+        description="Price in USD per GPU-hour (2 USD/h is a common H100 planning figure, REFERENCES §4); "
+        "at most 1e5.",
     )
 
 

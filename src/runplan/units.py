@@ -12,6 +12,10 @@ import re
 
 from runplan.errors import SpecError
 
+#: Seconds in an hour and in a day: the one definition every time conversion in runplan uses.
+SECONDS_PER_HOUR = 3600.0
+SECONDS_PER_DAY = 86400.0
+
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
 _NUMBER_RE = re.compile(
     r"^\s*([+-]?(?:\d[\d_,]*\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgtp]?)\s*$", re.IGNORECASE

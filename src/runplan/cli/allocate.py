@@ -11,92 +11,23 @@ from typing import Any
 
 import typer
 
+from runplan.cli.budget import GPU_HELP, LAW_HELP, MFU_HELP, parse_budget
 from runplan.cli.common import handle_errors, print_json
 from runplan.scaling import DEFAULT_LAW
 
-DEFAULT_GPU = "h100-sxm"
-DEFAULT_MFU = 0.4
-
-LAW_HELP = (
-    f"Scaling law: a shipped name (besiroglu2024, hoffmann2022, hoffmann2022-unrounded) or a law YAML "
-    f"written by `runplan fit -o`. Default: {DEFAULT_LAW} (Besiroglu et al. 2024 refit of Chinchilla)."
-)
-
-
-def _number(text: str | None, flag: str, *, positive: bool = True) -> float | None:
-    from runplan.errors import SpecError
-    from runplan.units import parse_number
-
-    if text is None:
-        return None
-    value = parse_number(text, where=flag)
-    if positive and value <= 0:
-        raise SpecError(f"must be positive, got {text!r}", where=flag)
-    if not positive and value < 0:
-        raise SpecError(f"must not be negative, got {text!r}", where=flag)
-    return value
-
-
-class Budget:
-    """The compute budget and optional hardware from --flops / --gpus --days --gpu --mfu --price-per-gpu-hour."""
-
-    def __init__(
-        self, flops: float | None, gpu: Any, mfu: float, gpus: int | None, price: float | None
-    ) -> None:
-        self.flops, self.gpu, self.mfu, self.gpus, self.price = flops, gpu, mfu, gpus, price
-
-
-def parse_budget(
-    flops: str | None,
-    gpus: str | None,
-    days: str | None,
-    gpu: str | None,
-    mfu: str | None,
-    price: str | None,
-    *,
-    required: bool = True,
-) -> Budget:
-    """C from --flops, or from --gpus × --days on --gpu at --mfu; hardware (for the reverse) when any is given."""
-    from runplan.errors import SpecError
-    from runplan.units import parse_count
-
-    c = _number(flops, "--flops")
-    n_gpus = parse_count(gpus, where="--gpus") if gpus is not None else None
-    if n_gpus is not None and n_gpus <= 0:
-        raise SpecError(f"must be positive, got {gpus!r}", where="--gpus")
-    n_days = _number(days, "--days")
-    mfu_value = _number(mfu, "--mfu") if mfu is not None else DEFAULT_MFU
-    if not 0 < mfu_value <= 1:
-        raise SpecError(f"must be in (0, 1], got {mfu!r}", where="--mfu", hint="typical: 0.3 to 0.5")
-    price_value = _number(price, "--price-per-gpu-hour", positive=False)
-    hardware = any(v is not None for v in (gpus, days, gpu, mfu, price))
-    spec = None
-    if hardware:
-        from runplan.catalog import load_catalog
-
-        spec = load_catalog().gpu(gpu or DEFAULT_GPU, where="--gpu")
-    if c is not None and n_days is not None:
-        raise SpecError(
-            "give the budget once: --flops, or --gpus with --days",
-            where="--days",
-            hint="with --flops, --gpus alone gives the wall-clock days",
-        )
-    if n_days is not None:
-        if n_gpus is None:
-            raise SpecError("--days needs --gpus", where="--gpus")
-        from runplan.scaling.budget import flops_from_hardware
-
-        c = flops_from_hardware(n_gpus, n_days, spec, mfu_value)
-    if c is None and required:
-        raise SpecError(
-            "no compute budget", where="--flops", hint="give --flops 2e23, or --gpus 1024 --days 30"
-        )
-    return Budget(c, spec, mfu_value, n_gpus, price_value)
+#: The flag that fills each field of the Objective (for error messages).
+OBJECTIVE_FLAGS = {
+    "tokens_per_param": "--tokens-per-param",
+    "params": "--params",
+    "inference_tokens": "--inference-tokens",
+    "target_loss": "--target-loss",
+}
 
 
 def _objective(
     tokens_per_param: str | None, params: str | None, inference_tokens: str | None, target_loss: str | None
 ) -> Any:
+    from runplan.cli.common import build_from_flags
     from runplan.errors import SpecError
     from runplan.scaling.allocate import Objective
 
@@ -117,37 +48,23 @@ def _objective(
             where="--target-loss",
             hint="add --inference-tokens",
         )
+    kind = "compute_optimal"
     if tokens_per_param is not None:
-        return _validated(
-            Objective,
-            "--tokens-per-param",
-            kind="tokens_per_param",
-            tokens_per_param=_number(tokens_per_param, "--tokens-per-param"),
-        )
-    if params is not None:
-        return _validated(Objective, "--params", kind="fixed_params", params=_number(params, "--params"))
-    if inference_tokens is not None:
-        return _validated(
-            Objective,
-            "--inference-tokens",
-            kind="inference_optimal",
-            inference_tokens=_number(inference_tokens, "--inference-tokens", positive=False),
-            target_loss=_number(target_loss, "--target-loss"),
-        )
-    return Objective(kind="compute_optimal")
-
-
-def _validated(model: Any, flag: str, **fields: Any) -> Any:
-    """Build an input model from flag values; a validation error names ``flag`` (one line, exit 2)."""
-    from pydantic import ValidationError
-
-    from runplan.errors import SpecError
-
-    try:
-        return model(**fields)
-    except ValidationError as error:
-        message = error.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
-        raise SpecError(message, where=flag) from None
+        kind = "tokens_per_param"
+    elif params is not None:
+        kind = "fixed_params"
+    elif inference_tokens is not None:
+        kind = "inference_optimal"
+    return build_from_flags(
+        Objective,
+        OBJECTIVE_FLAGS,
+        given[0] if given else "--flops",
+        kind=kind,
+        tokens_per_param=tokens_per_param,
+        params=params,
+        inference_tokens=inference_tokens,
+        target_loss=target_loss,
+    )
 
 
 def _count_phrase(param_count: str) -> str:
@@ -197,11 +114,14 @@ def render(allocation: Any, law: Any) -> None:
                 f"loss {a.compute_optimal_loss:.4f}",
             ),
             ("loss penalty", f"{a.loss_penalty:+.4f}"),
-            (
-                "compute-optimal FLOPs for the same loss",
-                f"{a.compute_optimal_flops_same_loss:.3g} ({a.compute_overhead:+.1%} spent here)",
-            ),
         ]
+        if a.compute_overhead is not None:
+            rows.append(
+                (
+                    "compute-optimal FLOPs for the same loss",
+                    f"{a.compute_optimal_flops_same_loss:.3g} ({a.compute_overhead:+.1%} spent here)",
+                )
+            )
     if a.objective == "inference_optimal":
         rows += [
             ("target loss", f"{a.target_loss:.4f}"),
@@ -238,6 +158,7 @@ def _shape_line(allocation: Any, law: Any) -> str | None:
         from runplan.errors import SpecError
     except ImportError:  # pragma: no cover - architect is part of the package
         return None
+    from runplan.defaults import DEFAULT_VOCAB_SIZE
     from runplan.units import format_si
 
     try:
@@ -248,7 +169,7 @@ def _shape_line(allocation: Any, law: Any) -> str | None:
         f"  a generated shape of this size: {shape.n_layers} layers, d_model {shape.d_model}, "
         f"{shape.n_heads} heads ({shape.n_kv_heads} KV), FFN {shape.ffn_hidden}: "
         f"{format_si(shape.total_params)} total, {format_si(shape.non_embedding_params)} non-embedding "
-        f"(vocabulary 128,256)"
+        f"(vocabulary {DEFAULT_VOCAB_SIZE:,})"
     )
 
 
@@ -263,8 +184,8 @@ def allocate_command(
     days: str | None = typer.Option(
         None, "--days", help="Wall-clock days on --gpus (C = GPUs × peak × MFU × time)."
     ),
-    gpu: str | None = typer.Option(None, "--gpu", help=f"GPU catalog name (default {DEFAULT_GPU})."),
-    mfu: str | None = typer.Option(None, "--mfu", help=f"Model FLOPs utilisation (default {DEFAULT_MFU})."),
+    gpu: str | None = typer.Option(None, "--gpu", help=GPU_HELP),
+    mfu: str | None = typer.Option(None, "--mfu", help=MFU_HELP),
     price: str | None = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour, for the cost."),
     tokens_per_param: str | None = typer.Option(
         None, "--tokens-per-param", help="Fixed ratio D/N, e.g. 20: N = sqrt(C/(6r))."
@@ -339,6 +260,8 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     with located(loaded):
         inputs = resolve_inputs(spec, plan_file.resolve().parent)
         stage = allocation_stage(spec, inputs)
+    from runplan.defaults import DEFAULT_MFU
+
     mfu = spec.budget.mfu if spec.budget is not None else DEFAULT_MFU
     result = with_hardware(
         stage.allocation,

@@ -48,33 +48,25 @@ def export_command(
             f"no plan file at '{plan_file}'", where="PLAN_FILE", hint="give the path to a plan YAML"
         )
 
-    from runplan.plan import build_plan
-    from runplan.spec import load_plan
+    from runplan.cli.common import check_output_path, plan_from_file, write_output
 
-    plan = build_plan(load_plan(plan_file), plan_file.resolve().parent)
+    to_file = output is not None and str(output) != "-"
+    if to_file and not output.is_dir():  # refuse a bad -o before the work, not after it
+        check_output_path(output, "--output", not_over=plan_file)
+    _, _, plan = plan_from_file(plan_file)
     result = export_plan(plan, target)
 
-    for line in result.warnings:
-        print(f"runplan: warning: {target}: {line}", file=sys.stderr)
-    if as_json:
-        print_json(result)
-        return
-    if output is None or str(output) == "-":
-        sys.stdout.write(result.text)
+    if as_json or not to_file:
+        _warn(result.warnings, target)
+        if as_json:
+            print_json(result)
+        else:
+            sys.stdout.write(result.text)
         return
     path = output / result.filename if output.is_dir() else output
-    try:
-        path.write_text(result.text, encoding="utf-8")
-    except OSError as error:
-        raise SpecError(
-            f"cannot write '{path}': {error.strerror}",
-            where="--output",
-            hint="give a writable file or directory",
-        ) from None
-    if target == "megatron":
-        path.chmod(path.stat().st_mode | 0o111)
+    written = write_output(result.text, path, "--output", not_over=plan_file, executable=target == "megatron")
     _warn(result.warnings, target)
-    print(f"runplan: wrote {path} ({target}, {len(result.warnings)} warning(s))", file=sys.stderr)
+    print(f"runplan: wrote {written} ({target}, {len(result.warnings)} warning(s))", file=sys.stderr)
 
 
 def _warn(warnings: list[str], target: str) -> None:

@@ -13,31 +13,7 @@ from typing import Any
 import typer
 
 from runplan.cli.common import handle_errors, print_json
-
-
-def _num(value: str | None, flag: str) -> float | None:
-    from runplan.units import parse_number
-
-    return None if value is None else parse_number(value, where=flag)
-
-
-def _bytes(value: str | None, flag: str) -> float | None:
-    from runplan.units import parse_bytes
-
-    return None if value is None else parse_bytes(value, where=flag)
-
-
-def _count(value: str | None, flag: str) -> int | None:
-    from runplan.errors import SpecError
-    from runplan.units import parse_count
-
-    if value is None:
-        return None
-    number = parse_count(value, where=flag)
-    if number <= 0:
-        raise SpecError(f"must be a positive whole number, got {value!r}", where=flag)
-    return number
-
+from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 #: The flag that fills each field of Pins, Constraints and ParallelRequest (for error messages).
 _FLAG_OF = {
@@ -67,22 +43,20 @@ _FLAG_OF = {
 }
 
 
-def _build(pydantic_model: Any, where: str, **fields: Any) -> Any:
-    """Construct a pydantic model, turning a validation error into SpecError naming the flag."""
-    from pydantic import ValidationError
+def _overrides_model() -> Any:
+    """--top and --mfu, typed as ParallelRequest types them: they also lay over a plan file's request."""
+    from pydantic import BaseModel, ConfigDict, Field
 
-    from runplan.errors import SpecError
+    from runplan.parallel.layout import MfuFraction
+    from runplan.units import PositiveCount
 
-    try:
-        return pydantic_model(**{k: v for k, v in fields.items() if v is not None})
-    except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        key = ".".join(str(p) for p in first["loc"])
-        flag = _FLAG_OF.get(str(first["loc"][0]) if first["loc"] else "", f"{where}.{key}" if key else where)
-        message = first["msg"].removeprefix("Value error, ")
-        if message.startswith("Input should be"):
-            message = "must be" + message.removeprefix("Input should be") + f", got {first.get('input')!r}"
-        raise SpecError(message, where=flag) from None
+    class Overrides(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        top: PositiveCount | None = Field(None, description="How many ranked layouts to return.")
+        mfu_override: MfuFraction | None = Field(None, description="Use this MFU instead of the time model.")
+
+    return Overrides
 
 
 def parallelize(
@@ -92,9 +66,11 @@ def parallelize(
     ),
     model: str | None = typer.Option(None, "--model", help="Catalog name (llama-3.1-70b) or a size (70b)."),
     gpus: str | None = typer.Option(None, "--gpus", help="GPUs in the job, e.g. 512."),
-    gpu: str | None = typer.Option(None, "--gpu", help="GPU type from the catalog (default h100-sxm)."),
+    gpu: str | None = typer.Option(None, "--gpu", help=f"GPU type from the catalog (default {DEFAULT_GPU})."),
     gpus_per_node: str | None = typer.Option(None, "--gpus-per-node", help="Override GPUs per node."),
-    seq_len: str = typer.Option("4096", "--seq-len", help="Sequence length in tokens (e.g. 8192, 128k)."),
+    seq_len: str | None = typer.Option(
+        None, "--seq-len", help=f"Sequence length in tokens, e.g. 8192 or 128k (default {DEFAULT_SEQ_LEN})."
+    ),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Target tokens per step, e.g. 4M."),
     batch_tolerance: str | None = typer.Option(
         None, "--batch-tolerance", help="Allowed distance from the target batch, fraction (default 0.1)."
@@ -108,7 +84,7 @@ def parallelize(
         "--training-tokens",
         help="Tokens to train (days, critical batch); default 20 x params for the batch law.",
     ),
-    top: str = typer.Option("5", "--top", help="How many layouts to show."),
+    top: str | None = typer.Option(None, "--top", help="How many layouts to show (default 5)."),
     max_bubble: str | None = typer.Option(None, "--max-bubble", help="Largest bubble fraction (0.15)."),
     headroom: str | None = typer.Option(None, "--headroom", help="HBM fraction kept free (0.05)."),
     reserve: str | None = typer.Option(None, "--reserve", help="Bytes reserved per GPU (3GB)."),
@@ -140,6 +116,7 @@ def parallelize(
     """Search every parallel layout exhaustively; rank the ones that fit by predicted throughput."""
     from runplan.architect import resolve_model
     from runplan.catalog import load_catalog
+    from runplan.cli.common import build_from_flags, flag_value
     from runplan.errors import SpecError
     from runplan.parallel.layout import Constraints, ParallelRequest, Pins
 
@@ -153,45 +130,45 @@ def parallelize(
         raise SpecError(
             f"unknown recompute mode {recompute!r}", where="--recompute", hint="use none, selective or full"
         )
-    zero_stage = None
-    if zero is not None:
-        from runplan.units import parse_count
-
-        zero_stage = parse_count(zero, where="--zero")
-        if zero_stage not in (0, 1, 2, 3):
-            raise SpecError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero!r}", where="--zero")
-    pins = _build(
+    zero_stage = flag_value(zero, "--zero", "count")
+    if zero_stage is not None and zero_stage not in (0, 1, 2, 3):
+        raise SpecError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero!r}", where="--zero")
+    pins = build_from_flags(
         Pins,
-        "pins",
-        tp=_count(tp, "--tp"),
-        pp=_count(pp, "--pp"),
-        dp=_count(dp, "--dp"),
-        ep=_count(ep, "--ep"),
-        cp=_count(cp, "--cp"),
+        _FLAG_OF,
+        "--tp",
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        ep=ep,
+        cp=cp,
         zero=zero_stage,
-        micro_batch=_count(mbs, "--mbs"),
-        microbatches=_count(microbatches, "--microbatches"),
-        vpp=_count(vpp, "--vpp"),
+        micro_batch=mbs,
+        microbatches=microbatches,
+        vpp=vpp,
         recompute=recompute,
         sequence_parallel=sequence_parallel,
     )
-    constraints = _build(
+    constraints = build_from_flags(
         Constraints,
-        "constraints",
-        max_bubble_fraction=_num(max_bubble, "--max-bubble"),
-        memory_headroom_fraction=_num(headroom, "--headroom"),
-        reserve_bytes=_bytes(reserve, "--reserve"),
-        min_global_batch_tokens=_num(min_batch, "--min-batch"),
-        max_global_batch_tokens=_num(max_batch, "--max-batch"),
+        _FLAG_OF,
+        "--max-bubble",
+        max_bubble_fraction=max_bubble,
+        memory_headroom_fraction=headroom,
+        reserve_bytes=reserve,
+        min_global_batch_tokens=min_batch,
+        max_global_batch_tokens=max_batch,
         allow_cross_node_tp=allow_cross_node_tp or None,
     )
+    overrides = build_from_flags(_overrides_model(), _FLAG_OF, "--top", top=top, mfu_override=mfu)
+    top_count, mfu_value = overrides.top, overrides.mfu_override
     if plan_file is not None:
         cluster_flags = {
             "--model": model,
             "--gpus": gpus,
             "--gpu": gpu,
             "--gpus-per-node": gpus_per_node,
-            "--seq-len": None if seq_len == "4096" else seq_len,
+            "--seq-len": seq_len,
             "--global-batch": global_batch,
             "--training-tokens": training_tokens,
             "--catalog": catalog_file or None,
@@ -204,27 +181,28 @@ def parallelize(
                 hint="edit the plan file, or drop it and use flags",
             )
         request, resolution = _request_from_plan(
-            plan_file, pins, constraints, _count(top, "--top"), _num(mfu, "--mfu"), bf16_grads
+            plan_file, pins, constraints, top_count, mfu_value, bf16_grads
         )
         _answer(request, resolution, as_json)
         return
     catalog = load_catalog(catalog_file)
     shape, resolution = resolve_model(model, catalog, where="--model")
-    spec = catalog.gpu(gpu or "h100-sxm", where="--gpu")
-    request = _build(
+    spec = catalog.gpu(gpu or DEFAULT_GPU, where="--gpu")
+    request = build_from_flags(
         ParallelRequest,
-        "request",
+        _FLAG_OF,
+        "--gpus",
         model=shape,
         gpu=spec,
-        n_gpus=_count(gpus, "--gpus"),
-        gpus_per_node=_count(gpus_per_node, "--gpus-per-node"),
-        seq_len=_count(seq_len, "--seq-len"),
-        global_batch_tokens=_num(global_batch, "--global-batch"),
-        global_batch_tolerance=_num(batch_tolerance, "--batch-tolerance"),
-        training_tokens=_num(training_tokens, "--training-tokens"),
-        top=_count(top, "--top"),
+        n_gpus=gpus,
+        gpus_per_node=gpus_per_node,
+        seq_len=DEFAULT_SEQ_LEN if seq_len is None else seq_len,
+        global_batch_tokens=global_batch,
+        global_batch_tolerance=batch_tolerance,
+        training_tokens=training_tokens,
+        top=top_count,
         gradient_bytes=2 if bf16_grads else None,
-        mfu_override=_num(mfu, "--mfu"),
+        mfu_override=mfu_value,
         constraints=constraints,
         pins=pins,
     )

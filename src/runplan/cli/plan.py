@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from runplan.cli.common import handle_errors, plan_from_file
+from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 
 class Format(StrEnum):
@@ -15,21 +16,6 @@ class Format(StrEnum):
     markdown = "markdown"
     json = "json"
     yaml = "yaml"
-
-
-def _write(text: str, output: Path | None) -> None:
-    import sys
-
-    from runplan.errors import SpecError
-
-    if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    except OSError as error:
-        raise SpecError(f"cannot write: {error.strerror}", where="--output", source=str(output)) from None
 
 
 @handle_errors
@@ -51,8 +37,13 @@ def plan(
     json_flag: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
+    from runplan.cli.common import check_output_path, output_directory, write_output
     from runplan.plan import _law
 
+    if output is not None and str(output) != "-":  # refuse a bad -o before the work, not after it
+        check_output_path(output, "--output", not_over=plan_file)
+    if plots is not None:
+        output_directory(plots, "--plots")
     loaded, spec, result = plan_from_file(plan_file)
     base_dir = plan_file.resolve().parent
     if json_flag:
@@ -72,27 +63,31 @@ def plan(
     if fmt is Format.json:
         import json
 
-        _write(json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False), output)
+        text = json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False)
     elif fmt is Format.yaml:
         from runplan.resolved import resolved_document
 
-        _write(resolved_document(loaded.data, result), output)
+        text = resolved_document(loaded.data, result)
     elif fmt is Format.markdown:
         from runplan.report.markdown import render_markdown
 
-        _write(render_markdown(result, written), output)
+        text = render_markdown(result, written)
     else:
         from runplan.report.terminal import render_terminal
 
-        if output is None:
+        if output is None or str(output) == "-":
             from runplan.cli.common import console
 
             render_terminal(result, console())
-        else:
-            from rich.console import Console
+            return
+        import io
 
-            with output.open("w", encoding="utf-8") as handle:
-                render_terminal(result, Console(file=handle, width=140, color_system=None))
+        from rich.console import Console
+
+        buffer = io.StringIO()
+        render_terminal(result, Console(file=buffer, width=140, color_system=None))
+        text = buffer.getvalue()
+    write_output(text, output, "--output", not_over=plan_file)
 
 
 @handle_errors
@@ -137,8 +132,8 @@ def init(
     model: str | None = typer.Option(None, "--model", help="Fix the model: a preset or a size like 70b."),
     tokens: str | None = typer.Option(None, "--tokens", help="With --model: training tokens, e.g. 2T."),
     gpus: str = typer.Option("1024", "--gpus", help="GPU count."),
-    gpu: str = typer.Option("h100-sxm", "--gpu", help="GPU type (`runplan catalog gpus`)."),
-    seq_len: str = typer.Option("4096", "--seq-len", help="Sequence length in tokens."),
+    gpu: str = typer.Option(DEFAULT_GPU, "--gpu", help="GPU type (`runplan catalog gpus`)."),
+    seq_len: str = typer.Option(str(DEFAULT_SEQ_LEN), "--seq-len", help="Sequence length in tokens."),
     name: str = typer.Option("my-run", "--name", help="Run name."),
 ) -> None:
     """Write a commented starter plan file to stdout (every key with its help text and default)."""

@@ -10,8 +10,9 @@ from typing import Any
 
 import typer
 
-from runplan.cli.allocate import DEFAULT_GPU, DEFAULT_MFU, LAW_HELP, parse_budget
+from runplan.cli.budget import LAW_HELP, MFU_HELP
 from runplan.cli.common import handle_errors, print_json
+from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN, DEFAULT_VOCAB_SIZE
 
 
 def render(sweep: Any) -> None:
@@ -85,7 +86,7 @@ def sweep_command(
     gpu: str | None = typer.Option(
         None, "--gpu", help=f"GPU catalog name for GPU-hours (default {DEFAULT_GPU})."
     ),
-    mfu: str | None = typer.Option(None, "--mfu", help=f"Model FLOPs utilisation (default {DEFAULT_MFU})."),
+    mfu: str | None = typer.Option(None, "--mfu", help=MFU_HELP),
     price: str | None = typer.Option(None, "--price-per-gpu-hour", help="USD per GPU-hour, for the cost."),
     fraction: str = typer.Option(
         "0.01", "--fraction", help="Largest proxy budget as a fraction of C (per run)."
@@ -99,40 +100,42 @@ def sweep_command(
         False, "--wsd/--no-wsd", help="One WSD stable run per size, cooldown branches per budget."
     ),
     cooldown: str = typer.Option("0.2", "--cooldown", help="WSD cooldown share of each branch's tokens."),
-    seq_len: int = typer.Option(4096, "--seq-len", help="Sequence length for the shape-aware FLOPs."),
-    vocab_size: int = typer.Option(128256, "--vocab-size", help="Vocabulary of the proxy shapes."),
+    seq_len: str | None = typer.Option(
+        None, "--seq-len", help=f"Sequence length for the shape-aware FLOPs (default {DEFAULT_SEQ_LEN})."
+    ),
+    vocab_size: str | None = typer.Option(
+        None, "--vocab-size", help=f"Vocabulary of the proxy shapes (default {DEFAULT_VOCAB_SIZE})."
+    ),
     law: str | None = typer.Option(None, "--law", help=LAW_HELP),
     output: str | None = typer.Option(None, "-o", "--output", help="Write the CSV for `runplan fit` here."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON (keys in docs/scaling.md)."),
 ) -> None:
     """Design the proxy isoFLOP sweep to run before the main run; write a CSV that `runplan fit` reads back."""
-    from runplan.errors import SpecError
+    from runplan.cli.budget import parse_budget
+    from runplan.cli.common import flag_value, write_output
     from runplan.scaling.laws import law_from_flag
     from runplan.scaling.sweep import design_sweep
-    from runplan.units import parse_number
 
     budget = parse_budget(flops, gpus, days, gpu, mfu, price)
+    n_seq = flag_value(seq_len, "--seq-len", "count")
+    n_vocab = flag_value(vocab_size, "--vocab-size", "count")
     result = design_sweep(
         budget.flops,
         law_from_flag(law),
-        fraction=parse_number(fraction, where="--fraction"),
+        fraction=flag_value(fraction, "--fraction"),
         sizes=sizes,
         budgets=budgets,
         gpu=budget.gpu,
         mfu=budget.mfu,
         wsd=wsd,
-        span_decades=parse_number(span, where="--span"),
-        cooldown_fraction=parse_number(cooldown, where="--cooldown"),
-        seq_len=seq_len,
-        vocab_size=vocab_size,
+        span_decades=flag_value(span, "--span"),
+        cooldown_fraction=flag_value(cooldown, "--cooldown"),
+        seq_len=DEFAULT_SEQ_LEN if n_seq is None else n_seq,
+        vocab_size=DEFAULT_VOCAB_SIZE if n_vocab is None else n_vocab,
         price_per_gpu_hour=budget.price,
     )
     if output is not None:
-        try:
-            with open(output, "w", encoding="utf-8") as handle:
-                handle.write(result.to_csv())
-        except OSError as error:
-            raise SpecError(f"cannot write CSV: {error.strerror}", where="-o", source=output) from None
+        write_output(result.to_csv(), output, "-o")
     if json_output:
         print_json(result.model_dump(mode="json"))
     else:

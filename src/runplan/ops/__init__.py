@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from runplan.errors import Infeasible
 from runplan.ops._notes import INPUT_CONFIG, Explained, fmt_seconds
 from runplan.ops.checkpoint import (
     CheckpointPart,
@@ -48,6 +49,7 @@ from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber
 
 __all__ = [
     "LLAMA3_FAILURES_PER_1000_NODE_DAYS",
+    "MIN_GOODPUT",
     "BatchStage",
     "CheckpointPart",
     "CheckpointPlan",
@@ -130,6 +132,33 @@ class Operations(Explained):
     warnings: list[str]
 
 
+#: Below this goodput the run does not make progress in any useful sense: the expected wall clock is over
+#: 1,000× the failure-free time (and, at the extreme, overflows). Llama 3 reports ~90% (§3.3.4).
+MIN_GOODPUT = 1e-3
+
+
+def _ensure_progress(reliability: Reliability) -> None:
+    """Infeasible when checkpoint segments almost never complete between failures (goodput ≈ 0)."""
+    import math
+
+    r = reliability
+    if math.isfinite(r.expected_elapsed_seconds) and r.goodput >= MIN_GOODPUT:
+        return
+    segment = r.interval_seconds + r.save_blocking_seconds
+    raise Infeasible(
+        f"goodput ≈ 0: a checkpoint segment almost never completes between failures (τ+δ = "
+        f"{fmt_seconds(segment)} of work and save, restart R = {fmt_seconds(r.restart_seconds)}, against a "
+        f"job MTBF of {fmt_seconds(r.job_mtbf_seconds)} on {r.n_nodes:,} nodes at "
+        f"{r.failures_per_1000_node_days:.3g} failures per 1,000 node-days)",
+        suggestions=[
+            "lower operations.failures_per_1000_node_days (Llama 3: 3.8)",
+            "faster saves: operations.save_fixed_seconds, host_staging, more storage bandwidth",
+            "faster restarts (operations.restart_seconds)",
+            "fewer GPUs (fewer nodes to fail)",
+        ],
+    )
+
+
 def operate(request: OperationsRequest) -> Operations:
     """Failure rate → MTBF → checkpoint plan (Daly interval) → goodput (exact renewal) → monitoring."""
     spec = request.operations
@@ -148,6 +177,7 @@ def operate(request: OperationsRequest) -> Operations:
             cp=request.cp,
             zero=request.zero,
             gpus_per_node=request.gpus_per_node,
+            n_nodes=n_nodes,
             step_seconds=request.step_seconds,
             tokens_per_step=schedule.global_batch_tokens,
             total_steps=schedule.total_steps,
@@ -166,6 +196,7 @@ def operate(request: OperationsRequest) -> Operations:
             spec=spec,
         )
     )
+    _ensure_progress(reliability)
     monitoring = plan_monitoring(
         MonitoringRequest(
             total_steps=schedule.total_steps,

@@ -68,6 +68,11 @@ class CheckpointRequest(BaseModel):
         "weights.",
     )
     gpus_per_node: PositiveCount = Field(8, description="GPUs per node (each writes through the node's NIC).")
+    n_nodes: PositiveCount | None = Field(
+        None,
+        description="Nodes of the job, as `operate` computed them for the failure model too; unset = "
+        "⌈t·p·d·c / gpus_per_node⌉.",
+    )
     step_seconds: PositiveNumber = Field(description="Time of one training step, seconds (parallel stage).")
     tokens_per_step: PositiveNumber = Field(description="Global batch in tokens of the main batch stage.")
     total_steps: PositiveCount = Field(description="Training steps of the run (schedule stage).")
@@ -141,7 +146,7 @@ def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
     tp, pp, dp, cp = request.tp, request.pp, request.dp, request.cp
     world = tp * pp * dp * cp
     replicas = dp * cp  # copies of each model-parallel shard
-    n_nodes = math.ceil(world / request.gpus_per_node)
+    n_nodes = request.n_nodes if request.n_nodes is not None else math.ceil(world / request.gpus_per_node)
     weight_shards = tp * pp * (replicas if request.zero >= 3 else 1)
     optimizer_shards = tp * pp * (replicas if request.zero >= 1 else 1)
 

@@ -15,13 +15,26 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, Field, model_validator
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, fmt
-from runplan.units import Fraction, NonNegativeNumber, PositiveCount, PositiveNumber
+from runplan.units import (
+    SECONDS_PER_DAY,
+    SECONDS_PER_HOUR,
+    Fraction,
+    NonNegativeNumber,
+    PositiveCount,
+    PositiveNumber,
+)
 
-SECONDS_PER_HOUR = 3_600.0
-SECONDS_PER_DAY = 86_400.0
+#: Largest price of one GPU-hour accepted, in the plan's currency: 1e5 is far above any GPU-hour in any
+#: currency (a common H100 planning figure is 2 USD/h, REFERENCES §4, i.e. about 300 JPY); above it a cost is
+#: a typo, and the products with GPU-hours would overflow.
+MAX_PRICE_PER_GPU_HOUR = 1e5
+#: A price per GPU-hour: >= 0 and at most MAX_PRICE_PER_GPU_HOUR (plan files and flags share it).
+PricePerGpuHour = Annotated[NonNegativeNumber, Field(le=MAX_PRICE_PER_GPU_HOUR)]
 
 
 class CostSpec(BaseModel):
@@ -64,7 +77,7 @@ class CostRequest(BaseModel):
     sweep_gpus: PositiveCount | None = Field(
         None, description="GPUs the sweep runs on at once; unset = the main run's GPUs."
     )
-    price_per_gpu_hour: NonNegativeNumber = Field(
+    price_per_gpu_hour: PricePerGpuHour = Field(
         2.0, description="Price of one GPU-hour in `currency` (plan file cluster.price_per_gpu_hour)."
     )
     spec: CostSpec = Field(default_factory=CostSpec, description="The plan file's cost section.")

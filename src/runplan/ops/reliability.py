@@ -36,15 +36,26 @@ import math
 from pydantic import BaseModel, Field
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, fmt, fmt_seconds
-from runplan.units import NonNegativeNumber, PositiveBytes, PositiveCount, PositiveNumber
-
-SECONDS_PER_DAY = 86_400.0
+from runplan.units import SECONDS_PER_DAY, NonNegativeNumber, PositiveBytes, PositiveCount, PositiveNumber
 
 #: Llama 3 (arXiv 2407.21783, §3.3.4): 419 unexpected interruptions, 54 days, 2,048 nodes of 8 H100.
 LLAMA3_INTERRUPTIONS = 419
 LLAMA3_DAYS = 54
 LLAMA3_NODES = 2_048
 LLAMA3_FAILURES_PER_1000_NODE_DAYS = LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * LLAMA3_NODES) * 1000.0
+
+
+#: Bounds of the operations inputs (OperationsSpec): wide enough for any real cluster, narrow enough that a
+#: typo (an exponent off by hundreds) is refused instead of overflowing the renewal formula.
+#: 100 MB/s: a single hard disk or 1 Gb/s Ethernet; every real checkpoint path (NIC, PCIe, file system) is faster.
+MIN_BANDWIDTH_BYTES_PER_S = 1e8
+#: 1,000 per 1,000 node-days: every node failing once a day, ~260× the Llama 3 rate and ~150× the worst
+#: research cluster in Kokolis et al. 2024 (6.5).
+MAX_FAILURES_PER_1000_NODE_DAYS = 1000.0
+#: A week to resume: any longer is not a restart but a new cluster.
+MAX_RESTART_SECONDS = 7 * SECONDS_PER_DAY
+#: A day of fixed cost per save (barriers, metadata): real saves take seconds to minutes.
+MAX_SAVE_FIXED_SECONDS = SECONDS_PER_DAY
 
 
 class OperationsSpec(BaseModel):
@@ -54,14 +65,19 @@ class OperationsSpec(BaseModel):
 
     storage_write_bandwidth_bytes_per_s: PositiveBytes = Field(
         2e12,
+        ge=MIN_BANDWIDTH_BYTES_PER_S,
+        json_schema_extra={"minimum": MIN_BANDWIDTH_BYTES_PER_S},
         description="Aggregate sustained write bandwidth of the checkpoint storage, bytes/s. Default 2 TB/s: "
-        "Meta's Tectonic as used for Llama 3 (arXiv 2407.21783 §3.3.1: 2 TB/s sustained, 7 TB/s peak).",
+        "Meta's Tectonic as used for Llama 3 (arXiv 2407.21783 §3.3.1: 2 TB/s sustained, 7 TB/s peak). At "
+        "least 1e8 (100 MB/s, one hard disk).",
     )
     node_write_bandwidth_bytes_per_s: PositiveBytes | None = Field(
         25e9,
+        ge=MIN_BANDWIDTH_BYTES_PER_S,
+        json_schema_extra={"minimum": MIN_BANDWIDTH_BYTES_PER_S},
         description="Write bandwidth one node can push to storage, bytes/s (its storage NIC). Default 25e9 "
         "(200 Gb/s), an assumption: DGX H100 nodes carry two dual-port ConnectX-7 for storage and management "
-        "(NVIDIA DGX BasePOD reference architecture). null = not modelled.",
+        "(NVIDIA DGX BasePOD reference architecture). null = not modelled. At least 1e8 (1 Gb/s Ethernet).",
     )
     host_staging: bool = Field(
         True,
@@ -70,9 +86,11 @@ class OperationsSpec(BaseModel):
     )
     host_link_bandwidth_bytes_per_s: PositiveBytes = Field(
         50e9,
+        ge=MIN_BANDWIDTH_BYTES_PER_S,
+        json_schema_extra={"minimum": MIN_BANDWIDTH_BYTES_PER_S},
         description="Device-to-host copy bandwidth per GPU, bytes/s. Default 50e9: PCIe Gen5 x16 is 32 GT/s "
-        "× "
-        "16 lanes ≈ 63 GB/s per direction (PCI-SIG PCIe 5.0), about 80% of it achieved.",
+        "× 16 lanes ≈ 63 GB/s per direction (PCI-SIG PCIe 5.0), about 80% of it achieved. At least 1e8 "
+        "(slower than one PCIe Gen1 lane).",
     )
     fully_parallel_save: bool = Field(
         True,
@@ -81,25 +99,33 @@ class OperationsSpec(BaseModel):
     )
     save_fixed_seconds: NonNegativeNumber = Field(
         2.0,
+        le=MAX_SAVE_FIXED_SECONDS,
+        json_schema_extra={"maximum": MAX_SAVE_FIXED_SECONDS},
         description="Fixed blocking cost of every save on top of moving the bytes (barrier, state-dict "
-        "planning, metadata), seconds. Default 2 s: a planning assumption; measure yours.",
+        "planning, metadata), seconds. Default 2 s: a planning assumption; measure yours. At most a day.",
     )
     restart_seconds: NonNegativeNumber = Field(
         600.0,
+        le=MAX_RESTART_SECONDS,
+        json_schema_extra={"maximum": MAX_RESTART_SECONDS},
         description="Time from an interruption until training resumes (detect, reschedule, load the "
-        "checkpoint, warm up), seconds. Default 600 s: a planning assumption; measure yours.",
+        "checkpoint, warm up), seconds. Default 600 s: a planning assumption; measure yours. At most a week.",
     )
     failures_per_1000_node_days: PositiveNumber = Field(
         LLAMA3_FAILURES_PER_1000_NODE_DAYS,
+        le=MAX_FAILURES_PER_1000_NODE_DAYS,
+        json_schema_extra={"maximum": MAX_FAILURES_PER_1000_NODE_DAYS},
         description="Unexpected job interruptions per 1,000 node-days. Default 3.79: Llama 3 (arXiv "
         "2407.21783 "
         "§3.3.4), 419 interruptions in 54 days on 2,048 nodes. Meta research clusters: 2.3-6.5 (arXiv "
-        "2410.21680).",
+        "2410.21680). At most 1,000 (every node failing daily).",
     )
     retention_generations: PositiveCount = Field(
         3,
+        le=1000,
+        json_schema_extra={"maximum": 1000},
         description="Rolling checkpoints kept; the oldest is deleted only after the newest passes its "
-        "checksum validation.",
+        "checksum validation. At most 1,000 (milestones, not rolling generations, are the long-term record).",
     )
     milestone_every_tokens: PositiveNumber | None = Field(
         None,
@@ -128,9 +154,12 @@ def expected_segment_seconds(work_seconds, save_seconds, restart_seconds, mtbf_s
     import numpy as np  # lazy: `runplan --help` must not load numpy
 
     m = np.asarray(mtbf_seconds, dtype=float)
-    return (
-        m * np.exp(np.asarray(restart_seconds) / m) * np.expm1((np.asarray(work_seconds) + save_seconds) / m)
-    )
+    with np.errstate(over="ignore"):  # segments far longer than M: E[T] = inf, reported as goodput ≈ 0
+        return (
+            m
+            * np.exp(np.asarray(restart_seconds) / m)
+            * np.expm1((np.asarray(work_seconds) + save_seconds) / m)
+        )
 
 
 def first_order_segment_seconds(work_seconds, save_seconds, restart_seconds, mtbf_seconds):

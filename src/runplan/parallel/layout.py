@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runplan.defaults import DEFAULT_SEQ_LEN
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.units import Fraction, NonNegativeBytes, PositiveCount, PositiveNumber
@@ -154,7 +155,7 @@ class ParallelRequest(BaseModel):
     gpus_per_node: PositiveCount | None = Field(
         None, description="GPUs per node / NVLink domain (default: the GPU spec's)."
     )
-    seq_len: PositiveCount = Field(4096, description="Training sequence length s in tokens.")
+    seq_len: PositiveCount = Field(DEFAULT_SEQ_LEN, description="Training sequence length s in tokens.")
     global_batch_tokens: PositiveNumber | None = Field(
         None,
         description="Target global batch in tokens per step (e.g. '4M'); layouts land within the "

@@ -208,12 +208,19 @@ def layer_activation_bytes_per_token(
 
 
 def in_flight(p, m, v, *, last: bool):
-    """Micro-batches of a whole stage held at the memory peak (1F1B or interleaved; module docstring)."""
+    """Micro-batches of a whole stage held at the memory peak (1F1B or interleaved; module docstring).
+
+    A stage never holds more than the step's m micro-batches (m·v chunks when interleaved: Megatron caps its
+    warm-up at the step's chunks), so every count is capped at m. The search keeps interleaved m a multiple
+    of p (m ≥ p), where the cap only binds at m = p; a pinned ``--microbatches`` below p is capped here
+    rather than over-counted (such a row already fails Megatron's m % p rule in ``choose_microbatches``).
+    """
     p = np.asarray(p, dtype=float)
     v = np.asarray(v, dtype=float)
+    m = np.asarray(m, dtype=float)
     if last:
-        return np.where(v > 1, ((v - 1.0) * p + 1.0) / v, 1.0)
-    return np.where(v > 1, p + (p - 1.0) / v, np.minimum(m, p))
+        return np.minimum(m, np.where(v > 1, ((v - 1.0) * p + 1.0) / v, 1.0))
+    return np.minimum(m, np.where(v > 1, p + (p - 1.0) / v, p))
 
 
 def activation_bytes(

@@ -119,10 +119,11 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         kept_d, none_d = _layer_bytes(req, lay, False)
         kept_m, none_m = _layer_bytes(req, lay, True) if sh.is_moe else (0.0, 0.0)
         per_mb = tokens * (dense * kept_d + moe * kept_m)
+        # capped at the step's m micro-batches, as memory.in_flight (its docstring)
         if which == "first":
-            flight = min(m, p) if v == 1 else p + (p - 1) / v
+            flight = min(m, p if v == 1 else p + (p - 1) / v)
         else:
-            flight = 1.0 if v == 1 else ((v - 1) * p + 1) / v
+            flight = min(m, 1.0 if v == 1 else ((v - 1) * p + 1) / v)
         act = flight * per_mb
         if full:
             act += tokens * max(none_d if dense else 0.0, none_m if moe else 0.0)

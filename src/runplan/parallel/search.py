@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from runplan.defaults import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_SEQ_LEN
 from runplan.errors import Infeasible, SpecError
 from runplan.parallel.batch import critical_batch
 from runplan.parallel.layout import (
@@ -33,8 +34,19 @@ from runplan.parallel.layout import (
 )
 from runplan.parallel.memory import ShapeTerms, memory_breakdown
 from runplan.parallel.timing import default_efficiency, step_time
+from runplan.scaling.budget import MIN_MFU
+from runplan.units import SECONDS_PER_DAY
 
 AXES = ("t", "p", "d", "e", "c", "v", "zero", "b", "rc", "sp")
+
+# Bounds on a layout request (validate_request): far beyond any real run, so only typos are refused, and low
+# enough that the integer grid arithmetic (int64) and the float time model stay finite.
+# MAX_GPUS, MAX_GPUS_PER_NODE and MAX_SEQ_LEN are shared with the plan file (runplan.defaults).
+#: 1e10 tokens per step: about 150× the largest batch reported (DeepSeek-V3 ramps to 15,360 sequences of
+#: 4,096 = 63M tokens, arXiv 2412.19437 §4.2; Llama 3 405B uses 16M).
+MAX_GLOBAL_BATCH_TOKENS = 1e10
+#: 1e20 training tokens: millions of times the largest pre-training sets reported by 2025 (Qwen3: 36T).
+MAX_TRAINING_TOKENS = 1e20
 CONSTRAINT_NAMES = ("memory", "bubble", "global_batch")
 
 
@@ -54,6 +66,16 @@ FLAG_NAMES = {
     "max_global_batch_tokens": "--max-batch",
     "mfu_override": "--mfu",
     "seq_len": "--seq-len",
+    "reserve_bytes": "--reserve",
+    "gpu": "--gpu",
+    "tp": "--tp",
+    "pp": "--pp",
+    "dp": "--dp",
+    "ep": "--ep",
+    "cp": "--cp",
+    "vpp": "--vpp",
+    "micro_batch": "--mbs",
+    "microbatches": "--microbatches",
 }
 PLAN_KEYS = {
     "n_gpus": "cluster.gpus",
@@ -64,6 +86,16 @@ PLAN_KEYS = {
     "max_global_batch_tokens": "constraints.max_global_batch_tokens",
     "mfu_override": "mfu_override",
     "seq_len": "training.seq_len",
+    "reserve_bytes": "constraints.reserve_bytes",
+    "gpu": "cluster.gpu",
+    "tp": "parallel.tp",
+    "pp": "parallel.pp",
+    "dp": "parallel.dp",
+    "ep": "parallel.ep",
+    "cp": "parallel.cp",
+    "vpp": "parallel.vpp",
+    "micro_batch": "parallel.micro_batch",
+    "microbatches": "parallel.microbatches",
 }
 
 
@@ -73,15 +105,47 @@ def validate_request(request: ParallelRequest, names: dict[str, str] | None = No
     ``names`` maps request fields to what the user typed (:data:`FLAG_NAMES`, :data:`PLAN_KEYS`). Checks:
     whole nodes (a job of more than one node uses every GPU of each node), a target batch of at least one
     sequence and at most the training tokens (else the run is less than one step), a batch range with
-    min ≤ max, and an MFU override above 0 (it divides the step time).
+    min ≤ max, an MFU override of at least MIN_MFU (it divides the step time), and the bounds above
+    (MAX_GPUS, MAX_SEQ_LEN, MAX_GLOBAL_BATCH_TOKENS, MAX_TRAINING_TOKENS).
     """
     name = {field: field for field in FLAG_NAMES} | (names or {})
     n, node = request.n_gpus, request.node_size
+    if n > MAX_GPUS:
+        raise SpecError(
+            f"{float(n):.4g} GPUs is beyond any cluster (limit {MAX_GPUS:,}; the largest reported by 2025 "
+            "hold a few hundred thousand)",
+            where=name["n_gpus"],
+            hint="check the number, e.g. 512 or 16k",
+        )
+    if request.gpus_per_node is not None and request.gpus_per_node > MAX_GPUS_PER_NODE:
+        raise SpecError(
+            f"{float(request.gpus_per_node):.4g} GPUs per node is beyond any NVLink domain (limit "
+            f"{MAX_GPUS_PER_NODE:,}; HGX nodes have 8, GB200 NVL72 racks 72)",
+            where=name["gpus_per_node"],
+            hint="e.g. 8",
+        )
+    if request.seq_len > MAX_SEQ_LEN:
+        raise SpecError(
+            f"a sequence of {float(request.seq_len):.3g} tokens is beyond any trained context (limit "
+            f"{MAX_SEQ_LEN:.0e}; the longest advertised by 2025 is 10M)",
+            where=name["seq_len"],
+            hint="e.g. 8192 or 128k",
+        )
     if n > node and n % node:
         raise SpecError(
             f"{n} GPUs do not fill whole nodes of {node}",
             where=name["n_gpus"],
             hint=f"use a multiple of {node}, e.g. {n - n % node or node}, or set GPUs per node",
+        )
+    _validate_gpu(request, name)
+    _validate_pins(request, name)
+    reserve = request.constraints.reserve_bytes
+    if reserve >= request.gpu.hbm_bytes:
+        raise SpecError(
+            f"a reserve of {reserve:.3g} bytes is not below the {request.gpu.name}'s "
+            f"{request.gpu.hbm_bytes / 1e9:.0f} GB of HBM: nothing would be left for the model",
+            where=name["reserve_bytes"],
+            hint="typical: 2GB to 5GB",
         )
     batch, tokens = request.global_batch_tokens, request.training_tokens
     if batch is not None and batch < request.seq_len:
@@ -105,12 +169,87 @@ def validate_request(request: ParallelRequest, names: dict[str, str] | None = No
             where=name["min_global_batch_tokens"],
             hint=f"swap them, or lower {name['min_global_batch_tokens']}",
         )
-    if request.mfu_override is not None and request.mfu_override <= 0:
+    for field, value, limit in (
+        ("global_batch_tokens", request.global_batch_tokens, MAX_GLOBAL_BATCH_TOKENS),
+        ("min_global_batch_tokens", request.constraints.min_global_batch_tokens, MAX_GLOBAL_BATCH_TOKENS),
+        ("max_global_batch_tokens", request.constraints.max_global_batch_tokens, MAX_GLOBAL_BATCH_TOKENS),
+        ("training_tokens", request.training_tokens, MAX_TRAINING_TOKENS),
+    ):
+        if value is not None and value > limit:
+            what = "training tokens" if field == "training_tokens" else "tokens per step"
+            raise SpecError(
+                f"{value:.3g} {what} is beyond any real run (limit {limit:.0e})",
+                where=name[field],
+                hint="check the exponent; batches of 1M to 64M tokens and 1T to 40T training tokens are usual"
+                if field != "training_tokens"
+                else "check the exponent; 1T to 40T training tokens are usual",
+            )
+    if request.mfu_override is not None and request.mfu_override < MIN_MFU:
         raise SpecError(
-            f"must be above 0, got {request.mfu_override:g}",
+            f"must be at least {MIN_MFU:g}, got {request.mfu_override:g}",
             where=name["mfu_override"],
             hint="typical: 0.3 to 0.5",
         )
+
+
+#: Ranges of a GPU spec the time and memory models accept (an inline or catalog GPU far outside them is a
+#: typo): peak bf16 FLOP/s from a 2016 P100 (~2e13) to beyond any announced part (B200 dense ~2.3e15); HBM
+#: from 1 GB to 100 TB; every bandwidth at least 100 MB/s; board power 1 W to 100 kW.
+GPU_RANGES = {
+    "bf16_flops": (1e12, 1e18, "FLOP/s"),
+    "hbm_bytes": (1e9, 1e14, "bytes"),
+    "hbm_bandwidth_bytes_per_s": (1e8, 1e15, "bytes/s"),
+    "intra_node_bandwidth_bytes_per_s": (1e8, 1e15, "bytes/s"),
+    "inter_node_bandwidth_bytes_per_s": (1e8, 1e15, "bytes/s"),
+    "tdp_watts": (1.0, 1e5, "W"),
+}
+
+
+def _validate_gpu(request: ParallelRequest, name: dict[str, str]) -> None:
+    """A GPU spec whose numbers lie far outside any accelerator (GPU_RANGES) is refused, naming the field."""
+    gpu = request.gpu
+    for field, (low, high, unit) in GPU_RANGES.items():
+        value = getattr(gpu, field)
+        if not low <= value <= high:
+            raise SpecError(
+                f"GPU '{gpu.name}': {field} {value:.3g} {unit} is outside [{low:.0e}, {high:.0e}]",
+                where=f"{name['gpu']}.{field}" if name["gpu"].startswith("cluster") else name["gpu"],
+                hint="check the units; an H100 SXM has 989e12 FLOP/s, 80GB, 3.35e12 B/s and 700 W",
+            )
+
+
+def _validate_pins(request: ParallelRequest, name: dict[str, str]) -> None:
+    """Pinned degrees above the GPU count (or layers, for vpp), and a pinned micro-batch or count of
+    micro-batches above MAX_GLOBAL_BATCH_TOKENS, are typos: refused here, before the int64 grid."""
+    pins, n = request.pins, request.n_gpus
+    for axis in ("tp", "pp", "dp", "ep", "cp"):
+        value = getattr(pins, axis)
+        if value is not None and value > n:
+            raise SpecError(
+                f"{axis}={float(value):.4g} is more than the {n:,} GPUs of the job",
+                where=name[axis],
+                hint=f"a parallel degree divides the GPU count, e.g. {axis} 8",
+            )
+    if pins.vpp is not None and pins.vpp > request.model.n_layers:
+        raise SpecError(
+            f"vpp={float(pins.vpp):.4g} is more chunks than the {request.model.n_layers} layers",
+            where=name["vpp"],
+            hint="interleaving splits each stage's layers into v chunks, e.g. vpp 2",
+        )
+    s = request.seq_len
+    b, m = pins.micro_batch, pins.microbatches
+    for field, value in (
+        ("micro_batch", b),
+        ("microbatches", m),
+        ("microbatches", b * m if b and m else None),
+    ):
+        if value is not None and value * s > MAX_GLOBAL_BATCH_TOKENS:
+            raise SpecError(
+                f"{float(value):.4g} sequences of {s:,} tokens per data-parallel rank is beyond any real step "
+                f"(limit {MAX_GLOBAL_BATCH_TOKENS:.0e} tokens per step)",
+                where=name[field],
+                hint="micro-batches of 1 to 16 sequences and tens of micro-batches per step are usual",
+            )
 
 
 def batch_range_tokens(request: ParallelRequest, crit: CriticalBatch) -> tuple[float, float, str]:
@@ -129,7 +268,8 @@ def batch_range_tokens(request: ParallelRequest, crit: CriticalBatch) -> tuple[f
     low = cons.min_global_batch_tokens or float(request.seq_len)
     if cons.max_global_batch_tokens is not None:
         return low, cons.max_global_batch_tokens, "given range"
-    return low, max(crit.tokens, low), "at most the critical batch"
+    # the critical batch of a very long run can exceed any batch planned: cap it (MAX_GLOBAL_BATCH_TOKENS)
+    return low, max(min(crit.tokens, MAX_GLOBAL_BATCH_TOKENS), low), "at most the critical batch"
 
 
 def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], list[str]]:
@@ -222,6 +362,10 @@ def _ceil_div(a, b):
 def choose_microbatches(request: ParallelRequest, grid: dict, low_tokens: float, high_tokens: float):
     """(m to evaluate, batch-range ok, m values in range per row) — the largest m in range, see module doc."""
     s = request.seq_len
+    # clip before the int64 arithmetic: a batch range from a huge critical batch (many training tokens)
+    # would overflow it, and no batch above MAX_GLOBAL_BATCH_TOKENS is planned anyway
+    low_tokens = min(low_tokens, MAX_GLOBAL_BATCH_TOKENS)
+    high_tokens = min(high_tokens, MAX_GLOBAL_BATCH_TOKENS)
     low_seq = math.ceil(low_tokens / s - 1e-9)
     high_seq = math.floor(high_tokens / s + 1e-9)
     step = np.where(grid["v"] > 1, grid["p"], 1)
@@ -265,7 +409,7 @@ def evaluate(request: ParallelRequest, grid: dict, eff: Efficiency | None = None
         flash=request.flash_attention,
         tp_overlap=request.tp_comm_overlap,
     )
-    tokens_per_step = (grid["d"] * grid["b"] * grid["m"] * s).astype(float)
+    tokens_per_step = grid["d"].astype(float) * grid["b"] * grid["m"] * s  # float: no int64 overflow
     model_flops_token = shape.model_flops_per_token(s)
     recompute_flops_token = 2.0 * shape.active_non_embedding_params + shape.attention_flops_per_token(s) / 3.0
     peak_total = request.n_gpus * gpu.bf16_flops
@@ -341,7 +485,7 @@ def _estimate(
         }
     )
     time_s = TimeSeconds(**{k: float(ev[f"time_{k}"][i]) for k in TimeSeconds.model_fields})
-    days = request.training_tokens / tps / 86400.0 if request.training_tokens else None
+    days = request.training_tokens / tps / SECONDS_PER_DAY if request.training_tokens else None
     return LayoutEstimate(
         tp=t,
         pp=p,
@@ -515,15 +659,19 @@ def _suggestions(
     pinned = [k for k, v in pins.model_dump().items() if v is not None]
     if not ok["memory"].any():
         best = float(ev["mem_total"].min())
-        states = 16.0 * shape.total_params
+        # bf16 weights (2) + gradients (request.gradient_bytes: 4 fp32, 2 bf16) + Adam's fp32 master weights,
+        # momentum and variance (12) per parameter: the mixed-precision model states of ZeRO (Rajbhandari et
+        # al. 2020, §3.1: 2 + 2 + 12 = 16 with bf16 gradients); activations come on top
+        per_param = 2 + request.gradient_bytes + 12
+        states = per_param * float(shape.total_params)
         usable = limit - request.constraints.reserve_bytes
         need = math.ceil(states / max(usable, 1.0))
         out.append(
             f"the smallest memory of any layout is {best / 1e9:.1f} GB against {limit / 1e9:.1f} GB usable"
         )
         out.append(
-            f"more GPUs: model states alone (16 bytes/param, fully sharded) need at least {need} "
-            f"{gpu.name} GPUs"
+            f"more GPUs: model states alone ({per_param} bytes/param: 2 weights + {request.gradient_bytes} "
+            f"gradients + 12 optimizer, fully sharded) need at least {need:,} {gpu.name} GPUs"
         )
         out.append(
             "ZeRO-3 (--zero 3), full recomputation (--recompute full), a smaller micro-batch (--mbs 1)"

@@ -18,7 +18,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runplan.errors import Infeasible, SpecError
 from runplan.hardware import GpuSpec
@@ -41,6 +41,21 @@ _OPTIONAL_FIELDS: dict[str, tuple[str, ...]] = {"inference_optimal": ("target_lo
 #: hundred sequences; the laws were fitted from ~7e7 parameters up (Hoffmann et al. 2022, Table A9).
 MIN_PARAMS = 1e6
 MIN_TOKENS = 1e6
+#: Largest model size (``params``) runplan plans for: 1e15 parameters is about 1,000× the largest models
+#: reported by 2025 (DeepSeek-V3 671B and Kimi K2 1.04T total parameters) and 2 PB of bf16 weights alone.
+#: Anything above is a typo (an exponent off by a few), not a plan.
+MAX_PARAMS = 1e15
+#: Bounds on a fixed tokens-per-parameter ratio. Published runs span about 1 to 6e4 (TOKENS_PER_PARAM_RANGE
+#: warns outside 1 to 1e5); a ratio below 1e-3 (a thousand parameters per training token) or above 1e7 (ten
+#: million tokens per parameter) is outside anything a scaling law describes, so it is refused as a typo.
+MIN_TOKENS_PER_PARAM = 1e-3
+MAX_TOKENS_PER_PARAM = 1e7
+#: Largest lifetime inference load: 1e21 tokens is a million years of 3e7 tokens a second, orders of
+#: magnitude beyond any service's lifetime traffic; above it 2·N·D_inf is a typo, not a plan.
+MAX_INFERENCE_TOKENS = 1e21
+#: Largest target loss, in nats per token: a uniform guess over a 128,256-token vocabulary scores
+#: ln(128,256) ≈ 11.8, so any trained model is below it; a target above 20 is a typo.
+MAX_TARGET_LOSS = 20.0
 #: Tokens per parameter of published pre-training runs span about 1 (early GPT-3-era models trained short)
 #: to ~6e4 (Qwen3 0.6B: 36T tokens); outside that range an allocation is flagged.
 TOKENS_PER_PARAM_RANGE = (1.0, 1e5)
@@ -57,27 +72,77 @@ class Objective(BaseModel):
         "into tokens), inference_optimal (Sardana et al. 2024: training + inference FLOPs).",
     )
     tokens_per_param: PositiveNumber | None = Field(
-        None, description="kind tokens_per_param: the ratio D/N, e.g. 20."
+        None,
+        json_schema_extra={"minimum": MIN_TOKENS_PER_PARAM, "maximum": MAX_TOKENS_PER_PARAM},
+        description=f"kind tokens_per_param: the ratio D/N, e.g. 20; {MIN_TOKENS_PER_PARAM:g} to "
+        f"{MAX_TOKENS_PER_PARAM:.0e} (published runs: about 1 to 6e4).",
     )
     params: PositiveNumber | None = Field(
-        None, description="kind fixed_params: the model size N in the law's parameter count, e.g. 7B."
+        None,
+        json_schema_extra={"minimum": MIN_PARAMS, "maximum": MAX_PARAMS},
+        description=f"kind fixed_params: the model size N in the law's parameter count, e.g. 7B; "
+        f"{MIN_PARAMS:.0e} to {MAX_PARAMS:.0e}.",
     )
     inference_tokens: NonNegativeNumber | None = Field(
-        None, description="kind inference_optimal: tokens the model will generate/process over its lifetime."
+        None,
+        json_schema_extra={"maximum": MAX_INFERENCE_TOKENS},
+        description="kind inference_optimal: tokens the model will generate/process over its lifetime "
+        f"(at most {MAX_INFERENCE_TOKENS:.0e}).",
     )
     target_loss: PositiveNumber | None = Field(
         None,
-        description="kind inference_optimal: loss to reach (default: the compute-optimal model's loss at "
-        "the budget).",
+        json_schema_extra={"maximum": MAX_TARGET_LOSS},
+        description="kind inference_optimal: loss to reach in nats/token, at most 20 (default: the "
+        "compute-optimal model's loss at the budget).",
     )
+
+    @field_validator("params")
+    @classmethod
+    def _params_in_range(cls, value: float | None) -> float | None:
+        if value is not None and value < MIN_PARAMS:
+            raise ValueError(
+                f"params {value:g} is below the smallest sensible model ({MIN_PARAMS:.0e} parameters); "
+                "write the size with a suffix, e.g. 7B"
+            )
+        if value is not None and value > MAX_PARAMS:
+            raise ValueError(
+                f"params {value:.3g} is beyond any trainable model (limit {MAX_PARAMS:.0e}, about 1,000x the "
+                "largest reported by 2025); check the exponent, e.g. 7e9 or 70B"
+            )
+        return value
+
+    @field_validator("tokens_per_param")
+    @classmethod
+    def _ratio_in_range(cls, value: float | None) -> float | None:
+        if value is not None and not MIN_TOKENS_PER_PARAM <= value <= MAX_TOKENS_PER_PARAM:
+            raise ValueError(
+                f"{value:.3g} tokens per parameter is outside {MIN_TOKENS_PER_PARAM:g} to "
+                f"{MAX_TOKENS_PER_PARAM:.0e} (published runs: about 1 to 6e4; Chinchilla 20)"
+            )
+        return value
+
+    @field_validator("inference_tokens")
+    @classmethod
+    def _inference_in_range(cls, value: float | None) -> float | None:
+        if value is not None and value > MAX_INFERENCE_TOKENS:
+            raise ValueError(
+                f"{value:.3g} lifetime inference tokens is beyond any service's traffic (limit "
+                f"{MAX_INFERENCE_TOKENS:.0e}); check the exponent, e.g. 2e13"
+            )
+        return value
+
+    @field_validator("target_loss")
+    @classmethod
+    def _loss_in_range(cls, value: float | None) -> float | None:
+        if value is not None and value > MAX_TARGET_LOSS:
+            raise ValueError(
+                f"a target loss of {value:.3g} nats/token is above a uniform guess over any real vocabulary "
+                f"(ln 128,256 = 11.8; limit {MAX_TARGET_LOSS:g}); losses of trained models are about 1.5-3"
+            )
+        return value
 
     @model_validator(mode="after")
     def _fields_match_kind(self) -> Objective:
-        if self.params is not None and self.params < MIN_PARAMS:
-            raise ValueError(
-                f"params {self.params:g} is below the smallest sensible model ({MIN_PARAMS:.0e} parameters); "
-                "write the size with a suffix, e.g. 7B"
-            )
         needed = _KIND_FIELDS[self.kind]
         allowed = set(needed) | set(_OPTIONAL_FIELDS.get(self.kind, ()))
         for field in needed:
@@ -143,13 +208,14 @@ def _against_optimum(law: ParametricLaw, flops: float, loss: float) -> dict[str,
     n_opt, d_opt = law.compute_optimal(flops)
     loss_opt = law.loss(n_opt, d_opt)
     same = law.flops_for_loss(loss)
+    usable = math.isfinite(same) and same > 0.0  # 0 when the loss is above any the law reaches at C > 0
     return {
         "compute_optimal_params": n_opt,
         "compute_optimal_tokens": d_opt,
         "compute_optimal_loss": loss_opt,
         "loss_penalty": loss - loss_opt,
-        "compute_optimal_flops_same_loss": same,
-        "compute_overhead": flops / same - 1.0,
+        "compute_optimal_flops_same_loss": same if usable else None,
+        "compute_overhead": flops / same - 1.0 if usable else None,
     }
 
 
@@ -162,6 +228,11 @@ def inference_optimal_params(law: ParametricLaw, target_loss: float, inference_t
     from scipy.optimize import minimize_scalar
 
     n_min = law.min_params_for_loss(target_loss)
+    if n_min <= 0.0:  # underflow: the loss is so high that any model reaches it with almost no data
+        raise Infeasible(
+            f"target loss {target_loss:g} is reached by a model of any size",
+            suggestions=["ask for a lower target loss"],
+        )
     if not math.isfinite(n_min):
         raise Infeasible(
             f"target loss {target_loss:g} is at or below the law's irreducible loss E = {law.E:g}",
@@ -186,8 +257,45 @@ def inference_optimal_params(law: ParametricLaw, target_loss: float, inference_t
 def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> Allocation:
     """Split ``flops`` (training FLOPs, C = 6·N·D) into N and D under ``objective`` and ``law``.
 
-    ``flops`` may be None only for ``inference_optimal`` with a ``target_loss``.
+    ``flops`` may be None only for ``inference_optimal`` with a ``target_loss``. A law whose coefficients
+    overflow or underflow the closed forms (an inline or hand-edited law far from any fit) is a SpecError
+    naming ``law``, not a crash.
     """
+    try:
+        with np.errstate(all="ignore"):  # non-finite results are caught below, not warned about
+            result = _allocate(flops, objective, law)
+    except (OverflowError, ZeroDivisionError):
+        raise unusable_law(law, flops) from None
+    if not all(math.isfinite(x) and x > 0 for x in (result.params, result.tokens, result.loss)):
+        raise unusable_law(law, flops)
+    return result
+
+
+def checked_compute_optimal(law: ParametricLaw, flops: float) -> tuple[float, float]:
+    """``law.compute_optimal(flops)``, or :func:`unusable_law` when the closed form is not finite and positive."""
+    try:
+        with np.errstate(all="ignore"):
+            n_opt, d_opt = law.compute_optimal(flops)
+    except (OverflowError, ZeroDivisionError):
+        raise unusable_law(law, flops) from None
+    if not all(math.isfinite(x) and x > 0 for x in (n_opt, d_opt)):
+        raise unusable_law(law, flops)
+    return n_opt, d_opt
+
+
+def unusable_law(law: ParametricLaw, flops: float | None) -> SpecError:
+    """The SpecError for a law whose coefficients overflow or underflow the closed forms."""
+    at = f" at {flops:.3g} FLOPs" if flops is not None else ""
+    return SpecError(
+        f"law '{law.name}' (E {law.E:.3g}, A {law.A:.3g}, B {law.B:.3g}, alpha {law.alpha:.3g}, beta "
+        f"{law.beta:.3g}) gives no finite allocation{at}",
+        where="law",
+        hint="fitted laws have A and B of tens to thousands and alpha, beta of 0.2 to 0.5, as in Hoffmann "
+        "et al. 2022, Eq. 10",
+    )
+
+
+def _allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> Allocation:
     if flops is not None:
         check_training_flops(flops, where="--flops")
     kind = objective.kind
@@ -209,10 +317,12 @@ def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> A
         r = objective.tokens_per_param
         n = math.sqrt(flops / (6.0 * r))  # C = 6·N·(r·N)
         d = r * n
+        _check_sensible(law, objective, flops, n, d)
         extra = _against_optimum(law, flops, law.loss(n, d))
     elif kind == "fixed_params":
         n = objective.params
         d = flops / (6.0 * n)
+        _check_sensible(law, objective, flops, n, d)
         extra = _against_optimum(law, flops, law.loss(n, d))
     else:
         target = (
@@ -314,11 +424,18 @@ def with_hardware(
 
 
 __all__ = [
+    "MAX_INFERENCE_TOKENS",
+    "MAX_PARAMS",
+    "MAX_TARGET_LOSS",
+    "MAX_TOKENS_PER_PARAM",
     "MIN_PARAMS",
     "MIN_TOKENS",
+    "MIN_TOKENS_PER_PARAM",
     "Allocation",
     "Objective",
     "allocate",
+    "checked_compute_optimal",
     "inference_optimal_params",
+    "unusable_law",
     "with_hardware",
 ]

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runplan.defaults import DEFAULT_MFU
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
-
-SECONDS_PER_HOUR = 3600.0
-SECONDS_PER_DAY = 86400.0
+from runplan.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 #: Largest training budget runplan plans for: 1e30 FLOPs is 8e7 H100-years at 40% MFU (1e30 / (989e12 × 0.4)
 #: s), a million H100s for 80 years, some 2,000× the largest runs reported by 2025 (~5e26, Epoch AI's
@@ -21,13 +20,19 @@ SECONDS_PER_DAY = 86400.0
 MAX_TRAINING_FLOPS = 1e30
 
 
+#: Smallest MFU accepted anywhere an MFU is given: 1%. Reported pre-training MFUs are 20-60% (Llama 3 405B:
+#: 38-43%, Grattafiori et al. 2024 Table 4); below 1% the GPUs are idle, not training, and dividing by such an
+#: MFU only turns a typo into an astronomically long run.
+MIN_MFU = 0.01
+
+
 def check_training_flops(flops: float, *, where: str | None = "--flops") -> float:
     """Return ``flops`` if it is a finite budget in (0, MAX_TRAINING_FLOPS]; else a SpecError naming ``where``."""
     import math
 
-    if not (isinstance(flops, int | float) and math.isfinite(flops) and flops > 0):
+    if not (isinstance(flops, int | float) and not math.isnan(flops) and flops > 0):
         raise SpecError(f"the compute budget must be a positive number, got {flops!r}", where=where)
-    if flops > MAX_TRAINING_FLOPS:
+    if flops > MAX_TRAINING_FLOPS:  # infinity included (an overflowing product of GPUs and days)
         raise SpecError(
             f"a budget of {flops:.3g} FLOPs is beyond any trainable run (limit {MAX_TRAINING_FLOPS:.0e}: a "
             "million H100s for 80 years)",
@@ -38,8 +43,10 @@ def check_training_flops(flops: float, *, where: str | None = "--flops") -> floa
 
 
 def _check(mfu: float, gpus: float | None = None) -> None:
-    if not 0 < mfu <= 1:
-        raise SpecError(f"MFU must be in (0, 1], got {mfu:g}", where="--mfu", hint="typical: 0.3 to 0.5")
+    if not MIN_MFU <= mfu <= 1:
+        raise SpecError(
+            f"MFU must be in [{MIN_MFU:g}, 1], got {mfu:g}", where="--mfu", hint="typical: 0.3 to 0.5"
+        )
     if gpus is not None and gpus <= 0:
         raise SpecError(f"need a positive number of GPUs, got {gpus:g}", where="--gpus")
 
@@ -90,4 +97,14 @@ def hardware_cost(
     )
 
 
-__all__ = ["HardwareCost", "flops_from_hardware", "hardware_cost"]
+__all__ = [
+    "DEFAULT_MFU",
+    "MAX_TRAINING_FLOPS",
+    "MIN_MFU",
+    "SECONDS_PER_DAY",
+    "SECONDS_PER_HOUR",
+    "HardwareCost",
+    "check_training_flops",
+    "flops_from_hardware",
+    "hardware_cost",
+]

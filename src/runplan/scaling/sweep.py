@@ -23,9 +23,11 @@ import math
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from runplan.defaults import DEFAULT_MFU, DEFAULT_SEQ_LEN, DEFAULT_VOCAB_SIZE, MAX_SEQ_LEN, MAX_VOCAB_SIZE
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
 from runplan.scaling.laws import ParametricLaw
+from runplan.units import SECONDS_PER_HOUR
 
 
 class SweepRun(BaseModel):
@@ -156,25 +158,32 @@ def design_sweep(
     sizes: int = 7,
     budgets: int = 1,
     gpu: GpuSpec | None = None,
-    mfu: float = 0.4,
+    mfu: float = DEFAULT_MFU,
     wsd: bool = False,
     span_decades: float = 1.0,
     budget_spacing_decades: float = 1.0,
     cooldown_fraction: float = 0.2,
-    seq_len: int = 4096,
-    vocab_size: int = 128256,
+    seq_len: int = DEFAULT_SEQ_LEN,
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
     price_per_gpu_hour: float | None = None,
 ) -> Sweep:
     """The proxy sweep for a main budget ``flops`` (see the module docstring)."""
-    from runplan.scaling.budget import check_training_flops
+    from runplan.scaling.allocate import checked_compute_optimal
+    from runplan.scaling.budget import MIN_MFU, check_training_flops
 
     check_training_flops(flops, where="--flops")
-    if seq_len < 1:
+    if not 1 <= seq_len <= MAX_SEQ_LEN:
         raise SpecError(
-            f"must be a positive number of tokens, got {seq_len}", where="--seq-len", hint="e.g. 4096"
+            f"must be a positive number of tokens up to {MAX_SEQ_LEN:.0e}, got {float(seq_len):.4g}",
+            where="--seq-len",
+            hint="e.g. 4096",
         )
-    if vocab_size < 1:
-        raise SpecError(f"must be positive, got {vocab_size}", where="--vocab-size", hint="e.g. 128256")
+    if not 1 <= vocab_size <= MAX_VOCAB_SIZE:
+        raise SpecError(
+            f"must be positive and at most {MAX_VOCAB_SIZE:.0e}, got {float(vocab_size):.4g}",
+            where="--vocab-size",
+            hint="e.g. 128256",
+        )
     if not 0 < fraction < 1:
         raise SpecError(f"fraction must be in (0, 1), got {fraction:g}", where="--fraction", hint="e.g. 0.01")
     if not 3 <= sizes <= 15:
@@ -189,14 +198,14 @@ def design_sweep(
         raise SpecError(f"span must be in (0, 3] decades, got {span_decades:g}", where="--span")
     if not 0 < cooldown_fraction < 1:
         raise SpecError(f"cooldown fraction must be in (0, 1), got {cooldown_fraction:g}", where="--cooldown")
-    if not 0 < mfu <= 1:
-        raise SpecError(f"MFU must be in (0, 1], got {mfu:g}", where="--mfu")
+    if not MIN_MFU <= mfu <= 1:
+        raise SpecError(f"MFU must be in [{MIN_MFU:g}, 1], got {mfu:g}", where="--mfu")
 
     step = span_decades / (sizes - 1)  # decades between neighbouring sizes
     budget_list = [fraction * flops / 10 ** (k * budget_spacing_decades) for k in range(budgets)]
     pairs: list[tuple[float, float]] = []  # (budget, target N on the shared lattice)
     for c_p in budget_list:
-        n_opt, _ = law.compute_optimal(c_p)
+        n_opt, _ = checked_compute_optimal(law, c_p)  # SpecError for a law that over/underflows
         centre = round(math.log10(n_opt) / step)
         half = (sizes - 1) / 2
         for j in range(sizes):
@@ -228,7 +237,7 @@ def design_sweep(
                 flops=6.0 * n * tokens,
                 model_flops=model_flops,
                 predicted_loss=law.loss(n, tokens),
-                gpu_hours=model_flops / peak / 3600 if peak else None,
+                gpu_hours=model_flops / peak / SECONDS_PER_HOUR if peak else None,
             )
         )
 
@@ -252,7 +261,7 @@ def design_sweep(
                     update={
                         "trunk": trunk_id,
                         "cooldown_start_tokens": round((1 - f) * r.tokens),
-                        "gpu_hours": per_token_model * own_tokens / peak / 3600 if peak else None,
+                        "gpu_hours": per_token_model * own_tokens / peak / SECONDS_PER_HOUR if peak else None,
                     }
                 )
             del target
@@ -271,7 +280,7 @@ def design_sweep(
         biggest = max(r.params for r in runs)
         if note := law.extrapolation_note(biggest, max(r.tokens for r in runs)):
             notes.append(note)
-    gpu_hours = total_model / peak / 3600 if peak else None
+    gpu_hours = total_model / peak / SECONDS_PER_HOUR if peak else None
     return Sweep(
         main_flops=flops,
         law=law.name,

@@ -1,0 +1,135 @@
+"""The compute-budget flags shared by `runplan allocate` and `runplan sweep`.
+
+``--flops``, or ``--gpus`` × ``--days`` on ``--gpu`` at ``--mfu``, plus ``--price-per-gpu-hour``, fill
+:class:`runplan.spec.Budget` (through a model derived from it, which adds the hardware flags): a flag and the
+plan-file key ``budget:`` are one model, checked by the same fields. Import-light: pydantic and the catalog
+load inside :func:`parse_budget` only.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from runplan.defaults import DEFAULT_GPU, DEFAULT_MFU
+from runplan.scaling import DEFAULT_LAW
+
+LAW_HELP = (
+    f"Scaling law: a shipped name (besiroglu2024, hoffmann2022, hoffmann2022-unrounded) or a law YAML "
+    f"written by `runplan fit -o`. Default: {DEFAULT_LAW} (Besiroglu et al. 2024 refit of Chinchilla)."
+)
+GPU_HELP = f"GPU catalog name (default {DEFAULT_GPU})."
+MFU_HELP = f"Model FLOPs utilisation used to turn GPU time into FLOPs (default {DEFAULT_MFU})."
+
+#: The flag that fills each field of the flag budget model (for error messages).
+BUDGET_FLAGS = {
+    "flops": "--flops",
+    "days": "--days",
+    "mfu": "--mfu",
+    "gpus": "--gpus",
+    "price_per_gpu_hour": "--price-per-gpu-hour",
+}
+
+
+@functools.cache
+def flag_budget_model() -> Any:
+    """``runplan.spec.Budget`` plus ``gpus`` and ``price_per_gpu_hour``; built on first use (pydantic is heavy)."""
+    from pydantic import Field, model_validator
+
+    from runplan.ops.cost import PricePerGpuHour
+    from runplan.spec import Budget
+    from runplan.units import PositiveCount
+
+    class FlagBudget(Budget):
+        """The plan file's budget as flags: at most one of --flops and --days, and the hardware flags."""
+
+        gpus: PositiveCount | None = Field(
+            None, description="GPUs of the run: with days gives C; with flops gives the wall-clock days."
+        )
+        price_per_gpu_hour: PricePerGpuHour | None = Field(
+            None, description="USD per GPU-hour, for the cost."
+        )
+
+        @model_validator(mode="after")
+        def _exactly_one(self) -> FlagBudget:  # replaces Budget's rule: flags may give no budget at all
+            if self.flops is not None and self.days is not None:
+                raise ValueError("give the budget once: --flops, or --gpus with --days")
+            return self
+
+    return FlagBudget
+
+
+@dataclass(frozen=True)
+class BudgetFlags:
+    """The parsed budget flags: the validated model, the budget C in FLOPs and the GPU when one is needed."""
+
+    budget: Any
+    flops: float | None
+    gpu: Any
+
+    @property
+    def mfu(self) -> float:
+        return self.budget.mfu
+
+    @property
+    def gpus(self) -> int | None:
+        return self.budget.gpus
+
+    @property
+    def price(self) -> float | None:
+        return self.budget.price_per_gpu_hour
+
+
+def parse_budget(
+    flops: str | None,
+    gpus: str | None,
+    days: str | None,
+    gpu: str | None,
+    mfu: str | None,
+    price: str | None,
+    *,
+    required: bool = True,
+) -> BudgetFlags:
+    """C from --flops, or from --gpus × --days on --gpu at --mfu; hardware (for the reverse) when any is given."""
+    from runplan.cli.common import build_from_flags
+    from runplan.errors import SpecError
+
+    if flops is not None and days is not None:
+        raise SpecError(
+            "give the budget once: --flops, or --gpus with --days",
+            where="--days",
+            hint="with --flops, --gpus alone gives the wall-clock days",
+        )
+    if days is not None and gpus is None:
+        raise SpecError("--days needs --gpus", where="--gpus", hint="e.g. --gpus 1024 --days 30")
+    budget = build_from_flags(
+        flag_budget_model(),
+        BUDGET_FLAGS,
+        "--flops",
+        flops=flops,
+        days=days,
+        mfu=mfu,
+        gpus=gpus,
+        price_per_gpu_hour=price,
+    )
+    spec = None
+    if any(v is not None for v in (gpus, days, gpu, mfu, price)):
+        from runplan.catalog import load_catalog
+
+        spec = load_catalog().gpu(gpu or DEFAULT_GPU, where="--gpu")
+    c = budget.flops
+    if budget.days is not None:
+        from runplan.scaling.budget import check_training_flops, flops_from_hardware
+
+        c = check_training_flops(
+            flops_from_hardware(budget.gpus, budget.days, spec, budget.mfu), where="--days"
+        )
+    if c is None and required:
+        raise SpecError(
+            "no compute budget", where="--flops", hint="give --flops 2e23, or --gpus 1024 --days 30"
+        )
+    return BudgetFlags(budget=budget, flops=c, gpu=spec)
+
+
+__all__ = ["BUDGET_FLAGS", "LAW_HELP", "BudgetFlags", "flag_budget_model", "parse_budget"]
