@@ -265,3 +265,20 @@ def test_terminal_output_has_no_nan_inf_or_negative_times(args):
     text = result.stdout + result.stderr
     assert not BAD_TOKENS.search(text.replace("inference", "")), text
     assert not re.search(r"-\d[\d.,]*\s*(s|ms|days?|hours?|GPU-h)\b", text), text
+
+
+def test_check_json_reports_status_and_changes(tmp_path):
+    resolved = tmp_path / "r.yaml"
+    assert (
+        run("plan", str(EXAMPLES_DIR / "moe-mixtral-8x7b.yaml"), "-f", "yaml", "-o", str(resolved)).exit_code
+        == 0
+    )
+    ok = run("check", str(resolved), "--json")
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["status"] == "ok"
+    document = yaml.safe_load(resolved.read_text())
+    document["cluster"]["price_per_gpu_hour"] = 4.0
+    resolved.write_text(yaml.safe_dump(document, sort_keys=False))
+    drift = run("check", str(resolved), "--json")
+    assert drift.exit_code == 1
+    data = json.loads(drift.stdout)
+    assert data["status"] == "drift" and any(c.startswith("cost.main.cost: ") for c in data["changes"])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runplan.units import PositiveBytes, PositiveCount, PositiveNumber
+
 
 class GpuSpec(BaseModel):
     """One accelerator type as a catalog entry or an inline plan-file spec."""
@@ -15,18 +17,18 @@ class GpuSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(description="Catalog name, e.g. 'h100-sxm'.")
-    hbm_bytes: float = Field(gt=0, description="Device memory in bytes (80 GB = 80e9).")
-    bf16_flops: float = Field(gt=0, description="Dense bf16 tensor-core peak, FLOP/s.")
-    fp8_flops: float | None = Field(
-        None, gt=0, description="Dense fp8 tensor-core peak, FLOP/s (None if absent)."
+    hbm_bytes: PositiveBytes = Field(description="Device memory in bytes (80 GB = 80e9).")
+    bf16_flops: PositiveNumber = Field(description="Dense bf16 tensor-core peak, FLOP/s.")
+    fp8_flops: PositiveNumber | None = Field(
+        None, description="Dense fp8 tensor-core peak, FLOP/s (None if absent)."
     )
-    hbm_bandwidth_bytes_per_s: float = Field(gt=0, description="HBM bandwidth, bytes/s.")
-    intra_node_bandwidth_bytes_per_s: float = Field(
-        gt=0, description="NVLink/fabric bandwidth per GPU, one direction, bytes/s (H100: 450e9)."
+    hbm_bandwidth_bytes_per_s: PositiveBytes = Field(description="HBM bandwidth, bytes/s.")
+    intra_node_bandwidth_bytes_per_s: PositiveBytes = Field(
+        description="NVLink/fabric bandwidth per GPU, one direction, bytes/s (H100: 450e9)."
     )
-    inter_node_bandwidth_bytes_per_s: float = Field(
-        gt=0, description="Scale-out network bandwidth per GPU, one direction, bytes/s (400 Gb/s = 50e9)."
+    inter_node_bandwidth_bytes_per_s: PositiveBytes = Field(
+        description="Scale-out network bandwidth per GPU, one direction, bytes/s (400 Gb/s = 50e9)."
     )
-    gpus_per_node: int = Field(gt=0, description="GPUs in one node / NVLink domain.")
-    tdp_watts: float = Field(gt=0, description="Board power (TDP), watts.")
+    gpus_per_node: PositiveCount = Field(description="GPUs in one node / NVLink domain.")
+    tdp_watts: PositiveNumber = Field(description="Board power (TDP), watts.")
     source: str | None = Field(None, description="Datasheet or paper the numbers come from.")

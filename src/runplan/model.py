@@ -24,6 +24,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runplan.units import NonNegativeCount, PositiveCount
+
 
 class ModelShape(BaseModel):
     """A decoder-only transformer, dense or mixture-of-experts, every shape field explicit."""
@@ -31,20 +33,20 @@ class ModelShape(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(None, description="Preset or user-given name, e.g. 'llama-3-70b'.")
-    n_layers: int = Field(gt=0, description="Transformer blocks L.")
-    d_model: int = Field(gt=0, description="Hidden size h.")
-    n_heads: int = Field(gt=0, description="Query heads a.")
-    n_kv_heads: int = Field(gt=0, description="Key/value heads (GQA groups); equals n_heads for MHA.")
-    head_dim: int = Field(
-        gt=0, description="Per-head query/key dim d_h (for MLA: the no-RoPE part, qk_nope_head_dim)."
+    n_layers: PositiveCount = Field(description="Transformer blocks L.")
+    d_model: PositiveCount = Field(description="Hidden size h.")
+    n_heads: PositiveCount = Field(description="Query heads a.")
+    n_kv_heads: PositiveCount = Field(description="Key/value heads (GQA groups); equals n_heads for MHA.")
+    head_dim: PositiveCount = Field(
+        description="Per-head query/key dim d_h (for MLA: the no-RoPE part, qk_nope_head_dim)."
     )
-    ffn_hidden: int = Field(
-        gt=0, description="Dense MLP inner size F (GeLU: usually 4h; SwiGLU: about 8h/3)."
+    ffn_hidden: PositiveCount = Field(
+        description="Dense MLP inner size F (GeLU: usually 4h; SwiGLU: about 8h/3)."
     )
     mlp: Literal["gelu", "swiglu"] = Field(
         description="MLP kind: 'gelu' (2 matrices) or 'swiglu' (3 matrices)."
     )
-    vocab_size: int = Field(gt=0, description="Vocabulary size V (padded size as trained).")
+    vocab_size: PositiveCount = Field(description="Vocabulary size V (padded size as trained).")
     tied_embeddings: bool = Field(description="Output head shares the token-embedding matrix.")
     norm: Literal["layernorm", "rmsnorm"] = Field(
         description="Normalisation: LayerNorm (weight+bias) or RMSNorm."
@@ -52,19 +54,27 @@ class ModelShape(BaseModel):
     linear_bias: bool = Field(False, description="Every linear layer has a bias (GPT-2/3 style).")
     qkv_bias: bool = Field(False, description="Only the q, k, v projections have biases (Qwen2 style).")
     qk_norm: bool = Field(False, description="RMSNorm on queries and keys per head (Qwen3, OLMo 2).")
-    learned_positions: int = Field(0, ge=0, description="Rows of a learned position embedding (0 for RoPE).")
+    learned_positions: NonNegativeCount = Field(
+        0, description="Rows of a learned position embedding (0 for RoPE)."
+    )
     attention: Literal["gqa", "mla"] = Field(
         "gqa", description="'gqa' (MHA/MQA/GQA) or 'mla' (DeepSeek latent)."
     )
-    q_lora_rank: int = Field(0, ge=0, description="MLA: query bottleneck rank (0 = full-rank q projection).")
-    kv_lora_rank: int = Field(0, ge=0, description="MLA: compressed KV rank.")
-    qk_rope_head_dim: int = Field(0, ge=0, description="MLA: decoupled RoPE key/query dim per head.")
-    v_head_dim: int = Field(0, ge=0, description="Value dim per head (0 = head_dim).")
-    n_experts: int = Field(0, ge=0, description="Routed experts per MoE layer E (0 = dense model).")
-    top_k: int = Field(0, ge=0, description="Routed experts each token uses (MoE).")
-    expert_ffn_hidden: int = Field(0, ge=0, description="Inner size of one routed (and shared) expert.")
-    n_shared_experts: int = Field(0, ge=0, description="Always-active shared experts per MoE layer.")
-    n_dense_layers: int = Field(0, ge=0, description="Leading layers with a dense MLP before the MoE layers.")
+    q_lora_rank: NonNegativeCount = Field(
+        0, description="MLA: query bottleneck rank (0 = full-rank q projection)."
+    )
+    kv_lora_rank: NonNegativeCount = Field(0, description="MLA: compressed KV rank.")
+    qk_rope_head_dim: NonNegativeCount = Field(0, description="MLA: decoupled RoPE key/query dim per head.")
+    v_head_dim: NonNegativeCount = Field(0, description="Value dim per head (0 = head_dim).")
+    n_experts: NonNegativeCount = Field(0, description="Routed experts per MoE layer E (0 = dense model).")
+    top_k: NonNegativeCount = Field(0, description="Routed experts each token uses (MoE).")
+    expert_ffn_hidden: NonNegativeCount = Field(
+        0, description="Inner size of one routed (and shared) expert."
+    )
+    n_shared_experts: NonNegativeCount = Field(0, description="Always-active shared experts per MoE layer.")
+    n_dense_layers: NonNegativeCount = Field(
+        0, description="Leading layers with a dense MLP before the MoE layers."
+    )
     source: str | None = Field(
         None, description="Where the shape was published (config file or paper table)."
     )

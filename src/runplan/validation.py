@@ -98,6 +98,14 @@ _KINDS = {
 }
 
 
+def _compact(value: Any) -> str:
+    """The offending value, short: ``1e+300`` rather than 301 digits, long strings cut."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= 1e7:
+        return f"{value:.3g}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     # pydantic adds tags like 'function-after[...]' or union member names to loc; keep data keys only
     return tuple(part for part in loc if not _is_tag(part))
@@ -131,7 +139,7 @@ def spec_error_from_validation(
         first = {
             **first,
             "type": "union_type",
-            "msg": f"must be {' or '.join(kinds)}, got {first.get('input')!r}",
+            "msg": f"must be {' or '.join(kinds)}, got {_compact(first.get('input'))}",
         }
     else:
         problems = [p for p in problems if not _union_mismatch(p)]
@@ -166,7 +174,7 @@ def spec_error_from_validation(
         guess = suggest(str(given), choices)
         hint = f"did you mean '{guess}'?" if guess else None
     elif message.startswith("Input should be"):
-        message = "must be" + message.removeprefix("Input should be") + f", got {first.get('input')!r}"
+        message = "must be" + message.removeprefix("Input should be") + f", got {_compact(first.get('input'))}"
     else:
         message = message.removeprefix("Value error, ")
     if first["type"] != "union_type" and len(problems) - explained > 1:

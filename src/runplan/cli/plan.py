@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from runplan.cli.common import handle_errors, plan_from_file
+from runplan.cli.common import handle_errors, plan_from_file, print_json
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 
@@ -96,6 +96,9 @@ def check(
         ..., help="Plan file, ideally a resolved one (`runplan plan -f yaml`).", show_default=False
     ),
     rtol: float = typer.Option(1e-4, "--rtol", help="Relative tolerance for derived numbers."),
+    as_json: bool = typer.Option(
+        False, "--json", help='Print {"file", "status": ok|drift, "resolved", "rtol", "changes": [...]}.'
+    ),
 ) -> None:
     """For CI: validate, recompute, check feasibility, and diff against the file's resolved numbers (exit 1 on drift)."""
     from runplan.errors import SpecError
@@ -104,13 +107,26 @@ def check(
     if not rtol > 0:
         raise SpecError(f"must be positive, got {rtol:g}", where="--rtol", hint="e.g. 1e-4")
     _, spec, result = plan_from_file(plan_file)  # raises Infeasible (exit 1) when nothing fits
+    changes = [] if spec.resolved is None else diff_resolved(spec.resolved, resolved_section(result), rtol)
+    if as_json:
+        print_json(
+            {
+                "file": str(plan_file),
+                "status": "drift" if changes else "ok",
+                "resolved": spec.resolved is not None,
+                "rtol": rtol,
+                "changes": changes,
+            }
+        )
+        if changes:
+            raise typer.Exit(1)
+        return
     if spec.resolved is None:
         typer.echo(
             f"ok: {plan_file} is valid and feasible (no resolved section to compare; "
             "write one with `runplan plan -f yaml -o FILE`)"
         )
         return
-    changes = diff_resolved(spec.resolved, resolved_section(result), rtol)
     if not changes:
         typer.echo(f"ok: {plan_file}: every derived number matches within rtol {rtol:g}")
         return
