@@ -282,3 +282,17 @@ def test_check_json_reports_status_and_changes(tmp_path):
     assert drift.exit_code == 1
     data = json.loads(drift.stdout)
     assert data["status"] == "drift" and any(c.startswith("cost.main.cost: ") for c in data["changes"])
+
+
+def test_fmt_value_reads_units_from_field_names():
+    from runplan.report.format import fmt_value
+
+    assert fmt_value("written_bytes_per_rank", 1.929e9) == "1.93 GB"
+    assert fmt_value("bytes_per_param", 14.0001) == "14 B/param"
+    assert fmt_value("save_blocking_seconds", 2.039) == "2.039 s"
+    assert fmt_value("job_mtbf_seconds", 356323) == "4.12 days"
+    assert fmt_value("goodput", 0.995) == "99.5%"
+    assert fmt_value("total_params", 70553706496) == "70.55 B"
+    assert fmt_value("billed_gpu_hours", 491679.4) == "491,679"
+    assert fmt_value("failures_per_1000_node_days", 3.7887) == "3.79"
+    assert fmt_value("canary_overhead_fraction", 0.00064) == "0.064%"

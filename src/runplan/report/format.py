@@ -8,14 +8,14 @@ from runplan.ops._notes import fmt_bytes
 
 
 def fmt_count(value: float) -> str:
-    """``70553706496`` → ``70.55 B``; small counts as integers with thousands separators."""
+    """``70553706496`` → ``70.55 B``; below a million, thousands separators (``491,679``, ``28.3``)."""
     if abs(value) >= 1e6:
         for threshold, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M")):
             if abs(value) >= threshold:
                 return f"{value / threshold:.4g} {suffix}"
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.4g}"
+    if float(value).is_integer() or abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
 
 
 def fmt_duration(value: float) -> str:
@@ -46,14 +46,18 @@ def fmt_value(name: str, value: object) -> str:
     if not math.isfinite(number):
         return "n/a"
     lower = name.lower()
-    if lower.endswith("bytes") or lower.startswith("bytes") or lower == "bytes_per_shard":
+    if lower.endswith("bytes_per_param"):
+        return f"{number:.4g} B/param"
+    if "bytes" in lower:  # total_bytes, bytes_per_shard, written_bytes_per_rank, ...
         return fmt_bytes(number)
     if lower.endswith("_seconds") or lower == "seconds":
         return fmt_duration(number)
+    if lower.endswith("per_1000_node_days"):
+        return f"{number:.3g}"
     if lower.endswith("_days") or lower == "days":
         return f"{number:.3g} days"
     if lower.endswith(("fraction", "goodput", "mfu", "hfu", "saving", "overhead")) or lower in ("mfu", "hfu"):
-        return f"{number:.1%}"
+        return f"{number:.1%}" if abs(number) >= 0.01 or number == 0 else f"{100 * number:.2g}%"
     if "flops" in lower and not lower.endswith("per_token"):
         return f"{number:.3g}"
     if lower.endswith("lr") or "_lr_" in lower or lower == "peak_lr" or lower.startswith("lr_"):
