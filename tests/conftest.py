@@ -6,6 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline: a busy 2-core CI machine must not turn a slow example into a failure. Under CI the
+# examples are derandomized, so a red run is reproducible and never a dice roll; locally they explore.
+settings.register_profile("runplan", deadline=None)
+settings.register_profile("runplan-ci", deadline=None, derandomize=True, print_blob=True)
+settings.load_profile("runplan-ci" if os.environ.get("CI") else "runplan")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
