@@ -13,60 +13,27 @@ H100 = GpuSpec(
     gpus_per_node=8,
     tdp_watts=700,
 )
-LLAMA_70B = ModelShape(
-    name="llama-3.1-70b",
-    n_layers=80,
-    d_model=8192,
-    n_heads=64,
-    n_kv_heads=8,
-    head_dim=128,
-    ffn_hidden=28672,
-    mlp="swiglu",
-    vocab_size=128256,
-    tied_embeddings=False,
-    norm="rmsnorm",
-)
-LLAMA_8B = ModelShape(
-    name="llama-3.1-8b",
-    n_layers=32,
-    d_model=4096,
-    n_heads=32,
-    n_kv_heads=8,
-    head_dim=128,
-    ffn_hidden=14336,
-    mlp="swiglu",
-    vocab_size=128256,
-    tied_embeddings=False,
-    norm="rmsnorm",
-)
-LLAMA_405B = ModelShape(
-    name="llama-3.1-405b",
-    n_layers=126,
-    d_model=16384,
-    n_heads=128,
-    n_kv_heads=8,
-    head_dim=128,
-    ffn_hidden=53248,
-    mlp="swiglu",
-    vocab_size=128256,
-    tied_embeddings=False,
-    norm="rmsnorm",
-)
-MIXTRAL = ModelShape(
-    name="mixtral-8x7b",
-    n_layers=32,
-    d_model=4096,
-    n_heads=32,
-    n_kv_heads=8,
-    head_dim=128,
-    ffn_hidden=14336,
-    mlp="swiglu",
-    vocab_size=32000,
-    tied_embeddings=False,
-    norm="rmsnorm",
-    n_experts=8,
-    top_k=2,
-    expert_ffn_hidden=14336,
+
+
+def _llama_style(
+    name: str, n_layers: int, d_model: int, n_heads: int, ffn_hidden: int, **extra
+) -> ModelShape:
+    """Llama 3 style block (GQA with 8 KV heads, head dim 128, SwiGLU, RMSNorm, untied 128,256 vocabulary)."""
+    fields = dict(
+        n_kv_heads=8, head_dim=128, mlp="swiglu", vocab_size=128256, tied_embeddings=False, norm="rmsnorm"
+    )
+    fields.update(extra)
+    return ModelShape(
+        name=name, n_layers=n_layers, d_model=d_model, n_heads=n_heads, ffn_hidden=ffn_hidden, **fields
+    )
+
+
+# published shapes (Meta's and Mistral's config.json files, as in configs/models.yaml)
+LLAMA_70B = _llama_style("llama-3.1-70b", 80, 8192, 64, 28672)
+LLAMA_8B = _llama_style("llama-3.1-8b", 32, 4096, 32, 14336)
+LLAMA_405B = _llama_style("llama-3.1-405b", 126, 16384, 128, 53248)
+MIXTRAL = _llama_style(
+    "mixtral-8x7b", 32, 4096, 32, 14336, vocab_size=32000, n_experts=8, top_k=2, expert_ffn_hidden=14336
 )
 GPT_SMALL = ModelShape(
     name="gpt-small",
