@@ -903,6 +903,29 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     # ---- init ----------------------------------------------------------------------------------------
     ("init-gpus-zero", ["init", "--gpus", "0"], {}, 2, ["cluster.gpus", "greater than 0"]),
     ("init-tokens-without-model", ["init", "--tokens", "1T"], {}, 2, ["--tokens"]),
+    # ---- export -----------------------------------------------------------------------------
+    (
+        "export-unknown-target",
+        ["export", PLAN70, "--to", "nemo"],
+        {},
+        2,
+        ["--to", "unknown export target", "megatron"],
+    ),
+    ("export-missing-plan", ["export", "no-such-plan.yaml", "--to", "megatron"], {}, 2, ["no plan file"]),
+    (
+        "export-misspelt-key",
+        ["export", "{p}", "--to", "deepspeed"],
+        {"p": plan("model: llama-3.1-8b\nbudget: {tokens: 1T}\ncluster: {gpus: 64, gpu_type: h100}\n")},
+        2,
+        ["p.yaml:4", "cluster.gpu_type", "did you mean 'gpu'?"],
+    ),
+    (
+        "export-infeasible",
+        ["export", "{p}", "--to", "torchtitan"],
+        {"p": plan("model: llama-3.1-405b\nbudget: {tokens: 1T}\ncluster: {gpus: 8}\n")},
+        1,
+        ["memory"],
+    ),
 ]
 
 
@@ -930,6 +953,7 @@ def test_the_table_is_big_and_distinct():
         "fit",
         "sweep",
         "init",
+        "export",
     }
 
 

@@ -47,8 +47,11 @@ def allowed_keys(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
 
 
 def suggest(word: str, choices: list[str], cutoff: float = 0.6) -> str | None:
-    """The closest choice to ``word``, or None."""
+    """The closest choice to ``word``, or None; a choice that ``word`` extends (``gpu_type`` → ``gpu``) counts."""
     match = difflib.get_close_matches(str(word), choices, n=1, cutoff=cutoff)
+    if not match:
+        stems = [c for c in choices if str(word).startswith(c + "_") or str(word).startswith(c + "-")]
+        match = sorted(stems, key=len, reverse=True)[:1]
     return match[0] if match else None
 
 
@@ -174,7 +177,9 @@ def spec_error_from_validation(
         guess = suggest(str(given), choices)
         hint = f"did you mean '{guess}'?" if guess else None
     elif message.startswith("Input should be"):
-        message = "must be" + message.removeprefix("Input should be") + f", got {_compact(first.get('input'))}"
+        message = (
+            "must be" + message.removeprefix("Input should be") + f", got {_compact(first.get('input'))}"
+        )
     else:
         message = message.removeprefix("Value error, ")
     if first["type"] != "union_type" and len(problems) - explained > 1:
