@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 from scipy.optimize import minimize_scalar
+from tests.parallel.shapes import H100
 
 from runplan.errors import Infeasible, SpecError
-from runplan.hardware import GpuSpec
 from runplan.scaling.allocate import Objective, allocate, inference_optimal_params, with_hardware
 from runplan.scaling.budget import flops_from_hardware, hardware_cost
 from runplan.scaling.laws import (
@@ -25,16 +25,6 @@ from runplan.scaling.laws import (
     shipped_laws,
 )
 
-H100 = GpuSpec(
-    name="h100-sxm",
-    hbm_bytes=80e9,
-    bf16_flops=989e12,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-    inter_node_bandwidth_bytes_per_s=50e9,
-    gpus_per_node=8,
-    tdp_watts=700,
-)
 LAWS = shipped_laws()
 
 
