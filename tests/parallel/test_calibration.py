@@ -11,7 +11,7 @@ from tests.parallel.shapes import H100, LLAMA_70B
 
 from runplan.parallel.layout import ParallelRequest, Pins
 from runplan.parallel.search import search
-from runplan.parallel.timing import FITTED_OVERLAP_INTERFERENCE, default_efficiency, dp_bandwidth
+from runplan.parallel.timing import FITTED_DP_OVERLAP_INTERFERENCE, default_efficiency, dp_bandwidth
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,9 +52,10 @@ def test_narayanan_calibration_quality_kept(validate):
 
 def test_h100_rows_within_published_tolerance(validate, runs):
     params = validate.shipped()
+    by_id = {r["id"]: r for r in runs["runs"]}
     fitted, held = [], []
     for run in runs["runs"]:
-        err = validate.predict_run(run, params).value / run["published"][run["metric"]] - 1
+        err = validate.predict_run(run, params, by_id).value / run["published"][run["metric"]] - 1
         (fitted if run["fit"] else held).append(err)
     # docs/validation.md: in-fit median ~2%, held-out median ~20% (torchtitan's op-level recompute and 500 W
     # power cap are outside the model); these bounds catch a regression, not noise.
@@ -76,10 +77,61 @@ def test_overlap_interference_costs_time_monotonically():
     pins = Pins(tp=8, pp=1, dp=64, cp=1, zero=3, micro_batch=1, microbatches=8, recompute="selective")
     steps = []
     for value in (0.0, 0.5, 1.0):
-        eff = default_efficiency(H100, overlap_interference=value)
+        eff = default_efficiency(H100, dp_overlap_interference=value)
         request = ParallelRequest(
             model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, pins=pins, efficiency=eff
         )
         steps.append(search(request).layouts[0].step_seconds)
     assert steps[0] < steps[1] < steps[2]
-    assert 0.0 <= FITTED_OVERLAP_INTERFERENCE <= 1.0
+    assert 0.0 <= FITTED_DP_OVERLAP_INTERFERENCE <= 1.0
+
+
+def test_tp_overlap_speedup_pairs_reproduced(validate, runs):
+    # torchtitan's async-TP benchmark: the same TP-8 jobs with the TP collectives exposed and overlapped ran
+    # 1.092x (70B) and 1.099x (8B) faster; the fitted TP overlap fraction must reproduce both ratios.
+    params = validate.shipped()
+    by_id = {r["id"]: r for r in runs["runs"]}
+    pairs = [r for r in runs["runs"] if r["metric"] == "speedup"]
+    assert len(pairs) == 2
+    for run in pairs:
+        predicted = validate.predict_run(run, params, by_id).value
+        assert abs(predicted / run["published"]["speedup"] - 1) < 0.03, run["id"]
+
+
+def test_tp_overlap_hides_communication_monotonically():
+    pins = Pins(tp=8, pp=2, dp=32, cp=1, zero=1, micro_batch=2, microbatches=32, vpp=2, recompute="none")
+    steps = []
+    for fraction in (0.0, 0.4, 0.8):
+        eff = default_efficiency(H100, tp_overlap_fraction=fraction)
+        request = ParallelRequest(
+            model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, pins=pins, efficiency=eff
+        )
+        steps.append(search(request).layouts[0].time_seconds.tensor_parallel)
+    assert steps[0] > steps[1] > steps[2] > 0
+    # fraction 0 is the same as switching the overlap off
+    off = ParallelRequest(
+        model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, pins=pins, tp_comm_overlap=False
+    )
+    assert search(off).layouts[0].time_seconds.tensor_parallel == pytest.approx(steps[0])
+
+
+def test_search_agrees_with_nvidia_tuned_layouts(validate, runs):
+    # docs/validation.md, layout agreement: where NVIDIA tuned the layout on H100 (DGX Cloud benchmarks and
+    # Megatron-Bridge recipes), the unpinned search picks the same TP degree and ranks the published layout
+    # within 2% of its best. Meta's Llama 3 405B layouts are reported, not asserted (TP 8 is ~2-4% behind).
+    _, outcomes = validate.layout_agreement(runs, validate.shipped())
+    nvidia = [o for o in outcomes if o["case"].startswith(("nv-", "Megatron-Bridge"))]
+    assert len(nvidia) == 5
+    for outcome in nvidia:
+        assert outcome["tp_agrees"], outcome
+        assert outcome["gap"] <= 0.02, outcome
+    assert all(o["gap"] <= 0.06 for o in outcomes)
+
+
+def test_published_layouts_fit_in_memory(validate, runs):
+    # every published layout ran on its GPUs, so the memory model must not rule it out (a one-sided check:
+    # it catches an over-estimate; the 5% headroom and reserve are part of what is checked)
+    params = validate.shipped()
+    by_id = {r["id"]: r for r in runs["runs"]}
+    over = [r["id"] for r in runs["runs"] if not validate.predict_run(r, params, by_id).memory_fits]
+    assert not over

@@ -200,11 +200,32 @@ def test_70b_on_512_h100_searches_everything_and_lands_in_published_mfu_range():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue-4 acceptance 'TP = 8' does not hold under the 2026 refit (docs/validation.md); kept open, see docs/parallel.md",
+    reason="issue-4 acceptance 'TP = 8': the calibrated model, with TP overlap fitted on torchtitan's paired "
+    "async-TP runs, picks TP 4 PP 2 and puts the best TP-8 layout ~7% behind; NVIDIA's tuned H100 bf16 "
+    "recipe for this model is TP 4 too (docs/validation.md, layout agreement; docs/parallel.md, Decision)",
 )
 def test_70b_on_512_h100_prefers_tp8():
     result = search(ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096))
     assert result.layouts[0].tp == 8
+
+
+def test_70b_on_64_h100_matches_nvidia_tuned_recipe():
+    # Megatron-Bridge's H100 bf16 performance recipe for Llama 3 70B on 64 GPUs: TP 4, PP 4, CP 2, global
+    # batch 256 x 8192 (docs/validation.md, layout agreement). The unpinned search lands on the same axes.
+    result = search(
+        ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=64, seq_len=8192, global_batch_tokens=256 * 8192)
+    )
+    best = result.layouts[0]
+    assert (best.tp, best.pp, best.cp) == (4, 4, 2)
+
+
+def test_405b_on_1024_h100_matches_nvidia_tuned_recipe():
+    # Megatron-Bridge's H100 bf16 recipe for Llama 3.1 405B on 1,024 GPUs: TP 8, PP 8, CP 2.
+    result = search(
+        ParallelRequest(model=LLAMA_405B, gpu=H100, n_gpus=1024, seq_len=8192, global_batch_tokens=512 * 8192)
+    )
+    best = result.layouts[0]
+    assert (best.tp, best.pp, best.cp) == (8, 8, 2)
 
 
 def test_moe_searches_expert_parallelism():
@@ -264,3 +285,17 @@ def test_405b_16k_speed():
     assert result.feasible > 0
     assert result.search_seconds < 1.5
     assert math.isfinite(result.layouts[0].step_seconds)
+
+
+def test_best_by_tp_equals_the_search_pinned_to_that_tp():
+    # best_by_tp summarises the full grid per TP degree; pinning TP shrinks the grid to that slice, so the
+    # best layout of each pinned search must have exactly the tokens/s the summary reports
+    request = ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096)
+    result = search(request)
+    assert len(result.best_by_tp) >= 3
+    for entry in result.best_by_tp:
+        pinned = search(request.model_copy(update={"pins": Pins(tp=entry.tp)})).layouts[0]
+        assert pinned.tokens_per_second == pytest.approx(entry.tokens_per_second, rel=1e-12)
+        assert entry.behind_best == pytest.approx(
+            1 - pinned.tokens_per_second / result.layouts[0].tokens_per_second
+        )

@@ -121,17 +121,17 @@ class Efficiency(BaseModel):
         gt=0, le=1, description="Achieved collective bus bandwidth / link bandwidth (NCCL busbw ratio)."
     )
     tp_overlap_fraction: float = Field(
-        0.8,
+        0.4,
         ge=0,
         le=1,
-        description="Share of TP communication hidden behind GEMMs when tp_comm_overlap is on "
-        "(Megatron-core --tp-comm-overlap, Transformer Engine userbuffers).",
+        description="Net share of TP communication taken off the critical path when tp_comm_overlap is on "
+        "(Megatron-core --tp-comm-overlap, torchtitan async TP); fitted on paired async-TP runs.",
     )
-    overlap_interference: float = Field(
+    dp_overlap_interference: float = Field(
         0.0,
         ge=0,
         le=1,
-        description="Seconds of compute lost per second of TP/DP communication hidden under it "
+        description="Seconds of compute lost per second of DP communication hidden under it "
         "(SM and HBM contention of overlapped NCCL kernels); 0 = overlap is free.",
     )
     collective_latency_seconds: float = Field(
@@ -278,6 +278,22 @@ class CriticalBatch(BaseModel):
     assumed_training_tokens: bool = Field(description="True when D = 20·N was assumed.")
 
 
+class TpBest(BaseModel):
+    """The fastest feasible layout with one TP degree: how far the runner-up TP degrees are behind the best."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tp: int
+    layout: str = Field(
+        description="The other axes of that layout, e.g. 'PP4 DP32 CP2 EP1 ZeRO-1 mbs1 v1 selective'."
+    )
+    tokens_per_second: float
+    mfu: float
+    behind_best: float = Field(
+        description="1 - tokens/s of this layout / tokens/s of the best layout (0 = best)."
+    )
+
+
 class SearchResult(BaseModel):
     """What ``search`` returns: counts, the ranked feasible layouts, or why nothing is feasible."""
 
@@ -298,6 +314,9 @@ class SearchResult(BaseModel):
     eliminated: dict[str, int] = Field(description="Candidates violating each constraint (may overlap).")
     eliminated_only: dict[str, int] = Field(description="Candidates violating only that constraint.")
     nearest_misses: list[LayoutEstimate] = Field(description="Closest infeasible layouts when none fits.")
+    best_by_tp: list[TpBest] = Field(
+        default_factory=list, description="The fastest feasible layout for each TP degree, ascending TP."
+    )
     suggestions: list[str] = Field(default_factory=list, description="What would make it feasible.")
     search_seconds: float = Field(description="Wall time of the search itself.")
     notes: list[str] = Field(default_factory=list)

@@ -14,6 +14,8 @@ from runplan.parallel.layout import RECOMPUTE_CODES, Efficiency, ParallelRequest
 from runplan.parallel.timing import (
     ATTENTION_BACKWARD_RATIO,
     CAUSAL_FRACTION,
+    CP_MERGE_BYTES_BACKWARD,
+    CP_MERGE_BYTES_FORWARD,
     FULL_RECOMPUTE_ELEMENTWISE_SHARE,
     SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE,
     default_efficiency,
@@ -207,9 +209,9 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
 
     colls = 6 if full else 4
     tp_c = layers * colls * (2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat) if t > 1 else 0.0
-    if req.tp_comm_overlap:
+    if req.tp_comm_overlap and lay.sequence_parallel:
         hidden = min(eff.tp_overlap_fraction * tp_c, gemm_fwd * (4 if full else 3))
-        tp_c += (eff.overlap_interference - 1) * hidden
+        tp_c -= hidden
     shard = 1 / t if lay.sequence_parallel else 1.0
     ep_c = 0.0
     if e > 1:
@@ -219,7 +221,11 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         kv = 2 * tokens * sh.n_kv_heads * (sh.qk_dim + sh.value_dim) / t
         step_fwd = (c - 1) * (kv / link(t * c <= node) + lat)
         exposed = max(0.0, step_fwd - core) * (2 if full else 1) + max(0.0, 2 * step_fwd - core_bwd * core)
-        cp_c = layers * exposed
+        merge_bytes = (CP_MERGE_BYTES_FORWARD * (2 if full else 1) + CP_MERGE_BYTES_BACKWARD) * (
+            tokens * sh.n_heads / t * sh.value_dim
+        )
+        merge = (c - 1) * (merge_bytes / gpu.hbm_bandwidth_bytes_per_s + (3 if full else 2) * lat)
+        cp_c = layers * (exposed + merge)
     pp_c = v * 2 * (2 * tokens * h * shard / link(req.n_gpus <= node) + lat) if p > 1 else 0.0
     micro = compute + tp_c + ep_c + cp_c + pp_c
     bubble_s = (p - 1) / v * micro
@@ -247,7 +253,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         )
     dp_s = volume / dp_link + 2 * lat if group > 1 else 0.0
     window = m * compute if lay.zero >= 2 else compute
-    dp_exposed = max(0.0, dp_s - window) + eff.overlap_interference * min(dp_s, window)
+    dp_exposed = max(0.0, dp_s - window) + eff.dp_overlap_interference * min(dp_s, window)
     if lay.zero >= 1:
         local = last["dense_params"] / group + last["expert_params"] / egroup
     else:

@@ -15,14 +15,18 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
 * **Recomputation**: full recompute repeats each layer's forward (GEMMs, attention, TP collectives).
 * **TP** (Narayanan et al. 2021 §3.2 / Korthikanti et al. 2022 §4.2.2): 2 all-reduces forward and 2 backward
   of 2·T·h bytes per layer (with SP an all-gather + reduce-scatter pair, same bus traffic); ring cost
-  2(t-1)/t·bytes / (link bandwidth × network efficiency) + a fixed latency. With ``tp_comm_overlap``
-  (Megatron-core ``--tp-comm-overlap``: Transformer Engine splits the GEMMs and pipelines the collectives
-  under them) ``tp_overlap_fraction`` of it, at most the layers' GEMM time, is hidden. Intra-node bandwidth
-  when t ≤ GPUs per node.
-* **Overlap is not free**: every second of TP or DP communication hidden under compute still costs
-  ``overlap_interference`` seconds (NCCL kernels occupy SMs and HBM bandwidth beside the GEMMs, the
+  2(t-1)/t·bytes / (link bandwidth × network efficiency) + a fixed latency. Intra-node bandwidth when t ≤ GPUs
+  per node. With ``tp_comm_overlap`` and SP (torchtitan async TP; Megatron-core ``--tp-comm-overlap`` with
+  Transformer Engine userbuffers: the collective is split into per-peer chunks moved under the partial
+  GEMMs) a net share ``tp_overlap_fraction`` of it, at most the layers' GEMM time, leaves the critical path.
+  The share is fitted on paired measurements of the same job with and without the overlap (torchtitan's
+  async-TP benchmark), so whatever the overlapped transfers still slow the GEMMs down is already netted out.
+* **DP overlap is not free**: every second of DP communication hidden under compute still costs
+  ``dp_overlap_interference`` seconds (NCCL ring kernels occupy SMs and HBM bandwidth beside the GEMMs, the
   contention Rashidi et al. 2021, ISCA, "Enabling compute-communication overlap...", describe; fitted). The
-  2026 fit put it at 1: hidden communication currently costs its full time (see FITTED_OVERLAP_INTERFERENCE).
+  fit puts it at its bound 1: hidden DP communication costs its full time (see
+  FITTED_DP_OVERLAP_INTERFERENCE). TP overlap does not share this parameter: it runs on copy engines, not
+  SM-based rings, and its net effect is measured directly.
 * **PP**: per micro-batch and chunk, one activation send forward and one gradient send backward of 2·T·h
   bytes (÷t with SP, Megatron's scatter/gather optimisation), over the scale-out network when the job spans
   nodes; not overlapped (conservative). Bubble (Narayanan et al. 2021 §2.2): (p-1)/v micro-batch times, i.e.
@@ -30,7 +34,11 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
 * **EP**: 2 all-to-alls forward (dispatch, combine) and 2 backward per MoE layer of 2·T·top_k·h bytes
   (÷t with SP); (e-1)/e of it leaves the GPU; intra-node when t·c·e ≤ GPUs per node. Not overlapped.
 * **CP** (ring attention, Liu et al. 2023; Megatron-core CP): per layer (c-1) K/V chunk exchanges forward,
-  twice that backward, overlapped with the attention kernel; only the excess is exposed.
+  twice that backward, overlapped with the attention kernel; only the excess is exposed. Not overlapped: each
+  of the (c-1) extra ring steps merges its partial result into fp32 accumulators on the compute stream (the
+  blockwise online-softmax rescaling of out and LSE forward, the dQ/dK/dV accumulation backward; Transformer
+  Engine's CP attention does this per step), HBM traffic ``CP_MERGE_BYTES_FORWARD`` / ``_BACKWARD`` per
+  output element, plus one kernel latency per step and direction.
 * **DP** (REFERENCES §3; Rajbhandari et al. 2020 §7): ring traffic (d'-1)/d' × volume over the group of
   d' = d·c ranks (d·c/e for experts): ZeRO-0 all-reduce 2·g·Ψ; ZeRO-1 reduce-scatter g·Ψ + all-gather 2Ψ;
   ZeRO-2 reduce-scatter every micro-batch; ZeRO-3 also all-gathers bf16 weights twice per micro-batch (three
@@ -59,10 +67,10 @@ HOPPER_ISOLATED_8192_GEMM_FRACTION = 790.0 / 989.0
 #: published rows weighted equally, never a per-row correction; docs/validation.md has the fit and the rows):
 #: Narayanan et al. 2021 Table 1 (A100) plus the bf16 H100 rows of benchmarks/published_runs.yaml not held out.
 #: GEMM shape constant d0, shared by all GPUs.
-FITTED_GEMM_HALF_DIM = 222.0
+FITTED_GEMM_HALF_DIM = 85.2
 #: Large-GEMM fraction of the datasheet bf16 peak *inside a training loop* (clocks under sustained power,
 #: launch gaps, allocator and stream synchronisation are folded in), per GPU family.
-FITTED_GEMM_PEAK_FRACTION = {"ampere": 0.827, "hopper": 0.696}
+FITTED_GEMM_PEAK_FRACTION = {"ampere": 0.764, "hopper": 0.693}
 #: FlashAttention forward+backward rate relative to the large-GEMM rate of the same GPU. Set, not fitted (the
 #: fitted rows cannot separate it from the pipeline schedule): FlashAttention-2 reaches ~35% of H100 peak and
 #: FlashAttention-3 up to 75% forward (Shah et al. 2024, arXiv 2407.08608, §1 and §4), backward lower;
@@ -70,22 +78,28 @@ FITTED_GEMM_PEAK_FRACTION = {"ampere": 0.827, "hopper": 0.696}
 FITTED_ATTENTION_FRACTION_OF_GEMM = 0.5
 #: HBM bytes moved by norms, activations, residual adds, rotary and dropout-free glue per stored activation byte,
 #: forward + backward (fitted; ~2 forward and ~4 backward if every op read and wrote once).
-FITTED_ELEMENTWISE_TRAFFIC_FACTOR = 4.49
-#: Seconds of compute lost per second of communication hidden under it (NCCL kernels hold SMs and HBM
-#: bandwidth while a GEMM runs beside them): 0 = overlap is free, 1 = overlap gains nothing. Fitted, and the
-#: 2026 fit landed on the upper bound 1.0: within this model hidden TP and DP communication costs its full time,
-#: so ``tp_comm_overlap``, ``TP_OVERLAP_FRACTION`` and the ZeRO-2/3 overlap windows change no prediction today.
-#: The overlap code stays so that a refit from measurements of overlapped runs (benchmarks/measure_gpu.py) can
-#: lower it; docs/validation.md shows how the answer moves with it.
-FITTED_OVERLAP_INTERFERENCE = 1.0
+FITTED_ELEMENTWISE_TRAFFIC_FACTOR = 6.14
+#: Seconds of compute lost per second of DP communication hidden under it (NCCL ring kernels hold SMs and HBM
+#: bandwidth while a GEMM runs beside them): 0 = overlap is free, 1 = overlap gains nothing. Fitted; the fit
+#: lands on the upper bound, so within this model hidden DP communication costs its full time and the ZeRO-2/3
+#: overlap windows change no prediction today. docs/validation.md shows how the answer moves with it.
+FITTED_DP_OVERLAP_INTERFERENCE = 1.0
 #: NCCL bus bandwidth over link bandwidth for large messages. Assumed (planning value): NVIDIA's nccl-tests
 #: report bus bandwidths somewhat below the link rate for large all-reduce/all-gather messages.
 NETWORK_EFFICIENCY = 0.8
 #: Fixed cost of one collective or send (kernel launch + protocol latency), seconds. Assumed (tens of µs).
 COLLECTIVE_LATENCY_SECONDS = 2e-5
-#: Share of TP communication Megatron-core's --tp-comm-overlap hides under the GEMMs. Assumed, not fitted: no
-#: published per-layer measurement at hand (inert while FITTED_OVERLAP_INTERFERENCE is 1).
-TP_OVERLAP_FRACTION = 0.8
+#: Net share of TP communication that TP overlap removes from the critical path. Fitted on the two bf16 pairs
+#: of torchtitan's async-TP benchmark (Llama 3 70B on 256 and 8B on 64 H100, TP 8: speedups 1.092 and 1.099
+#: over the same jobs with exposed TP collectives; benchmarks/published_runs.yaml, docs/validation.md).
+FITTED_TP_OVERLAP_FRACTION = 0.40
+#: HBM bytes per attention output element (T·a/t·d_v per GPU) that one extra ring step of context parallelism
+#: moves to merge its partial result: forward, read the fp32 accumulator and the bf16 partial output, write the
+#: accumulator back (4 + 2 + 4); backward, the same for dQ and for the dK/dV that travel on (2 × 10). Derived from
+#: the data types of the online-softmax merge (Liu et al. 2023, Ring Attention, §3; Milakov & Gimelshein 2018),
+#: not measured.
+CP_MERGE_BYTES_FORWARD = 10.0
+CP_MERGE_BYTES_BACKWARD = 20.0
 #: FlashAttention's backward executes 2.5× the forward's FLOPs (5 matrix products against 2: it recomputes the
 #: scores; Dao 2023, FlashAttention-2, arXiv 2307.08691, §3.1-3.2).
 ATTENTION_BACKWARD_RATIO = 2.5
@@ -112,8 +126,8 @@ def default_efficiency(
     gemm_peak_fraction: float | None = None,
     attention_fraction_of_gemm: float = FITTED_ATTENTION_FRACTION_OF_GEMM,
     elementwise_traffic_factor: float = FITTED_ELEMENTWISE_TRAFFIC_FACTOR,
-    tp_overlap_fraction: float = TP_OVERLAP_FRACTION,
-    overlap_interference: float | None = None,
+    tp_overlap_fraction: float = FITTED_TP_OVERLAP_FRACTION,
+    dp_overlap_interference: float | None = None,
 ) -> Efficiency:
     """Calibrated efficiencies for ``gpu`` (the fitted constants above; keyword arguments override them)."""
     family = gpu_family(gpu)
@@ -124,9 +138,9 @@ def default_efficiency(
         attention_fraction=min(1.0, attention_fraction_of_gemm * eta_max),
         network_efficiency=NETWORK_EFFICIENCY,
         tp_overlap_fraction=tp_overlap_fraction,
-        overlap_interference=FITTED_OVERLAP_INTERFERENCE
-        if overlap_interference is None
-        else overlap_interference,
+        dp_overlap_interference=FITTED_DP_OVERLAP_INTERFERENCE
+        if dp_overlap_interference is None
+        else dp_overlap_interference,
         collective_latency_seconds=COLLECTIVE_LATENCY_SECONDS,
         elementwise_traffic_factor=elementwise_traffic_factor,
     )
@@ -261,10 +275,11 @@ def step_time(
     tp_bw = _link(gpu, t <= node_size) * net
     tp_one = 2.0 * (t - 1.0) / t * (2.0 * tokens * h) / tp_bw + lat
     tp_mb = np.where(t > 1, layers * collectives * tp_one, 0.0)
-    if tp_overlap:  # hidden behind the layers' GEMMs (forward, backward, recompute), at most their time
+    if tp_overlap:  # hidden behind the layers' GEMMs (forward, backward, recompute), at most their time;
+        # both implementations overlap the SP all-gather/reduce-scatter pair only (Megatron asserts SP)
         gemm_mb = layers_gemm_fwd * np.where(full, 4.0, 3.0)
         hidden = np.minimum(eff.tp_overlap_fraction * tp_mb, gemm_mb)
-        tp_mb = tp_mb - hidden + eff.overlap_interference * hidden
+        tp_mb = tp_mb - np.where(np.asarray(g["sp"], dtype=bool), hidden, 0.0)
 
     ep_bw = _link(gpu, t * c * e <= node_size) * net
     ep_one = (e - 1.0) / e * (2.0 * tokens * terms.top_k * h * x) / ep_bw + lat
@@ -276,7 +291,14 @@ def step_time(
     cp_exposed = np.maximum(0.0, cp_fwd - attn_core_fwd) * np.where(full, 2.0, 1.0) + np.maximum(
         0.0, 2.0 * cp_fwd - attn_bwd_ratio * attn_core_fwd
     )
-    cp_mb = np.where(c > 1, layers * cp_exposed, 0.0)
+    merge_elements = tokens * (terms.a / t) * terms.d_v
+    cp_merge = (c - 1.0) * (
+        (CP_MERGE_BYTES_FORWARD * np.where(full, 2.0, 1.0) + CP_MERGE_BYTES_BACKWARD)
+        * merge_elements
+        / gpu.hbm_bandwidth_bytes_per_s
+        + np.where(full, 3.0, 2.0) * lat
+    )
+    cp_mb = np.where(c > 1, layers * (cp_exposed + cp_merge), 0.0)
 
     pp_bw = _link(gpu, np.full_like(p, n_gpus <= node_size, dtype=bool)) * net
     pp_mb = np.where(p > 1, v * 2.0 * ((2.0 * tokens * h * x) / pp_bw + lat), 0.0)
@@ -304,7 +326,7 @@ def step_time(
     dp_bw = dp_bandwidth(gpu, t, group, node_size) * net
     dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0)
     window = np.where(zero >= 2, m * compute_mb, compute_mb)
-    dp_exposed = np.maximum(0.0, dp_seconds - window) + eff.overlap_interference * np.minimum(
+    dp_exposed = np.maximum(0.0, dp_seconds - window) + eff.dp_overlap_interference * np.minimum(
         dp_seconds, window
     )
 
