@@ -95,6 +95,9 @@ def test_megatron_flags_parse_and_satisfy_validate_args(example: str) -> None:
         assert (a.global_batch_size - start) % inc == 0
     if a.recompute_granularity == "selective":
         assert a.recompute_method is None
+    if a.tp_comm_overlap:
+        assert a.sequence_parallel and a.tensor_model_parallel_size > 1
+    assert a.tp_comm_overlap == (a.tensor_model_parallel_size > 1 and a.sequence_parallel)
     p = a.pipeline_model_parallel_size
     first, last = a.decoder_first_pipeline_num_layers, a.decoder_last_pipeline_num_layers
     if a.pipeline_model_parallel_layout:
@@ -268,6 +271,11 @@ def test_torchtitan_keys_in_list_and_batch_identity(example: str) -> None:
         assert tr["local_batch_size"] // par["pipeline_parallel_microbatch_size"] == f.microbatches
     else:
         assert accumulation == f.microbatches
+    # the TP overlap the time model assumes; torchtitan raises "Async TP requires torch.compile" unless the
+    # model is compiled (parallelize.py: compile.enable and "model" in compile.components)
+    assert par.get("enable_async_tensor_parallel", False) == (par["tensor_parallel_degree"] > 1)
+    if par.get("enable_async_tensor_parallel"):
+        assert doc["compile"]["enable"] and "model" in doc["compile"]["components"]
     # WSD in torchtitan's own arithmetic: round(steps * decay_ratio) steps of decay, same tokens as the plan
     lr = doc["lr_scheduler"]
     decay_steps = round(tr["steps"] * lr["decay_ratio"])

@@ -4,7 +4,8 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
 (version and commit in ``export/data/megatron_arguments.json``, written into the script header). Mapping:
 
 * layout: ``--tensor-model-parallel-size`` t, ``--pipeline-model-parallel-size`` p, ``--context-parallel-size``
-  c, ``--expert-model-parallel-size`` e, ``--sequence-parallel``; DP is not a flag: Megatron derives it as
+  c, ``--expert-model-parallel-size`` e, ``--sequence-parallel`` (with ``--tp-comm-overlap``, which the time
+  model assumes); DP is not a flag: Megatron derives it as
   world / (t·p·c), so the script launches exactly t·p·d·c ranks. Interleaving: ``--num-layers-per-virtual-
   pipeline-stage`` L/(p·v) when it divides, else ``--num-virtual-stages-per-pipeline-rank`` v. Uneven stages
   (p ∤ L): the plan's largest stage ⌈L/p⌉ on the p−2 middle stages and the rest split over the first and last
@@ -289,6 +290,13 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         )
     if f.sequence_parallel:
         layout.append(("--sequence-parallel", [], "shard norms/dropout activations over t"))
+        layout.append(
+            (
+                "--tp-comm-overlap",
+                [],
+                "TP all-gather/reduce-scatter pipelined under the GEMMs (Transformer Engine); the step time assumes it",
+            )
+        )
     elif f.tp > 1:
         warnings.append("sequence parallel: the plan turns it off with TP > 1; Megatron runs without it")
     if f.zero in (1, 2):

@@ -9,7 +9,9 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
   ``data_parallel_replicate_degree`` d (DDP). torchtitan shards with FSDP2 only, which is ZeRO-3; ZeRO-1/2
   become FSDP2 with ``fsdp_reshard_after_forward = "never"`` (parameters stay gathered from forward to
   backward, the memory of ZeRO-2), with a warning. Interleaving: ``pipeline_parallel_schedule =
-  "Interleaved1F1B"`` and ``pipeline_parallel_layers_per_stage`` L/(p·v).
+  "Interleaved1F1B"`` and ``pipeline_parallel_layers_per_stage`` L/(p·v). With t > 1
+  ``enable_async_tensor_parallel`` (the TP overlap the time model assumes), which torchtitan only accepts with
+  ``[compile] enable`` and "model" in its components.
 * batch: torchtitan's gradient accumulation is global / (local × DP) (torchtitan/train.py), and under PP the
   local batch is cut into ``local_batch_size / pipeline_parallel_microbatch_size`` pipeline micro-batches
   (torchtitan/distributed/pipeline_parallel.py). So without PP: ``local_batch_size`` b, ``global_batch_size``
@@ -69,6 +71,8 @@ def _toml_value(value: Any) -> str:
         return fmt_float(value)
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     raise TypeError(f"no TOML form for {type(value).__name__}")
 
 
@@ -187,6 +191,14 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
                 "ZeRO-2); parameter all-gathers each step are extra communication the plan did not time"
             )
     par.append(("tensor_parallel_degree", int(f.tp), "t"))
+    if f.tp > 1:
+        par.append(
+            (
+                "enable_async_tensor_parallel",
+                True,
+                "TP collectives overlapped with the matmuls; the step time assumes it",
+            )
+        )
     if f.tp > 1 and not f.sequence_parallel:
         warnings.append(
             "sequence parallel: torchtitan's TP always shards norms along the sequence; the plan had it off"
@@ -221,6 +233,13 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
     if f.ep > 1:
         par.append(("expert_parallel_degree", int(f.ep), f"e (borrowed from the d*c = {d * f.cp} ranks)"))
     sections.append(("parallelism", par))
+    if f.tp > 1:  # torchtitan refuses async TP unless the model is compiled
+        sections.append(
+            (
+                "compile",
+                [("enable", True, "async TP requires torch.compile"), ("components", ["model", "loss"], "")],
+            )
+        )
 
     keep = f.retention_generations
     if keep == 1:

@@ -42,6 +42,7 @@ ARGS=(
   --pipeline-model-parallel-layout 'E|(t|)*126L'  # uneven stages with v = 8: first 7, 14 x 8, last 7 layers, split into 16x8 chunks (E embedding, t layer, L loss; VPP rank 0 first)
   --context-parallel-size 4  # c: each rank holds s/c = 2048 tokens
   --sequence-parallel  # shard norms/dropout activations over t
+  --tp-comm-overlap  # TP all-gather/reduce-scatter pipelined under the GEMMs (Transformer Engine); the step time assumes it
   --use-distributed-optimizer  # ZeRO-1: optimizer state sharded over d·c
   --overlap-grad-reduce
   --overlap-param-gather
@@ -71,10 +72,10 @@ ARGS=(
   # checkpoints
   --save "$CHECKPOINT_DIR"
   --load "$CHECKPOINT_DIR"  # resume from the latest checkpoint
-  --save-interval 33  # the plan's checkpoint interval (Daly)
+  --save-interval 35  # the plan's checkpoint interval (Daly)
   --ckpt-format torch_dist  # distributed checkpoint (needed for --async-save)
   --async-save  # the plan stages the save through pinned host memory
-  --save-retain-interval 92994  # keep these permanently (the plan's milestones)
+  --save-retain-interval 92995  # keep these permanently (the plan's milestones)
   # data (placeholders)
   --data-path "$DATA_PATH"  # your tokenized data prefix(es)
   --split 99,1,0  # train/valid/test
