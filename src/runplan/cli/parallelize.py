@@ -327,6 +327,12 @@ def _render(result: Any, resolution: str) -> None:
     )
     for line in best.why:
         out.print(f"  - {line}")
+    if len(result.best_by_tp) > 1:
+        ranked = ", ".join(
+            f"TP{b.tp} {b.mfu:.1%}" + (" (best)" if b.behind_best <= 0 else f" ({b.behind_best:.1%} slower)")
+            for b in result.best_by_tp
+        )
+        out.print(f"best layout per TP degree, MFU (pin one with --tp): {ranked}")
 
 
 def register(app: typer.Typer) -> None:

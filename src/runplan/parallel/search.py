@@ -31,6 +31,7 @@ from runplan.parallel.layout import (
     ParallelRequest,
     SearchResult,
     TimeSeconds,
+    TpBest,
 )
 from runplan.parallel.memory import ShapeTerms, memory_breakdown
 from runplan.parallel.timing import default_efficiency, step_time
@@ -644,10 +645,39 @@ def search(request: ParallelRequest) -> SearchResult:
         eliminated_only=eliminated_only,
         nearest_misses=misses,
         suggestions=[] if idx.size else _suggestions(request, grid, ev, ok, limit, low, high),
+        best_by_tp=_best_by_tp(grid, ev, idx),
         search_seconds=time.perf_counter() - start,
         **empty,
     )
     return result
+
+
+def _best_by_tp(grid: dict, ev: dict, idx: np.ndarray) -> list[TpBest]:
+    """The fastest feasible row for each TP degree (users ask 'how far behind is TP 8?')."""
+    if not idx.size:
+        return []
+    speed = ev["tokens_per_second"][idx]
+    top = float(speed.max())
+    out = []
+    recompute = ("none", "selective", "full")
+    for tp in np.unique(grid["t"][idx]):
+        rows = idx[grid["t"][idx] == tp]
+        i = int(rows[np.argmax(ev["tokens_per_second"][rows])])
+        layout = (
+            f"PP{int(grid['p'][i])} DP{int(grid['d'][i])} CP{int(grid['c'][i])} EP{int(grid['e'][i])} "
+            f"ZeRO-{int(grid['zero'][i])} mbs{int(grid['b'][i])} v{int(grid['v'][i])} {recompute[int(grid['rc'][i])]}"
+        )
+        tps = float(ev["tokens_per_second"][i])
+        out.append(
+            TpBest(
+                tp=int(tp),
+                layout=layout,
+                tokens_per_second=tps,
+                mfu=float(ev["mfu"][i]),
+                behind_best=1 - tps / top,
+            )
+        )
+    return out
 
 
 def _suggestions(
