@@ -370,6 +370,9 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
             gpus_per_node=gpus_per_node,
             seq_len=seq_len,
             step_seconds=best.step_seconds,
+            step_fixed_seconds=best.time_seconds.bubble
+            + best.time_seconds.data_parallel
+            + best.time_seconds.optimizer,
             schedule=schedule,
             operations=spec.operations,
             monitoring=spec.monitoring,

@@ -45,7 +45,7 @@ from runplan.ops.schedule import (
     plan_schedule,
     tokens_at_step,
 )
-from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber
+from runplan.units import NonNegativeCount, NonNegativeNumber, PositiveCount, PositiveNumber
 
 __all__ = [
     "LLAMA3_FAILURES_PER_1000_NODE_DAYS",
@@ -93,14 +93,18 @@ __all__ = [
 ]
 
 
-def training_seconds(schedule: Schedule, step_seconds: float) -> float:
-    """Failure-free training time: Σ over batch stages of steps × step_seconds × (stage batch / main batch).
+def training_seconds(schedule: Schedule, step_seconds: float, fixed_seconds: float = 0.0) -> float:
+    """Failure-free training time: Σ over batch stages of steps × (fixed + (step − fixed) × stage/main batch).
 
-    A ramp stage's step is shorter in proportion to its batch (fewer micro-batches per replica); this leaves
-    out that the pipeline bubble is a larger share of a shorter step, so ramp stages are slightly optimistic.
+    A ramp stage runs fewer micro-batches per replica, so the micro-batch part of the step shrinks with its
+    batch; ``fixed_seconds`` does not: the pipeline bubble ((p−1)/v micro-batch times, Narayanan et al. 2021
+    §2.2), the exposed gradient reduction and the optimizer step cost the same at any batch.
     """
     main = schedule.global_batch_tokens
-    return sum(s.steps * step_seconds * s.global_batch_tokens / main for s in schedule.batch_stages)
+    per_batch = step_seconds - fixed_seconds
+    return sum(
+        s.steps * (fixed_seconds + per_batch * s.global_batch_tokens / main) for s in schedule.batch_stages
+    )
 
 
 class OperationsRequest(BaseModel):
@@ -117,6 +121,11 @@ class OperationsRequest(BaseModel):
     gpus_per_node: PositiveCount = Field(8, description="GPUs per node.")
     seq_len: PositiveCount = Field(description="Tokens per sequence.")
     step_seconds: PositiveNumber = Field(description="Time of one step at the main batch, seconds.")
+    step_fixed_seconds: NonNegativeNumber = Field(
+        0.0,
+        description="Part of step_seconds that does not shrink with a smaller batch: pipeline bubble, exposed "
+        "DP reduction, optimizer step (seconds).",
+    )
     schedule: Schedule = Field(description="Result of plan_schedule for this run.")
     operations: OperationsSpec = Field(default_factory=OperationsSpec, description="Plan file `operations:`.")
     monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec, description="Plan file `monitoring:`.")
@@ -166,7 +175,8 @@ def operate(request: OperationsRequest) -> Operations:
     world = request.tp * request.pp * request.dp * request.cp
     n_nodes = -(-world // request.gpus_per_node)
     m = job_mtbf_seconds(spec.failures_per_1000_node_days, n_nodes)
-    useful = training_seconds(schedule, request.step_seconds)
+    fixed = min(request.step_fixed_seconds, request.step_seconds)
+    useful = training_seconds(schedule, request.step_seconds, fixed)
     window = request.monitoring.rollback_margin_steps + request.monitoring.spike_recovery_steps
     checkpoint = plan_checkpoints(
         CheckpointRequest(
@@ -211,8 +221,8 @@ def operate(request: OperationsRequest) -> Operations:
         )
     )
     stages = " + ".join(
-        f"{s.steps:,} × {request.step_seconds:.4g} s × "
-        f"{s.global_batch_tokens / schedule.global_batch_tokens:.3g}"
+        f"{s.steps:,} × ({fixed:.4g} + {request.step_seconds - fixed:.4g} × "
+        f"{s.global_batch_tokens / schedule.global_batch_tokens:.3g}) s"
         for s in schedule.batch_stages
     )
     return Operations(
@@ -222,7 +232,8 @@ def operate(request: OperationsRequest) -> Operations:
         useful_seconds=useful,
         warnings=[*checkpoint.warnings, *reliability.warnings, *monitoring.warnings],
         notes={
-            "useful_seconds": f"Σ steps × step_seconds × (stage batch / main batch) = {stages} = "
+            "useful_seconds": f"Σ steps × (bubble+DP+optimizer + rest of the step × stage batch / main batch) "
+            f"= {stages} = "
             f"{fmt_seconds(useful)}"
         },
     )
