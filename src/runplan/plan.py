@@ -241,6 +241,29 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
     return AllocationStage(allocation, shape, resolution, law_params, flops)
 
 
+def stage_step_seconds(request: Any, best: Any, schedule: Any) -> list[float]:
+    """The chosen layout re-timed at each batch stage's micro-batch count (the ramp keeps its bubble)."""
+    from runplan.parallel.reference import Layout, evaluate_layout
+
+    out = []
+    for stage in schedule.batch_stages:
+        layout = Layout(
+            tp=best.tp,
+            pp=best.pp,
+            dp=best.dp,
+            ep=best.ep,
+            cp=best.cp,
+            zero=best.zero,
+            micro_batch=best.micro_batch,
+            microbatches=stage.microbatches_per_replica,
+            vpp=best.vpp,
+            recompute=best.recompute,
+            sequence_parallel=best.sequence_parallel,
+        )
+        out.append(evaluate_layout(request, layout)["step_seconds"])
+    return out
+
+
 def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, tokens: float) -> LayoutStage:
     """Steps 4-5 input: the batch target (plan file, else DeepSeek's B_opt) and the layout search request."""
     from runplan.parallel.batch import critical_batch
@@ -370,9 +393,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
             gpus_per_node=gpus_per_node,
             seq_len=seq_len,
             step_seconds=best.step_seconds,
-            step_fixed_seconds=best.time_seconds.bubble
-            + best.time_seconds.data_parallel
-            + best.time_seconds.optimizer,
+            stage_step_seconds=stage_step_seconds(planned.request, best, schedule),
             schedule=schedule,
             operations=spec.operations,
             monitoring=spec.monitoring,

@@ -1,4 +1,4 @@
-"""Failure-free training time over batch-ramp stages (runplan.ops.training_seconds)."""
+"""Failure-free training time over batch-ramp stages (runplan.ops.training_seconds, plan.stage_step_seconds)."""
 
 from types import SimpleNamespace
 
@@ -14,15 +14,58 @@ def _schedule(main_tokens: float, stages: list[tuple[int, float]]) -> SimpleName
     )
 
 
-def test_ramp_stage_keeps_its_fixed_part():
-    # hand-derived: a 10 s step of which 2 s (bubble + exposed DP + optimizer) do not shrink with the batch;
-    # 100 steps at half the batch take 2 + 8 x 0.5 = 6 s each, then 900 full steps: 600 + 9,000 = 9,600 s
+def test_stage_step_times_are_summed():
+    # hand-derived: 100 ramp steps of 6 s (a 10 s step whose 2 s of bubble/DP/optimizer do not shrink at half
+    # the batch: 2 + 8 x 0.5) and 900 main steps of 10 s: 600 + 9,000 = 9,600 s
     schedule = _schedule(4e6, [(100, 2e6), (900, 4e6)])
-    assert training_seconds(schedule, 10.0, 2.0) == pytest.approx(9600.0)
-    # without a fixed part every stage scales with its batch (the old, optimistic reading): 500 + 9,000
+    assert training_seconds(schedule, 10.0, [6.0, 10.0]) == pytest.approx(9600.0)
+    # without stage times every stage scales with its batch (optimistic for the ramp): 500 + 9,000
     assert training_seconds(schedule, 10.0) == pytest.approx(9500.0)
 
 
-def test_without_a_ramp_the_fixed_part_changes_nothing():
-    schedule = _schedule(4e6, [(1000, 4e6)])
-    assert training_seconds(schedule, 10.0, 3.0) == pytest.approx(training_seconds(schedule, 10.0))
+def test_stage_times_must_match_the_stages():
+    with pytest.raises(ValueError):
+        training_seconds(_schedule(4e6, [(100, 2e6), (900, 4e6)]), 10.0, [10.0])
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+def test_ramp_stages_are_retimed_at_their_microbatch_count(zero):
+    from tests.parallel.shapes import H100, LLAMA_70B
+
+    from runplan.parallel.layout import ParallelRequest, Pins
+    from runplan.parallel.search import search
+    from runplan.plan import stage_step_seconds
+
+    request = ParallelRequest(
+        model=LLAMA_70B,
+        gpu=H100,
+        n_gpus=512,
+        seq_len=4096,
+        global_batch_tokens=8e6,
+        pins=Pins(pp=4, zero=zero),
+    )
+    best = search(request).layouts[0]
+    m = best.microbatches
+    stages = [
+        SimpleNamespace(microbatches_per_replica=m // 4, global_batch_tokens=1.0),
+        SimpleNamespace(microbatches_per_replica=m // 2, global_batch_tokens=2.0),
+        SimpleNamespace(microbatches_per_replica=m, global_batch_tokens=4.0),
+    ]
+    times = stage_step_seconds(request, best, SimpleNamespace(batch_stages=stages))
+    assert times[-1] == pytest.approx(best.step_seconds, rel=1e-9)  # the main stage is the layout itself
+    assert times[0] < times[1] < times[2]
+    # the bubble is (p-1)/v micro-batch times whatever m is, so a quarter of the batch takes more than a quarter
+    # of the step; every other term shrinks at most in proportion
+    assert times[0] > best.step_seconds / 4
+    assert times[1] > best.step_seconds / 2
+
+
+def test_plan_useful_time_counts_the_ramp_bubble():
+    from tests.export._plans import example_plan
+
+    plan = example_plan("405b-16k-h100-8k")
+    stages = plan.schedule.batch_stages
+    assert len(stages) >= 2 and plan.layout.best.pp > 1
+    main = plan.schedule.global_batch_tokens
+    proportional = sum(s.steps * plan.layout.best.step_seconds * s.global_batch_tokens / main for s in stages)
+    assert plan.reliability.useful_seconds > proportional

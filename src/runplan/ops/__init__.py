@@ -45,7 +45,7 @@ from runplan.ops.schedule import (
     plan_schedule,
     tokens_at_step,
 )
-from runplan.units import NonNegativeCount, NonNegativeNumber, PositiveCount, PositiveNumber
+from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber
 
 __all__ = [
     "LLAMA3_FAILURES_PER_1000_NODE_DAYS",
@@ -93,18 +93,20 @@ __all__ = [
 ]
 
 
-def training_seconds(schedule: Schedule, step_seconds: float, fixed_seconds: float = 0.0) -> float:
-    """Failure-free training time: Σ over batch stages of steps × (fixed + (step − fixed) × stage/main batch).
+def training_seconds(
+    schedule: Schedule, step_seconds: float, stage_step_seconds: list[float] | None = None
+) -> float:
+    """Failure-free training time: Σ over batch stages of steps × that stage's step time.
 
-    A ramp stage runs fewer micro-batches per replica, so the micro-batch part of the step shrinks with its
-    batch; ``fixed_seconds`` does not: the pipeline bubble ((p−1)/v micro-batch times, Narayanan et al. 2021
-    §2.2), the exposed gradient reduction and the optimizer step cost the same at any batch.
+    ``stage_step_seconds`` (one per batch stage) come from the layout evaluated at each stage's micro-batch
+    count, so a ramp stage keeps what a smaller batch does not shrink: the pipeline bubble ((p−1)/v micro-batch
+    times, Narayanan et al. 2021 §2.2), the gradient reduction of ZeRO-0/1 and the optimizer step. Without
+    them each stage's step is taken proportional to its batch (optimistic for ramp stages).
     """
+    if stage_step_seconds is not None:
+        return sum(s.steps * t for s, t in zip(schedule.batch_stages, stage_step_seconds, strict=True))
     main = schedule.global_batch_tokens
-    per_batch = step_seconds - fixed_seconds
-    return sum(
-        s.steps * (fixed_seconds + per_batch * s.global_batch_tokens / main) for s in schedule.batch_stages
-    )
+    return sum(s.steps * step_seconds * s.global_batch_tokens / main for s in schedule.batch_stages)
 
 
 class OperationsRequest(BaseModel):
@@ -121,10 +123,10 @@ class OperationsRequest(BaseModel):
     gpus_per_node: PositiveCount = Field(8, description="GPUs per node.")
     seq_len: PositiveCount = Field(description="Tokens per sequence.")
     step_seconds: PositiveNumber = Field(description="Time of one step at the main batch, seconds.")
-    step_fixed_seconds: NonNegativeNumber = Field(
-        0.0,
-        description="Part of step_seconds that does not shrink with a smaller batch: pipeline bubble, exposed "
-        "DP reduction, optimizer step (seconds).",
+    stage_step_seconds: list[PositiveNumber] | None = Field(
+        None,
+        description="Step time of the layout at each batch stage's micro-batch count, seconds (one per "
+        "schedule batch stage; default: proportional to the stage's batch).",
     )
     schedule: Schedule = Field(description="Result of plan_schedule for this run.")
     operations: OperationsSpec = Field(default_factory=OperationsSpec, description="Plan file `operations:`.")
@@ -175,8 +177,11 @@ def operate(request: OperationsRequest) -> Operations:
     world = request.tp * request.pp * request.dp * request.cp
     n_nodes = -(-world // request.gpus_per_node)
     m = job_mtbf_seconds(spec.failures_per_1000_node_days, n_nodes)
-    fixed = min(request.step_fixed_seconds, request.step_seconds)
-    useful = training_seconds(schedule, request.step_seconds, fixed)
+    stage_steps = request.stage_step_seconds or [
+        request.step_seconds * st.global_batch_tokens / schedule.global_batch_tokens
+        for st in schedule.batch_stages
+    ]
+    useful = training_seconds(schedule, request.step_seconds, stage_steps)
     window = request.monitoring.rollback_margin_steps + request.monitoring.spike_recovery_steps
     checkpoint = plan_checkpoints(
         CheckpointRequest(
@@ -221,9 +226,7 @@ def operate(request: OperationsRequest) -> Operations:
         )
     )
     stages = " + ".join(
-        f"{s.steps:,} × ({fixed:.4g} + {request.step_seconds - fixed:.4g} × "
-        f"{s.global_batch_tokens / schedule.global_batch_tokens:.3g}) s"
-        for s in schedule.batch_stages
+        f"{st.steps:,} × {t:.4g} s" for st, t in zip(schedule.batch_stages, stage_steps, strict=True)
     )
     return Operations(
         checkpointing=checkpoint,
@@ -232,8 +235,8 @@ def operate(request: OperationsRequest) -> Operations:
         useful_seconds=useful,
         warnings=[*checkpoint.warnings, *reliability.warnings, *monitoring.warnings],
         notes={
-            "useful_seconds": f"Σ steps × (bubble+DP+optimizer + rest of the step × stage batch / main batch) "
-            f"= {stages} = "
+            "useful_seconds": f"Σ steps × step time at that stage's batch (the layout re-timed at its "
+            f"micro-batch count) = {stages} = "
             f"{fmt_seconds(useful)}"
         },
     )

@@ -177,7 +177,7 @@ class ReliabilityRequest(BaseModel):
 
     n_nodes: PositiveCount = Field(description="Nodes the job runs on.")
     useful_seconds: PositiveNumber = Field(
-        description="Failure-free training time: total steps × step_seconds (no saves, no failures)."
+        description="Failure-free training time: Σ over batch stages of steps × that stage's step time (no saves, no failures)."
     )
     interval_seconds: PositiveNumber = Field(
         description="Work between checkpoints τ, seconds (rounded to steps)."
@@ -285,7 +285,7 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
             f"(τ+δ)·(1 + (τ+δ)/(2M) + R/M) = {fmt(seg_first)} s (first order; "
             f"{(seg_first / seg_exact - 1):+.2%} vs exact)"
         ),
-        "useful_seconds": f"W = total steps × step_seconds = {fmt_seconds(w)}",
+        "useful_seconds": f"W = Σ stage steps × stage step time = {fmt_seconds(w)}",
         "expected_elapsed_seconds": f"Σ E[T] over {segments:,} segments = {fmt_seconds(elapsed)}",
         "first_order_elapsed_seconds": f"Σ first-order E[T] = {fmt_seconds(elapsed_first)}",
         "expected_interruptions": f"elapsed / M = {fmt(elapsed)} / {fmt(m)} = {interruptions:.1f} "
