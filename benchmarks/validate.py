@@ -411,7 +411,7 @@ def published_section(data: dict, params: FitParams) -> tuple[list[str], dict[tu
 
 
 def tp_evidence(params: FitParams) -> list[str]:
-    """70B on 512 H100: best layout per TP degree, and the winner's sensitivity to the assumed TP overlap."""
+    """70B on 512 H100: best layout per TP degree, and the winner's sensitivity to the TP overlap fraction."""
     from runplan.architect import resolve_model
     from runplan.catalog import load_catalog
 
@@ -508,6 +508,7 @@ AGREEMENT_CASES = [
         "source": "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/perf_recipes/llama/h100/llama3.py",
     },
     {"row": "nv-405b-576gpu"},
+    {"row": "nv-gpt3-175b-128gpu"},
     {
         "case": "Megatron-Bridge recipe llama31_405b_pretrain_1024gpu_h100_bf16",
         "model": "llama-3.1-405b",
@@ -640,7 +641,7 @@ def best_by_tp(params: FitParams) -> dict[int, float]:
 
 
 def interference_sweep(runs: list[dict], start: FitParams, values=(0.0, 0.5, 1.0)) -> list[str]:
-    """Refit with the overlap interference held at each value: loss, and which TP wins 70B on 512 H100."""
+    """Refit with the DP overlap interference held at each value: loss, and which TP wins 70B on 512 H100."""
     lines = [
         "## Sensitivity: DP overlap interference held fixed, everything else refitted",
         "",

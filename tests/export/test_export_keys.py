@@ -97,7 +97,8 @@ def test_megatron_flags_parse_and_satisfy_validate_args(example: str) -> None:
         assert a.recompute_method is None
     if a.tp_comm_overlap:
         assert a.sequence_parallel and a.tensor_model_parallel_size > 1
-    assert a.tp_comm_overlap == (a.tensor_model_parallel_size > 1 and a.sequence_parallel)
+    t = a.tensor_model_parallel_size
+    assert a.tp_comm_overlap == (1 < t <= f.gpus_per_node and a.sequence_parallel)
     p = a.pipeline_model_parallel_size
     first, last = a.decoder_first_pipeline_num_layers, a.decoder_last_pipeline_num_layers
     if a.pipeline_model_parallel_layout:
@@ -273,7 +274,9 @@ def test_torchtitan_keys_in_list_and_batch_identity(example: str) -> None:
         assert accumulation == f.microbatches
     # the TP overlap the time model assumes; torchtitan raises "Async TP requires torch.compile" unless the
     # model is compiled (parallelize.py: compile.enable and "model" in compile.components)
-    assert par.get("enable_async_tensor_parallel", False) == (par["tensor_parallel_degree"] > 1)
+    assert par.get("enable_async_tensor_parallel", False) == (
+        1 < par["tensor_parallel_degree"] <= f.gpus_per_node
+    )
     if par.get("enable_async_tensor_parallel"):
         assert doc["compile"]["enable"] and "model" in doc["compile"]["components"]
     # WSD in torchtitan's own arithmetic: round(steps * decay_ratio) steps of decay, same tokens as the plan
@@ -323,3 +326,14 @@ def test_deepspeed_keys_in_list_and_batch_identity(example: str) -> None:
     assert any("WSD" in w for w in result.warnings)
     if f.pp > 1:
         assert any(w.startswith("pipeline:") and f"num_stages={f.pp}" in w for w in result.warnings)
+
+
+def test_tp_overlap_is_not_exported_across_nodes():
+    # TE userbuffers and torchtitan's symmetric memory work inside one NVLink domain; the time model hides no
+    # TP communication when t > GPUs per node, and the exports must not switch the overlap on there
+    base = example_plan("70b-512-h100")
+    wide = with_layout(base, tp=16, dp=base.layout.best.dp // 4)
+    assert "--tp-comm-overlap" in export_plan(base, "megatron").text
+    assert "--tp-comm-overlap" not in export_plan(wide, "megatron").text
+    doc = tomllib.loads(export_plan(wide, "torchtitan").text)
+    assert "enable_async_tensor_parallel" not in doc["parallelism"] and "compile" not in doc

@@ -2,7 +2,7 @@
 
 Parses flags into ``runplan.parallel.layout.ParallelRequest`` (the same models a plan file fills), calls
 ``runplan.parallel.search.search``, renders. JSON keys (stable, docs/parallel.md): model, cluster, candidates,
-feasible, layouts, plus space_size, batch_range_tokens, critical_batch, notes.
+feasible, layouts, plus space_size, batch_range_tokens, critical_batch, best_by_tp, notes.
 """
 
 from __future__ import annotations
@@ -329,7 +329,8 @@ def _render(result: Any, resolution: str) -> None:
         out.print(f"  - {line}")
     if len(result.best_by_tp) > 1:
         ranked = ", ".join(
-            f"TP{b.tp} {b.mfu:.1%}" + (" (best)" if b.behind_best <= 0 else f" ({b.behind_best:.1%} slower)")
+            f"TP{b.tp} {b.mfu:.1%}"
+            + (" (best)" if b.behind_best <= 0 else f" ({b.behind_best:.1%} fewer tokens/s)")
             for b in result.best_by_tp
         )
         out.print(f"best layout per TP degree, MFU (pin one with --tp): {ranked}")

@@ -290,13 +290,15 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         )
     if f.sequence_parallel:
         layout.append(("--sequence-parallel", [], "shard norms/dropout activations over t"))
-        layout.append(
-            (
-                "--tp-comm-overlap",
-                [],
-                "TP all-gather/reduce-scatter pipelined under the GEMMs (Transformer Engine); the step time assumes it",
+        if f.tp <= f.gpus_per_node:  # userbuffers work inside one NVLink domain (the time model agrees)
+            layout.append(
+                (
+                    "--tp-comm-overlap",
+                    [],
+                    "TP all-gather/reduce-scatter pipelined under the GEMMs (Transformer Engine); "
+                    "the step time assumes it",
+                )
             )
-        )
     elif f.tp > 1:
         warnings.append("sequence parallel: the plan turns it off with TP > 1; Megatron runs without it")
     if f.zero in (1, 2):

@@ -9,7 +9,7 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
   ``data_parallel_replicate_degree`` d (DDP). torchtitan shards with FSDP2 only, which is ZeRO-3; ZeRO-1/2
   become FSDP2 with ``fsdp_reshard_after_forward = "never"`` (parameters stay gathered from forward to
   backward, the memory of ZeRO-2), with a warning. Interleaving: ``pipeline_parallel_schedule =
-  "Interleaved1F1B"`` and ``pipeline_parallel_layers_per_stage`` L/(p·v). With t > 1
+  "Interleaved1F1B"`` and ``pipeline_parallel_layers_per_stage`` L/(p·v). With 1 < t ≤ GPUs per node
   ``enable_async_tensor_parallel`` (the TP overlap the time model assumes), which torchtitan only accepts with
   ``[compile] enable`` and "model" in its components.
 * batch: torchtitan's gradient accumulation is global / (local × DP) (torchtitan/train.py), and under PP the
@@ -191,7 +191,8 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
                 "ZeRO-2); parameter all-gathers each step are extra communication the plan did not time"
             )
     par.append(("tensor_parallel_degree", int(f.tp), "t"))
-    if f.tp > 1:
+    async_tp = 1 < f.tp <= f.gpus_per_node  # symmetric memory is intra-node; the time model agrees
+    if async_tp:
         par.append(
             (
                 "enable_async_tensor_parallel",
@@ -233,7 +234,7 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
     if f.ep > 1:
         par.append(("expert_parallel_degree", int(f.ep), f"e (borrowed from the d*c = {d * f.cp} ranks)"))
     sections.append(("parallelism", par))
-    if f.tp > 1:  # torchtitan refuses async TP unless the model is compiled
+    if async_tp:  # torchtitan refuses async TP unless the model is compiled
         sections.append(
             (
                 "compile",

@@ -121,14 +121,12 @@ class Efficiency(BaseModel):
         gt=0, le=1, description="Achieved collective bus bandwidth / link bandwidth (NCCL busbw ratio)."
     )
     tp_overlap_fraction: float = Field(
-        0.4,
         ge=0,
         le=1,
         description="Net share of TP communication taken off the critical path when tp_comm_overlap is on "
         "(Megatron-core --tp-comm-overlap, torchtitan async TP); fitted on paired async-TP runs.",
     )
     dp_overlap_interference: float = Field(
-        0.0,
         ge=0,
         le=1,
         description="Seconds of compute lost per second of DP communication hidden under it "
@@ -182,7 +180,8 @@ class ParallelRequest(BaseModel):
     tp_comm_overlap: bool = Field(
         True,
         description="Overlap TP all-gather/reduce-scatter with the adjacent GEMMs (Megatron-core "
-        "--tp-comm-overlap, on in NeMo's H100 recipes); False for the 2021 calibration.",
+        "--tp-comm-overlap, on in NeMo's H100 recipes; torchtitan async TP); applies with sequence "
+        "parallelism and TP inside one node only. False for the 2021 calibration.",
     )
     mfu_override: MfuFraction | None = Field(
         None, description="Use this MFU instead of the predicted time model (users who measured theirs)."
@@ -225,7 +224,10 @@ class TimeSeconds(BaseModel):
     tensor_parallel: float = Field(description="TP all-reduce / all-gather + reduce-scatter, exposed.")
     pipeline_p2p: float = Field(description="Stage-boundary sends and receives, exposed.")
     expert_all_to_all: float = Field(description="MoE dispatch/combine all-to-alls, exposed.")
-    context_parallel: float = Field(description="CP ring KV exchange not hidden behind attention.")
+    context_parallel: float = Field(
+        description="CP ring K/V exchange not hidden behind attention, plus the per-step fp32 merge of partial "
+        "results."
+    )
     bubble: float = Field(description="Pipeline fill and drain: (p-1)/v micro-batch times.")
     data_parallel: float = Field(description="Gradient reduction / parameter gathers not hidden by backward.")
     optimizer: float = Field(description="Adam update, HBM-bound.")
@@ -315,7 +317,9 @@ class SearchResult(BaseModel):
     eliminated_only: dict[str, int] = Field(description="Candidates violating only that constraint.")
     nearest_misses: list[LayoutEstimate] = Field(description="Closest infeasible layouts when none fits.")
     best_by_tp: list[TpBest] = Field(
-        default_factory=list, description="The fastest feasible layout for each TP degree, ascending TP."
+        default_factory=list,
+        description="The best-ranked feasible layout of each TP degree, ascending TP (empty with an MFU "
+        "override, which makes every layout equally fast).",
     )
     suggestions: list[str] = Field(default_factory=list, description="What would make it feasible.")
     search_seconds: float = Field(description="Wall time of the search itself.")

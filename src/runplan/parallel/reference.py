@@ -14,8 +14,7 @@ from runplan.parallel.layout import RECOMPUTE_CODES, Efficiency, ParallelRequest
 from runplan.parallel.timing import (
     ATTENTION_BACKWARD_RATIO,
     CAUSAL_FRACTION,
-    CP_MERGE_BYTES_BACKWARD,
-    CP_MERGE_BYTES_FORWARD,
+    CP_MERGE_BYTES_PER_ELEMENT,
     FULL_RECOMPUTE_ELEMENTWISE_SHARE,
     SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE,
     default_efficiency,
@@ -209,7 +208,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
 
     colls = 6 if full else 4
     tp_c = layers * colls * (2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat) if t > 1 else 0.0
-    if req.tp_comm_overlap and lay.sequence_parallel:
+    if req.tp_comm_overlap and lay.sequence_parallel and t <= node:
         hidden = min(eff.tp_overlap_fraction * tp_c, gemm_fwd * (4 if full else 3))
         tp_c -= hidden
     shard = 1 / t if lay.sequence_parallel else 1.0
@@ -221,9 +220,9 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         kv = 2 * tokens * sh.n_kv_heads * (sh.qk_dim + sh.value_dim) / t
         step_fwd = (c - 1) * (kv / link(t * c <= node) + lat)
         exposed = max(0.0, step_fwd - core) * (2 if full else 1) + max(0.0, 2 * step_fwd - core_bwd * core)
-        merge_bytes = (CP_MERGE_BYTES_FORWARD * (2 if full else 1) + CP_MERGE_BYTES_BACKWARD) * (
-            tokens * sh.n_heads / t * sh.value_dim
-        )
+        forward = tokens * sh.n_heads / t * sh.value_dim
+        backward = tokens * (sh.n_heads / t * sh.qk_dim + sh.n_kv_heads / t * (sh.qk_dim + sh.value_dim))
+        merge_bytes = CP_MERGE_BYTES_PER_ELEMENT * (forward * (2 if full else 1) + backward)
         merge = (c - 1) * (merge_bytes / gpu.hbm_bandwidth_bytes_per_s + (3 if full else 2) * lat)
         cp_c = layers * (exposed + merge)
     pp_c = v * 2 * (2 * tokens * h * shard / link(req.n_gpus <= node) + lat) if p > 1 else 0.0

@@ -577,6 +577,7 @@ def search(request: ParallelRequest) -> SearchResult:
     idx = np.flatnonzero(feasible)
     layouts: list[LayoutEstimate] = []
     misses: list[LayoutEstimate] = []
+    ranked = idx
     if idx.size:
         keys = (
             grid["rc"][idx],
@@ -590,7 +591,8 @@ def search(request: ParallelRequest) -> SearchResult:
             ev["mem_total"][idx],
             -ev["tokens_per_second"][idx],
         )
-        order = idx[np.lexsort(keys)][: request.top]
+        ranked = idx[np.lexsort(keys)]
+        order = ranked[: request.top]
         layouts = [
             _estimate(
                 request,
@@ -645,36 +647,37 @@ def search(request: ParallelRequest) -> SearchResult:
         eliminated_only=eliminated_only,
         nearest_misses=misses,
         suggestions=[] if idx.size else _suggestions(request, grid, ev, ok, limit, low, high),
-        best_by_tp=_best_by_tp(grid, ev, idx),
+        best_by_tp=[] if request.mfu_override is not None else _best_by_tp(grid, ev, ranked),
         search_seconds=time.perf_counter() - start,
         **empty,
     )
     return result
 
 
-def _best_by_tp(grid: dict, ev: dict, idx: np.ndarray) -> list[TpBest]:
-    """The fastest feasible row for each TP degree (users ask 'how far behind is TP 8?')."""
-    if not idx.size:
+def _best_by_tp(grid: dict, ev: dict, ranked: np.ndarray) -> list[TpBest]:
+    """The first row of each TP degree in the full ranking (users ask 'how far behind is TP 8?')."""
+    if not ranked.size:
         return []
-    speed = ev["tokens_per_second"][idx]
-    top = float(speed.max())
+    top = float(ev["tokens_per_second"][ranked[0]])
+    tps_of_rows = grid["t"][ranked]
     out = []
-    recompute = ("none", "selective", "full")
-    for tp in np.unique(grid["t"][idx]):
-        rows = idx[grid["t"][idx] == tp]
-        i = int(rows[np.argmax(ev["tokens_per_second"][rows])])
+    for tp in np.unique(tps_of_rows):
+        i = int(
+            ranked[np.argmax(tps_of_rows == tp)]
+        )  # first occurrence = best under the ranking's tie-breaks
         layout = (
             f"PP{int(grid['p'][i])} DP{int(grid['d'][i])} CP{int(grid['c'][i])} EP{int(grid['e'][i])} "
-            f"ZeRO-{int(grid['zero'][i])} mbs{int(grid['b'][i])} v{int(grid['v'][i])} {recompute[int(grid['rc'][i])]}"
+            f"ZeRO-{int(grid['zero'][i])} mbs{int(grid['b'][i])} v{int(grid['v'][i])} "
+            f"{RECOMPUTE_NAMES[int(grid['rc'][i])]}"
         )
-        tps = float(ev["tokens_per_second"][i])
+        speed = float(ev["tokens_per_second"][i])
         out.append(
             TpBest(
                 tp=int(tp),
                 layout=layout,
-                tokens_per_second=tps,
+                tokens_per_second=speed,
                 mfu=float(ev["mfu"][i]),
-                behind_best=1 - tps / top,
+                behind_best=1 - speed / top,
             )
         )
     return out

@@ -20,13 +20,15 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   Transformer Engine userbuffers: the collective is split into per-peer chunks moved under the partial
   GEMMs) a net share ``tp_overlap_fraction`` of it, at most the layers' GEMM time, leaves the critical path.
   The share is fitted on paired measurements of the same job with and without the overlap (torchtitan's
-  async-TP benchmark), so whatever the overlapped transfers still slow the GEMMs down is already netted out.
+  async-TP benchmark), so whatever the overlapped transfers still slow the GEMMs down is already netted out;
+  it also absorbs any error of the model's TP share of the step, and it is transferred as is to Megatron's
+  userbuffers, which overlap the same collectives with a few SMs instead of copy engines.
 * **DP overlap is not free**: every second of DP communication hidden under compute still costs
   ``dp_overlap_interference`` seconds (NCCL ring kernels occupy SMs and HBM bandwidth beside the GEMMs, the
   contention Rashidi et al. 2021, ISCA, "Enabling compute-communication overlap...", describe; fitted). The
   fit puts it at its bound 1: hidden DP communication costs its full time (see
-  FITTED_DP_OVERLAP_INTERFERENCE). TP overlap does not share this parameter: it runs on copy engines, not
-  SM-based rings, and its net effect is measured directly.
+  FITTED_DP_OVERLAP_INTERFERENCE). TP overlap does not share this parameter: its net effect is measured
+  directly (torchtitan's symmetric-memory transfers run on copy engines, not SM-based rings).
 * **PP**: per micro-batch and chunk, one activation send forward and one gradient send backward of 2·T·h
   bytes (÷t with SP, Megatron's scatter/gather optimisation), over the scale-out network when the job spans
   nodes; not overlapped (conservative). Bubble (Narayanan et al. 2021 §2.2): (p-1)/v micro-batch times, i.e.
@@ -37,8 +39,8 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   twice that backward, overlapped with the attention kernel; only the excess is exposed. Not overlapped: each
   of the (c-1) extra ring steps merges its partial result into fp32 accumulators on the compute stream (the
   blockwise online-softmax rescaling of out and LSE forward, the dQ/dK/dV accumulation backward; Transformer
-  Engine's CP attention does this per step), HBM traffic ``CP_MERGE_BYTES_FORWARD`` / ``_BACKWARD`` per
-  output element, plus one kernel latency per step and direction.
+  Engine's CP attention does this per step), ``CP_MERGE_BYTES_PER_ELEMENT`` of HBM traffic per accumulated
+  element (out forward; dQ, dK, dV backward), plus one fixed latency per step and direction.
 * **DP** (REFERENCES §3; Rajbhandari et al. 2020 §7): ring traffic (d'-1)/d' × volume over the group of
   d' = d·c ranks (d·c/e for experts): ZeRO-0 all-reduce 2·g·Ψ; ZeRO-1 reduce-scatter g·Ψ + all-gather 2Ψ;
   ZeRO-2 reduce-scatter every micro-batch; ZeRO-3 also all-gathers bf16 weights twice per micro-batch (three
@@ -70,7 +72,7 @@ HOPPER_ISOLATED_8192_GEMM_FRACTION = 790.0 / 989.0
 FITTED_GEMM_HALF_DIM = 85.2
 #: Large-GEMM fraction of the datasheet bf16 peak *inside a training loop* (clocks under sustained power,
 #: launch gaps, allocator and stream synchronisation are folded in), per GPU family.
-FITTED_GEMM_PEAK_FRACTION = {"ampere": 0.764, "hopper": 0.693}
+FITTED_GEMM_PEAK_FRACTION = {"ampere": 0.764, "hopper": 0.692}
 #: FlashAttention forward+backward rate relative to the large-GEMM rate of the same GPU. Set, not fitted (the
 #: fitted rows cannot separate it from the pipeline schedule): FlashAttention-2 reaches ~35% of H100 peak and
 #: FlashAttention-3 up to 75% forward (Shah et al. 2024, arXiv 2407.08608, §1 and §4), backward lower;
@@ -78,7 +80,7 @@ FITTED_GEMM_PEAK_FRACTION = {"ampere": 0.764, "hopper": 0.693}
 FITTED_ATTENTION_FRACTION_OF_GEMM = 0.5
 #: HBM bytes moved by norms, activations, residual adds, rotary and dropout-free glue per stored activation byte,
 #: forward + backward (fitted; ~2 forward and ~4 backward if every op read and wrote once).
-FITTED_ELEMENTWISE_TRAFFIC_FACTOR = 6.14
+FITTED_ELEMENTWISE_TRAFFIC_FACTOR = 6.13
 #: Seconds of compute lost per second of DP communication hidden under it (NCCL ring kernels hold SMs and HBM
 #: bandwidth while a GEMM runs beside them): 0 = overlap is free, 1 = overlap gains nothing. Fitted; the fit
 #: lands on the upper bound, so within this model hidden DP communication costs its full time and the ZeRO-2/3
@@ -93,13 +95,12 @@ COLLECTIVE_LATENCY_SECONDS = 2e-5
 #: of torchtitan's async-TP benchmark (Llama 3 70B on 256 and 8B on 64 H100, TP 8: speedups 1.092 and 1.099
 #: over the same jobs with exposed TP collectives; benchmarks/published_runs.yaml, docs/validation.md).
 FITTED_TP_OVERLAP_FRACTION = 0.40
-#: HBM bytes per attention output element (T·a/t·d_v per GPU) that one extra ring step of context parallelism
-#: moves to merge its partial result: forward, read the fp32 accumulator and the bf16 partial output, write the
-#: accumulator back (4 + 2 + 4); backward, the same for dQ and for the dK/dV that travel on (2 × 10). Derived from
-#: the data types of the online-softmax merge (Liu et al. 2023, Ring Attention, §3; Milakov & Gimelshein 2018),
-#: not measured.
-CP_MERGE_BYTES_FORWARD = 10.0
-CP_MERGE_BYTES_BACKWARD = 20.0
+#: HBM bytes one extra ring step of context parallelism moves per accumulated element to merge its partial
+#: result: read the fp32 accumulator and the bf16 partial, write the accumulator back (4 + 2 + 4). Forward the
+#: accumulator is the attention output (T·a/t·d_v per GPU, rescaled by the online softmax); backward it is dQ
+#: (T·a/t·d_qk) and the dK/dV that travel on around the ring (T·kv/t·(d_qk + d_v)). Derived from the data types
+#: of the blockwise merge (Liu et al. 2023, Ring Attention, §3; Milakov & Gimelshein 2018), not measured.
+CP_MERGE_BYTES_PER_ELEMENT = 10.0
 #: FlashAttention's backward executes 2.5× the forward's FLOPs (5 matrix products against 2: it recomputes the
 #: scores; Dao 2023, FlashAttention-2, arXiv 2307.08691, §3.1-3.2).
 ATTENTION_BACKWARD_RATIO = 2.5
@@ -279,7 +280,9 @@ def step_time(
         # both implementations overlap the SP all-gather/reduce-scatter pair only (Megatron asserts SP)
         gemm_mb = layers_gemm_fwd * np.where(full, 4.0, 3.0)
         hidden = np.minimum(eff.tp_overlap_fraction * tp_mb, gemm_mb)
-        tp_mb = tp_mb - np.where(np.asarray(g["sp"], dtype=bool), hidden, 0.0)
+        # (and inside one NVLink domain: userbuffers and symmetric memory are intra-node)
+        overlapped = np.asarray(g["sp"], dtype=bool) & (t <= node_size)
+        tp_mb = tp_mb - np.where(overlapped, hidden, 0.0)
 
     ep_bw = _link(gpu, t * c * e <= node_size) * net
     ep_one = (e - 1.0) / e * (2.0 * tokens * terms.top_k * h * x) / ep_bw + lat
@@ -291,10 +294,11 @@ def step_time(
     cp_exposed = np.maximum(0.0, cp_fwd - attn_core_fwd) * np.where(full, 2.0, 1.0) + np.maximum(
         0.0, 2.0 * cp_fwd - attn_bwd_ratio * attn_core_fwd
     )
-    merge_elements = tokens * (terms.a / t) * terms.d_v
+    merge_forward = tokens * (terms.a / t) * terms.d_v
+    merge_backward = tokens * ((terms.a / t) * terms.d_qk + (terms.kv / t) * (terms.d_qk + terms.d_v))
     cp_merge = (c - 1.0) * (
-        (CP_MERGE_BYTES_FORWARD * np.where(full, 2.0, 1.0) + CP_MERGE_BYTES_BACKWARD)
-        * merge_elements
+        CP_MERGE_BYTES_PER_ELEMENT
+        * (merge_forward * np.where(full, 2.0, 1.0) + merge_backward)
         / gpu.hbm_bandwidth_bytes_per_s
         + np.where(full, 3.0, 2.0) * lat
     )
