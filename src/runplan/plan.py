@@ -247,19 +247,7 @@ def stage_step_seconds(request: Any, best: Any, schedule: Any) -> list[float]:
 
     out = []
     for stage in schedule.batch_stages:
-        layout = Layout(
-            tp=best.tp,
-            pp=best.pp,
-            dp=best.dp,
-            ep=best.ep,
-            cp=best.cp,
-            zero=best.zero,
-            micro_batch=best.micro_batch,
-            microbatches=stage.microbatches_per_replica,
-            vpp=best.vpp,
-            recompute=best.recompute,
-            sequence_parallel=best.sequence_parallel,
-        )
+        layout = Layout.of(best, microbatches=stage.microbatches_per_replica)
         out.append(evaluate_layout(request, layout)["step_seconds"])
     return out
 

@@ -7,8 +7,10 @@ Slow on purpose: clarity over speed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from runplan.parallel.layout import RECOMPUTE_CODES, Efficiency, ParallelRequest
 from runplan.parallel.timing import (
@@ -36,6 +38,12 @@ class Layout:
     vpp: int
     recompute: str
     sequence_parallel: bool
+
+    @classmethod
+    def of(cls, estimate: Any, **changes: Any) -> Layout:
+        """The axes of a search result (a ``LayoutEstimate``), with ``changes`` applied."""
+        axes = {f.name: getattr(estimate, f.name) for f in dataclasses.fields(cls)}
+        return cls(**{**axes, **changes})
 
 
 def _gemm(m: float, n: float, k: float, gpu, eff: Efficiency) -> float:
