@@ -364,6 +364,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
             seq_len=seq_len,
             dp=best.dp,
             micro_batch=best.micro_batch,
+            microbatch_multiple=best.pp if best.vpp > 1 else 1,
             critical_batch_tokens=None,
             spec=schedule_spec,
         )

@@ -100,6 +100,8 @@ def test_megatron_flags_parse_and_satisfy_validate_args(example: str) -> None:
     t = a.tensor_model_parallel_size
     assert a.tp_comm_overlap == (1 < t <= f.gpus_per_node and a.sequence_parallel)
     p = a.pipeline_model_parallel_size
+    if f.vpp > 1:  # interleaved 1F1B runs micro-batches in groups of p, in every batch stage of the ramp
+        assert all((st.batch_sequences // (f.dp * f.micro_batch)) % p == 0 for st in f.stages)
     first, last = a.decoder_first_pipeline_num_layers, a.decoder_last_pipeline_num_layers
     if a.pipeline_model_parallel_layout:
         assert first is None and last is None and a.num_virtual_stages_per_pipeline_rank is None

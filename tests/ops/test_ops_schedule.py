@@ -101,6 +101,17 @@ def test_overlapping_warmup_and_cooldown_is_a_spec_error():
     assert info.value.where == "schedule.warmup_tokens"
 
 
+def test_interleaved_pipeline_ramps_in_whole_groups_of_p():
+    # hand-derived: the 2e23 example at p = 4 interleaved: half of 3,008 = 1,504 sequences, down to a multiple of
+    # u*p = 64*4 = 256: 1,280 sequences = 20 micro-batches per replica, 5 groups of p (without the constraint:
+    # 1,472 = 23 micro-batches, which Megatron's interleaved schedule cannot run)
+    s = plan_schedule(_request(microbatch_multiple=4))
+    ramp = s.batch_stages[0]
+    assert ramp.global_batch_sequences == 1280
+    assert ramp.microbatches_per_replica == 20
+    assert s.batch_stages[-1].global_batch_sequences == 3008  # the main batch is the layout's, untouched
+
+
 def test_ramp_impossible_at_one_microbatch_warns():
     s = plan_schedule(_request(dp=1024, micro_batch=2, training_tokens=1e12, compute_flops=1e21))
     assert s.batch_stages[0].global_batch_sequences == s.global_batch_sequences

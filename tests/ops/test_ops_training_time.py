@@ -69,3 +69,19 @@ def test_plan_useful_time_counts_the_ramp_bubble():
     main = plan.schedule.global_batch_tokens
     proportional = sum(s.steps * plan.layout.best.step_seconds * s.global_batch_tokens / main for s in stages)
     assert plan.reliability.useful_seconds > proportional
+
+
+def test_operations_request_wants_one_step_time_per_stage():
+    import pydantic
+
+    from runplan.ops import OperationsRequest
+    from runplan.ops.schedule import ScheduleRequest, plan_schedule
+
+    schedule = plan_schedule(
+        ScheduleRequest(training_tokens=4e12, compute_flops=2e23, seq_len=4096, dp=64, micro_batch=1)
+    )
+    assert len(schedule.batch_stages) == 2
+    base = dict(total_params=7e9, seq_len=4096, step_seconds=10.0, schedule=schedule, dp=64)
+    OperationsRequest(**base, stage_step_seconds=[6.0, 10.0])
+    with pytest.raises(pydantic.ValidationError, match="one step time per stage"):
+        OperationsRequest(**base, stage_step_seconds=[10.0])

@@ -352,3 +352,14 @@ def test_context_parallel_pays_the_ring_merge():
     got = search(request).layouts[0].time_seconds.context_parallel
     # the K/V exchange itself hides under the attention kernel here, so the merge is all that shows
     assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_mfu_override_keeps_the_time_models_ranking():
+    # under --mfu every layout runs at the same tokens/s; the order among them is the time model's, not the
+    # memory tie-break (which put TP 8 with CP 64 first)
+    base = ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096)
+    modelled = search(base).layouts[0]
+    overridden = search(base.model_copy(update={"mfu_override": 0.4})).layouts[0]
+    axes = ("tp", "pp", "dp", "cp", "ep", "zero", "micro_batch", "microbatches", "vpp", "recompute")
+    assert [getattr(overridden, a) for a in axes] == [getattr(modelled, a) for a in axes]
+    assert overridden.mfu == pytest.approx(0.4)

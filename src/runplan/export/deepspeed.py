@@ -108,8 +108,13 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
         config["tensor_parallel"] = {"autotp_size": int(f.tp)}
         warnings.append(
             f"tensor parallel: exported as AutoTP (autotp_size {f.tp}), which covers Hugging Face "
-            "models AutoTP supports; Megatron-style sequence parallelism has no ds_config key, and AutoTP does "
-            "not overlap its collectives with the GEMMs as the plan's step time assumes: expect a slower step"
+            "models AutoTP supports; Megatron-style sequence parallelism has no ds_config key"
+            + (
+                ", and AutoTP does not overlap its collectives with the GEMMs as the plan's step time assumes: "
+                "expect a slower step"
+                if f.sequence_parallel and f.tp <= f.gpus_per_node
+                else ""
+            )
         )
     if f.pp > 1:
         warnings.append(

@@ -182,10 +182,12 @@ def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
                     f"v = {v}; {L} layers do not split evenly into {p}x{v} chunks",
                 )
             )
-        if f.microbatches % p:
+        per_replica = (st.batch_sequences // (f.dp * f.micro_batch) for st in f.stages)
+        uneven = sorted({m for m in per_replica if m % p})
+        if uneven:
             warnings.append(
-                f"pipeline: interleaved 1F1B with m = {f.microbatches} micro-batches not a multiple of "
-                f"p = {p}; some Megatron versions require m % p == 0"
+                f"pipeline: interleaved 1F1B with m = {', '.join(map(str, uneven))} micro-batches (a batch stage) "
+                f"not a multiple of p = {p}; Megatron runs interleaved micro-batches in groups of p"
             )
     return args
 

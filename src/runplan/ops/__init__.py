@@ -7,7 +7,7 @@ depend on each other (failure rate → checkpoint interval → goodput, and the 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from runplan.errors import Infeasible
 from runplan.ops._notes import INPUT_CONFIG, Explained, fmt_seconds
@@ -128,6 +128,18 @@ class OperationsRequest(BaseModel):
         description="Step time of the layout at each batch stage's micro-batch count, seconds (one per "
         "schedule batch stage; default: proportional to the stage's batch).",
     )
+
+    @model_validator(mode="after")
+    def _one_step_time_per_stage(self) -> OperationsRequest:
+        if self.stage_step_seconds is not None and len(self.stage_step_seconds) != len(
+            self.schedule.batch_stages
+        ):
+            raise ValueError(
+                f"stage_step_seconds has {len(self.stage_step_seconds)} entries for "
+                f"{len(self.schedule.batch_stages)} batch stages; give one step time per stage"
+            )
+        return self
+
     schedule: Schedule = Field(description="Result of plan_schedule for this run.")
     operations: OperationsSpec = Field(default_factory=OperationsSpec, description="Plan file `operations:`.")
     monitoring: MonitoringSpec = Field(default_factory=MonitoringSpec, description="Plan file `monitoring:`.")

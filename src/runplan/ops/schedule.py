@@ -120,6 +120,11 @@ class ScheduleRequest(BaseModel):
     micro_batch: PositiveCount = Field(
         description="Sequences per micro-batch b on each data-parallel replica."
     )
+    microbatch_multiple: PositiveCount = Field(
+        1,
+        description="Each stage's micro-batches per replica must be a multiple of this: the pipeline depth p "
+        "with an interleaved schedule (Megatron's interleaved 1F1B runs micro-batches in groups of p), else 1.",
+    )
     critical_batch_tokens: PositiveNumber | None = Field(
         None, description="Critical batch in tokens; the law's batch is capped at it (None: no cap)."
     )
@@ -193,8 +198,8 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
 
     Rounding: the global batch in sequences is a multiple of u = dp·micro_batch, so each replica runs a whole
     number of micro-batches (m = sequences / u). The main batch is rounded to the nearest multiple of u, or
-    down when it was capped by the critical batch; each ramp stage's batch is rounded down to a multiple of u
-    (at least u). Stage lengths are rounded to whole steps, so the scheduled tokens are within one main step
+    down when it was capped by the critical batch; each ramp stage's batch is rounded down to a multiple of
+    u·k (at least u·k), k = ``microbatch_multiple``, so an interleaved pipeline keeps whole groups of p. Stage lengths are rounded to whole steps, so the scheduled tokens are within one main step
     of the training tokens. LR phase boundaries are the step boundaries nearest to their token targets.
     """
     import numpy as np  # lazy: `runplan --help` must not load numpy
@@ -270,8 +275,11 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
     stages: list[BatchStage] = []
     step = 0
     done_tokens = 0.0
+    ramp_unit = unit * request.microbatch_multiple
     for index, ramp in enumerate(spec.batch_ramp):
-        seqs = max(unit, math.floor(ramp.batch_fraction * main_seqs / unit) * unit)
+        seqs = min(
+            main_seqs, max(ramp_unit, math.floor(ramp.batch_fraction * main_seqs / ramp_unit) * ramp_unit)
+        )
         batch_tokens = float(seqs * seq_len)
         wanted = ramp.token_fraction * tokens_target
         steps = max(1, round(wanted / batch_tokens)) if wanted > 0 else 0
@@ -281,7 +289,13 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
             warnings.append(
                 f"ramp stage {index + 1} cannot shrink the batch: {main_seqs} sequences is {units} "
                 "multiple(s) of "
-                f"u={unit}; lower micro_batch or raise the batch to make a ramp possible"
+                f"u={unit}"
+                + (
+                    f" (in groups of p = {request.microbatch_multiple} micro-batches, interleaved)"
+                    if request.microbatch_multiple > 1
+                    else ""
+                )
+                + "; lower micro_batch or raise the batch to make a ramp possible"
             )
         tokens = steps * batch_tokens
         stages.append(

@@ -312,8 +312,9 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
     if not rows:
         if not tps:
             reasons.append(
-                f"no TP degree divides {n} GPUs, {shape.n_heads} heads and {shape.n_kv_heads} KV "
-                f"heads within a node of {node}" + (f" with tp={pins.tp}" if pins.tp else "")
+                f"no TP degree divides {n} GPUs, {shape.n_heads} heads and {shape.n_kv_heads} KV heads"
+                + ("" if request.constraints.allow_cross_node_tp else f" within a node of {node}")
+                + (f" with tp={pins.tp}" if pins.tp else "")
             )
         else:
             pinned = {k: v for k, v in pins.model_dump().items() if v is not None}
@@ -415,6 +416,7 @@ def evaluate(request: ParallelRequest, grid: dict, eff: Efficiency | None = None
     recompute_flops_token = 2.0 * shape.active_non_embedding_params + shape.attention_flops_per_token(s) / 3.0
     peak_total = request.n_gpus * gpu.bf16_flops
     step = times["step"]
+    model_tokens_per_second = tokens_per_step / step
     if request.mfu_override is not None:
         step = model_flops_token * tokens_per_step / (request.mfu_override * peak_total)
         times = {k: np.zeros_like(step) for k in times}
@@ -422,7 +424,10 @@ def evaluate(request: ParallelRequest, grid: dict, eff: Efficiency | None = None
         times["bubble"] = step * share / (1.0 + share)
         times["compute"] = step - times["bubble"]
         times["step"] = step
-    tokens_per_second = tokens_per_step / step
+        # exactly equal for every row (not up to rounding), so the time model's own speed breaks the tie
+        tokens_per_second = np.full_like(step, request.mfu_override * peak_total / model_flops_token)
+    else:
+        tokens_per_second = model_tokens_per_second
     hardware_token = model_flops_token + np.where(grid["rc"] == 2, recompute_flops_token, 0.0)
     out = {f"mem_{k}": v for k, v in mem.items()}
     out.update({f"time_{k}": v for k, v in times.items()})
@@ -430,6 +435,7 @@ def evaluate(request: ParallelRequest, grid: dict, eff: Efficiency | None = None
         step=step,
         tokens_per_step=tokens_per_step,
         tokens_per_second=tokens_per_second,
+        model_tokens_per_second=model_tokens_per_second,
         mfu=model_flops_token * tokens_per_second / peak_total,
         hfu=hardware_token * tokens_per_second / peak_total,
         bubble=(grid["p"] - 1.0) / (grid["v"] * grid["m"]),
@@ -589,6 +595,7 @@ def search(request: ParallelRequest) -> SearchResult:
             grid["p"][idx],
             grid["t"][idx],
             ev["mem_total"][idx],
+            -ev["model_tokens_per_second"][idx],  # under --mfu every row ties: the time model breaks it
             -ev["tokens_per_second"][idx],
         )
         ranked = idx[np.lexsort(keys)]

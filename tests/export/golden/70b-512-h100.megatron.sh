@@ -48,7 +48,7 @@ ARGS=(
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 5248  # d*b*m = 64*1*82 = 5,248 sequences = 21,495,808 tokens
-  --rampup-batch-size 2624 2624 7323584  # exact: batch 2,624, +2,624 every 7,323,584 samples, 5,248 after 7,323,584 samples (= the plan's 1 ramp stage(s))
+  --rampup-batch-size 2560 2688 7324160  # exact: batch 2,560, +2,688 every 7,324,160 samples, 5,248 after 7,324,160 samples (= the plan's 1 ramp stage(s))
   --recompute-granularity selective
   --recompute-modules layernorm  # the plan's selective: norm outputs + MLP activation
   # learning rate and length
@@ -59,9 +59,9 @@ ARGS=(
   --lr-decay-style WSD  # warmup, stable, decay
   --lr-wsd-decay-style minus_sqrt  # the plan's 1-sqrt cooldown
   --lr-warmup-init 0.0  # linear warmup from 0
-  --train-samples 488281792  # 94,437 steps = 2,000,002,220,032 tokens (sample-based: Megatron refuses a ramp with --train-iters)
-  --lr-warmup-samples 4883264  # samples in the first 1,861 steps
-  --lr-decay-samples 488281792  # WSD schedule spans the whole run
+  --train-samples 488282368  # 94,507 steps = 2,000,004,579,328 tokens (sample-based: Megatron refuses a ramp with --train-iters)
+  --lr-warmup-samples 4881920  # samples in the first 1,907 steps
+  --lr-decay-samples 488282368  # WSD schedule spans the whole run
   --lr-wsd-decay-samples 97654784  # samples in the last 18,608 steps
   --adam-beta1 0.9  # assumed (see header)
   --adam-beta2 0.95  # assumed
