@@ -666,12 +666,11 @@ def _best_by_tp(grid: dict, ev: dict, ranked: np.ndarray) -> list[TpBest]:
     if not ranked.size:
         return []
     top = float(ev["tokens_per_second"][ranked[0]])
-    tps_of_rows = grid["t"][ranked]
+    # first occurrence of each TP degree in the ranking = its best row under the ranking's tie-breaks
+    degrees, first = np.unique(grid["t"][ranked], return_index=True)
     out = []
-    for tp in np.unique(tps_of_rows):
-        i = int(
-            ranked[np.argmax(tps_of_rows == tp)]
-        )  # first occurrence = best under the ranking's tie-breaks
+    for tp, i in zip(degrees, ranked[first], strict=True):
+        i = int(i)
         layout = (
             f"PP{int(grid['p'][i])} DP{int(grid['d'][i])} CP{int(grid['c'][i])} EP{int(grid['e'][i])} "
             f"ZeRO-{int(grid['zero'][i])} mbs{int(grid['b'][i])} v{int(grid['v'][i])} "
