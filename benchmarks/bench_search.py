@@ -1,55 +1,100 @@
-"""Speed of the vectorized search against the pure-Python reference loop, measured in the same run.
+"""Speed of the vectorized search, as ratios against references measured in the same run.
 
-Run: ``.venv/bin/python benchmarks/bench_search.py``. Prints layouts/s for both and the wall time of
-``runplan parallelize --json`` (including interpreter start-up) for the two targets of issue 4.
+Run: ``.venv/bin/python benchmarks/bench_search.py [--against REV]``. Prints, for 70B on 512 H100 and 405B on
+16,384 H100:
+
+* layouts/s of the vectorized search and of the pure-Python test oracle (tests/parallel/reference.py) on the
+  same rows, and the speed-up;
+* with ``--against REV`` (a git revision, e.g. the commit before a refactor), the layouts/s of that revision's
+  search measured in the same run, in alternating subprocesses, and the ratio now / then;
+* the wall time of ``runplan parallelize --json`` (interpreter start-up included).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.parallel.reference import evaluate_layout  # noqa: E402
 from tests.parallel.shapes import H100, LLAMA_70B, LLAMA_405B  # noqa: E402
 
-from runplan.parallel.layout import RECOMPUTE_NAMES, ParallelRequest  # noqa: E402
-from runplan.parallel.reference import Layout, evaluate_layout  # noqa: E402
-from runplan.parallel.search import search  # noqa: E402
+from runplan.parallel.layout import ParallelRequest  # noqa: E402
+from runplan.parallel.search import build_grid, choose_microbatches, search  # noqa: E402
+
+TARGETS = {
+    "70B on 512 H100": "ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096)",
+    "405B on 16,384 H100": "ParallelRequest(model=LLAMA_405B, gpu=H100, n_gpus=16384, seq_len=8192)",
+}
+
+#: Timed in a fresh interpreter against the source tree on sys.path[0]: best of 7 searches per target.
+_TIMER = """
+import json, sys, time
+sys.path[:0] = [{src!r}, {repo!r}]
+from tests.parallel.shapes import H100, LLAMA_70B, LLAMA_405B
+from runplan.parallel.layout import ParallelRequest
+from runplan.parallel.search import search
+out = {{}}
+for name, text in {targets!r}.items():
+    request = eval(text)
+    search(request)
+    best = float("inf")
+    for _ in range(7):
+        start = time.perf_counter()
+        result = search(request)
+        best = min(best, time.perf_counter() - start)
+    out[name] = result.candidates / best
+print(json.dumps(out))
+"""
 
 
-def bench(name: str, request: ParallelRequest, reference_rows: int = 2000) -> None:
+def layouts_per_second(src: Path) -> dict[str, float]:
+    code = _TIMER.format(src=str(src), repo=str(REPO), targets=TARGETS)
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return json.loads(done.stdout)
+
+
+def against(revision: str, rounds: int = 3) -> None:
+    """Layouts/s now and at ``revision``, alternating subprocesses, best of ``rounds`` each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", revision, "src"], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        now: dict[str, float] = {}
+        then: dict[str, float] = {}
+        for _ in range(rounds):
+            for store, src in ((now, REPO / "src"), (then, Path(tmp) / "src")):
+                for name, rate in layouts_per_second(src).items():
+                    store[name] = max(store.get(name, 0.0), rate)
+    for name in TARGETS:
+        print(
+            f"{name}: {now[name]:,.0f} layouts/s now, {then[name]:,.0f} at {revision}: "
+            f"ratio {now[name] / then[name]:.3f}"
+        )
+
+
+def oracle_speedup(name: str, request: ParallelRequest, reference_rows: int = 2000) -> None:
     search(request)  # warm caches
     start = time.perf_counter()
     result = search(request)
     vectorized = time.perf_counter() - start
-    from runplan.parallel.search import build_grid, choose_microbatches
-
     grid, _ = build_grid(request)
+    assert grid is not None
     low, high = result.batch_range_tokens
-    grid["m"], _, _ = choose_microbatches(request, grid, low, high)
-    rows = min(reference_rows, len(grid["t"]))
+    m, _, _ = choose_microbatches(request, grid, low, high)
+    grid = grid.replace(microbatches=m)
+    rows = min(reference_rows, len(grid))
     start = time.perf_counter()
     for i in range(rows):
-        evaluate_layout(
-            request,
-            Layout(
-                int(grid["t"][i]),
-                int(grid["p"][i]),
-                int(grid["d"][i]),
-                int(grid["e"][i]),
-                int(grid["c"][i]),
-                int(grid["zero"][i]),
-                int(grid["b"][i]),
-                int(grid["m"][i]),
-                int(grid["v"][i]),
-                RECOMPUTE_NAMES[int(grid["rc"][i])],
-                bool(grid["sp"][i]),
-            ),
-        )
+        evaluate_layout(request, grid.row(i))
     reference = (time.perf_counter() - start) / rows
     print(
         f"{name}: {result.candidates:,} layouts in {vectorized * 1e3:.1f} ms = "
@@ -69,8 +114,13 @@ def cli(args: list[str]) -> float:
 
 
 def main() -> int:
-    bench("70B on 512 H100", ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096))
-    bench("405B on 16,384 H100", ParallelRequest(model=LLAMA_405B, gpu=H100, n_gpus=16384, seq_len=8192))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", metavar="REV", help="also time the search of this git revision")
+    options = parser.parse_args()
+    for name, text in TARGETS.items():
+        oracle_speedup(name, eval(text))
+    if options.against:
+        against(options.against)
     for args, target in (
         (["parallelize", "--model", "70b", "--gpus", "512"], 0.5),
         (["parallelize", "--model", "405b", "--gpus", "16384", "--seq-len", "8192"], 2.0),

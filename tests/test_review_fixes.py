@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from tests.parallel.reference import evaluate_layout
 from tests.parallel.shapes import H100, LLAMA_8B
 from typer.testing import CliRunner
 
@@ -20,7 +21,6 @@ from runplan.cli.app import app
 from runplan.errors import Infeasible, SpecError
 from runplan.parallel.layout import ParallelRequest, Pins
 from runplan.parallel.memory import in_flight
-from runplan.parallel.reference import Layout, evaluate_layout
 from runplan.parallel.search import build_grid, choose_microbatches, evaluate
 
 
@@ -61,18 +61,13 @@ def test_in_flight_is_capped_at_the_step_micro_batches():
 def test_pinned_microbatches_below_p_agree_with_the_reference():
     req = ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=16, pins=Pins(microbatches=2, pp=4, vpp=2))
     grid, _ = build_grid(req)
-    grid["m"], ok, _ = choose_microbatches(req, grid, 4096, 2e7)
+    m, ok, _ = choose_microbatches(req, grid, 4096, 2e7)
+    grid = grid.replace(microbatches=m)
     assert not ok.any()  # interleaved m must be a multiple of p: such rows are never feasible
     ev = evaluate(req, grid)
-    names = ("none", "selective", "full")
-    for i in range(0, len(grid["t"]), max(1, len(grid["t"]) // 7)):
-        lay = Layout(
-            *(int(grid[k][i]) for k in ("t", "p", "d", "e", "c", "zero", "b", "m", "v")),
-            names[int(grid["rc"][i])],
-            bool(grid["sp"][i]),
-        )
-        ref = evaluate_layout(req, lay)
-        assert float(ev["mem_activations"][i]) == pytest.approx(ref["activations"], rel=1e-9)
+    for i in range(0, len(grid), max(1, len(grid) // 7)):
+        ref = evaluate_layout(req, grid.row(i))
+        assert float(ev.memory.activations[i]) == pytest.approx(ref["activations"], rel=1e-9)
 
 
 @pytest.mark.parametrize(("bf16", "per_param"), [(False, 18), (True, 16)])

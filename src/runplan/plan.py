@@ -243,20 +243,19 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
 
 def stage_step_seconds(request: Any, best: Any, schedule: Any) -> list[float]:
     """The chosen layout re-timed at each batch stage's micro-batch count (the ramp keeps its bubble)."""
-    from runplan.parallel.reference import Layout, evaluate_layout
+    from runplan.parallel.search import evaluate_layout
 
-    out = []
-    for stage in schedule.batch_stages:
-        layout = Layout.of(best, microbatches=stage.microbatches_per_replica)
-        out.append(evaluate_layout(request, layout)["step_seconds"])
-    return out
+    return [
+        evaluate_layout(request, best.layout.model_copy(update={"microbatches": stage.microbatches_per_replica}))
+        .step_seconds
+        for stage in schedule.batch_stages
+    ]
 
 
 def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, tokens: float) -> LayoutStage:
     """Steps 4-5 input: the batch target (plan file, else DeepSeek's B_opt) and the layout search request."""
     from runplan.parallel.batch import critical_batch
     from runplan.parallel.layout import ParallelRequest
-    from runplan.parallel.search import PLAN_KEYS, validate_request
 
     crit = critical_batch(shape, inputs.seq_len, tokens)  # DeepSeek B_opt at C = M·D: target and ceiling
     compute = crit.compute_flops
@@ -278,7 +277,6 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
         pins=spec.parallel,
         top=5,
     )
-    validate_request(request, PLAN_KEYS)
     return LayoutStage(request, target, compute, reason)
 
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.parallel.reference import evaluate_layout, layout
 from tests.parallel.shapes import GPT_SMALL, H100, LLAMA_8B, LLAMA_70B, LLAMA_405B, MIXTRAL, TINY_MOE
 
 from runplan.errors import Infeasible
-from runplan.parallel.layout import Constraints, ParallelRequest, Pins
-from runplan.parallel.reference import Layout, evaluate_layout
+from runplan.parallel.layout import Constraints, Layout, ParallelRequest, Pins
 from runplan.parallel.search import build_grid, choose_microbatches, ensure_feasible, evaluate, search
 from runplan.parallel.timing import default_efficiency
 
@@ -20,30 +20,13 @@ KEYS = ("weights", "gradients", "optimizer", "activations", "other", "total")
 
 def _row(grid, ev, i):
     return {
-        **{k: float(ev[f"mem_{k}"][i]) for k in KEYS},
-        "step_seconds": float(ev["step"][i]),
-        "tokens_per_second": float(ev["tokens_per_second"][i]),
-        "mfu": float(ev["mfu"][i]),
-        "hfu": float(ev["hfu"][i]),
-        "bubble_fraction": float(ev["bubble"][i]),
+        **{k: float(getattr(ev.memory, k)[i]) for k in KEYS},
+        "step_seconds": float(ev.step_seconds[i]),
+        "tokens_per_second": float(ev.tokens_per_second[i]),
+        "mfu": float(ev.mfu[i]),
+        "hfu": float(ev.hfu[i]),
+        "bubble_fraction": float(ev.bubble_fraction[i]),
     }
-
-
-def _layout(grid, i):
-    names = ("none", "selective", "full")
-    return Layout(
-        tp=int(grid["t"][i]),
-        pp=int(grid["p"][i]),
-        dp=int(grid["d"][i]),
-        ep=int(grid["e"][i]),
-        cp=int(grid["c"][i]),
-        zero=int(grid["zero"][i]),
-        micro_batch=int(grid["b"][i]),
-        microbatches=int(grid["m"][i]),
-        vpp=int(grid["v"][i]),
-        recompute=names[int(grid["rc"][i])],
-        sequence_parallel=bool(grid["sp"][i]),
-    )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -79,10 +62,11 @@ def test_search_equals_reference_on_random_layouts(
         constraints=Constraints(max_global_batch_tokens=2e7, allow_cross_node_tp=cross_node_tp),
     )
     grid, _ = build_grid(req)
-    grid["m"], _, _ = choose_microbatches(req, grid, seq, 2e7)
+    m, _, _ = choose_microbatches(req, grid, seq, 2e7)
+    grid = grid.replace(microbatches=m)
     ev = evaluate(req, grid)
-    for i in {pick % len(grid["t"]), (pick // 7) % len(grid["t"])}:
-        ref = evaluate_layout(req, _layout(grid, i))
+    for i in {pick % len(grid), (pick // 7) % len(grid)}:
+        ref = evaluate_layout(req, grid.row(i))
         got = _row(grid, ev, i)
         for key, value in got.items():
             assert value == pytest.approx(ref[key], rel=1e-9), key
@@ -119,7 +103,7 @@ def test_brute_force_best_equals_search_best():
                     break
                 if tokens < low or (v > 1 and m % pp):
                     continue
-                lay = Layout(tp, pp, dp, ep, cp, zero, b, m, v, rc, tp > 1)
+                lay = layout(tp, pp, dp, ep, cp, zero, b, m, v, rc, tp > 1)
                 r = evaluate_layout(req, lay)
                 if r["total"] <= limit and r["bubble_fraction"] <= 0.15 + 1e-12:
                     best = max(best, r["tokens_per_second"])
@@ -135,19 +119,7 @@ def test_every_reported_layout_satisfies_every_constraint(shape, gpus, seq):
     result = search(req)
     low, high = result.batch_range_tokens
     for x in result.layouts:
-        lay = Layout(
-            x.tp,
-            x.pp,
-            x.dp,
-            x.ep,
-            x.cp,
-            x.zero,
-            x.micro_batch,
-            x.microbatches,
-            x.vpp,
-            x.recompute,
-            x.sequence_parallel,
-        )
+        lay = x.layout
         ref = evaluate_layout(req, lay)
         assert ref["total"] <= H100.hbm_bytes * 0.95
         assert ref["bubble_fraction"] <= 0.15 + 1e-12
@@ -244,7 +216,7 @@ def test_moe_searches_expert_parallelism():
     result = search(ParallelRequest(model=MIXTRAL, gpu=H100, n_gpus=64, seq_len=4096, top=50))
     assert {x.ep for x in result.layouts} - {1}
     grid, _ = build_grid(ParallelRequest(model=MIXTRAL, gpu=H100, n_gpus=64))
-    assert set(np.unique(grid["e"])) == {1, 2, 4, 8}
+    assert set(np.unique(grid.ep)) == {1, 2, 4, 8}
 
 
 def test_long_sequence_makes_cp_appear():

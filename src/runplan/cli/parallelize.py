@@ -7,6 +7,8 @@ feasible, layouts, plus space_size, batch_range_tokens, critical_batch, best_by_
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,10 +208,37 @@ def parallelize(
         constraints=constraints,
         pins=pins,
     )
-    from runplan.parallel.search import FLAG_NAMES, validate_request
+    with _flags_for_paths():
+        _answer(request, resolution, as_json)
 
-    validate_request(request, FLAG_NAMES)
-    _answer(request, resolution, as_json)
+
+#: The flag that sets each plan-key path the layout search names in its errors.
+_FLAG_OF_PATH = {
+    "cluster.gpus": "--gpus",
+    "cluster.gpus_per_node": "--gpus-per-node",
+    "cluster.gpu": "--gpu",
+    "schedule.global_batch_tokens": "--global-batch",
+    "budget": "--training-tokens",
+    "constraints.min_global_batch_tokens": "--min-batch",
+    "constraints.max_global_batch_tokens": "--max-batch",
+    "constraints.reserve_bytes": "--reserve",
+    "mfu_override": "--mfu",
+    "training.seq_len": "--seq-len",
+    **{f"parallel.{field}": flag for field, flag in _FLAG_OF.items()},
+}
+
+
+@contextlib.contextmanager
+def _flags_for_paths() -> Iterator[None]:
+    """Name the flag, not the plan key, in errors about a request built from flags."""
+    from runplan.errors import SpecError
+
+    try:
+        yield
+    except SpecError as error:
+        path = error.where or ""
+        flag = _FLAG_OF_PATH.get(path) or _FLAG_OF_PATH.get(path.rsplit(".", 1)[0]) or path
+        raise SpecError(error.message, where=flag, hint=error.hint) from None
 
 
 def _request_from_plan(

@@ -13,9 +13,17 @@ so every field carries a description and unknown keys are refused.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    create_model,
+    model_serializer,
+)
 
 from runplan.defaults import DEFAULT_SEQ_LEN
 from runplan.hardware import GpuSpec
@@ -31,39 +39,99 @@ RECOMPUTE_CODES: dict[str, int] = {"none": 0, "selective": 1, "full": 2}
 RECOMPUTE_NAMES: tuple[str, ...] = ("none", "selective", "full")
 
 
-class Pins(BaseModel):
+@dataclass(frozen=True)
+class Searched:
+    """Field metadata of a :class:`Layout` axis the search enumerates from a fixed domain when it is not pinned.
+
+    ``values`` are the candidates; ``codes`` (optional, aligned with ``values``) are the integers the vectorized
+    grid holds for them (``recompute``). Axes without it are either structural (divisibility rules in ``search.structural_axes``)
+    or derived (``microbatches``, ``sequence_parallel``); adding a searched boolean is one annotated field here.
+    """
+
+    values: tuple[Any, ...]
+    codes: tuple[int, ...] | None = None
+
+
+class Layout(BaseModel):
+    """One point of the layout space: every parallel axis and per-layout switch, one name per axis.
+
+    The same names are the plan file's ``parallel:`` keys (:class:`Pins`), the search grid's columns
+    (:class:`LayoutGrid`), the JSON keys of each ranked layout and the fields the exporters read.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tp: PositiveCount = Field(description="Tensor-parallel degree t (divides heads and KV heads).")
+    pp: PositiveCount = Field(description="Pipeline-parallel degree p (number of stages).")
+    dp: PositiveCount = Field(description="Data-parallel degree d (t·p·d·c = GPUs).")
+    ep: PositiveCount = Field(description="Expert-parallel degree e (MoE; divides experts and d).")
+    cp: PositiveCount = Field(description="Context-parallel degree c (splits the sequence).")
+    zero: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=3,
+            description="ZeRO stage 0-3 (1 = Megatron's distributed optimizer: optimizer states sharded).",
+        ),
+        Searched((0, 1, 2, 3)),
+    ]
+    micro_batch: PositiveCount = Field(description="Micro-batch size b in sequences per GPU.")
+    microbatches: PositiveCount = Field(
+        description="Micro-batches per step m (gradient-accumulation steps) per data-parallel rank."
+    )
+    vpp: PositiveCount = Field(
+        description="Interleaved pipeline chunks per rank v (1 = plain 1F1B; needs pp >= 2)."
+    )
+    recompute: Annotated[
+        Recompute,
+        Field(
+            description="Activation recomputation: 'none', 'selective' (norms + MLP activation) or 'full'."
+        ),
+        Searched(RECOMPUTE_NAMES, (0, 1, 2)),
+    ]
+    sequence_parallel: bool = Field(
+        description="Megatron sequence parallelism with TP (default: on whenever tp > 1)."
+    )
+
+    def axes(self) -> dict[str, Any]:
+        """The layout's own fields (not those of a subclass such as :class:`LayoutEstimate`)."""
+        return {name: getattr(self, name) for name in Layout.model_fields}
+
+
+def searched_domain(axis: str) -> Searched | None:
+    """The :class:`Searched` metadata of a Layout axis, or None for structural and derived axes."""
+    found = [m for m in Layout.model_fields[axis].metadata if isinstance(m, Searched)]
+    return found[0] if found else None
+
+
+class _PinsBase(BaseModel):
     """Axes fixed by the user; every axis left unset is searched exhaustively."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tp: PositiveCount | None = Field(
-        None, description="Tensor-parallel degree t (divides heads and KV heads)."
-    )
-    pp: PositiveCount | None = Field(None, description="Pipeline-parallel degree p (number of stages).")
-    dp: PositiveCount | None = Field(None, description="Data-parallel degree d (t·p·d·c = GPUs).")
-    ep: PositiveCount | None = Field(
-        None, description="Expert-parallel degree e (MoE; divides experts and d)."
-    )
-    cp: PositiveCount | None = Field(None, description="Context-parallel degree c (splits the sequence).")
-    zero: int | None = Field(
-        None,
-        ge=0,
-        le=3,
-        description="ZeRO stage 0-3 (1 = Megatron's distributed optimizer: optimizer states sharded).",
-    )
-    micro_batch: PositiveCount | None = Field(None, description="Micro-batch size b in sequences per GPU.")
-    microbatches: PositiveCount | None = Field(
-        None, description="Micro-batches per step m (gradient-accumulation steps) per data-parallel rank."
-    )
-    vpp: PositiveCount | None = Field(
-        None, description="Interleaved pipeline chunks per rank v (1 = plain 1F1B; needs pp >= 2)."
-    )
-    recompute: Recompute | None = Field(
-        None, description="Activation recomputation: 'none', 'selective' (norms + MLP activation) or 'full'."
-    )
-    sequence_parallel: bool | None = Field(
-        None, description="Megatron sequence parallelism with TP (default: on whenever tp > 1)."
-    )
+    if TYPE_CHECKING:  # the fields are Layout's, each optional (created below)
+
+        def __getattr__(self, name: str) -> Any: ...
+
+    def pinned(self) -> dict[str, Any]:
+        """The axes the user fixed, in Layout order."""
+        return {name: value for name, value in self.model_dump().items() if value is not None}
+
+
+def _optional_fields(model: type[BaseModel]) -> dict[str, Any]:
+    """Every field of ``model`` made optional (default None), with its description, bounds and metadata."""
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        fields[name] = (annotation | None, Field(None, description=info.description))
+    return fields
+
+
+if TYPE_CHECKING:
+    Pins = _PinsBase
+else:
+    #: The plan file's ``parallel:`` section and the pin flags: a Layout with every axis optional.
+    Pins = create_model("Pins", __base__=_PinsBase, __doc__=_PinsBase.__doc__, **_optional_fields(Layout))
 
 
 class Constraints(BaseModel):
@@ -233,31 +301,33 @@ class TimeSeconds(BaseModel):
     optimizer: float = Field(description="Adam update, HBM-bound.")
 
 
-class LayoutEstimate(BaseModel):
-    """One layout with its memory and time estimate: the keys of docs/json.md first, extras after."""
+#: JSON key order of a ranked layout (docs/json.md): the documented keys first, extras after. The axes come
+#: from :class:`Layout`; ``sequence_parallel`` was an extra before it became an axis and keeps its place.
+_ESTIMATE_KEY_ORDER = (
+    *(name for name in Layout.model_fields if name != "sequence_parallel"),
+    "global_batch_tokens",
+    "bubble_fraction",
+    "memory_bytes",
+    "step_seconds",
+    "tokens_per_second",
+    "mfu",
+    "hfu",
+    "tokens_per_second_per_gpu",
+    "sequence_parallel",
+)
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tp: int
-    pp: int
-    dp: int
-    ep: int
-    cp: int
-    zero: int
-    micro_batch: int
-    microbatches: int
-    vpp: int
-    recompute: Recompute
+class LayoutEstimate(Layout):
+    """One layout (its :class:`Layout` axes) with its memory and time estimate."""
+
     global_batch_tokens: int
     bubble_fraction: float
     memory_bytes: MemoryBytes
     step_seconds: float
     tokens_per_second: float
     mfu: float
-    # extras
     hfu: float = Field(description="Hardware FLOPs utilisation: model FLOPs + recomputation, per peak.")
     tokens_per_second_per_gpu: float
-    sequence_parallel: bool
     layers_per_stage: int = Field(description="Layers on the most loaded stage, ceil(L/p).")
     uneven_stages: bool = Field(description="p does not divide L: the largest stage sets the pace.")
     memory_stage: Literal["first", "last"] = Field(description="Stage whose memory is reported (the larger).")
@@ -266,6 +336,16 @@ class LayoutEstimate(BaseModel):
     days_to_train: float | None = Field(None, description="training_tokens / tokens_per_second, in days.")
     violations: list[str] = Field(default_factory=list, description="Constraints broken (near misses only).")
     why: list[str] = Field(default_factory=list, description="Why each constraint holds, in words.")
+
+    @model_serializer(mode="wrap")
+    def _documented_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return {**{key: data[key] for key in _ESTIMATE_KEY_ORDER}, **data}
+
+    @property
+    def layout(self) -> Layout:
+        """The axes alone."""
+        return Layout(**self.axes())
 
 
 class CriticalBatch(BaseModel):

@@ -1,7 +1,7 @@
 """Per-GPU memory of one layout, as numpy array expressions (work on scalars too).
 
-Every function takes the layout axes as arrays of the same length (t, p, d, e, c, zero, b, m, v, rc, sp) and
-returns bytes per GPU. Sources and assumptions per term:
+Every function takes the layout axes as arrays of the same length (the columns of a ``LayoutGrid``: tp, pp, dp,
+ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and returns bytes per GPU. Sources and assumptions per term:
 
 * **Model states** (Rajbhandari et al. 2020, ZeRO, §3 and Fig. 1): bf16 weights 2 bytes/param, gradients
   ``g`` bytes/param (4 = fp32 accumulation, Megatron-LM's default with bf16: ``--accumulate-allreduce-grads-
@@ -52,6 +52,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from runplan.model import ModelShape
+from runplan.parallel.grid import Columns, LayoutGrid
+from runplan.parallel.layout import MemoryBytes
 
 BF16_BYTES = 2.0
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
@@ -261,43 +263,37 @@ def zero3_buffer_bytes(terms: ShapeTerms, t, e, zero):
 
 def memory_breakdown(
     terms: ShapeTerms,
-    grid: dict,
+    grid: LayoutGrid,
     *,
     seq_len: int,
     gradient_bytes: float,
     reserve_bytes: float,
     flash: bool = True,
-) -> dict[str, np.ndarray]:
-    """Per-GPU bytes of the more loaded of the first and last stage, term by term.
-
-    ``grid`` holds arrays t, p, d, e, c, zero, b, m, v, rc, sp. Returns weights, gradients, optimizer,
-    activations, other, total and ``last_is_max`` (which stage is reported).
-    """
+) -> tuple[Columns[MemoryBytes], np.ndarray]:
+    """Per-GPU bytes of the more loaded of the first and last stage, term by term, and which stage that is
+    (True where the last stage is reported)."""
     g = grid
     out = {}
     for name, last in (("first", False), ("last", True)):
-        dense, expert = stage_params(terms, g["t"], g["p"], g["e"], last=last)
-        weights, grads, opt = model_state_bytes(
-            dense, expert, g["zero"], g["d"], g["c"], g["e"], gradient_bytes
-        )
+        dense, expert = stage_params(terms, g.tp, g.pp, g.ep, last=last)
+        weights, grads, opt = model_state_bytes(dense, expert, g.zero, g.dp, g.cp, g.ep, gradient_bytes)
         act = activation_bytes(
             terms,
-            g["t"],
-            g["p"],
-            g["c"],
-            g["b"],
-            g["m"],
-            g["v"],
-            g["rc"],
-            g["sp"],
+            g.tp,
+            g.pp,
+            g.cp,
+            g.micro_batch,
+            g.microbatches,
+            g.vpp,
+            g.recompute,
+            g.sequence_parallel,
             seq_len,
             last=last,
             flash=flash,
         )
-        other = reserve_bytes + zero3_buffer_bytes(terms, g["t"], g["e"], g["zero"])
+        other = reserve_bytes + zero3_buffer_bytes(terms, g.tp, g.ep, g.zero)
         out[name] = (weights, grads, opt, act, other, weights + grads + opt + act + other)
     last_is_max = out["last"][5] > out["first"][5]
     keys = ("weights", "gradients", "optimizer", "activations", "other", "total")
-    result = {k: np.where(last_is_max, out["last"][i], out["first"][i]) for i, k in enumerate(keys)}
-    result["last_is_max"] = last_is_max
-    return result
+    terms_bytes = {k: np.where(last_is_max, out["last"][i], out["first"][i]) for i, k in enumerate(keys)}
+    return Columns(MemoryBytes, terms_bytes), last_is_max

@@ -13,32 +13,34 @@ at that m: no layout that could win is skipped.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from runplan.defaults import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_SEQ_LEN
 from runplan.errors import Infeasible, SpecError
 from runplan.parallel.batch import critical_batch
+from runplan.parallel.grid import Columns, Evaluation, LayoutGrid
 from runplan.parallel.layout import (
-    RECOMPUTE_CODES,
-    RECOMPUTE_NAMES,
     CriticalBatch,
     Efficiency,
+    Layout,
     LayoutEstimate,
-    MemoryBytes,
     ParallelRequest,
     SearchResult,
     TimeSeconds,
     TpBest,
+    searched_domain,
 )
 from runplan.parallel.memory import ShapeTerms, memory_breakdown
 from runplan.parallel.timing import default_efficiency, step_time
 from runplan.scaling.budget import MIN_MFU
 from runplan.units import SECONDS_PER_DAY
-
-AXES = ("t", "p", "d", "e", "c", "v", "zero", "b", "rc", "sp")
 
 # Bounds on a layout request (validate_request): far beyond any real run, so only typos are refused, and low
 # enough that the integer grid arithmetic (int64) and the float time model stay finite.
@@ -51,34 +53,21 @@ MAX_TRAINING_TOKENS = 1e20
 CONSTRAINT_NAMES = ("memory", "bubble", "global_batch")
 
 
-def divisors(n: int) -> list[int]:
-    """Positive divisors of ``n`` in increasing order."""
+@functools.lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
     small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
-    return sorted(set(small + [n // k for k in small]))
+    return tuple(sorted(set(small + [n // k for k in small])))
 
 
-#: User-facing names of the request fields that :func:`validate_request` checks, per entry point.
-FLAG_NAMES = {
-    "n_gpus": "--gpus",
-    "gpus_per_node": "--gpus-per-node",
-    "global_batch_tokens": "--global-batch",
-    "training_tokens": "--training-tokens",
-    "min_global_batch_tokens": "--min-batch",
-    "max_global_batch_tokens": "--max-batch",
-    "mfu_override": "--mfu",
-    "seq_len": "--seq-len",
-    "reserve_bytes": "--reserve",
-    "gpu": "--gpu",
-    "tp": "--tp",
-    "pp": "--pp",
-    "dp": "--dp",
-    "ep": "--ep",
-    "cp": "--cp",
-    "vpp": "--vpp",
-    "micro_batch": "--mbs",
-    "microbatches": "--microbatches",
-}
-PLAN_KEYS = {
+def divisors(n: int) -> list[int]:
+    """Positive divisors of ``n`` in increasing order (computed once per ``n``: the structural loops ask for
+    the same few numbers many times)."""
+    return list(_divisors(n))
+
+
+#: The plan-file key path of each request field :func:`validate_request` checks: its SpecErrors name these
+#: paths; the CLI maps a path to its flag (``runplan.cli``) and the plan loader to ``file:line``.
+FIELD_PATHS = {
     "n_gpus": "cluster.gpus",
     "gpus_per_node": "cluster.gpus_per_node",
     "global_batch_tokens": "schedule.global_batch_tokens",
@@ -89,27 +78,22 @@ PLAN_KEYS = {
     "seq_len": "training.seq_len",
     "reserve_bytes": "constraints.reserve_bytes",
     "gpu": "cluster.gpu",
-    "tp": "parallel.tp",
-    "pp": "parallel.pp",
-    "dp": "parallel.dp",
-    "ep": "parallel.ep",
-    "cp": "parallel.cp",
-    "vpp": "parallel.vpp",
-    "micro_batch": "parallel.micro_batch",
-    "microbatches": "parallel.microbatches",
+    **{
+        axis: f"parallel.{axis}"
+        for axis in ("tp", "pp", "dp", "ep", "cp", "vpp", "micro_batch", "microbatches")
+    },
 }
 
 
-def validate_request(request: ParallelRequest, names: dict[str, str] | None = None) -> None:
-    """Refuse requests no layout search can answer sensibly, with a SpecError naming the flag or key.
-
-    ``names`` maps request fields to what the user typed (:data:`FLAG_NAMES`, :data:`PLAN_KEYS`). Checks:
+def validate_request(request: ParallelRequest) -> None:
+    """Refuse requests no layout search can answer sensibly, with a SpecError naming the key path
+    (:data:`FIELD_PATHS`). Checks:
     whole nodes (a job of more than one node uses every GPU of each node), a target batch of at least one
     sequence and at most the training tokens (else the run is less than one step), a batch range with
     min ≤ max, an MFU override of at least MIN_MFU (it divides the step time), and the bounds above
     (MAX_GPUS, MAX_SEQ_LEN, MAX_GLOBAL_BATCH_TOKENS, MAX_TRAINING_TOKENS).
     """
-    name = {field: field for field in FLAG_NAMES} | (names or {})
+    name = FIELD_PATHS
     n, node = request.n_gpus, request.node_size
     if n > MAX_GPUS:
         raise SpecError(
@@ -140,6 +124,11 @@ def validate_request(request: ParallelRequest, names: dict[str, str] | None = No
         )
     _validate_gpu(request, name)
     _validate_pins(request, name)
+    _validate_batch(request, name)
+
+
+def _validate_batch(request: ParallelRequest, name: dict[str, str]) -> None:
+    """The reserve below HBM, a batch of at least one sequence and at most the run, min <= max, the bounds."""
     reserve = request.constraints.reserve_bytes
     if reserve >= request.gpu.hbm_bytes:
         raise SpecError(
@@ -168,7 +157,7 @@ def validate_request(request: ParallelRequest, names: dict[str, str] | None = No
         raise SpecError(
             f"the smallest batch {low:.4g} is above the largest {high:.4g}",
             where=name["min_global_batch_tokens"],
-            hint=f"swap them, or lower {name['min_global_batch_tokens']}",
+            hint="swap them, or lower the smallest batch",
         )
     for field, value, limit in (
         ("global_batch_tokens", request.global_batch_tokens, MAX_GLOBAL_BATCH_TOKENS),
@@ -214,7 +203,7 @@ def _validate_gpu(request: ParallelRequest, name: dict[str, str]) -> None:
         if not low <= value <= high:
             raise SpecError(
                 f"GPU '{gpu.name}': {field} {value:.3g} {unit} is outside [{low:.0e}, {high:.0e}]",
-                where=f"{name['gpu']}.{field}" if name["gpu"].startswith("cluster") else name["gpu"],
+                where=f"{name['gpu']}.{field}",
                 hint="check the units; an H100 SXM has 989e12 FLOP/s, 80GB, 3.35e12 B/s and 700 W",
             )
 
@@ -325,43 +314,49 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
     return rows, reasons
 
 
-def build_grid(request: ParallelRequest) -> tuple[dict[str, np.ndarray], list[str]]:
-    """The candidate grid as arrays (m not yet set)."""
+def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
+    """The candidate grid (``microbatches`` still 0: :func:`choose_microbatches` sets it), or None and why.
+
+    Rows are every structural (t, p, c, d, e, v) times every combination of the searched axes (the Layout
+    fields annotated with :class:`Searched`, e.g. ZeRO stage and recomputation) and the micro-batch sizes;
+    a pinned axis contributes its one value. Sequence parallelism is on whenever t > 1 unless pinned.
+    """
     pins = request.pins
     structural, reasons = structural_axes(request)
     if not structural:
-        return {}, reasons
-    zeros = [pins.zero] if pins.zero is not None else [0, 1, 2, 3]
-    mbs = [pins.micro_batch] if pins.micro_batch is not None else list(request.micro_batch_choices)
-    rcs = [RECOMPUTE_CODES[pins.recompute]] if pins.recompute is not None else [0, 1, 2]
+        return None, reasons
+    inner_axes: dict[str, list[int]] = {}
+    for axis in Layout.model_fields:
+        domain = searched_domain(axis)
+        if domain is None and axis != "micro_batch":
+            continue
+        values = list(request.micro_batch_choices if domain is None else domain.values)
+        if getattr(pins, axis) is not None:
+            values = [getattr(pins, axis)]
+        codes = domain.codes if domain is not None else None
+        inner_axes[axis] = [codes[domain.values.index(v)] for v in values] if codes and domain else values
     base = np.asarray(structural, dtype=np.int64)  # columns t, p, c, d, e, v
-    inner = np.asarray([(z, b, r) for z in zeros for b in mbs for r in rcs], dtype=np.int64)
+    inner = np.asarray(list(itertools.product(*inner_axes.values())), dtype=np.int64)
     rows = np.repeat(base, len(inner), axis=0)
     tail = np.tile(inner, (len(base), 1))
-    grid = {
-        "t": rows[:, 0],
-        "p": rows[:, 1],
-        "c": rows[:, 2],
-        "d": rows[:, 3],
-        "e": rows[:, 4],
-        "v": rows[:, 5],
-        "zero": tail[:, 0],
-        "b": tail[:, 1],
-        "rc": tail[:, 2],
-    }
-    grid["sp"] = (
+    columns = {name: rows[:, i] for i, name in enumerate(("tp", "pp", "cp", "dp", "ep", "vpp"))}
+    columns |= {name: tail[:, i] for i, name in enumerate(inner_axes)}
+    columns["microbatches"] = np.zeros(len(rows), dtype=np.int64)
+    columns["sequence_parallel"] = (
         np.full(len(rows), pins.sequence_parallel, dtype=bool)
         if pins.sequence_parallel is not None
-        else grid["t"] > 1
+        else columns["tp"] > 1
     )
-    return grid, reasons
+    return LayoutGrid(columns), reasons
 
 
 def _ceil_div(a, b):
     return -(-a // b)
 
 
-def choose_microbatches(request: ParallelRequest, grid: dict, low_tokens: float, high_tokens: float):
+def choose_microbatches(
+    request: ParallelRequest, grid: LayoutGrid, low_tokens: float, high_tokens: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(m to evaluate, batch-range ok, m values in range per row) — the largest m in range, see module doc."""
     s = request.seq_len
     # clip before the int64 arithmetic: a batch range from a huge critical batch (many training tokens)
@@ -370,8 +365,8 @@ def choose_microbatches(request: ParallelRequest, grid: dict, low_tokens: float,
     high_tokens = min(high_tokens, MAX_GLOBAL_BATCH_TOKENS)
     low_seq = math.ceil(low_tokens / s - 1e-9)
     high_seq = math.floor(high_tokens / s + 1e-9)
-    step = np.where(grid["v"] > 1, grid["p"], 1)
-    per = grid["d"] * grid["b"]
+    step = np.where(grid.vpp > 1, grid.pp, 1)
+    per = grid.dp * grid.micro_batch
     if request.pins.microbatches is not None:
         m = np.full_like(per, request.pins.microbatches)
         count = np.ones_like(per)
@@ -385,13 +380,13 @@ def choose_microbatches(request: ParallelRequest, grid: dict, low_tokens: float,
     return m, ok, count
 
 
-def evaluate(request: ParallelRequest, grid: dict, eff: Efficiency | None = None) -> dict[str, np.ndarray]:
-    """Memory, time, throughput and utilisation of every row of ``grid`` (which must hold m)."""
+def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None = None) -> Evaluation:
+    """Memory, time, throughput and utilisation of every row of ``grid`` (which must hold microbatches)."""
     shape, gpu = request.model, request.gpu
     terms = ShapeTerms.from_shape(shape)
     eff = eff or request.efficiency or default_efficiency(gpu)
     s = request.seq_len
-    mem = memory_breakdown(
+    memory, last_is_max = memory_breakdown(
         terms,
         grid,
         seq_len=s,
@@ -399,7 +394,7 @@ def evaluate(request: ParallelRequest, grid: dict, eff: Efficiency | None = None
         reserve_bytes=request.constraints.reserve_bytes,
         flash=request.flash_attention,
     )
-    times = step_time(
+    times, step = step_time(
         terms,
         grid,
         seq_len=s,
@@ -411,65 +406,62 @@ def evaluate(request: ParallelRequest, grid: dict, eff: Efficiency | None = None
         flash=request.flash_attention,
         tp_overlap=request.tp_comm_overlap,
     )
-    tokens_per_step = grid["d"].astype(float) * grid["b"] * grid["m"] * s  # float: no int64 overflow
+    tokens_per_step = grid.dp.astype(float) * grid.micro_batch * grid.microbatches * s  # float: no overflow
     model_flops_token = shape.model_flops_per_token(s)
     recompute_flops_token = 2.0 * shape.active_non_embedding_params + shape.attention_flops_per_token(s) / 3.0
     peak_total = request.n_gpus * gpu.bf16_flops
-    step = times["step"]
     model_tokens_per_second = tokens_per_step / step
+    bubble_fraction = (grid.pp - 1.0) / (grid.vpp * grid.microbatches)
     if request.mfu_override is not None:
         step = model_flops_token * tokens_per_step / (request.mfu_override * peak_total)
-        times = {k: np.zeros_like(step) for k in times}
-        share = (grid["p"] - 1.0) / (grid["v"] * grid["m"])
-        times["bubble"] = step * share / (1.0 + share)
-        times["compute"] = step - times["bubble"]
-        times["step"] = step
+        share = bubble_fraction
+        bubble = step * share / (1.0 + share)
+        zeros = {name: np.zeros_like(step) for name in TimeSeconds.model_fields}
+        times = Columns(TimeSeconds, zeros | {"bubble": bubble, "compute": step - bubble})
         # exactly equal for every row (not up to rounding), so the time model's own speed breaks the tie
         tokens_per_second = np.full_like(step, request.mfu_override * peak_total / model_flops_token)
     else:
         tokens_per_second = model_tokens_per_second
-    hardware_token = model_flops_token + np.where(grid["rc"] == 2, recompute_flops_token, 0.0)
-    out = {f"mem_{k}": v for k, v in mem.items()}
-    out.update({f"time_{k}": v for k, v in times.items()})
-    out.update(
-        step=step,
+    hardware_token = model_flops_token + np.where(grid.recompute == 2, recompute_flops_token, 0.0)
+    return Evaluation(
+        memory=memory,
+        memory_last_is_max=last_is_max,
+        time=times,
+        step_seconds=step,
         tokens_per_step=tokens_per_step,
         tokens_per_second=tokens_per_second,
         model_tokens_per_second=model_tokens_per_second,
         mfu=model_flops_token * tokens_per_second / peak_total,
         hfu=hardware_token * tokens_per_second / peak_total,
-        bubble=(grid["p"] - 1.0) / (grid["v"] * grid["m"]),
+        bubble_fraction=bubble_fraction,
     )
-    return out
 
 
-def _estimate(
-    request: ParallelRequest,
-    grid: dict,
-    ev: dict,
-    i: int,
-    *,
-    limit: float,
-    low: float,
-    high: float,
-    batch_source: str,
-    violations: list[str],
-) -> LayoutEstimate:
-    shape, s = request.model, request.seq_len
-    t, p, d, e, c, v, m, b = (int(grid[k][i]) for k in ("t", "p", "d", "e", "c", "v", "m", "b"))
+@dataclass(frozen=True)
+class _Bounds:
+    """What a layout is judged against: the memory limit and the batch range (with where it came from)."""
+
+    memory_limit_bytes: float
+    low_tokens: float
+    high_tokens: float
+    batch_source: str
+
+
+def _why(request: ParallelRequest, layout: Layout, ev: Evaluation, i: int, bounds: _Bounds) -> list[str]:
+    """Why each constraint holds for row ``i``, in words."""
+    shape, s, cons = request.model, request.seq_len, request.constraints
+    t, p, d, e, c, v = layout.tp, layout.pp, layout.dp, layout.ep, layout.cp, layout.vpp
+    m, b = layout.microbatches, layout.micro_batch
     layers = -(-shape.n_layers // p)
-    tps = float(ev["tokens_per_second"][i])
-    total = float(ev["mem_total"][i])
-    bubble = float(ev["bubble"][i])
-    tokens = int(ev["tokens_per_step"][i])
-    cons = request.constraints
+    limit = bounds.memory_limit_bytes
     why = [
-        f"memory {total / 1e9:.1f} GB <= {limit / 1e9:.1f} GB = {request.gpu.hbm_bytes / 1e9:.0f} GB x "
-        f"(1 - {cons.memory_headroom_fraction:g}) on the "
-        f"{'last' if ev['mem_last_is_max'][i] else 'first'} stage",
-        f"bubble (p-1)/(v*m) = {p - 1}/({v}*{m}) = {bubble:.3f} <= {cons.max_bubble_fraction:g}",
-        f"global batch d*b*m*s = {d}*{b}*{m}*{s} = {tokens:,} tokens in [{low:,.0f}, {high:,.0f}] "
-        f"({batch_source})",
+        f"memory {float(ev.memory.total[i]) / 1e9:.1f} GB <= {limit / 1e9:.1f} GB = "
+        f"{request.gpu.hbm_bytes / 1e9:.0f} GB x (1 - {cons.memory_headroom_fraction:g}) on the "
+        f"{'last' if ev.memory_last_is_max[i] else 'first'} stage",
+        f"bubble (p-1)/(v*m) = {p - 1}/({v}*{m}) = {float(ev.bubble_fraction[i]):.3f} <= "
+        f"{cons.max_bubble_fraction:g}",
+        f"global batch d*b*m*s = {d}*{b}*{m}*{s} = {int(ev.tokens_per_step[i]):,} tokens in "
+        f"[{bounds.low_tokens:,.0f}, {bounds.high_tokens:,.0f}] ({bounds.batch_source})",
         f"TP {t} divides {shape.n_heads} heads and {shape.n_kv_heads} KV heads"
         + (
             f", within a node of {request.node_size}"
@@ -485,74 +477,140 @@ def _estimate(
     if c > 1:
         why.append(f"CP {c}: {s} tokens split into {2 * c} load-balanced chunks of {s // (2 * c)}")
     why.append(f"t*p*d*c = {t}*{p}*{d}*{c} = {t * p * d * c} GPUs")
-    mem = MemoryBytes(
-        **{
-            k: float(ev[f"mem_{k}"][i])
-            for k in ("weights", "gradients", "optimizer", "activations", "other", "total")
-        }
-    )
-    time_s = TimeSeconds(**{k: float(ev[f"time_{k}"][i]) for k in TimeSeconds.model_fields})
-    days = request.training_tokens / tps / SECONDS_PER_DAY if request.training_tokens else None
+    return why
+
+
+def _estimate(
+    request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, i: int, bounds: _Bounds, violations: list[str]
+) -> LayoutEstimate:
+    """Row ``i`` of the grid and its evaluation as a typed estimate."""
+    shape = request.model
+    layout = grid.row(i)
+    tps = float(ev.tokens_per_second[i])
     return LayoutEstimate(
-        tp=t,
-        pp=p,
-        dp=d,
-        ep=e,
-        cp=c,
-        zero=int(grid["zero"][i]),
-        micro_batch=b,
-        microbatches=m,
-        vpp=v,
-        recompute=RECOMPUTE_NAMES[int(grid["rc"][i])],
-        global_batch_tokens=tokens,
-        bubble_fraction=bubble,
-        memory_bytes=mem,
-        step_seconds=float(ev["step"][i]),
+        **layout.axes(),
+        global_batch_tokens=int(ev.tokens_per_step[i]),
+        bubble_fraction=float(ev.bubble_fraction[i]),
+        memory_bytes=ev.memory.row(i),
+        step_seconds=float(ev.step_seconds[i]),
         tokens_per_second=tps,
-        mfu=float(ev["mfu"][i]),
-        hfu=float(ev["hfu"][i]),
+        mfu=float(ev.mfu[i]),
+        hfu=float(ev.hfu[i]),
         tokens_per_second_per_gpu=tps / request.n_gpus,
-        sequence_parallel=bool(grid["sp"][i]),
-        layers_per_stage=layers,
-        uneven_stages=shape.n_layers % p != 0,
-        memory_stage="last" if ev["mem_last_is_max"][i] else "first",
-        memory_limit_bytes=limit,
-        time_seconds=time_s,
-        days_to_train=days,
+        layers_per_stage=-(-shape.n_layers // layout.pp),
+        uneven_stages=shape.n_layers % layout.pp != 0,
+        memory_stage="last" if ev.memory_last_is_max[i] else "first",
+        memory_limit_bytes=bounds.memory_limit_bytes,
+        time_seconds=ev.time.row(i),
+        days_to_train=request.training_tokens / tps / SECONDS_PER_DAY if request.training_tokens else None,
         violations=violations,
-        why=why if not violations else [],
+        why=_why(request, layout, ev, i, bounds) if not violations else [],
     )
 
 
-def search(request: ParallelRequest) -> SearchResult:
-    """Evaluate every layout of the space, keep the feasible ones, rank by predicted tokens per second."""
-    start = time.perf_counter()
-    validate_request(request)
-    shape, cons = request.model, request.constraints
-    crit = critical_batch(shape, request.seq_len, request.training_tokens)
+def _bounds(request: ParallelRequest) -> tuple[_Bounds, CriticalBatch]:
+    crit = critical_batch(request.model, request.seq_len, request.training_tokens)
     low, high, batch_source = batch_range_tokens(request, crit)
-    info_model = {
+    limit = request.gpu.hbm_bytes * (1.0 - request.constraints.memory_headroom_fraction)
+    return _Bounds(limit, low, high, batch_source), crit
+
+
+def evaluate_layout(request: ParallelRequest, layout: Layout) -> LayoutEstimate:
+    """One layout, evaluated by the same vectorized model on a one-row grid (no search, no feasibility
+    filter: violations are listed, not refused). Used to re-time a chosen layout at another micro-batch count
+    (the plan's batch-ramp stages) and for a fully pinned layout."""
+    bounds, _ = _bounds(request)
+    grid = LayoutGrid.of([layout])
+    ev = evaluate(request, grid)
+    return _estimate(request, grid, ev, 0, bounds, _violations(request, ev, 0, bounds, None))
+
+
+def _violations(
+    request: ParallelRequest, ev: Evaluation, i: int, bounds: _Bounds, batch_ok: np.ndarray | None
+) -> list[str]:
+    """The constraints row ``i`` breaks, in words (empty when it is feasible)."""
+    cons = request.constraints
+    limit, low, high = bounds.memory_limit_bytes, bounds.low_tokens, bounds.high_tokens
+    total, bubble, tokens = ev.memory.total[i], ev.bubble_fraction[i], ev.tokens_per_step[i]
+    broken = []
+    if not total <= limit:
+        broken.append(f"memory {total / 1e9:.1f} GB > {limit / 1e9:.1f} GB")
+    if not bubble <= cons.max_bubble_fraction + 1e-12:
+        broken.append(f"bubble {bubble:.3f} > {cons.max_bubble_fraction:g}")
+    in_range = batch_ok[i] if batch_ok is not None else low <= tokens <= high
+    if not in_range:
+        broken.append(f"global batch {tokens:,.0f} tokens outside [{low:,.0f}, {high:,.0f}]")
+    return broken
+
+
+def _ranked(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray) -> np.ndarray:
+    """Feasible rows ``idx`` best first: tokens/s, then the time model under --mfu, then less memory, then the
+    simpler layout (smaller t, p, c, e, ZeRO stage, micro-batch, v, less recomputation)."""
+    keys = (
+        grid.recompute[idx],
+        grid.vpp[idx],
+        grid.micro_batch[idx],
+        grid.zero[idx],
+        grid.ep[idx],
+        grid.cp[idx],
+        grid.pp[idx],
+        grid.tp[idx],
+        ev.memory.total[idx],
+        -ev.model_tokens_per_second[idx],  # under --mfu every row ties: the time model breaks it
+        -ev.tokens_per_second[idx],
+    )
+    return idx[np.lexsort(keys)]
+
+
+def _nearest_misses(
+    request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, batch_ok: np.ndarray, bounds: _Bounds
+) -> list[LayoutEstimate]:
+    """The three rows closest to feasible (summed relative excess over each limit) when none is."""
+    cons = request.constraints
+    limit, low, high = bounds.memory_limit_bytes, bounds.low_tokens, bounds.high_tokens
+    tokens = ev.tokens_per_step
+    score = (
+        np.maximum(0.0, ev.memory.total / limit - 1.0)
+        + np.maximum(0.0, ev.bubble_fraction / max(cons.max_bubble_fraction, 1e-9) - 1.0)
+        + np.where(batch_ok, 0.0, np.maximum(0.0, low - tokens) / low + np.maximum(0.0, tokens - high) / high)
+    )
+    order = np.lexsort((-ev.tokens_per_second, score))[:3]
+    return [
+        _estimate(request, grid, ev, int(i), bounds, _violations(request, ev, int(i), bounds, batch_ok))
+        for i in order
+    ]
+
+
+def _model_info(request: ParallelRequest) -> dict[str, Any]:
+    shape = request.model
+    return {
         "name": shape.name,
         "total_params": shape.total_params,
         "active_params": shape.active_params,
         "n_layers": shape.n_layers,
         "d_model": shape.d_model,
     }
-    info_cluster = {"gpu": request.gpu.name, "n_gpus": request.n_gpus, "gpus_per_node": request.node_size}
+
+
+def search(request: ParallelRequest) -> SearchResult:
+    """Evaluate every layout of the space, keep the feasible ones, rank by predicted tokens per second."""
+    start = time.perf_counter()
+    validate_request(request)
+    cons = request.constraints
+    bounds, crit = _bounds(request)
     grid, reasons = build_grid(request)
-    notes = [
-        f"critical batch {crit.tokens:,.0f} tokens: {crit.law}"
-        + (" with D = 20·N assumed" if crit.assumed_training_tokens else "")
-    ]
-    empty = dict(
-        model=info_model,
-        cluster=info_cluster,
+    common: dict[str, Any] = dict(
+        model=_model_info(request),
+        cluster={"gpu": request.gpu.name, "n_gpus": request.n_gpus, "gpus_per_node": request.node_size},
         seq_len=request.seq_len,
-        batch_range_tokens=(low, high),
+        batch_range_tokens=(bounds.low_tokens, bounds.high_tokens),
         critical_batch=crit,
-        notes=notes,
+        notes=[
+            f"critical batch {crit.tokens:,.0f} tokens: {crit.law}"
+            + (" with D = 20·N assumed" if crit.assumed_training_tokens else "")
+        ],
     )
-    if not grid:
+    if grid is None:
         return SearchResult(
             candidates=0,
             space_size=0,
@@ -563,126 +621,56 @@ def search(request: ParallelRequest) -> SearchResult:
             nearest_misses=[],
             suggestions=reasons,
             search_seconds=time.perf_counter() - start,
-            **empty,
+            **common,
         )
-    m, batch_ok, count = choose_microbatches(request, grid, low, high)
-    grid["m"] = m
+    m, batch_ok, count = choose_microbatches(request, grid, bounds.low_tokens, bounds.high_tokens)
+    grid = grid.replace(microbatches=m)
     ev = evaluate(request, grid)
-    limit = request.gpu.hbm_bytes * (1.0 - cons.memory_headroom_fraction)
     ok = {
-        "memory": ev["mem_total"] <= limit,
-        "bubble": ev["bubble"] <= cons.max_bubble_fraction + 1e-12,
+        "memory": ev.memory.total <= bounds.memory_limit_bytes,
+        "bubble": ev.bubble_fraction <= cons.max_bubble_fraction + 1e-12,
         "global_batch": batch_ok,
     }
-    feasible = ok["memory"] & ok["bubble"] & ok["global_batch"]
+    idx = np.flatnonzero(ok["memory"] & ok["bubble"] & ok["global_batch"])
+    ranked = _ranked(grid, ev, idx) if idx.size else idx
     n_rows = len(m)
-    eliminated = {k: int(n_rows - v.sum()) for k, v in ok.items()}
-    eliminated_only = {
-        k: int((~ok[k] & np.logical_and.reduce([ok[o] for o in ok if o != k])).sum()) for k in ok
-    }
-    idx = np.flatnonzero(feasible)
-    layouts: list[LayoutEstimate] = []
-    misses: list[LayoutEstimate] = []
-    ranked = idx
-    if idx.size:
-        keys = (
-            grid["rc"][idx],
-            grid["v"][idx],
-            grid["b"][idx],
-            grid["zero"][idx],
-            grid["e"][idx],
-            grid["c"][idx],
-            grid["p"][idx],
-            grid["t"][idx],
-            ev["mem_total"][idx],
-            -ev["model_tokens_per_second"][idx],  # under --mfu every row ties: the time model breaks it
-            -ev["tokens_per_second"][idx],
-        )
-        ranked = idx[np.lexsort(keys)]
-        order = ranked[: request.top]
-        layouts = [
-            _estimate(
-                request,
-                grid,
-                ev,
-                int(i),
-                limit=limit,
-                low=low,
-                high=high,
-                batch_source=batch_source,
-                violations=[],
-            )
-            for i in order
-        ]
-    else:
-        tokens = ev["tokens_per_step"]
-        score = (
-            np.maximum(0.0, ev["mem_total"] / limit - 1.0)
-            + np.maximum(0.0, ev["bubble"] / max(cons.max_bubble_fraction, 1e-9) - 1.0)
-            + np.where(
-                batch_ok, 0.0, np.maximum(0.0, low - tokens) / low + np.maximum(0.0, tokens - high) / high
-            )
-        )
-        order = np.lexsort((-ev["tokens_per_second"], score))[:3]
-        for i in order:
-            broken = []
-            if not ok["memory"][i]:
-                broken.append(f"memory {ev['mem_total'][i] / 1e9:.1f} GB > {limit / 1e9:.1f} GB")
-            if not ok["bubble"][i]:
-                broken.append(f"bubble {ev['bubble'][i]:.3f} > {cons.max_bubble_fraction:g}")
-            if not batch_ok[i]:
-                broken.append(f"global batch {tokens[i]:,.0f} tokens outside [{low:,.0f}, {high:,.0f}]")
-            misses.append(
-                _estimate(
-                    request,
-                    grid,
-                    ev,
-                    int(i),
-                    limit=limit,
-                    low=low,
-                    high=high,
-                    batch_source=batch_source,
-                    violations=broken,
-                )
-            )
-    result = SearchResult(
+    return SearchResult(
         candidates=n_rows,
         space_size=int(np.maximum(count, 1).sum()),
         feasible=int(idx.size),
-        layouts=layouts,
-        eliminated=eliminated,
-        eliminated_only=eliminated_only,
-        nearest_misses=misses,
-        suggestions=[] if idx.size else _suggestions(request, grid, ev, ok, limit, low, high),
+        layouts=[_estimate(request, grid, ev, int(i), bounds, []) for i in ranked[: request.top]],
+        eliminated={k: int(n_rows - v.sum()) for k, v in ok.items()},
+        eliminated_only={
+            k: int((~ok[k] & np.logical_and.reduce([ok[o] for o in ok if o != k])).sum()) for k in ok
+        },
+        nearest_misses=[] if idx.size else _nearest_misses(request, grid, ev, batch_ok, bounds),
+        suggestions=[] if idx.size else _suggestions(request, grid, ev, ok, bounds),
         best_by_tp=[] if request.mfu_override is not None else _best_by_tp(grid, ev, ranked),
         search_seconds=time.perf_counter() - start,
-        **empty,
+        **common,
     )
-    return result
 
 
-def _best_by_tp(grid: dict, ev: dict, ranked: np.ndarray) -> list[TpBest]:
+def _best_by_tp(grid: LayoutGrid, ev: Evaluation, ranked: np.ndarray) -> list[TpBest]:
     """The first row of each TP degree in the full ranking (users ask 'how far behind is TP 8?')."""
     if not ranked.size:
         return []
-    top = float(ev["tokens_per_second"][ranked[0]])
+    top = float(ev.tokens_per_second[ranked[0]])
     # first occurrence of each TP degree in the ranking = its best row under the ranking's tie-breaks
-    degrees, first = np.unique(grid["t"][ranked], return_index=True)
+    degrees, first = np.unique(grid.tp[ranked], return_index=True)
     out = []
     for tp, i in zip(degrees, ranked[first], strict=True):
-        i = int(i)
+        x = grid.row(int(i))
         layout = (
-            f"PP{int(grid['p'][i])} DP{int(grid['d'][i])} CP{int(grid['c'][i])} EP{int(grid['e'][i])} "
-            f"ZeRO-{int(grid['zero'][i])} mbs{int(grid['b'][i])} v{int(grid['v'][i])} "
-            f"{RECOMPUTE_NAMES[int(grid['rc'][i])]}"
+            f"PP{x.pp} DP{x.dp} CP{x.cp} EP{x.ep} ZeRO-{x.zero} mbs{x.micro_batch} v{x.vpp} {x.recompute}"
         )
-        speed = float(ev["tokens_per_second"][i])
+        speed = float(ev.tokens_per_second[i])
         out.append(
             TpBest(
                 tp=int(tp),
                 layout=layout,
                 tokens_per_second=speed,
-                mfu=float(ev["mfu"][i]),
+                mfu=float(ev.mfu[i]),
                 behind_best=1 - speed / top,
             )
         )
@@ -690,14 +678,15 @@ def _best_by_tp(grid: dict, ev: dict, ranked: np.ndarray) -> list[TpBest]:
 
 
 def _suggestions(
-    request: ParallelRequest, grid: dict, ev: dict, ok: dict, limit: float, low: float, high: float
+    request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, ok: dict[str, np.ndarray], bounds: _Bounds
 ) -> list[str]:
     """What would make the request feasible, from which constraint removed the candidates."""
     shape, gpu, pins = request.model, request.gpu, request.pins
+    limit, high = bounds.memory_limit_bytes, bounds.high_tokens
     out: list[str] = []
-    pinned = [k for k, v in pins.model_dump().items() if v is not None]
+    pinned = list(pins.pinned())
     if not ok["memory"].any():
-        best = float(ev["mem_total"].min())
+        best = float(ev.memory.total.min())
         # bf16 weights (2) + gradients (request.gradient_bytes: 4 fp32, 2 bf16) + Adam's fp32 master weights,
         # momentum and variance (12) per parameter: the mixed-precision model states of ZeRO (Rajbhandari et
         # al. 2020, §3.1: 2 + 2 + 12 = 16 with bf16 gradients); activations come on top
@@ -722,7 +711,7 @@ def _suggestions(
             "fewer pipeline stages, or a larger --max-bubble"
         )
     if not ok["global_batch"].any():
-        smallest = float((grid["d"] * request.seq_len).min())
+        smallest = float((grid.dp * request.seq_len).min())
         out.append(
             f"the smallest global batch any layout can run is {smallest:,.0f} tokens (d*1*1*s) against "
             f"a ceiling of {high:,.0f}: use fewer GPUs, more TP/PP/CP to shrink DP, or raise the batch "

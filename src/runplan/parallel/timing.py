@@ -56,10 +56,14 @@ Leaves out: kernel launch gaps, stragglers, data loading, checkpoint saves, MoE 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from runplan.hardware import GpuSpec
-from runplan.parallel.layout import Efficiency
+from runplan.parallel.grid import Columns, LayoutGrid
+from runplan.parallel.layout import Efficiency, TimeSeconds
 from runplan.parallel.memory import ShapeTerms, layer_activation_bytes_per_token, stage_layers, stage_params
 
 #: REFERENCES §3: an isolated 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 (989 peak). Since the 2026 refit
@@ -179,118 +183,185 @@ def dp_bandwidth(gpu: GpuSpec, t, group, node_size: int):
     return np.where(t * group <= node_size, gpu.intra_node_bandwidth_bytes_per_s, across)
 
 
-def step_time(
-    terms: ShapeTerms,
-    grid: dict,
-    *,
-    seq_len: int,
-    gpu: GpuSpec,
-    node_size: int,
-    n_gpus: int,
-    gradient_bytes: float,
-    eff: Efficiency,
-    flash: bool = True,
-    tp_overlap: bool = True,
-) -> dict[str, np.ndarray]:
-    """Seconds per optimizer step and its breakdown (see the module docstring); arrays like ``grid``."""
-    g = grid
-    t = np.asarray(g["t"], dtype=float)
-    p = np.asarray(g["p"], dtype=float)
-    d = np.asarray(g["d"], dtype=float)
-    e = np.asarray(g["e"], dtype=float)
-    c = np.asarray(g["c"], dtype=float)
-    v = np.asarray(g["v"], dtype=float)
-    m = np.asarray(g["m"], dtype=float)
-    rc = np.asarray(g["rc"])
-    zero = np.asarray(g["zero"])
-    full = rc == 2
-    x = np.where(np.asarray(g["sp"], dtype=bool), 1.0 / t, 1.0)
-    h = terms.h
-    tokens = np.asarray(g["b"], dtype=float) * seq_len / c
-    layers, moe, dense = stage_layers(terms, g["p"])
-    net = eff.network_efficiency
-    lat = eff.collective_latency_seconds
+@dataclass(frozen=True)
+class _Step:
+    """What every term of one step's time reads: the grid's axes as float arrays and the shared inputs."""
 
-    # ---- compute on the slowest stage, one micro-batch ----
+    terms: ShapeTerms
+    grid: LayoutGrid
+    seq_len: int
+    gpu: GpuSpec
+    eff: Efficiency
+    node_size: int
+    flash: bool
+    tp_overlap: bool
+    t: np.ndarray
+    p: np.ndarray
+    e: np.ndarray
+    c: np.ndarray
+    v: np.ndarray
+    m: np.ndarray
+    full: np.ndarray
+    x: np.ndarray  # what sequence parallelism shards: 1/t with SP, else 1
+    tokens: np.ndarray  # tokens per GPU of one micro-batch, b·s/c
+    layers: np.ndarray
+    moe: np.ndarray
+    dense: np.ndarray
+
+    @classmethod
+    def of(cls, terms: ShapeTerms, g: LayoutGrid, gpu: GpuSpec, eff: Efficiency, **inputs: Any) -> _Step:
+        """``inputs``: seq_len, node_size, flash, tp_overlap."""
+        t = np.asarray(g.tp, dtype=float)
+        layers, moe, dense = stage_layers(terms, g.pp)
+        return cls(
+            terms=terms,
+            grid=g,
+            gpu=gpu,
+            eff=eff,
+            t=t,
+            p=np.asarray(g.pp, dtype=float),
+            e=np.asarray(g.ep, dtype=float),
+            c=np.asarray(g.cp, dtype=float),
+            v=np.asarray(g.vpp, dtype=float),
+            m=np.asarray(g.microbatches, dtype=float),
+            full=np.asarray(g.recompute) == 2,
+            x=np.where(np.asarray(g.sequence_parallel, dtype=bool), 1.0 / t, 1.0),
+            tokens=np.asarray(g.micro_batch, dtype=float) * inputs["seq_len"] / np.asarray(g.cp, dtype=float),
+            layers=layers,
+            moe=moe,
+            dense=dense,
+            **inputs,
+        )
+
+    def link(self, inside_node) -> np.ndarray:
+        """Achieved bytes/s of a collective inside one node (NVLink) or across nodes."""
+        return _link(self.gpu, inside_node) * self.eff.network_efficiency
+
+
+def _mlp_gemm_seconds(st: _Step, tokens, inner: float, width: float):
+    """Up (and gate) projection plus down projection of one MLP of inner size ``inner``, forward."""
+    h, t, gpu, eff = st.terms.h, st.t, st.gpu, st.eff
+    return gemm_seconds(tokens, width * inner / t, h, gpu, eff) + gemm_seconds(tokens, h, inner / t, gpu, eff)
+
+
+def _gemm_forward(st: _Step):
+    """(attention projections, dense MLP, MoE MLP) forward seconds of one layer, one micro-batch."""
+    terms, t, e, tokens, gpu, eff, h = st.terms, st.t, st.e, st.tokens, st.gpu, st.eff, st.terms.h
     attn_proj = gemm_seconds(tokens, terms.attn_in_width / t, h, gpu, eff) + gemm_seconds(
         tokens, h, terms.a * terms.d_v / t, gpu, eff
     )
     width = 2.0 if terms.gated else 1.0
-    dense_mlp = gemm_seconds(tokens, width * terms.ffn / t, h, gpu, eff) + gemm_seconds(
-        tokens, h, terms.ffn / t, gpu, eff
-    )
-    if terms.moe_layers:
-        per_expert_tokens = tokens * terms.top_k * e / terms.n_experts
-        routed = (terms.n_experts / e) * (
-            gemm_seconds(per_expert_tokens, width * terms.expert_ffn / t, h, gpu, eff)
-            + gemm_seconds(per_expert_tokens, h, terms.expert_ffn / t, gpu, eff)
-        )
-        moe_mlp = routed + gemm_seconds(tokens, terms.n_experts, h, gpu, eff)
-        if terms.n_shared:
-            moe_mlp = moe_mlp + (
-                gemm_seconds(tokens, width * terms.n_shared * terms.expert_ffn / t, h, gpu, eff)
-                + gemm_seconds(tokens, h, terms.n_shared * terms.expert_ffn / t, gpu, eff)
-            )
-    else:
-        moe_mlp = 0.0
-    if flash:
-        attn_core_fwd = (
+    dense_mlp = _mlp_gemm_seconds(st, tokens, terms.ffn, width)
+    if not terms.moe_layers:
+        return attn_proj, dense_mlp, 0.0
+    per_expert_tokens = tokens * terms.top_k * e / terms.n_experts
+    routed = (terms.n_experts / e) * _mlp_gemm_seconds(st, per_expert_tokens, terms.expert_ffn, width)
+    moe_mlp = routed + gemm_seconds(tokens, terms.n_experts, h, gpu, eff)
+    if terms.n_shared:
+        moe_mlp = moe_mlp + _mlp_gemm_seconds(st, tokens, terms.n_shared * terms.expert_ffn, width)
+    return attn_proj, dense_mlp, moe_mlp
+
+
+def _attention_core_forward(st: _Step):
+    """(forward seconds of the attention core of one layer, backward/forward ratio)."""
+    terms, t, seq_len, gpu, eff = st.terms, st.t, st.seq_len, st.gpu, st.eff
+    if st.flash:
+        forward = (
             2.0
-            * tokens
+            * st.tokens
             * seq_len
             * (terms.a / t)
             * (terms.d_qk + terms.d_v)
             * CAUSAL_FRACTION
             / (eff.attention_fraction * gpu.bf16_flops)
         )
-        attn_bwd_ratio = ATTENTION_BACKWARD_RATIO
-    else:  # batched GEMMs over the full s x s score matrix (mask applied afterwards), per head
-        heads = np.asarray(g["b"], dtype=float) * terms.a / t / c
-        attn_core_fwd = heads * (
-            gemm_seconds(seq_len, seq_len, terms.d_qk, gpu, eff)
-            + gemm_seconds(seq_len, terms.d_v, seq_len, gpu, eff)
-        )
-        attn_bwd_ratio = 2.0
-    layers_fwd = dense * (attn_proj + dense_mlp + attn_core_fwd) + moe * (attn_proj + moe_mlp + attn_core_fwd)
-    layers_gemm_fwd = dense * (attn_proj + dense_mlp) + moe * (attn_proj + moe_mlp)
-    logits_fwd = gemm_seconds(tokens, terms.vocab / t, h, gpu, eff)
-    backward = 2.0 * layers_gemm_fwd + attn_bwd_ratio * layers * attn_core_fwd + 2.0 * logits_fwd
-    recompute = np.where(full, layers_fwd, 0.0)
-    _, dense_none = layer_activation_bytes_per_token(
-        terms, t, g["sp"], rc, moe=False, seq_len=seq_len, flash=flash
+        return forward, ATTENTION_BACKWARD_RATIO
+    # batched GEMMs over the full s x s score matrix (mask applied afterwards), per head
+    heads = np.asarray(st.grid.micro_batch, dtype=float) * terms.a / t / st.c
+    forward = heads * (
+        gemm_seconds(seq_len, seq_len, terms.d_qk, gpu, eff)
+        + gemm_seconds(seq_len, terms.d_v, seq_len, gpu, eff)
     )
-    act = tokens * dense * dense_none
+    return forward, 2.0
+
+
+def _elementwise_seconds(st: _Step):
+    """HBM-bound norms, activations and residuals of the stage's layers, forward + backward (+ recompute)."""
+    terms, g = st.terms, st.grid
+    _, dense_none = layer_activation_bytes_per_token(
+        terms, st.t, g.sequence_parallel, g.recompute, moe=False, seq_len=st.seq_len, flash=st.flash
+    )
+    act = st.tokens * st.dense * dense_none
     if terms.moe_layers:
         _, moe_none = layer_activation_bytes_per_token(
-            terms, t, g["sp"], rc, moe=True, seq_len=seq_len, flash=flash
+            terms, st.t, g.sequence_parallel, g.recompute, moe=True, seq_len=st.seq_len, flash=st.flash
         )
-        act = act + tokens * moe * moe_none
-    elementwise_share = np.where(
-        full, FULL_RECOMPUTE_ELEMENTWISE_SHARE, np.where(rc == 1, SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE, 1.0)
+        act = act + st.tokens * st.moe * moe_none
+    share = np.where(
+        st.full,
+        FULL_RECOMPUTE_ELEMENTWISE_SHARE,
+        np.where(np.asarray(g.recompute) == 1, SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE, 1.0),
     )
-    elementwise = eff.elementwise_traffic_factor * act * elementwise_share / gpu.hbm_bandwidth_bytes_per_s
-    compute_mb = layers_fwd + logits_fwd + backward + recompute + elementwise
+    return st.eff.elementwise_traffic_factor * act * share / st.gpu.hbm_bandwidth_bytes_per_s
 
-    # ---- communication on the critical path, one micro-batch ----
-    collectives = np.where(full, 6.0, 4.0)
-    tp_bw = _link(gpu, t <= node_size) * net
-    tp_one = 2.0 * (t - 1.0) / t * (2.0 * tokens * h) / tp_bw + lat
-    tp_mb = np.where(t > 1, layers * collectives * tp_one, 0.0)
-    if tp_overlap:  # hidden behind the layers' GEMMs (forward, backward, recompute), at most their time;
+
+@dataclass(frozen=True)
+class _Compute:
+    """Compute of one micro-batch on the slowest stage, and the parts the communication terms hide behind."""
+
+    seconds: np.ndarray
+    layers_gemm_forward: np.ndarray
+    attention_forward: np.ndarray
+    attention_backward_ratio: float
+
+
+def _compute(st: _Step) -> _Compute:
+    attn_proj, dense_mlp, moe_mlp = _gemm_forward(st)
+    attn_core_fwd, attn_bwd_ratio = _attention_core_forward(st)
+    dense, moe, layers = st.dense, st.moe, st.layers
+    layers_fwd = dense * (attn_proj + dense_mlp + attn_core_fwd) + moe * (attn_proj + moe_mlp + attn_core_fwd)
+    layers_gemm_fwd = dense * (attn_proj + dense_mlp) + moe * (attn_proj + moe_mlp)
+    logits_fwd = gemm_seconds(st.tokens, st.terms.vocab / st.t, st.terms.h, st.gpu, st.eff)
+    backward = 2.0 * layers_gemm_fwd + attn_bwd_ratio * layers * attn_core_fwd + 2.0 * logits_fwd
+    recompute = np.where(st.full, layers_fwd, 0.0)
+    seconds = layers_fwd + logits_fwd + backward + recompute + _elementwise_seconds(st)
+    return _Compute(seconds, layers_gemm_fwd, attn_core_fwd, attn_bwd_ratio)
+
+
+def _tensor_parallel_seconds(st: _Step, compute: _Compute):
+    """Exposed TP collectives of one micro-batch (module docstring, TP)."""
+    t, lat = st.t, st.eff.collective_latency_seconds
+    collectives = np.where(st.full, 6.0, 4.0)
+    tp_one = 2.0 * (t - 1.0) / t * (2.0 * st.tokens * st.terms.h) / st.link(t <= st.node_size) + lat
+    tp_mb = np.where(t > 1, st.layers * collectives * tp_one, 0.0)
+    if st.tp_overlap:  # hidden behind the layers' GEMMs (forward, backward, recompute), at most their time;
         # both implementations overlap the SP all-gather/reduce-scatter pair only (Megatron asserts SP)
-        gemm_mb = layers_gemm_fwd * np.where(full, 4.0, 3.0)
-        hidden = np.minimum(eff.tp_overlap_fraction * tp_mb, gemm_mb)
+        gemm_mb = compute.layers_gemm_forward * np.where(st.full, 4.0, 3.0)
+        hidden = np.minimum(st.eff.tp_overlap_fraction * tp_mb, gemm_mb)
         # (and inside one NVLink domain: userbuffers and symmetric memory are intra-node)
-        overlapped = np.asarray(g["sp"], dtype=bool) & (t <= node_size)
+        overlapped = np.asarray(st.grid.sequence_parallel, dtype=bool) & (t <= st.node_size)
         tp_mb = tp_mb - np.where(overlapped, hidden, 0.0)
+    return tp_mb
 
-    ep_bw = _link(gpu, t * c * e <= node_size) * net
-    ep_one = (e - 1.0) / e * (2.0 * tokens * terms.top_k * h * x) / ep_bw + lat
-    ep_mb = np.where(e > 1, moe * collectives * ep_one, 0.0)
 
-    cp_bw = _link(gpu, t * c <= node_size) * net
+def _expert_parallel_seconds(st: _Step):
+    """Exposed MoE all-to-alls of one micro-batch (module docstring, EP)."""
+    e, terms = st.e, st.terms
+    collectives = np.where(st.full, 6.0, 4.0)
+    ep_bw = st.link(st.t * st.c * e <= st.node_size)
+    ep_one = (e - 1.0) / e * (
+        2.0 * st.tokens * terms.top_k * terms.h * st.x
+    ) / ep_bw + st.eff.collective_latency_seconds
+    return np.where(e > 1, st.moe * collectives * ep_one, 0.0)
+
+
+def _context_parallel_seconds(st: _Step, compute: _Compute):
+    """Exposed ring K/V exchange and the fp32 merge of partial results, one micro-batch (module docstring, CP)."""
+    terms, t, c, full, tokens = st.terms, st.t, st.c, st.full, st.tokens
+    lat = st.eff.collective_latency_seconds
+    attn_core_fwd, attn_bwd_ratio = compute.attention_forward, compute.attention_backward_ratio
     kv_bytes = 2.0 * tokens * terms.kv * (terms.d_qk + terms.d_v) / t
-    cp_fwd = (c - 1.0) * (kv_bytes / cp_bw + lat)
+    cp_fwd = (c - 1.0) * (kv_bytes / st.link(t * c <= st.node_size) + lat)
     cp_exposed = np.maximum(0.0, cp_fwd - attn_core_fwd) * np.where(full, 2.0, 1.0) + np.maximum(
         0.0, 2.0 * cp_fwd - attn_bwd_ratio * attn_core_fwd
     )
@@ -299,20 +370,27 @@ def step_time(
     cp_merge = (c - 1.0) * (
         CP_MERGE_BYTES_PER_ELEMENT
         * (merge_forward * np.where(full, 2.0, 1.0) + merge_backward)
-        / gpu.hbm_bandwidth_bytes_per_s
+        / st.gpu.hbm_bandwidth_bytes_per_s
         + np.where(full, 3.0, 2.0) * lat
     )
-    cp_mb = np.where(c > 1, layers * (cp_exposed + cp_merge), 0.0)
+    return np.where(c > 1, st.layers * (cp_exposed + cp_merge), 0.0)
 
-    pp_bw = _link(gpu, np.full_like(p, n_gpus <= node_size, dtype=bool)) * net
-    pp_mb = np.where(p > 1, v * 2.0 * ((2.0 * tokens * h * x) / pp_bw + lat), 0.0)
 
-    micro = compute_mb + tp_mb + ep_mb + cp_mb + pp_mb
-    bubble = (p - 1.0) / v * micro
+def _pipeline_seconds(st: _Step, n_gpus: int):
+    """Stage-boundary sends of one micro-batch, forward and backward, per chunk (module docstring, PP)."""
+    p = st.p
+    pp_bw = st.link(np.full_like(p, n_gpus <= st.node_size, dtype=bool))
+    sends = (2.0 * st.tokens * st.terms.h * st.x) / pp_bw + st.eff.collective_latency_seconds
+    return np.where(p > 1, st.v * 2.0 * sends, 0.0)
 
-    # ---- data parallel and optimizer, once per step ----
-    dense_params, expert_params = stage_params(terms, g["t"], g["p"], g["e"], last=True)
-    group = d * c
+
+def _data_parallel_seconds(st: _Step, compute_mb, gradient_bytes: float):
+    """(exposed DP communication, optimizer) seconds once per step (module docstring, DP and optimizer)."""
+    g, m, c, e, full = st.grid, st.m, st.c, st.e, st.full
+    zero = np.asarray(g.zero)
+    lat = st.eff.collective_latency_seconds
+    dense_params, expert_params = stage_params(st.terms, g.tp, g.pp, g.ep, last=True)
+    group = np.asarray(g.dp, dtype=float) * c
     expert_group = group / e
     ring_dense = (group - 1.0) / group
     ring_expert = (expert_group - 1.0) / expert_group
@@ -327,21 +405,48 @@ def step_time(
         ),
     )
     dp_bytes = per_param * (ring_dense * dense_params + ring_expert * expert_params)
-    dp_bw = dp_bandwidth(gpu, t, group, node_size) * net
+    dp_bw = dp_bandwidth(st.gpu, st.t, group, st.node_size) * st.eff.network_efficiency
     dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0)
     window = np.where(zero >= 2, m * compute_mb, compute_mb)
-    dp_exposed = np.maximum(0.0, dp_seconds - window) + eff.dp_overlap_interference * np.minimum(
+    dp_exposed = np.maximum(0.0, dp_seconds - window) + st.eff.dp_overlap_interference * np.minimum(
         dp_seconds, window
     )
-
     local = np.where(
         zero >= 1, dense_params / group + expert_params / expert_group, dense_params + expert_params
     )
-    optimizer = (2.0 * 12.0 + gradient_bytes + 2.0) * local / gpu.hbm_bandwidth_bytes_per_s
+    optimizer = (2.0 * 12.0 + gradient_bytes + 2.0) * local / st.gpu.hbm_bandwidth_bytes_per_s
+    return dp_exposed, optimizer
 
+
+def step_time(
+    terms: ShapeTerms,
+    grid: LayoutGrid,
+    *,
+    seq_len: int,
+    gpu: GpuSpec,
+    node_size: int,
+    n_gpus: int,
+    gradient_bytes: float,
+    eff: Efficiency,
+    flash: bool = True,
+    tp_overlap: bool = True,
+) -> tuple[Columns[TimeSeconds], np.ndarray]:
+    """Where one optimizer step's time goes, term by term, and the step's seconds (module docstring)."""
+    st = _Step.of(
+        terms, grid, gpu, eff, seq_len=seq_len, node_size=node_size, flash=flash, tp_overlap=tp_overlap
+    )
+    compute = _compute(st)
+    compute_mb = compute.seconds
+    tp_mb = _tensor_parallel_seconds(st, compute)
+    ep_mb = _expert_parallel_seconds(st)
+    cp_mb = _context_parallel_seconds(st, compute)
+    pp_mb = _pipeline_seconds(st, n_gpus)
+    micro = compute_mb + tp_mb + ep_mb + cp_mb + pp_mb
+    bubble = (st.p - 1.0) / st.v * micro
+    dp_exposed, optimizer = _data_parallel_seconds(st, compute_mb, gradient_bytes)
+    m = st.m
     step = m * micro + bubble + dp_exposed + optimizer
-    return {
-        "step": step,
+    breakdown = {
         "compute": m * compute_mb,
         "tensor_parallel": m * tp_mb,
         "pipeline_p2p": m * pp_mb,
@@ -351,3 +456,4 @@ def step_time(
         "data_parallel": dp_exposed,
         "optimizer": optimizer,
     }
+    return Columns(TimeSeconds, breakdown), step

@@ -1,49 +1,31 @@
-"""Pure-Python evaluator of ONE layout: the reference the vectorized search is tested against.
+"""Pure-Python evaluator of ONE layout: the test oracle the vectorized model is checked against.
 
-Written independently of ``memory.py`` / ``timing.py`` (plain ``if`` statements and ``math``, no numpy)
-from the same formulas, which are documented there and in docs/parallel.md.
-Slow on purpose: clarity over speed.
+Written independently of ``memory.py`` / ``timing.py`` (plain ``if`` statements and ``math``, no numpy) from the
+formulas in docs/parallel.md; it imports only the input models and the fitted efficiencies (inputs, not
+formulas). Slow on purpose: clarity over speed. Production never calls it (``search.evaluate_layout`` is the
+single-layout path, through the vectorized model on a one-row grid).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
-from runplan.parallel.layout import RECOMPUTE_CODES, Efficiency, ParallelRequest
-from runplan.parallel.timing import (
-    ATTENTION_BACKWARD_RATIO,
-    CAUSAL_FRACTION,
-    CP_MERGE_BYTES_PER_ELEMENT,
-    FULL_RECOMPUTE_ELEMENTWISE_SHARE,
-    SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE,
-    default_efficiency,
-)
+from runplan.parallel.layout import Efficiency, Layout, ParallelRequest
+from runplan.parallel.timing import default_efficiency
+
+# The constants of docs/parallel.md, written here again on purpose: the oracle shares no formula with timing.py.
+ATTENTION_BACKWARD_RATIO = 2.5  # FlashAttention backward FLOPs / forward (FlashAttention-2 §3.1-3.2)
+CAUSAL_FRACTION = 0.5  # causal mask: half the score blocks are skipped
+CP_MERGE_BYTES_PER_ELEMENT = 10.0  # fp32 accumulator read + bf16 partial read + fp32 write
+FULL_RECOMPUTE_ELEMENTWISE_SHARE = 4.0 / 3.0
+SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
 
 
-@dataclass(frozen=True)
-class Layout:
-    """One point of the space (letters as in REFERENCES.md)."""
-
-    tp: int
-    pp: int
-    dp: int
-    ep: int
-    cp: int
-    zero: int
-    micro_batch: int
-    microbatches: int
-    vpp: int
-    recompute: str
-    sequence_parallel: bool
-
-    @classmethod
-    def of(cls, estimate: Any, **changes: Any) -> Layout:
-        """The axes of a search result (a ``LayoutEstimate``), with ``changes`` applied."""
-        axes = {f.name: getattr(estimate, f.name) for f in dataclasses.fields(cls)}
-        return cls(**{**axes, **changes})
+def layout(*axes: Any) -> Layout:
+    """A Layout from positional axes in Layout's order (tp, pp, dp, ep, cp, zero, micro_batch, microbatches,
+    vpp, recompute, sequence_parallel)."""
+    return Layout(**dict(zip(Layout.model_fields, axes, strict=True)))
 
 
 def _gemm(m: float, n: float, k: float, gpu, eff: Efficiency) -> float:
@@ -297,7 +279,3 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         "optimizer_seconds": optimizer,
         "bubble_seconds": bubble_s,
     }
-
-
-def recompute_code(name: str) -> int:
-    return RECOMPUTE_CODES[name]
