@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.parallel.reference import evaluate_layout  # noqa: E402
-from tests.parallel.shapes import H100, LLAMA_70B, LLAMA_405B  # noqa: E402
+from tests.parallel.shapes import H100, LLAMA_70B, LLAMA_405B  # noqa: E402, F401 (eval of TARGETS)
 
 from runplan.parallel.layout import ParallelRequest  # noqa: E402
 from runplan.parallel.search import build_grid, choose_microbatches, search  # noqa: E402

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runplan.defaults import DEFAULT_MFU
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
@@ -32,7 +33,7 @@ from runplan.ops.checkpoint import CheckpointPlan
 from runplan.parallel.layout import CriticalBatch, LayoutEstimate
 from runplan.scaling.allocate import Allocation
 from runplan.scaling.sweep import Sweep
-from runplan.spec import PlanSpec
+from runplan.spec import ModelChoice, PlanSpec
 
 _OUT = ConfigDict(extra="forbid", frozen=True)
 
@@ -129,7 +130,9 @@ def _flops(spec: PlanSpec, gpu: GpuSpec, n_gpus: int, law_params: float | None) 
             where="budget.tokens",
             hint="add 'model: <preset or size>' or give budget.flops instead",
         )
-    return check_training_flops(6.0 * law_params * budget.tokens, where="budget.tokens")
+    tokens = budget.tokens
+    assert tokens is not None  # Budget._exactly_one: flops, days and gpu_hours are unset, so tokens is set
+    return check_training_flops(6.0 * law_params * tokens, where="budget.tokens")
 
 
 @dataclass(frozen=True)
@@ -196,10 +199,12 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
                 where="objective.kind",
                 hint="remove objective (or model) from the plan",
             )
-        if spec.model.shape is not None:
-            shape, resolution = spec.model.shape, "explicit shape from the plan file"
+        choice = spec.model if isinstance(spec.model, ModelChoice) else ModelChoice(name=spec.model)
+        if choice.shape is not None:
+            shape, resolution = choice.shape, "explicit shape from the plan file"
         else:
-            shape, resolution = resolve_model(spec.model.name, inputs.catalog, where="model")
+            assert choice.name is not None  # ModelChoice._one: exactly one of name and shape
+            shape, resolution = resolve_model(choice.name, inputs.catalog, where="model")
         law_params = float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
         flops = _flops(spec, inputs.gpu, inputs.n_gpus, law_params)
         if law_params < MIN_PARAMS:
@@ -246,8 +251,9 @@ def stage_step_seconds(request: Any, best: Any, schedule: Any) -> list[float]:
     from runplan.parallel.search import evaluate_layout
 
     return [
-        evaluate_layout(request, best.layout.model_copy(update={"microbatches": stage.microbatches_per_replica}))
-        .step_seconds
+        evaluate_layout(
+            request, best.layout.model_copy(update={"microbatches": stage.microbatches_per_replica})
+        ).step_seconds
         for stage in schedule.batch_stages
     ]
 
@@ -392,7 +398,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         allocation.budget_flops or flops,
         law,
         gpu=gpu,
-        mfu=spec.budget.mfu,
+        mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
         seq_len=seq_len,
         vocab_size=spec.training.vocab_size,
         price_per_gpu_hour=spec.cluster.price_per_gpu_hour,

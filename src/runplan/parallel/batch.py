@@ -24,7 +24,11 @@ LAW_NAME = "DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, Eq. 1): B_opt = 0.29
 def critical_batch(shape: ModelShape, seq_len: int, training_tokens: float | None = None) -> CriticalBatch:
     """Batch ceiling for ``shape`` trained on ``training_tokens`` (default 20 × total parameters)."""
     assumed = training_tokens is None
-    tokens = CHINCHILLA_TOKENS_PER_PARAM * shape.total_params if assumed else float(training_tokens)
+    tokens = (
+        CHINCHILLA_TOKENS_PER_PARAM * shape.total_params
+        if training_tokens is None
+        else float(training_tokens)
+    )
     compute = deepseek_flops_per_token(shape, seq_len) * tokens
     return CriticalBatch(
         tokens=deepseek_batch_tokens(compute),

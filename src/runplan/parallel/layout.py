@@ -14,7 +14,7 @@ so every field carries a description and unknown keys are refused.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -123,7 +123,7 @@ def _optional_fields(model: type[BaseModel]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for name, info in model.model_fields.items():
         annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
-        fields[name] = (annotation | None, Field(None, description=info.description))
+        fields[name] = (cast(Any, annotation) | None, Field(None, description=info.description))
     return fields
 
 

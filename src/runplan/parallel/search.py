@@ -339,7 +339,9 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
     inner = np.asarray(list(itertools.product(*inner_axes.values())), dtype=np.int64)
     rows = np.repeat(base, len(inner), axis=0)
     tail = np.tile(inner, (len(base), 1))
-    columns = {name: rows[:, i] for i, name in enumerate(("tp", "pp", "cp", "dp", "ep", "vpp"))}
+    columns: dict[str, np.ndarray] = {
+        name: rows[:, i] for i, name in enumerate(("tp", "pp", "cp", "dp", "ep", "vpp"))
+    }
     columns |= {name: tail[:, i] for i, name in enumerate(inner_axes)}
     columns["microbatches"] = np.zeros(len(rows), dtype=np.int64)
     columns["sequence_parallel"] = (
