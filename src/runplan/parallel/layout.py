@@ -59,8 +59,6 @@ class Layout(BaseModel):
     (:class:`LayoutGrid`), the JSON keys of each ranked layout and the fields the exporters read.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     tp: PositiveCount = Field(description="Tensor-parallel degree t (divides heads and KV heads).")
     pp: PositiveCount = Field(description="Pipeline-parallel degree p (number of stages).")
     dp: PositiveCount = Field(description="Data-parallel degree d (t·p·d·c = GPUs).")
@@ -92,6 +90,8 @@ class Layout(BaseModel):
     sequence_parallel: bool = Field(
         description="Megatron sequence parallelism with TP (default: on whenever tp > 1)."
     )
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     def axes(self) -> dict[str, Any]:
         """The layout's own fields (not those of a subclass such as :class:`LayoutEstimate`)."""
