@@ -189,12 +189,15 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     compute = fwd + logits + bwd + (fwd if full else 0.0) + elementwise
 
     node = req.node_size
-    net, lat = eff.network_efficiency, eff.collective_latency_seconds
+    lat = eff.collective_latency_seconds
+    inter = eff.inter_node_network_efficiency
+    if inter is None:  # one efficiency for both tiers
+        inter = eff.network_efficiency
 
     def link(inside: bool) -> float:
-        return (
-            gpu.intra_node_bandwidth_bytes_per_s if inside else gpu.inter_node_bandwidth_bytes_per_s
-        ) * net
+        if inside:
+            return gpu.intra_node_bandwidth_bytes_per_s * eff.network_efficiency
+        return gpu.inter_node_bandwidth_bytes_per_s * inter
 
     colls = 6 if full else 4
     tp_c = layers * colls * (2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat) if t > 1 else 0.0
@@ -238,7 +241,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     else:  # node/t group members share a node, one NIC each, NCCL one ring per NIC (timing.dp_bandwidth)
         members = max(1.0, min(group, node / t))
         dp_link = (
-            min(gpu.intra_node_bandwidth_bytes_per_s, members * gpu.inter_node_bandwidth_bytes_per_s) * net
+            min(gpu.intra_node_bandwidth_bytes_per_s, members * gpu.inter_node_bandwidth_bytes_per_s) * inter
         )
     dp_s = volume / dp_link + 2 * lat if group > 1 else 0.0
     window = m * compute if lay.zero >= 2 else compute
@@ -248,7 +251,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     else:
         local = last["dense_params"] + last["expert_params"]
     optimizer = (24 + g + 2) * local / gpu.hbm_bandwidth_bytes_per_s
-    step = m * micro + bubble_s + dp_exposed + optimizer
+    step = m * micro + bubble_s + dp_exposed + optimizer + eff.step_overhead_seconds
 
     tokens_step = d * b * m * s
     model_flops = sh.model_flops_per_token(s)

@@ -40,7 +40,14 @@ def _row(grid, ev, i):
     sp=st.sampled_from([None, False]),
     cross_node_tp=st.booleans(),
     efficiency=st.sampled_from(
-        [None, default_efficiency(H100, dp_overlap_interference=0.3, tp_overlap_fraction=0.7)]
+        [
+            None,
+            default_efficiency(H100, dp_overlap_interference=0.3, tp_overlap_fraction=0.7),
+            # calibrated per-tier network efficiency and a fixed per-step overhead (runplan calibrate)
+            default_efficiency(H100).model_copy(
+                update={"inter_node_network_efficiency": 0.55, "step_overhead_seconds": 0.07}
+            ),
+        ]
     ),
     pick=st.integers(0, 10**9),
 )

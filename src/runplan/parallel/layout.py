@@ -186,7 +186,22 @@ class Efficiency(BaseModel):
         gt=0, le=1, description="Fraction of the bf16 peak FlashAttention reaches (forward and backward)."
     )
     network_efficiency: float = Field(
-        gt=0, le=1, description="Achieved collective bus bandwidth / link bandwidth (NCCL busbw ratio)."
+        gt=0,
+        le=1,
+        description="Achieved collective bus bandwidth / link bandwidth (NCCL busbw ratio), NVLink.",
+    )
+    inter_node_network_efficiency: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="The same ratio across nodes (scale-out NICs); None = network_efficiency (one value for both "
+        "tiers, as shipped; `runplan calibrate` can fit the tiers apart).",
+    )
+    step_overhead_seconds: float = Field(
+        0.0,
+        ge=0,
+        description="Fixed seconds per optimizer step outside the modelled terms (data loading, logging, "
+        "synchronisation); 0 as shipped, a calibrated constant of a user's cluster.",
     )
     tp_overlap_fraction: float = Field(
         ge=0,

@@ -235,7 +235,17 @@ class _Step:
 
     def link(self, inside_node) -> np.ndarray:
         """Achieved bytes/s of a collective inside one node (NVLink) or across nodes."""
-        return _link(self.gpu, inside_node) * self.eff.network_efficiency
+        return _link(self.gpu, inside_node) * self.network_efficiency(inside_node)
+
+    def network_efficiency(self, inside_node) -> np.ndarray:
+        """NCCL bus bandwidth / link bandwidth of the tier a collective runs on (one value unless calibrated)."""
+        eff = self.eff
+        outside = (
+            eff.network_efficiency
+            if eff.inter_node_network_efficiency is None
+            else eff.inter_node_network_efficiency
+        )
+        return np.where(inside_node, eff.network_efficiency, outside)
 
 
 def _mlp_gemm_seconds(st: _Step, tokens, inner: float, width: float):
@@ -405,7 +415,9 @@ def _data_parallel_seconds(st: _Step, compute_mb, gradient_bytes: float):
         ),
     )
     dp_bytes = per_param * (ring_dense * dense_params + ring_expert * expert_params)
-    dp_bw = dp_bandwidth(st.gpu, st.t, group, st.node_size) * st.eff.network_efficiency
+    dp_bw = dp_bandwidth(st.gpu, st.t, group, st.node_size) * st.network_efficiency(
+        st.t * group <= st.node_size
+    )
     dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0)
     window = np.where(zero >= 2, m * compute_mb, compute_mb)
     dp_exposed = np.maximum(0.0, dp_seconds - window) + st.eff.dp_overlap_interference * np.minimum(
@@ -445,7 +457,7 @@ def step_time(
     bubble = (st.p - 1.0) / st.v * micro
     dp_exposed, optimizer = _data_parallel_seconds(st, compute_mb, gradient_bytes)
     m = st.m
-    step = m * micro + bubble + dp_exposed + optimizer
+    step = m * micro + bubble + dp_exposed + optimizer + st.eff.step_overhead_seconds
     breakdown = {
         "compute": m * compute_mb,
         "tensor_parallel": m * tp_mb,
