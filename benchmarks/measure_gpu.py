@@ -81,6 +81,7 @@ def main() -> int:
     from runplan.model import ModelShape
     from runplan.parallel.layout import ParallelRequest, Pins
     from runplan.parallel.search import search
+    from runplan.parallel.stack import Stack
 
     gpu = load_catalog().gpu(args.gpu)
     vocab = 32000
@@ -121,7 +122,7 @@ def main() -> int:
             gpu=gpu,
             n_gpus=1,
             seq_len=seq,
-            gradient_bytes=2,
+            stack=Stack(gradient_dtype="bf16"),
             constraints={"reserve_bytes": 0, "max_bubble_fraction": 0.5},
             pins=Pins(tp=1, pp=1, dp=1, cp=1, zero=0, micro_batch=mbs, microbatches=1, recompute=rc),
         )

@@ -41,6 +41,7 @@ from runplan.model import ModelShape
 from runplan.parallel import timing
 from runplan.parallel.layout import Constraints, Efficiency, ParallelRequest, Pins
 from runplan.parallel.search import search
+from runplan.parallel.stack import Stack
 from runplan.parallel.timing import default_efficiency, gpu_family
 
 REPO = Path(__file__).resolve().parents[1]
@@ -173,8 +174,8 @@ def predict_narayanan(row, eff: Efficiency | None = None) -> tuple[float, object
         global_batch_tolerance=0.0,
         efficiency=eff,
         top=1,
-        flash_attention=False,
-        tp_comm_overlap=False,
+        # Megatron-LM 2021: no FlashAttention, no TP overlap, dropout 0.1, scatter/gather of pipeline sends
+        stack=Stack(preset="megatron-2022"),
         pins=Pins(tp=tp, pp=pp, recompute="full", zero=0, sequence_parallel=False),
         constraints=Constraints(max_bubble_fraction=0.99, allow_uneven_pipeline=False),
     )
@@ -222,10 +223,12 @@ def run_request(run: dict, eff: Efficiency | None, *, unlimited_memory: bool = F
         global_batch_tokens=batch_tokens,
         global_batch_tolerance=tolerance,
         top=1,
-        gradient_bytes=run["gradient_bytes"],
         efficiency=eff,
         pins=Pins(**run["pins"]),
-        tp_comm_overlap=bool(run.get("tp_comm_overlap", False)),
+        stack=Stack(
+            gradient_dtype="fp32" if run["gradient_bytes"] == 4 else "bf16",
+            tp_comm_overlap=bool(run.get("tp_comm_overlap", False)),
+        ),
         constraints=Constraints(max_bubble_fraction=0.99),
     )
 
@@ -587,7 +590,7 @@ def layout_agreement(data: dict, params: FitParams) -> tuple[list[str], list[dic
                 seq_len=seq,
                 global_batch_tokens=batch_tokens,
                 global_batch_tolerance=0.05,
-                gradient_bytes=grad,
+                stack=Stack(gradient_dtype="fp32" if grad == 4 else "bf16"),
                 efficiency=eff,
                 top=1,
                 pins=pins,

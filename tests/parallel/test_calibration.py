@@ -11,6 +11,7 @@ from tests.parallel.shapes import H100, LLAMA_70B
 
 from runplan.parallel.layout import ParallelRequest, Pins
 from runplan.parallel.search import search
+from runplan.parallel.stack import Stack
 from runplan.parallel.timing import FITTED_DP_OVERLAP_INTERFERENCE, default_efficiency, dp_bandwidth
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,7 +111,7 @@ def test_tp_overlap_hides_communication_monotonically():
     assert steps[0] > steps[1] > steps[2] > 0
     # fraction 0 is the same as switching the overlap off
     off = ParallelRequest(
-        model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, pins=pins, tp_comm_overlap=False
+        model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, pins=pins, stack=Stack(tp_comm_overlap=False)
     )
     assert search(off).layouts[0].time_seconds.tensor_parallel == pytest.approx(steps[0])
 

@@ -13,6 +13,7 @@ from tests.parallel.shapes import GPT_SMALL, H100, LLAMA_8B, LLAMA_70B, LLAMA_40
 from runplan.errors import Infeasible
 from runplan.parallel.layout import Constraints, Layout, ParallelRequest, Pins
 from runplan.parallel.search import build_grid, choose_microbatches, ensure_feasible, evaluate, search
+from runplan.parallel.stack import Stack
 from runplan.parallel.timing import default_efficiency
 
 KEYS = ("weights", "gradients", "optimizer", "activations", "other", "total")
@@ -61,9 +62,11 @@ def test_search_equals_reference_on_random_layouts(
         gpu=H100,
         n_gpus=n_gpus,
         seq_len=seq,
-        flash_attention=flash,
-        tp_comm_overlap=overlap,
-        gradient_bytes=grad_bytes,
+        stack=Stack(
+            flash_attention=flash,
+            stack=Stack(tp_comm_overlap=overlap),
+            gradient_dtype="fp32" if grad_bytes == 4 else "bf16",
+        ),
         efficiency=efficiency,
         pins=Pins(sequence_parallel=sp),
         constraints=Constraints(max_global_batch_tokens=2e7, allow_cross_node_tp=cross_node_tp),
@@ -309,7 +312,7 @@ def test_tp_overlap_needs_sequence_parallelism():
             gpu=H100,
             n_gpus=512,
             seq_len=4096,
-            tp_comm_overlap=overlap,
+            stack=Stack(tp_comm_overlap=overlap),
             pins=pins.model_copy(update={"sequence_parallel": False}),
         )
         times.append(search(request).layouts[0].time_seconds.tensor_parallel)

@@ -28,6 +28,7 @@ from pydantic import (
 from runplan.defaults import DEFAULT_SEQ_LEN
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
+from runplan.parallel.stack import Stack
 from runplan.units import Fraction, NonNegativeBytes, PositiveCount, PositiveNumber
 
 #: A utilisation in (0, 1): 0 would mean an infinite step time.
@@ -248,23 +249,12 @@ class ParallelRequest(BaseModel):
     training_tokens: PositiveNumber | None = Field(
         None, description="Tokens to train on: gives days to train and the critical batch (default 20·N)."
     )
-    gradient_bytes: Literal[2, 4] = Field(
-        4,
-        description="Bytes per gradient element: 4 = fp32 accumulation (Megatron's bf16 default), 2 = bf16.",
-    )
     micro_batch_choices: tuple[int, ...] = Field(
         (1, 2, 4, 8), description="Micro-batch sizes searched when micro_batch is not pinned."
     )
-    flash_attention: bool = Field(
-        True,
-        description="FlashAttention (no s² tensors stored or moved); False models the materialised "
-        "softmax of Megatron-LM 2021 (used for the Narayanan et al. calibration).",
-    )
-    tp_comm_overlap: bool = Field(
-        True,
-        description="Overlap TP all-gather/reduce-scatter with the adjacent GEMMs (Megatron-core "
-        "--tp-comm-overlap, on in NeMo's H100 recipes; torchtitan async TP); applies with sequence "
-        "parallelism and TP inside one node only. False for the 2021 calibration.",
+    stack: Stack = Field(
+        default_factory=Stack,
+        description="Training stack: FlashAttention, TP/DP overlap, recomputation rules, dtypes (parallel/stack.py).",
     )
     mfu_override: MfuFraction | None = Field(
         None, description="Use this MFU instead of the predicted time model (users who measured theirs)."

@@ -54,6 +54,9 @@ import numpy as np
 from runplan.model import ModelShape
 from runplan.parallel.grid import Columns, LayoutGrid
 from runplan.parallel.layout import MemoryBytes
+from runplan.parallel.stack import Stack
+
+DEFAULT_STACK = Stack()
 
 BF16_BYTES = 2.0
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
@@ -169,12 +172,16 @@ def _mlp_bytes(terms: ShapeTerms, inner: float, keep_only: bool):
 
 
 def layer_activation_bytes_per_token(
-    terms: ShapeTerms, t, sp, rc, *, moe: bool, seq_len: int = 0, flash: bool = True
+    terms: ShapeTerms, t, sp, rc, *, moe: bool, seq_len: int = 0, stack: Stack = DEFAULT_STACK
 ):
     """(kept, kept without recompute) bytes per token of one layer, one micro-batch (module docstring).
 
-    Without FlashAttention the softmax input, output and dropout mask add Korthikanti's 5·a·s/t bytes per
-    token (Table 2), which selective recomputation drops (the paper's selective choice).
+    Without FlashAttention the softmax output is stored (2·a·s/t bytes per token) and, with attention dropout,
+    its mask and dropped output too (5·a·s/t, Korthikanti et al. 2022 Table 2); hidden dropout keeps two 1-byte
+    masks of h (÷t with SP). ``rc`` 1 (selective) drops what ``stack.selective_recompute`` recomputes: norm
+    outputs (layernorm), the score tensors (core_attn), the MLP activation output (mlp_act, moe_act) or the
+    whole MLP (mlp); ``rc`` 2 (full) keeps the layer input only (per group of ``full_recompute_layers``: see
+    :func:`activation_bytes`).
     """
     t = np.asarray(t, dtype=float)
     rc = np.asarray(rc)
@@ -202,11 +209,31 @@ def layer_activation_bytes_per_token(
         mlp_keep = _mlp_bytes(terms, terms.ffn, True) / t
     norm_inputs = 4.0 * h * x
     norm_outputs = 4.0 * h * x
-    scores = 0.0 if flash else 5.0 * terms.a * seq_len / t
-    none = norm_inputs + norm_outputs + attn_core + mlp_all + scores
-    selective = norm_inputs + attn_core + mlp_keep
+    score_bytes = 5.0 if stack.attention_dropout > 0 else 2.0
+    scores = 0.0 if stack.flash_attention else score_bytes * terms.a * seq_len / t
+    masks = 2.0 * h * x if stack.hidden_dropout > 0 else 0.0  # two 1-byte masks (after attention and MLP)
+    none = norm_inputs + norm_outputs + attn_core + mlp_all + scores + masks
+    selective = _selective_bytes(
+        stack, moe, norm_inputs, norm_outputs, attn_core, (mlp_all, mlp_keep), scores
+    )
+    selective = selective + masks
     full = 2.0 * h * x
     return np.where(rc == 0, none, np.where(rc == 1, selective, full)), none
+
+
+def _selective_bytes(stack: Stack, moe: bool, norm_inputs, norm_outputs, attn_core, mlp, scores):
+    """Bytes kept by selective recomputation: every stored tensor but those the stack's modules recompute."""
+    modules = set(stack.selective_recompute)
+    mlp_all, mlp_keep = mlp
+    kept = norm_inputs if "layernorm" in modules else norm_inputs + norm_outputs
+    kept = kept + attn_core
+    if "mlp" in modules and not moe:
+        pass  # the whole MLP is recomputed from its input (the norm output, counted above)
+    elif ("moe_act" if moe else "mlp_act") in modules:
+        kept = kept + mlp_keep
+    else:
+        kept = kept + mlp_all
+    return kept if "core_attn" in modules else kept + scores
 
 
 def in_flight(p, m, v, *, last: bool):
@@ -226,26 +253,44 @@ def in_flight(p, m, v, *, last: bool):
 
 
 def activation_bytes(
-    terms: ShapeTerms, t, p, c, b, m, v, rc, sp, seq_len: int, *, last: bool, flash: bool = True
+    terms: ShapeTerms, t, p, c, b, m, v, rc, sp, seq_len: int, *, last: bool, stack: Stack = DEFAULT_STACK
 ):
-    """Activation bytes per GPU on the first or last stage: in-flight layers, working set, logits."""
-    _layers, moe, dense = stage_layers(terms, p)
+    """Activation bytes per GPU on the first or last stage: in-flight layers, working set, logits.
+
+    Full recomputation (rc 2), Megatron's --recompute-method: 'uniform' keeps the input of every group of
+    n = ``full_recompute_layers`` layers and, during backward, one group's activations as the working set;
+    'block' recomputes the first n layers of the stage (keeping their inputs) and keeps the others whole.
+    """
+    layers, moe, dense = stage_layers(terms, p)
     tokens = np.asarray(b, dtype=float) * seq_len / c
     dense_kept, dense_none = layer_activation_bytes_per_token(
-        terms, t, sp, rc, moe=False, seq_len=seq_len, flash=flash
+        terms, t, sp, rc, moe=False, seq_len=seq_len, stack=stack
     )
     if terms.moe_layers:
         moe_kept, moe_none = layer_activation_bytes_per_token(
-            terms, t, sp, rc, moe=True, seq_len=seq_len, flash=flash
+            terms, t, sp, rc, moe=True, seq_len=seq_len, stack=stack
         )
     else:
         moe_kept = moe_none = 0.0
     per_microbatch = tokens * (dense * dense_kept + moe * moe_kept)
-    working = np.where(
-        np.asarray(rc) == 2,
-        tokens * np.maximum(np.where(dense > 0, dense_none, 0.0), np.where(moe > 0, moe_none, 0.0)),
-        0.0,
-    )
+    layer_none = np.maximum(np.where(dense > 0, dense_none, 0.0), np.where(moe > 0, moe_none, 0.0))
+    group = float(stack.full_recompute_layers)
+    full = np.asarray(rc) == 2
+    if stack.full_recompute_method == "block":  # n recomputed layers, the rest stored whole
+        whole = np.maximum(layers - group, 0.0)
+        per_microbatch = np.where(
+            full,
+            per_microbatch * np.minimum(group, layers) / layers + tokens * whole * layer_none,
+            per_microbatch,
+        )
+        working = np.where(full, tokens * layer_none, 0.0)
+    elif (
+        group > 1
+    ):  # uniform: one stored input per group of n layers, n layers' activations while recomputing
+        per_microbatch = np.where(full, per_microbatch / group, per_microbatch)
+        working = np.where(full, tokens * np.minimum(group, layers) * layer_none, 0.0)
+    else:
+        working = np.where(full, tokens * layer_none, 0.0)
     total = in_flight(p, m, v, last=last) * per_microbatch + working
     single = np.asarray(p) == 1
     logits = LOGIT_BYTES * tokens * terms.vocab / t
@@ -266,9 +311,8 @@ def memory_breakdown(
     grid: LayoutGrid,
     *,
     seq_len: int,
-    gradient_bytes: float,
     reserve_bytes: float,
-    flash: bool = True,
+    stack: Stack = DEFAULT_STACK,
 ) -> tuple[Columns[MemoryBytes], np.ndarray]:
     """Per-GPU bytes of the more loaded of the first and last stage, term by term, and which stage that is
     (True where the last stage is reported)."""
@@ -276,7 +320,7 @@ def memory_breakdown(
     out = {}
     for name, last in (("first", False), ("last", True)):
         dense, expert = stage_params(terms, g.tp, g.pp, g.ep, last=last)
-        weights, grads, opt = model_state_bytes(dense, expert, g.zero, g.dp, g.cp, g.ep, gradient_bytes)
+        weights, grads, opt = model_state_bytes(dense, expert, g.zero, g.dp, g.cp, g.ep, stack.gradient_bytes)
         act = activation_bytes(
             terms,
             g.tp,
@@ -289,7 +333,7 @@ def memory_breakdown(
             g.sequence_parallel,
             seq_len,
             last=last,
-            flash=flash,
+            stack=stack,
         )
         other = reserve_bytes + zero3_buffer_bytes(terms, g.tp, g.ep, g.zero)
         out[name] = (weights, grads, opt, act, other, weights + grads + opt + act + other)

@@ -331,6 +331,8 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         if domain is None and axis != "micro_batch":
             continue
         values = list(request.micro_batch_choices if domain is None else domain.values)
+        if axis == "zero" and request.stack.distributed_optimizer is not None:  # the stack fixes sharding
+            values = [z for z in values if (z >= 1) == request.stack.distributed_optimizer]
         if getattr(pins, axis) is not None:
             values = [getattr(pins, axis)]
         codes = domain.codes if domain is not None else None
@@ -392,9 +394,8 @@ def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None 
         terms,
         grid,
         seq_len=s,
-        gradient_bytes=request.gradient_bytes,
         reserve_bytes=request.constraints.reserve_bytes,
-        flash=request.flash_attention,
+        stack=request.stack,
     )
     times, step = step_time(
         terms,
@@ -403,10 +404,8 @@ def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None 
         gpu=gpu,
         node_size=request.node_size,
         n_gpus=request.n_gpus,
-        gradient_bytes=request.gradient_bytes,
         eff=eff,
-        flash=request.flash_attention,
-        tp_overlap=request.tp_comm_overlap,
+        stack=request.stack,
     )
     tokens_per_step = grid.dp.astype(float) * grid.micro_batch * grid.microbatches * s  # float: no overflow
     model_flops_token = shape.model_flops_per_token(s)
@@ -689,10 +688,10 @@ def _suggestions(
     pinned = list(pins.pinned())
     if not ok["memory"].any():
         best = float(ev.memory.total.min())
-        # bf16 weights (2) + gradients (request.gradient_bytes: 4 fp32, 2 bf16) + Adam's fp32 master weights,
+        # bf16 weights (2) + gradients (request.stack.gradient_bytes: 4 fp32, 2 bf16) + Adam's fp32 master weights,
         # momentum and variance (12) per parameter: the mixed-precision model states of ZeRO (Rajbhandari et
         # al. 2020, §3.1: 2 + 2 + 12 = 16 with bf16 gradients); activations come on top
-        per_param = 2 + request.gradient_bytes + 12
+        per_param = 2 + request.stack.gradient_bytes + 12
         states = per_param * float(shape.total_params)
         usable = limit - request.constraints.reserve_bytes
         need = math.ceil(states / max(usable, 1.0))
@@ -700,7 +699,7 @@ def _suggestions(
             f"the smallest memory of any layout is {best / 1e9:.1f} GB against {limit / 1e9:.1f} GB usable"
         )
         out.append(
-            f"more GPUs: model states alone ({per_param} bytes/param: 2 weights + {request.gradient_bytes} "
+            f"more GPUs: model states alone ({per_param} bytes/param: 2 weights + {request.stack.gradient_bytes} "
             f"gradients + 12 optimizer, fully sharded) need at least {need:,} {gpu.name} GPUs"
         )
         out.append(

@@ -65,6 +65,7 @@ from runplan.hardware import GpuSpec
 from runplan.parallel.grid import Columns, LayoutGrid
 from runplan.parallel.layout import Efficiency, TimeSeconds
 from runplan.parallel.memory import ShapeTerms, layer_activation_bytes_per_token, stage_layers, stage_params
+from runplan.parallel.stack import Stack
 
 #: REFERENCES §3: an isolated 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 (989 peak). Since the 2026 refit
 #: this is a consistency check (an isolated GEMM runs at least as fast as the training-loop fit), not an anchor.
@@ -193,8 +194,7 @@ class _Step:
     gpu: GpuSpec
     eff: Efficiency
     node_size: int
-    flash: bool
-    tp_overlap: bool
+    stack: Stack
     t: np.ndarray
     p: np.ndarray
     e: np.ndarray
@@ -210,7 +210,7 @@ class _Step:
 
     @classmethod
     def of(cls, terms: ShapeTerms, g: LayoutGrid, gpu: GpuSpec, eff: Efficiency, **inputs: Any) -> _Step:
-        """``inputs``: seq_len, node_size, flash, tp_overlap."""
+        """``inputs``: seq_len, node_size, stack."""
         t = np.asarray(g.tp, dtype=float)
         layers, moe, dense = stage_layers(terms, g.pp)
         return cls(
@@ -275,7 +275,7 @@ def _gemm_forward(st: _Step):
 def _attention_core_forward(st: _Step):
     """(forward seconds of the attention core of one layer, backward/forward ratio)."""
     terms, t, seq_len, gpu, eff = st.terms, st.t, st.seq_len, st.gpu, st.eff
-    if st.flash:
+    if st.stack.flash_attention:
         forward = (
             2.0
             * st.tokens
@@ -299,12 +299,12 @@ def _elementwise_seconds(st: _Step):
     """HBM-bound norms, activations and residuals of the stage's layers, forward + backward (+ recompute)."""
     terms, g = st.terms, st.grid
     _, dense_none = layer_activation_bytes_per_token(
-        terms, st.t, g.sequence_parallel, g.recompute, moe=False, seq_len=st.seq_len, flash=st.flash
+        terms, st.t, g.sequence_parallel, g.recompute, moe=False, seq_len=st.seq_len, stack=st.stack
     )
     act = st.tokens * st.dense * dense_none
     if terms.moe_layers:
         _, moe_none = layer_activation_bytes_per_token(
-            terms, st.t, g.sequence_parallel, g.recompute, moe=True, seq_len=st.seq_len, flash=st.flash
+            terms, st.t, g.sequence_parallel, g.recompute, moe=True, seq_len=st.seq_len, stack=st.stack
         )
         act = act + st.tokens * st.moe * moe_none
     share = np.where(
@@ -313,6 +313,24 @@ def _elementwise_seconds(st: _Step):
         np.where(np.asarray(g.recompute) == 1, SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE, 1.0),
     )
     return st.eff.elementwise_traffic_factor * act * share / st.gpu.hbm_bandwidth_bytes_per_s
+
+
+def _recompute_seconds(st: _Step, layers_fwd, attn_core_fwd, dense_mlp_fwd):
+    """Forward work repeated by recomputation, one micro-batch: full repeats every layer's forward (with
+    'block', only the first full_recompute_layers of the stage); selective repeats the attention core when it
+    recomputes core_attn without FlashAttention (FlashAttention recomputes it anyway) and the dense MLP when it
+    recomputes mlp. Norms and activations are elementwise (see the elementwise share)."""
+    stack = st.stack
+    full = layers_fwd
+    if stack.full_recompute_method == "block":
+        full = layers_fwd * np.minimum(float(stack.full_recompute_layers), st.layers) / st.layers
+    modules = set(stack.selective_recompute)
+    selective = 0.0
+    if "core_attn" in modules and not stack.flash_attention:
+        selective = selective + st.layers * attn_core_fwd
+    if "mlp" in modules:
+        selective = selective + dense_mlp_fwd
+    return np.where(st.full, full, np.where(np.asarray(st.grid.recompute) == 1, selective, 0.0))
 
 
 @dataclass(frozen=True)
@@ -333,7 +351,7 @@ def _compute(st: _Step) -> _Compute:
     layers_gemm_fwd = dense * (attn_proj + dense_mlp) + moe * (attn_proj + moe_mlp)
     logits_fwd = gemm_seconds(st.tokens, st.terms.vocab / st.t, st.terms.h, st.gpu, st.eff)
     backward = 2.0 * layers_gemm_fwd + attn_bwd_ratio * layers * attn_core_fwd + 2.0 * logits_fwd
-    recompute = np.where(st.full, layers_fwd, 0.0)
+    recompute = _recompute_seconds(st, layers_fwd, attn_core_fwd, dense * dense_mlp)
     seconds = layers_fwd + logits_fwd + backward + recompute + _elementwise_seconds(st)
     return _Compute(seconds, layers_gemm_fwd, attn_core_fwd, attn_bwd_ratio)
 
@@ -344,7 +362,9 @@ def _tensor_parallel_seconds(st: _Step, compute: _Compute):
     collectives = np.where(st.full, 6.0, 4.0)
     tp_one = 2.0 * (t - 1.0) / t * (2.0 * st.tokens * st.terms.h) / st.link(t <= st.node_size) + lat
     tp_mb = np.where(t > 1, st.layers * collectives * tp_one, 0.0)
-    if st.tp_overlap:  # hidden behind the layers' GEMMs (forward, backward, recompute), at most their time;
+    if (
+        st.stack.tp_comm_overlap
+    ):  # hidden behind the layers' GEMMs (forward, backward, recompute), at most their time;
         # both implementations overlap the SP all-gather/reduce-scatter pair only (Megatron asserts SP)
         gemm_mb = compute.layers_gemm_forward * np.where(st.full, 4.0, 3.0)
         hidden = np.minimum(st.eff.tp_overlap_fraction * tp_mb, gemm_mb)
@@ -390,13 +410,18 @@ def _pipeline_seconds(st: _Step, n_gpus: int):
     """Stage-boundary sends of one micro-batch, forward and backward, per chunk (module docstring, PP)."""
     p = st.p
     pp_bw = st.link(np.full_like(p, n_gpus <= st.node_size, dtype=bool))
-    sends = (2.0 * st.tokens * st.terms.h * st.x) / pp_bw + st.eff.collective_latency_seconds
+    # Megatron scatters each send over the TP ranks (all-gather after) even without SP, unless turned off
+    shard = np.where(
+        np.asarray(st.grid.sequence_parallel, dtype=bool) | st.stack.pipeline_scatter_gather, 1.0 / st.t, 1.0
+    )
+    sends = (2.0 * st.tokens * st.terms.h * shard) / pp_bw + st.eff.collective_latency_seconds
     return np.where(p > 1, st.v * 2.0 * sends, 0.0)
 
 
-def _data_parallel_seconds(st: _Step, compute_mb, gradient_bytes: float):
+def _data_parallel_seconds(st: _Step, compute_mb):
     """(exposed DP communication, optimizer) seconds once per step (module docstring, DP and optimizer)."""
     g, m, c, e, full = st.grid, st.m, st.c, st.e, st.full
+    gradient_bytes = st.stack.gradient_bytes
     zero = np.asarray(g.zero)
     lat = st.eff.collective_latency_seconds
     dense_params, expert_params = stage_params(st.terms, g.tp, g.pp, g.ep, last=True)
@@ -419,7 +444,8 @@ def _data_parallel_seconds(st: _Step, compute_mb, gradient_bytes: float):
         st.t * group <= st.node_size
     )
     dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0)
-    window = np.where(zero >= 2, m * compute_mb, compute_mb)
+    # no overlap (--overlap-grad-reduce off): the whole DP traffic waits for the backward pass to end
+    window = np.where(zero >= 2, m * compute_mb, compute_mb) if st.stack.overlap_grad_reduce else 0.0
     dp_exposed = np.maximum(0.0, dp_seconds - window) + st.eff.dp_overlap_interference * np.minimum(
         dp_seconds, window
     )
@@ -438,15 +464,11 @@ def step_time(
     gpu: GpuSpec,
     node_size: int,
     n_gpus: int,
-    gradient_bytes: float,
     eff: Efficiency,
-    flash: bool = True,
-    tp_overlap: bool = True,
+    stack: Stack,
 ) -> tuple[Columns[TimeSeconds], np.ndarray]:
     """Where one optimizer step's time goes, term by term, and the step's seconds (module docstring)."""
-    st = _Step.of(
-        terms, grid, gpu, eff, seq_len=seq_len, node_size=node_size, flash=flash, tp_overlap=tp_overlap
-    )
+    st = _Step.of(terms, grid, gpu, eff, seq_len=seq_len, node_size=node_size, stack=stack)
     compute = _compute(st)
     compute_mb = compute.seconds
     tp_mb = _tensor_parallel_seconds(st, compute)
@@ -455,7 +477,7 @@ def step_time(
     pp_mb = _pipeline_seconds(st, n_gpus)
     micro = compute_mb + tp_mb + ep_mb + cp_mb + pp_mb
     bubble = (st.p - 1.0) / st.v * micro
-    dp_exposed, optimizer = _data_parallel_seconds(st, compute_mb, gradient_bytes)
+    dp_exposed, optimizer = _data_parallel_seconds(st, compute_mb)
     m = st.m
     step = m * micro + bubble + dp_exposed + optimizer + st.eff.step_overhead_seconds
     breakdown = {

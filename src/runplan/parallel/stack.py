@@ -1,0 +1,154 @@
+"""The training stack a layout runs on: which kernels, overlaps, recomputation rules and dtypes the engine uses.
+
+The same layout runs at different speeds and memory on different software stacks (FlashAttention or not, TP
+communication overlapped or not, what "selective" recomputation recomputes, dropout masks kept or not). A
+``Stack`` names those choices; every memory and time term of ``memory.py`` and ``timing.py`` reads them. Named
+presets bundle the defaults of common engines (:data:`PRESETS`); each field of a preset can be overridden
+(plan file ``stack:``, ``runplan parallelize --stack NAME`` and its override flags).
+
+Sources per field are in the field descriptions; the presets cite the engine defaults they copy.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from runplan.errors import SpecError
+
+#: Recomputation units, named as Megatron-core's ``--recompute-modules`` where it has one (``core_attn``,
+#: ``layernorm``, ``mlp``, ``moe_act``; megatron/core/transformer/transformer_config.py), plus ``mlp_act``: the
+#: dense MLP's activation output alone (what Megatron-core's ``moe_act`` does for experts, and torchtitan's
+#: selective op-level checkpointing for the SwiGLU product).
+RecomputeModule = Literal["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]
+
+PresetName = Literal["default", "megatron-core", "megatron-2022", "deepspeed", "torchtitan-fsdp2"]
+
+
+class Stack(BaseModel):
+    """Software-stack facts of the training engine (a preset plus overrides)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    preset: PresetName = Field(
+        "default",
+        description="Named bundle of the fields below (docs/parallel.md, 'Stacks'); fields override it.",
+    )
+    flash_attention: bool = Field(
+        True,
+        description="FlashAttention (Dao et al. 2022): no s x s score, softmax or dropout tensors are stored or "
+        "moved; off: the materialised softmax of Megatron-LM 2021-22 (Korthikanti et al. 2022, Table 2).",
+    )
+    tp_comm_overlap: bool = Field(
+        True,
+        description="TP all-gather/reduce-scatter overlapped with the adjacent GEMMs (Megatron-core "
+        "--tp-comm-overlap, torchtitan async TP); needs sequence parallelism and TP inside one node.",
+    )
+    overlap_grad_reduce: bool = Field(
+        True,
+        description="Gradient reduce-scatter/all-reduce overlapped with the backward pass (Megatron "
+        "--overlap-grad-reduce, DDP/FSDP buckets); off: the whole DP gradient traffic is exposed.",
+    )
+    pipeline_scatter_gather: bool = Field(
+        True,
+        description="Megatron's scatter/gather of pipeline sends across the TP ranks (on unless "
+        "--no-scatter-gather-tensors-in-pipeline; Narayanan et al. 2021 §4.1): each rank sends 1/t of the "
+        "activation even without sequence parallelism.",
+    )
+    hidden_dropout: float = Field(
+        0.0, ge=0, lt=1, description="Dropout after attention and MLP; > 0 keeps two 1-byte masks per layer."
+    )
+    attention_dropout: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="Dropout on attention probabilities; without FlashAttention > 0 keeps the mask and the "
+        "dropped probabilities (Korthikanti et al. 2022 Table 2: 5as/h instead of 2as/h).",
+    )
+    selective_recompute: tuple[RecomputeModule, ...] = Field(
+        ("layernorm", "mlp_act", "moe_act"),
+        description="What recompute = 'selective' recomputes (Megatron-core --recompute-modules names; its own "
+        "default is core_attn, the attention core of Korthikanti et al. 2022 §5).",
+    )
+    full_recompute_method: Literal["uniform", "block"] = Field(
+        "uniform",
+        description="recompute = 'full': 'uniform' checkpoints the input of every group of "
+        "full_recompute_layers layers; 'block' recomputes only the first full_recompute_layers layers of each "
+        "stage (Megatron --recompute-method).",
+    )
+    full_recompute_layers: int = Field(
+        1, ge=1, description="Megatron --recompute-num-layers (layers per group, or per stage for 'block')."
+    )
+    gradient_dtype: Literal["fp32", "bf16"] = Field(
+        "fp32",
+        description="Gradient buffer and reduction dtype: fp32 (Megatron's default with bf16, "
+        "--accumulate-allreduce-grads-in-fp32) or bf16 (FSDP mixed precision 'pure', NeMo's H100 recipes).",
+    )
+    distributed_optimizer: bool | None = Field(
+        None,
+        description="True: optimizer states sharded (ZeRO >= 1, Megatron --use-distributed-optimizer); "
+        "False: ZeRO 0 only; None: search the ZeRO stage.",
+    )
+
+    @property
+    def gradient_bytes(self) -> int:
+        return 4 if self.gradient_dtype == "fp32" else 2
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_defaults(cls, value: Any) -> Any:
+        """Fill the fields a preset sets and the input does not."""
+        if isinstance(value, str):
+            value = {"preset": value}
+        if isinstance(value, dict) and "preset" in value:
+            name = value["preset"]
+            if name not in PRESETS:
+                return value  # the Literal check names the allowed presets
+            return {**PRESETS[name], **value}
+        return value
+
+
+#: Engine defaults each preset copies (fields not named keep the Stack defaults above).
+PRESETS: dict[str, dict[str, Any]] = {
+    # runplan's own default: the calibrated H100 stack of the shipped time model.
+    "default": {},
+    # Megatron-core / NeMo 2024-25 H100 recipes: TransformerEngine flash attention, --tp-comm-overlap,
+    # --overlap-grad-reduce/--overlap-param-gather, distributed optimizer, bf16 grads in NeMo's recipes
+    # (grad_reduce_in_fp32 False), selective recompute = Megatron-core's default module core_attn.
+    "megatron-core": {
+        "selective_recompute": ("core_attn",),
+        "gradient_dtype": "bf16",
+        "distributed_optimizer": True,
+    },
+    # Megatron-LM 2021-22 (Narayanan et al. 2021; Korthikanti et al. 2022): no FlashAttention, no TP overlap,
+    # dropout 0.1 (GPT-3 style), selective = attention core (the paper's), fp32 gradient accumulation.
+    "megatron-2022": {
+        "flash_attention": False,
+        "tp_comm_overlap": False,
+        "hidden_dropout": 0.1,
+        "attention_dropout": 0.1,
+        "selective_recompute": ("core_attn",),
+    },
+    # DeepSpeed (Megatron-DeepSpeed / ZeRO): AutoTP does not overlap TP communication; ZeRO stage searched.
+    "deepspeed": {"tp_comm_overlap": False},
+    # torchtitan with FSDP2: SDPA flash kernels, async TP off unless enabled, bf16 reduce ('pure'), selective
+    # op-level activation checkpointing of the MLP activation.
+    "torchtitan-fsdp2": {
+        "tp_comm_overlap": False,
+        "gradient_dtype": "bf16",
+        "selective_recompute": ("mlp_act", "moe_act"),
+        "pipeline_scatter_gather": False,
+    },
+}
+
+
+def resolve_stack(value: Stack | str | dict[str, Any] | None, *, where: str = "stack") -> Stack:
+    """A Stack from a preset name, a mapping or a Stack; an unknown preset is a SpecError naming ``where``."""
+    if isinstance(value, Stack):
+        return value
+    if isinstance(value, str) and value not in PRESETS:
+        raise SpecError(
+            f"unknown stack preset '{value}'", where=where, hint=f"use one of {', '.join(PRESETS)}"
+        )
+    return Stack.model_validate(value or {})
