@@ -129,7 +129,7 @@ def test_flag_budget_is_the_plan_budget_model():
     assert (parsed.gpus, parsed.price, parsed.mfu) == (1024, 2.0, defaults.DEFAULT_MFU)
     with pytest.raises(SpecError) as info:
         parse_budget("2e23", None, None, None, "0.001", None)
-    assert info.value.where == "--mfu"
+    assert info.value.where == "budget.mfu"
 
 
 def test_a_segment_that_never_completes_is_infeasible():

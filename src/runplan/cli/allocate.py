@@ -15,15 +15,6 @@ from runplan.cli.budget import GPU_HELP, LAW_HELP, MFU_HELP, parse_budget
 from runplan.cli.common import handle_errors, print_json
 from runplan.scaling import DEFAULT_LAW
 
-#: The flag that fills each field of the Objective (for error messages).
-OBJECTIVE_FLAGS = {
-    "tokens_per_param": "--tokens-per-param",
-    "params": "--params",
-    "inference_tokens": "--inference-tokens",
-    "target_loss": "--target-loss",
-}
-
-
 def _objective(
     tokens_per_param: str | None, params: str | None, inference_tokens: str | None, target_loss: str | None
 ) -> Any:
@@ -57,7 +48,7 @@ def _objective(
         kind = "inference_optimal"
     return build_from_flags(
         Objective,
-        OBJECTIVE_FLAGS,
+        "objective",
         given[0] if given else "--flops",
         kind=kind,
         tokens_per_param=tokens_per_param,

@@ -22,13 +22,13 @@ LAW_HELP = (
 GPU_HELP = f"GPU catalog name (default {DEFAULT_GPU})."
 MFU_HELP = f"Model FLOPs utilisation used to turn GPU time into FLOPs (default {DEFAULT_MFU})."
 
-#: The flag that fills each field of the flag budget model (for error messages).
-BUDGET_FLAGS = {
-    "flops": "--flops",
-    "days": "--days",
-    "mfu": "--mfu",
-    "gpus": "--gpus",
-    "price_per_gpu_hour": "--price-per-gpu-hour",
+#: The plan-file path of each field of the flag budget model (errors name it; the CLI prints its flag).
+BUDGET_PATHS = {
+    "flops": "budget.flops",
+    "days": "budget.days",
+    "mfu": "budget.mfu",
+    "gpus": "cluster.gpus",
+    "price_per_gpu_hour": "cluster.price_per_gpu_hour",
 }
 
 
@@ -105,8 +105,8 @@ def parse_budget(
         raise SpecError("--days needs --gpus", where="--gpus", hint="e.g. --gpus 1024 --days 30")
     budget = build_from_flags(
         flag_budget_model(),
-        BUDGET_FLAGS,
-        "--flops",
+        BUDGET_PATHS,
+        "budget",
         flops=flops,
         days=days,
         mfu=mfu,
@@ -132,4 +132,4 @@ def parse_budget(
     return BudgetFlags(budget=budget, flops=c, gpu=spec)
 
 
-__all__ = ["BUDGET_FLAGS", "LAW_HELP", "BudgetFlags", "flag_budget_model", "parse_budget"]
+__all__ = ["BUDGET_PATHS", "LAW_HELP", "BudgetFlags", "flag_budget_model", "parse_budget"]

@@ -24,7 +24,13 @@ def debug_enabled() -> bool:
 
 
 def fail(error: RunplanError) -> None:
-    """Print one line to stderr and exit with the error's code (1 infeasible, 2 bad input)."""
+    """Print one line to stderr and exit with the error's code (1 infeasible, 2 bad input).
+
+    A field path from flags is printed as its flag (:func:`runplan.cli.flags.with_flag`, the one table).
+    """
+    from runplan.cli.flags import with_flag
+
+    error = with_flag(error)
     kind = "infeasible" if error.exit_code == 1 else "error"
     print(f"runplan: {kind}: {error.one_line()}", file=sys.stderr)
     raise SystemExit(error.exit_code)
@@ -108,12 +114,14 @@ def flag_value(text: str | None, flag: str, kind: str = "number") -> Any:
     return parse(text, where=flag)
 
 
-def build_from_flags(model: Any, flags: dict[str, str], where: str | None, /, **fields: Any) -> Any:
-    """``model(**fields)`` without the fields that are None; a validation error names the flag that set it.
+def build_from_flags(model: Any, paths: str | dict[str, str], where: str | None, /, **fields: Any) -> Any:
+    """``model(**fields)`` without the fields that are None; a validation error names the field's path.
 
-    ``flags`` maps a field name (or a dotted path into a nested model) to the flag that fills it; an error on
-    a field without a flag, or on the whole model (a cross-field rule), names ``where``. The message is the
-    one a plan file gets (:func:`runplan.validation.spec_error_from_validation`), one line.
+    ``paths`` says where each field lives in a plan file: a prefix for every field (``"parallel"``: ``tp`` is
+    ``parallel.tp``), or a map from a field (or the head of a dotted path into a nested model) to its path.
+    An error on a field without a path, or on the whole model (a cross-field rule), names ``where``. The
+    message is the one a plan file gets (:func:`runplan.validation.spec_error_from_validation`), one line; the
+    path becomes a flag where errors are printed (:mod:`runplan.cli.flags`).
     """
     from pydantic import ValidationError
 
@@ -124,9 +132,21 @@ def build_from_flags(model: Any, flags: dict[str, str], where: str | None, /, **
         return model(**{key: value for key, value in fields.items() if value is not None})
     except ValidationError as error:
         found = spec_error_from_validation(error, model)
-        path = found.where or ""
-        flag = flags.get(path) or flags.get(path.split(".")[0]) or where or path or None
-        raise SpecError(found.message, where=flag, hint=found.hint) from None
+        raise SpecError(found.message, where=_field_path(found.where, paths) or where or found.where, hint=found.hint) from None
+
+
+def _field_path(loc: str | None, paths: str | dict[str, str]) -> str | None:
+    """The plan-file path of a model field's dotted ``loc`` (see :func:`build_from_flags`); None if unknown."""
+    if not loc:
+        return None
+    if isinstance(paths, str):
+        return f"{paths}.{loc}"
+    head, _, rest = loc.partition(".")
+    if loc in paths:
+        return paths[loc]
+    if head in paths:
+        return f"{paths[head]}.{rest}" if rest else paths[head]
+    return None
 
 
 def check_output_path(path: Any, flag: str = "--output", *, not_over: Any = None) -> Any:

@@ -15,31 +15,22 @@ import typer
 from runplan.cli.common import handle_errors, print_json
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
-#: The flag that fills each field of Pins, Constraints and ParallelRequest (for error messages).
-_FLAG_OF = {
-    "tp": "--tp",
-    "pp": "--pp",
-    "dp": "--dp",
-    "ep": "--ep",
-    "cp": "--cp",
-    "zero": "--zero",
-    "micro_batch": "--mbs",
-    "microbatches": "--microbatches",
-    "vpp": "--vpp",
-    "recompute": "--recompute",
-    "max_bubble_fraction": "--max-bubble",
-    "memory_headroom_fraction": "--headroom",
-    "reserve_bytes": "--reserve",
-    "min_global_batch_tokens": "--min-batch",
-    "max_global_batch_tokens": "--max-batch",
-    "n_gpus": "--gpus",
-    "gpus_per_node": "--gpus-per-node",
-    "seq_len": "--seq-len",
-    "global_batch_tokens": "--global-batch",
-    "global_batch_tolerance": "--batch-tolerance",
-    "training_tokens": "--training-tokens",
-    "top": "--top",
-    "mfu_override": "--mfu",
+#: The plan-file path (or ``parallelize.<option>``) of each ParallelRequest field, for error messages; the CLI
+#: prints its flag (runplan.cli.flags).
+_REQUEST_PATHS = {
+    "n_gpus": "cluster.gpus",
+    "gpus_per_node": "cluster.gpus_per_node",
+    "seq_len": "training.seq_len",
+    "global_batch_tokens": "schedule.global_batch_tokens",
+    "global_batch_tolerance": "parallelize.global_batch_tolerance",
+    "training_tokens": "parallelize.training_tokens",
+    "top": "parallelize.top",
+    "mfu_override": "parallelize.mfu",
+    "gpu": "cluster.gpu",
+    "model": "model",
+    "gradient_bytes": "parallelize.bf16_grads",
+    "pins": "parallel",
+    "constraints": "constraints",
 }
 
 
@@ -135,7 +126,7 @@ def parallelize(
         raise SpecError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero!r}", where="--zero")
     pins = build_from_flags(
         Pins,
-        _FLAG_OF,
+        "parallel",
         "--tp",
         tp=tp,
         pp=pp,
@@ -151,7 +142,7 @@ def parallelize(
     )
     constraints = build_from_flags(
         Constraints,
-        _FLAG_OF,
+        "constraints",
         "--max-bubble",
         max_bubble_fraction=max_bubble,
         memory_headroom_fraction=headroom,
@@ -160,7 +151,7 @@ def parallelize(
         max_global_batch_tokens=max_batch,
         allow_cross_node_tp=allow_cross_node_tp or None,
     )
-    overrides = build_from_flags(_overrides_model(), _FLAG_OF, "--top", top=top, mfu_override=mfu)
+    overrides = build_from_flags(_overrides_model(), _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
     top_count, mfu_value = overrides.top, overrides.mfu_override
     if plan_file is not None:
         cluster_flags = {
@@ -190,7 +181,7 @@ def parallelize(
     spec = catalog.gpu(gpu or DEFAULT_GPU, where="--gpu")
     request = build_from_flags(
         ParallelRequest,
-        _FLAG_OF,
+        _REQUEST_PATHS,
         "--gpus",
         model=shape,
         gpu=spec,

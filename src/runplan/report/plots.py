@@ -21,7 +21,7 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError:
         raise SpecError(
-            "plots need matplotlib", where="--plots", hint="pip install 'runplan[plot]', or drop --plots"
+            "plots need matplotlib", where="plan.plots", hint="pip install 'runplan[plot]', or drop --plots"
         ) from None
     return plt
 
