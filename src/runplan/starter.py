@@ -90,7 +90,8 @@ def starter_plan(
     from runplan.catalog import load_catalog
 
     catalog = load_catalog()
-    catalog.gpu(gpu, where="cluster.gpu")  # unknown names fail here, with a did-you-mean, not later in `check`
+    # unknown names fail here, with a did-you-mean, not later in `check`
+    catalog.gpu(gpu, where="cluster.gpu")
     if model is not None:
         resolve_model(model, catalog, where="model")
     if flops is None and tokens is None:

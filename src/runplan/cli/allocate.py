@@ -15,6 +15,7 @@ from runplan.cli.budget import GPU_HELP, LAW_HELP, MFU_HELP, parse_budget
 from runplan.cli.common import handle_errors, print_json
 from runplan.scaling import DEFAULT_LAW
 
+
 def _objective(
     tokens_per_param: str | None, params: str | None, inference_tokens: str | None, target_loss: str | None
 ) -> Any:

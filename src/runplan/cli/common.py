@@ -132,7 +132,9 @@ def build_from_flags(model: Any, paths: str | dict[str, str], where: str | None,
         return model(**{key: value for key, value in fields.items() if value is not None})
     except ValidationError as error:
         found = spec_error_from_validation(error, model)
-        raise SpecError(found.message, where=_field_path(found.where, paths) or where or found.where, hint=found.hint) from None
+        raise SpecError(
+            found.message, where=_field_path(found.where, paths) or where or found.where, hint=found.hint
+        ) from None
 
 
 def _field_path(loc: str | None, paths: str | dict[str, str]) -> str | None:

@@ -775,7 +775,9 @@ def write_law_file(fit: ParametricFit, path: str | Path) -> None:
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as error:
-        raise SpecError(f"cannot write law file: {error.strerror}", where="fit.output", source=str(path)) from None
+        raise SpecError(
+            f"cannot write law file: {error.strerror}", where="fit.output", source=str(path)
+        ) from None
 
 
 def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:

@@ -157,7 +157,9 @@ class SweepRequest(BaseModel):
     wsd: bool = Field(False, description="One WSD stable run per size, a cooldown branch per budget.")
     span_decades: float = Field(1.0, description="Decades of N around each budget's optimum, in (0, 3].")
     budget_spacing_decades: float = Field(1.0, gt=0, description="Decades between neighbouring budgets.")
-    cooldown_fraction: float = Field(0.2, description="WSD cooldown share of each branch's tokens, in (0, 1).")
+    cooldown_fraction: float = Field(
+        0.2, description="WSD cooldown share of each branch's tokens, in (0, 1)."
+    )
     seq_len: int = Field(DEFAULT_SEQ_LEN, description="Sequence length for the shape-aware FLOPs.")
     vocab_size: int = Field(DEFAULT_VOCAB_SIZE, description="Vocabulary of the proxy shapes.")
     price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour, for the cost.")
@@ -183,7 +185,9 @@ class SweepRequest(BaseModel):
     @classmethod
     def _sizes(cls, value: int) -> int:
         if not 3 <= value <= 15:
-            raise ValueError(f"need 3 to 15 sizes per budget, got {value} (a parabola needs 3; 5 to 7 is usual)")
+            raise ValueError(
+                f"need 3 to 15 sizes per budget, got {value} (a parabola needs 3; 5 to 7 is usual)"
+            )
         return value
 
     @field_validator("budgets")
