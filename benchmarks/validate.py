@@ -57,6 +57,7 @@ A100 = GpuSpec(
     inter_node_bandwidth_bytes_per_s=25e9,
     gpus_per_node=8,
     tdp_watts=400,
+    family="ampere",
     source="NVIDIA A100 datasheet; DGX A100 8x HDR 200 Gb/s",
 )
 #: H100 SXM (DGX H100 / Grand Teton): 989 TFLOP/s bf16, 3.35 TB/s, 450e9 NVLink one way, 400 Gb/s per GPU.
@@ -69,6 +70,7 @@ H100 = GpuSpec(
     inter_node_bandwidth_bytes_per_s=50e9,
     gpus_per_node=8,
     tdp_watts=700,
+    family="hopper",
     source="NVIDIA H100 SXM datasheet",
 )
 

@@ -229,11 +229,3 @@ class ModelShape(BaseModel):
     def model_flops_per_token(self, seq_len: int, *, causal: bool = False) -> float:
         """Training FLOPs per token (forward + backward), no recomputation: PaLM's model FLOPs."""
         return 6.0 * self.matmul_params_per_token() + self.attention_flops_per_token(seq_len, causal=causal)
-
-    def summary(self) -> dict[str, int]:
-        return {
-            "total_params": self.total_params,
-            "embedding_params": self.embedding_params,
-            "non_embedding_params": self.non_embedding_params,
-            "active_params": self.active_params,
-        }

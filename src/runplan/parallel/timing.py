@@ -115,9 +115,9 @@ SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
 
 
 def gpu_family(gpu: GpuSpec) -> str:
-    """'ampere' for the A100 family, 'hopper' otherwise (other GPUs have no published rows: Hopper's values
-    are assumed for them, docs/validation.md says so)."""
-    return "ampere" if gpu.name.lower().startswith("a100") else "hopper"
+    """'ampere' for an Ampere GPU (catalog field ``family``), 'hopper' otherwise (other GPUs have no published
+    rows: Hopper's values are assumed for them, docs/validation.md says so)."""
+    return "ampere" if gpu.family == "ampere" else "hopper"
 
 
 def default_efficiency(
