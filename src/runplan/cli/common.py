@@ -12,11 +12,21 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from runplan.errors import EXIT_BAD_INPUT, RunplanError
 
+if TYPE_CHECKING:  # heavy at import time; the functions below import them when called
+    from pydantic import BaseModel
+    from rich.console import Console
+
+    from runplan.plan import RunPlan
+    from runplan.spec import PlanSpec
+    from runplan.yamlio import LoadedYaml
+
 F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound="BaseModel")
 
 
 def debug_enabled() -> bool:
@@ -67,7 +77,7 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def load_plan_file(path: Any) -> tuple[Any, Any]:
+def load_plan_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec]:
     """(LoadedYaml, PlanSpec) for a plan-file argument; bad files raise SpecError with file:line."""
     from runplan.spec import parse_plan
     from runplan.yamlio import load_yaml_file
@@ -76,10 +86,8 @@ def load_plan_file(path: Any) -> tuple[Any, Any]:
     return loaded, parse_plan(loaded)
 
 
-def plan_from_file(path: Any) -> tuple[Any, Any, Any]:
+def plan_from_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec, RunPlan]:
     """(LoadedYaml, PlanSpec, RunPlan) for a plan-file argument, every error pointed at ``file:line``."""
-    from pathlib import Path
-
     from runplan.plan import build_plan
 
     loaded, spec = load_plan_file(path)
@@ -88,7 +96,7 @@ def plan_from_file(path: Any) -> tuple[Any, Any, Any]:
 
 
 @contextlib.contextmanager
-def located(loaded: Any) -> Iterator[None]:
+def located(loaded: LoadedYaml) -> Iterator[None]:
     """Point SpecErrors about plan keys (raised after validation) at their ``file:line``."""
     try:
         yield
@@ -100,7 +108,19 @@ def located(loaded: Any) -> Iterator[None]:
         raise
 
 
-def flag_value(text: str | None, flag: str, kind: str = "number") -> Any:
+@overload
+def flag_value(text: str, flag: str, kind: Literal["count"]) -> int: ...
+@overload
+def flag_value(text: str, flag: str, kind: Literal["number", "bytes"] = "number") -> float: ...
+@overload
+def flag_value(text: None, flag: str, kind: Literal["count", "number", "bytes"] = "number") -> None: ...
+@overload
+def flag_value(text: str | None, flag: str, kind: Literal["count"]) -> int | None: ...
+@overload
+def flag_value(text: str | None, flag: str, kind: Literal["number", "bytes"] = "number") -> float | None: ...
+def flag_value(
+    text: str | None, flag: str, kind: Literal["count", "number", "bytes"] = "number"
+) -> float | int | None:
     """A flag's text parsed by :mod:`runplan.units` (``kind``: number, count or bytes); None when not given.
 
     Only the notation is checked here ("2e23", "70B", "3GB"); bounds belong to the input model the value fills
@@ -110,11 +130,12 @@ def flag_value(text: str | None, flag: str, kind: str = "number") -> Any:
         return None
     from runplan import units
 
-    parse = {"number": units.parse_number, "count": units.parse_count, "bytes": units.parse_bytes}[kind]
-    return parse(text, where=flag)
+    if kind == "count":
+        return units.parse_count(text, where=flag)
+    return units.parse_bytes(text, where=flag) if kind == "bytes" else units.parse_number(text, where=flag)
 
 
-def build_from_flags(model: Any, paths: str | dict[str, str], where: str | None, /, **fields: Any) -> Any:
+def build_from_flags(model: type[M], paths: str | dict[str, str], where: str | None, /, **fields: Any) -> M:
     """``model(**fields)`` without the fields that are None; a validation error names the field's path.
 
     ``paths`` says where each field lives in a plan file: a prefix for every field (``"parallel"``: ``tp`` is
@@ -151,14 +172,14 @@ def _field_path(loc: str | None, paths: str | dict[str, str]) -> str | None:
     return None
 
 
-def check_output_path(path: Any, flag: str = "--output", *, not_over: Any = None) -> Any:
+def check_output_path(
+    path: str | Path, flag: str = "--output", *, not_over: str | Path | None = None
+) -> Path:
     """``path`` as a Path if a command may write a file there, else a SpecError naming ``flag``.
 
     Refused: a directory, and ``not_over`` (the plan file being read). Commands call this before slow work
     so a bad ``-o`` fails at once; :func:`write_output` calls it again.
     """
-    from pathlib import Path
-
     from runplan.errors import SpecError
 
     target = Path(path)
@@ -174,7 +195,7 @@ def check_output_path(path: Any, flag: str = "--output", *, not_over: Any = None
     return target
 
 
-def _check_parents(directory: Any, flag: str) -> None:
+def _check_parents(directory: Path, flag: str) -> None:
     """A SpecError naming ``flag`` when an existing ancestor of ``directory`` is a file, not a directory."""
     from runplan.errors import SpecError
 
@@ -187,10 +208,8 @@ def _check_parents(directory: Any, flag: str) -> None:
             return
 
 
-def output_directory(path: Any, flag: str) -> Any:
+def output_directory(path: str | Path, flag: str) -> Path:
     """Create ``path`` as a directory for a command's output files; a SpecError naming ``flag`` if it cannot."""
-    from pathlib import Path
-
     from runplan.errors import SpecError
 
     directory = Path(path)
@@ -209,8 +228,13 @@ def output_directory(path: Any, flag: str) -> Any:
 
 
 def write_output(
-    text: str, path: Any, flag: str = "--output", *, not_over: Any = None, executable: bool = False
-) -> Any:
+    text: str,
+    path: str | Path | None,
+    flag: str = "--output",
+    *,
+    not_over: str | Path | None = None,
+    executable: bool = False,
+) -> Path | None:
     """Write ``text`` to ``path`` (None or "-": stdout) and return the path written (None for stdout).
 
     Every command that writes a file goes through here, so each refuses the same things with one line that
@@ -239,7 +263,7 @@ def write_output(
     return target
 
 
-def _default(value: Any) -> Any:
+def _default(value: object) -> object:
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     if hasattr(value, "tolist"):  # numpy scalars and arrays
@@ -247,12 +271,12 @@ def _default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     """Stable JSON to stdout: SI base units, keys as documented in docs/json.md."""
     sys.stdout.write(json.dumps(data, indent=2, default=_default, allow_nan=False) + "\n")
 
 
-def console(stderr: bool = False):  # -> rich.console.Console, imported lazily
+def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     # diagnostics on stderr stay one line each (a note wrapped at 80 columns reads as several messages)

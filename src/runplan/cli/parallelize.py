@@ -8,12 +8,15 @@ feasible, layouts, plus space_size, batch_range_tokens, critical_batch, best_by_
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
+
+if TYPE_CHECKING:
+    from runplan.parallel.layout import Constraints, ParallelRequest, Pins, SearchResult
 
 #: The plan-file path (or ``parallelize.<option>``) of each ParallelRequest field, for error messages; the CLI
 #: prints its flag (runplan.cli.flags).
@@ -32,22 +35,6 @@ _REQUEST_PATHS = {
     "pins": "parallel",
     "constraints": "constraints",
 }
-
-
-def _overrides_model() -> Any:
-    """--top and --mfu, typed as ParallelRequest types them: they also lay over a plan file's request."""
-    from pydantic import BaseModel, ConfigDict, Field
-
-    from runplan.parallel.layout import MfuFraction
-    from runplan.units import PositiveCount
-
-    class Overrides(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-
-        top: PositiveCount | None = Field(None, description="How many ranked layouts to return.")
-        mfu_override: MfuFraction | None = Field(None, description="Use this MFU instead of the time model.")
-
-    return Overrides
 
 
 def parallelize(
@@ -108,15 +95,13 @@ def parallelize(
     from runplan.architect import resolve_model
     from runplan.catalog import load_catalog
     from runplan.cli.common import build_from_flags, flag_value
+    from runplan.cli.flag_models import SearchOverrides
     from runplan.errors import SpecError
     from runplan.parallel.layout import Constraints, ParallelRequest, Pins
 
     if plan_file is None:
-        for flag, value in (("--model", model), ("--gpus", gpus)):
-            if value is None:
-                raise SpecError(
-                    "missing", where=flag, hint="e.g. --model 70b --gpus 512, or give a plan file"
-                )
+        _required(model, "--model")
+        _required(gpus, "--gpus")
     if recompute is not None and recompute not in ("none", "selective", "full"):
         raise SpecError(
             f"unknown recompute mode {recompute!r}", where="--recompute", hint="use none, selective or full"
@@ -151,7 +136,7 @@ def parallelize(
         max_global_batch_tokens=max_batch,
         allow_cross_node_tp=allow_cross_node_tp or None,
     )
-    overrides = build_from_flags(_overrides_model(), _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
+    overrides = build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
     top_count, mfu_value = overrides.top, overrides.mfu_override
     if plan_file is not None:
         cluster_flags = {
@@ -177,7 +162,7 @@ def parallelize(
         _answer(request, resolution, as_json)
         return
     catalog = load_catalog(catalog_file)
-    shape, resolution = resolve_model(model, catalog, where="--model")
+    shape, resolution = resolve_model(_required(model, "--model"), catalog, where="--model")
     spec = catalog.gpu(gpu or DEFAULT_GPU, where="--gpu")
     request = build_from_flags(
         ParallelRequest,
@@ -203,9 +188,23 @@ def parallelize(
     _answer(request, resolution, as_json)
 
 
+def _required(value: str | None, flag: str) -> str:
+    """``value``, or the SpecError for a flag that is required without a plan file."""
+    if value is None:
+        from runplan.errors import SpecError
+
+        raise SpecError("missing", where=flag, hint="e.g. --model 70b --gpus 512, or give a plan file")
+    return value
+
+
 def _request_from_plan(
-    plan_file: Path, pins: Any, constraints: Any, top: int | None, mfu: float | None, bf16_grads: bool
-) -> tuple[Any, str]:
+    plan_file: Path,
+    pins: Pins,
+    constraints: Constraints,
+    top: int | None,
+    mfu: float | None,
+    bf16_grads: bool,
+) -> tuple[ParallelRequest, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
     from runplan.cli.common import load_plan_file, located
     from runplan.plan import allocation_stage, layout_request, resolve_inputs
@@ -227,7 +226,7 @@ def _request_from_plan(
     return request.model_copy(update=update), stage.resolution
 
 
-def _answer(request: Any, resolution: str, as_json: bool) -> None:
+def _answer(request: ParallelRequest, resolution: str, as_json: bool) -> None:
     from runplan.parallel.search import ensure_feasible, search
 
     result = ensure_feasible(search(request))
@@ -239,7 +238,7 @@ def _answer(request: Any, resolution: str, as_json: bool) -> None:
     _render(result, resolution)
 
 
-def _render(result: Any, resolution: str) -> None:
+def _render(result: SearchResult, resolution: str) -> None:
     from rich.table import Table
 
     from runplan.cli.common import console

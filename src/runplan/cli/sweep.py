@@ -6,7 +6,7 @@ Parses flags, calls ``runplan.scaling.sweep.design_sweep``, renders a table, JSO
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -14,8 +14,11 @@ from runplan.cli.budget import LAW_HELP, MFU_HELP
 from runplan.cli.common import handle_errors, print_json
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN, DEFAULT_VOCAB_SIZE
 
+if TYPE_CHECKING:
+    from runplan.scaling.sweep import Sweep
 
-def render(sweep: Any) -> None:
+
+def render(sweep: Sweep) -> None:
     from rich.table import Table
 
     from runplan.cli.common import console

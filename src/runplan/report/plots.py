@@ -9,6 +9,7 @@ from pathlib import Path
 
 from runplan.errors import SpecError
 from runplan.plan import RunPlan
+from runplan.scaling.laws import ParametricLaw
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "other")
 
@@ -26,7 +27,7 @@ def _pyplot():
     return plt
 
 
-def write_plots(plan: RunPlan, law, directory: str | Path) -> dict[str, str]:
+def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dict[str, str]:
     """Write the PNGs into ``directory``; return {title: file name}."""
     import numpy as np
 
