@@ -10,7 +10,7 @@ from typer.main import get_command
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
-from runplan.cli.flags import FLAG_FOR_PATH, flag_for, with_flag
+from runplan.cli.flags import COMMAND_FLAG_FOR_PATH, FLAG_FOR_PATH, flag_for, with_flag
 from runplan.errors import Infeasible, SpecError
 from runplan.scaling.laws import shipped_laws
 from runplan.scaling.sweep import SweepRequest
@@ -30,6 +30,8 @@ def _options_by_command() -> dict[str, set[str]]:
 def test_every_flag_in_the_table_is_an_option_of_a_command():
     options = _options_by_command()
     every = set().union(*options.values())
+    for command, table in COMMAND_FLAG_FOR_PATH.items():
+        assert set(table.values()) <= options[command], command
     missing = {path: flag for path, flag in FLAG_FOR_PATH.items() if flag not in every}
     assert not missing
     # a `<command>.<option>` path names an option of that command
@@ -60,6 +62,10 @@ def test_with_flag_renames_a_path_only_for_errors_without_a_source():
     assert str(renamed) == "--span: must be positive (e.g. 1)"
     located = SpecError("must be positive", where="budget.flops", source="plan.yaml:3")
     assert with_flag(located) is located and str(located) == "plan.yaml:3: budget.flops: must be positive"
+    assert (
+        flag_for("budget", "allocate") == "--flops"
+        and flag_for("budget", "parallelize") == "--training-tokens"
+    )
     infeasible = Infeasible("nothing fits")
     assert with_flag(infeasible) is infeasible
 

@@ -33,21 +33,26 @@ def debug_enabled() -> bool:
     return os.environ.get("RUNPLAN_DEBUG", "") not in ("", "0", "false", "no")
 
 
-def fail(error: RunplanError) -> None:
+def fail(error: RunplanError, command: str | None = None) -> None:
     """Print one line to stderr and exit with the error's code (1 infeasible, 2 bad input).
 
-    A field path from flags is printed as its flag (:func:`runplan.cli.flags.with_flag`, the one table).
+    A field path from flags is printed as ``command``'s flag for it (:func:`runplan.cli.flags.with_flag`, the
+    one table).
     """
     from runplan.cli.flags import with_flag
 
-    error = with_flag(error)
+    error = with_flag(error, command)
     kind = "infeasible" if error.exit_code == 1 else "error"
     print(f"runplan: {kind}: {error.one_line()}", file=sys.stderr)
     raise SystemExit(error.exit_code)
 
 
 def handle_errors(func: F) -> F:
-    """Wrap a command so RunplanError becomes one line and an exit code; set RUNPLAN_DEBUG=1 for tracebacks."""
+    """Wrap a command so RunplanError becomes one line and an exit code; set RUNPLAN_DEBUG=1 for tracebacks.
+
+    The command's name (``func``'s, without ``_command``) picks its flags for field paths.
+    """
+    command = func.__name__.removesuffix("_command")
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -56,7 +61,7 @@ def handle_errors(func: F) -> F:
         except RunplanError as error:
             if debug_enabled():
                 raise
-            fail(error)
+            fail(error, command)
         except (KeyboardInterrupt, BrokenPipeError):
             raise SystemExit(130) from None
         except SystemExit:

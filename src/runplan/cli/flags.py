@@ -98,18 +98,28 @@ FLAG_FOR_PATH: dict[str, str] = {
 }
 
 
-def flag_for(where: str | None) -> str | None:
-    """The flag for a field path; anything else (a flag, ``row 12``, an unknown path) unchanged."""
+#: Where one command's flag for a path differs from the table above. `parallelize` takes the training tokens
+#: (the plan's budget) as --training-tokens.
+COMMAND_FLAG_FOR_PATH: dict[str, dict[str, str]] = {
+    "parallelize": {"budget": "--training-tokens", "budget.tokens": "--training-tokens"},
+}
+
+
+def flag_for(where: str | None, command: str | None = None) -> str | None:
+    """The flag for a field path (in ``command``); anything else (a flag, ``row 12``, an unknown path) unchanged."""
     if where is None:
         return None
-    return FLAG_FOR_PATH.get(where, where)
+    return COMMAND_FLAG_FOR_PATH.get(command or "", {}).get(where) or FLAG_FOR_PATH.get(where, where)
 
 
-def with_flag(error: RunplanError) -> RunplanError:
+def with_flag(error: RunplanError, command: str | None = None) -> RunplanError:
     """``error`` with its field path renamed to the flag, when it came from flags (no ``file:line``)."""
-    if not isinstance(error, SpecError) or error.source or flag_for(error.where) == error.where:
+    if not isinstance(error, SpecError) or error.source:
         return error
-    return SpecError(error.message, where=flag_for(error.where), hint=error.hint)
+    flag = flag_for(error.where, command)
+    if flag == error.where:
+        return error
+    return SpecError(error.message, where=flag, hint=error.hint)
 
 
-__all__ = ["FLAG_FOR_PATH", "flag_for", "with_flag"]
+__all__ = ["COMMAND_FLAG_FOR_PATH", "FLAG_FOR_PATH", "flag_for", "with_flag"]
