@@ -41,7 +41,7 @@ def test_every_flag_in_the_table_is_an_option_of_a_command():
             assert flag in options[command], (path, flag)
 
 
-#: Raise sites other helpers convert in parallel (issue 11); remove once merged.
+#: Raise sites other helpers convert in parallel; remove once merged.
 PENDING = {"export/__init__.py"}
 
 

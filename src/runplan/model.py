@@ -1,6 +1,6 @@
 """Transformer shapes and their exact parameter and FLOP accounting.
 
-Conventions (letters as in REFERENCES.md: L layers, h d_model, a heads, k KV heads, d_h head dim,
+Conventions (letters as in docs/parallel.md: L layers, h d_model, a heads, k KV heads, d_h head dim,
 F FFN size, V vocabulary, s sequence, E routed experts):
 
 * **Total parameters** count every weight: embeddings, every block (attention, MLP or experts, router,

@@ -148,7 +148,7 @@ class Cluster(BaseModel):
     price_per_gpu_hour: PricePerGpuHour = Field(
         2.0,
         json_schema_extra={"maximum": MAX_PRICE_PER_GPU_HOUR},
-        description="Price in USD per GPU-hour (2 USD/h is a common H100 planning figure, REFERENCES §4); "
+        description="Price in USD per GPU-hour (2 USD/h is a common H100 planning figure, docs/operations.md §5); "
         "at most 1e5.",
     )
 

@@ -42,7 +42,7 @@ def test_shipped_laws_are_the_published_coefficients():
 
 
 def test_rounding_moves_the_gopher_budget_optimum():
-    """REFERENCES §1: about 32B (as printed) vs 40B (unrounded) parameters at 5.76e23 FLOPs."""
+    """docs/scaling.md: about 32B (as printed) vs 40B (unrounded) parameters at 5.76e23 FLOPs."""
     assert LAWS["hoffmann2022"].compute_optimal(5.76e23)[0] == pytest.approx(32e9, rel=0.03)
     assert LAWS["hoffmann2022-unrounded"].compute_optimal(5.76e23)[0] == pytest.approx(40e9, rel=0.03)
 

@@ -25,7 +25,7 @@ from runplan.parallel.timing import (
 
 @dataclass(frozen=True)
 class Layout:
-    """One point of the space (letters as in REFERENCES.md)."""
+    """One point of the space (letters as in docs/parallel.md)."""
 
     tp: int
     pp: int
