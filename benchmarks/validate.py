@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python benchmarks/validate.py`` (fit + report, about a minute on one core) or ``--no-fit``
 (report with the shipped constants only, a few seconds).
 
-Data: Narayanan et al. 2021 Table 1 (A100, REFERENCES §3, below) and ``benchmarks/published_runs.yaml``
+Data: Narayanan et al. 2021 Table 1 (A100, below) and ``benchmarks/published_runs.yaml``
 (H100 rows from the Llama 3 paper, MosaicML's llm-foundry benchmark table, torchtitan, NVIDIA's DGX Cloud
 benchmarks and torchtitan's async-TP pairs, each with its source and assumptions). Every row pins what its
 source states and lets the solver choose the rest.
@@ -58,6 +58,7 @@ A100 = GpuSpec(
     inter_node_bandwidth_bytes_per_s=25e9,
     gpus_per_node=8,
     tdp_watts=400,
+    family="ampere",
     source="NVIDIA A100 datasheet; DGX A100 8x HDR 200 Gb/s",
 )
 #: H100 SXM (DGX H100 / Grand Teton): 989 TFLOP/s bf16, 3.35 TB/s, 450e9 NVLink one way, 400 Gb/s per GPU.
@@ -70,6 +71,7 @@ H100 = GpuSpec(
     inter_node_bandwidth_bytes_per_s=50e9,
     gpus_per_node=8,
     tdp_watts=700,
+    family="hopper",
     source="NVIDIA H100 SXM datasheet",
 )
 
@@ -301,7 +303,7 @@ def fit(
     def loss(x):
         q = params_of(x)
         # Physical bounds: a GEMM in a training loop is never faster than the same GEMM measured in isolation
-        # (REFERENCES §3: 8192³ at 790/989 on H100), d0 below the smallest tile-wave scale that matters.
+        # (docs/parallel.md: 8192³ at 790/989 on H100), d0 below the smallest tile-wave scale that matters.
         isolated_cap = timing.HOPPER_ISOLATED_8192_GEMM_FRACTION * (1 + 3 * q.gemm_half_dim / 8192)
         if not (0.3 < q.gemm_fraction_ampere <= 1 and 0 <= q.gemm_half_dim <= 512):
             return 1e9
@@ -720,7 +722,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         f"Check: with these constants an isolated 8192³ GEMM on H100 is predicted at {iso:.2f} of peak in a "
         f"training loop, against {timing.HOPPER_ISOLATED_8192_GEMM_FRACTION:.2f} measured in isolation "
-        "(REFERENCES §3); the training-loop fraction may be lower, never higher. Every table below uses the "
+        "(docs/parallel.md, Time per step); the training-loop fraction may be lower, never higher. Every table below uses the "
         "shipped constants.",
         "",
     ]

@@ -1,4 +1,4 @@
-"""Bad input never crashes runplan (issue 7): a table of distinct bad inputs across every command.
+"""Bad input never crashes runplan: a table of distinct bad inputs across every command.
 
 Each row is (id, argv, files, exit code, fragments). ``files`` are written to a temporary directory and
 ``{name}`` in argv is replaced by the file's path. Exit 2 is bad input, 1 infeasible, 0 "works with a
@@ -521,7 +521,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     ("sweep-vocab-0", ["sweep", "--flops", "2e23", "--vocab-size", "0"], {}, 2, ["--vocab-size", "positive"]),
     ("sweep-flops-1e40", ["sweep", "--flops", "1e40"], {}, 2, ["--flops", "beyond any trainable run"]),
     ("sweep-flops-1e10", ["sweep", "--flops", "1e10"], {}, 2, ["no proxy shape", "raise --fraction"]),
-    # ---- review fixes (brief H): extreme numbers in every flag and plan section ----------------------
+    # ---- extreme numbers in every flag and plan section -----------------------------------------------
     (
         "alloc-params-1e300",
         ["allocate", "--flops", "2e23", "--params", "1e300"],

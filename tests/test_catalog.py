@@ -373,3 +373,25 @@ def test_cli_user_catalog(tmp_path):
     result = runner.invoke(app, ["catalog", "models", "--catalog", str(bad)])
     assert result.exit_code == 2
     assert "models[1].d_model" in result.stderr
+
+
+def test_gpu_family_is_a_catalog_field_and_picks_the_efficiencies():
+    from runplan.parallel.timing import FITTED_GEMM_PEAK_FRACTION, default_efficiency
+
+    families = {entry.spec.name: entry.spec.family for entry in shipped_catalog().gpu_entries}
+    assert families == {
+        "a100-40gb": "ampere",
+        "a100-80gb": "ampere",
+        "h100-sxm": "hopper",
+        "h100-pcie": "hopper",
+        "h200": "hopper",
+        "b200": "blackwell",
+        "mi300x": "cdna3",
+    }
+    a100 = shipped_catalog().gpu("a100")
+    assert default_efficiency(a100).gemm_peak_fraction == FITTED_GEMM_PEAK_FRACTION["ampere"] == 0.764
+    # the name no longer decides: an A100-named spec without a family gets Hopper's values, as docs/catalog.md says
+    unnamed = a100.model_copy(update={"family": None})
+    assert default_efficiency(unnamed).gemm_peak_fraction == FITTED_GEMM_PEAK_FRACTION["hopper"] == 0.692
+    renamed = shipped_catalog().gpu("h100").model_copy(update={"name": "a100-lookalike"})
+    assert default_efficiency(renamed).gemm_peak_fraction == 0.692

@@ -75,3 +75,24 @@ def test_usage_errors_are_one_line_with_exit_2(args, needle):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(needle), result.stderr
+
+
+def test_a_missing_command_module_is_an_error_not_a_missing_command(monkeypatch):
+    """A broken install must fail loudly: _register_commands does not skip a module it cannot import."""
+    import importlib
+
+    from runplan.cli import app as app_module
+
+    real = importlib.import_module
+
+    def broken(name, *args, **kwargs):
+        if name == "runplan.cli.sweep":
+            raise ModuleNotFoundError("No module named 'runplan.cli.sweep'", name=name)
+        return real(name, *args, **kwargs)
+
+    import typer
+
+    monkeypatch.setattr(app_module, "app", typer.Typer())  # commands before sweep register on a scratch app
+    monkeypatch.setattr(importlib, "import_module", broken)
+    with pytest.raises(ModuleNotFoundError, match=r"runplan\.cli\.sweep"):
+        app_module._register_commands()

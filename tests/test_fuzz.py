@@ -1,4 +1,4 @@
-"""Fuzz the plan-file loader, build_plan and the CSV reader with near-valid documents (issue 7).
+"""Fuzz the plan-file loader, build_plan and the CSV reader with near-valid documents: never a traceback.
 
 The only allowed outcomes are success or a RunplanError (SpecError, exit 2; Infeasible, exit 1) whose
 message is one line; any other exception is a bug. Default run: 40 loader documents, 15 full plans, 40 CSVs

@@ -215,7 +215,7 @@ def test_plan_file_and_input_flags_conflict(args, flag):
 
 
 def test_checkpoint_interval_is_daly_for_the_printed_delta_and_m(planned):
-    """Issue 5: the interval equals Daly (2006) for the δ and M the plan prints, rounded to whole steps."""
+    """The interval equals Daly (2006) for the δ and M the plan prints, rounded to whole steps."""
     _, plan = planned
     c, step = plan.checkpointing, plan.layout.best.step_seconds
     delta, mtbf = c.save_blocking_seconds, c.job_mtbf_seconds
@@ -259,7 +259,7 @@ def test_goodput_is_the_exact_renewal_formula_for_the_printed_numbers(planned):
     ids=["allocate", "allocate-ratio", "allocate-inference", "parallelize", "sweep", "fit"],
 )
 def test_terminal_output_has_no_nan_inf_or_negative_times(args):
-    """Numbers printed to users never read nan or inf, and no duration is negative (issue 7)."""
+    """Numbers printed to users never read nan or inf, and no duration is negative."""
     result = run(*args)
     assert result.exit_code == 0, result.stderr
     text = result.stdout + result.stderr

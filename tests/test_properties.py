@@ -1,4 +1,4 @@
-"""Property tests across stages (issue 7). Memory monotonicity in TP/PP/ZeRO/recompute/micro-batch is covered
+"""Property tests across stages. Memory monotonicity in TP/PP/ZeRO/recompute/micro-batch is covered
 by tests/parallel/test_formulas.py and test_search.py; here: allocation identities, optimality, every reported
 layout meeting every constraint, the schedule's step-boundary search, and plan → YAML → check with no drift.
 """

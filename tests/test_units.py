@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runplan.errors import SpecError
-from runplan.units import format_si, parse_bytes, parse_count, parse_number
+from runplan.units import format_bytes, format_si, parse_bytes, parse_count, parse_number
 
 
 @pytest.mark.parametrize(
@@ -77,3 +77,18 @@ def test_format_si():
     assert format_si(8.16e11, "tokens") == "816 B tokens"
     assert format_si(1.2e-3, "s") == "0.0012 s"
     assert format_si(0.5) == "0.5"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (1.13e12, "1.13 TB"),
+        (980e9, "980 GB"),
+        (2.5e3, "2.5 kB"),
+        (10_072, "10.1 kB"),
+        (512, "512 B"),
+        (3e15, "3 PB"),
+    ],
+)
+def test_format_bytes_uses_decimal_units(value, text):
+    assert format_bytes(value) == text

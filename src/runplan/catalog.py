@@ -122,12 +122,6 @@ class Catalog:
         """The model preset named ``name`` (or an alias); a miss raises SpecError with a did-you-mean."""
         return self.model_entry(name, where=where).shape
 
-    def has_gpu(self, name: str) -> bool:
-        return normalize_name(name) in self._gpu_index
-
-    def has_model(self, name: str) -> bool:
-        return normalize_name(name) in self._model_index
-
     def family_of(self, name: str) -> str | None:
         key = self._model_index.get(normalize_name(name))
         return self._models[key].family if key else None

@@ -6,6 +6,8 @@ directions: H100's 900 GB/s is 450 GB/s each way). Rates are dense (no 2:4 spars
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.units import PositiveBytes, PositiveCount, PositiveNumber
@@ -31,4 +33,9 @@ class GpuSpec(BaseModel):
     )
     gpus_per_node: PositiveCount = Field(description="GPUs in one node / NVLink domain.")
     tdp_watts: PositiveNumber = Field(description="Board power (TDP), watts.")
+    family: Literal["ampere", "hopper", "blackwell", "cdna3"] | None = Field(
+        None,
+        description="Architecture; picks the time model's calibrated efficiencies (Ampere has its own, every "
+        "other family uses Hopper's: docs/validation.md). Unset: Hopper's.",
+    )
     source: str | None = Field(None, description="Datasheet or paper the numbers come from.")

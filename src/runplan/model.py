@@ -1,6 +1,6 @@
 """Transformer shapes and their exact parameter and FLOP accounting.
 
-Conventions (letters as in REFERENCES.md: L layers, h d_model, a heads, k KV heads, d_h head dim,
+Conventions (letters as in docs/parallel.md: L layers, h d_model, a heads, k KV heads, d_h head dim,
 F FFN size, V vocabulary, s sequence, E routed experts):
 
 * **Total parameters** count every weight: embeddings, every block (attention, MLP or experts, router,
@@ -229,11 +229,3 @@ class ModelShape(BaseModel):
     def model_flops_per_token(self, seq_len: int, *, causal: bool = False) -> float:
         """Training FLOPs per token (forward + backward), no recomputation: PaLM's model FLOPs."""
         return 6.0 * self.matmul_params_per_token() + self.attention_flops_per_token(seq_len, causal=causal)
-
-    def summary(self) -> dict[str, int]:
-        return {
-            "total_params": self.total_params,
-            "embedding_params": self.embedding_params,
-            "non_embedding_params": self.non_embedding_params,
-            "active_params": self.active_params,
-        }

@@ -32,6 +32,7 @@ from runplan.ops import Cost, Monitoring, Reliability, Schedule
 from runplan.ops.checkpoint import CheckpointPlan
 from runplan.parallel.layout import CriticalBatch, LayoutEstimate
 from runplan.scaling.allocate import Allocation
+from runplan.scaling.laws import ParametricLaw
 from runplan.scaling.sweep import Sweep
 from runplan.spec import ModelChoice, PlanSpec
 
@@ -95,7 +96,8 @@ def _resolve_gpu(spec: PlanSpec, catalog) -> GpuSpec:
     return catalog.gpu(spec.cluster.gpu, where="cluster.gpu")
 
 
-def _law(spec: PlanSpec, base_dir: Path):
+def plan_law(spec: PlanSpec, base_dir: Path) -> ParametricLaw:
+    """The scaling law a plan names (``law:``; a law file relative to ``base_dir``), or the default law."""
     from runplan.scaling.laws import resolve_law
 
     law_spec = spec.law
@@ -181,7 +183,7 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
             hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}",
         )
     return ResolvedInputs(
-        catalog, gpu, n_gpus, gpus_per_node, _law(spec, base_dir), spec.training.seq_len, base_dir
+        catalog, gpu, n_gpus, gpus_per_node, plan_law(spec, base_dir), spec.training.seq_len, base_dir
     )
 
 
@@ -297,7 +299,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         plan_schedule,
     )
     from runplan.parallel.search import ensure_feasible, search
-    from runplan.scaling.sweep import design_sweep
+    from runplan.scaling.sweep import SweepRequest, design_sweep
 
     inputs = resolve_inputs(spec, base_dir)
     gpu, n_gpus, gpus_per_node, law, seq_len = (
@@ -395,13 +397,15 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
 
     # 8: sweep and cost
     sweep = design_sweep(
-        allocation.budget_flops or flops,
-        law,
-        gpu=gpu,
-        mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
-        seq_len=seq_len,
-        vocab_size=spec.training.vocab_size,
-        price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
+        SweepRequest(
+            flops=allocation.budget_flops or flops,
+            law=law,
+            gpu=gpu,
+            mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
+            seq_len=seq_len,
+            vocab_size=spec.training.vocab_size,
+            price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
+        )
     )
     cost = estimate_cost(
         CostRequest(

@@ -33,7 +33,7 @@ from runplan.ops.reliability import OperationsSpec
 from runplan.ops.schedule import ScheduleSpec
 from runplan.parallel.layout import Constraints, Pins
 from runplan.scaling.allocate import Objective
-from runplan.scaling.budget import MIN_MFU
+from runplan.scaling.budget import MIN_MFU, checked_mfu
 from runplan.scaling.laws import LawSpec
 from runplan.units import PositiveCount, PositiveNumber
 from runplan.validation import spec_error_from_validation
@@ -72,9 +72,7 @@ class Budget(BaseModel):
     @field_validator("mfu")
     @classmethod
     def _mfu_in_range(cls, value: float) -> float:
-        if not MIN_MFU <= value <= 1:
-            raise ValueError(f"MFU must be in [{MIN_MFU:g}, 1], got {value:g} (typical: 0.3 to 0.5)")
-        return value
+        return checked_mfu(value)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Budget:
@@ -150,7 +148,7 @@ class Cluster(BaseModel):
     price_per_gpu_hour: PricePerGpuHour = Field(
         2.0,
         json_schema_extra={"maximum": MAX_PRICE_PER_GPU_HOUR},
-        description="Price in USD per GPU-hour (2 USD/h is a common H100 planning figure, REFERENCES §4); "
+        description="Price in USD per GPU-hour (2 USD/h is a common H100 planning figure, docs/operations.md §5); "
         "at most 1e5.",
     )
 

@@ -77,26 +77,27 @@ def starter_plan(
 ) -> str:
     """The starter plan text for the flags given (validated the same way a plan file is)."""
     if flops is not None:
-        parse_number(flops, where="--flops")
+        parse_number(flops, where="budget.flops")
     if tokens is not None:
-        parse_number(tokens, where="--tokens")
+        parse_number(tokens, where="budget.tokens")
         if model is None:
             raise SpecError(
-                "--tokens needs --model", where="--tokens", hint="or give --flops for a new model"
+                "--tokens needs --model", where="budget.tokens", hint="or give --flops for a new model"
             )
-    parse_count(gpus, where="--gpus")
-    parse_count(seq_len, where="--seq-len")
+    parse_count(gpus, where="cluster.gpus")
+    parse_count(seq_len, where="training.seq_len")
     from runplan.architect import resolve_model
     from runplan.catalog import load_catalog
 
     catalog = load_catalog()
-    catalog.gpu(gpu, where="--gpu")  # unknown names fail here, with a did-you-mean, not later in `check`
+    # unknown names fail here, with a did-you-mean, not later in `check`
+    catalog.gpu(gpu, where="cluster.gpu")
     if model is not None:
-        resolve_model(model, catalog, where="--model")
+        resolve_model(model, catalog, where="model")
     if flops is None and tokens is None:
         flops = "2e23"
     if flops is not None and tokens is not None:
-        raise SpecError("give --flops or --tokens, not both", where="--tokens")
+        raise SpecError("give --flops or --tokens, not both", where="budget.tokens")
     chosen: dict[str, dict[str, Any]] = {
         "budget": {"flops": flops, "tokens": tokens},
         "cluster": {"gpu": gpu, "gpus": gpus},

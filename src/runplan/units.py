@@ -84,6 +84,14 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
     return f"{text} {unit}" if unit else text
 
 
+def format_bytes(value: float) -> str:
+    """``1.13e12`` → ``1.13 TB`` (decimal units, as storage vendors quote them); the one byte formatter."""
+    for threshold, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if abs(value) >= threshold:
+            return f"{value / threshold:.3g} {unit}"
+    return f"{value:.3g} B"
+
+
 # ---- pydantic field types: plan files and flags share them ----------------------------------------
 from typing import Annotated  # noqa: E402
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -114,7 +115,7 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(part for part in loc if not _is_tag(part))
 
 
-def _union_mismatch(problem: dict[str, Any]) -> bool:
+def _union_mismatch(problem: Mapping[str, Any]) -> bool:
     """A union member that did not even match the input's type ('str' branch given a mapping)."""
     loc = tuple(problem["loc"])
     return bool(loc) and _is_tag(loc[-1]) and problem["type"] in _KINDS

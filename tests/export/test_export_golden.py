@@ -62,7 +62,7 @@ def _shuffled(value, rng):
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(rng=st.randoms(use_true_random=False))
 def test_golden_is_stable_under_reordering_of_plan_keys(example: str, rng) -> None:
-    """Issue 7: key order in a plan file never changes what is exported."""
+    """Key order in a plan file never changes what is exported."""
     import yaml
 
     from runplan.plan import build_plan

@@ -19,7 +19,7 @@ from runplan.ops import (
 
 
 def test_llama3_calibration():
-    # 419 interruptions / (54 days × 2,048 nodes) × 1,000 = 3.789 per 1,000 node-days (REFERENCES §4: ~3.8)
+    # 419 interruptions / (54 days × 2,048 nodes) × 1,000 = 3.789 per 1,000 node-days (docs/operations.md §3: ~3.8)
     assert pytest.approx(3.7887, abs=1e-4) == LLAMA3_FAILURES_PER_1000_NODE_DAYS
     # job MTBF on the 2,048 nodes: 54 days × 24 h / 419 = 3.093 h (~3.1 h)
     assert job_mtbf_seconds(LLAMA3_FAILURES_PER_1000_NODE_DAYS, 2048) / 3600 == pytest.approx(

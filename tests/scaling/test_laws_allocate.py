@@ -14,7 +14,7 @@ from tests.parallel.shapes import H100
 
 from runplan.errors import Infeasible, SpecError
 from runplan.scaling.allocate import Objective, allocate, inference_optimal_params, with_hardware
-from runplan.scaling.budget import flops_from_hardware, hardware_cost
+from runplan.scaling.budget import checked_mfu, flops_from_hardware, hardware_cost
 from runplan.scaling.laws import (
     DEFAULT_LAW,
     LawSpec,
@@ -42,7 +42,7 @@ def test_shipped_laws_are_the_published_coefficients():
 
 
 def test_rounding_moves_the_gopher_budget_optimum():
-    """REFERENCES §1: about 32B (as printed) vs 40B (unrounded) parameters at 5.76e23 FLOPs."""
+    """docs/scaling.md: about 32B (as printed) vs 40B (unrounded) parameters at 5.76e23 FLOPs."""
     assert LAWS["hoffmann2022"].compute_optimal(5.76e23)[0] == pytest.approx(32e9, rel=0.03)
     assert LAWS["hoffmann2022-unrounded"].compute_optimal(5.76e23)[0] == pytest.approx(40e9, rel=0.03)
 
@@ -178,8 +178,8 @@ def test_hardware_budget_round_trip():
     assert cost.cost_usd == pytest.approx(2.0 * 1024 * 30 * 24)
     a = with_hardware(allocate(c, Objective(), LAWS[DEFAULT_LAW]), H100, 0.4, gpus=1024)
     assert a.days == pytest.approx(30)
-    with pytest.raises(SpecError, match="--mfu"):
-        flops_from_hardware(8, 1, H100, 1.5)
+    with pytest.raises(ValueError, match=r"MFU must be in \[0.01, 1\], got 1.5"):
+        checked_mfu(1.5)
 
 
 def test_loss_is_vectorized():

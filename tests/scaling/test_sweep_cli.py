@@ -12,14 +12,14 @@ from typer.testing import CliRunner
 from runplan.cli.app import app
 from runplan.scaling.fit import fit_isoflop, fit_parametric, read_runs
 from runplan.scaling.laws import shipped_laws
-from runplan.scaling.sweep import design_sweep
+from runplan.scaling.sweep import SweepRequest, design_sweep
 
 LAW = shipped_laws()["besiroglu2024"]
 runner = CliRunner()
 
 
 def test_sweep_for_2e23_brackets_the_optimum():
-    sweep = design_sweep(2e23, LAW)
+    sweep = design_sweep(SweepRequest(flops=2e23, law=LAW))
     assert sweep.budgets == [pytest.approx(2e21)]
     sizes = [r.params for r in sweep.runs]
     n_opt = LAW.compute_optimal(2e21)[0]
@@ -33,8 +33,8 @@ def test_sweep_for_2e23_brackets_the_optimum():
 
 
 def test_wsd_shares_trunks_across_budgets():
-    plain = design_sweep(2e23, LAW, budgets=3)
-    wsd = design_sweep(2e23, LAW, budgets=3, wsd=True, cooldown_fraction=0.2)
+    plain = design_sweep(SweepRequest(flops=2e23, law=LAW, budgets=3))
+    wsd = design_sweep(SweepRequest(flops=2e23, law=LAW, budgets=3, wsd=True, cooldown_fraction=0.2))
     assert len(wsd.runs) == len(plain.runs) == 21
     assert wsd.training_runs == len({r.trunk for r in wsd.runs}) < 21
     assert wsd.runs_saved == 21 - wsd.training_runs
@@ -51,7 +51,7 @@ def test_wsd_shares_trunks_across_budgets():
 
 
 def test_sweep_csv_reads_back_into_fit(tmp_path):
-    sweep = design_sweep(1e23, LAW, budgets=3, sizes=7, vocab_size=32000)
+    sweep = design_sweep(SweepRequest(flops=1e23, law=LAW, budgets=3, sizes=7, vocab_size=32000))
     rows = list(csv.DictReader(io.StringIO(sweep.to_csv())))
     for row in rows:
         row["loss"] = row["predicted_loss"]

@@ -7,7 +7,7 @@ renders the ``Allocation``. JSON keys: docs/scaling.md. Nothing heavy is importe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,18 +15,14 @@ from runplan.cli.budget import GPU_HELP, LAW_HELP, MFU_HELP, parse_budget
 from runplan.cli.common import handle_errors, print_json
 from runplan.scaling import DEFAULT_LAW
 
-#: The flag that fills each field of the Objective (for error messages).
-OBJECTIVE_FLAGS = {
-    "tokens_per_param": "--tokens-per-param",
-    "params": "--params",
-    "inference_tokens": "--inference-tokens",
-    "target_loss": "--target-loss",
-}
+if TYPE_CHECKING:
+    from runplan.scaling.allocate import Allocation, Objective
+    from runplan.scaling.laws import ParametricLaw
 
 
 def _objective(
     tokens_per_param: str | None, params: str | None, inference_tokens: str | None, target_loss: str | None
-) -> Any:
+) -> Objective:
     from runplan.cli.common import build_from_flags
     from runplan.errors import SpecError
     from runplan.scaling.allocate import Objective
@@ -57,7 +53,7 @@ def _objective(
         kind = "inference_optimal"
     return build_from_flags(
         Objective,
-        OBJECTIVE_FLAGS,
+        "objective",
         given[0] if given else "--flops",
         kind=kind,
         tokens_per_param=tokens_per_param,
@@ -73,7 +69,7 @@ def _count_phrase(param_count: str) -> str:
     return "N counts non-embedding parameters (Kaplan et al. 2020's convention)"
 
 
-def render(allocation: Any, law: Any) -> None:
+def render(allocation: Allocation, law: ParametricLaw) -> None:
     """Human-readable allocation on stdout (rich)."""
     from rich.table import Table
 
@@ -110,7 +106,7 @@ def render(allocation: Any, law: Any) -> None:
         rows += [
             (
                 "compute-optimal at this budget",
-                f"N {format_si(a.compute_optimal_params)}, D {format_si(a.compute_optimal_tokens)}, "
+                f"N {_si(a.compute_optimal_params)}, D {_si(a.compute_optimal_tokens)}, "
                 f"loss {a.compute_optimal_loss:.4f}",
             ),
             ("loss penalty", f"{a.loss_penalty:+.4f}"),
@@ -131,7 +127,7 @@ def render(allocation: Any, law: Any) -> None:
             ("total FLOPs", f"{a.total_flops:.3g}"),
             (
                 "compute-optimal model, same loss",
-                f"N {format_si(a.compute_optimal_params)}: total {a.compute_optimal_total_flops:.3g} FLOPs",
+                f"N {_si(a.compute_optimal_params)}: total {a.compute_optimal_total_flops:.3g} FLOPs",
             ),
             ("saving", f"{a.total_flops_saving:.1%} of total FLOPs"),
         ]
@@ -151,7 +147,14 @@ def render(allocation: Any, law: Any) -> None:
         console(stderr=True).print(f"note: {note}")
 
 
-def _shape_line(allocation: Any, law: Any) -> str | None:
+def _si(value: float | None) -> str:
+    """``format_si`` for a field an objective may leave unset ("-")."""
+    from runplan.units import format_si
+
+    return "-" if value is None else format_si(value)
+
+
+def _shape_line(allocation: Allocation, law: ParametricLaw) -> str | None:
     """Both parameter counts of a generated shape of this size (runplan.architect), when one exists."""
     try:
         from runplan.architect import shape_for_params

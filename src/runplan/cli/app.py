@@ -36,17 +36,12 @@ def _root(
 
 
 def _register_commands() -> None:
-    # Each module exposes register(app); imported here so `--help` lists every command.
+    # Each module exposes register(app); imported here so `--help` lists every command. A missing module is
+    # a broken install, not an optional command: the import error propagates.
     import importlib
 
     for name in ("catalog", "schema", "allocate", "fit", "sweep", "parallelize", "plan", "export"):
-        try:
-            module = importlib.import_module(f"runplan.cli.{name}")
-        except ModuleNotFoundError as error:  # a command not built yet
-            if error.name != f"runplan.cli.{name}":
-                raise
-            continue
-        module.register(app)
+        importlib.import_module(f"runplan.cli.{name}").register(app)
 
 
 _register_commands()

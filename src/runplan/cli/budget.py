@@ -8,12 +8,15 @@ load inside :func:`parse_budget` only.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runplan.defaults import DEFAULT_GPU, DEFAULT_MFU
 from runplan.scaling import DEFAULT_LAW
+
+if TYPE_CHECKING:
+    from runplan.cli.flag_models import FlagBudget
+    from runplan.hardware import GpuSpec
 
 LAW_HELP = (
     f"Scaling law: a shipped name (besiroglu2024, hoffmann2022, hoffmann2022-unrounded) or a law YAML "
@@ -22,40 +25,19 @@ LAW_HELP = (
 GPU_HELP = f"GPU catalog name (default {DEFAULT_GPU})."
 MFU_HELP = f"Model FLOPs utilisation used to turn GPU time into FLOPs (default {DEFAULT_MFU})."
 
-#: The flag that fills each field of the flag budget model (for error messages).
-BUDGET_FLAGS = {
-    "flops": "--flops",
-    "days": "--days",
-    "mfu": "--mfu",
-    "gpus": "--gpus",
-    "price_per_gpu_hour": "--price-per-gpu-hour",
+#: The plan-file path of each field of the flag budget model (errors name it; the CLI prints its flag).
+BUDGET_PATHS = {
+    "flops": "budget.flops",
+    "days": "budget.days",
+    "mfu": "budget.mfu",
+    "gpus": "cluster.gpus",
+    "price_per_gpu_hour": "cluster.price_per_gpu_hour",
 }
 
 
-@functools.cache
-def flag_budget_model() -> Any:
-    """``runplan.spec.Budget`` plus ``gpus`` and ``price_per_gpu_hour``; built on first use (pydantic is heavy)."""
-    from pydantic import Field, model_validator
-
-    from runplan.ops.cost import PricePerGpuHour
-    from runplan.spec import Budget
-    from runplan.units import PositiveCount
-
-    class FlagBudget(Budget):
-        """The plan file's budget as flags: at most one of --flops and --days, and the hardware flags."""
-
-        gpus: PositiveCount | None = Field(
-            None, description="GPUs of the run: with days gives C; with flops gives the wall-clock days."
-        )
-        price_per_gpu_hour: PricePerGpuHour | None = Field(
-            None, description="USD per GPU-hour, for the cost."
-        )
-
-        @model_validator(mode="after")
-        def _exactly_one(self) -> FlagBudget:  # replaces Budget's rule: flags may give no budget at all
-            if self.flops is not None and self.days is not None:
-                raise ValueError("give the budget once: --flops, or --gpus with --days")
-            return self
+def flag_budget_model() -> type[FlagBudget]:
+    """``runplan.spec.Budget`` plus ``gpus`` and ``price_per_gpu_hour`` (imported on first use: pydantic is heavy)."""
+    from runplan.cli.flag_models import FlagBudget
 
     return FlagBudget
 
@@ -64,9 +46,9 @@ def flag_budget_model() -> Any:
 class BudgetFlags:
     """The parsed budget flags: the validated model, the budget C in FLOPs and the GPU when one is needed."""
 
-    budget: Any
+    budget: FlagBudget
     flops: float | None
-    gpu: Any
+    gpu: GpuSpec | None
 
     @property
     def mfu(self) -> float:
@@ -105,8 +87,8 @@ def parse_budget(
         raise SpecError("--days needs --gpus", where="--gpus", hint="e.g. --gpus 1024 --days 30")
     budget = build_from_flags(
         flag_budget_model(),
-        BUDGET_FLAGS,
-        "--flops",
+        BUDGET_PATHS,
+        "budget",
         flops=flops,
         days=days,
         mfu=mfu,
@@ -119,11 +101,11 @@ def parse_budget(
 
         spec = load_catalog().gpu(gpu or DEFAULT_GPU, where="--gpu")
     c = budget.flops
-    if budget.days is not None:
+    if budget.days is not None and budget.gpus is not None and spec is not None:  # --days needs --gpus: above
         from runplan.scaling.budget import check_training_flops, flops_from_hardware
 
         c = check_training_flops(
-            flops_from_hardware(budget.gpus, budget.days, spec, budget.mfu), where="--days"
+            flops_from_hardware(budget.gpus, budget.days, spec, budget.mfu), where="budget.days"
         )
     if c is None and required:
         raise SpecError(
@@ -132,4 +114,4 @@ def parse_budget(
     return BudgetFlags(budget=budget, flops=c, gpu=spec)
 
 
-__all__ = ["BUDGET_FLAGS", "LAW_HELP", "BudgetFlags", "flag_budget_model", "parse_budget"]
+__all__ = ["BUDGET_PATHS", "LAW_HELP", "BudgetFlags", "flag_budget_model", "parse_budget"]

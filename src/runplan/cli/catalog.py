@@ -9,21 +9,24 @@ carry ``name``, ``family``, ``total_params``, ``embedding_params``, ``non_embedd
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json
 
+if TYPE_CHECKING:
+    from runplan.catalog import GpuEntry, ModelEntry
+
 KINDS = ("gpus", "models")
 
 
-def gpu_record(entry: Any) -> dict[str, Any]:
+def gpu_record(entry: GpuEntry) -> dict[str, Any]:
     """JSON record of a catalog GPU: every GpuSpec field, then aliases and note."""
     return {**entry.spec.model_dump(mode="json"), "aliases": list(entry.aliases), "note": entry.note}
 
 
-def model_record(entry: Any) -> dict[str, Any]:
+def model_record(entry: ModelEntry) -> dict[str, Any]:
     """JSON record of a catalog model: the counts first, then every ModelShape field."""
     shape = entry.shape
     record: dict[str, Any] = {
@@ -77,11 +80,11 @@ def catalog(
     kind = _kind(kind)
     cat = load_catalog(catalog_files)
     if kind == "gpus":
-        entries = [cat.gpu_entry(name, where="NAME")] if name else list(cat.gpu_entries)
-        records = [gpu_record(e) for e in entries]
+        gpus = [cat.gpu_entry(name, where="NAME")] if name else list(cat.gpu_entries)
+        records = [gpu_record(e) for e in gpus]
     else:
-        entries = [cat.model_entry(name, where="NAME")] if name else list(cat.model_entries)
-        records = [model_record(e) for e in entries]
+        models = [cat.model_entry(name, where="NAME")] if name else list(cat.model_entries)
+        records = [model_record(e) for e in models]
     if as_json:
         print_json(records[0] if name else records)
         return

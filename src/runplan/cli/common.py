@@ -12,26 +12,47 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from runplan.errors import EXIT_BAD_INPUT, RunplanError
 
+if TYPE_CHECKING:  # heavy at import time; the functions below import them when called
+    from pydantic import BaseModel
+    from rich.console import Console
+
+    from runplan.plan import RunPlan
+    from runplan.spec import PlanSpec
+    from runplan.yamlio import LoadedYaml
+
 F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound="BaseModel")
 
 
 def debug_enabled() -> bool:
     return os.environ.get("RUNPLAN_DEBUG", "") not in ("", "0", "false", "no")
 
 
-def fail(error: RunplanError) -> None:
-    """Print one line to stderr and exit with the error's code (1 infeasible, 2 bad input)."""
+def fail(error: RunplanError, command: str | None = None) -> None:
+    """Print one line to stderr and exit with the error's code (1 infeasible, 2 bad input).
+
+    A field path from flags is printed as ``command``'s flag for it (:func:`runplan.cli.flags.with_flag`, the
+    one table).
+    """
+    from runplan.cli.flags import with_flag
+
+    error = with_flag(error, command)
     kind = "infeasible" if error.exit_code == 1 else "error"
     print(f"runplan: {kind}: {error.one_line()}", file=sys.stderr)
     raise SystemExit(error.exit_code)
 
 
 def handle_errors(func: F) -> F:
-    """Wrap a command so RunplanError becomes one line and an exit code; set RUNPLAN_DEBUG=1 for tracebacks."""
+    """Wrap a command so RunplanError becomes one line and an exit code; set RUNPLAN_DEBUG=1 for tracebacks.
+
+    The command's name (``func``'s, without ``_command``) picks its flags for field paths.
+    """
+    command = func.__name__.removesuffix("_command")
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -40,7 +61,7 @@ def handle_errors(func: F) -> F:
         except RunplanError as error:
             if debug_enabled():
                 raise
-            fail(error)
+            fail(error, command)
         except (KeyboardInterrupt, BrokenPipeError):
             raise SystemExit(130) from None
         except SystemExit:
@@ -61,7 +82,7 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def load_plan_file(path: Any) -> tuple[Any, Any]:
+def load_plan_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec]:
     """(LoadedYaml, PlanSpec) for a plan-file argument; bad files raise SpecError with file:line."""
     from runplan.spec import parse_plan
     from runplan.yamlio import load_yaml_file
@@ -70,10 +91,8 @@ def load_plan_file(path: Any) -> tuple[Any, Any]:
     return loaded, parse_plan(loaded)
 
 
-def plan_from_file(path: Any) -> tuple[Any, Any, Any]:
+def plan_from_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec, RunPlan]:
     """(LoadedYaml, PlanSpec, RunPlan) for a plan-file argument, every error pointed at ``file:line``."""
-    from pathlib import Path
-
     from runplan.plan import build_plan
 
     loaded, spec = load_plan_file(path)
@@ -82,7 +101,7 @@ def plan_from_file(path: Any) -> tuple[Any, Any, Any]:
 
 
 @contextlib.contextmanager
-def located(loaded: Any) -> Iterator[None]:
+def located(loaded: LoadedYaml) -> Iterator[None]:
     """Point SpecErrors about plan keys (raised after validation) at their ``file:line``."""
     try:
         yield
@@ -94,7 +113,19 @@ def located(loaded: Any) -> Iterator[None]:
         raise
 
 
-def flag_value(text: str | None, flag: str, kind: str = "number") -> Any:
+@overload
+def flag_value(text: str, flag: str, kind: Literal["count"]) -> int: ...
+@overload
+def flag_value(text: str, flag: str, kind: Literal["number", "bytes"] = "number") -> float: ...
+@overload
+def flag_value(text: None, flag: str, kind: Literal["count", "number", "bytes"] = "number") -> None: ...
+@overload
+def flag_value(text: str | None, flag: str, kind: Literal["count"]) -> int | None: ...
+@overload
+def flag_value(text: str | None, flag: str, kind: Literal["number", "bytes"] = "number") -> float | None: ...
+def flag_value(
+    text: str | None, flag: str, kind: Literal["count", "number", "bytes"] = "number"
+) -> float | int | None:
     """A flag's text parsed by :mod:`runplan.units` (``kind``: number, count or bytes); None when not given.
 
     Only the notation is checked here ("2e23", "70B", "3GB"); bounds belong to the input model the value fills
@@ -104,16 +135,19 @@ def flag_value(text: str | None, flag: str, kind: str = "number") -> Any:
         return None
     from runplan import units
 
-    parse = {"number": units.parse_number, "count": units.parse_count, "bytes": units.parse_bytes}[kind]
-    return parse(text, where=flag)
+    if kind == "count":
+        return units.parse_count(text, where=flag)
+    return units.parse_bytes(text, where=flag) if kind == "bytes" else units.parse_number(text, where=flag)
 
 
-def build_from_flags(model: Any, flags: dict[str, str], where: str | None, /, **fields: Any) -> Any:
-    """``model(**fields)`` without the fields that are None; a validation error names the flag that set it.
+def build_from_flags(model: type[M], paths: str | dict[str, str], where: str | None, /, **fields: Any) -> M:
+    """``model(**fields)`` without the fields that are None; a validation error names the field's path.
 
-    ``flags`` maps a field name (or a dotted path into a nested model) to the flag that fills it; an error on
-    a field without a flag, or on the whole model (a cross-field rule), names ``where``. The message is the
-    one a plan file gets (:func:`runplan.validation.spec_error_from_validation`), one line.
+    ``paths`` says where each field lives in a plan file: a prefix for every field (``"parallel"``: ``tp`` is
+    ``parallel.tp``), or a map from a field (or the head of a dotted path into a nested model) to its path.
+    An error on a field without a path, or on the whole model (a cross-field rule), names ``where``. The
+    message is the one a plan file gets (:func:`runplan.validation.spec_error_from_validation`), one line; the
+    path becomes a flag where errors are printed (:mod:`runplan.cli.flags`).
     """
     from pydantic import ValidationError
 
@@ -124,19 +158,33 @@ def build_from_flags(model: Any, flags: dict[str, str], where: str | None, /, **
         return model(**{key: value for key, value in fields.items() if value is not None})
     except ValidationError as error:
         found = spec_error_from_validation(error, model)
-        path = found.where or ""
-        flag = flags.get(path) or flags.get(path.split(".")[0]) or where or path or None
-        raise SpecError(found.message, where=flag, hint=found.hint) from None
+        raise SpecError(
+            found.message, where=_field_path(found.where, paths) or where or found.where, hint=found.hint
+        ) from None
 
 
-def check_output_path(path: Any, flag: str = "--output", *, not_over: Any = None) -> Any:
+def _field_path(loc: str | None, paths: str | dict[str, str]) -> str | None:
+    """The plan-file path of a model field's dotted ``loc`` (see :func:`build_from_flags`); None if unknown."""
+    if not loc:
+        return None
+    if isinstance(paths, str):
+        return f"{paths}.{loc}"
+    head, _, rest = loc.partition(".")
+    if loc in paths:
+        return paths[loc]
+    if head in paths:
+        return f"{paths[head]}.{rest}" if rest else paths[head]
+    return None
+
+
+def check_output_path(
+    path: str | Path, flag: str = "--output", *, not_over: str | Path | None = None
+) -> Path:
     """``path`` as a Path if a command may write a file there, else a SpecError naming ``flag``.
 
     Refused: a directory, and ``not_over`` (the plan file being read). Commands call this before slow work
     so a bad ``-o`` fails at once; :func:`write_output` calls it again.
     """
-    from pathlib import Path
-
     from runplan.errors import SpecError
 
     target = Path(path)
@@ -152,7 +200,7 @@ def check_output_path(path: Any, flag: str = "--output", *, not_over: Any = None
     return target
 
 
-def _check_parents(directory: Any, flag: str) -> None:
+def _check_parents(directory: Path, flag: str) -> None:
     """A SpecError naming ``flag`` when an existing ancestor of ``directory`` is a file, not a directory."""
     from runplan.errors import SpecError
 
@@ -165,10 +213,8 @@ def _check_parents(directory: Any, flag: str) -> None:
             return
 
 
-def output_directory(path: Any, flag: str) -> Any:
+def output_directory(path: str | Path, flag: str) -> Path:
     """Create ``path`` as a directory for a command's output files; a SpecError naming ``flag`` if it cannot."""
-    from pathlib import Path
-
     from runplan.errors import SpecError
 
     directory = Path(path)
@@ -187,8 +233,13 @@ def output_directory(path: Any, flag: str) -> Any:
 
 
 def write_output(
-    text: str, path: Any, flag: str = "--output", *, not_over: Any = None, executable: bool = False
-) -> Any:
+    text: str,
+    path: str | Path | None,
+    flag: str = "--output",
+    *,
+    not_over: str | Path | None = None,
+    executable: bool = False,
+) -> Path | None:
     """Write ``text`` to ``path`` (None or "-": stdout) and return the path written (None for stdout).
 
     Every command that writes a file goes through here, so each refuses the same things with one line that
@@ -217,7 +268,7 @@ def write_output(
     return target
 
 
-def _default(value: Any) -> Any:
+def _default(value: object) -> object:
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     if hasattr(value, "tolist"):  # numpy scalars and arrays
@@ -225,12 +276,12 @@ def _default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     """Stable JSON to stdout: SI base units, keys as documented in docs/json.md."""
     sys.stdout.write(json.dumps(data, indent=2, default=_default, allow_nan=False) + "\n")
 
 
-def console(stderr: bool = False):  # -> rich.console.Console, imported lazily
+def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     # diagnostics on stderr stay one line each (a note wrapped at 80 columns reads as several messages)

@@ -50,20 +50,20 @@ def export_command(
 
     from runplan.cli.common import check_output_path, plan_from_file, write_output
 
-    to_file = output is not None and str(output) != "-"
-    if to_file and not output.is_dir():  # refuse a bad -o before the work, not after it
-        check_output_path(output, "--output", not_over=plan_file)
+    to_file = output if output is not None and str(output) != "-" else None
+    if to_file is not None and not to_file.is_dir():  # refuse a bad -o before the work, not after it
+        check_output_path(to_file, "--output", not_over=plan_file)
     _, _, plan = plan_from_file(plan_file)
     result = export_plan(plan, target)
 
-    if as_json or not to_file:
+    if as_json or to_file is None:
         _warn(result.warnings, target)
         if as_json:
             print_json(result)
         else:
             sys.stdout.write(result.text)
         return
-    path = output / result.filename if output.is_dir() else output
+    path = to_file / result.filename if to_file.is_dir() else to_file
     written = write_output(result.text, path, "--output", not_over=plan_file, executable=target == "megatron")
     _warn(result.warnings, target)
     print(f"runplan: wrote {written} ({target}, {len(result.warnings)} warning(s))", file=sys.stderr)

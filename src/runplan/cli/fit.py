@@ -7,11 +7,14 @@ files accept, and optionally a plot. JSON keys: docs/scaling.md. Nothing heavy i
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json
+
+if TYPE_CHECKING:
+    from runplan.scaling.fit import FitReport, Interval, ParametricFit
 
 #: Most bootstrap resamples accepted: 10,000 (2.5× the 4,000 of Besiroglu et al. 2024) pins the 10th and
 #: 90th percentiles to a fraction of their width; more only takes hours (each resample is a full fit).
@@ -40,13 +43,13 @@ def _progress(total: int):  # -> (callback, closer); a rich bar on stderr only w
     return (lambda done: bar.update(task, completed=done)), bar.stop
 
 
-def _interval_text(interval: Any, fmt: str = ".4g") -> str:
+def _interval_text(interval: Interval, fmt: str = ".4g") -> str:
     if interval.low is None:
         return f"{interval.value:{fmt}}"
     return f"{interval.value:{fmt}}  [{interval.low:{fmt}}, {interval.high:{fmt}}]"
 
 
-def render(report: Any) -> None:
+def render(report: FitReport) -> None:
     from rich.table import Table
 
     from runplan.cli.common import console
@@ -152,6 +155,7 @@ def fit_command(
         raise SpecError(
             f"unknown count {param_count!r}", where="--param-count", hint="total or non_embedding"
         )
+    count: Literal["total", "non_embedding"] = "total" if param_count == "total" else "non_embedding"
     if bootstrap < 0:
         raise SpecError("must not be negative", where="--bootstrap")
     if bootstrap > MAX_BOOTSTRAP:
@@ -221,7 +225,7 @@ def fit_command(
                 percentiles=percentiles,
                 at_flops=at,
                 seed=seed,
-                param_count=param_count,
+                param_count=count,
                 progress=callback,
             )
         finally:
@@ -247,7 +251,7 @@ def fit_command(
             print(f"\nwrote law file {output} (use it with --law {output})")
 
 
-def _write_law(parametric: Any, output: str) -> None:
+def _write_law(parametric: ParametricFit, output: str) -> None:
     """The fitted law as YAML (``runplan.scaling.fit.law_file_dict``), written through ``write_output``."""
     import yaml
 

@@ -7,58 +7,34 @@ feasible, layouts, plus space_size, batch_range_tokens, critical_batch, best_by_
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
-#: The flag that fills each field of Pins, Constraints and ParallelRequest (for error messages).
-_FLAG_OF = {
-    "tp": "--tp",
-    "pp": "--pp",
-    "dp": "--dp",
-    "ep": "--ep",
-    "cp": "--cp",
-    "zero": "--zero",
-    "micro_batch": "--mbs",
-    "microbatches": "--microbatches",
-    "vpp": "--vpp",
-    "recompute": "--recompute",
-    "max_bubble_fraction": "--max-bubble",
-    "memory_headroom_fraction": "--headroom",
-    "reserve_bytes": "--reserve",
-    "min_global_batch_tokens": "--min-batch",
-    "max_global_batch_tokens": "--max-batch",
-    "n_gpus": "--gpus",
-    "gpus_per_node": "--gpus-per-node",
-    "seq_len": "--seq-len",
-    "global_batch_tokens": "--global-batch",
-    "global_batch_tolerance": "--batch-tolerance",
-    "training_tokens": "--training-tokens",
-    "top": "--top",
-    "mfu_override": "--mfu",
+if TYPE_CHECKING:
+    from runplan.parallel.layout import Constraints, ParallelRequest, Pins, SearchResult
+
+#: The plan-file path (or ``parallelize.<option>``) of each ParallelRequest field, for error messages; the CLI
+#: prints its flag (runplan.cli.flags).
+_REQUEST_PATHS = {
+    "n_gpus": "cluster.gpus",
+    "gpus_per_node": "cluster.gpus_per_node",
+    "seq_len": "training.seq_len",
+    "global_batch_tokens": "schedule.global_batch_tokens",
+    "global_batch_tolerance": "parallelize.global_batch_tolerance",
+    "training_tokens": "parallelize.training_tokens",
+    "top": "parallelize.top",
+    "mfu_override": "parallelize.mfu",
+    "gpu": "cluster.gpu",
+    "model": "model",
+    "gradient_bytes": "parallelize.bf16_grads",
+    "pins": "parallel",
+    "constraints": "constraints",
 }
-
-
-def _overrides_model() -> Any:
-    """--top and --mfu, typed as ParallelRequest types them: they also lay over a plan file's request."""
-    from pydantic import BaseModel, ConfigDict, Field
-
-    from runplan.parallel.layout import MfuFraction
-    from runplan.units import PositiveCount
-
-    class Overrides(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-
-        top: PositiveCount | None = Field(None, description="How many ranked layouts to return.")
-        mfu_override: MfuFraction | None = Field(None, description="Use this MFU instead of the time model.")
-
-    return Overrides
 
 
 def parallelize(
@@ -119,15 +95,13 @@ def parallelize(
     from runplan.architect import resolve_model
     from runplan.catalog import load_catalog
     from runplan.cli.common import build_from_flags, flag_value
+    from runplan.cli.flag_models import SearchOverrides
     from runplan.errors import SpecError
     from runplan.parallel.layout import Constraints, ParallelRequest, Pins
 
     if plan_file is None:
-        for flag, value in (("--model", model), ("--gpus", gpus)):
-            if value is None:
-                raise SpecError(
-                    "missing", where=flag, hint="e.g. --model 70b --gpus 512, or give a plan file"
-                )
+        _required(model, "--model")
+        _required(gpus, "--gpus")
     if recompute is not None and recompute not in ("none", "selective", "full"):
         raise SpecError(
             f"unknown recompute mode {recompute!r}", where="--recompute", hint="use none, selective or full"
@@ -137,7 +111,7 @@ def parallelize(
         raise SpecError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero!r}", where="--zero")
     pins = build_from_flags(
         Pins,
-        _FLAG_OF,
+        "parallel",
         "--tp",
         tp=tp,
         pp=pp,
@@ -153,7 +127,7 @@ def parallelize(
     )
     constraints = build_from_flags(
         Constraints,
-        _FLAG_OF,
+        "constraints",
         "--max-bubble",
         max_bubble_fraction=max_bubble,
         memory_headroom_fraction=headroom,
@@ -162,7 +136,7 @@ def parallelize(
         max_global_batch_tokens=max_batch,
         allow_cross_node_tp=allow_cross_node_tp or None,
     )
-    overrides = build_from_flags(_overrides_model(), _FLAG_OF, "--top", top=top, mfu_override=mfu)
+    overrides = build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
     top_count, mfu_value = overrides.top, overrides.mfu_override
     if plan_file is not None:
         cluster_flags = {
@@ -188,11 +162,11 @@ def parallelize(
         _answer(request, resolution, as_json)
         return
     catalog = load_catalog(catalog_file)
-    shape, resolution = resolve_model(model, catalog, where="--model")
+    shape, resolution = resolve_model(_required(model, "--model"), catalog, where="--model")
     spec = catalog.gpu(gpu or DEFAULT_GPU, where="--gpu")
     request = build_from_flags(
         ParallelRequest,
-        _FLAG_OF,
+        _REQUEST_PATHS,
         "--gpus",
         model=shape,
         gpu=spec,
@@ -208,42 +182,26 @@ def parallelize(
         constraints=constraints,
         pins=pins,
     )
-    with _flags_for_paths():
-        _answer(request, resolution, as_json)
+    _answer(request, resolution, as_json)
 
 
-#: The flag that sets each plan-key path the layout search names in its errors.
-_FLAG_OF_PATH = {
-    "cluster.gpus": "--gpus",
-    "cluster.gpus_per_node": "--gpus-per-node",
-    "cluster.gpu": "--gpu",
-    "schedule.global_batch_tokens": "--global-batch",
-    "budget": "--training-tokens",
-    "constraints.min_global_batch_tokens": "--min-batch",
-    "constraints.max_global_batch_tokens": "--max-batch",
-    "constraints.reserve_bytes": "--reserve",
-    "mfu_override": "--mfu",
-    "training.seq_len": "--seq-len",
-    **{f"parallel.{field}": flag for field, flag in _FLAG_OF.items()},
-}
+def _required(value: str | None, flag: str) -> str:
+    """``value``, or the SpecError for a flag that is required without a plan file."""
+    if value is None:
+        from runplan.errors import SpecError
 
-
-@contextlib.contextmanager
-def _flags_for_paths() -> Iterator[None]:
-    """Name the flag, not the plan key, in errors about a request built from flags."""
-    from runplan.errors import SpecError
-
-    try:
-        yield
-    except SpecError as error:
-        path = error.where or ""
-        flag = _FLAG_OF_PATH.get(path) or _FLAG_OF_PATH.get(path.rsplit(".", 1)[0]) or path
-        raise SpecError(error.message, where=flag, hint=error.hint) from None
+        raise SpecError("missing", where=flag, hint="e.g. --model 70b --gpus 512, or give a plan file")
+    return value
 
 
 def _request_from_plan(
-    plan_file: Path, pins: Any, constraints: Any, top: int | None, mfu: float | None, bf16_grads: bool
-) -> tuple[Any, str]:
+    plan_file: Path,
+    pins: Pins,
+    constraints: Constraints,
+    top: int | None,
+    mfu: float | None,
+    bf16_grads: bool,
+) -> tuple[ParallelRequest, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
     from runplan.cli.common import load_plan_file, located
     from runplan.plan import allocation_stage, layout_request, resolve_inputs
@@ -265,7 +223,7 @@ def _request_from_plan(
     return request.model_copy(update=update), stage.resolution
 
 
-def _answer(request: Any, resolution: str, as_json: bool) -> None:
+def _answer(request: ParallelRequest, resolution: str, as_json: bool) -> None:
     from runplan.parallel.search import ensure_feasible, search
 
     result = ensure_feasible(search(request))
@@ -277,7 +235,7 @@ def _answer(request: Any, resolution: str, as_json: bool) -> None:
     _render(result, resolution)
 
 
-def _render(result: Any, resolution: str) -> None:
+def _render(result: SearchResult, resolution: str) -> None:
     from rich.table import Table
 
     from runplan.cli.common import console

@@ -38,7 +38,7 @@ def plan(
 ) -> None:
     """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
     from runplan.cli.common import check_output_path, output_directory, write_output
-    from runplan.plan import _law
+    from runplan.plan import plan_law
 
     if output is not None and str(output) != "-":  # refuse a bad -o before the work, not after it
         check_output_path(output, "--output", not_over=plan_file)
@@ -52,7 +52,7 @@ def plan(
     if plots is not None:
         from runplan.report.plots import write_plots
 
-        files = write_plots(result, _law(spec, base_dir), plots)
+        files = write_plots(result, plan_law(spec, base_dir), plots)
         anchor = output.resolve().parent if output is not None else Path.cwd()
         for title, name in files.items():
             target = (plots / name).resolve()

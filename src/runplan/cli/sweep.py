@@ -6,7 +6,7 @@ Parses flags, calls ``runplan.scaling.sweep.design_sweep``, renders a table, JSO
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -14,8 +14,11 @@ from runplan.cli.budget import LAW_HELP, MFU_HELP
 from runplan.cli.common import handle_errors, print_json
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN, DEFAULT_VOCAB_SIZE
 
+if TYPE_CHECKING:
+    from runplan.scaling.sweep import Sweep
 
-def render(sweep: Any) -> None:
+
+def render(sweep: Sweep) -> None:
     from rich.table import Table
 
     from runplan.cli.common import console
@@ -112,16 +115,17 @@ def sweep_command(
 ) -> None:
     """Design the proxy isoFLOP sweep to run before the main run; write a CSV that `runplan fit` reads back."""
     from runplan.cli.budget import parse_budget
-    from runplan.cli.common import flag_value, write_output
+    from runplan.cli.common import build_from_flags, flag_value, write_output
     from runplan.scaling.laws import law_from_flag
-    from runplan.scaling.sweep import design_sweep
+    from runplan.scaling.sweep import SweepRequest, design_sweep
 
     budget = parse_budget(flops, gpus, days, gpu, mfu, price)
-    n_seq = flag_value(seq_len, "--seq-len", "count")
-    n_vocab = flag_value(vocab_size, "--vocab-size", "count")
-    result = design_sweep(
-        budget.flops,
-        law_from_flag(law),
+    request = build_from_flags(
+        SweepRequest,
+        "sweep",
+        "sweep.flops",
+        flops=budget.flops,
+        law=law_from_flag(law),
         fraction=flag_value(fraction, "--fraction"),
         sizes=sizes,
         budgets=budgets,
@@ -130,10 +134,11 @@ def sweep_command(
         wsd=wsd,
         span_decades=flag_value(span, "--span"),
         cooldown_fraction=flag_value(cooldown, "--cooldown"),
-        seq_len=DEFAULT_SEQ_LEN if n_seq is None else n_seq,
-        vocab_size=DEFAULT_VOCAB_SIZE if n_vocab is None else n_vocab,
+        seq_len=flag_value(seq_len, "--seq-len", "count"),
+        vocab_size=flag_value(vocab_size, "--vocab-size", "count"),
         price_per_gpu_hour=budget.price,
     )
+    result = design_sweep(request)
     if output is not None:
         write_output(result.to_csv(), output, "-o")
     if json_output:

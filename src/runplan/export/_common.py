@@ -1,6 +1,6 @@
 """What every exporter reads from a ``RunPlan``, computed once, with the arithmetic beside each number.
 
-Letters as in REFERENCES.md: t/p/d/e/c tensor/pipeline/data/expert/context degrees, v interleaved chunks per
+Letters as in docs/parallel.md: t/p/d/e/c tensor/pipeline/data/expert/context degrees, v interleaved chunks per
 rank, b micro-batch (sequences), m micro-batches per step, s sequence length, L layers.
 
 The plan's numbers are used as they are; nothing here re-derives a layout or a schedule. Two things are

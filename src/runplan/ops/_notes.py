@@ -14,6 +14,8 @@ import typing
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runplan.units import format_bytes as fmt_bytes  # noqa: F401  (re-exported: one byte formatter, in units)
+
 OUTPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
 INPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
 
@@ -66,14 +68,6 @@ def fmt(value: float, digits: int = 4) -> str:
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,.{max(digits - 1 - math.floor(math.log10(magnitude)), 0)}f}"
-
-
-def fmt_bytes(value: float) -> str:
-    """``1.13e12`` → ``1.13 TB`` (decimal units, as storage vendors quote them)."""
-    for threshold, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if abs(value) >= threshold:
-            return f"{value / threshold:.3g} {unit}"
-    return f"{value:.3g} B"
 
 
 def fmt_seconds(value: float) -> str:

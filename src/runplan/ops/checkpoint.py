@@ -1,6 +1,6 @@
 """Checkpointing: what a resumable checkpoint holds, how long a save blocks, how often to save, what to keep.
 
-Sources (REFERENCES.md §4):
+Sources (docs/operations.md §2):
 
 * **Contents**: mixed-precision Adam keeps bf16 weights (2 B/param), fp32 master weights (4), and the two fp32
   Adam moments (4 + 4): 14 B/param (ZeRO, Rajbhandari et al. 2020, §3.1, counts the same 16 B/param with fp16

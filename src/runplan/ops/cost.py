@@ -9,7 +9,7 @@
   training (GPUs often draw 70-90% of it), but the figure **leaves out** the rest of the IT load: CPUs, host
   memory, NICs and switches, storage servers. A DGX H100 node is rated about 10.2 kW for 8 × 700 W = 5.6 kW
   of GPU TDP, so whole-node power can be ~1.8× the GPU-only figure.
-* Price per GPU-hour is an input (REFERENCES §4: public H100 prices vary widely; 2 USD/h is a common planning
+* Price per GPU-hour is an input (docs/operations.md §5: public H100 prices vary widely; 2 USD/h is a common planning
   figure).
 """
 
@@ -30,7 +30,7 @@ from runplan.units import (
 )
 
 #: Largest price of one GPU-hour accepted, in the plan's currency: 1e5 is far above any GPU-hour in any
-#: currency (a common H100 planning figure is 2 USD/h, REFERENCES §4, i.e. about 300 JPY); above it a cost is
+#: currency (a common H100 planning figure is 2 USD/h, docs/operations.md §5, i.e. about 300 JPY); above it a cost is
 #: a typo, and the products with GPU-hours would overflow.
 MAX_PRICE_PER_GPU_HOUR = 1e5
 #: A price per GPU-hour: >= 0 and at most MAX_PRICE_PER_GPU_HOUR (plan files and flags share it).

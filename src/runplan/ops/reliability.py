@@ -1,13 +1,13 @@
 """Failures and goodput: job interruption rate, MTBF, expected lost time, effective wall-clock days.
 
-Model (REFERENCES.md §4): interruptions arrive as a Poisson process. A job on n nodes, each failing at rate r
+Model (docs/operations.md §3): interruptions arrive as a Poisson process. A job on n nodes, each failing at rate r
 per node-day, is interrupted at rate λ = n·r (any node stops the synchronous job), so its mean time between
 interruptions is M = 1/λ. The run is cut into segments of τ seconds of work, each ended by a checkpoint save
 that blocks for δ seconds. After an interruption the job restarts (R seconds: detect, reschedule, load the
 checkpoint; failures may also strike during it) and redoes the segment from its start.
 
 Exact expected time per segment (Daly 2006, "A higher order estimate of the optimum checkpoint interval for
-restart dumps", FGCS 22(3), the expected wall-clock time with restarts; also REFERENCES §4):
+restart dumps", FGCS 22(3), the expected wall-clock time with restarts; also docs/operations.md §3):
 
     E[T] = M·e^{R/M}·(e^{(τ+δ)/M} − 1)
 

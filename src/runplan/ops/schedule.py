@@ -1,6 +1,6 @@
 """Batch and learning-rate schedule: global batch from a law, a batch ramp, peak LR, WSD phases.
 
-Sources (REFERENCES.md §1):
+Sources (docs/operations.md §1):
 
 * **Batch and LR laws**: DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, §3.1, Eq. 1):
   B_opt = 0.2920·C^0.3271 tokens and η_opt = 0.3118·C^−0.1250, fitted by small-scale grid searches with

@@ -1,6 +1,6 @@
 """Input and output models of the parallelism solver (``runplan parallelize``).
 
-Letters as in REFERENCES.md: t/p/d/e/c tensor/pipeline/data/expert/context degrees, v interleaved chunks per
+Letters as in docs/parallel.md: t/p/d/e/c tensor/pipeline/data/expert/context degrees, v interleaved chunks per
 pipeline rank, m micro-batches per step, b micro-batch size (sequences), s sequence length.
 
 The mesh rule is t·p·d·c = GPUs (Megatron-LM ``initialize_model_parallel`` and torchtitan ``ParallelDims``);

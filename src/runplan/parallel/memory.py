@@ -36,7 +36,7 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   2(p-1) + (v-1)p + 1 chunks of L/(p·v) layers in flight, i.e. p + (p-1)/v stage-equivalents (the paper's
   factor 1 + (p-1)/(p·v)); the last stage holds 1 (v = 1) or ((v-1)p + 1)/v.
 * **Logits**: fp32 logits kept by the vocab-parallel cross-entropy, 4·b·(s/c)·V/t on the last stage
-  (REFERENCES §2), for the micro-batch being processed.
+  (docs/parallel.md, Memory per GPU), for the micro-batch being processed.
 * **Other**: the configurable reserve (CUDA context, NCCL buffers, cuBLAS workspace, fragmentation;
   Megatron-LM issues #525 and PR #482 report estimate-vs-measured gaps both ways) and, under ZeRO-3, two
   gathered layers of bf16 weights (current + prefetched).

@@ -74,7 +74,7 @@ FIELD_PATHS = {
     "training_tokens": "budget",
     "min_global_batch_tokens": "constraints.min_global_batch_tokens",
     "max_global_batch_tokens": "constraints.max_global_batch_tokens",
-    "mfu_override": "mfu_override",
+    "mfu_override": "parallelize.mfu",
     "seq_len": "training.seq_len",
     "reserve_bytes": "constraints.reserve_bytes",
     "gpu": "cluster.gpu",

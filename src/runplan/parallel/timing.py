@@ -5,7 +5,7 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
 
 * **GEMMs**: each projection as an (M, N, K) matrix product; time = max(2MNK / (eta·peak), bytes / HBM
   bandwidth) with ``eta = eta_max / (1 + d0/M + d0/N + d0/K)``: a large GEMM reaches eta_max of the datasheet
-  peak, small or skinny ones less (tile and wave quantisation; REFERENCES §3: an 8192³ bf16 GEMM measured
+  peak, small or skinny ones less (tile and wave quantisation; docs/parallel.md, Time per step: an 8192³ bf16 GEMM measured
   ~790 TFLOP/s on H100 = 80% of 989). Backward = 2 GEMMs of the forward's size. MoE experts are grouped GEMMs
   of T·top_k·e/E tokens each, E/e of them per GPU.
 * **Attention core** (FlashAttention): executed FLOPs 2·T·s·(a/t)·(d_qk + d_v)·½ (causal mask skipped)
@@ -41,7 +41,7 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   blockwise online-softmax rescaling of out and LSE forward, the dQ/dK/dV accumulation backward; Transformer
   Engine's CP attention does this per step), ``CP_MERGE_BYTES_PER_ELEMENT`` of HBM traffic per accumulated
   element (out forward; dQ, dK, dV backward), plus one fixed latency per step and direction.
-* **DP** (REFERENCES §3; Rajbhandari et al. 2020 §7): ring traffic (d'-1)/d' × volume over the group of
+* **DP** (docs/parallel.md, Time per step; Rajbhandari et al. 2020 §7): ring traffic (d'-1)/d' × volume over the group of
   d' = d·c ranks (d·c/e for experts): ZeRO-0 all-reduce 2·g·Ψ; ZeRO-1 reduce-scatter g·Ψ + all-gather 2Ψ;
   ZeRO-2 reduce-scatter every micro-batch; ZeRO-3 also all-gathers bf16 weights twice per micro-batch (three
   times with full recompute). Hidden behind one micro-batch's compute (ZeRO-0/1: the last backward and the
@@ -67,7 +67,7 @@ from runplan.parallel.layout import Efficiency, TimeSeconds
 from runplan.parallel.memory import ShapeTerms, layer_activation_bytes_per_token, stage_layers, stage_params
 from runplan.parallel.stack import Stack
 
-#: REFERENCES §3: an isolated 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 (989 peak). Since the 2026 refit
+#: docs/parallel.md, Time per step: an isolated 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 (989 peak). Since the 2026 refit
 #: this is a consistency check (an isolated GEMM runs at least as fast as the training-loop fit), not an anchor.
 HOPPER_ISOLATED_8192_GEMM_FRACTION = 790.0 / 989.0
 #: Physical parameters fitted by ``benchmarks/validate.py`` (least squares on log errors, every group of
@@ -120,9 +120,9 @@ SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
 
 
 def gpu_family(gpu: GpuSpec) -> str:
-    """'ampere' for the A100 family, 'hopper' otherwise (other GPUs have no published rows: Hopper's values
-    are assumed for them, docs/validation.md says so)."""
-    return "ampere" if gpu.name.lower().startswith("a100") else "hopper"
+    """'ampere' for an Ampere GPU (catalog field ``family``), 'hopper' otherwise (other GPUs have no published
+    rows: Hopper's values are assumed for them, docs/validation.md says so)."""
+    return "ampere" if gpu.family == "ampere" else "hopper"
 
 
 def default_efficiency(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from runplan.ops._notes import fmt_bytes
+from runplan.units import format_bytes as fmt_bytes
 
 
 def fmt_count(value: float) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from runplan.errors import SpecError
 from runplan.plan import RunPlan
+from runplan.scaling.laws import ParametricLaw
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "other")
 
@@ -21,12 +22,12 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError:
         raise SpecError(
-            "plots need matplotlib", where="--plots", hint="pip install 'runplan[plot]', or drop --plots"
+            "plots need matplotlib", where="plan.plots", hint="pip install 'runplan[plot]', or drop --plots"
         ) from None
     return plt
 
 
-def write_plots(plan: RunPlan, law, directory: str | Path) -> dict[str, str]:
+def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dict[str, str]:
     """Write the PNGs into ``directory``; return {title: file name}."""
     import numpy as np
 

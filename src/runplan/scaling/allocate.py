@@ -297,7 +297,7 @@ def unusable_law(law: ParametricLaw, flops: float | None) -> SpecError:
 
 def _allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> Allocation:
     if flops is not None:
-        check_training_flops(flops, where="--flops")
+        check_training_flops(flops, where="budget.flops")
     kind = objective.kind
     common = {
         "objective": kind,
@@ -308,7 +308,7 @@ def _allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> 
     }
     if flops is None and not (kind == "inference_optimal" and objective.target_loss is not None):
         raise SpecError(
-            "no compute budget", where="--flops", hint="give --flops, or --gpus and --days (and --gpu)"
+            "no compute budget", where="budget", hint="give --flops, or --gpus and --days (and --gpu)"
         )
     extra: dict[str, float] = {}
     if kind == "compute_optimal":

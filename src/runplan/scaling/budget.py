@@ -26,7 +26,7 @@ MAX_TRAINING_FLOPS = 1e30
 MIN_MFU = 0.01
 
 
-def check_training_flops(flops: float, *, where: str | None = "--flops") -> float:
+def check_training_flops(flops: float, *, where: str | None = "budget.flops") -> float:
     """Return ``flops`` if it is a finite budget in (0, MAX_TRAINING_FLOPS]; else a SpecError naming ``where``."""
     import math
 
@@ -42,20 +42,18 @@ def check_training_flops(flops: float, *, where: str | None = "--flops") -> floa
     return float(flops)
 
 
-def _check(mfu: float, gpus: float | None = None) -> None:
+def checked_mfu(mfu: float) -> float:
+    """``mfu`` if it is in [MIN_MFU, 1]; the one bound every MFU field validates with (a ValueError)."""
     if not MIN_MFU <= mfu <= 1:
-        raise SpecError(
-            f"MFU must be in [{MIN_MFU:g}, 1], got {mfu:g}", where="--mfu", hint="typical: 0.3 to 0.5"
-        )
-    if gpus is not None and gpus <= 0:
-        raise SpecError(f"need a positive number of GPUs, got {gpus:g}", where="--gpus")
+        raise ValueError(f"MFU must be in [{MIN_MFU:g}, 1], got {mfu:g} (typical: 0.3 to 0.5)")
+    return mfu
 
 
 def flops_from_hardware(gpus: float, days: float, gpu: GpuSpec, mfu: float) -> float:
-    """C = gpus × bf16 peak (FLOP/s) × MFU × days × 86,400 s."""
-    _check(mfu, gpus)
-    if days <= 0:
-        raise SpecError(f"need a positive duration, got {days:g} days", where="--days")
+    """C = gpus × bf16 peak (FLOP/s) × MFU × days × 86,400 s.
+
+    The inputs come from validated models (``Budget``: positive GPUs and days, MFU in [MIN_MFU, 1]).
+    """
     return gpus * gpu.bf16_flops * mfu * days * SECONDS_PER_DAY
 
 
@@ -82,7 +80,6 @@ def hardware_cost(
     price_per_gpu_hour: float | None = None,
 ) -> HardwareCost:
     """GPU-hours = C / (bf16 peak × MFU) / 3600; days = GPU-hours / gpus / 24; cost = GPU-hours × price."""
-    _check(mfu, gpus)
     gpu_hours = flops / (gpu.bf16_flops * mfu) / SECONDS_PER_HOUR
     days = gpu_hours / gpus / 24.0 if gpus else None
     cost = gpu_hours * price_per_gpu_hour if price_per_gpu_hour is not None else None
@@ -105,6 +102,7 @@ __all__ = [
     "SECONDS_PER_HOUR",
     "HardwareCost",
     "check_training_flops",
+    "checked_mfu",
     "flops_from_hardware",
     "hardware_cost",
 ]

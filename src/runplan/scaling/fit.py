@@ -69,11 +69,11 @@ class Runs(BaseModel):
     def drop_highest_loss(self, count: int) -> Runs:
         """Drop the ``count`` highest-loss runs (Besiroglu et al. drop 5 from the Chinchilla points)."""
         if count < 0:
-            raise SpecError(f"must not be negative, got {count}", where="--drop-highest")
+            raise SpecError(f"must not be negative, got {count}", where="fit.drop_highest")
         if count == 0:
             return self
         if count >= self.size:
-            raise SpecError(f"cannot drop {count} of {self.size} runs", where="--drop-highest")
+            raise SpecError(f"cannot drop {count} of {self.size} runs", where="fit.drop_highest")
         keep = np.argsort(self.loss, kind="stable")[: self.size - count]
         return self.subset(np.sort(keep))
 
@@ -263,7 +263,7 @@ def _interval(value: float, samples: np.ndarray | None, percentiles: tuple[float
 def _check_at_flops(at_flops: float | None) -> None:
     if at_flops is not None and not (math.isfinite(at_flops) and at_flops > 0):
         raise SpecError(
-            f"must be a positive number of FLOPs, got {at_flops:g}", where="--flops", hint="e.g. 2e23"
+            f"must be a positive number of FLOPs, got {at_flops:g}", where="fit.flops", hint="e.g. 2e23"
         )
 
 
@@ -775,7 +775,9 @@ def write_law_file(fit: ParametricFit, path: str | Path) -> None:
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as error:
-        raise SpecError(f"cannot write law file: {error.strerror}", where="-o", source=str(path)) from None
+        raise SpecError(
+            f"cannot write law file: {error.strerror}", where="fit.output", source=str(path)
+        ) from None
 
 
 def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
@@ -787,7 +789,7 @@ def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise SpecError(
-            "--plot needs matplotlib", where="--plot", hint="pip install 'runplan[plot]'"
+            "--plot needs matplotlib", where="fit.plot", hint="pip install 'runplan[plot]'"
         ) from None
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     iso = report.isoflop
@@ -820,7 +822,7 @@ def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
     try:
         fig.savefig(path, dpi=120)
     except OSError as error:
-        raise SpecError(f"cannot write plot: {error}", where="--plot") from None
+        raise SpecError(f"cannot write plot: {error}", where="fit.plot") from None
     finally:
         plt.close(fig)
 

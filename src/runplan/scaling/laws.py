@@ -264,13 +264,13 @@ def law_from_flag(text: str | None) -> ParametricLaw:
     if text is None:
         return resolve_law(None)
     if text.strip().lower() in shipped_laws():
-        return get_shipped_law(text, where="--law")
+        return get_shipped_law(text, where="law")
     path = Path(text)
     if path.suffix.lower() in (".yaml", ".yml") or path.exists():
         if not path.exists():
-            raise SpecError(f"law file '{text}' not found", where="--law")
+            raise SpecError(f"law file '{text}' not found", where="law")
         return load_law_file(path)
-    return get_shipped_law(text, where="--law")
+    return get_shipped_law(text, where="law")
 
 
 __all__ = [

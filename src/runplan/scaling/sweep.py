@@ -21,11 +21,12 @@ import io
 import math
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runplan.defaults import DEFAULT_MFU, DEFAULT_SEQ_LEN, DEFAULT_VOCAB_SIZE, MAX_SEQ_LEN, MAX_VOCAB_SIZE
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
+from runplan.model import ModelShape
 from runplan.scaling.laws import ParametricLaw
 from runplan.units import SECONDS_PER_HOUR
 
@@ -137,7 +138,106 @@ class Sweep(BaseModel):
         return out.getvalue()
 
 
-def _shape(target: float, law: ParametricLaw, vocab_size: int):
+class SweepRequest(BaseModel):
+    """What a proxy sweep is designed from: the main budget, the law, and the sweep's shape.
+
+    Every bound is a field validator here and nowhere else; a bad value is a SpecError at ``sweep.<field>``
+    (the CLI prints its flag).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flops: float = Field(description="Training compute C of the main run, FLOPs.")
+    law: ParametricLaw = Field(description="Law whose compute-optimal N centres each budget's sizes.")
+    fraction: float = Field(0.01, description="Largest proxy budget as a fraction of C, in (0, 1).")
+    sizes: int = Field(7, description="Model sizes per budget, 3 to 15 (a parabola needs 3).")
+    budgets: int = Field(1, description="Proxy budgets, 1 to 6, a spacing apart.")
+    gpu: GpuSpec | None = Field(None, description="GPU for the GPU-hours (None: no hours).")
+    mfu: float = Field(DEFAULT_MFU, description="MFU for the GPU-hours, in [MIN_MFU, 1].")
+    wsd: bool = Field(False, description="One WSD stable run per size, a cooldown branch per budget.")
+    span_decades: float = Field(1.0, description="Decades of N around each budget's optimum, in (0, 3].")
+    budget_spacing_decades: float = Field(1.0, gt=0, description="Decades between neighbouring budgets.")
+    cooldown_fraction: float = Field(
+        0.2, description="WSD cooldown share of each branch's tokens, in (0, 1)."
+    )
+    seq_len: int = Field(DEFAULT_SEQ_LEN, description="Sequence length for the shape-aware FLOPs.")
+    vocab_size: int = Field(DEFAULT_VOCAB_SIZE, description="Vocabulary of the proxy shapes.")
+    price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour, for the cost.")
+
+    @field_validator("flops")
+    @classmethod
+    def _flops(cls, value: float) -> float:
+        from runplan.scaling.budget import check_training_flops
+
+        try:
+            return check_training_flops(value, where=None)
+        except SpecError as error:
+            raise ValueError(error.message + (f" ({error.hint})" if error.hint else "")) from None
+
+    @field_validator("fraction")
+    @classmethod
+    def _fraction(cls, value: float) -> float:
+        if not 0 < value < 1:
+            raise ValueError(f"fraction must be in (0, 1), got {value:g} (e.g. 0.01)")
+        return value
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, value: int) -> int:
+        if not 3 <= value <= 15:
+            raise ValueError(
+                f"need 3 to 15 sizes per budget, got {value} (a parabola needs 3; 5 to 7 is usual)"
+            )
+        return value
+
+    @field_validator("budgets")
+    @classmethod
+    def _budgets(cls, value: int) -> int:
+        if not 1 <= value <= 6:
+            raise ValueError(f"need 1 to 6 budgets, got {value}")
+        return value
+
+    @field_validator("mfu")
+    @classmethod
+    def _mfu(cls, value: float) -> float:
+        from runplan.scaling.budget import checked_mfu
+
+        return checked_mfu(value)
+
+    @field_validator("span_decades")
+    @classmethod
+    def _span(cls, value: float) -> float:
+        if not 0 < value <= 3:
+            raise ValueError(f"span must be in (0, 3] decades, got {value:g}")
+        return value
+
+    @field_validator("cooldown_fraction")
+    @classmethod
+    def _cooldown(cls, value: float) -> float:
+        if not 0 < value < 1:
+            raise ValueError(f"cooldown fraction must be in (0, 1), got {value:g}")
+        return value
+
+    @field_validator("seq_len")
+    @classmethod
+    def _seq_len(cls, value: int) -> int:
+        if not 1 <= value <= MAX_SEQ_LEN:
+            raise ValueError(
+                f"must be a positive number of tokens up to {MAX_SEQ_LEN:.0e}, got {float(value):.4g} (e.g. 4096)"
+            )
+        return value
+
+    @field_validator("vocab_size")
+    @classmethod
+    def _vocab_size(cls, value: int) -> int:
+        if not 1 <= value <= MAX_VOCAB_SIZE:
+            raise ValueError(
+                f"must be positive and at most {MAX_VOCAB_SIZE:.0e}, got {float(value):.4g} (e.g. 128256)"
+            )
+        return value
+
+
+def _shape(target: float, law: ParametricLaw, vocab_size: int) -> ModelShape:
     from runplan.architect import shape_for_params
 
     try:
@@ -145,165 +245,142 @@ def _shape(target: float, law: ParametricLaw, vocab_size: int):
     except SpecError as error:
         raise SpecError(
             f"no proxy shape for {target:.3g} parameters: {error.message}",
-            where="--fraction",
+            where="sweep.fraction",
             hint="raise --fraction, narrow --span, or lower --vocab-size (embeddings dominate small models)",
         ) from None
 
 
-def design_sweep(
-    flops: float,
-    law: ParametricLaw,
-    *,
-    fraction: float = 0.01,
-    sizes: int = 7,
-    budgets: int = 1,
-    gpu: GpuSpec | None = None,
-    mfu: float = DEFAULT_MFU,
-    wsd: bool = False,
-    span_decades: float = 1.0,
-    budget_spacing_decades: float = 1.0,
-    cooldown_fraction: float = 0.2,
-    seq_len: int = DEFAULT_SEQ_LEN,
-    vocab_size: int = DEFAULT_VOCAB_SIZE,
-    price_per_gpu_hour: float | None = None,
-) -> Sweep:
-    """The proxy sweep for a main budget ``flops`` (see the module docstring)."""
+def _size_targets(request: SweepRequest) -> tuple[list[float], list[tuple[float, float]]]:
+    """The proxy budgets, largest first, and each run's (budget, target N) on the shared log10-N lattice."""
     from runplan.scaling.allocate import checked_compute_optimal
-    from runplan.scaling.budget import MIN_MFU, check_training_flops
 
-    check_training_flops(flops, where="--flops")
-    if not 1 <= seq_len <= MAX_SEQ_LEN:
-        raise SpecError(
-            f"must be a positive number of tokens up to {MAX_SEQ_LEN:.0e}, got {float(seq_len):.4g}",
-            where="--seq-len",
-            hint="e.g. 4096",
-        )
-    if not 1 <= vocab_size <= MAX_VOCAB_SIZE:
-        raise SpecError(
-            f"must be positive and at most {MAX_VOCAB_SIZE:.0e}, got {float(vocab_size):.4g}",
-            where="--vocab-size",
-            hint="e.g. 128256",
-        )
-    if not 0 < fraction < 1:
-        raise SpecError(f"fraction must be in (0, 1), got {fraction:g}", where="--fraction", hint="e.g. 0.01")
-    if not 3 <= sizes <= 15:
-        raise SpecError(
-            f"need 3 to 15 sizes per budget, got {sizes}",
-            where="--sizes",
-            hint="a parabola needs 3; 5 to 7 is usual",
-        )
-    if not 1 <= budgets <= 6:
-        raise SpecError(f"need 1 to 6 budgets, got {budgets}", where="--budgets")
-    if not 0 < span_decades <= 3:
-        raise SpecError(f"span must be in (0, 3] decades, got {span_decades:g}", where="--span")
-    if not 0 < cooldown_fraction < 1:
-        raise SpecError(f"cooldown fraction must be in (0, 1), got {cooldown_fraction:g}", where="--cooldown")
-    if not MIN_MFU <= mfu <= 1:
-        raise SpecError(f"MFU must be in [{MIN_MFU:g}, 1], got {mfu:g}", where="--mfu")
-
-    step = span_decades / (sizes - 1)  # decades between neighbouring sizes
-    budget_list = [fraction * flops / 10 ** (k * budget_spacing_decades) for k in range(budgets)]
+    r = request
+    step = r.span_decades / (r.sizes - 1)  # decades between neighbouring sizes
+    budget_list = [r.fraction * r.flops / 10 ** (k * r.budget_spacing_decades) for k in range(r.budgets)]
     pairs: list[tuple[float, float]] = []  # (budget, target N on the shared lattice)
     for c_p in budget_list:
-        n_opt, _ = checked_compute_optimal(law, c_p)  # SpecError for a law that over/underflows
+        n_opt, _ = checked_compute_optimal(r.law, c_p)  # SpecError for a law that over/underflows
         centre = round(math.log10(n_opt) / step)
-        half = (sizes - 1) / 2
-        for j in range(sizes):
+        half = (r.sizes - 1) / 2
+        for j in range(r.sizes):
             pairs.append((c_p, 10 ** (step * (centre - half + j))))
-    shapes = {target: _shape(target, law, vocab_size) for target in sorted({t for _, t in pairs})}
-    peak = gpu.bf16_flops * mfu if gpu is not None else None
+    return budget_list, pairs
 
-    runs: list[SweepRun] = []
-    by_size: dict[float, list[int]] = {}
-    for c_p, target in pairs:
-        shape = shapes[target]
-        n = shape.total_params if law.param_count == "total" else shape.non_embedding_params
-        tokens = max(1, round(c_p / (6.0 * n)))
-        model_flops = shape.model_flops_per_token(seq_len) * tokens
-        by_size.setdefault(target, []).append(len(runs))
-        runs.append(
-            SweepRun(
-                run=f"c{c_p:.2g}-n{n:.2g}",
-                budget_flops=c_p,
-                params=float(n),
-                total_params=shape.total_params,
-                non_embedding_params=shape.non_embedding_params,
-                n_layers=shape.n_layers,
-                d_model=shape.d_model,
-                n_heads=shape.n_heads,
-                n_kv_heads=shape.n_kv_heads,
-                ffn_hidden=shape.ffn_hidden,
-                tokens=tokens,
-                flops=6.0 * n * tokens,
-                model_flops=model_flops,
-                predicted_loss=law.loss(n, tokens),
-                gpu_hours=model_flops / peak / SECONDS_PER_HOUR if peak else None,
+
+def _run(c_p: float, shape: ModelShape, request: SweepRequest, peak: float | None) -> SweepRun:
+    """One independent proxy run of ``shape`` at budget ``c_p``: D = C_p/(6N), rounded."""
+    law = request.law
+    n = shape.total_params if law.param_count == "total" else shape.non_embedding_params
+    tokens = max(1, round(c_p / (6.0 * n)))
+    model_flops = shape.model_flops_per_token(request.seq_len) * tokens
+    return SweepRun(
+        run=f"c{c_p:.2g}-n{n:.2g}",
+        budget_flops=c_p,
+        params=float(n),
+        total_params=shape.total_params,
+        non_embedding_params=shape.non_embedding_params,
+        n_layers=shape.n_layers,
+        d_model=shape.d_model,
+        n_heads=shape.n_heads,
+        n_kv_heads=shape.n_kv_heads,
+        ffn_hidden=shape.ffn_hidden,
+        tokens=tokens,
+        flops=6.0 * n * tokens,
+        model_flops=model_flops,
+        predicted_loss=law.loss(n, tokens),
+        gpu_hours=model_flops / peak / SECONDS_PER_HOUR if peak else None,
+    )
+
+
+def _share_trunks(
+    runs: list[SweepRun], by_size: dict[float, list[int]], f: float, peak: float | None
+) -> tuple[float, float]:
+    """WSD: turn ``runs`` (in place) into cooldown branches of one stable trunk per size.
+
+    Returns (6ND FLOPs, model FLOPs) of trunks plus branches: per size, (1 − f)·D_max + f·Σ D_k tokens.
+    """
+    total = total_model = 0.0
+    for indices in by_size.values():
+        longest = max(indices, key=lambda i: runs[i].tokens)
+        trunk_id = f"trunk-n{runs[longest].params:.2g}"
+        stable_tokens = (1 - f) * runs[longest].tokens
+        per_token_model = runs[longest].model_flops / runs[longest].tokens
+        for i in indices:
+            r = runs[i]
+            own_tokens = f * r.tokens + (stable_tokens if i == longest else 0.0)
+            total += 6.0 * r.params * own_tokens
+            total_model += per_token_model * own_tokens
+            runs[i] = r.model_copy(
+                update={
+                    "trunk": trunk_id,
+                    "cooldown_start_tokens": round((1 - f) * r.tokens),
+                    "gpu_hours": per_token_model * own_tokens / peak / SECONDS_PER_HOUR if peak else None,
+                }
             )
-        )
+    return total, total_model
 
-    independent = sum(r.flops for r in runs)
+
+def _notes(request: SweepRequest, runs: list[SweepRun]) -> list[str]:
     notes: list[str] = []
-    training_runs, total, total_model = len(runs), independent, sum(r.model_flops for r in runs)
-    if wsd:
-        f = cooldown_fraction
-        total = total_model = 0.0
-        for target, indices in by_size.items():
-            longest = max(indices, key=lambda i: runs[i].tokens)
-            trunk_id = f"trunk-n{runs[longest].params:.2g}"
-            stable_tokens = (1 - f) * runs[longest].tokens
-            per_token_model = runs[longest].model_flops / runs[longest].tokens
-            for i in indices:
-                r = runs[i]
-                own_tokens = f * r.tokens + (stable_tokens if i == longest else 0.0)
-                total += 6.0 * r.params * own_tokens
-                total_model += per_token_model * own_tokens
-                runs[i] = r.model_copy(
-                    update={
-                        "trunk": trunk_id,
-                        "cooldown_start_tokens": round((1 - f) * r.tokens),
-                        "gpu_hours": per_token_model * own_tokens / peak / SECONDS_PER_HOUR if peak else None,
-                    }
-                )
-            del target
-        training_runs = len(by_size)
-        if budgets == 1:
-            notes.append(
-                "with one budget every size has one run, so WSD saves nothing; --budgets 3 lets each "
-                "stable run serve three budgets through cooldown branches"
-            )
-    if budgets == 1:
+    if request.wsd and request.budgets == 1:
+        notes.append(
+            "with one budget every size has one run, so WSD saves nothing; --budgets 3 lets each "
+            "stable run serve three budgets through cooldown branches"
+        )
+    if request.budgets == 1:
         notes.append(
             "one budget gives the compute-optimal size at that budget only; --budgets 3 lets "
             "Approach 2 fit the exponents a and b"
         )
     if runs:
         biggest = max(r.params for r in runs)
-        if note := law.extrapolation_note(biggest, max(r.tokens for r in runs)):
+        if note := request.law.extrapolation_note(biggest, max(r.tokens for r in runs)):
             notes.append(note)
+    return notes
+
+
+def design_sweep(request: SweepRequest) -> Sweep:
+    """The proxy sweep for ``request`` (see the module docstring)."""
+    r = request
+    budget_list, pairs = _size_targets(r)
+    shapes = {target: _shape(target, r.law, r.vocab_size) for target in sorted({t for _, t in pairs})}
+    peak = r.gpu.bf16_flops * r.mfu if r.gpu is not None else None
+
+    runs: list[SweepRun] = []
+    by_size: dict[float, list[int]] = {}
+    for c_p, target in pairs:
+        by_size.setdefault(target, []).append(len(runs))
+        runs.append(_run(c_p, shapes[target], r, peak))
+
+    independent = sum(run.flops for run in runs)
+    training_runs, total, total_model = len(runs), independent, sum(run.model_flops for run in runs)
+    if r.wsd:
+        total, total_model = _share_trunks(runs, by_size, r.cooldown_fraction, peak)
+        training_runs = len(by_size)
     gpu_hours = total_model / peak / SECONDS_PER_HOUR if peak else None
     return Sweep(
-        main_flops=flops,
-        law=law.name,
-        param_count=law.param_count,
-        fraction=fraction,
+        main_flops=r.flops,
+        law=r.law.name,
+        param_count=r.law.param_count,
+        fraction=r.fraction,
         budgets=budget_list,
-        sizes_per_budget=sizes,
-        seq_len=seq_len,
+        sizes_per_budget=r.sizes,
+        seq_len=r.seq_len,
         runs=runs,
-        wsd=wsd,
-        cooldown_fraction=cooldown_fraction if wsd else None,
+        wsd=r.wsd,
+        cooldown_fraction=r.cooldown_fraction if r.wsd else None,
         training_runs=training_runs,
         runs_saved=len(runs) - training_runs,
         total_flops=total,
         independent_flops=independent,
-        total_fraction=total / flops,
-        gpu=gpu.name if gpu else None,
-        mfu=mfu if gpu else None,
+        total_fraction=total / r.flops,
+        gpu=r.gpu.name if r.gpu else None,
+        mfu=r.mfu if r.gpu else None,
         gpu_hours=gpu_hours,
-        cost_usd=gpu_hours * price_per_gpu_hour if gpu_hours is not None and price_per_gpu_hour else None,
-        notes=notes,
+        cost_usd=gpu_hours * r.price_per_gpu_hour if gpu_hours is not None and r.price_per_gpu_hour else None,
+        notes=_notes(r, runs),
     )
 
 
-__all__ = ["Sweep", "SweepRun", "design_sweep"]
+__all__ = ["Sweep", "SweepRequest", "SweepRun", "design_sweep"]
 _ = np  # numpy is used by the law's vectorized loss

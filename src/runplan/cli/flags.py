@@ -1,0 +1,132 @@
+"""The one table from an error's field path to the flag a CLI user typed.
+
+Library code raises ``SpecError(where=<field path>)``: the plan-file key where one exists (``budget.flops``,
+``cluster.gpus``, ``parallel.tp``), else ``<command>.<option>`` (``sweep.fraction``, ``export.target``). A plan
+file's errors get their ``file:line`` from ``LoadedYaml.locate``; an error that reaches a command without a
+source came from flags, and :func:`with_flag` renames its path to the flag here, so a CLI user reads
+``--flops: ...``. Import-light: it is loaded whenever an error is printed.
+"""
+
+from __future__ import annotations
+
+from runplan.errors import RunplanError, SpecError
+
+#: Field path -> flag, for every command. Plan keys first (a flag and a key fill the same model field), then
+#: ``<command>.<option>`` paths for options that have no plan key.
+FLAG_FOR_PATH: dict[str, str] = {
+    # budget: (allocate, sweep, init)
+    "budget": "--flops",
+    "budget.flops": "--flops",
+    "budget.days": "--days",
+    "budget.mfu": "--mfu",
+    "budget.tokens": "--tokens",
+    # cluster: (allocate, sweep, parallelize, init)
+    "cluster.gpu": "--gpu",
+    "cluster.gpus": "--gpus",
+    "cluster.gpus_per_node": "--gpus-per-node",
+    "cluster.price_per_gpu_hour": "--price-per-gpu-hour",
+    # model:, law:, training:
+    "model": "--model",
+    "model.name": "--model",
+    "law": "--law",
+    "law.name": "--law",
+    "training.seq_len": "--seq-len",
+    "training.vocab_size": "--vocab-size",
+    # objective: (allocate)
+    "objective.tokens_per_param": "--tokens-per-param",
+    "objective.params": "--params",
+    "objective.inference_tokens": "--inference-tokens",
+    "objective.target_loss": "--target-loss",
+    # parallel: pins and constraints: (parallelize)
+    "parallel.tp": "--tp",
+    "parallel.pp": "--pp",
+    "parallel.dp": "--dp",
+    "parallel.cp": "--cp",
+    "parallel.ep": "--ep",
+    "parallel.zero": "--zero",
+    "parallel.micro_batch": "--mbs",
+    "parallel.microbatches": "--microbatches",
+    "parallel.vpp": "--vpp",
+    "parallel.recompute": "--recompute",
+    "parallel.sequence_parallel": "--sequence-parallel",
+    "constraints.max_bubble_fraction": "--max-bubble",
+    "constraints.memory_headroom_fraction": "--headroom",
+    "constraints.reserve_bytes": "--reserve",
+    "constraints.min_global_batch_tokens": "--min-batch",
+    "constraints.max_global_batch_tokens": "--max-batch",
+    "constraints.allow_cross_node_tp": "--allow-cross-node-tp",
+    "schedule.global_batch_tokens": "--global-batch",
+    # parallelize options without a plan key
+    "parallelize.global_batch_tolerance": "--batch-tolerance",
+    "parallelize.training_tokens": "--training-tokens",
+    "parallelize.top": "--top",
+    "parallelize.mfu": "--mfu",
+    "parallelize.bf16_grads": "--bf16-grads",
+    "parallelize.catalog": "--catalog",
+    # sweep
+    "sweep.flops": "--flops",
+    "sweep.fraction": "--fraction",
+    "sweep.sizes": "--sizes",
+    "sweep.budgets": "--budgets",
+    "sweep.span_decades": "--span",
+    "sweep.cooldown_fraction": "--cooldown",
+    "sweep.seq_len": "--seq-len",
+    "sweep.vocab_size": "--vocab-size",
+    "sweep.mfu": "--mfu",
+    "sweep.gpu": "--gpu",
+    "sweep.price_per_gpu_hour": "--price-per-gpu-hour",
+    "sweep.law": "--law",
+    "sweep.output": "-o",
+    # fit
+    "fit.method": "--method",
+    "fit.param_count": "--param-count",
+    "fit.drop_highest": "--drop-highest",
+    "fit.bootstrap": "--bootstrap",
+    "fit.ci": "--ci",
+    "fit.starts": "--starts",
+    "fit.bin_decades": "--bin-decades",
+    "fit.flops": "--flops",
+    "fit.seed": "--seed",
+    "fit.output": "-o",
+    "fit.plot": "--plot",
+    # plan, check, export
+    "plan.output": "--output",
+    "plan.plots": "--plots",
+    "check.rtol": "--rtol",
+    "export.target": "--to",
+    "export.output": "--output",
+}
+
+
+#: Where one command's flag for a path differs from the table above. `parallelize` takes the training tokens
+#: (the plan's budget) as --training-tokens.
+COMMAND_FLAG_FOR_PATH: dict[str, dict[str, str]] = {
+    "parallelize": {"budget": "--training-tokens", "budget.tokens": "--training-tokens"},
+}
+
+
+def flag_for(where: str | None, command: str | None = None) -> str | None:
+    """The flag for a field path (in ``command``); anything else (a flag, ``row 12``, an unknown path) unchanged."""
+    if where is None:
+        return None
+    own = COMMAND_FLAG_FOR_PATH.get(command or "", {})
+    path = where
+    while path:  # a field inside a value set by one flag (cluster.gpu.hbm_bytes: an inline --gpu) names it
+        flag = own.get(path) or FLAG_FOR_PATH.get(path)
+        if flag:
+            return flag
+        path = path.rpartition(".")[0]
+    return where
+
+
+def with_flag(error: RunplanError, command: str | None = None) -> RunplanError:
+    """``error`` with its field path renamed to the flag, when it came from flags (no ``file:line``)."""
+    if not isinstance(error, SpecError) or error.source:
+        return error
+    flag = flag_for(error.where, command)
+    if flag == error.where:
+        return error
+    return SpecError(error.message, where=flag, hint=error.hint)
+
+
+__all__ = ["COMMAND_FLAG_FOR_PATH", "FLAG_FOR_PATH", "flag_for", "with_flag"]
