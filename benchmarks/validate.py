@@ -176,8 +176,10 @@ def predict_narayanan(row, eff: Efficiency | None = None) -> tuple[float, object
         global_batch_tolerance=0.0,
         efficiency=eff,
         top=1,
-        # Megatron-LM 2021: no FlashAttention, no TP overlap, dropout 0.1, scatter/gather of pipeline sends
-        stack=Stack(preset="megatron-2022"),
+        # Megatron-LM 2021: no FlashAttention, no TP overlap. The shipped constants were fitted before the stack
+        # existed, without dropout masks and without the scatter/gather of pipeline sends; these rows keep that
+        # until the refit with the whole megatron-2022 stack (runplan calibrate, issue 12)
+        stack=Stack(preset="megatron-2022", hidden_dropout=0.0, pipeline_scatter_gather=False),
         pins=Pins(tp=tp, pp=pp, recompute="full", zero=0, sequence_parallel=False),
         constraints=Constraints(max_bubble_fraction=0.99, allow_uneven_pipeline=False),
     )

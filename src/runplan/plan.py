@@ -283,6 +283,7 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
         training_tokens=tokens,
         constraints=spec.constraints,
         pins=spec.parallel,
+        stack=spec.stack,
         top=5,
     )
     return LayoutStage(request, target, compute, reason)

@@ -32,6 +32,7 @@ from runplan.ops.monitoring import MonitoringSpec
 from runplan.ops.reliability import OperationsSpec
 from runplan.ops.schedule import ScheduleSpec
 from runplan.parallel.layout import Constraints, Pins
+from runplan.parallel.stack import Stack
 from runplan.scaling.allocate import Objective
 from runplan.scaling.budget import MIN_MFU, checked_mfu
 from runplan.scaling.laws import LawSpec
@@ -191,6 +192,11 @@ class PlanSpec(BaseModel):
         default_factory=Constraints, description="Limits on the parallel layout."
     )
     parallel: Pins = Field(default_factory=Pins, description="Pin any parallel axis (tp, pp, zero, ...).")
+    stack: Stack = Field(
+        default_factory=Stack,
+        description="Training stack: a preset name (default, megatron-core, megatron-2022, deepspeed, "
+        "torchtitan-fsdp2) or {preset: ..., field: override}; every memory and time term follows it.",
+    )
     schedule: ScheduleSpec = Field(
         default_factory=ScheduleSpec, description="Batch, LR and WSD schedule inputs."
     )

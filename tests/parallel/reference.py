@@ -53,12 +53,23 @@ def _layer_bytes(req: ParallelRequest, lay: Layout, moe: bool) -> tuple[float, f
     else:
         mlp_all = (6 if gated else 4) * sh.ffn_hidden / t
         mlp_keep = (4 if gated else 2) * sh.ffn_hidden / t
-    scores = 0.0 if req.flash_attention else 5 * a * req.seq_len / t
-    none = 4 * h * shard + 4 * h * shard + core + mlp_all + scores
+    stack = req.stack
+    # without FlashAttention: softmax output 2as/t, + dropout mask and output 3as/t with attention dropout
+    scores = 0.0 if stack.flash_attention else (5 if stack.attention_dropout > 0 else 2) * a * req.seq_len / t
+    masks = 2 * h * shard if stack.hidden_dropout > 0 else 0.0  # 1-byte masks after attention and after MLP
+    none = 4 * h * shard + 4 * h * shard + core + mlp_all + scores + masks
     if lay.recompute == "none":
         return none, none
     if lay.recompute == "selective":
-        return 4 * h * shard + core + mlp_keep, none
+        modules = stack.selective_recompute
+        kept = 4 * h * shard + (0.0 if "layernorm" in modules else 4 * h * shard) + core
+        if not moe and "mlp" in modules:
+            mlp = 0.0
+        elif ("moe_act" if moe else "mlp_act") in modules:
+            mlp = mlp_keep
+        else:
+            mlp = mlp_all
+        return kept + mlp + (0.0 if "core_attn" in modules else scores) + masks, none
     return 2 * h * shard, none
 
 
@@ -77,7 +88,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         lay.micro_batch,
     )
     s = req.seq_len
-    g = req.gradient_bytes
+    g = 4 if req.stack.gradient_dtype == "fp32" else 2
     h = sh.d_model
     L = sh.n_layers
     layers = math.ceil(L / p)
@@ -115,9 +126,17 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             flight = min(m, p if v == 1 else p + (p - 1) / v)
         else:
             flight = min(m, 1.0 if v == 1 else ((v - 1) * p + 1) / v)
-        act = flight * per_mb
-        if full:
-            act += tokens * max(none_d if dense else 0.0, none_m if moe else 0.0)
+        layer_none = max(none_d if dense else 0.0, none_m if moe else 0.0)
+        n_group = req.stack.full_recompute_layers
+        working = 0.0
+        if full and req.stack.full_recompute_method == "block":  # first n layers recomputed, the rest whole
+            k = min(n_group, layers)
+            per_mb = per_mb * k / layers + tokens * (layers - k) * layer_none
+            working = tokens * layer_none
+        elif full:  # uniform: one input kept per group of n layers; n layers live while recomputing one group
+            per_mb /= n_group
+            working = tokens * min(n_group, layers) * layer_none
+        act = flight * per_mb + working
         if which == "last" or p == 1:
             act += 4 * tokens * sh.vocab_size / t
         other = req.constraints.reserve_bytes
@@ -157,7 +176,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             moe_mlp += _gemm(tokens, width * ns * fe / t, h, gpu, eff) + _gemm(
                 tokens, h, ns * fe / t, gpu, eff
             )
-    if req.flash_attention:
+    if req.stack.flash_attention:
         core = (
             2
             * tokens
@@ -186,7 +205,21 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         else (SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE if lay.recompute == "selective" else 1.0)
     )
     elementwise = eff.elementwise_traffic_factor * act_bytes * share / gpu.hbm_bandwidth_bytes_per_s
-    compute = fwd + logits + bwd + (fwd if full else 0.0) + elementwise
+    if full:
+        redo = fwd * (
+            min(req.stack.full_recompute_layers, layers) / layers
+            if req.stack.full_recompute_method == "block"
+            else 1
+        )
+    elif lay.recompute == "selective":
+        redo = (
+            layers * core
+            if "core_attn" in req.stack.selective_recompute and not req.stack.flash_attention
+            else 0.0
+        ) + (dense * dense_mlp if "mlp" in req.stack.selective_recompute else 0.0)
+    else:
+        redo = 0.0
+    compute = fwd + logits + bwd + redo + elementwise
 
     node = req.node_size
     lat = eff.collective_latency_seconds
@@ -201,7 +234,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
 
     colls = 6 if full else 4
     tp_c = layers * colls * (2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat) if t > 1 else 0.0
-    if req.tp_comm_overlap and lay.sequence_parallel and t <= node:
+    if req.stack.tp_comm_overlap and lay.sequence_parallel and t <= node:
         hidden = min(eff.tp_overlap_fraction * tp_c, gemm_fwd * (4 if full else 3))
         tp_c -= hidden
     shard = 1 / t if lay.sequence_parallel else 1.0
@@ -218,7 +251,9 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         merge_bytes = CP_MERGE_BYTES_PER_ELEMENT * (forward * (2 if full else 1) + backward)
         merge = (c - 1) * (merge_bytes / gpu.hbm_bandwidth_bytes_per_s + (3 if full else 2) * lat)
         cp_c = layers * (exposed + merge)
-    pp_c = v * 2 * (2 * tokens * h * shard / link(req.n_gpus <= node) + lat) if p > 1 else 0.0
+    # Megatron's scatter/gather splits each pipeline send over the TP ranks, with or without SP
+    pp_shard = 1 / t if lay.sequence_parallel or req.stack.pipeline_scatter_gather else 1.0
+    pp_c = v * 2 * (2 * tokens * h * pp_shard / link(req.n_gpus <= node) + lat) if p > 1 else 0.0
     micro = compute + tp_c + ep_c + cp_c + pp_c
     bubble_s = (p - 1) / v * micro
 
@@ -244,7 +279,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             min(gpu.intra_node_bandwidth_bytes_per_s, members * gpu.inter_node_bandwidth_bytes_per_s) * inter
         )
     dp_s = volume / dp_link + 2 * lat if group > 1 else 0.0
-    window = m * compute if lay.zero >= 2 else compute
+    window = (m * compute if lay.zero >= 2 else compute) if req.stack.overlap_grad_reduce else 0.0
     dp_exposed = max(0.0, dp_s - window) + eff.dp_overlap_interference * min(dp_s, window)
     if lay.zero >= 1:
         local = last["dense_params"] / group + last["expert_params"] / egroup

@@ -13,8 +13,31 @@ from tests.parallel.shapes import GPT_SMALL, H100, LLAMA_8B, LLAMA_70B, LLAMA_40
 from runplan.errors import Infeasible
 from runplan.parallel.layout import Constraints, Layout, ParallelRequest, Pins
 from runplan.parallel.search import build_grid, choose_microbatches, ensure_feasible, evaluate, search
-from runplan.parallel.stack import Stack
+from runplan.parallel.stack import PRESETS, Stack
 from runplan.parallel.timing import default_efficiency
+
+#: Any stack: a preset with any selective modules, dropout, scatter/gather, DP overlap and full-recompute rule.
+STACKS = st.builds(
+    lambda preset, modules, dropout, scatter, overlap_dp, method, layers: Stack(
+        preset=preset,
+        selective_recompute=modules,
+        hidden_dropout=dropout,
+        attention_dropout=dropout,
+        pipeline_scatter_gather=scatter,
+        overlap_grad_reduce=overlap_dp,
+        full_recompute_method=method,
+        full_recompute_layers=layers,
+    ),
+    st.sampled_from(list(PRESETS)),
+    st.lists(st.sampled_from(["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]), unique=True).map(
+        tuple
+    ),
+    st.sampled_from([0.0, 0.1]),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from(["uniform", "block"]),
+    st.integers(1, 5),
+)
 
 KEYS = ("weights", "gradients", "optimizer", "activations", "other", "total")
 
@@ -50,10 +73,11 @@ def _row(grid, ev, i):
             ),
         ]
     ),
+    stack=STACKS,
     pick=st.integers(0, 10**9),
 )
 def test_search_equals_reference_on_random_layouts(
-    shape, n_gpus, seq, flash, overlap, grad_bytes, sp, cross_node_tp, efficiency, pick
+    shape, n_gpus, seq, flash, overlap, grad_bytes, sp, cross_node_tp, efficiency, stack, pick
 ):
     # sp=False and TP wider than a node exercise the gates of the TP overlap; a non-default efficiency the
     # overlap and interference arithmetic
@@ -62,10 +86,12 @@ def test_search_equals_reference_on_random_layouts(
         gpu=H100,
         n_gpus=n_gpus,
         seq_len=seq,
-        stack=Stack(
-            flash_attention=flash,
-            stack=Stack(tp_comm_overlap=overlap),
-            gradient_dtype="fp32" if grad_bytes == 4 else "bf16",
+        stack=stack.model_copy(
+            update={
+                "flash_attention": flash,
+                "tp_comm_overlap": overlap,
+                "gradient_dtype": "fp32" if grad_bytes == 4 else "bf16",
+            }
         ),
         efficiency=efficiency,
         pins=Pins(sequence_parallel=sp),

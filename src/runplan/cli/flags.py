@@ -62,6 +62,15 @@ FLAG_FOR_PATH: dict[str, str] = {
     "parallelize.top": "--top",
     "parallelize.mfu": "--mfu",
     "parallelize.bf16_grads": "--bf16-grads",
+    # stack: (parallelize)
+    "stack": "--stack",
+    "stack.preset": "--stack",
+    "stack.flash_attention": "--flash-attention",
+    "stack.tp_comm_overlap": "--tp-comm-overlap",
+    "stack.selective_recompute": "--selective-recompute",
+    "stack.hidden_dropout": "--dropout",
+    "stack.attention_dropout": "--dropout",
+    "stack.gradient_dtype": "--bf16-grads",
     "parallelize.catalog": "--catalog",
     # sweep
     "sweep.flops": "--flops",

@@ -17,6 +17,7 @@ from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 if TYPE_CHECKING:
     from runplan.parallel.layout import Constraints, ParallelRequest, Pins, SearchResult
+    from runplan.parallel.stack import Stack
 
 #: The plan-file path (or ``parallelize.<option>``) of each ParallelRequest field, for error messages; the CLI
 #: prints its flag (runplan.cli.flags).
@@ -31,7 +32,7 @@ _REQUEST_PATHS = {
     "mfu_override": "parallelize.mfu",
     "gpu": "cluster.gpu",
     "model": "model",
-    "gradient_bytes": "parallelize.bf16_grads",
+    "stack": "stack",
     "pins": "parallel",
     "constraints": "constraints",
 }
@@ -84,8 +85,25 @@ def parallelize(
         "--sequence-parallel/--no-sequence-parallel",
         help="Pin sequence parallelism (default: on with TP).",
     ),
+    stack_preset: str | None = typer.Option(
+        None,
+        "--stack",
+        help="Training-stack preset: default, megatron-core, megatron-2022, deepspeed, torchtitan-fsdp2.",
+    ),
+    flash_attention: bool | None = typer.Option(
+        None, "--flash-attention/--no-flash-attention", help="Override the stack's FlashAttention."
+    ),
+    tp_comm_overlap: bool | None = typer.Option(
+        None, "--tp-comm-overlap/--no-tp-comm-overlap", help="Override the stack's TP communication overlap."
+    ),
+    selective_recompute: str | None = typer.Option(
+        None,
+        "--selective-recompute",
+        help="What 'selective' recomputes, comma-separated: core_attn, layernorm, mlp_act, mlp, moe_act.",
+    ),
+    dropout: str | None = typer.Option(None, "--dropout", help="Hidden and attention dropout probability."),
     bf16_grads: bool = typer.Option(
-        False, "--bf16-grads", help="bf16 gradients instead of fp32 accumulation."
+        False, "--bf16-grads", help="bf16 gradients instead of fp32 accumulation (stack gradient_dtype)."
     ),
     mfu: str | None = typer.Option(None, "--mfu", help="Use this MFU instead of predicting step time."),
     catalog_file: list[str] = typer.Option([], "--catalog", help="Extra catalog YAML file(s)."),
@@ -137,6 +155,21 @@ def parallelize(
         allow_cross_node_tp=allow_cross_node_tp or None,
     )
     overrides = build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
+    stack = {
+        key: value
+        for key, value in {
+            "preset": stack_preset,
+            "flash_attention": flash_attention,
+            "tp_comm_overlap": tp_comm_overlap,
+            "selective_recompute": None
+            if selective_recompute is None
+            else tuple(m.strip() for m in selective_recompute.split(",") if m.strip()),
+            "hidden_dropout": None if dropout is None else flag_value(dropout, "--dropout"),
+            "attention_dropout": None if dropout is None else flag_value(dropout, "--dropout"),
+            "gradient_dtype": "bf16" if bf16_grads else None,
+        }.items()
+        if value is not None
+    }
     top_count, mfu_value = overrides.top, overrides.mfu_override
     if plan_file is not None:
         cluster_flags = {
@@ -156,9 +189,7 @@ def parallelize(
                 where=given[0],
                 hint="edit the plan file, or drop it and use flags",
             )
-        request, resolution = _request_from_plan(
-            plan_file, pins, constraints, top_count, mfu_value, bf16_grads
-        )
+        request, resolution = _request_from_plan(plan_file, pins, constraints, top_count, mfu_value, stack)
         _answer(request, resolution, as_json)
         return
     catalog = load_catalog(catalog_file)
@@ -177,7 +208,7 @@ def parallelize(
         global_batch_tolerance=batch_tolerance,
         training_tokens=training_tokens,
         top=top_count,
-        gradient_bytes=2 if bf16_grads else None,
+        stack=stack_from_flags(stack, None),
         mfu_override=mfu_value,
         constraints=constraints,
         pins=pins,
@@ -200,7 +231,7 @@ def _request_from_plan(
     constraints: Constraints,
     top: int | None,
     mfu: float | None,
-    bf16_grads: bool,
+    stack: dict[str, Any],
 ) -> tuple[ParallelRequest, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
     from runplan.cli.common import load_plan_file, located
@@ -218,8 +249,8 @@ def _request_from_plan(
         update["top"] = top
     if mfu is not None:
         update["mfu_override"] = mfu
-    if bf16_grads:
-        update["gradient_bytes"] = 2
+    if stack:
+        update["stack"] = stack_from_flags(stack, request.stack)
     return request.model_copy(update=update), stage.resolution
 
 
@@ -325,3 +356,19 @@ def _render(result: SearchResult, resolution: str) -> None:
 
 def register(app: typer.Typer) -> None:
     app.command(name="parallelize")(handle_errors(parallelize))
+
+
+def stack_from_flags(flags: dict[str, Any], base: Stack | None) -> Stack:
+    """The stack the flags ask for: a preset (or ``base``, the plan's stack) with the flags' fields laid over."""
+    from pydantic import ValidationError
+
+    from runplan.errors import SpecError
+    from runplan.parallel.stack import Stack
+    from runplan.validation import spec_error_from_validation
+
+    start = {} if base is None or "preset" in flags else base.model_dump()
+    try:
+        return Stack.model_validate({**start, **flags})
+    except ValidationError as error:
+        found = spec_error_from_validation(error, Stack, prefix=("stack",))
+        raise SpecError(found.message, where=found.where, hint=found.hint) from None
