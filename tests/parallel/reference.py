@@ -43,7 +43,8 @@ def _layer_bytes(req: ParallelRequest, lay: Layout, moe: bool) -> tuple[float, f
     shard = 1 / t if lay.sequence_parallel else 1.0
     gated = sh.mlp == "swiglu"
     a, kv, dqk, dv = sh.n_heads, sh.n_kv_heads, sh.qk_dim, sh.value_dim
-    core = (2 * (a * dqk + kv * dqk + kv * dv) + 2 * a * dv + 4 * a) / t
+    lse = 4 * a if req.stack.flash_attention else 0  # fp32 log-sum-exp, FlashAttention only
+    core = (2 * (a * dqk + kv * dqk + kv * dv) + 2 * a * dv + lse) / t
     if moe:
         fe = sh.expert_ffn_hidden
         act_all = (6 if gated else 4) * fe

@@ -9,6 +9,8 @@ source came from flags, and :func:`with_flag` renames its path to the flag here,
 
 from __future__ import annotations
 
+import re
+
 from runplan.errors import RunplanError, SpecError
 
 #: Field path -> flag, for every command. Plan keys first (a flag and a key fill the same model field), then
@@ -119,7 +121,7 @@ def flag_for(where: str | None, command: str | None = None) -> str | None:
     if where is None:
         return None
     own = COMMAND_FLAG_FOR_PATH.get(command or "", {})
-    path = where
+    path = re.sub(r"\[\d+\]", "", where)  # an item of a list flag names the flag (stack.selective_recompute[0])
     while path:  # a field inside a value set by one flag (cluster.gpu.hbm_bytes: an inline --gpu) names it
         flag = own.get(path) or FLAG_FOR_PATH.get(path)
         if flag:

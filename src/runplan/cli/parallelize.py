@@ -7,6 +7,7 @@ feasible, layouts, plus space_size, batch_range_tokens, critical_batch, best_by_
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -264,6 +265,8 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool) -> None:
         print_json(data)
         return
     _render(result, resolution)
+    for line in result.warnings[1:]:  # the first (the critical batch) is in the header
+        print(f"runplan: warning: {line}", file=sys.stderr)
 
 
 def _render(result: SearchResult, resolution: str) -> None:
@@ -284,7 +287,7 @@ def _render(result: SearchResult, resolution: str) -> None:
         f"{result.feasible:,} feasible, in {result.search_seconds * 1e3:.0f} ms"
     )
     low, high = result.batch_range_tokens
-    out.print(f"global batch range {format_si(low)} to {format_si(high)} tokens; {result.notes[0]}")
+    out.print(f"global batch range {format_si(low)} to {format_si(high)} tokens; {result.warnings[0]}")
     table = Table(title="Best layouts (ranked by predicted tokens/s)")
     for col in (
         "#",
@@ -345,6 +348,8 @@ def _render(result: SearchResult, resolution: str) -> None:
     )
     for line in best.why:
         out.print(f"  - {line}")
+    for line in best.violations:
+        out.print(f"  - [yellow]breaks[/yellow] {line}")
     if len(result.best_by_tp) > 1:
         ranked = ", ".join(
             f"TP{b.tp} {b.mfu:.1%}"

@@ -408,4 +408,7 @@ class SearchResult(BaseModel):
     )
     suggestions: list[str] = Field(default_factory=list, description="What would make it feasible.")
     search_seconds: float = Field(description="Wall time of the search itself.")
-    notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Cautions: the critical batch assumed, a pinned layout evaluated against broken constraints.",
+    )

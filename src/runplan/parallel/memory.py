@@ -190,7 +190,7 @@ def layer_activation_bytes_per_token(
     attn_core = (
         2.0 * (terms.a * terms.d_qk + terms.kv * terms.d_qk + terms.kv * terms.d_v)
         + 2.0 * terms.a * terms.d_v
-        + 4.0 * terms.a
+        + (4.0 * terms.a if stack.flash_attention else 0.0)  # FlashAttention's fp32 log-sum-exp per head
     ) / t
     if moe:
         per_expert_all = 2.0 * h + _mlp_bytes(terms, terms.expert_ffn, False)

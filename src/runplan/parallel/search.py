@@ -606,7 +606,7 @@ def search(request: ParallelRequest) -> SearchResult:
         seq_len=request.seq_len,
         batch_range_tokens=(bounds.low_tokens, bounds.high_tokens),
         critical_batch=crit,
-        notes=[
+        warnings=[
             f"critical batch {crit.tokens:,.0f} tokens: {crit.law}"
             + (" with D = 20·N assumed" if crit.assumed_training_tokens else "")
         ],
@@ -633,13 +633,20 @@ def search(request: ParallelRequest) -> SearchResult:
         "global_batch": batch_ok,
     }
     idx = np.flatnonzero(ok["memory"] & ok["bubble"] & ok["global_batch"])
-    ranked = _ranked(grid, ev, idx) if idx.size else idx
     n_rows = len(m)
+    pinned_one = _pinned_layout(request, grid, ev, ok, bounds, n_rows, idx)
+    if pinned_one is not None:
+        idx, warnings = pinned_one
+        common["warnings"] = [*common["warnings"], *warnings]
+    ranked = _ranked(grid, ev, idx) if idx.size else idx
     return SearchResult(
         candidates=n_rows,
         space_size=int(np.maximum(count, 1).sum()),
         feasible=int(idx.size),
-        layouts=[_estimate(request, grid, ev, int(i), bounds, []) for i in ranked[: request.top]],
+        layouts=[
+            _estimate(request, grid, ev, int(i), bounds, _violations(request, ev, int(i), bounds, batch_ok))
+            for i in ranked[: request.top]
+        ],
         eliminated={k: int(n_rows - v.sum()) for k, v in ok.items()},
         eliminated_only={
             k: int((~ok[k] & np.logical_and.reduce([ok[o] for o in ok if o != k])).sum()) for k in ok
@@ -650,6 +657,24 @@ def search(request: ParallelRequest) -> SearchResult:
         search_seconds=time.perf_counter() - start,
         **common,
     )
+
+
+def _pinned_layout(
+    request: ParallelRequest,
+    grid: LayoutGrid,
+    ev: Evaluation,
+    ok: dict[str, np.ndarray],
+    bounds: _Bounds,
+    n_rows: int,
+    feasible: np.ndarray,
+) -> tuple[np.ndarray, list[str]] | None:
+    """A fully pinned layout (one candidate) that fits in memory is always answered: the bubble and batch
+    constraints it breaks become warnings, since the user asked for this layout (it may be one that really ran).
+    Only memory rules it out, and then :func:`ensure_feasible` names the term that overflows."""
+    if n_rows != 1 or feasible.size or not ok["memory"][0]:
+        return None
+    broken = _violations(request, ev, 0, bounds, ok["global_batch"])
+    return np.array([0]), [f"the pinned layout breaks a constraint: {text}" for text in broken]
 
 
 def _best_by_tp(grid: LayoutGrid, ev: Evaluation, ranked: np.ndarray) -> list[TpBest]:
@@ -682,6 +707,11 @@ def _suggestions(
     request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, ok: dict[str, np.ndarray], bounds: _Bounds
 ) -> list[str]:
     """What would make the request feasible, from which constraint removed the candidates."""
+    from runplan.cli.flags import flag_for  # the suggestions name the flags a user types (one table)
+
+    def flag(axis: str) -> str:
+        return flag_for(f"parallel.{axis}") or axis
+
     shape, gpu, pins = request.model, request.gpu, request.pins
     limit, high = bounds.memory_limit_bytes, bounds.high_tokens
     out: list[str] = []
@@ -702,10 +732,18 @@ def _suggestions(
             f"more GPUs: model states alone ({per_param} bytes/param: 2 weights + {request.stack.gradient_bytes} "
             f"gradients + 12 optimizer, fully sharded) need at least {need:,} {gpu.name} GPUs"
         )
-        out.append(
-            "ZeRO-3 (--zero 3), full recomputation (--recompute full), a smaller micro-batch (--mbs 1)"
-            + (", context parallelism (--cp) for this long sequence" if request.seq_len >= 32768 else "")
-        )
+        tips = [
+            (pins.zero != 3, f"ZeRO-3 ({flag('zero')} 3)"),
+            (pins.recompute != "full", f"full recomputation ({flag('recompute')} full)"),
+            (pins.micro_batch != 1, f"a smaller micro-batch ({flag('micro_batch')} 1)"),
+            (
+                request.seq_len >= 32768 and pins.cp is None,
+                f"context parallelism ({flag('cp')}) for this long sequence",
+            ),
+        ]
+        useful = [text for wanted, text in tips if wanted]
+        if useful:
+            out.append(", ".join(useful))
     if not ok["bubble"].any():
         out.append(
             "more micro-batches per step (a larger --global-batch), interleaving (--vpp 2+), "
@@ -719,7 +757,7 @@ def _suggestions(
             "(--global-batch / --max-batch)"
         )
     if pinned:
-        out.append("unpin " + ", ".join(f"--{k}" for k in pinned) + " to widen the search")
+        out.append("unpin " + ", ".join(flag(k) for k in pinned) + " to widen the search")
     return out
 
 
@@ -731,6 +769,16 @@ def ensure_feasible(result: SearchResult) -> SearchResult:
         raise Infeasible(
             "no layout passes the divisibility rules: " + "; ".join(result.suggestions),
             suggestions=["change the GPU count or the pins"],
+        )
+    if result.candidates == 1 and result.nearest_misses:
+        miss = result.nearest_misses[0]
+        memory = miss.memory_bytes
+        terms = {k: v for k, v in memory.model_dump().items() if k != "total"}
+        largest = max(terms, key=lambda k: terms[k])
+        raise Infeasible(
+            f"the pinned layout needs {memory.total / 1e9:.1f} GB per GPU against {miss.memory_limit_bytes / 1e9:.1f} "
+            f"GB usable ({miss.memory_stage} stage); the largest term is {largest} at {terms[largest] / 1e9:.1f} GB",
+            suggestions=result.suggestions,
         )
     everyone = [k for k, v in result.eliminated.items() if v == result.candidates]
     if everyone:
