@@ -4,6 +4,10 @@ Every output model of ``runplan.ops`` derives from :class:`Explained`. Its ``not
 to a one-line human reason or formula (``"interval_steps": "round(τ_Daly / step_seconds) = round(5,410 s /
 9.8 s) = 552"``). The validator refuses an output whose numeric field has no note, so a report that prints
 "every number with a one-line reason" can rely on ``notes[name]`` being present.
+
+A stage computes each number as a :class:`Reasoned` (the value and its reason, written together next to the
+formula) and builds its output with ``Output.build(field=reasoned, ...)``: the field name is written once, as
+the keyword, and ``build`` files the value under the field and the reason under ``notes[field]``.
 """
 
 from __future__ import annotations
@@ -11,11 +15,23 @@ from __future__ import annotations
 import math
 import types
 import typing
+from dataclasses import dataclass
+from typing import Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 OUTPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
 INPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoned(Generic[T]):
+    """A derived value together with the one-line reason (formula and figures) a report prints beside it."""
+
+    value: T
+    why: str
 
 
 def _is_numeric(annotation: object) -> bool:
@@ -54,6 +70,22 @@ class Explained(BaseModel):
         if missing:
             raise ValueError(f"{type(self).__name__}: no note for {', '.join(missing)}")
         return self
+
+    @classmethod
+    def build(cls, **fields: object) -> Self:
+        """The output from named values: a :class:`Reasoned` gives its value to the field of that name and its
+        reason to ``notes[name]``; anything else (lists, nested outputs, labels) is the field's value as is.
+
+        ``notes`` keeps the order of the keywords, so the JSON lists the reasons in the order they are given.
+        """
+        values: dict[str, object] = {}
+        notes: dict[str, str] = {}
+        for name, item in fields.items():
+            if isinstance(item, Reasoned):
+                values[name], notes[name] = item.value, item.why
+            else:
+                values[name] = item
+        return cls.model_validate({**values, "notes": notes})
 
 
 def fmt(value: float, digits: int = 4) -> str:
