@@ -23,14 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 OUTPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
 INPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
 
-T = TypeVar("T")
+#: Covariant: a ``Reasoned[int]`` is a ``Reasoned[float]`` (the value is read-only).
+T_co = TypeVar("T_co", covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
-class Reasoned(Generic[T]):
+class Reasoned(Generic[T_co]):
     """A derived value together with the one-line reason (formula and figures) a report prints beside it."""
 
-    value: T
+    value: T_co
     why: str
 
 
