@@ -51,8 +51,8 @@ def daly_interval_seconds(save_seconds: float, mtbf_seconds: float) -> float:
     return math.sqrt(2.0 * delta * m) * (1.0 + math.sqrt(ratio) / 3.0 + ratio / 9.0) - delta
 
 
-class CheckpointRequest(BaseModel):
-    """What the checkpoint stage needs from the model, the layout, the schedule and the failure model."""
+class LayoutRequest(BaseModel):
+    """The model size and parallel layout every stage that shards or counts GPUs needs (checkpoint, operate)."""
 
     model_config = INPUT_CONFIG
 
@@ -68,6 +68,15 @@ class CheckpointRequest(BaseModel):
         "weights.",
     )
     gpus_per_node: PositiveCount = Field(8, description="GPUs per node (each writes through the node's NIC).")
+
+    def layout(self) -> dict[str, int]:
+        """These fields by name, to pass the layout on to another stage's request."""
+        return {name: getattr(self, name) for name in LayoutRequest.model_fields}
+
+
+class CheckpointRequest(LayoutRequest):
+    """What the checkpoint stage needs from the model, the layout, the schedule and the failure model."""
+
     n_nodes: PositiveCount | None = Field(
         None,
         description="Nodes of the job, as `operate` computed them for the failure model too; unset = "
