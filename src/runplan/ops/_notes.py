@@ -20,6 +20,8 @@ from typing import Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runplan.units import SECONDS_PER_DAY
+
 OUTPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
 INPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
 
@@ -99,6 +101,12 @@ def fmt(value: float, digits: int = 4) -> str:
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,.{max(digits - 1 - math.floor(math.log10(magnitude)), 0)}f}"
+
+
+def in_days(seconds: float, shown: str, what: str) -> Reasoned[float]:
+    """``seconds`` as days, reasoned as ``<shown> / 86,400 = <days> <what>`` (``shown`` names the seconds)."""
+    days = seconds / SECONDS_PER_DAY
+    return Reasoned(days, f"{shown} / 86,400 = {days:.2f} {what}")
 
 
 def fmt_bytes(value: float) -> str:

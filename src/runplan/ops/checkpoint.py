@@ -25,7 +25,7 @@ import math
 from pydantic import BaseModel, Field
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_bytes, fmt_seconds
-from runplan.ops.reliability import OperationsSpec
+from runplan.ops.reliability import OperationsSection, OperationsSpec
 from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber
 
 BYTES_PER_PARAM = {"weights_bf16": 2, "master_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4}
@@ -93,9 +93,7 @@ class CheckpointRequest(LayoutRequest):
         "margin 100 + recovery window 200, PaLM §5.1); older checkpoints are kept for it when the rolling "
         "generations do not reach that far back.",
     )
-    spec: OperationsSpec = Field(
-        default_factory=OperationsSpec, description="The plan file's operations section."
-    )
+    spec: OperationsSection
 
 
 class CheckpointPart(Explained):

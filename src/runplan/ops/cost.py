@@ -19,9 +19,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, model_validator
 
-from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, in_days
 from runplan.units import (
-    SECONDS_PER_DAY,
     SECONDS_PER_HOUR,
     Fraction,
     NonNegativeNumber,
@@ -147,14 +146,8 @@ def _line(
             billed_h,
             f"{gpus:,} GPUs × {fmt(elapsed_s / SECONDS_PER_HOUR)} h elapsed = {fmt(billed_h)} GPU-hours",
         ),
-        useful_days=Reasoned(
-            useful_s / SECONDS_PER_DAY,
-            f"{fmt(useful_s)} s / 86,400 = {useful_s / SECONDS_PER_DAY:.2f} days without failures",
-        ),
-        wall_clock_days=Reasoned(
-            elapsed_s / SECONDS_PER_DAY,
-            f"{fmt(elapsed_s)} s / 86,400 = {elapsed_s / SECONDS_PER_DAY:.2f} days with goodput",
-        ),
+        useful_days=in_days(useful_s, f"{fmt(useful_s)} s", "days without failures"),
+        wall_clock_days=in_days(elapsed_s, f"{fmt(elapsed_s)} s", "days with goodput"),
         goodput=Reasoned(goodput, f"useful / elapsed = {goodput:.4f}{goodput_reason}"),
         cost=Reasoned(
             cost, f"{fmt(billed_h)} GPU-h × {price:g} {spec.currency}/h = {fmt(cost)} {spec.currency}"

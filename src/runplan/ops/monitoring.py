@@ -148,7 +148,7 @@ def plan_monitoring(request: MonitoringRequest) -> Monitoring:
     tokens, seconds = _canary_evaluation(request, examples.value)
     every = _canary_every(spec, seconds.value, step_s)
     window, window_evals = _canary_window(spec.canary_window_steps, every.value)
-    spacing, required = _rollback_spacing(request)
+    spacing, max_redo, required = _rollback_reach(request)
     lo, hi = sorted((spec.skip_batches_min, spec.skip_batches_max))
     return Monitoring.build(
         per_step_metrics=[Metric(name=name, why=why) for name, why in _METRICS],
@@ -158,10 +158,10 @@ def plan_monitoring(request: MonitoringRequest) -> Monitoring:
         canary_every_steps=every,
         **_canary_overhead(request, seconds.value, every.value),
         **_alert_thresholds(request, window, window_evals),
-        **_rollback_figures(request, spacing, lo, hi),
+        **_rollback_figures(request, max_redo, lo, hi),
         required_retention_generations=required,
         alerts=_alerts(request, window.value, window_evals.value, examples.value, every.value),
-        rollback_procedure=_rollback_procedure(request, spacing.value, lo, hi),
+        rollback_procedure=_rollback_procedure(request, spacing, lo, hi),
         warnings=_warnings(request, required.value),
     )
 
@@ -232,9 +232,7 @@ def _alert_thresholds(
             spec.grad_norm_factor, f"alert at {spec.grad_norm_factor:g}× the rolling mean"
         ),
         grad_norm_window_steps=Reasoned(grad_window, f"{grad_window:,} steps"),
-        grad_norm_window_tokens=Reasoned(
-            grad_window * tps, f"{grad_window:,} × {fmt(tps)} = {fmt(grad_window * tps)} tokens"
-        ),
+        grad_norm_window_tokens=_in_tokens(grad_window, tps, grouped=True),
         canary_sigma=Reasoned(spec.canary_sigma, f"alert outside ± {spec.canary_sigma:g}σ"),
         canary_window_steps=window,
         canary_window_evaluations=window_evals,
@@ -243,19 +241,19 @@ def _alert_thresholds(
             f"back within {spec.spike_recovery_fraction:.0%} of the pre-spike loss",
         ),
         spike_recovery_steps=Reasoned(detect, f"{detect} steps to recover before declaring divergence"),
-        spike_recovery_tokens=Reasoned(detect * tps, f"{detect} × {fmt(tps)} = {fmt(detect * tps)} tokens"),
-        spike_recovery_seconds=Reasoned(
-            detect * step_s, f"{detect} × {step_s:.4g} s = {fmt_seconds(detect * step_s)}"
-        ),
+        spike_recovery_tokens=_in_tokens(detect, tps, grouped=False),
+        spike_recovery_seconds=_in_seconds(detect, step_s, grouped=False),
     )
 
 
-def _rollback_spacing(request: MonitoringRequest) -> tuple[Reasoned[int], Reasoned[int]]:
-    """How far apart the checkpoints a rollback can land on are, and the rolling generations it would need.
+def _rollback_reach(request: MonitoringRequest) -> tuple[int, Reasoned[int], Reasoned[int]]:
+    """How far apart the checkpoints a rollback can land on are, the most work a rollback redoes, and the
+    rolling generations that would reach back far enough.
 
     A rollback needs a checkpoint ≥ margin + detection steps before it is declared: the rolling generations
     reach that far when there are ⌈(margin + detection) / interval⌉ + 1 of them; otherwise the checkpoint
-    plan's rollback points (when given) set the spacing.
+    plan's rollback points (when given) set the spacing. The newest such checkpoint is up to one spacing
+    older still, so a rollback redoes at most margin + detection + spacing steps.
     """
     spec, k = request.spec, request.checkpoint_interval_steps
     margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
@@ -268,8 +266,10 @@ def _rollback_spacing(request: MonitoringRequest) -> tuple[Reasoned[int], Reason
         if spacing == k
         else f"rollback-point spacing {spacing:,} (rolling generations too short)"
     )
+    max_redo = margin + detect + spacing
     return (
-        Reasoned(spacing, how),
+        spacing,
+        Reasoned(max_redo, f"margin {margin} + detection {detect} + {how} = {max_redo:,} steps"),
         Reasoned(
             required,
             f"⌈(margin {margin} + detection {detect}) / interval {k:,}⌉ + 1 = {required} generations",
@@ -278,13 +278,12 @@ def _rollback_spacing(request: MonitoringRequest) -> tuple[Reasoned[int], Reason
 
 
 def _rollback_figures(
-    request: MonitoringRequest, spacing: Reasoned[int], lo: int, hi: int
+    request: MonitoringRequest, max_redo: Reasoned[int], lo: int, hi: int
 ) -> dict[str, Reasoned[float]]:
     """Work a rollback redoes (margin + detection, plus up to one checkpoint spacing) and the data it skips."""
     spec, tps, step_s = request.spec, request.tokens_per_step, request.step_seconds
     margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
     min_redo = margin + detect
-    max_redo = margin + detect + spacing.value
     return dict(
         rollback_margin_steps=Reasoned(
             margin, f"checkpoint at least {margin} steps before the spike (PaLM §5.1)"
@@ -292,19 +291,29 @@ def _rollback_figures(
         rollback_min_redo_steps=Reasoned(
             min_redo, f"margin {margin} + detection {detect} = {min_redo} steps"
         ),
-        rollback_max_redo_steps=Reasoned(
-            max_redo, f"margin {margin} + detection {detect} + {spacing.why} = {max_redo:,} steps"
-        ),
-        rollback_max_redo_tokens=Reasoned(
-            max_redo * tps, f"{max_redo:,} × {fmt(tps)} = {fmt(max_redo * tps)} tokens"
-        ),
-        rollback_max_redo_seconds=Reasoned(
-            max_redo * step_s, f"{max_redo:,} × {step_s:.4g} s = {fmt_seconds(max_redo * step_s)}"
-        ),
+        rollback_max_redo_steps=max_redo,
+        rollback_max_redo_tokens=_in_tokens(max_redo.value, tps, grouped=True),
+        rollback_max_redo_seconds=_in_seconds(max_redo.value, step_s, grouped=True),
         skip_batches_min=Reasoned(lo, f"{lo} batches (PaLM skipped 200-500)"),
         skip_batches_max=Reasoned(hi, f"{hi} batches"),
-        skip_tokens_min=Reasoned(lo * tps, f"{lo} × {fmt(tps)} = {fmt(lo * tps)} tokens"),
-        skip_tokens_max=Reasoned(hi * tps, f"{hi} × {fmt(tps)} = {fmt(hi * tps)} tokens"),
+        skip_tokens_min=_in_tokens(lo, tps, grouped=False),
+        skip_tokens_max=_in_tokens(hi, tps, grouped=False),
+    )
+
+
+def _in_tokens(steps: int, tokens_per_step: float, *, grouped: bool) -> Reasoned[float]:
+    """A span of steps (or skipped batches) in tokens; ``grouped`` prints the count with thousands commas."""
+    tokens = steps * tokens_per_step
+    return Reasoned(
+        tokens, f"{steps:{',' if grouped else ''}} × {fmt(tokens_per_step)} = {fmt(tokens)} tokens"
+    )
+
+
+def _in_seconds(steps: int, step_seconds: float, *, grouped: bool) -> Reasoned[float]:
+    """A span of steps in seconds of training; ``grouped`` prints the count with thousands commas."""
+    seconds = steps * step_seconds
+    return Reasoned(
+        seconds, f"{steps:{',' if grouped else ''}} × {step_seconds:.4g} s = {fmt_seconds(seconds)}"
     )
 
 

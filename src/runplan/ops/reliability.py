@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_seconds
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_seconds, in_days
 from runplan.units import SECONDS_PER_DAY, NonNegativeNumber, PositiveBytes, PositiveCount, PositiveNumber
 
 #: Llama 3 (arXiv 2407.21783, §3.3.4): 419 unexpected interruptions, 54 days, 2,048 nodes of 8 H100.
@@ -141,6 +141,12 @@ class OperationsSpec(BaseModel):
     )
 
 
+#: A request's ``spec`` field: the plan file's operations section (defaults when the plan has none).
+OperationsSection = Annotated[
+    OperationsSpec, Field(default_factory=OperationsSpec, description="The plan file's operations section.")
+]
+
+
 def job_interruption_rate_per_day(failures_per_1000_node_days: float, n_nodes: float) -> float:
     """λ = n_nodes · r / 1000 interruptions per day (any node stops a synchronous job)."""
     return n_nodes * failures_per_1000_node_days / 1000.0
@@ -185,9 +191,7 @@ class ReliabilityRequest(BaseModel):
         description="Work between checkpoints τ, seconds (rounded to steps)."
     )
     save_blocking_seconds: NonNegativeNumber = Field(description="Time a save blocks training δ, seconds.")
-    spec: OperationsSpec = Field(
-        default_factory=OperationsSpec, description="The plan file's operations section."
-    )
+    spec: OperationsSection
 
 
 class Reliability(Explained):
@@ -234,13 +238,7 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
     goodput = Reasoned(w / elapsed, f"W / elapsed = {fmt(w)} / {fmt(elapsed)} = {w / elapsed:.4f}")
     return Reliability.build(
         **_failure_rate(spec.failures_per_1000_node_days, request.n_nodes, m),
-        restart_seconds=Reasoned(
-            r, f"R = {fmt_seconds(r)} (detect, reschedule, load; operations.restart_seconds)"
-        ),
-        interval_seconds=Reasoned(
-            tau, f"τ = {fmt_seconds(tau)} of work between checkpoints (rounded to whole steps)"
-        ),
-        save_blocking_seconds=Reasoned(delta, f"δ = {fmt_seconds(delta)} of blocking per save"),
+        **_segment_inputs(r, tau, delta),
         segments=Reasoned(
             segments, f"⌈W/τ⌉ = ⌈{fmt(w)} / {fmt(tau)}⌉ = {segments:,} segments (each ends with a save)"
         ),
@@ -296,6 +294,19 @@ def _failure_rate(rate: float, nodes: int, m: float) -> dict[str, Reasoned[float
     )
 
 
+def _segment_inputs(r: float, tau: float, delta: float) -> dict[str, Reasoned[float]]:
+    """The renewal model's inputs: restart time R, work per segment τ (at most W) and blocking save time δ."""
+    return dict(
+        restart_seconds=Reasoned(
+            r, f"R = {fmt_seconds(r)} (detect, reschedule, load; operations.restart_seconds)"
+        ),
+        interval_seconds=Reasoned(
+            tau, f"τ = {fmt_seconds(tau)} of work between checkpoints (rounded to whole steps)"
+        ),
+        save_blocking_seconds=Reasoned(delta, f"δ = {fmt_seconds(delta)} of blocking per save"),
+    )
+
+
 def _lost_time(
     w: float, elapsed: tuple[float, float], m: float, saves: tuple[int, float], goodput: Reasoned[float]
 ) -> dict[str, Reasoned[float]]:
@@ -317,12 +328,8 @@ def _lost_time(
         ),
         goodput=goodput,
         first_order_goodput=Reasoned(w / first_order, f"W / first-order elapsed = {w / first_order:.4f}"),
-        useful_days=Reasoned(
-            w / SECONDS_PER_DAY, f"W / 86,400 = {w / SECONDS_PER_DAY:.2f} days without failures or saves"
-        ),
-        effective_days=Reasoned(
-            exact / SECONDS_PER_DAY, f"elapsed / 86,400 = {exact / SECONDS_PER_DAY:.2f} wall-clock days"
-        ),
+        useful_days=in_days(w, "W", "days without failures or saves"),
+        effective_days=in_days(exact, "elapsed", "wall-clock days"),
     )
 
 
