@@ -134,32 +134,39 @@ class ScheduleRequest(BaseModel):
 # ---- outputs ------------------------------------------------------------------------------------------
 
 
-class BatchStage(Explained):
-    """A span of steps at one global batch size (a ramp stage or the main stage)."""
+class StepSpan(Explained):
+    """The steps and tokens a batch stage or an LR phase covers: from ``start`` to ``end`` (exclusive)."""
 
-    name: str
     start_step: int
     end_step: int
     steps: int
     start_tokens: float
     end_tokens: float
     tokens: float
+
+
+class _StageName(Explained):
+    name: str
+
+
+class _PhaseName(Explained):
+    name: Literal["warmup", "stable", "cooldown"]
+    shape: str
+
+
+# The span base comes first so that it comes after the name in the fields: pydantic orders fields from the
+# farthest base of the MRO, and the JSON lists the name (and shape) before the span.
+class BatchStage(StepSpan, _StageName):
+    """A span of steps at one global batch size (a ramp stage or the main stage)."""
+
     global_batch_sequences: int
     global_batch_tokens: float
     microbatches_per_replica: int
 
 
-class LrPhase(Explained):
+class LrPhase(StepSpan, _PhaseName):
     """One WSD phase: warmup, stable or cooldown, with its step and token span."""
 
-    name: Literal["warmup", "stable", "cooldown"]
-    shape: str
-    start_step: int
-    end_step: int
-    steps: int
-    start_tokens: float
-    end_tokens: float
-    tokens: float
     lr_start: float
     lr_end: float
 
