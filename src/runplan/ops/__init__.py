@@ -1,8 +1,11 @@
 """Operations stages of a run plan: schedule, checkpointing, reliability, monitoring, cost.
 
 Each stage is a pure function from a pydantic request to a frozen pydantic result whose every number has a
-one-line reason in its ``notes`` dict (see ``runplan.ops._notes``). ``operate`` chains the three stages that
-depend on each other (failure rate → checkpoint interval → goodput, and the interval → rollback numbers).
+one-line reason in its ``notes`` dict (see ``runplan.ops._notes``). A stage is a short chain of topic helpers
+that each return ``Reasoned`` values (the number and its reason, written together next to the formula) or a
+dict of them keyed by output field; ``Output.build(**derived)`` files the values and the notes. ``operate``
+chains the three stages that depend on each other (failure rate → checkpoint interval → goodput, and the
+interval → rollback numbers).
 """
 
 from __future__ import annotations
