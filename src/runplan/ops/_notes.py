@@ -103,12 +103,6 @@ def fmt(value: float, digits: int = 4) -> str:
     return f"{value:,.{max(digits - 1 - math.floor(math.log10(magnitude)), 0)}f}"
 
 
-def in_days(seconds: float, shown: str, what: str) -> Reasoned[float]:
-    """``seconds`` as days, reasoned as ``<shown> / 86,400 = <days> <what>`` (``shown`` names the seconds)."""
-    days = seconds / SECONDS_PER_DAY
-    return Reasoned(days, f"{shown} / 86,400 = {days:.2f} {what}")
-
-
 def fmt_bytes(value: float) -> str:
     """``1.13e12`` → ``1.13 TB`` (decimal units, as storage vendors quote them)."""
     for threshold, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
@@ -127,3 +121,9 @@ def fmt_seconds(value: float) -> str:
     elif value >= 120:
         text += f" ({value / 60:.1f} min)"
     return text
+
+
+def in_days(seconds: float, shown: str, what: str) -> Reasoned[float]:
+    """``seconds`` as days, reasoned as ``<shown> / 86,400 = <days> <what>`` (``shown`` names the seconds)."""
+    days = seconds / SECONDS_PER_DAY
+    return Reasoned(days, f"{shown} / 86,400 = {days:.2f} {what}")
