@@ -121,7 +121,9 @@ def flag_for(where: str | None, command: str | None = None) -> str | None:
     if where is None:
         return None
     own = COMMAND_FLAG_FOR_PATH.get(command or "", {})
-    path = re.sub(r"\[\d+\]", "", where)  # an item of a list flag names the flag (stack.selective_recompute[0])
+    path = re.sub(
+        r"\[\d+\]", "", where
+    )  # an item of a list flag names the flag (stack.selective_recompute[0])
     while path:  # a field inside a value set by one flag (cluster.gpu.hbm_bytes: an inline --gpu) names it
         flag = own.get(path) or FLAG_FOR_PATH.get(path)
         if flag:

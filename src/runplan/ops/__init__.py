@@ -1,20 +1,24 @@
 """Operations stages of a run plan: schedule, checkpointing, reliability, monitoring, cost.
 
 Each stage is a pure function from a pydantic request to a frozen pydantic result whose every number has a
-one-line reason in its ``notes`` dict (see ``runplan.ops._notes``). ``operate`` chains the three stages that
-depend on each other (failure rate → checkpoint interval → goodput, and the interval → rollback numbers).
+one-line reason in its ``notes`` dict (see ``runplan.ops._notes``). A stage is a short chain of topic helpers
+that each return ``Reasoned`` values (the number and its reason, written together next to the formula) or a
+dict of them keyed by output field; ``Output.build(**derived)`` files the values and the notes. ``operate``
+chains the three stages that depend on each other (failure rate → checkpoint interval → goodput, and the
+interval → rollback numbers).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from runplan.errors import Infeasible
-from runplan.ops._notes import INPUT_CONFIG, Explained, fmt_seconds
+from runplan.ops._notes import Explained, Reasoned, fmt_seconds
 from runplan.ops.checkpoint import (
     CheckpointPart,
     CheckpointPlan,
     CheckpointRequest,
+    LayoutRequest,
     daly_interval_seconds,
     plan_checkpoints,
     young_interval_seconds,
@@ -45,7 +49,7 @@ from runplan.ops.schedule import (
     plan_schedule,
     tokens_at_step,
 )
-from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber
+from runplan.units import PositiveCount, PositiveNumber
 
 __all__ = [
     "LLAMA3_FAILURES_PER_1000_NODE_DAYS",
@@ -59,6 +63,7 @@ __all__ = [
     "CostRequest",
     "CostSpec",
     "Explained",
+    "LayoutRequest",
     "LrPhase",
     "Metric",
     "Monitoring",
@@ -109,18 +114,9 @@ def training_seconds(
     return sum(s.steps * step_seconds * s.global_batch_tokens / main for s in schedule.batch_stages)
 
 
-class OperationsRequest(BaseModel):
+class OperationsRequest(LayoutRequest):
     """Everything ``operate`` needs from the model, the layout and the schedule."""
 
-    model_config = INPUT_CONFIG
-
-    total_params: PositiveCount = Field(description="Every parameter of the model.")
-    tp: PositiveCount = Field(1, description="Tensor-parallel degree.")
-    pp: PositiveCount = Field(1, description="Pipeline-parallel degree.")
-    dp: PositiveCount = Field(1, description="Data-parallel degree.")
-    cp: PositiveCount = Field(1, description="Context-parallel degree.")
-    zero: NonNegativeCount = Field(1, le=3, description="ZeRO stage (1 = distributed optimizer).")
-    gpus_per_node: PositiveCount = Field(8, description="GPUs per node.")
     seq_len: PositiveCount = Field(description="Tokens per sequence.")
     step_seconds: PositiveNumber = Field(description="Time of one step at the main batch, seconds.")
     stage_step_seconds: list[PositiveNumber] | None = Field(
@@ -184,36 +180,15 @@ def _ensure_progress(reliability: Reliability) -> None:
 
 def operate(request: OperationsRequest) -> Operations:
     """Failure rate → MTBF → checkpoint plan (Daly interval) → goodput (exact renewal) → monitoring."""
-    spec = request.operations
-    schedule = request.schedule
+    spec, schedule = request.operations, request.schedule
     world = request.tp * request.pp * request.dp * request.cp
     n_nodes = -(-world // request.gpus_per_node)
-    m = job_mtbf_seconds(spec.failures_per_1000_node_days, n_nodes)
     stage_steps = request.stage_step_seconds or [
         request.step_seconds * st.global_batch_tokens / schedule.global_batch_tokens
         for st in schedule.batch_stages
     ]
     useful = training_seconds(schedule, request.step_seconds, stage_steps)
-    window = request.monitoring.rollback_margin_steps + request.monitoring.spike_recovery_steps
-    checkpoint = plan_checkpoints(
-        CheckpointRequest(
-            total_params=request.total_params,
-            tp=request.tp,
-            pp=request.pp,
-            dp=request.dp,
-            cp=request.cp,
-            zero=request.zero,
-            gpus_per_node=request.gpus_per_node,
-            n_nodes=n_nodes,
-            step_seconds=request.step_seconds,
-            tokens_per_step=schedule.global_batch_tokens,
-            total_steps=schedule.total_steps,
-            training_tokens=schedule.scheduled_tokens,
-            job_mtbf_seconds=m,
-            rollback_window_steps=window,
-            spec=spec,
-        )
-    )
+    checkpoint = plan_checkpoints(_checkpoint_request(request, n_nodes))
     reliability = assess_reliability(
         ReliabilityRequest(
             n_nodes=n_nodes,
@@ -224,31 +199,49 @@ def operate(request: OperationsRequest) -> Operations:
         )
     )
     _ensure_progress(reliability)
-    monitoring = plan_monitoring(
-        MonitoringRequest(
-            total_steps=schedule.total_steps,
-            tokens_per_step=schedule.global_batch_tokens,
-            step_seconds=request.step_seconds,
-            seq_len=request.seq_len,
-            checkpoint_interval_steps=checkpoint.interval_steps,
-            retention_generations=spec.retention_generations,
-            rollback_checkpoint_every_steps=checkpoint.rollback_every_steps or None,
-            dp=request.dp,
-            spec=request.monitoring,
-        )
-    )
+    monitoring = plan_monitoring(_monitoring_request(request, checkpoint))
     stages = " + ".join(
         f"{st.steps:,} × {t:.4g} s" for st, t in zip(schedule.batch_stages, stage_steps, strict=True)
     )
-    return Operations(
+    return Operations.build(
         checkpointing=checkpoint,
         reliability=reliability,
         monitoring=monitoring,
-        useful_seconds=useful,
+        useful_seconds=Reasoned(
+            useful,
+            f"Σ steps × step time at that stage's batch (the layout re-timed at its micro-batch count) = "
+            f"{stages} = {fmt_seconds(useful)}",
+        ),
         warnings=[*checkpoint.warnings, *reliability.warnings, *monitoring.warnings],
-        notes={
-            "useful_seconds": f"Σ steps × step time at that stage's batch (the layout re-timed at its "
-            f"micro-batch count) = {stages} = "
-            f"{fmt_seconds(useful)}"
-        },
+    )
+
+
+def _checkpoint_request(request: OperationsRequest, n_nodes: int) -> CheckpointRequest:
+    """The checkpoint stage's inputs: the layout, the main batch stage, the job MTBF and the rollback window."""
+    schedule, watch = request.schedule, request.monitoring
+    return CheckpointRequest(
+        **request.layout(),
+        n_nodes=n_nodes,
+        step_seconds=request.step_seconds,
+        tokens_per_step=schedule.global_batch_tokens,
+        total_steps=schedule.total_steps,
+        training_tokens=schedule.scheduled_tokens,
+        job_mtbf_seconds=job_mtbf_seconds(request.operations.failures_per_1000_node_days, n_nodes),
+        rollback_window_steps=watch.rollback_margin_steps + watch.spike_recovery_steps,
+        spec=request.operations,
+    )
+
+
+def _monitoring_request(request: OperationsRequest, checkpoint: CheckpointPlan) -> MonitoringRequest:
+    """The monitoring stage's inputs: the run's steps and batch, and where the checkpoints land."""
+    return MonitoringRequest(
+        total_steps=request.schedule.total_steps,
+        tokens_per_step=request.schedule.global_batch_tokens,
+        step_seconds=request.step_seconds,
+        seq_len=request.seq_len,
+        checkpoint_interval_steps=checkpoint.interval_steps,
+        retention_generations=request.operations.retention_generations,
+        rollback_checkpoint_every_steps=checkpoint.rollback_every_steps or None,
+        dp=request.dp,
+        spec=request.monitoring,
     )

@@ -4,6 +4,10 @@ Every output model of ``runplan.ops`` derives from :class:`Explained`. Its ``not
 to a one-line human reason or formula (``"interval_steps": "round(τ_Daly / step_seconds) = round(5,410 s /
 9.8 s) = 552"``). The validator refuses an output whose numeric field has no note, so a report that prints
 "every number with a one-line reason" can rely on ``notes[name]`` being present.
+
+A stage computes each number as a :class:`Reasoned` (the value and its reason, written together next to the
+formula) and builds its output with ``Output.build(field=reasoned, ...)``: the field name is written once, as
+the keyword, and ``build`` files the value under the field and the reason under ``notes[field]``.
 """
 
 from __future__ import annotations
@@ -11,13 +15,27 @@ from __future__ import annotations
 import math
 import types
 import typing
+from dataclasses import dataclass
+from typing import Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runplan.units import SECONDS_PER_DAY
 from runplan.units import format_bytes as fmt_bytes  # noqa: F401  (re-exported: one byte formatter, in units)
 
 OUTPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
 INPUT_CONFIG = ConfigDict(extra="forbid", frozen=True)
+
+#: Covariant: a ``Reasoned[int]`` is a ``Reasoned[float]`` (the value is read-only).
+T_co = TypeVar("T_co", covariant=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoned(Generic[T_co]):
+    """A derived value together with the one-line reason (formula and figures) a report prints beside it."""
+
+    value: T_co
+    why: str
 
 
 def _is_numeric(annotation: object) -> bool:
@@ -57,6 +75,22 @@ class Explained(BaseModel):
             raise ValueError(f"{type(self).__name__}: no note for {', '.join(missing)}")
         return self
 
+    @classmethod
+    def build(cls, **fields: object) -> Self:
+        """The output from named values: a :class:`Reasoned` gives its value to the field of that name and its
+        reason to ``notes[name]``; anything else (lists, nested outputs, labels) is the field's value as is.
+
+        ``notes`` keeps the order of the keywords, so the JSON lists the reasons in the order they are given.
+        """
+        values: dict[str, object] = {}
+        notes: dict[str, str] = {}
+        for name, item in fields.items():
+            if isinstance(item, Reasoned):
+                values[name], notes[name] = item.value, item.why
+            else:
+                values[name] = item
+        return cls.model_validate({**values, "notes": notes})
+
 
 def fmt(value: float, digits: int = 4) -> str:
     """Short human form for notes: ``1.234e+22`` for big/small values, ``5,410`` for plain ones."""
@@ -80,3 +114,9 @@ def fmt_seconds(value: float) -> str:
     elif value >= 120:
         text += f" ({value / 60:.1f} min)"
     return text
+
+
+def in_days(seconds: float, shown: str, what: str) -> Reasoned[float]:
+    """``seconds`` as days, reasoned as ``<shown> / 86,400 = <days> <what>`` (``shown`` names the seconds)."""
+    days = seconds / SECONDS_PER_DAY
+    return Reasoned(days, f"{shown} / 86,400 = {days:.2f} {what}")

@@ -24,8 +24,8 @@ import math
 
 from pydantic import BaseModel, Field
 
-from runplan.ops._notes import INPUT_CONFIG, Explained, fmt, fmt_bytes, fmt_seconds
-from runplan.ops.reliability import OperationsSpec
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_bytes, fmt_seconds
+from runplan.ops.reliability import OperationsSection, OperationsSpec
 from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber
 
 BYTES_PER_PARAM = {"weights_bf16": 2, "master_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4}
@@ -51,8 +51,8 @@ def daly_interval_seconds(save_seconds: float, mtbf_seconds: float) -> float:
     return math.sqrt(2.0 * delta * m) * (1.0 + math.sqrt(ratio) / 3.0 + ratio / 9.0) - delta
 
 
-class CheckpointRequest(BaseModel):
-    """What the checkpoint stage needs from the model, the layout, the schedule and the failure model."""
+class LayoutRequest(BaseModel):
+    """The model size and parallel layout every stage that shards or counts GPUs needs (checkpoint, operate)."""
 
     model_config = INPUT_CONFIG
 
@@ -68,6 +68,15 @@ class CheckpointRequest(BaseModel):
         "weights.",
     )
     gpus_per_node: PositiveCount = Field(8, description="GPUs per node (each writes through the node's NIC).")
+
+    def layout(self) -> dict[str, int]:
+        """These fields by name, to pass the layout on to another stage's request."""
+        return {name: getattr(self, name) for name in LayoutRequest.model_fields}
+
+
+class CheckpointRequest(LayoutRequest):
+    """What the checkpoint stage needs from the model, the layout, the schedule and the failure model."""
+
     n_nodes: PositiveCount | None = Field(
         None,
         description="Nodes of the job, as `operate` computed them for the failure model too; unset = "
@@ -84,9 +93,7 @@ class CheckpointRequest(BaseModel):
         "margin 100 + recovery window 200, PaLM §5.1); older checkpoints are kept for it when the rolling "
         "generations do not reach that far back.",
     )
-    spec: OperationsSpec = Field(
-        default_factory=OperationsSpec, description="The plan file's operations section."
-    )
+    spec: OperationsSection
 
 
 class CheckpointPart(Explained):
@@ -141,241 +148,27 @@ class CheckpointPlan(Explained):
 
 def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
     """Size the checkpoint, time a save both ways, pick the Daly interval in whole steps, size the storage."""
-    spec = request.spec
-    n = request.total_params
-    tp, pp, dp, cp = request.tp, request.pp, request.dp, request.cp
-    world = tp * pp * dp * cp
-    replicas = dp * cp  # copies of each model-parallel shard
-    n_nodes = request.n_nodes if request.n_nodes is not None else math.ceil(world / request.gpus_per_node)
-    weight_shards = tp * pp * (replicas if request.zero >= 3 else 1)
-    optimizer_shards = tp * pp * (replicas if request.zero >= 1 else 1)
-
-    parts: list[CheckpointPart] = []
-    for name, per_param in BYTES_PER_PARAM.items():
-        shards = weight_shards if name == "weights_bf16" else optimizer_shards
-        size = float(per_param * n)
-        parts.append(
-            CheckpointPart(
-                name=name,
-                bytes=size,
-                shards=shards,
-                bytes_per_shard=size / shards,
-                notes={
-                    "bytes": f"{per_param} B/param × {fmt(n)} params = {fmt_bytes(size)}",
-                    "shards": _shard_note(name, tp, pp, replicas, request.zero),
-                    "bytes_per_shard": f"{fmt_bytes(size)} / {shards:,} = {fmt_bytes(size / shards)}",
-                },
-            )
-        )
-    rng = float(RNG_BYTES_PER_RANK * world)
-    cursor = float(CURSOR_BYTES_PER_REPLICA * replicas)
-    parts.append(
-        CheckpointPart(
-            name="rng_states",
-            bytes=rng,
-            shards=world,
-            bytes_per_shard=float(RNG_BYTES_PER_RANK),
-            notes={
-                "bytes": f"{RNG_BYTES_PER_RANK:,} B per rank (Python, NumPy, torch CPU, CUDA) × {world:,} "
-                "ranks",
-                "shards": f"one per rank: {world:,}",
-                "bytes_per_shard": f"{RNG_BYTES_PER_RANK:,} B",
-            },
-        )
-    )
-    parts.append(
-        CheckpointPart(
-            name="dataloader_cursor",
-            bytes=cursor,
-            shards=replicas,
-            bytes_per_shard=float(CURSOR_BYTES_PER_REPLICA),
-            notes={
-                "bytes": f"{CURSOR_BYTES_PER_REPLICA:,} B per data-parallel replica × {replicas:,} replicas",
-                "shards": f"one per replica (dp × cp = {replicas:,})",
-                "bytes_per_shard": f"{CURSOR_BYTES_PER_REPLICA:,} B (sample index, epoch, mixture positions)",
-            },
-        )
-    )
-    total = sum(p.bytes for p in parts)
-    model_state = sum(p.bytes for p in parts[:4])
-    held = sum(p.bytes_per_shard for p in parts[:4])
-
-    if spec.fully_parallel_save:
-        written = total / world
-        written_note = f"fully parallel save: total / world = {fmt_bytes(total)} / {world:,}"
-    else:
-        written = held + RNG_BYTES_PER_RANK + CURSOR_BYTES_PER_REPLICA
-        written_note = "first replica writes its weight shard plus its optimizer shard (not fully parallel)"
-    per_node = written * request.gpus_per_node
-    storage_bw = spec.storage_write_bandwidth_bytes_per_s
-    t_storage = total / storage_bw
-    t_node = (
-        per_node / spec.node_write_bandwidth_bytes_per_s if spec.node_write_bandwidth_bytes_per_s else 0.0
-    )
-    write = max(t_storage, t_node)
-    fixed = spec.save_fixed_seconds
-    sync = fixed + write
-    bound = "aggregate storage bandwidth" if t_storage >= t_node else "per-node write bandwidth"
-    async_block = fixed + written / spec.host_link_bandwidth_bytes_per_s
-    delta = async_block if spec.host_staging else sync
-    m = request.job_mtbf_seconds
-
-    young = young_interval_seconds(delta, m)
-    daly = daly_interval_seconds(delta, m)
-    daly_steps = max(1, round(daly / request.step_seconds))
-    steps = daly_steps
-    interval_reason = f"round({fmt(daly)} s / {request.step_seconds:.4g} s per step) = {steps:,} steps"
-    if spec.host_staging and write > steps * request.step_seconds:
-        steps = math.ceil(write / request.step_seconds)
-        interval_reason += (
-            f", raised to {steps:,} so that the background write ({fmt_seconds(write)}) ends "
-            "before the next save"
-        )
-    interval_s = steps * request.step_seconds
-    interval_tokens = steps * request.tokens_per_step
-    n_ckpt = request.total_steps // steps
-
-    gens = spec.retention_generations
-    rolling = (gens + 1) * total
-    milestone_tokens_wanted = spec.milestone_every_tokens or 0.1 * request.training_tokens
-    milestone_steps = max(steps, round(milestone_tokens_wanted / request.tokens_per_step / steps) * steps)
-    milestones = request.total_steps // milestone_steps
-    milestone_size = parts[0].bytes if spec.milestone_weights_only else total
-    milestone_storage = milestones * milestone_size
-    window = request.rollback_window_steps
-    if (gens - 1) * steps >= window:
-        rollback_every, rollback_gens = 0, 0
-        rollback_reason = f"the {gens} rolling generations reach {(gens - 1) * steps:,} ≥ {window} steps back"
-    else:
-        rollback_every, rollback_gens = math.ceil(window / steps) * steps, 2
-        rollback_reason = (
-            f"rolling generations reach only {(gens - 1) * steps:,} steps back: keep the 2 newest "
-            "checkpoints "
-            f"at multiples of ⌈{window}/{steps}⌉·{steps} = {rollback_every:,} steps"
-        )
-    rollback_storage = rollback_gens * total
-    storage = rolling + rollback_storage + milestone_storage
-
-    warnings: list[str] = []
-    if steps > daly_steps:
-        warnings.append(
-            f"the background checkpoint write ({fmt_seconds(write)}) is slower than the Daly interval "
-            f"({fmt_seconds(daly)}): the interval was raised to {steps:,} steps; faster storage would help"
-        )
-    if not spec.host_staging and sync > 0.5 * interval_s:
-        warnings.append(
-            f"a synchronous save ({fmt_seconds(sync)}) takes over half the interval "
-            f"({fmt_seconds(interval_s)}): "
-            "enable host staging (async checkpointing)"
-        )
-    if delta >= 2 * m:
-        warnings.append(f"save time δ {fmt_seconds(delta)} ≥ 2M: Daly's formula falls back to τ = M")
-    if daly < request.step_seconds:
-        warnings.append(
-            f"the optimal interval ({fmt_seconds(daly)}) is shorter than one step: saving every step"
-        )
-
-    procedure = [
-        f"every {steps:,} steps ({fmt(interval_tokens)} tokens, {fmt_seconds(interval_s)}): "
-        + (
-            "copy each GPU's shard to pinned host memory (blocks training), then write it in the background"
-            if spec.host_staging
-            else "write every shard to storage (blocks training)"
-        ),
-        "write the new generation under a temporary name with a manifest of per-shard checksums (e.g. CRC32C "
-        "or SHA-256), fsync, then read every shard back and compare with the manifest",
-        "only when all shards validate: atomically mark it complete (rename / commit marker) and record "
-        "it as the latest checkpoint",
-        f"then delete the oldest rolling generation so that {gens} validated generations remain (a failed "
-        "validation keeps the old ones and raises an alert)",
-        *(
-            [
-                f"keep the 2 newest checkpoints at multiples of {rollback_every:,} steps as rollback "
-                "points, so "
-                f"a loss-spike rollback always finds one ≥ {window} steps back"
-            ]
-            if rollback_gens
-            else []
-        ),
-        f"every {milestone_steps:,} steps ({fmt(milestone_steps * request.tokens_per_step)} tokens): keep "
-        "that generation permanently as a milestone "
-        f"({'bf16 weights only' if spec.milestone_weights_only else 'full resumable state'})",
-    ]
-
-    notes = {
-        "total_bytes": (
-            f"14 B/param model state {fmt_bytes(model_state)} + RNG {fmt_bytes(rng)} + cursor "
-            f"{fmt_bytes(cursor)}"
-            f" = {fmt_bytes(total)}"
-        ),
-        "bytes_per_param": f"{fmt_bytes(total)} / {fmt(n)} params = {total / n:.4f} B/param",
-        "world_size": f"t·p·d·c = {tp}·{pp}·{dp}·{cp} = {world:,} GPUs",
-        "n_nodes": f"⌈{world:,} / {request.gpus_per_node}⌉ = {n_nodes:,} nodes",
-        "held_bytes_per_gpu": f"Σ bytes_per_shard of weights, master, m, v = {fmt_bytes(held)} per GPU",
-        "written_bytes_per_rank": f"{written_note} = {fmt_bytes(written)}",
-        "written_bytes_per_node": f"{request.gpus_per_node} GPUs × {fmt_bytes(written)} = "
-        f"{fmt_bytes(per_node)}",
-        "sync_seconds": (
-            f"fixed {fixed:g} s + max(total/storage {fmt_bytes(total)}/{fmt_bytes(storage_bw)}/s = "
-            f"{t_storage:.3g} s, per node "
-            f"{fmt_bytes(per_node)}/node bandwidth = {t_node:.3g} s) = {fmt_seconds(sync)}"
-        ),
-        "async_blocking_seconds": (
-            f"fixed {fixed:g} s + device→host copy: {fmt_bytes(written)} / "
-            f"{fmt_bytes(spec.host_link_bandwidth_bytes_per_s)}/s "
-            f"= {fmt_seconds(async_block)}"
-        ),
-        "background_write_seconds": f"the write itself still takes {fmt_seconds(write)}, off the critical "
-        "path",
-        "host_memory_bytes_per_node": (
-            f"pinned host buffer: {request.gpus_per_node} × {fmt_bytes(written)} = {fmt_bytes(per_node)} "
-            "per node"
-        ),
-        "save_blocking_seconds": f"δ = {'async copy' if spec.host_staging else 'synchronous write'} = "
-        f"{fmt_seconds(delta)}",
-        "job_mtbf_seconds": f"M = {fmt_seconds(m)} (reliability stage)",
-        "young_interval_seconds": f"sqrt(2δM) = sqrt(2 × {delta:.4g} × {fmt(m)}) = {fmt_seconds(young)} "
-        "(Young 1974)",
-        "daly_interval_seconds": (
-            f"sqrt(2δM)·[1 + ⅓·sqrt(δ/2M) + (1/9)·(δ/2M)] − δ with δ/2M = {delta / (2 * m):.4g} "
-            f"= {fmt_seconds(daly)} (Daly 2006)"
-        ),
-        "interval_steps": interval_reason,
-        "interval_seconds": f"{steps:,} steps × {request.step_seconds:.4g} s = {fmt_seconds(interval_s)}",
-        "interval_tokens": f"{steps:,} steps × {fmt(request.tokens_per_step)} tokens = "
-        f"{fmt(interval_tokens)} tokens",
-        "checkpoints_per_run": f"⌊{request.total_steps:,} / {steps:,}⌋ = {n_ckpt:,} saves",
-        "retention_generations": f"{gens} rolling generations kept (operations.retention_generations)",
-        "rolling_storage_bytes": (
-            f"({gens} kept + 1 being written and validated) × {fmt_bytes(total)} = {fmt_bytes(rolling)}"
-        ),
-        "milestone_every_steps": (
-            f"{fmt(milestone_tokens_wanted)} tokens / {fmt(request.tokens_per_step)} per step, rounded to a "
-            f"multiple of the interval = {milestone_steps:,} steps"
-        ),
-        "milestone_every_tokens": f"{milestone_steps:,} × {fmt(request.tokens_per_step)} = "
-        f"{fmt(milestone_steps * request.tokens_per_step)} tokens",
-        "milestones": f"⌊{request.total_steps:,} / {milestone_steps:,}⌋ = {milestones} milestones",
-        "milestone_bytes": (
-            f"{'2 B/param bf16 weights' if spec.milestone_weights_only else 'full checkpoint'} = "
-            f"{fmt_bytes(milestone_size)}"
-        ),
-        "milestone_storage_bytes": f"{milestones} × {fmt_bytes(milestone_size)} = "
-        f"{fmt_bytes(milestone_storage)}",
-        "rollback_window_steps": f"{window} steps (monitoring: rollback margin + spike recovery window)",
-        "rollback_every_steps": rollback_reason,
-        "rollback_generations": rollback_reason,
-        "rollback_storage_bytes": f"{rollback_gens} × {fmt_bytes(total)} = {fmt_bytes(rollback_storage)}",
-        "storage_bytes": f"rolling {fmt_bytes(rolling)} + rollback {fmt_bytes(rollback_storage)} + "
-        "milestones "
-        f"{fmt_bytes(milestone_storage)} = {fmt_bytes(storage)}",
-    }
-    return CheckpointPlan(
+    spec, n, step_s = request.spec, request.total_params, request.step_seconds
+    world = _world_size(request)
+    parts = _parts(request, world.value)
+    total = _total_bytes(parts)
+    held = _held_bytes_per_gpu(parts)
+    written, per_node = _written_bytes(request, total.value, held.value, world.value)
+    sync, bound, write = _sync_save(spec, total.value, per_node.value)
+    async_block = _async_blocking(spec, written.value)
+    delta = _save_blocking(spec, sync.value, async_block.value)
+    m = Reasoned(request.job_mtbf_seconds, f"M = {fmt_seconds(request.job_mtbf_seconds)} (reliability stage)")
+    daly = _daly(delta.value, m.value)
+    steps = _interval_steps(spec, step_s, daly.value, write.value)
+    interval_s = steps.value * step_s
+    return CheckpointPlan.build(
         parts=parts,
         total_bytes=total,
-        bytes_per_param=total / n,
+        bytes_per_param=Reasoned(
+            total.value / n, f"{fmt_bytes(total.value)} / {fmt(n)} params = {total.value / n:.4f} B/param"
+        ),
         world_size=world,
-        n_nodes=n_nodes,
+        n_nodes=_n_nodes(request, world.value),
         held_bytes_per_gpu=held,
         written_bytes_per_rank=written,
         written_bytes_per_node=per_node,
@@ -384,31 +177,336 @@ def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
         async_blocking_seconds=async_block,
         background_write_seconds=write,
         host_staging=spec.host_staging,
-        host_memory_bytes_per_node=per_node,
+        host_memory_bytes_per_node=Reasoned(
+            per_node.value,
+            f"pinned host buffer: {request.gpus_per_node} × {fmt_bytes(written.value)} = "
+            f"{fmt_bytes(per_node.value)} per node",
+        ),
         save_blocking_seconds=delta,
         job_mtbf_seconds=m,
-        young_interval_seconds=young,
+        young_interval_seconds=_young(delta.value, m.value),
         daly_interval_seconds=daly,
         interval_steps=steps,
-        interval_seconds=interval_s,
-        interval_tokens=interval_tokens,
-        checkpoints_per_run=n_ckpt,
-        retention_generations=gens,
-        rolling_storage_bytes=rolling,
-        rollback_window_steps=window,
+        interval_seconds=Reasoned(
+            interval_s, f"{steps.value:,} steps × {step_s:.4g} s = {fmt_seconds(interval_s)}"
+        ),
+        **_saves_and_storage(request, steps.value, interval_s, total.value, parts[0].bytes),
+        warnings=_warnings(
+            spec, step_s, steps.value, daly.value, (sync.value, write.value, delta.value, m.value)
+        ),
+    )
+
+
+def _world_size(r: CheckpointRequest) -> Reasoned[int]:
+    world = r.tp * r.pp * r.dp * r.cp
+    return Reasoned(world, f"t·p·d·c = {r.tp}·{r.pp}·{r.dp}·{r.cp} = {world:,} GPUs")
+
+
+def _n_nodes(r: CheckpointRequest, world: int) -> Reasoned[int]:
+    """The job's nodes as ``operate`` counted them for the failure model, else whole nodes for the world."""
+    n_nodes = r.n_nodes if r.n_nodes is not None else math.ceil(world / r.gpus_per_node)
+    return Reasoned(n_nodes, f"⌈{world:,} / {r.gpus_per_node}⌉ = {n_nodes:,} nodes")
+
+
+def _parts(r: CheckpointRequest, world: int) -> list[CheckpointPart]:
+    """Weights, fp32 master and the Adam moments (sharded per the ZeRO stage), then RNG states and cursors."""
+    replicas = r.dp * r.cp  # copies of each model-parallel shard
+    model_state = [_state_part(name, per_param, r, replicas) for name, per_param in BYTES_PER_PARAM.items()]
+    bookkeeping = (
+        ("rng_states", RNG_BYTES_PER_RANK, world, "rank (Python, NumPy, torch CPU, CUDA)", "ranks",
+         f"one per rank: {world:,}", ""),
+        ("dataloader_cursor", CURSOR_BYTES_PER_REPLICA, replicas, "data-parallel replica", "replicas",
+         f"one per replica (dp × cp = {replicas:,})", " (sample index, epoch, mixture positions)"),
+    )  # fmt: skip
+    return model_state + [
+        CheckpointPart.build(
+            name=name,
+            bytes=Reasoned(float(each * count), f"{each:,} B per {holder} × {count:,} {holders}"),
+            shards=Reasoned(count, shards_why),
+            bytes_per_shard=Reasoned(float(each), f"{each:,} B{contents}"),
+        )
+        for name, each, count, holder, holders, shards_why, contents in bookkeeping
+    ]
+
+
+def _state_part(name: str, per_param: int, r: CheckpointRequest, replicas: int) -> CheckpointPart:
+    """Weights are sharded over the replicas from ZeRO-3 on, optimizer state (master, m, v) from ZeRO-1 on."""
+    sharded = r.zero >= (3 if name == "weights_bf16" else 1)
+    shards = r.tp * r.pp * (replicas if sharded else 1)
+    size = float(per_param * r.total_params)
+    return CheckpointPart.build(
+        name=name,
+        bytes=Reasoned(size, f"{per_param} B/param × {fmt(r.total_params)} params = {fmt_bytes(size)}"),
+        shards=Reasoned(shards, _shard_note(name, r.tp, r.pp, replicas, r.zero)),
+        bytes_per_shard=Reasoned(
+            size / shards, f"{fmt_bytes(size)} / {shards:,} = {fmt_bytes(size / shards)}"
+        ),
+    )
+
+
+def _total_bytes(parts: list[CheckpointPart]) -> Reasoned[float]:
+    total = sum(p.bytes for p in parts)
+    model_state = sum(p.bytes for p in parts[:4])
+    rng, cursor = parts[4].bytes, parts[5].bytes
+    return Reasoned(
+        total,
+        f"14 B/param model state {fmt_bytes(model_state)} + RNG {fmt_bytes(rng)} + cursor {fmt_bytes(cursor)}"
+        f" = {fmt_bytes(total)}",
+    )
+
+
+def _held_bytes_per_gpu(parts: list[CheckpointPart]) -> Reasoned[float]:
+    held = sum(p.bytes_per_shard for p in parts[:4])
+    return Reasoned(held, f"Σ bytes_per_shard of weights, master, m, v = {fmt_bytes(held)} per GPU")
+
+
+def _written_bytes(
+    r: CheckpointRequest, total: float, held: float, world: int
+) -> tuple[Reasoned[float], Reasoned[float]]:
+    """Bytes each rank and each node write per save: an equal share, or the first replica's whole shard."""
+    if r.spec.fully_parallel_save:
+        written = total / world
+        how = f"fully parallel save: total / world = {fmt_bytes(total)} / {world:,}"
+    else:
+        written = held + RNG_BYTES_PER_RANK + CURSOR_BYTES_PER_REPLICA
+        how = "first replica writes its weight shard plus its optimizer shard (not fully parallel)"
+    per_node = written * r.gpus_per_node
+    return (
+        Reasoned(written, f"{how} = {fmt_bytes(written)}"),
+        Reasoned(per_node, f"{r.gpus_per_node} GPUs × {fmt_bytes(written)} = {fmt_bytes(per_node)}"),
+    )
+
+
+def _sync_save(
+    spec: OperationsSpec, total: float, per_node: float
+) -> tuple[Reasoned[float], str, Reasoned[float]]:
+    """A synchronous save: the fixed cost plus the write at the slower of storage and the node's NIC.
+
+    Returns the blocking time, which bandwidth bounds it, and the write time alone (what an async save
+    still spends in the background).
+    """
+    storage_bw = spec.storage_write_bandwidth_bytes_per_s
+    node_bw = spec.node_write_bandwidth_bytes_per_s
+    t_storage = total / storage_bw
+    t_node = per_node / node_bw if node_bw else 0.0
+    write = max(t_storage, t_node)
+    fixed = spec.save_fixed_seconds
+    sync = fixed + write
+    bound = "aggregate storage bandwidth" if t_storage >= t_node else "per-node write bandwidth"
+    return (
+        Reasoned(
+            sync,
+            f"fixed {fixed:g} s + max(total/storage {fmt_bytes(total)}/{fmt_bytes(storage_bw)}/s = "
+            f"{t_storage:.3g} s, per node {fmt_bytes(per_node)}/node bandwidth = {t_node:.3g} s) = "
+            f"{fmt_seconds(sync)}",
+        ),
+        bound,
+        Reasoned(write, f"the write itself still takes {fmt_seconds(write)}, off the critical path"),
+    )
+
+
+def _async_blocking(spec: OperationsSpec, written: float) -> Reasoned[float]:
+    """An async save blocks only for the fixed cost and the device→host copy of each rank's share."""
+    link = spec.host_link_bandwidth_bytes_per_s
+    block = spec.save_fixed_seconds + written / link
+    return Reasoned(
+        block,
+        f"fixed {spec.save_fixed_seconds:g} s + device→host copy: {fmt_bytes(written)} / {fmt_bytes(link)}/s "
+        f"= {fmt_seconds(block)}",
+    )
+
+
+def _save_blocking(spec: OperationsSpec, sync: float, async_block: float) -> Reasoned[float]:
+    delta = async_block if spec.host_staging else sync
+    how = "async copy" if spec.host_staging else "synchronous write"
+    return Reasoned(delta, f"δ = {how} = {fmt_seconds(delta)}")
+
+
+def _young(delta: float, m: float) -> Reasoned[float]:
+    young = young_interval_seconds(delta, m)
+    return Reasoned(
+        young, f"sqrt(2δM) = sqrt(2 × {delta:.4g} × {fmt(m)}) = {fmt_seconds(young)} (Young 1974)"
+    )
+
+
+def _daly(delta: float, m: float) -> Reasoned[float]:
+    daly = daly_interval_seconds(delta, m)
+    return Reasoned(
+        daly,
+        f"sqrt(2δM)·[1 + ⅓·sqrt(δ/2M) + (1/9)·(δ/2M)] − δ with δ/2M = {delta / (2 * m):.4g} "
+        f"= {fmt_seconds(daly)} (Daly 2006)",
+    )
+
+
+def _daly_steps(daly: float, step_seconds: float) -> int:
+    """The Daly interval in whole steps (at least one)."""
+    return max(1, round(daly / step_seconds))
+
+
+def _interval_steps(spec: OperationsSpec, step_seconds: float, daly: float, write: float) -> Reasoned[int]:
+    """The Daly interval in whole steps, raised when a background write would outlast it."""
+    steps = _daly_steps(daly, step_seconds)
+    why = f"round({fmt(daly)} s / {step_seconds:.4g} s per step) = {steps:,} steps"
+    if spec.host_staging and write > steps * step_seconds:
+        steps = math.ceil(write / step_seconds)
+        why += (
+            f", raised to {steps:,} so that the background write ({fmt_seconds(write)}) ends before the next "
+            "save"
+        )
+    return Reasoned(steps, why)
+
+
+def _saves_and_storage(
+    r: CheckpointRequest, steps: int, interval_s: float, total: float, weights_bytes: float
+) -> dict[str, object]:
+    """Tokens per interval, saves per run, and what is kept: rolling generations, milestones, rollback points."""
+    tps, gens = r.tokens_per_step, r.spec.retention_generations
+    rolling = (gens + 1) * total
+    every, every_tokens, count, size, kept = _milestones(r, steps, total, weights_bytes)
+    rollback_every, rollback_gens, rollback_bytes = _rollback(gens, steps, r.rollback_window_steps, total)
+    storage = rolling + rollback_bytes.value + kept.value
+    return dict(
+        interval_tokens=Reasoned(
+            steps * tps, f"{steps:,} steps × {fmt(tps)} tokens = {fmt(steps * tps)} tokens"
+        ),
+        checkpoints_per_run=Reasoned(
+            r.total_steps // steps, f"⌊{r.total_steps:,} / {steps:,}⌋ = {r.total_steps // steps:,} saves"
+        ),
+        retention_generations=Reasoned(
+            gens, f"{gens} rolling generations kept (operations.retention_generations)"
+        ),
+        rolling_storage_bytes=Reasoned(
+            rolling,
+            f"({gens} kept + 1 being written and validated) × {fmt_bytes(total)} = {fmt_bytes(rolling)}",
+        ),
+        milestone_every_steps=every,
+        milestone_every_tokens=every_tokens,
+        milestones=count,
+        milestone_bytes=size,
+        milestone_storage_bytes=kept,
+        rollback_window_steps=Reasoned(
+            r.rollback_window_steps,
+            f"{r.rollback_window_steps} steps (monitoring: rollback margin + spike recovery window)",
+        ),
         rollback_every_steps=rollback_every,
         rollback_generations=rollback_gens,
-        rollback_storage_bytes=rollback_storage,
-        milestone_every_steps=milestone_steps,
-        milestone_every_tokens=milestone_steps * request.tokens_per_step,
-        milestones=milestones,
-        milestone_bytes=milestone_size,
-        milestone_storage_bytes=milestone_storage,
-        storage_bytes=storage,
-        retention_procedure=procedure,
-        warnings=warnings,
-        notes=notes,
+        rollback_storage_bytes=rollback_bytes,
+        storage_bytes=Reasoned(
+            storage,
+            f"rolling {fmt_bytes(rolling)} + rollback {fmt_bytes(rollback_bytes.value)} + milestones "
+            f"{fmt_bytes(kept.value)} = {fmt_bytes(storage)}",
+        ),
+        retention_procedure=_procedure(r, steps, interval_s, rollback_every.value, every.value),
     )
+
+
+def _milestones(
+    r: CheckpointRequest, steps: int, total: float, weights_bytes: float
+) -> tuple[Reasoned[int], Reasoned[float], Reasoned[int], Reasoned[float], Reasoned[float]]:
+    """Permanent checkpoints every ~10% of the tokens (a multiple of the interval): spacing, count, bytes."""
+    spec, tps = r.spec, r.tokens_per_step
+    wanted = spec.milestone_every_tokens or 0.1 * r.training_tokens
+    every = max(steps, round(wanted / tps / steps) * steps)
+    count = r.total_steps // every
+    size = weights_bytes if spec.milestone_weights_only else total
+    what = "2 B/param bf16 weights" if spec.milestone_weights_only else "full checkpoint"
+    return (
+        Reasoned(
+            every,
+            f"{fmt(wanted)} tokens / {fmt(tps)} per step, rounded to a multiple of the interval = "
+            f"{every:,} steps",
+        ),
+        Reasoned(every * tps, f"{every:,} × {fmt(tps)} = {fmt(every * tps)} tokens"),
+        Reasoned(count, f"⌊{r.total_steps:,} / {every:,}⌋ = {count} milestones"),
+        Reasoned(size, f"{what} = {fmt_bytes(size)}"),
+        Reasoned(count * size, f"{count} × {fmt_bytes(size)} = {fmt_bytes(count * size)}"),
+    )
+
+
+def _rollback(
+    gens: int, steps: int, window: int, total: float
+) -> tuple[Reasoned[int], Reasoned[int], Reasoned[float]]:
+    """Older checkpoints kept for a loss-spike rollback when the rolling generations do not reach back far
+    enough: spacing, how many, bytes."""
+    reach = (gens - 1) * steps
+    if reach >= window:
+        every, kept = 0, 0
+        why = f"the {gens} rolling generations reach {reach:,} ≥ {window} steps back"
+    else:
+        every, kept = math.ceil(window / steps) * steps, 2
+        why = (
+            f"rolling generations reach only {reach:,} steps back: keep the 2 newest checkpoints at "
+            f"multiples of ⌈{window}/{steps}⌉·{steps} = {every:,} steps"
+        )
+    storage = kept * total
+    return (
+        Reasoned(every, why),
+        Reasoned(kept, why),
+        Reasoned(storage, f"{kept} × {fmt_bytes(total)} = {fmt_bytes(storage)}"),
+    )
+
+
+def _procedure(
+    r: CheckpointRequest, steps: int, interval_s: float, rollback_every: int, milestone_steps: int
+) -> list[str]:
+    """The save-validate-rotate recipe in this run's steps."""
+    spec, tps = r.spec, r.tokens_per_step
+    save = (
+        "copy each GPU's shard to pinned host memory (blocks training), then write it in the background"
+        if spec.host_staging
+        else "write every shard to storage (blocks training)"
+    )
+    rollback = (
+        [
+            f"keep the 2 newest checkpoints at multiples of {rollback_every:,} steps as rollback points, so "
+            f"a loss-spike rollback always finds one ≥ {r.rollback_window_steps} steps back"
+        ]
+        if rollback_every
+        else []
+    )
+    kept = "bf16 weights only" if spec.milestone_weights_only else "full resumable state"
+    return [
+        f"every {steps:,} steps ({fmt(steps * tps)} tokens, {fmt_seconds(interval_s)}): {save}",
+        "write the new generation under a temporary name with a manifest of per-shard checksums (e.g. CRC32C "
+        "or SHA-256), fsync, then read every shard back and compare with the manifest",
+        "only when all shards validate: atomically mark it complete (rename / commit marker) and record "
+        "it as the latest checkpoint",
+        f"then delete the oldest rolling generation so that {spec.retention_generations} validated "
+        "generations remain (a failed validation keeps the old ones and raises an alert)",
+        *rollback,
+        f"every {milestone_steps:,} steps ({fmt(milestone_steps * tps)} tokens): keep that generation "
+        f"permanently as a milestone ({kept})",
+    ]
+
+
+def _warnings(
+    spec: OperationsSpec,
+    step_seconds: float,
+    steps: int,
+    daly: float,
+    save: tuple[float, float, float, float],
+) -> list[str]:
+    """Cautions about the interval: raised above Daly, a slow synchronous save, δ ≥ 2M, sub-step optimum."""
+    sync, write, delta, m = save
+    interval_s = steps * step_seconds
+    warnings: list[str] = []
+    if steps > _daly_steps(daly, step_seconds):
+        warnings.append(
+            f"the background checkpoint write ({fmt_seconds(write)}) is slower than the Daly interval "
+            f"({fmt_seconds(daly)}): the interval was raised to {steps:,} steps; faster storage would help"
+        )
+    if not spec.host_staging and sync > 0.5 * interval_s:
+        warnings.append(
+            f"a synchronous save ({fmt_seconds(sync)}) takes over half the interval "
+            f"({fmt_seconds(interval_s)}): enable host staging (async checkpointing)"
+        )
+    if delta >= 2 * m:
+        warnings.append(f"save time δ {fmt_seconds(delta)} ≥ 2M: Daly's formula falls back to τ = M")
+    if daly < step_seconds:
+        warnings.append(
+            f"the optimal interval ({fmt_seconds(daly)}) is shorter than one step: saving every step"
+        )
+    return warnings
 
 
 def _shard_note(name: str, tp: int, pp: int, replicas: int, zero: int) -> str:

@@ -19,9 +19,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, model_validator
 
-from runplan.ops._notes import INPUT_CONFIG, Explained, fmt
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, in_days
 from runplan.units import (
-    SECONDS_PER_DAY,
     SECONDS_PER_HOUR,
     Fraction,
     NonNegativeNumber,
@@ -124,124 +123,114 @@ class Cost(Explained):
 def _line(
     name: str,
     gpus: int,
-    useful_s: float,
-    elapsed_s: float,
-    tdp: float,
-    spec: CostSpec,
-    price: float,
+    seconds: tuple[float, float],
+    request: CostRequest,
     useful_reason: str,
     goodput_reason: str = "",
 ) -> CostLine:
+    """One job's GPU-hours (useful and billed), days, goodput, money and energy from its useful and elapsed
+    seconds."""
+    useful_s, elapsed_s = seconds
+    spec, tdp, price = request.spec, request.tdp_watts, request.price_per_gpu_hour
     useful_h = gpus * useful_s / SECONDS_PER_HOUR
     billed_h = gpus * elapsed_s / SECONDS_PER_HOUR
     goodput = useful_s / elapsed_s
     cost = billed_h * price
     gpu_mwh = tdp * billed_h / 1e6
     mwh = gpu_mwh * spec.pue
-    return CostLine(
+    return CostLine.build(
         name=name,
-        gpus=gpus,
-        useful_gpu_hours=useful_h,
-        billed_gpu_hours=billed_h,
-        useful_days=useful_s / SECONDS_PER_DAY,
-        wall_clock_days=elapsed_s / SECONDS_PER_DAY,
-        goodput=goodput,
-        cost=cost,
-        energy_mwh=mwh,
-        gpu_only_energy_mwh=gpu_mwh,
-        notes={
-            "gpus": f"{gpus:,} GPUs",
-            "useful_gpu_hours": f"{useful_reason} = {fmt(useful_h)} GPU-hours",
-            "billed_gpu_hours": f"{gpus:,} GPUs × {fmt(elapsed_s / SECONDS_PER_HOUR)} h elapsed = "
-            f"{fmt(billed_h)} GPU-hours",
-            "useful_days": f"{fmt(useful_s)} s / 86,400 = {useful_s / SECONDS_PER_DAY:.2f} days without "
-            "failures",
-            "wall_clock_days": f"{fmt(elapsed_s)} s / 86,400 = {elapsed_s / SECONDS_PER_DAY:.2f} days with "
-            "goodput",
-            "goodput": f"useful / elapsed = {goodput:.4f}{goodput_reason}",
-            "cost": f"{fmt(billed_h)} GPU-h × {price:g} {spec.currency}/h = {fmt(cost)} {spec.currency}",
-            "energy_mwh": f"{tdp:g} W × {fmt(billed_h)} GPU-h × PUE {spec.pue:g} / 1e6 = {fmt(mwh)} MWh "
-            "(GPU TDP only: CPUs, network, storage left out)",
-            "gpu_only_energy_mwh": f"{tdp:g} W × {fmt(billed_h)} GPU-h / 1e6 = {fmt(gpu_mwh)} MWh at the "
-            "GPUs",
-        },
+        gpus=Reasoned(gpus, f"{gpus:,} GPUs"),
+        useful_gpu_hours=Reasoned(useful_h, f"{useful_reason} = {fmt(useful_h)} GPU-hours"),
+        billed_gpu_hours=Reasoned(
+            billed_h,
+            f"{gpus:,} GPUs × {fmt(elapsed_s / SECONDS_PER_HOUR)} h elapsed = {fmt(billed_h)} GPU-hours",
+        ),
+        useful_days=in_days(useful_s, f"{fmt(useful_s)} s", "days without failures"),
+        wall_clock_days=in_days(elapsed_s, f"{fmt(elapsed_s)} s", "days with goodput"),
+        goodput=Reasoned(goodput, f"useful / elapsed = {goodput:.4f}{goodput_reason}"),
+        cost=Reasoned(
+            cost, f"{fmt(billed_h)} GPU-h × {price:g} {spec.currency}/h = {fmt(cost)} {spec.currency}"
+        ),
+        energy_mwh=Reasoned(
+            mwh,
+            f"{tdp:g} W × {fmt(billed_h)} GPU-h × PUE {spec.pue:g} / 1e6 = {fmt(mwh)} MWh (GPU TDP only: CPUs, "
+            "network, storage left out)",
+        ),
+        gpu_only_energy_mwh=Reasoned(
+            gpu_mwh, f"{tdp:g} W × {fmt(billed_h)} GPU-h / 1e6 = {fmt(gpu_mwh)} MWh at the GPUs"
+        ),
+    )
+
+
+def _sweep(request: CostRequest) -> CostLine | None:
+    """The proxy sweep as a job: its GPU-hours from its FLOPs at the assumed MFU, or as given; no failures."""
+    flops, mfu, peak = request.sweep_flops, request.sweep_mfu, request.gpu_peak_flops
+    if flops is not None and mfu is not None and peak is not None:
+        gpu_hours = flops / (mfu * peak) / SECONDS_PER_HOUR
+        reason = f"{fmt(flops)} FLOPs / ({mfu:g} MFU × {fmt(peak)} FLOP/s) / 3,600"
+    elif request.sweep_gpu_hours is not None:
+        gpu_hours, reason = request.sweep_gpu_hours, "GPU-hours of the sweep design"
+    else:
+        return None
+    gpus = request.sweep_gpus or request.n_gpus
+    seconds = gpu_hours * SECONDS_PER_HOUR / gpus
+    return _line(
+        "proxy sweep",
+        gpus,
+        (seconds, seconds),
+        request,
+        useful_reason=reason,
+        goodput_reason=" (assumed: many short jobs on few nodes each see few failures)",
     )
 
 
 def estimate_cost(request: CostRequest) -> Cost:
     """GPU-hours, days, money and energy for the main run and the proxy sweep (see the module docstring)."""
-    spec = request.spec
-    tdp = request.tdp_watts
+    spec, tdp, currency = request.spec, request.tdp_watts, request.spec.currency
+    hours = request.useful_seconds / SECONDS_PER_HOUR
     elapsed = request.elapsed_seconds or request.useful_seconds
     main = _line(
         "main run",
         request.n_gpus,
-        request.useful_seconds,
-        elapsed,
-        tdp,
-        spec,
-        request.price_per_gpu_hour,
-        useful_reason=f"{request.n_gpus:,} GPUs × {fmt(request.useful_seconds / SECONDS_PER_HOUR)} h",
+        (request.useful_seconds, elapsed),
+        request,
+        useful_reason=f"{request.n_gpus:,} GPUs × {fmt(hours)} h",
     )
-    sweep = None
-    sweep_gpus = request.sweep_gpus or request.n_gpus
-    if request.sweep_flops is not None:
-        per_gpu = request.sweep_mfu * request.gpu_peak_flops
-        gpu_hours = request.sweep_flops / per_gpu / SECONDS_PER_HOUR
-        reason = (
-            f"{fmt(request.sweep_flops)} FLOPs / ({request.sweep_mfu:g} MFU × {fmt(request.gpu_peak_flops)} "
-            "FLOP/s) "
-            "/ 3,600"
-        )
-    elif request.sweep_gpu_hours is not None:
-        gpu_hours = request.sweep_gpu_hours
-        reason = "GPU-hours of the sweep design"
-    else:
-        gpu_hours = None
-    if gpu_hours is not None:
-        seconds = gpu_hours * SECONDS_PER_HOUR / sweep_gpus
-        sweep = _line(
-            "proxy sweep",
-            sweep_gpus,
-            seconds,
-            seconds,
-            tdp,
-            spec,
-            request.price_per_gpu_hour,
-            useful_reason=reason,
-            goodput_reason=" (assumed: many short jobs on few nodes each see few failures)",
-        )
+    sweep = _sweep(request)
     total_cost = main.cost + (sweep.cost if sweep else 0.0)
     total_mwh = main.energy_mwh + (sweep.energy_mwh if sweep else 0.0)
-    notes = {
-        "price_per_gpu_hour": f"{request.price_per_gpu_hour:g} {spec.currency} per GPU-hour "
-        "(cluster.price_per_gpu_hour)",
-        "pue": f"PUE {spec.pue:g} (default 1.2: Jean Zay for BLOOM, Luccioni et al. 2023)",
-        "tdp_watts": f"{tdp:g} W per GPU (catalog TDP)",
-        "total_cost": f"main {fmt(main.cost)}"
-        + (f" + sweep {fmt(sweep.cost)}" if sweep else "")
-        + f" = {fmt(total_cost)} {spec.currency}",
-        "total_energy_mwh": f"main {fmt(main.energy_mwh)}"
-        + (f" + sweep {fmt(sweep.energy_mwh)}" if sweep else "")
-        + f" = {fmt(total_mwh)} MWh",
-    }
     fraction = None
     if sweep is not None and main.cost > 0:
-        fraction = sweep.cost / main.cost
-        notes["sweep_cost_fraction"] = f"sweep / main = {fmt(sweep.cost)} / {fmt(main.cost)} = {fraction:.2%}"
-    return Cost(
-        currency=spec.currency,
-        price_per_gpu_hour=request.price_per_gpu_hour,
-        pue=spec.pue,
-        tdp_watts=tdp,
+        fraction = Reasoned(
+            sweep.cost / main.cost,
+            f"sweep / main = {fmt(sweep.cost)} / {fmt(main.cost)} = {sweep.cost / main.cost:.2%}",
+        )
+    return Cost.build(
+        currency=currency,
+        price_per_gpu_hour=Reasoned(
+            request.price_per_gpu_hour,
+            f"{request.price_per_gpu_hour:g} {currency} per GPU-hour (cluster.price_per_gpu_hour)",
+        ),
+        pue=Reasoned(spec.pue, f"PUE {spec.pue:g} (default 1.2: Jean Zay for BLOOM, Luccioni et al. 2023)"),
+        tdp_watts=Reasoned(tdp, f"{tdp:g} W per GPU (catalog TDP)"),
         main=main,
         sweep=sweep,
-        total_cost=total_cost,
-        total_energy_mwh=total_mwh,
+        total_cost=Reasoned(
+            total_cost,
+            f"main {fmt(main.cost)}"
+            + (f" + sweep {fmt(sweep.cost)}" if sweep else "")
+            + f" = {fmt(total_cost)} {currency}",
+        ),
+        total_energy_mwh=Reasoned(
+            total_mwh,
+            f"main {fmt(main.energy_mwh)}"
+            + (f" + sweep {fmt(sweep.energy_mwh)}" if sweep else "")
+            + f" = {fmt(total_mwh)} MWh",
+        ),
         sweep_cost_fraction=fraction,
         energy_leaves_out=(
             "GPU TDP only: CPUs, host memory, NICs, switches and storage are left out (a DGX H100 is rated "
             "~10.2 kW for 5.6 kW of GPU TDP); TDP overstates GPU draw, which is often 70-90% of it"
         ),
-        notes=notes,
     )

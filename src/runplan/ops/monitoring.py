@@ -19,7 +19,7 @@ import math
 
 from pydantic import BaseModel, Field
 
-from runplan.ops._notes import INPUT_CONFIG, Explained, fmt, fmt_seconds
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_seconds
 from runplan.units import Fraction, PositiveCount, PositiveNumber
 
 
@@ -143,153 +143,226 @@ _METRICS = [
 
 def plan_monitoring(request: MonitoringRequest) -> Monitoring:
     """Concrete monitoring numbers for one run (see the module docstring for sources and what is left out)."""
-    spec = request.spec
-    steps_total, tps, step_s = request.total_steps, request.tokens_per_step, request.step_seconds
-    k = request.checkpoint_interval_steps
-    warnings: list[str] = []
+    spec, step_s = request.spec, request.step_seconds
+    examples = _canary_examples(request)
+    tokens, seconds = _canary_evaluation(request, examples.value)
+    every = _canary_every(spec, seconds.value, step_s)
+    window, window_evals = _canary_window(spec.canary_window_steps, every.value)
+    spacing, max_redo, required = _rollback_reach(request)
+    lo, hi = sorted((spec.skip_batches_min, spec.skip_batches_max))
+    return Monitoring.build(
+        per_step_metrics=[Metric(name=name, why=why) for name, why in _METRICS],
+        canary_examples=examples,
+        canary_tokens=tokens,
+        canary_seconds=seconds,
+        canary_every_steps=every,
+        **_canary_overhead(request, seconds.value, every.value),
+        **_alert_thresholds(request, window, window_evals),
+        **_rollback_figures(request, max_redo, lo, hi),
+        required_retention_generations=required,
+        alerts=_alerts(request, window.value, window_evals.value, examples.value, every.value),
+        rollback_procedure=_rollback_procedure(request, spacing, lo, hi),
+        warnings=_warnings(request, required.value),
+    )
 
-    examples = max(request.dp, round(spec.canary_examples / request.dp) * request.dp)
-    canary_tokens = float(examples * request.seq_len)
-    canary_s = step_s * canary_tokens / tps / 3.0
-    every = spec.canary_every_steps
-    budget = spec.max_canary_overhead_fraction
-    every_reason = f"{every} steps (monitoring.canary_every_steps)"
+
+def _canary_examples(request: MonitoringRequest) -> Reasoned[int]:
+    """The canary batch split evenly over the data-parallel replicas (at least one sequence each)."""
+    dp, wanted = request.dp, request.spec.canary_examples
+    examples = max(dp, round(wanted / dp) * dp)
+    return Reasoned(examples, f"{wanted} rounded to a multiple of dp={dp} → {examples:,} sequences")
+
+
+def _canary_evaluation(request: MonitoringRequest, examples: int) -> tuple[Reasoned[float], Reasoned[float]]:
+    """Tokens of one canary evaluation and its time: a forward pass is ≈ 1/3 of a training step per token."""
+    step_s, tps = request.step_seconds, request.tokens_per_step
+    tokens = float(examples * request.seq_len)
+    seconds = step_s * tokens / tps / 3.0
+    return (
+        Reasoned(tokens, f"{examples:,} × {request.seq_len} = {fmt(tokens)} tokens"),
+        Reasoned(
+            seconds,
+            f"forward ≈ 1/3 of a step per token: {step_s:.4g} s × {fmt(tokens)}/{fmt(tps)} / 3 "
+            f"= {seconds:.3g} s per evaluation",
+        ),
+    )
+
+
+def _canary_every(spec: MonitoringSpec, canary_s: float, step_s: float) -> Reasoned[int]:
+    """The planned cadence, raised (in hundreds of steps) when the canary would cost over its budget."""
+    every, budget = spec.canary_every_steps, spec.max_canary_overhead_fraction
     if budget > 0 and canary_s / (every * step_s) > budget:
-        needed = canary_s / (budget * step_s)
-        every = int(100 * math.ceil(needed / 100))
-        every_reason = (
-            f"raised from {spec.canary_every_steps} to {every} steps so the canary costs ≤ {budget:.0%}"
-        )
+        raised = int(100 * math.ceil(canary_s / (budget * step_s) / 100))
+        return Reasoned(raised, f"raised from {every} to {raised} steps so the canary costs ≤ {budget:.0%}")
+    return Reasoned(every, f"{every} steps (monitoring.canary_every_steps)")
+
+
+def _canary_overhead(request: MonitoringRequest, canary_s: float, every: int) -> dict[str, Reasoned[float]]:
+    """The canary's share of the training time and how many times it runs."""
+    step_s, steps_total = request.step_seconds, request.total_steps
     overhead = canary_s / (every * step_s)
     evaluations = steps_total // every
-    if not 512 <= spec.canary_examples <= 2048:
-        warnings.append(f"canary of {spec.canary_examples} examples is outside the usual 512-2,048")
+    return dict(
+        canary_overhead_fraction=Reasoned(
+            overhead, f"{canary_s:.3g} s / ({every} × {step_s:.4g} s) = {overhead:.3%} of training time"
+        ),
+        canary_evaluations=Reasoned(
+            evaluations, f"⌊{steps_total:,} / {every}⌋ = {evaluations:,} evaluations over the run"
+        ),
+    )
 
-    window = spec.canary_window_steps
-    window_evals = window // every
-    window_reason = f"{window} steps / every {every} = {window_evals} evaluations"
-    if window_evals < 5:
-        window = 5 * every
-        window_evals = 5
-        window_reason = f"widened to 5 evaluations × {every} steps = {window} steps (σ needs a few points)"
 
+def _canary_window(window: int, every: int) -> tuple[Reasoned[int], Reasoned[int]]:
+    """The canary's rolling window in steps and in evaluations, widened to at least 5 evaluations for a σ."""
+    if window // every < 5:
+        why = f"widened to 5 evaluations × {every} steps = {5 * every} steps (σ needs a few points)"
+        return Reasoned(5 * every, why), Reasoned(5, why)
+    why = f"{window} steps / every {every} = {window // every} evaluations"
+    return Reasoned(window, why), Reasoned(window // every, why)
+
+
+def _alert_thresholds(
+    request: MonitoringRequest, window: Reasoned[int], window_evals: Reasoned[int]
+) -> dict[str, Reasoned[float]]:
+    """The three alert rules' thresholds and windows, in this run's steps, tokens and seconds."""
+    spec, tps, step_s = request.spec, request.tokens_per_step, request.step_seconds
+    grad_window, detect = spec.grad_norm_window_steps, spec.spike_recovery_steps
+    return dict(
+        grad_norm_factor=Reasoned(
+            spec.grad_norm_factor, f"alert at {spec.grad_norm_factor:g}× the rolling mean"
+        ),
+        grad_norm_window_steps=Reasoned(grad_window, f"{grad_window:,} steps"),
+        grad_norm_window_tokens=_in_tokens(grad_window, tps, grouped=True),
+        canary_sigma=Reasoned(spec.canary_sigma, f"alert outside ± {spec.canary_sigma:g}σ"),
+        canary_window_steps=window,
+        canary_window_evaluations=window_evals,
+        spike_recovery_fraction=Reasoned(
+            spec.spike_recovery_fraction,
+            f"back within {spec.spike_recovery_fraction:.0%} of the pre-spike loss",
+        ),
+        spike_recovery_steps=Reasoned(detect, f"{detect} steps to recover before declaring divergence"),
+        spike_recovery_tokens=_in_tokens(detect, tps, grouped=False),
+        spike_recovery_seconds=_in_seconds(detect, step_s, grouped=False),
+    )
+
+
+def _rollback_reach(request: MonitoringRequest) -> tuple[int, Reasoned[int], Reasoned[int]]:
+    """How far apart the checkpoints a rollback can land on are, the most work a rollback redoes, and the
+    rolling generations that would reach back far enough.
+
+    A rollback needs a checkpoint ≥ margin + detection steps before it is declared: the rolling generations
+    reach that far when there are ⌈(margin + detection) / interval⌉ + 1 of them; otherwise the checkpoint
+    plan's rollback points (when given) set the spacing. The newest such checkpoint is up to one spacing
+    older still, so a rollback redoes at most margin + detection + spacing steps.
+    """
+    spec, k = request.spec, request.checkpoint_interval_steps
     margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
-    min_redo = margin + detect
     required = math.ceil((margin + detect) / k) + 1
     rolling_reaches = request.retention_generations >= required
-    spacing = (
-        k
-        if rolling_reaches or request.rollback_checkpoint_every_steps is None
-        else (request.rollback_checkpoint_every_steps)
-    )
-    spacing_reason = (
+    every = request.rollback_checkpoint_every_steps
+    spacing = k if rolling_reaches or every is None else every
+    how = (
         f"interval {k:,}"
         if spacing == k
         else f"rollback-point spacing {spacing:,} (rolling generations too short)"
     )
     max_redo = margin + detect + spacing
-    if not rolling_reaches and request.rollback_checkpoint_every_steps is None:
-        warnings.append(
-            f"rolling retention of {request.retention_generations} × {k:,} steps reaches "
-            f"{(request.retention_generations - 1) * k:,} steps back, but a rollback needs a checkpoint "
-            f"≥ {margin + detect} steps before detection: keep ≥ {required} generations "
-            f"(operations.retention_generations) or rollback checkpoints every ≥ {margin + detect} steps"
-        )
-    lo, hi = spec.skip_batches_min, spec.skip_batches_max
-    if lo > hi:
-        lo, hi = hi, lo
+    return (
+        spacing,
+        Reasoned(max_redo, f"margin {margin} + detection {detect} + {how} = {max_redo:,} steps"),
+        Reasoned(
+            required,
+            f"⌈(margin {margin} + detection {detect}) / interval {k:,}⌉ + 1 = {required} generations",
+        ),
+    )
 
-    alerts = [
-        f"grad norm > {spec.grad_norm_factor:g} × its mean over the last {spec.grad_norm_window_steps:,} "
-        "steps "
-        f"({fmt(spec.grad_norm_window_steps * tps)} tokens, "
-        f"{fmt_seconds(spec.grad_norm_window_steps * step_s)})",
+
+def _rollback_figures(
+    request: MonitoringRequest, max_redo: Reasoned[int], lo: int, hi: int
+) -> dict[str, Reasoned[float]]:
+    """Work a rollback redoes (margin + detection, plus up to one checkpoint spacing) and the data it skips."""
+    spec, tps, step_s = request.spec, request.tokens_per_step, request.step_seconds
+    margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
+    min_redo = margin + detect
+    return dict(
+        rollback_margin_steps=Reasoned(
+            margin, f"checkpoint at least {margin} steps before the spike (PaLM §5.1)"
+        ),
+        rollback_min_redo_steps=Reasoned(
+            min_redo, f"margin {margin} + detection {detect} = {min_redo} steps"
+        ),
+        rollback_max_redo_steps=max_redo,
+        rollback_max_redo_tokens=_in_tokens(max_redo.value, tps, grouped=True),
+        rollback_max_redo_seconds=_in_seconds(max_redo.value, step_s, grouped=True),
+        skip_batches_min=Reasoned(lo, f"{lo} batches (PaLM skipped 200-500)"),
+        skip_batches_max=Reasoned(hi, f"{hi} batches"),
+        skip_tokens_min=_in_tokens(lo, tps, grouped=False),
+        skip_tokens_max=_in_tokens(hi, tps, grouped=False),
+    )
+
+
+def _in_tokens(steps: int, tokens_per_step: float, *, grouped: bool) -> Reasoned[float]:
+    """A span of steps (or skipped batches) in tokens; ``grouped`` prints the count with thousands commas."""
+    tokens = steps * tokens_per_step
+    return Reasoned(
+        tokens, f"{steps:{',' if grouped else ''}} × {fmt(tokens_per_step)} = {fmt(tokens)} tokens"
+    )
+
+
+def _in_seconds(steps: int, step_seconds: float, *, grouped: bool) -> Reasoned[float]:
+    """A span of steps in seconds of training; ``grouped`` prints the count with thousands commas."""
+    seconds = steps * step_seconds
+    return Reasoned(
+        seconds, f"{steps:{',' if grouped else ''}} × {step_seconds:.4g} s = {fmt_seconds(seconds)}"
+    )
+
+
+def _alerts(
+    request: MonitoringRequest, window: int, window_evals: int, examples: int, every: int
+) -> list[str]:
+    """The three alert rules in words, with this run's numbers."""
+    spec, tps, step_s = request.spec, request.tokens_per_step, request.step_seconds
+    grad_window, detect = spec.grad_norm_window_steps, spec.spike_recovery_steps
+    return [
+        f"grad norm > {spec.grad_norm_factor:g} × its mean over the last {grad_window:,} steps "
+        f"({fmt(grad_window * tps)} tokens, {fmt_seconds(grad_window * step_s)})",
         f"canary loss outside mean ± {spec.canary_sigma:g}σ of its last {window:,} steps ({window_evals} "
         f"evaluations of {examples:,} sequences every {every} steps)",
         f"loss spike: loss not back within {spec.spike_recovery_fraction:.0%} of its pre-spike value after "
         f"{detect} steps ({fmt(detect * tps)} tokens, {fmt_seconds(detect * step_s)}) → divergence: roll "
         "back",
     ]
-    procedure = [
+
+
+def _rollback_procedure(request: MonitoringRequest, spacing: int, lo: int, hi: int) -> list[str]:
+    """The rollback recipe (PaLM §5.1) in this run's steps and tokens."""
+    spec, tps, step_s = request.spec, request.tokens_per_step, request.step_seconds
+    margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
+    min_redo, max_redo = margin + detect, margin + detect + spacing
+    return [
         f"let s be the step where the spike began; divergence is declared at s + {detect}",
         f"stop the job; pick the newest validated checkpoint at a step ≤ s − {margin} (one every "
         f"{spacing:,} steps that far back, so it is {margin} to {margin + spacing - 1:,} steps before the "
         "spike)",
         f"resume from it and skip the next {lo}-{hi} batches of the data order "
-        f"({fmt(lo * tps)}-{fmt(hi * tps)} "
-        "tokens): the data seen just before and during the spike (PaLM §5.1)",
+        f"({fmt(lo * tps)}-{fmt(hi * tps)} tokens): the data seen just before and during the spike (PaLM §5.1)",
         f"work redone: {min_redo:,} to {max_redo:,} steps ({fmt(max_redo * tps)} tokens, up to "
         f"{fmt_seconds(max_redo * step_s)}); if the spike recurs at the same step, skip more data or lower "
         "the LR",
     ]
-    metrics = [Metric(name=name, why=why) for name, why in _METRICS]
-    notes = {
-        "canary_examples": f"{spec.canary_examples} rounded to a multiple of dp={request.dp} → {examples:,} "
-        "sequences",
-        "canary_tokens": f"{examples:,} × {request.seq_len} = {fmt(canary_tokens)} tokens",
-        "canary_seconds": (
-            f"forward ≈ 1/3 of a step per token: {step_s:.4g} s × {fmt(canary_tokens)}/{fmt(tps)} / 3 "
-            f"= {canary_s:.3g} s per evaluation"
-        ),
-        "canary_every_steps": every_reason,
-        "canary_overhead_fraction": f"{canary_s:.3g} s / ({every} × {step_s:.4g} s) = {overhead:.3%} of "
-        "training time",
-        "canary_evaluations": f"⌊{steps_total:,} / {every}⌋ = {evaluations:,} evaluations over the run",
-        "grad_norm_factor": f"alert at {spec.grad_norm_factor:g}× the rolling mean",
-        "grad_norm_window_steps": f"{spec.grad_norm_window_steps:,} steps",
-        "grad_norm_window_tokens": f"{spec.grad_norm_window_steps:,} × {fmt(tps)} = "
-        f"{fmt(spec.grad_norm_window_steps * tps)} tokens",
-        "canary_sigma": f"alert outside ± {spec.canary_sigma:g}σ",
-        "canary_window_steps": window_reason,
-        "canary_window_evaluations": window_reason,
-        "spike_recovery_fraction": f"back within {spec.spike_recovery_fraction:.0%} of the pre-spike loss",
-        "spike_recovery_steps": f"{detect} steps to recover before declaring divergence",
-        "spike_recovery_tokens": f"{detect} × {fmt(tps)} = {fmt(detect * tps)} tokens",
-        "spike_recovery_seconds": f"{detect} × {step_s:.4g} s = {fmt_seconds(detect * step_s)}",
-        "rollback_margin_steps": f"checkpoint at least {margin} steps before the spike (PaLM §5.1)",
-        "rollback_min_redo_steps": f"margin {margin} + detection {detect} = {min_redo} steps",
-        "rollback_max_redo_steps": f"margin {margin} + detection {detect} + {spacing_reason} = {max_redo:,} "
-        "steps",
-        "rollback_max_redo_tokens": f"{max_redo:,} × {fmt(tps)} = {fmt(max_redo * tps)} tokens",
-        "rollback_max_redo_seconds": f"{max_redo:,} × {step_s:.4g} s = {fmt_seconds(max_redo * step_s)}",
-        "skip_batches_min": f"{lo} batches (PaLM skipped 200-500)",
-        "skip_batches_max": f"{hi} batches",
-        "skip_tokens_min": f"{lo} × {fmt(tps)} = {fmt(lo * tps)} tokens",
-        "skip_tokens_max": f"{hi} × {fmt(tps)} = {fmt(hi * tps)} tokens",
-        "required_retention_generations": (
-            f"⌈(margin {margin} + detection {detect}) / interval {k:,}⌉ + 1 = {required} generations"
-        ),
-    }
-    return Monitoring(
-        per_step_metrics=metrics,
-        canary_examples=examples,
-        canary_tokens=canary_tokens,
-        canary_seconds=canary_s,
-        canary_every_steps=every,
-        canary_overhead_fraction=overhead,
-        canary_evaluations=evaluations,
-        grad_norm_factor=spec.grad_norm_factor,
-        grad_norm_window_steps=spec.grad_norm_window_steps,
-        grad_norm_window_tokens=spec.grad_norm_window_steps * tps,
-        canary_sigma=spec.canary_sigma,
-        canary_window_steps=window,
-        canary_window_evaluations=window_evals,
-        spike_recovery_fraction=spec.spike_recovery_fraction,
-        spike_recovery_steps=detect,
-        spike_recovery_tokens=detect * tps,
-        spike_recovery_seconds=detect * step_s,
-        rollback_margin_steps=margin,
-        rollback_min_redo_steps=min_redo,
-        rollback_max_redo_steps=max_redo,
-        rollback_max_redo_tokens=max_redo * tps,
-        rollback_max_redo_seconds=max_redo * step_s,
-        skip_batches_min=lo,
-        skip_batches_max=hi,
-        skip_tokens_min=lo * tps,
-        skip_tokens_max=hi * tps,
-        required_retention_generations=required,
-        alerts=alerts,
-        rollback_procedure=procedure,
-        warnings=warnings,
-        notes=notes,
-    )
+
+
+def _warnings(request: MonitoringRequest, required: int) -> list[str]:
+    """Cautions: an unusual canary size; rolling checkpoints that do not reach back far enough for a rollback."""
+    spec, k, kept = request.spec, request.checkpoint_interval_steps, request.retention_generations
+    reach = spec.rollback_margin_steps + spec.spike_recovery_steps
+    warnings: list[str] = []
+    if not 512 <= spec.canary_examples <= 2048:
+        warnings.append(f"canary of {spec.canary_examples} examples is outside the usual 512-2,048")
+    if kept < required and request.rollback_checkpoint_every_steps is None:
+        warnings.append(
+            f"rolling retention of {kept} × {k:,} steps reaches {(kept - 1) * k:,} steps back, but a rollback "
+            f"needs a checkpoint ≥ {reach} steps before detection: keep ≥ {required} generations "
+            f"(operations.retention_generations) or rollback checkpoints every ≥ {reach} steps"
+        )
+    return warnings

@@ -32,10 +32,12 @@ write is well below M).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from runplan.ops._notes import INPUT_CONFIG, Explained, fmt, fmt_seconds
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_seconds, in_days
 from runplan.units import SECONDS_PER_DAY, NonNegativeNumber, PositiveBytes, PositiveCount, PositiveNumber
 
 #: Llama 3 (arXiv 2407.21783, §3.3.4): 419 unexpected interruptions, 54 days, 2,048 nodes of 8 H100.
@@ -139,6 +141,12 @@ class OperationsSpec(BaseModel):
     )
 
 
+#: A request's ``spec`` field: the plan file's operations section (defaults when the plan has none).
+OperationsSection = Annotated[
+    OperationsSpec, Field(default_factory=OperationsSpec, description="The plan file's operations section.")
+]
+
+
 def job_interruption_rate_per_day(failures_per_1000_node_days: float, n_nodes: float) -> float:
     """λ = n_nodes · r / 1000 interruptions per day (any node stops a synchronous job)."""
     return n_nodes * failures_per_1000_node_days / 1000.0
@@ -183,9 +191,7 @@ class ReliabilityRequest(BaseModel):
         description="Work between checkpoints τ, seconds (rounded to steps)."
     )
     save_blocking_seconds: NonNegativeNumber = Field(description="Time a save blocks training δ, seconds.")
-    spec: OperationsSpec = Field(
-        default_factory=OperationsSpec, description="The plan file's operations section."
-    )
+    spec: OperationsSection
 
 
 class Reliability(Explained):
@@ -221,105 +227,128 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
     ends with a save of δ. Elapsed = Σ E[T] over segments; goodput = W / elapsed; expected interruptions =
     elapsed / M (each segment's expected interruptions are E[T]/M).
     """
-    spec = request.spec
-    rate = spec.failures_per_1000_node_days
-    nodes = request.n_nodes
-    per_day = job_interruption_rate_per_day(rate, nodes)
-    m = job_mtbf_seconds(rate, nodes)
-    tau, delta, r = request.interval_seconds, request.save_blocking_seconds, spec.restart_seconds
-    w = request.useful_seconds
-    if tau > w:
-        tau = w
+    spec, w = request.spec, request.useful_seconds
+    m = job_mtbf_seconds(spec.failures_per_1000_node_days, request.n_nodes)
+    tau, delta, r = min(request.interval_seconds, w), request.save_blocking_seconds, spec.restart_seconds
     full = math.floor(w / tau)
     rest = w - full * tau
-    seg_exact = float(expected_segment_seconds(tau, delta, r, m))
-    seg_first = float(first_order_segment_seconds(tau, delta, r, m))
-    elapsed = full * seg_exact + (float(expected_segment_seconds(rest, delta, r, m)) if rest > 0 else 0.0)
-    elapsed_first = full * seg_first + (
-        float(first_order_segment_seconds(rest, delta, r, m)) if rest > 0 else 0.0
-    )
     segments = full + (1 if rest > 0 else 0)
+    seg_exact, elapsed = _run_seconds(expected_segment_seconds, full, rest, (tau, delta, r, m))
+    seg_first, elapsed_first = _run_seconds(first_order_segment_seconds, full, rest, (tau, delta, r, m))
+    goodput = Reasoned(w / elapsed, f"W / elapsed = {fmt(w)} / {fmt(elapsed)} = {w / elapsed:.4f}")
+    return Reliability.build(
+        **_failure_rate(spec.failures_per_1000_node_days, request.n_nodes, m),
+        **_segment_inputs(r, tau, delta),
+        segments=Reasoned(
+            segments, f"⌈W/τ⌉ = ⌈{fmt(w)} / {fmt(tau)}⌉ = {segments:,} segments (each ends with a save)"
+        ),
+        expected_segment_seconds=Reasoned(
+            seg_exact,
+            f"E[T] = M·e^(R/M)·(e^((τ+δ)/M) − 1) = {fmt(m)}·e^({r / m:.4g})·(e^({(tau + delta) / m:.4g}) − 1) "
+            f"= {fmt(seg_exact)} s (exact renewal, Daly 2006)",
+        ),
+        first_order_segment_seconds=Reasoned(
+            seg_first,
+            f"(τ+δ)·(1 + (τ+δ)/(2M) + R/M) = {fmt(seg_first)} s (first order; {(seg_first / seg_exact - 1):+.2%} "
+            "vs exact)",
+        ),
+        useful_seconds=Reasoned(w, f"W = Σ stage steps × stage step time = {fmt_seconds(w)}"),
+        expected_elapsed_seconds=Reasoned(
+            elapsed, f"Σ E[T] over {segments:,} segments = {fmt_seconds(elapsed)}"
+        ),
+        first_order_elapsed_seconds=Reasoned(
+            elapsed_first, f"Σ first-order E[T] = {fmt_seconds(elapsed_first)}"
+        ),
+        **_lost_time(w, (elapsed, elapsed_first), m, (segments, delta), goodput),
+        warnings=_warnings(tau + delta, m, goodput.value, elapsed_first / elapsed),
+    )
+
+
+def _run_seconds(
+    segment_seconds: Callable[[float, float, float, float], Any],
+    full: int,
+    rest: float,
+    segment: tuple[float, float, float, float],
+) -> tuple[float, float]:
+    """E[T] of one full segment, and Σ E[T] over ``full`` segments of τ plus a last one of ``rest`` seconds."""
+    tau, delta, r, m = segment
+    one = float(segment_seconds(tau, delta, r, m))
+    return one, full * one + (float(segment_seconds(rest, delta, r, m)) if rest > 0 else 0.0)
+
+
+def _failure_rate(rate: float, nodes: int, m: float) -> dict[str, Reasoned[float]]:
+    """Node failure rate → the job's interruption rate λ and its MTBF M (any node stops a synchronous job)."""
+    per_day = job_interruption_rate_per_day(rate, nodes)
+    source = (
+        " (Llama 3: 419 / (54 d × 2,048 nodes) × 1,000)"
+        if rate == LLAMA3_FAILURES_PER_1000_NODE_DAYS
+        else " (plan file)"
+    )
+    return dict(
+        failures_per_1000_node_days=Reasoned(rate, f"r = {rate:.3g} per 1,000 node-days{source}"),
+        n_nodes=Reasoned(nodes, f"{nodes:,} nodes in the job"),
+        job_interruptions_per_day=Reasoned(
+            per_day, f"λ = n·r/1000 = {nodes:,} × {rate:.3g} / 1000 = {per_day:.3g} per day"
+        ),
+        job_mtbf_seconds=Reasoned(m, f"M = 86,400 s / λ = {fmt_seconds(m)}"),
+    )
+
+
+def _segment_inputs(r: float, tau: float, delta: float) -> dict[str, Reasoned[float]]:
+    """The renewal model's inputs: restart time R, work per segment τ (at most W) and blocking save time δ."""
+    return dict(
+        restart_seconds=Reasoned(
+            r, f"R = {fmt_seconds(r)} (detect, reschedule, load; operations.restart_seconds)"
+        ),
+        interval_seconds=Reasoned(
+            tau, f"τ = {fmt_seconds(tau)} of work between checkpoints (rounded to whole steps)"
+        ),
+        save_blocking_seconds=Reasoned(delta, f"δ = {fmt_seconds(delta)} of blocking per save"),
+    )
+
+
+def _lost_time(
+    w: float, elapsed: tuple[float, float], m: float, saves: tuple[int, float], goodput: Reasoned[float]
+) -> dict[str, Reasoned[float]]:
+    """Where the wall clock goes beyond the useful time W (saves, redone work, restarts), goodput and days."""
+    exact, first_order = elapsed
+    segments, delta = saves
+    interruptions = exact / m
     save_overhead = segments * delta
-    interruptions = elapsed / m
-    failure_loss = elapsed - w - save_overhead
-    goodput = w / elapsed
+    failure_loss = exact - w - save_overhead
+    return dict(
+        expected_interruptions=Reasoned(
+            interruptions, f"elapsed / M = {fmt(exact)} / {fmt(m)} = {interruptions:.1f} interruptions"
+        ),
+        save_overhead_seconds=Reasoned(
+            save_overhead, f"{segments:,} saves × δ {fmt(delta)} s = {fmt_seconds(save_overhead)}"
+        ),
+        expected_failure_loss_seconds=Reasoned(
+            failure_loss, f"elapsed − W − saves = {fmt_seconds(failure_loss)} (redone work + restarts)"
+        ),
+        goodput=goodput,
+        first_order_goodput=Reasoned(w / first_order, f"W / first-order elapsed = {w / first_order:.4f}"),
+        useful_days=in_days(w, "W", "days without failures or saves"),
+        effective_days=in_days(exact, "elapsed", "wall-clock days"),
+    )
+
+
+def _warnings(segment: float, m: float, goodput: float, first_order_ratio: float) -> list[str]:
+    """Cautions: segments longer than the MTBF, goodput below Llama 3's ~90%, a poor first-order estimate."""
     warnings = []
-    if tau + delta > m:
+    if segment > m:
         warnings.append(
-            f"a segment (τ+δ = {fmt_seconds(tau + delta)}) is longer than the job MTBF ({fmt_seconds(m)}): "
+            f"a segment (τ+δ = {fmt_seconds(segment)}) is longer than the job MTBF ({fmt_seconds(m)}): "
             "most segments will be interrupted; checkpoint more often or on fewer nodes"
         )
     if goodput < 0.9:
         warnings.append(
             f"goodput {goodput:.1%} is below the ~90% Llama 3 reported (§3.3.4): faster saves (async "
-            "staging), "
-            "faster restarts or a lower failure rate would help"
+            "staging), faster restarts or a lower failure rate would help"
         )
-    if abs(elapsed_first / elapsed - 1) > 0.01:
+    if abs(first_order_ratio - 1) > 0.01:
         warnings.append(
-            f"the first-order (Young) estimate is off by {(elapsed_first / elapsed - 1):+.1%} from the exact "
+            f"the first-order (Young) estimate is off by {(first_order_ratio - 1):+.1%} from the exact "
             "renewal formula: rely on the exact figure"
         )
-    notes = {
-        "failures_per_1000_node_days": (
-            f"r = {rate:.3g} per 1,000 node-days"
-            + (
-                " (Llama 3: 419 / (54 d × 2,048 nodes) × 1,000)"
-                if rate == LLAMA3_FAILURES_PER_1000_NODE_DAYS
-                else " (plan file)"
-            )
-        ),
-        "n_nodes": f"{nodes:,} nodes in the job",
-        "job_interruptions_per_day": f"λ = n·r/1000 = {nodes:,} × {rate:.3g} / 1000 = {per_day:.3g} per day",
-        "job_mtbf_seconds": f"M = 86,400 s / λ = {fmt_seconds(m)}",
-        "restart_seconds": f"R = {fmt_seconds(r)} (detect, reschedule, load; operations.restart_seconds)",
-        "interval_seconds": f"τ = {fmt_seconds(tau)} of work between checkpoints (rounded to whole steps)",
-        "save_blocking_seconds": f"δ = {fmt_seconds(delta)} of blocking per save",
-        "segments": f"⌈W/τ⌉ = ⌈{fmt(w)} / {fmt(tau)}⌉ = {segments:,} segments (each ends with a save)",
-        "expected_segment_seconds": (
-            f"E[T] = M·e^(R/M)·(e^((τ+δ)/M) − 1) = {fmt(m)}·e^({r / m:.4g})·(e^({(tau + delta) / m:.4g}) − "
-            "1) "
-            f"= {fmt(seg_exact)} s (exact renewal, Daly 2006)"
-        ),
-        "first_order_segment_seconds": (
-            f"(τ+δ)·(1 + (τ+δ)/(2M) + R/M) = {fmt(seg_first)} s (first order; "
-            f"{(seg_first / seg_exact - 1):+.2%} vs exact)"
-        ),
-        "useful_seconds": f"W = Σ stage steps × stage step time = {fmt_seconds(w)}",
-        "expected_elapsed_seconds": f"Σ E[T] over {segments:,} segments = {fmt_seconds(elapsed)}",
-        "first_order_elapsed_seconds": f"Σ first-order E[T] = {fmt_seconds(elapsed_first)}",
-        "expected_interruptions": f"elapsed / M = {fmt(elapsed)} / {fmt(m)} = {interruptions:.1f} "
-        "interruptions",
-        "save_overhead_seconds": f"{segments:,} saves × δ {fmt(delta)} s = {fmt_seconds(save_overhead)}",
-        "expected_failure_loss_seconds": (
-            f"elapsed − W − saves = {fmt_seconds(failure_loss)} (redone work + restarts)"
-        ),
-        "goodput": f"W / elapsed = {fmt(w)} / {fmt(elapsed)} = {goodput:.4f}",
-        "first_order_goodput": f"W / first-order elapsed = {w / elapsed_first:.4f}",
-        "useful_days": f"W / 86,400 = {w / SECONDS_PER_DAY:.2f} days without failures or saves",
-        "effective_days": f"elapsed / 86,400 = {elapsed / SECONDS_PER_DAY:.2f} wall-clock days",
-    }
-    return Reliability(
-        failures_per_1000_node_days=rate,
-        n_nodes=nodes,
-        job_interruptions_per_day=per_day,
-        job_mtbf_seconds=m,
-        restart_seconds=r,
-        interval_seconds=tau,
-        save_blocking_seconds=delta,
-        segments=segments,
-        expected_segment_seconds=seg_exact,
-        first_order_segment_seconds=seg_first,
-        useful_seconds=w,
-        expected_elapsed_seconds=elapsed,
-        first_order_elapsed_seconds=elapsed_first,
-        expected_interruptions=interruptions,
-        save_overhead_seconds=save_overhead,
-        expected_failure_loss_seconds=failure_loss,
-        goodput=goodput,
-        first_order_goodput=w / elapsed_first,
-        useful_days=w / SECONDS_PER_DAY,
-        effective_days=elapsed / SECONDS_PER_DAY,
-        warnings=warnings,
-        notes=notes,
-    )
+    return warnings

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from runplan.errors import SpecError
-from runplan.ops._notes import INPUT_CONFIG, Explained, fmt
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt
 from runplan.scaling.hyperparams import deepseek_batch_tokens, deepseek_peak_lr
 from runplan.units import Fraction, PositiveCount, PositiveNumber
 
@@ -134,32 +134,39 @@ class ScheduleRequest(BaseModel):
 # ---- outputs ------------------------------------------------------------------------------------------
 
 
-class BatchStage(Explained):
-    """A span of steps at one global batch size (a ramp stage or the main stage)."""
+class StepSpan(Explained):
+    """The steps and tokens a batch stage or an LR phase covers: from ``start`` to ``end`` (exclusive)."""
 
-    name: str
     start_step: int
     end_step: int
     steps: int
     start_tokens: float
     end_tokens: float
     tokens: float
+
+
+class _StageName(Explained):
+    name: str
+
+
+class _PhaseName(Explained):
+    name: Literal["warmup", "stable", "cooldown"]
+    shape: str
+
+
+# The span base comes first so that it comes after the name in the fields: pydantic orders fields from the
+# farthest base of the MRO, and the JSON lists the name (and shape) before the span.
+class BatchStage(StepSpan, _StageName):
+    """A span of steps at one global batch size (a ramp stage or the main stage)."""
+
     global_batch_sequences: int
     global_batch_tokens: float
     microbatches_per_replica: int
 
 
-class LrPhase(Explained):
+class LrPhase(StepSpan, _PhaseName):
     """One WSD phase: warmup, stable or cooldown, with its step and token span."""
 
-    name: Literal["warmup", "stable", "cooldown"]
-    shape: str
-    start_step: int
-    end_step: int
-    steps: int
-    start_tokens: float
-    end_tokens: float
-    tokens: float
     lr_start: float
     lr_end: float
 
@@ -199,66 +206,83 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
     Rounding: the global batch in sequences is a multiple of u = dp·micro_batch, so each replica runs a whole
     number of micro-batches (m = sequences / u). The main batch is rounded to the nearest multiple of u, or
     down when it was capped by the critical batch; each ramp stage's batch is rounded down to a multiple of
-    u·k (at least u·k), k = ``microbatch_multiple``, so an interleaved pipeline keeps whole groups of p. Stage lengths are rounded to whole steps, so the scheduled tokens are within one main step
-    of the training tokens. LR phase boundaries are the step boundaries nearest to their token targets.
+    u·k (at least u·k), k = ``microbatch_multiple``, so an interleaved pipeline keeps whole groups of p. Stage
+    lengths are rounded to whole steps, so the scheduled tokens are within one main step of the training
+    tokens. LR phase boundaries are the step boundaries nearest to their token targets.
     """
-    import numpy as np  # lazy: `runplan --help` must not load numpy
-
-    spec = request.spec
-    seq_len = request.seq_len
-    unit = request.dp * request.micro_batch
-    tokens_target = request.training_tokens
-    notes: dict[str, str] = {}
-    warnings: list[str] = []
-
-    c = request.compute_flops
+    spec, c, crit = request.spec, request.compute_flops, request.critical_batch_tokens
     law_batch = deepseek_batch_tokens(c)
-    notes["compute_flops"] = f"C = {fmt(c)} FLOPs (training compute the laws take)"
-    notes["law_batch_tokens"] = (
-        f"B_opt = 0.2920·C^0.3271 = 0.2920·({fmt(c)})^0.3271 = {fmt(law_batch)} tokens (DeepSeek LLM §3.1)"
+    target, capped = _target_batch(spec, law_batch, crit)
+    unit = request.dp * request.micro_batch
+    main_seqs, units, batch_warnings = _main_batch(request, target.value, capped)
+    stages, ramp_warnings = _batch_stages(request, main_seqs.value)
+    peak, source = _peak_lr(spec, c)
+    final = spec.final_lr_fraction * peak.value
+    warmup, cooldown = _warmup_and_cooldown(spec, stages)
+    return Schedule.build(
+        batch_law="DeepSeek LLM (Bi et al. 2024, §3.1): B_opt = 0.2920·C^0.3271, η_opt = 0.3118·C^−0.125",
+        compute_flops=Reasoned(c, f"C = {fmt(c)} FLOPs (training compute the laws take)"),
+        law_batch_tokens=Reasoned(
+            law_batch,
+            f"B_opt = 0.2920·C^0.3271 = 0.2920·({fmt(c)})^0.3271 = {fmt(law_batch)} tokens (DeepSeek LLM §3.1)",
+        ),
+        critical_batch_tokens=None
+        if crit is None
+        else Reasoned(crit, f"critical batch {fmt(crit)} tokens (from the parallel stage's batch law)"),
+        target_batch_tokens=target,
+        batch_divisor_sequences=Reasoned(
+            unit,
+            f"u = dp × micro_batch = {request.dp} × {request.micro_batch} = {unit} sequences: the batch must "
+            "be a multiple of u",
+        ),
+        global_batch_sequences=main_seqs,
+        global_batch_tokens=_main_batch_tokens(stages, request.seq_len),
+        microbatches_per_replica=units,
+        **_run_length(stages, request.training_tokens),
+        peak_lr=peak,
+        peak_lr_source=source,
+        final_lr=Reasoned(final, f"{spec.final_lr_fraction:g} × peak = {final:.3g}"),
+        warmup_steps=warmup,
+        cooldown_steps=cooldown,
+        cooldown_shape=spec.cooldown_shape,
+        batch_stages=stages,
+        lr_phases=_lr_phases(stages, spec, peak.value, final, warmup.value, cooldown.value),
+        warnings=[*batch_warnings, *ramp_warnings],
     )
-    crit = request.critical_batch_tokens
-    if crit is not None:
-        notes["critical_batch_tokens"] = (
-            f"critical batch {fmt(crit)} tokens (from the parallel stage's batch law)"
-        )
 
-    capped = False
+
+def _target_batch(spec: ScheduleSpec, law_batch: float, crit: float | None) -> tuple[Reasoned[float], bool]:
+    """The batch the plan aims for: the plan file's, else the law's capped at the critical batch.
+
+    Also says whether the cap applied (then the batch is rounded down, never above the critical batch).
+    """
     if spec.global_batch_tokens is not None:
         target = spec.global_batch_tokens
-        notes["target_batch_tokens"] = (
-            f"{fmt(target)} tokens set in the plan file (schedule.global_batch_tokens)"
+        why = f"{fmt(target)} tokens set in the plan file (schedule.global_batch_tokens)"
+        return Reasoned(target, why), False
+    if crit is not None and crit < law_batch:
+        why = (
+            f"min(B_opt {fmt(law_batch)}, critical {fmt(crit)}) = {fmt(crit)} tokens: capped by the critical "
+            "batch"
         )
-    elif crit is not None and crit < law_batch:
-        target, capped = crit, True
-        notes["target_batch_tokens"] = (
-            f"min(B_opt {fmt(law_batch)}, critical {fmt(crit)}) = {fmt(crit)} tokens: capped by the "
-            "critical batch"
-        )
-    else:
-        target = law_batch
-        notes["target_batch_tokens"] = (
-            f"B_opt = {fmt(law_batch)} tokens (below the critical batch or no cap given)"
-        )
+        return Reasoned(crit, why), True
+    return Reasoned(
+        law_batch, f"B_opt = {fmt(law_batch)} tokens (below the critical batch or no cap given)"
+    ), False
 
-    notes["batch_divisor_sequences"] = (
-        f"u = dp × micro_batch = {request.dp} × {request.micro_batch} = {unit} sequences: the batch must be "
-        "a "
-        "multiple of u"
-    )
+
+def _main_batch(
+    request: ScheduleRequest, target: float, capped: bool
+) -> tuple[Reasoned[int], Reasoned[int], list[str]]:
+    """The main global batch in sequences (a whole number m of micro-batches per replica), m, and cautions."""
+    seq_len, crit = request.seq_len, request.critical_batch_tokens
+    unit = request.dp * request.micro_batch
     exact_units = target / seq_len / unit
     units = max(1, math.floor(exact_units) if capped else round(exact_units))
     main_seqs = units * unit
     main_tokens = float(main_seqs * seq_len)
     how = "down" if capped else "to the nearest multiple"
-    notes["global_batch_sequences"] = (
-        f"{fmt(target)} / {seq_len} = {target / seq_len:,.1f} sequences, rounded {how} of u={unit} → "
-        f"{main_seqs:,}"
-    )
-    notes["global_batch_tokens"] = f"{main_seqs:,} sequences × {seq_len} tokens = {fmt(main_tokens)} tokens"
-    notes["microbatches_per_replica"] = (
-        f"m = {main_seqs:,} / u {unit} = {units} micro-batches per replica per step"
-    )
+    warnings: list[str] = []
     if units == 1 and exact_units < 0.5:
         warnings.append(
             f"the batch from the law ({fmt(target)} tokens) is below one micro-batch on every replica "
@@ -267,126 +291,149 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
     if crit is not None and main_tokens > crit:
         warnings.append(
             f"global batch {fmt(main_tokens)} tokens is above the critical batch {fmt(crit)} tokens: extra "
-            "tokens "
-            "per step buy few fewer steps (McCandlish et al. 2018)"
+            "tokens per step buy few fewer steps (McCandlish et al. 2018)"
         )
+    return (
+        Reasoned(
+            main_seqs,
+            f"{fmt(target)} / {seq_len} = {target / seq_len:,.1f} sequences, rounded {how} of u={unit} → "
+            f"{main_seqs:,}",
+        ),
+        Reasoned(units, f"m = {main_seqs:,} / u {unit} = {units} micro-batches per replica per step"),
+        warnings,
+    )
 
-    # --- batch stages: ramp stages then the main stage, each a whole number of steps ---------------------
+
+def _main_batch_tokens(stages: list[BatchStage], seq_len: int) -> Reasoned[float]:
+    main = stages[-1]
+    why = f"{main.global_batch_sequences:,} sequences × {seq_len} tokens = {fmt(main.global_batch_tokens)} tokens"
+    if len(stages) > 1:
+        ramp_text = ", ".join(f"{fmt(s.global_batch_tokens)} for {s.steps:,} steps" for s in stages[:-1])
+        why += f"; ramp stages before it: {ramp_text}"
+    return Reasoned(main.global_batch_tokens, why)
+
+
+def _batch_stages(request: ScheduleRequest, main_seqs: int) -> tuple[list[BatchStage], list[str]]:
+    """Ramp stages then the main stage, each a whole number of steps; cautions for ramps that cannot shrink."""
+    seq_len, unit = request.seq_len, request.dp * request.micro_batch
     stages: list[BatchStage] = []
-    step = 0
-    done_tokens = 0.0
-    ramp_unit = unit * request.microbatch_multiple
-    for index, ramp in enumerate(spec.batch_ramp):
-        seqs = min(
-            main_seqs, max(ramp_unit, math.floor(ramp.batch_fraction * main_seqs / ramp_unit) * ramp_unit)
-        )
-        batch_tokens = float(seqs * seq_len)
-        wanted = ramp.token_fraction * tokens_target
-        steps = max(1, round(wanted / batch_tokens)) if wanted > 0 else 0
-        if steps == 0:
+    warnings: list[str] = []
+    step, done_tokens = 0, 0.0
+    for index, ramp in enumerate(request.spec.batch_ramp):
+        stage = _ramp_stage(request, index, ramp, main_seqs, step, done_tokens)
+        if stage is None:
             continue
-        if seqs == main_seqs and ramp.batch_fraction < 1:
-            warnings.append(
-                f"ramp stage {index + 1} cannot shrink the batch: {main_seqs} sequences is {units} "
-                "multiple(s) of "
-                f"u={unit}"
-                + (
-                    f" (in groups of p = {request.microbatch_multiple} micro-batches, interleaved)"
-                    if request.microbatch_multiple > 1
-                    else ""
-                )
-                + "; lower micro_batch or raise the batch to make a ramp possible"
-            )
-        tokens = steps * batch_tokens
-        stages.append(
-            BatchStage(
-                name=f"ramp {index + 1}",
-                start_step=step,
-                end_step=step + steps,
-                steps=steps,
-                start_tokens=done_tokens,
-                end_tokens=done_tokens + tokens,
-                tokens=tokens,
-                global_batch_sequences=seqs,
-                global_batch_tokens=batch_tokens,
-                microbatches_per_replica=seqs // unit,
-                notes=_stage_notes(
-                    step,
-                    steps,
-                    done_tokens,
-                    tokens,
-                    seqs,
-                    seq_len,
-                    unit,
-                    reason=f"{ramp.batch_fraction:g} × {main_seqs:,} sequences rounded down to a multiple of "
-                    f"u={unit} → {seqs:,}; {ramp.token_fraction:g} × D = {fmt(wanted)} tokens → {steps:,} "
-                    "steps "
-                    "(critical batch is small early: Zhang et al. 2024, McCandlish et al. 2018)",
-                ),
-            )
-        )
-        step += steps
-        done_tokens += tokens
-    remaining = tokens_target - done_tokens
+        if stage.global_batch_sequences == main_seqs and ramp.batch_fraction < 1:
+            warnings.append(_no_ramp_warning(request, index, main_seqs))
+        stages.append(stage)
+        step, done_tokens = stage.end_step, stage.end_tokens
+    main_tokens = float(main_seqs * seq_len)
+    remaining = request.training_tokens - done_tokens
     main_steps = max(1, round(remaining / main_tokens))
-    tokens = main_steps * main_tokens
+    why = f"round(remaining {fmt(remaining)} tokens / {fmt(main_tokens)} per step) = {main_steps:,} steps"
     stages.append(
-        BatchStage(
-            name="main",
-            start_step=step,
-            end_step=step + main_steps,
-            steps=main_steps,
-            start_tokens=done_tokens,
-            end_tokens=done_tokens + tokens,
-            tokens=tokens,
-            global_batch_sequences=main_seqs,
-            global_batch_tokens=main_tokens,
-            microbatches_per_replica=units,
-            notes=_stage_notes(
-                step,
-                main_steps,
-                done_tokens,
-                tokens,
-                main_seqs,
-                seq_len,
-                unit,
-                reason=f"round(remaining {fmt(remaining)} tokens / {fmt(main_tokens)} per step) = "
-                f"{main_steps:,} steps",
-            ),
-        )
+        _batch_stage("main", step, done_tokens, Reasoned(main_steps, why), main_seqs, seq_len, unit)
     )
-    total_steps = step + main_steps
-    scheduled = done_tokens + tokens
-    notes["total_steps"] = " + ".join(f"{s.steps:,}" for s in stages) + f" = {total_steps:,} steps"
-    notes["training_tokens"] = f"D = {fmt(tokens_target)} tokens (allocation)"
-    notes["scheduled_tokens"] = (
-        f"Σ steps × batch = {fmt(scheduled)} tokens ({(scheduled / tokens_target - 1) * 100:+.3f}% of D: "
-        "whole steps)"
+    return stages, warnings
+
+
+def _ramp_stage(
+    request: ScheduleRequest, index: int, ramp: RampStage, main_seqs: int, step: int, done_tokens: float
+) -> BatchStage | None:
+    """One ramp stage: a fraction of the main batch (rounded down to whole groups) for a fraction of D."""
+    seq_len, unit = request.seq_len, request.dp * request.micro_batch
+    ramp_unit = unit * request.microbatch_multiple
+    seqs = min(main_seqs, max(ramp_unit, math.floor(ramp.batch_fraction * main_seqs / ramp_unit) * ramp_unit))
+    batch_tokens = float(seqs * seq_len)
+    wanted = ramp.token_fraction * request.training_tokens
+    steps = max(1, round(wanted / batch_tokens)) if wanted > 0 else 0
+    if steps == 0:
+        return None
+    why = (
+        f"{ramp.batch_fraction:g} × {main_seqs:,} sequences rounded down to a multiple of u={unit} → "
+        f"{seqs:,}; {ramp.token_fraction:g} × D = {fmt(wanted)} tokens → {steps:,} steps (critical batch is "
+        "small early: Zhang et al. 2024, McCandlish et al. 2018)"
+    )
+    return _batch_stage(f"ramp {index + 1}", step, done_tokens, Reasoned(steps, why), seqs, seq_len, unit)
+
+
+def _no_ramp_warning(request: ScheduleRequest, index: int, main_seqs: int) -> str:
+    unit = request.dp * request.micro_batch
+    groups = (
+        f" (in groups of p = {request.microbatch_multiple} micro-batches, interleaved)"
+        if request.microbatch_multiple > 1
+        else ""
+    )
+    return (
+        f"ramp stage {index + 1} cannot shrink the batch: {main_seqs} sequences is {main_seqs // unit} "
+        f"multiple(s) of u={unit}{groups}; lower micro_batch or raise the batch to make a ramp possible"
     )
 
-    # --- LR ---------------------------------------------------------------------------------------------
+
+def _batch_stage(
+    name: str, start: int, t0: float, steps: Reasoned[int], seqs: int, seq_len: int, unit: int
+) -> BatchStage:
+    """A span of ``steps`` steps at ``seqs`` sequences per step, starting after ``start`` steps and ``t0`` tokens."""
+    n = steps.value
+    tokens = n * float(seqs * seq_len)
+    return BatchStage.build(
+        name=name,
+        start_step=Reasoned(start, f"starts after {start:,} steps"),
+        end_step=Reasoned(start + n, f"{start:,} + {n:,} = {start + n:,}"),
+        steps=steps,
+        start_tokens=Reasoned(t0, f"{fmt(t0)} tokens trained before this stage"),
+        end_tokens=Reasoned(t0 + tokens, f"{fmt(t0)} + {fmt(tokens)} = {fmt(t0 + tokens)} tokens"),
+        tokens=Reasoned(tokens, f"{n:,} steps × {fmt(seqs * seq_len)} tokens = {fmt(tokens)} tokens"),
+        global_batch_sequences=Reasoned(seqs, f"{seqs:,} sequences = {seqs // unit} × u ({unit})"),
+        global_batch_tokens=Reasoned(
+            float(seqs * seq_len), f"{seqs:,} × {seq_len} = {fmt(seqs * seq_len)} tokens"
+        ),
+        microbatches_per_replica=Reasoned(
+            seqs // unit, f"{seqs:,} / {unit} = {seqs // unit} micro-batches per replica"
+        ),
+    )
+
+
+def _run_length(stages: list[BatchStage], training_tokens: float) -> dict[str, Reasoned[float]]:
+    """Steps and tokens of the whole schedule (whole steps, so within one main step of D)."""
+    total_steps, scheduled = stages[-1].end_step, stages[-1].end_tokens
+    return dict(
+        total_steps=Reasoned(
+            total_steps, " + ".join(f"{s.steps:,}" for s in stages) + f" = {total_steps:,} steps"
+        ),
+        training_tokens=Reasoned(training_tokens, f"D = {fmt(training_tokens)} tokens (allocation)"),
+        scheduled_tokens=Reasoned(
+            scheduled,
+            f"Σ steps × batch = {fmt(scheduled)} tokens ({(scheduled / training_tokens - 1) * 100:+.3f}% of D: "
+            "whole steps)",
+        ),
+    )
+
+
+def _peak_lr(spec: ScheduleSpec, c: float) -> tuple[Reasoned[float], str]:
+    """The plan file's peak LR, else DeepSeek LLM's η_opt(C); and where it came from."""
     if spec.peak_lr is not None:
-        peak, source = spec.peak_lr, "plan file (schedule.peak_lr)"
-        notes["peak_lr"] = f"{peak:.3g} set in the plan file"
-    else:
-        peak, source = deepseek_peak_lr(c), "DeepSeek LLM law η = 0.3118·C^−0.125"
-        notes["peak_lr"] = f"η_opt = 0.3118·({fmt(c)})^−0.125 = {peak:.3g} (DeepSeek LLM §3.1)"
-    final = spec.final_lr_fraction * peak
-    notes["final_lr"] = f"{spec.final_lr_fraction:g} × peak = {final:.3g}"
+        return Reasoned(
+            spec.peak_lr, f"{spec.peak_lr:.3g} set in the plan file"
+        ), "plan file (schedule.peak_lr)"
+    peak = deepseek_peak_lr(c)
+    why = f"η_opt = 0.3118·({fmt(c)})^−0.125 = {peak:.3g} (DeepSeek LLM §3.1)"
+    return Reasoned(peak, why), "DeepSeek LLM law η = 0.3118·C^−0.125"
 
+
+def _warmup_and_cooldown(spec: ScheduleSpec, stages: list[BatchStage]) -> tuple[Reasoned[int], Reasoned[int]]:
+    """Warmup and cooldown lengths in steps: their token targets moved to the nearest step boundary."""
+    total_steps, scheduled = stages[-1].end_step, stages[-1].end_tokens
     if spec.warmup_tokens is not None:
-        warm_target, warm_reason = (
-            spec.warmup_tokens,
-            f"{fmt(spec.warmup_tokens)} tokens set in the plan file",
-        )
+        warm_target = spec.warmup_tokens
+        warm_reason = f"{fmt(spec.warmup_tokens)} tokens set in the plan file"
     else:
         fraction = spec.warmup_fraction if spec.warmup_fraction is not None else DEFAULT_WARMUP_FRACTION
         warm_target = fraction * scheduled
         warm_reason = f"{fraction:g} × {fmt(scheduled)} tokens = {fmt(warm_target)} tokens"
     cool_target = spec.cooldown_fraction * scheduled
     warm_end = max(1, _nearest_boundary(stages, warm_target))
-    cool_start = _nearest_boundary(stages, scheduled - cool_target)
-    cool_start = min(cool_start, total_steps - 1)
+    cool_start = min(_nearest_boundary(stages, scheduled - cool_target), total_steps - 1)
     if warm_end > cool_start:
         raise SpecError(
             f"warmup ({fmt(warm_target)} tokens) and cooldown ({spec.cooldown_fraction:g} of "
@@ -394,11 +441,24 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
             where="schedule.warmup_tokens",
             hint="shorten the warmup or the cooldown_fraction",
         )
-    notes["warmup_steps"] = f"{warm_reason} → nearest step boundary: {warm_end:,} steps"
-    notes["cooldown_steps"] = (
-        f"{spec.cooldown_fraction:g} × {fmt(scheduled)} tokens = {fmt(cool_target)} tokens → "
-        f"{total_steps - cool_start:,} steps"
+    return (
+        Reasoned(warm_end, f"{warm_reason} → nearest step boundary: {warm_end:,} steps"),
+        Reasoned(
+            total_steps - cool_start,
+            f"{spec.cooldown_fraction:g} × {fmt(scheduled)} tokens = {fmt(cool_target)} tokens → "
+            f"{total_steps - cool_start:,} steps",
+        ),
     )
+
+
+def _lr_phases(
+    stages: list[BatchStage], spec: ScheduleSpec, peak: float, final: float, warm_end: int, cooldown: int
+) -> list[LrPhase]:
+    """Warmup (linear from 0), stable (constant peak) and cooldown (to the final LR), with their spans."""
+    import numpy as np  # lazy: `runplan --help` must not load numpy
+
+    total_steps, scheduled = stages[-1].end_step, stages[-1].end_tokens
+    cool_start = total_steps - cooldown
     phases = []
     for name, shape, start, end, lr0, lr1 in (
         ("warmup", "linear", 0, warm_end, 0.0, peak),
@@ -407,74 +467,23 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
     ):
         t0, t1 = (float(x) for x in tokens_at_step(stages, np.array([start, end])))
         phases.append(
-            LrPhase(
+            LrPhase.build(
                 name=name,
                 shape=shape,
-                start_step=start,
-                end_step=end,
-                steps=end - start,
-                start_tokens=t0,
-                end_tokens=t1,
-                tokens=t1 - t0,
-                lr_start=lr0,
-                lr_end=lr1,
-                notes={
-                    "start_step": f"{name} starts after {start:,} steps",
-                    "end_step": f"{name} ends after {end:,} steps",
-                    "steps": f"{end:,} − {start:,} = {end - start:,} steps",
-                    "start_tokens": f"tokens after {start:,} steps = {fmt(t0)}",
-                    "end_tokens": f"tokens after {end:,} steps = {fmt(t1)}",
-                    "tokens": f"{fmt(t1)} − {fmt(t0)} = {fmt(t1 - t0)} tokens ({(t1 - t0) / scheduled:.1%} "
-                    "of the run)",
-                    "lr_start": f"{lr0:.3g} at the start of {name}",
-                    "lr_end": f"{lr1:.3g} at the end of {name} ({shape})",
-                },
+                start_step=Reasoned(start, f"{name} starts after {start:,} steps"),
+                end_step=Reasoned(end, f"{name} ends after {end:,} steps"),
+                steps=Reasoned(end - start, f"{end:,} − {start:,} = {end - start:,} steps"),
+                start_tokens=Reasoned(t0, f"tokens after {start:,} steps = {fmt(t0)}"),
+                end_tokens=Reasoned(t1, f"tokens after {end:,} steps = {fmt(t1)}"),
+                tokens=Reasoned(
+                    t1 - t0,
+                    f"{fmt(t1)} − {fmt(t0)} = {fmt(t1 - t0)} tokens ({(t1 - t0) / scheduled:.1%} of the run)",
+                ),
+                lr_start=Reasoned(lr0, f"{lr0:.3g} at the start of {name}"),
+                lr_end=Reasoned(lr1, f"{lr1:.3g} at the end of {name} ({shape})"),
             )
         )
-    if len(stages) > 1:
-        ramp_text = ", ".join(f"{fmt(s.global_batch_tokens)} for {s.steps:,} steps" for s in stages[:-1])
-        notes["global_batch_tokens"] += f"; ramp stages before it: {ramp_text}"
-
-    return Schedule(
-        batch_law="DeepSeek LLM (Bi et al. 2024, §3.1): B_opt = 0.2920·C^0.3271, η_opt = 0.3118·C^−0.125",
-        compute_flops=c,
-        law_batch_tokens=law_batch,
-        critical_batch_tokens=crit,
-        target_batch_tokens=target,
-        batch_divisor_sequences=unit,
-        global_batch_sequences=main_seqs,
-        global_batch_tokens=main_tokens,
-        microbatches_per_replica=units,
-        peak_lr=peak,
-        peak_lr_source=source,
-        final_lr=final,
-        warmup_steps=warm_end,
-        cooldown_steps=total_steps - cool_start,
-        cooldown_shape=spec.cooldown_shape,
-        total_steps=total_steps,
-        training_tokens=tokens_target,
-        scheduled_tokens=scheduled,
-        batch_stages=stages,
-        lr_phases=phases,
-        warnings=warnings,
-        notes=notes,
-    )
-
-
-def _stage_notes(
-    start: int, steps: int, t0: float, tokens: float, seqs: int, seq_len: int, unit: int, *, reason: str
-) -> dict[str, str]:
-    return {
-        "start_step": f"starts after {start:,} steps",
-        "end_step": f"{start:,} + {steps:,} = {start + steps:,}",
-        "steps": reason,
-        "start_tokens": f"{fmt(t0)} tokens trained before this stage",
-        "end_tokens": f"{fmt(t0)} + {fmt(tokens)} = {fmt(t0 + tokens)} tokens",
-        "tokens": f"{steps:,} steps × {fmt(seqs * seq_len)} tokens = {fmt(tokens)} tokens",
-        "global_batch_sequences": f"{seqs:,} sequences = {seqs // unit} × u ({unit})",
-        "global_batch_tokens": f"{seqs:,} × {seq_len} = {fmt(seqs * seq_len)} tokens",
-        "microbatches_per_replica": f"{seqs:,} / {unit} = {seqs // unit} micro-batches per replica",
-    }
+    return phases
 
 
 def _boundary_tokens(stages: list[BatchStage]) -> np.ndarray:
