@@ -28,9 +28,9 @@ from runplan.defaults import DEFAULT_MFU
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
-from runplan.ops import Cost, Monitoring, Reliability, Schedule
+from runplan.ops import Cost, Monitoring, Operations, Reliability, Schedule
 from runplan.ops.checkpoint import CheckpointPlan
-from runplan.parallel.layout import CriticalBatch, LayoutEstimate
+from runplan.parallel.layout import CriticalBatch, LayoutEstimate, SearchResult
 from runplan.scaling.allocate import Allocation
 from runplan.scaling.laws import ParametricLaw
 from runplan.scaling.sweep import Sweep
@@ -289,43 +289,18 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
     return LayoutStage(request, target, compute, reason)
 
 
-def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
-    """Run every stage for ``spec``; paths in the plan (catalogs, law files) are relative to ``base_dir``."""
-    from runplan.ops import (
-        CostRequest,
-        OperationsRequest,
-        ScheduleRequest,
-        estimate_cost,
-        operate,
-        plan_schedule,
-    )
-    from runplan.parallel.search import ensure_feasible, search
-    from runplan.scaling.sweep import SweepRequest, design_sweep
-
-    inputs = resolve_inputs(spec, base_dir)
-    gpu, n_gpus, gpus_per_node, law, seq_len = (
-        inputs.gpu,
-        inputs.n_gpus,
-        inputs.gpus_per_node,
-        inputs.law,
-        inputs.seq_len,
-    )
-    warnings: list[str] = []
-
-    # 1-3: compute, allocation, architecture
-    stage = allocation_stage(spec, inputs)
-    allocation, shape, law_params, flops = stage.allocation, stage.shape, stage.law_params, stage.flops
-    tokens = allocation.tokens
-    flops_per_token = shape.model_flops_per_token(seq_len)
-    architecture = Architecture(
+def _architecture(stage: AllocationStage, law: ParametricLaw, seq_len: int) -> Architecture:
+    """Step 3: the shape's exact parameter counts and FLOPs per token, each with its reason."""
+    shape, allocation = stage.shape, stage.allocation
+    return Architecture(
         shape=shape,
         resolution=stage.resolution,
         total_params=shape.total_params,
         embedding_params=shape.embedding_params,
         non_embedding_params=shape.non_embedding_params,
         active_params=shape.active_params,
-        law_params=law_params,
-        flops_per_token=flops_per_token,
+        law_params=stage.law_params,
+        flops_per_token=shape.model_flops_per_token(seq_len),
         notes={
             "total_params": "embeddings + L × (attention + MLP/experts + norms) + final norm (model.py)",
             "embedding_params": f"V·h{' × 2 (untied head)' if not shape.tied_embeddings else ''} = "
@@ -340,19 +315,16 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         },
     )
 
-    # 4-5: global batch target and layout
-    planned = layout_request(spec, inputs, shape, tokens)
-    result = ensure_feasible(search(planned.request))
-    best = result.layouts[0]
-    crit = result.critical_batch
-    target_batch, deepseek_compute = planned.target_batch_tokens, planned.deepseek_compute_flops
-    layout = LayoutChoice(
-        best=best,
+
+def _layout_choice(planned: LayoutStage, result: SearchResult) -> LayoutChoice:
+    """Steps 4-5: the best feasible layout and its runners-up."""
+    return LayoutChoice(
+        best=result.layouts[0],
         runners_up=list(result.layouts[1:]),
         candidates=result.candidates,
         feasible=result.feasible,
-        target_global_batch_tokens=target_batch,
-        critical_batch=crit,
+        target_global_batch_tokens=planned.target_batch_tokens,
+        critical_batch=result.critical_batch,
         search_seconds=result.search_seconds,
         notes={
             "candidates": "every TP×PP×DP×EP×CP×ZeRO×micro-batch×VPP×recompute combination (docs/parallel.md)",
@@ -362,12 +334,18 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         },
     )
 
-    # 6: schedule, at the layout's batch
+
+def _schedule(
+    spec: PlanSpec, planned: LayoutStage, best: LayoutEstimate, tokens: float, seq_len: int
+) -> Schedule:
+    """Step 6: batch ramp, LR and WSD phases at the layout's batch."""
+    from runplan.ops import ScheduleRequest, plan_schedule
+
     schedule_spec = spec.schedule.model_copy(update={"global_batch_tokens": float(best.global_batch_tokens)})
-    schedule = plan_schedule(
+    return plan_schedule(
         ScheduleRequest(
             training_tokens=tokens,
-            compute_flops=deepseek_compute,
+            compute_flops=planned.deepseek_compute_flops,
             seq_len=seq_len,
             dp=best.dp,
             micro_batch=best.micro_batch,
@@ -377,17 +355,28 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         )
     )
 
-    # 7: operations
-    operations = operate(
+
+def _operations(
+    spec: PlanSpec,
+    inputs: ResolvedInputs,
+    stage: AllocationStage,
+    planned: LayoutStage,
+    best: LayoutEstimate,
+    schedule: Schedule,
+) -> Operations:
+    """Step 7: checkpoints, reliability and monitoring for the chosen layout and schedule."""
+    from runplan.ops import OperationsRequest, operate
+
+    return operate(
         OperationsRequest(
-            total_params=shape.total_params,
+            total_params=stage.shape.total_params,
             tp=best.tp,
             pp=best.pp,
             dp=best.dp,
             cp=best.cp,
             zero=best.zero,
-            gpus_per_node=gpus_per_node,
-            seq_len=seq_len,
+            gpus_per_node=inputs.gpus_per_node,
+            seq_len=inputs.seq_len,
             step_seconds=best.step_seconds,
             stage_step_seconds=stage_step_seconds(planned.request, best, schedule),
             schedule=schedule,
@@ -396,32 +385,51 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         )
     )
 
-    # 8: sweep and cost
+
+def _sweep_and_cost(
+    spec: PlanSpec, inputs: ResolvedInputs, stage: AllocationStage, operations: Operations
+) -> tuple[Sweep, Cost]:
+    """Step 8: the proxy isoFLOP sweep and what the run and the sweep cost."""
+    from runplan.ops import CostRequest, estimate_cost
+    from runplan.scaling.sweep import SweepRequest, design_sweep
+
+    gpu = inputs.gpu
     sweep = design_sweep(
         SweepRequest(
-            flops=allocation.budget_flops or flops,
-            law=law,
+            flops=stage.allocation.budget_flops or stage.flops,
+            law=inputs.law,
             gpu=gpu,
             mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
-            seq_len=seq_len,
+            seq_len=inputs.seq_len,
             vocab_size=spec.training.vocab_size,
             price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
         )
     )
     cost = estimate_cost(
         CostRequest(
-            n_gpus=n_gpus,
+            n_gpus=inputs.n_gpus,
             tdp_watts=gpu.tdp_watts,
             useful_seconds=operations.useful_seconds,
             elapsed_seconds=operations.reliability.expected_elapsed_seconds,
             sweep_gpu_hours=sweep.gpu_hours,
-            sweep_gpus=n_gpus,
+            sweep_gpus=inputs.n_gpus,
             price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
             spec=spec.cost,
         )
     )
+    return sweep, cost
 
-    # 10: warnings a reviewer should look at
+
+def _plan_warnings(
+    best: LayoutEstimate,
+    crit: CriticalBatch,
+    allocation: Allocation,
+    operations: Operations,
+    schedule: Schedule,
+    sweep: Sweep,
+) -> list[str]:
+    """Step 10: what a reviewer should look at, every stage's cautions prefixed with the stage."""
+    warnings: list[str] = []
     if best.memory_bytes.total > MEMORY_CLIFF_FRACTION * best.memory_limit_bytes:
         warnings.append(
             f"memory: the best layout uses {best.memory_bytes.total / best.memory_limit_bytes:.0%} of "
@@ -436,17 +444,31 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     warnings.extend(f"operations: {w}" for w in operations.warnings)
     warnings.extend(f"schedule: {w}" for w in schedule.warnings)
     warnings.extend(f"sweep: {n}" for n in sweep.notes)
+    return warnings
 
+
+def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
+    """Run every stage for ``spec``; paths in the plan (catalogs, law files) are relative to ``base_dir``."""
+    from runplan.parallel.search import ensure_feasible, search
+
+    inputs = resolve_inputs(spec, base_dir)
+    stage = allocation_stage(spec, inputs)  # 1-2: compute and allocation
+    planned = layout_request(spec, inputs, stage.shape, stage.allocation.tokens)
+    result = ensure_feasible(search(planned.request))
+    best = result.layouts[0]
+    schedule = _schedule(spec, planned, best, stage.allocation.tokens, inputs.seq_len)
+    operations = _operations(spec, inputs, stage, planned, best, schedule)
+    sweep, cost = _sweep_and_cost(spec, inputs, stage, operations)
     return RunPlan(
         inputs=spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
-        allocation=allocation,
-        model=architecture,
-        layout=layout,
+        allocation=stage.allocation,
+        model=_architecture(stage, inputs.law, inputs.seq_len),
+        layout=_layout_choice(planned, result),
         schedule=schedule,
         checkpointing=operations.checkpointing,
         reliability=operations.reliability,
         monitoring=operations.monitoring,
         sweep=sweep,
         cost=cost,
-        warnings=warnings,
+        warnings=_plan_warnings(best, result.critical_batch, stage.allocation, operations, schedule, sweep),
     )
