@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -39,88 +39,174 @@ _REQUEST_PATHS = {
 }
 
 
-def parallelize(
-    plan_file: Path | None = typer.Argument(
-        None,
-        help="A plan file: its model (or allocated shape), cluster, constraints and pins; pin flags override.",
+def _opt(*names: str, help: str) -> Any:
+    """A string option: numbers are parsed by runplan.units after typer (``2e23``, ``4M``, ``128k``)."""
+    return typer.Option(*names, help=help)
+
+
+Text = str | None
+PlanFile = Annotated[
+    Path | None,
+    typer.Argument(
+        help="A plan file: its model (or allocated shape), cluster, constraints and pins; flags override."
     ),
-    model: str | None = typer.Option(None, "--model", help="Catalog name (llama-3.1-70b) or a size (70b)."),
-    gpus: str | None = typer.Option(None, "--gpus", help="GPUs in the job, e.g. 512."),
-    gpu: str | None = typer.Option(None, "--gpu", help=f"GPU type from the catalog (default {DEFAULT_GPU})."),
-    gpus_per_node: str | None = typer.Option(None, "--gpus-per-node", help="Override GPUs per node."),
-    seq_len: str | None = typer.Option(
-        None, "--seq-len", help=f"Sequence length in tokens, e.g. 8192 or 128k (default {DEFAULT_SEQ_LEN})."
+]
+Model = Annotated[Text, _opt("--model", help="Catalog name (llama-3.1-70b) or a size (70b).")]
+Gpus = Annotated[Text, _opt("--gpus", help="GPUs in the job, e.g. 512.")]
+Gpu = Annotated[Text, _opt("--gpu", help=f"GPU type from the catalog (default {DEFAULT_GPU}).")]
+GpusPerNode = Annotated[Text, _opt("--gpus-per-node", help="Override GPUs per node.")]
+SeqLen = Annotated[
+    Text, _opt("--seq-len", help=f"Sequence length in tokens, e.g. 8192 or 128k (default {DEFAULT_SEQ_LEN}).")
+]
+GlobalBatch = Annotated[Text, _opt("--global-batch", help="Target tokens per step, e.g. 4M.")]
+BatchTolerance = Annotated[
+    Text, _opt("--batch-tolerance", help="Allowed distance from the target batch, fraction (default 0.1).")
+]
+MinBatch = Annotated[Text, _opt("--min-batch", help="Smallest global batch, tokens.")]
+MaxBatch = Annotated[
+    Text, _opt("--max-batch", help="Largest global batch, tokens (default: the critical batch).")
+]
+TrainingTokens = Annotated[
+    Text, _opt("--training-tokens", help="Tokens to train (days, critical batch); default 20 x params.")
+]
+Top = Annotated[Text, _opt("--top", help="How many layouts to show (default 5).")]
+MaxBubble = Annotated[Text, _opt("--max-bubble", help="Largest bubble fraction (0.15).")]
+Headroom = Annotated[Text, _opt("--headroom", help="HBM fraction kept free (0.05).")]
+Reserve = Annotated[Text, _opt("--reserve", help="Bytes reserved per GPU (3GB).")]
+CrossNodeTp = Annotated[bool, typer.Option("--allow-cross-node-tp", help="Allow TP beyond a node.")]
+Tp = Annotated[Text, _opt("--tp", help="Pin tensor parallelism.")]
+Pp = Annotated[Text, _opt("--pp", help="Pin pipeline parallelism.")]
+Dp = Annotated[Text, _opt("--dp", help="Pin data parallelism.")]
+Ep = Annotated[Text, _opt("--ep", help="Pin expert parallelism (MoE).")]
+Cp = Annotated[Text, _opt("--cp", help="Pin context parallelism.")]
+Zero = Annotated[Text, _opt("--zero", help="Pin the ZeRO stage 0-3 (1 = distributed optimizer).")]
+MicroBatch = Annotated[Text, _opt("--mbs", "--micro-batch", help="Pin the micro-batch size (sequences).")]
+Microbatches = Annotated[Text, _opt("--microbatches", help="Pin micro-batches per step.")]
+Vpp = Annotated[Text, _opt("--vpp", help="Pin interleaved chunks per pipeline rank.")]
+Recompute = Annotated[Text, _opt("--recompute", help="Pin recomputation: none|selective|full.")]
+SequenceParallel = Annotated[
+    bool | None,
+    typer.Option(
+        "--sequence-parallel/--no-sequence-parallel", help="Pin sequence parallelism (default: on with TP)."
     ),
-    global_batch: str | None = typer.Option(None, "--global-batch", help="Target tokens per step, e.g. 4M."),
-    batch_tolerance: str | None = typer.Option(
-        None, "--batch-tolerance", help="Allowed distance from the target batch, fraction (default 0.1)."
-    ),
-    min_batch: str | None = typer.Option(None, "--min-batch", help="Smallest global batch, tokens."),
-    max_batch: str | None = typer.Option(
-        None, "--max-batch", help="Largest global batch, tokens (default: the critical batch)."
-    ),
-    training_tokens: str | None = typer.Option(
-        None,
-        "--training-tokens",
-        help="Tokens to train (days, critical batch); default 20 x params for the batch law.",
-    ),
-    top: str | None = typer.Option(None, "--top", help="How many layouts to show (default 5)."),
-    max_bubble: str | None = typer.Option(None, "--max-bubble", help="Largest bubble fraction (0.15)."),
-    headroom: str | None = typer.Option(None, "--headroom", help="HBM fraction kept free (0.05)."),
-    reserve: str | None = typer.Option(None, "--reserve", help="Bytes reserved per GPU (3GB)."),
-    allow_cross_node_tp: bool = typer.Option(False, "--allow-cross-node-tp", help="Allow TP beyond a node."),
-    tp: str | None = typer.Option(None, "--tp", help="Pin tensor parallelism."),
-    pp: str | None = typer.Option(None, "--pp", help="Pin pipeline parallelism."),
-    dp: str | None = typer.Option(None, "--dp", help="Pin data parallelism."),
-    ep: str | None = typer.Option(None, "--ep", help="Pin expert parallelism (MoE)."),
-    cp: str | None = typer.Option(None, "--cp", help="Pin context parallelism."),
-    zero: str | None = typer.Option(
-        None, "--zero", help="Pin the ZeRO stage 0-3 (1 = distributed optimizer)."
-    ),
-    mbs: str | None = typer.Option(None, "--mbs", help="Pin the micro-batch size (sequences)."),
-    microbatches: str | None = typer.Option(None, "--microbatches", help="Pin micro-batches per step."),
-    vpp: str | None = typer.Option(None, "--vpp", help="Pin interleaved chunks per pipeline rank."),
-    recompute: str | None = typer.Option(None, "--recompute", help="Pin recomputation: none|selective|full."),
-    sequence_parallel: bool | None = typer.Option(
-        None,
-        "--sequence-parallel/--no-sequence-parallel",
-        help="Pin sequence parallelism (default: on with TP).",
-    ),
-    stack_preset: str | None = typer.Option(
-        None,
+]
+StackPreset = Annotated[
+    Text,
+    _opt(
         "--stack",
         help="Training-stack preset: default, megatron-core, megatron-2022, deepspeed, torchtitan-fsdp2.",
     ),
-    flash_attention: bool | None = typer.Option(
-        None, "--flash-attention/--no-flash-attention", help="Override the stack's FlashAttention."
+]
+FlashAttention = Annotated[
+    bool | None,
+    typer.Option("--flash-attention/--no-flash-attention", help="Override the stack's FlashAttention."),
+]
+TpOverlap = Annotated[
+    bool | None,
+    typer.Option(
+        "--tp-comm-overlap/--no-tp-comm-overlap", help="Override the stack's TP communication overlap."
     ),
-    tp_comm_overlap: bool | None = typer.Option(
-        None, "--tp-comm-overlap/--no-tp-comm-overlap", help="Override the stack's TP communication overlap."
-    ),
-    selective_recompute: str | None = typer.Option(
-        None,
+]
+SelectiveRecompute = Annotated[
+    Text,
+    _opt(
         "--selective-recompute",
         help="What 'selective' recomputes, comma-separated: core_attn, layernorm, mlp_act, mlp, moe_act.",
     ),
-    dropout: str | None = typer.Option(None, "--dropout", help="Hidden and attention dropout probability."),
-    bf16_grads: bool = typer.Option(
-        False, "--bf16-grads", help="bf16 gradients instead of fp32 accumulation (stack gradient_dtype)."
-    ),
-    mfu: str | None = typer.Option(None, "--mfu", help="Use this MFU instead of predicting step time."),
-    catalog_file: list[str] = typer.Option([], "--catalog", help="Extra catalog YAML file(s)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON (keys in docs/parallel.md)."),
+]
+Dropout = Annotated[Text, _opt("--dropout", help="Hidden and attention dropout probability.")]
+Bf16Grads = Annotated[
+    bool,
+    typer.Option("--bf16-grads", help="bf16 gradients instead of fp32 accumulation (stack gradient_dtype)."),
+]
+Mfu = Annotated[Text, _opt("--mfu", help="Use this MFU instead of predicting step time.")]
+Catalogs = Annotated[list[str], typer.Option("--catalog", help="Extra catalog YAML file(s).")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON (keys in docs/parallel.md).")]
+
+
+def parallelize(
+    plan_file: PlanFile = None,
+    model: Model = None,
+    gpus: Gpus = None,
+    gpu: Gpu = None,
+    gpus_per_node: GpusPerNode = None,
+    seq_len: SeqLen = None,
+    global_batch: GlobalBatch = None,
+    batch_tolerance: BatchTolerance = None,
+    min_batch: MinBatch = None,
+    max_batch: MaxBatch = None,
+    training_tokens: TrainingTokens = None,
+    top: Top = None,
+    max_bubble: MaxBubble = None,
+    headroom: Headroom = None,
+    reserve: Reserve = None,
+    allow_cross_node_tp: CrossNodeTp = False,
+    tp: Tp = None,
+    pp: Pp = None,
+    dp: Dp = None,
+    ep: Ep = None,
+    cp: Cp = None,
+    zero: Zero = None,
+    mbs: MicroBatch = None,
+    microbatches: Microbatches = None,
+    vpp: Vpp = None,
+    recompute: Recompute = None,
+    sequence_parallel: SequenceParallel = None,
+    stack_preset: StackPreset = None,
+    flash_attention: FlashAttention = None,
+    tp_comm_overlap: TpOverlap = None,
+    selective_recompute: SelectiveRecompute = None,
+    dropout: Dropout = None,
+    bf16_grads: Bf16Grads = False,
+    mfu: Mfu = None,
+    catalog_file: Catalogs = [],  # noqa: B006 (typer's way to declare a repeatable option)
+    as_json: AsJson = False,
 ) -> None:
     """Search every parallel layout exhaustively; rank the ones that fit by predicted throughput."""
-    from runplan.architect import resolve_model
-    from runplan.catalog import load_catalog
-    from runplan.cli.common import build_from_flags, flag_value
+    from runplan.cli.common import build_from_flags
     from runplan.cli.flag_models import SearchOverrides
-    from runplan.errors import SpecError
-    from runplan.parallel.layout import Constraints, ParallelRequest, Pins
 
     if plan_file is None:
         _required(model, "--model")
         _required(gpus, "--gpus")
+    pins = _pins_from_flags(
+        tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=zero, micro_batch=mbs, microbatches=microbatches, vpp=vpp,
+        recompute=recompute, sequence_parallel=sequence_parallel,
+    )  # fmt: skip
+    constraints = _constraints_from_flags(
+        max_bubble_fraction=max_bubble, memory_headroom_fraction=headroom, reserve_bytes=reserve,
+        min_global_batch_tokens=min_batch, max_global_batch_tokens=max_batch,
+        allow_cross_node_tp=allow_cross_node_tp or None,
+    )  # fmt: skip
+    overrides = build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
+    stack = _stack_flags(
+        stack_preset, flash_attention, tp_comm_overlap, selective_recompute, dropout, bf16_grads
+    )
+    if plan_file is not None:
+        _no_input_flags(
+            {"--model": model, "--gpus": gpus, "--gpu": gpu, "--gpus-per-node": gpus_per_node,
+             "--seq-len": seq_len, "--global-batch": global_batch, "--training-tokens": training_tokens,
+             "--catalog": catalog_file or None}
+        )  # fmt: skip
+        request, resolution = _request_from_plan(
+            plan_file, pins, constraints, overrides.top, overrides.mfu_override, stack
+        )
+        _answer(request, resolution, as_json)
+        return
+    request, resolution = _request_from_flags(
+        _required(model, "--model"), gpu, catalog_file, pins, constraints, overrides, stack,
+        n_gpus=gpus, gpus_per_node=gpus_per_node, seq_len=DEFAULT_SEQ_LEN if seq_len is None else seq_len,
+        global_batch_tokens=global_batch, global_batch_tolerance=batch_tolerance, training_tokens=training_tokens,
+    )  # fmt: skip
+    _answer(request, resolution, as_json)
+
+
+def _pins_from_flags(*, zero: str | None, recompute: str | None, **axes: Any) -> Pins:
+    """The pinned axes, checked by the Pins model (a mode or stage out of range names its flag)."""
+    from runplan.cli.common import build_from_flags, flag_value
+    from runplan.errors import SpecError
+    from runplan.parallel.layout import Pins
+
     if recompute is not None and recompute not in ("none", "selective", "full"):
         raise SpecError(
             f"unknown recompute mode {recompute!r}", where="--recompute", hint="use none, selective or full"
@@ -128,93 +214,90 @@ def parallelize(
     zero_stage = flag_value(zero, "--zero", "count")
     if zero_stage is not None and zero_stage not in (0, 1, 2, 3):
         raise SpecError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero!r}", where="--zero")
-    pins = build_from_flags(
-        Pins,
-        "parallel",
-        "--tp",
-        tp=tp,
-        pp=pp,
-        dp=dp,
-        ep=ep,
-        cp=cp,
-        zero=zero_stage,
-        micro_batch=mbs,
-        microbatches=microbatches,
-        vpp=vpp,
-        recompute=recompute,
-        sequence_parallel=sequence_parallel,
+    return build_from_flags(Pins, "parallel", "--tp", zero=zero_stage, recompute=recompute, **axes)
+
+
+def _constraints_from_flags(**fields: Any) -> Constraints:
+    from runplan.cli.common import build_from_flags
+    from runplan.parallel.layout import Constraints
+
+    return build_from_flags(Constraints, "constraints", "--max-bubble", **fields)
+
+
+def _stack_flags(
+    preset: str | None,
+    flash_attention: bool | None,
+    tp_comm_overlap: bool | None,
+    selective_recompute: str | None,
+    dropout: str | None,
+    bf16_grads: bool,
+) -> dict[str, Any]:
+    """The stack fields the flags set (empty: the plan's or the default stack stands)."""
+    from runplan.cli.common import flag_value
+
+    probability = None if dropout is None else flag_value(dropout, "--dropout")
+    modules = (
+        None
+        if selective_recompute is None
+        else tuple(m.strip() for m in selective_recompute.split(",") if m.strip())
     )
-    constraints = build_from_flags(
-        Constraints,
-        "constraints",
-        "--max-bubble",
-        max_bubble_fraction=max_bubble,
-        memory_headroom_fraction=headroom,
-        reserve_bytes=reserve,
-        min_global_batch_tokens=min_batch,
-        max_global_batch_tokens=max_batch,
-        allow_cross_node_tp=allow_cross_node_tp or None,
-    )
-    overrides = build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
-    stack = {
-        key: value
-        for key, value in {
-            "preset": stack_preset,
-            "flash_attention": flash_attention,
-            "tp_comm_overlap": tp_comm_overlap,
-            "selective_recompute": None
-            if selective_recompute is None
-            else tuple(m.strip() for m in selective_recompute.split(",") if m.strip()),
-            "hidden_dropout": None if dropout is None else flag_value(dropout, "--dropout"),
-            "attention_dropout": None if dropout is None else flag_value(dropout, "--dropout"),
-            "gradient_dtype": "bf16" if bf16_grads else None,
-        }.items()
-        if value is not None
+    fields = {
+        "preset": preset,
+        "flash_attention": flash_attention,
+        "tp_comm_overlap": tp_comm_overlap,
+        "selective_recompute": modules,
+        "hidden_dropout": probability,
+        "attention_dropout": probability,
+        "gradient_dtype": "bf16" if bf16_grads else None,
     }
-    top_count, mfu_value = overrides.top, overrides.mfu_override
-    if plan_file is not None:
-        cluster_flags = {
-            "--model": model,
-            "--gpus": gpus,
-            "--gpu": gpu,
-            "--gpus-per-node": gpus_per_node,
-            "--seq-len": seq_len,
-            "--global-batch": global_batch,
-            "--training-tokens": training_tokens,
-            "--catalog": catalog_file or None,
-        }
-        given = [flag for flag, value in cluster_flags.items() if value is not None]
-        if given:
-            raise SpecError(
-                f"{given[0]} and a plan file both set the inputs",
-                where=given[0],
-                hint="edit the plan file, or drop it and use flags",
-            )
-        request, resolution = _request_from_plan(plan_file, pins, constraints, top_count, mfu_value, stack)
-        _answer(request, resolution, as_json)
-        return
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _no_input_flags(flags: dict[str, Any]) -> None:
+    """A plan file sets the model, cluster and batch: the flags that would set them again are refused."""
+    from runplan.errors import SpecError
+
+    given = [flag for flag, value in flags.items() if value is not None]
+    if given:
+        raise SpecError(
+            f"{given[0]} and a plan file both set the inputs",
+            where=given[0],
+            hint="edit the plan file, or drop it and use flags",
+        )
+
+
+def _request_from_flags(
+    model: str,
+    gpu: str | None,
+    catalog_file: list[str],
+    pins: Pins,
+    constraints: Constraints,
+    overrides: Any,
+    stack: dict[str, Any],
+    **fields: Any,
+) -> tuple[ParallelRequest, str]:
+    """The search request the flags describe, and how the model was resolved."""
+    from runplan.architect import resolve_model
+    from runplan.catalog import load_catalog
+    from runplan.cli.common import build_from_flags
+    from runplan.parallel.layout import ParallelRequest
+
     catalog = load_catalog(catalog_file)
-    shape, resolution = resolve_model(_required(model, "--model"), catalog, where="--model")
-    spec = catalog.gpu(gpu or DEFAULT_GPU, where="--gpu")
+    shape, resolution = resolve_model(model, catalog, where="--model")
     request = build_from_flags(
         ParallelRequest,
         _REQUEST_PATHS,
         "--gpus",
         model=shape,
-        gpu=spec,
-        n_gpus=gpus,
-        gpus_per_node=gpus_per_node,
-        seq_len=DEFAULT_SEQ_LEN if seq_len is None else seq_len,
-        global_batch_tokens=global_batch,
-        global_batch_tolerance=batch_tolerance,
-        training_tokens=training_tokens,
-        top=top_count,
+        gpu=catalog.gpu(gpu or DEFAULT_GPU, where="--gpu"),
+        top=overrides.top,
         stack=stack_from_flags(stack, None),
-        mfu_override=mfu_value,
+        mfu_override=overrides.mfu_override,
         constraints=constraints,
         pins=pins,
+        **fields,
     )
-    _answer(request, resolution, as_json)
+    return request, resolution
 
 
 def _required(value: str | None, flag: str) -> str:
@@ -330,6 +413,11 @@ def _render(result: SearchResult, resolution: str) -> None:
             f"{x.mfu:.1%}",
         )
     out.print(table)
+    _render_best(out, result)
+
+
+def _render_best(out: Any, result: SearchResult) -> None:
+    """The best layout's memory and time by term, why it is feasible, and the best of each TP degree."""
     best = result.layouts[0]
     mem = best.memory_bytes
     out.print(
