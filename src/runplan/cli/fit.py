@@ -53,6 +53,8 @@ def render(report: Any) -> None:
     from runplan.units import format_si
 
     out = console()
+    for warning in report.warnings:
+        console(stderr=True).print(f"warning: {warning}")
     out.print(
         f"[bold]Fit[/bold] of {report.source}: {report.runs} runs"
         + (f" ({report.dropped} highest-loss dropped)" if report.dropped else "")
@@ -74,8 +76,8 @@ def render(report: Any) -> None:
             f"{p.objective:.4g} ({p.converged_starts}/{p.starts} starts converged, {p.seconds:.1f} s)",
         )
         out.print(table)
-        for note in p.notes:
-            console(stderr=True).print(f"note: {note}")
+        for warning in p.warnings:
+            console(stderr=True).print(f"warning: {warning}")
     iso = report.isoflop
     if iso is not None:
         out.print(f"\n[bold]Approach 2[/bold], isoFLOP parabolas ({iso.grouping})")
@@ -97,10 +99,10 @@ def render(report: Any) -> None:
             f"  at C = {iso.at_flops:.3g}: N_opt {_interval_text(iso.params_opt, '.3g')}, "
             f"D_opt {_interval_text(iso.tokens_opt, '.3g')}"
         )
-        for note in iso.notes:
-            console(stderr=True).print(f"note: {note}")
+        for warning in iso.warnings:
+            console(stderr=True).print(f"warning: {warning}")
     if report.isoflop_error:
-        console(stderr=True).print(f"note: Approach 2 skipped: {report.isoflop_error}")
+        console(stderr=True).print(f"warning: Approach 2 skipped: {report.isoflop_error}")
 
 
 def fit_command(
@@ -112,7 +114,12 @@ def fit_command(
     tokens_col: str = typer.Option("tokens", "--tokens-col", help="Column with D (or give --flops-col)."),
     flops_col: str = typer.Option("flops", "--flops-col", help="Column with C (D = C/(6N) if no tokens)."),
     loss_col: str = typer.Option("loss", "--loss-col", help="Column with the final loss."),
-    param_count: str = typer.Option("total", "--param-count", help="What N counts: total or non_embedding."),
+    param_count: str | None = typer.Option(
+        None,
+        "--param-count",
+        help="What N counts: total or non_embedding (default: non_embedding from a non_embedding_params "
+        "column when the CSV has one, as `runplan sweep` writes; else total, with a warning).",
+    ),
     drop_highest: int = typer.Option(0, "--drop-highest", help="Drop the N highest-loss runs (Epoch: 5)."),
     bootstrap: int = typer.Option(
         100, "--bootstrap", help="Bootstrap resamples for the intervals (0: none)."
@@ -140,6 +147,7 @@ def fit_command(
     from runplan.errors import SpecError
     from runplan.scaling.fit import (
         FitReport,
+        choose_param_count,
         fit_isoflop,
         fit_parametric,
         plot_fits,
@@ -148,7 +156,7 @@ def fit_command(
 
     if method not in ("both", "parametric", "isoflop"):
         raise SpecError(f"unknown method {method!r}", where="--method", hint="parametric, isoflop or both")
-    if param_count not in ("total", "non_embedding"):
+    if param_count is not None and param_count not in ("total", "non_embedding"):
         raise SpecError(
             f"unknown count {param_count!r}", where="--param-count", hint="total or non_embedding"
         )
@@ -196,6 +204,7 @@ def fit_command(
         )
     percentiles = ((100 - ci) / 2, 100 - (100 - ci) / 2)
 
+    params_col, count, count_warnings = choose_param_count(csv_file, params_col, param_count)
     runs = read_runs(
         csv_file, params_col=params_col, tokens_col=tokens_col, flops_col=flops_col, loss_col=loss_col
     )
@@ -221,7 +230,7 @@ def fit_command(
                 percentiles=percentiles,
                 at_flops=at,
                 seed=seed,
-                param_count=param_count,
+                param_count=count,
                 progress=callback,
             )
         finally:
@@ -230,10 +239,11 @@ def fit_command(
         source=runs.source,
         runs=runs.size,
         dropped=drop_highest,
-        param_count=param_count,
+        param_count=count,
         parametric=parametric,
         isoflop=isoflop,
         isoflop_error=isoflop_error,
+        warnings=count_warnings,
     )
     if output is not None and parametric is not None:
         _write_law(parametric, output)

@@ -84,7 +84,7 @@ class Sweep(BaseModel):
     mfu: float | None = Field(None, description="MFU assumed.")
     gpu_hours: float | None = Field(None, description="Total proxy GPU-hours.")
     cost_usd: float | None = Field(None, description="gpu_hours × price per GPU-hour.")
-    notes: list[str] = Field(default_factory=list, description="Warnings and remarks.")
+    warnings: list[str] = Field(default_factory=list, description="Cautions and remarks.")
 
     def to_csv(self) -> str:
         """CSV for `runplan fit` (columns params, tokens, flops, loss; loss left empty to fill in).
@@ -301,7 +301,7 @@ def design_sweep(
         mfu=mfu if gpu else None,
         gpu_hours=gpu_hours,
         cost_usd=gpu_hours * price_per_gpu_hour if gpu_hours is not None and price_per_gpu_hour else None,
-        notes=notes,
+        warnings=notes,
     )
 
 
