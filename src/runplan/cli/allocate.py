@@ -104,6 +104,8 @@ def render(allocation: Any, law: Any) -> None:
         ("training FLOPs 6ND", f"{a.flops:.3g}"),
         ("predicted loss", f"{a.loss:.4f}"),
     ]
+    if a.intervals is not None:
+        rows = [_with_interval(row, a.intervals) for row in rows]
     if a.objective == "inference_optimal":
         rows = [row for row in rows if row[0] != "training FLOPs 6ND"]
     if a.objective in ("tokens_per_param", "fixed_params"):
@@ -147,8 +149,22 @@ def render(allocation: Any, law: Any) -> None:
     shape_line = _shape_line(a, law)
     if shape_line:
         out.print(shape_line)
-    for note in a.notes:
-        console(stderr=True).print(f"note: {note}")
+    for warning in a.warnings:
+        console(stderr=True).print(f"warning: {warning}")
+
+
+def _with_interval(row: tuple[str, str], intervals: Any) -> tuple[str, str]:
+    """A parameters/tokens/loss row with its bootstrap percentiles appended (law fitted with resamples)."""
+    from runplan.units import format_si
+
+    key, text = row
+    found = {"parameters N": intervals.params, "tokens D": intervals.tokens, "predicted loss": intervals.loss}
+    interval = found.get(key)
+    if interval is None or interval.low is None:
+        return row
+    lo, hi = intervals.percentiles
+    fmt = (lambda x: f"{x:.4f}") if key == "predicted loss" else format_si
+    return key, f"{text}  [{fmt(interval.low)}, {fmt(interval.high)}] ({lo:g}th-{hi:g}th pct.)"
 
 
 def _shape_line(allocation: Any, law: Any) -> str | None:
@@ -273,7 +289,7 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     if json_output:
         print_json(result.model_dump(mode="json"))
         return
-    render(result, inputs.law)
+    render(result, stage.law)
     from runplan.cli.common import console
 
     console().print(f"model: {stage.resolution}")

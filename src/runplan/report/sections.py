@@ -55,6 +55,8 @@ def _allocation(plan: RunPlan) -> Section:
         ("tokens per parameter", f"{a.tokens_per_param:.1f}", "D / N (Chinchilla-optimal ≈ 20)"),
         ("predicted loss", f"{a.loss:.4f}", "L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"),
     ]
+    if a.intervals is not None:
+        section.rows += _interval_rows(a.intervals)
     if a.loss_penalty is not None:
         section.rows.append(
             (
@@ -84,6 +86,21 @@ def _allocation(plan: RunPlan) -> Section:
             ),
         ]
     return section
+
+
+def _interval_rows(intervals: Any) -> list[tuple[str, str, str]]:
+    """N, D and loss percentiles over the fitted law's bootstrap resamples (Hoffmann et al. 2022 App. D.2)."""
+    lo, hi = intervals.percentiles
+    why = f"{lo:g}th-{hi:g}th percentile of the allocation under {intervals.resamples} bootstrap refits of the law"
+    rows = []
+    for label, value, fmt in (
+        ("parameters N interval", intervals.params, fmt_count),
+        ("tokens D interval", intervals.tokens, fmt_count),
+        ("predicted loss interval", intervals.loss, lambda x: f"{x:.4f}"),
+    ):
+        if value.low is not None and value.high is not None:
+            rows.append((label, f"{fmt(value.low)} .. {fmt(value.high)}", why))
+    return rows
 
 
 def _architecture(plan: RunPlan) -> Section:

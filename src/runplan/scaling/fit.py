@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.errors import Infeasible, SpecError
-from runplan.scaling.laws import FittedRange, ParametricLaw
+from runplan.scaling.laws import FittedRange, Interval, ParametricLaw, interval_of
 
 HUBER_DELTA = 1e-3
 MAX_CSV_BYTES = 50_000_000
@@ -239,25 +239,8 @@ def _parse_rows(
 
 
 # ==== intervals ==================================================================================
-class Interval(BaseModel):
-    """A point estimate with bootstrap percentiles."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    value: float = Field(description="Estimate on the full data.")
-    low: float | None = Field(None, description="Lower bootstrap percentile.")
-    high: float | None = Field(None, description="Upper bootstrap percentile.")
-    std: float | None = Field(None, description="Bootstrap standard deviation.")
-
-
 def _interval(value: float, samples: np.ndarray | None, percentiles: tuple[float, float]) -> Interval:
-    if samples is None:
-        return Interval(value=float(value))
-    samples = samples[np.isfinite(samples)]
-    if samples.size < 2:
-        return Interval(value=float(value))
-    low, high = np.percentile(samples, percentiles)
-    return Interval(value=float(value), low=float(low), high=float(high), std=float(np.std(samples, ddof=1)))
+    return interval_of(value, samples, percentiles)
 
 
 def _check_at_flops(at_flops: float | None) -> None:
@@ -509,6 +492,11 @@ def fit_parametric(
     def column(j: int) -> np.ndarray | None:
         return None if samples is None else samples[:, j]
 
+    if samples is not None:
+        finite = samples[np.all(np.isfinite(samples), axis=1)]
+        law = law.model_copy(
+            update={"resamples": [tuple(float(x) for x in row) for row in finite], "percentiles": percentiles}
+        )
     n_opt, d_opt = law.compute_optimal(at)
     opt_samples: tuple[np.ndarray | None, ...] = (None, None, None)
     if samples is not None:

@@ -38,6 +38,29 @@ class FittedRange(BaseModel):
     tokens_max: PositiveNumber = Field(description="Most training tokens in the fitted runs.")
 
 
+class Interval(BaseModel):
+    """A point estimate with bootstrap percentiles."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float = Field(description="Estimate on the full data.")
+    low: float | None = Field(None, description="Lower bootstrap percentile.")
+    high: float | None = Field(None, description="Upper bootstrap percentile.")
+    std: float | None = Field(None, description="Bootstrap standard deviation.")
+
+
+def interval_of(value: float, samples: Any, percentiles: tuple[float, float]) -> Interval:
+    """``value`` with the ``percentiles`` and standard deviation of the finite ``samples`` (none: bare value)."""
+    if samples is None:
+        return Interval(value=float(value))
+    samples = np.asarray(samples, dtype=float)
+    samples = samples[np.isfinite(samples)]
+    if samples.size < 2:
+        return Interval(value=float(value))
+    low, high = np.percentile(samples, percentiles)
+    return Interval(value=float(value), low=float(low), high=float(high), std=float(np.std(samples, ddof=1)))
+
+
 class ParametricLaw(BaseModel):
     """L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)."""
 
@@ -58,6 +81,72 @@ class ParametricLaw(BaseModel):
     )
     source: str | None = Field(None, description="Paper and equation/table, or the CSV a fit came from.")
     note: str | None = Field(None, description="Caveats for this law.")
+    granularity_coef: PositiveNumber | None = Field(
+        None,
+        description="MoE laws: g in A(G) = A + g/G^γ (Krajewski et al. 2024, Eq. 5); N counts every expert.",
+    )
+    granularity_exp: PositiveNumber | None = Field(
+        None, description="MoE laws: γ in A(G) = A + g/G^γ, G = dense FFN width / expert FFN width."
+    )
+    resamples: list[tuple[float, float, float, float, float]] | None = Field(
+        None,
+        description="Bootstrap refits (E, A, B, alpha, beta) from `runplan fit`: allocate and plan repeat the "
+        "allocation under each to give intervals.",
+    )
+    percentiles: tuple[float, float] | None = Field(
+        None, description="Percentiles the intervals report (with resamples; default 10th and 90th)."
+    )
+
+    @property
+    def is_moe_law(self) -> bool:
+        """Whether the law was fitted on mixture-of-experts models (it has a granularity term)."""
+        return self.granularity_coef is not None and self.granularity_exp is not None
+
+    def for_moe(self, total_params: float, active_params: float, granularity: float) -> ParametricLaw:
+        """This law as a law in *active* parameters for one MoE architecture, so that C = 6·N_active·D holds.
+
+        A MoE law gives L = E + A(G)/N_total^α + B/D^β (Krajewski et al. 2024, Eq. 5: A(G) = A + g/G^γ). For
+        a fixed architecture N_total = ρ·N_active with ρ = ``total_params / active_params``, so
+        A(G)/N_total^α = (A(G)·ρ^(−α))/N_active^α: the same Chinchilla form with A' = A(G)·ρ^(−α), and every
+        closed form (Hoffmann et al. 2022, Eq. 4) then splits the compute actually spent. A dense law (no
+        granularity term) is taken with N = active parameters (ρ = 1): experts beyond the active ones earn no
+        credit, a conservative reading. Both counts are in the law's ``param_count``.
+        """
+        if not self.is_moe_law:
+            return self
+        ratio = total_params / active_params
+        a_of_g = self.A + (self.granularity_coef or 0.0) / granularity ** (self.granularity_exp or 0.0)
+        r = self.fitted_range
+        scaled = (
+            r.model_copy(update={"params_min": r.params_min / ratio, "params_max": r.params_max / ratio})
+            if r is not None
+            else None
+        )
+        return self.model_copy(
+            update={
+                "name": f"{self.name} (MoE, N = active parameters)",
+                "A": a_of_g * ratio ** (-self.alpha),
+                "granularity_coef": None,
+                "granularity_exp": None,
+                "fitted_range": scaled,
+                "note": f"{self.name} at granularity G = {granularity:.3g} and total/active = {ratio:.4g}: "
+                f"A' = (A + g/G^γ)·(total/active)^(−α) = {a_of_g:.4g} × {ratio:.4g}^(−{self.alpha:g}); "
+                "N and C = 6·N·D count active parameters",
+                "resamples": None,
+            }
+        )
+
+    def resampled_laws(self) -> list[ParametricLaw]:
+        """One law per bootstrap resample with positive, finite coefficients (empty without resamples)."""
+        out = []
+        for E, A, B, alpha, beta in self.resamples or []:
+            if all(math.isfinite(x) and x > 0 for x in (E, A, B, alpha, beta)):
+                out.append(
+                    self.model_copy(
+                        update={"E": E, "A": A, "B": B, "alpha": alpha, "beta": beta, "resamples": None}
+                    )
+                )
+        return out
 
     # ---- loss ------------------------------------------------------------------------------------
     def loss(self, N: Any, D: Any) -> Any:
@@ -276,9 +365,11 @@ def law_from_flag(text: str | None) -> ParametricLaw:
 __all__ = [
     "DEFAULT_LAW",
     "FittedRange",
+    "Interval",
     "LawSpec",
     "ParametricLaw",
     "get_shipped_law",
+    "interval_of",
     "law_from_flag",
     "load_law_file",
     "resolve_law",
