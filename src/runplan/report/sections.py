@@ -93,13 +93,13 @@ def _interval_rows(intervals: Any) -> list[tuple[str, str, str]]:
     lo, hi = intervals.percentiles
     why = f"{lo:g}th-{hi:g}th percentile of the allocation under {intervals.resamples} bootstrap refits of the law"
     rows = []
-    for label, value, fmt in (
+    for name, value, fmt in (
         ("parameters N interval", intervals.params, fmt_count),
         ("tokens D interval", intervals.tokens, fmt_count),
         ("predicted loss interval", intervals.loss, lambda x: f"{x:.4f}"),
     ):
         if value.low is not None and value.high is not None:
-            rows.append((label, f"{fmt(value.low)} .. {fmt(value.high)}", why))
+            rows.append((name, f"{fmt(value.low)} .. {fmt(value.high)}", why))
     return rows
 
 
