@@ -141,8 +141,20 @@ def fit_command(
     plot: str | None = typer.Option(None, "--plot", help="Write a PNG of the fits (needs matplotlib)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap random seed."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON (keys in docs/scaling.md)."),
+    hyperparams: bool = typer.Option(
+        False,
+        "--hyperparams",
+        help="FILE.csv is a batch/LR sweep (columns flops, lr, batch in tokens, loss): fit B_opt(C) and "
+        "η_opt(C) as DeepSeek LLM §3.1 did.",
+    ),
+    lr_col: str = typer.Option("lr", "--lr-col", help="--hyperparams: column with the peak learning rate."),
+    batch_col: str = typer.Option(
+        "batch", "--batch-col", help="--hyperparams: column with the global batch in tokens."
+    ),
 ) -> None:
-    """Fit scaling laws to your proxy runs (Hoffmann et al. 2022 Approaches 2 and 3) and write a law file."""
+    """Fit scaling laws to your proxy runs (Hoffmann et al. 2022 Approaches 2 and 3) and write a law file.
+
+    With --hyperparams: fit the compute-optimal batch size and learning rate to a batch/LR sweep instead."""
     from runplan.cli.common import flag_value
     from runplan.errors import SpecError
     from runplan.scaling.fit import (
@@ -203,6 +215,19 @@ def fit_command(
             "a law file needs the parametric fit", where="-o", hint="use --method parametric or both"
         )
     percentiles = ((100 - ci) / 2, 100 - (100 - ci) / 2)
+    if hyperparams:
+        _fit_hyperparams(
+            csv_file,
+            columns=(flops_col, lr_col, batch_col, loss_col),
+            bootstrap=bootstrap,
+            percentiles=percentiles,
+            at_flops=at,
+            bin_decades=bins,
+            seed=seed,
+            output=output,
+            json_output=json_output,
+        )
+        return
 
     params_col, count, count_warnings = choose_param_count(csv_file, params_col, param_count)
     runs = read_runs(
@@ -255,6 +280,82 @@ def fit_command(
         render(report)
         if output is not None:
             print(f"\nwrote law file {output} (use it with --law {output})")
+
+
+def _fit_hyperparams(
+    csv_file: str,
+    *,
+    columns: tuple[str, str, str, str],
+    bootstrap: int,
+    percentiles: tuple[float, float],
+    at_flops: float | None,
+    bin_decades: float | None,
+    seed: int,
+    output: str | None,
+    json_output: bool,
+) -> None:
+    """`runplan fit --hyperparams`: B_opt(C) and η_opt(C) from a batch/LR sweep (runplan.scaling.hyperfit)."""
+    import yaml
+
+    from runplan.cli.common import write_output
+    from runplan.scaling.hyperfit import fit_hyperparams, read_hyperparam_runs
+
+    flops_col, lr_col, batch_col, loss_col = columns
+    runs = read_hyperparam_runs(
+        csv_file, flops_col=flops_col, lr_col=lr_col, batch_col=batch_col, loss_col=loss_col
+    )
+    fit = fit_hyperparams(
+        runs,
+        bootstrap=bootstrap,
+        percentiles=percentiles,
+        at_flops=at_flops,
+        bin_decades=bin_decades,
+        seed=seed,
+    )
+    if output is not None:
+        text = yaml.safe_dump(fit.law().model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+        write_output(text, output, "-o")
+    if json_output:
+        print_json(fit.model_dump(mode="json"))
+        return
+    render_hyperparams(fit)
+    if output is not None:
+        print(f"\nwrote hyperparameter law {output}")
+
+
+def render_hyperparams(fit: Any) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+
+    out = console()
+    lo, hi = fit.percentiles
+    ci = f" (bootstrap {fit.bootstrap}, {lo:g}th-{hi:g}th percentiles)" if fit.bootstrap else ""
+    out.print(
+        f"[bold]Hyperparameter fit[/bold] of {fit.source}: near-optimal runs (loss within "
+        f"{fit.tolerance:.2%} of each budget's best) → power laws in C, as DeepSeek LLM §3.1{ci}"
+    )
+    table = Table(box=None, padding=(0, 2))
+    for column in ("budget C", "runs", "near-optimal", "best lr", "best batch", "best loss"):
+        table.add_column(column)
+    for b in fit.budgets:
+        table.add_row(
+            f"{b.flops:.3g}",
+            str(b.runs),
+            str(b.near_optimal),
+            f"{b.best_lr:.3g}",
+            f"{b.best_batch:.3g}",
+            f"{b.best_loss:.4f}",
+        )
+    out.print(table)
+    out.print(f"  B_opt = {_interval_text(fit.batch_coef, '.4g')}·C^e, e = {_interval_text(fit.batch_exp)}")
+    out.print(f"  η_opt = {_interval_text(fit.lr_coef, '.4g')}·C^e, e = {_interval_text(fit.lr_exp)}")
+    out.print(
+        f"  at C = {fit.at_flops:.3g}: B_opt {_interval_text(fit.batch_opt, '.3g')} tokens, "
+        f"η_opt {_interval_text(fit.lr_opt, '.3g')}"
+    )
+    for warning in fit.warnings:
+        console(stderr=True).print(f"warning: {warning}")
 
 
 def _write_law(parametric: Any, output: str) -> None:
