@@ -142,3 +142,44 @@ def test_fitted_law_file_carries_resamples_to_allocate(tmp_path):
     assert result.intervals is not None
     assert result.intervals.params.low <= result.params <= result.intervals.params.high
     assert math.isfinite(result.intervals.loss.std or math.nan)
+
+
+def test_plan_with_a_fitted_law_prints_intervals(tmp_path):
+    """A plan whose law file carries bootstrap resamples: the allocation has intervals and the report shows
+    them, bracketing the point values."""
+    from runplan.plan import build_plan
+    from runplan.report.markdown import render_markdown
+    from runplan.scaling.fit import fit_parametric, read_runs, write_law_file
+    from runplan.spec import load_plan
+
+    fit = fit_parametric(read_runs(REPO / "examples" / "isoflop_synthetic.csv"), bootstrap=20, starts=4)
+    write_law_file(fit, tmp_path / "law.yaml")
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(
+        "schema_version: 1\nname: fitted\nbudget: {flops: 1e22}\nlaw: {file: law.yaml}\n"
+        "cluster: {gpu: h100-sxm, gpus: 64}\n"
+    )
+    plan = build_plan(load_plan(plan_file), tmp_path)
+    intervals = plan.allocation.intervals
+    assert intervals is not None
+    assert intervals.params.low <= plan.allocation.params <= intervals.params.high
+    assert intervals.loss.low <= plan.allocation.loss <= intervals.loss.high
+    text = render_markdown(plan)
+    assert "parameters N interval" in text and "predicted loss interval" in text
+
+
+def test_allocate_cli_prints_intervals_and_overrun(tmp_path):
+    from typer.testing import CliRunner
+
+    from runplan.cli.app import app
+    from runplan.scaling.fit import fit_parametric, read_runs, write_law_file
+
+    fit = fit_parametric(read_runs(REPO / "examples" / "isoflop_synthetic.csv"), bootstrap=10, starts=4)
+    write_law_file(fit, tmp_path / "law.yaml")
+    result = CliRunner().invoke(app, ["allocate", "--flops", "1e22", "--law", str(tmp_path / "law.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "(10th-90th pct.)" in result.stdout and "predicted loss" in result.stdout
+    overrun = CliRunner().invoke(
+        app, ["allocate", "--flops", "2e23", "--inference-tokens", "2e13", "--target-loss", "2.0"]
+    )
+    assert overrun.exit_code == 0 and "warning: budget overrun" in overrun.stderr and "2e+23" in overrun.stderr

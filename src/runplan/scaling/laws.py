@@ -225,18 +225,25 @@ class ParametricLaw(BaseModel):
         return (self.A / (loss - self.E)) ** (1.0 / self.alpha)
 
     def extrapolation_note(self, N: float, D: float) -> str | None:
-        """A one-line warning when (N, D) lies outside the law's fitted range (None inside or unknown)."""
+        """A one-line warning when (N, D) lies outside the law's fitted range (None inside or unknown), with how
+        far outside: beyond 10× a power law fitted over two decades is a guess, and the note says so."""
         r = self.fitted_range
         if r is None:
             return None
-        parts = []
-        if r.params_max * 1.0001 < N or r.params_min * 0.9999 > N:
-            parts.append(f"N = {N:.3g} outside the fitted {r.params_min:.3g}..{r.params_max:.3g}")
-        if r.tokens_max * 1.0001 < D or r.tokens_min * 0.9999 > D:
-            parts.append(f"D = {D:.3g} outside the fitted {r.tokens_min:.3g}..{r.tokens_max:.3g}")
+        parts, worst = [], 1.0
+        for letter, value, low, high in (
+            ("N", N, r.params_min, r.params_max),
+            ("D", D, r.tokens_min, r.tokens_max),
+        ):
+            if high * 1.0001 < value or low * 0.9999 > value:
+                factor = value / high if value > high else low / value
+                side = "above" if value > high else "below"
+                parts.append(f"{letter} = {value:.3g}, {factor:.3g}× {side} the fitted {low:.3g}..{high:.3g}")
+                worst = max(worst, factor)
         if not parts:
             return None
-        return f"law '{self.name}' extrapolates: " + "; ".join(parts)
+        far = "; far outside its data, so treat the loss as a rough guess" if worst > 10 else ""
+        return f"law '{self.name}' extrapolates: " + "; ".join(parts) + far
 
     def to_yaml_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
