@@ -255,7 +255,8 @@ class LawSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(
-        None, description="A shipped law: hoffmann2022, hoffmann2022-unrounded, besiroglu2024."
+        None,
+        description="A shipped law: hoffmann2022, hoffmann2022-unrounded, besiroglu2024, krajewski2024-moe (MoE).",
     )
     file: str | None = Field(
         None, description="Path to a law YAML file written by `runplan fit -o law.yaml`."
