@@ -10,8 +10,13 @@ of the Chinchilla fit's (issue 16: within 2× for any CSV of up to 1,000 runs).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
+
+# as `runplan fit` does (runplan.cli.fit.single_threaded_blas): one BLAS thread, set before numpy loads
+if "OMP_NUM_THREADS" not in os.environ:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 

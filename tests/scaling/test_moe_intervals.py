@@ -182,4 +182,6 @@ def test_allocate_cli_prints_intervals_and_overrun(tmp_path):
     overrun = CliRunner().invoke(
         app, ["allocate", "--flops", "2e23", "--inference-tokens", "2e13", "--target-loss", "2.0"]
     )
-    assert overrun.exit_code == 0 and "warning: budget overrun" in overrun.stderr and "2e+23" in overrun.stderr
+    assert (
+        overrun.exit_code == 0 and "warning: budget overrun" in overrun.stderr and "2e+23" in overrun.stderr
+    )

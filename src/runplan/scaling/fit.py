@@ -430,17 +430,68 @@ def fit_parametric(
     if runs.size < 5:
         raise SpecError(f"a 5-parameter law needs at least 5 runs, got {runs.size}", source=runs.source)
     _check_at_flops(at_flops)
-    warnings: list[str] = []
-    if runs.size > MAX_FIT_RUNS:
-        keep = np.sort(np.random.default_rng(seed).choice(runs.size, MAX_FIT_RUNS, replace=False))
-        warnings.append(
-            f"{runs.size:,} rows: fitted a random subsample of {MAX_FIT_RUNS:,} (seed {seed}); a scaling-law "
-            "fit wants one row per run with its final loss (is this a training log?)"
-        )
-        runs = runs.subset(keep)
-    log_n, log_d, log_loss = np.log(runs.params), np.log(runs.tokens), np.log(runs.loss)
+    runs, warnings = _subsample(runs, seed)
+    logs = (np.log(runs.params), np.log(runs.tokens), np.log(runs.loss))
     grid_points = start_grid(grid)
-    theta, value, converged, tried = _best_fit(log_n, log_d, log_loss, None, grid_points, starts, delta)
+    theta, value, converged, tried = _best_fit(*logs, None, grid_points, starts, delta)
+    law = _fitted_law(runs, theta, tried, delta, name, param_count)
+    at = float(at_flops) if at_flops is not None else float(runs.flops.max())
+    samples, failed = _bootstrap(logs, theta, grid_points, bootstrap, bootstrap_starts, delta, seed, progress)
+
+    def column(j: int) -> np.ndarray | None:
+        return None if samples is None else samples[:, j]
+
+    if samples is not None:
+        finite = samples[np.all(np.isfinite(samples), axis=1)]
+        law = law.model_copy(
+            update={"resamples": [tuple(float(x) for x in row) for row in finite], "percentiles": percentiles}
+        )
+    n_opt, d_opt = law.compute_optimal(at)
+    opt_samples = _optimum_samples(samples, at)
+    fit = ParametricFit(
+        law=law,
+        objective=value,
+        runs=runs.size,
+        starts=tried,
+        converged_starts=converged,
+        E=_interval(law.E, column(0), percentiles),
+        A=_interval(law.A, column(1), percentiles),
+        B=_interval(law.B, column(2), percentiles),
+        alpha=_interval(law.alpha, column(3), percentiles),
+        beta=_interval(law.beta, column(4), percentiles),
+        at_flops=at,
+        params_opt=_interval(n_opt, opt_samples[0], percentiles),
+        tokens_opt=_interval(d_opt, opt_samples[1], percentiles),
+        tokens_per_param=_interval(d_opt / n_opt, opt_samples[2], percentiles),
+        bootstrap=bootstrap,
+        bootstrap_failed=failed,
+        percentiles=percentiles,
+        seconds=time.perf_counter() - t0,
+    )
+    return fit.model_copy(update={"warnings": warnings + parametric_warnings(fit, float(runs.flops.max()))})
+
+
+def _subsample(runs: Runs, seed: int) -> tuple[Runs, list[str]]:
+    """At most MAX_FIT_RUNS runs (a seeded random subsample above it), and the warning that says so."""
+    if runs.size <= MAX_FIT_RUNS:
+        return runs, []
+    keep = np.sort(np.random.default_rng(seed).choice(runs.size, MAX_FIT_RUNS, replace=False))
+    warning = (
+        f"{runs.size:,} rows: fitted a random subsample of {MAX_FIT_RUNS:,} (seed {seed}); a scaling-law "
+        "fit wants one row per run with its final loss (is this a training log?)"
+    )
+    return runs.subset(keep), [warning]
+
+
+def _fitted_law(
+    runs: Runs,
+    theta: np.ndarray | None,
+    tried: int,
+    delta: float,
+    name: str | None,
+    param_count: Literal["total", "non_embedding"],
+) -> ParametricLaw:
+    """The law at the full-data optimum θ; Infeasible when no start converged or an exponent is not positive."""
     if theta is None:
         raise Infeasible(
             f"parametric fit of {runs.source} did not converge from any of {tried} starts "
@@ -454,7 +505,7 @@ def fit_parametric(
             f"E = {E:.3g}: the runs do not determine a law with positive exponents",
             suggestions=["vary both N and D over at least a decade each", "drop diverged or unfinished runs"],
         )
-    law = ParametricLaw(
+    return ParametricLaw(
         name=name or f"fit:{Path(runs.source).name}",
         E=E,
         A=A,
@@ -470,63 +521,49 @@ def fit_parametric(
             tokens_max=float(runs.tokens.max()),
         ),
     )
-    at = float(at_flops) if at_flops is not None else float(runs.flops.max())
 
-    samples = None
+
+def _bootstrap(
+    logs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    theta: np.ndarray | None,
+    grid_points: np.ndarray,
+    bootstrap: int,
+    bootstrap_starts: int,
+    delta: float,
+    seed: int,
+    progress: Callable[[int], None] | None,
+) -> tuple[np.ndarray | None, int]:
+    """(bootstrap × 5) coefficients (E, A, B, α, β), NaN rows where no start converged, and their count."""
+    if bootstrap <= 0 or theta is None:
+        return None, 0
+    size = logs[0].size
+    rng = np.random.default_rng(seed)
+    samples = np.full((bootstrap, 5), np.nan)
     failed = 0
-    if bootstrap > 0:
-        rng = np.random.default_rng(seed)
-        samples = np.full((bootstrap, 5), np.nan)
-        for i in range(bootstrap):
-            weights = rng.multinomial(runs.size, np.full(runs.size, 1.0 / runs.size)).astype(float)
-            boot_theta, _, _, _ = _best_fit(
-                log_n, log_d, log_loss, weights, grid_points, bootstrap_starts, delta, extra_starts=[theta]
-            )
-            if boot_theta is None:
-                failed += 1
-            else:
-                samples[i] = _theta_to_coefficients(boot_theta)
-            if progress is not None:
-                progress(i + 1)
-
-    def column(j: int) -> np.ndarray | None:
-        return None if samples is None else samples[:, j]
-
-    if samples is not None:
-        finite = samples[np.all(np.isfinite(samples), axis=1)]
-        law = law.model_copy(
-            update={"resamples": [tuple(float(x) for x in row) for row in finite], "percentiles": percentiles}
+    for i in range(bootstrap):
+        weights = rng.multinomial(size, np.full(size, 1.0 / size)).astype(float)
+        boot_theta, _, _, _ = _best_fit(
+            *logs, weights, grid_points, bootstrap_starts, delta, extra_starts=[theta]
         )
-    n_opt, d_opt = law.compute_optimal(at)
-    opt_samples: tuple[np.ndarray | None, ...] = (None, None, None)
-    if samples is not None:
-        ok = np.all(np.isfinite(samples), axis=1) & (samples[:, 3] > 0) & (samples[:, 4] > 0)
-        s = samples[ok]
-        g = (s[:, 3] * s[:, 1] / (s[:, 4] * s[:, 2])) ** (1.0 / (s[:, 3] + s[:, 4]))
-        n_s = g * (at / 6.0) ** (s[:, 4] / (s[:, 3] + s[:, 4]))
-        d_s = at / 6.0 / n_s
-        opt_samples = (n_s, d_s, d_s / n_s)
-    fit = ParametricFit(
-        law=law,
-        objective=value,
-        runs=runs.size,
-        starts=tried,
-        converged_starts=converged,
-        E=_interval(E, column(0), percentiles),
-        A=_interval(A, column(1), percentiles),
-        B=_interval(B, column(2), percentiles),
-        alpha=_interval(alpha, column(3), percentiles),
-        beta=_interval(beta, column(4), percentiles),
-        at_flops=at,
-        params_opt=_interval(n_opt, opt_samples[0], percentiles),
-        tokens_opt=_interval(d_opt, opt_samples[1], percentiles),
-        tokens_per_param=_interval(d_opt / n_opt, opt_samples[2], percentiles),
-        bootstrap=bootstrap,
-        bootstrap_failed=failed,
-        percentiles=percentiles,
-        seconds=time.perf_counter() - t0,
-    )
-    return fit.model_copy(update={"warnings": warnings + parametric_warnings(fit, float(runs.flops.max()))})
+        if boot_theta is None:
+            failed += 1
+        else:
+            samples[i] = _theta_to_coefficients(boot_theta)
+        if progress is not None:
+            progress(i + 1)
+    return samples, failed
+
+
+def _optimum_samples(samples: np.ndarray | None, at: float) -> tuple[np.ndarray | None, ...]:
+    """Compute-optimal N, D and D/N at ``at`` under each resample (Hoffmann Eq. 4), or Nones without any."""
+    if samples is None:
+        return (None, None, None)
+    ok = np.all(np.isfinite(samples), axis=1) & (samples[:, 3] > 0) & (samples[:, 4] > 0)
+    s = samples[ok]
+    g = (s[:, 3] * s[:, 1] / (s[:, 4] * s[:, 2])) ** (1.0 / (s[:, 3] + s[:, 4]))
+    n_s = g * (at / 6.0) ** (s[:, 4] / (s[:, 3] + s[:, 4]))
+    d_s = at / 6.0 / n_s
+    return (n_s, d_s, d_s / n_s)
 
 
 #: Approach 3 is called ill-conditioned when the bootstrap interval of E spans more than this factor, or that
