@@ -7,11 +7,14 @@ files accept, and optionally a plot. JSON keys: docs/scaling.md. Nothing heavy i
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json
+
+if TYPE_CHECKING:
+    from runplan.scaling.fit import FitReport, Runs
 
 #: Most bootstrap resamples accepted: 10,000 (2.5× the 4,000 of Besiroglu et al. 2024) pins the 10th and
 #: 90th percentiles to a fraction of their width; more only takes hours (each resample is a full fit).
@@ -146,7 +149,7 @@ def fit_command(
         None,
         "--bin-decades",
         help="isoFLOP grouping: 0 exact budgets, w bins of w decades "
-        "(default: exact when budgets repeat, else 0.1).",
+        "(default: exact when budgets repeat, else budgets from the data: peaks of the log10 C density).",
     ),
     at_flops: str | None = typer.Option(
         None, "--flops", help="Budget to report the optimum at (default: the largest in the file)."
@@ -170,16 +173,58 @@ def fit_command(
 
     With --hyperparams: fit the compute-optimal batch size and learning rate to a batch/LR sweep instead."""
     single_threaded_blas()
+    options = _check_options(method, param_count, bootstrap, ci, starts, bin_decades, at_flops, seed)
+    _check_outputs(plot, output, method)
+    if hyperparams:
+        _fit_hyperparams(
+            csv_file,
+            columns=(flops_col, lr_col, batch_col, loss_col),
+            options=options,
+            output=output,
+            json_output=json_output,
+        )
+        return
+    report, runs = _fit_runs(csv_file, (params_col, tokens_col, flops_col, loss_col), drop_highest, options)
+    if output is not None and report.parametric is not None:
+        _write_law(report.parametric, output)
+    if plot is not None:
+        from runplan.scaling.fit import plot_fits
+
+        plot_fits(report, runs, plot)
+    if json_output:
+        print_json(report.model_dump(mode="json"))
+    else:
+        render(report)
+        if output is not None:
+            print(f"\nwrote law file {output} (use it with --law {output})")
+
+
+class FitOptions(NamedTuple):
+    """The fit flags, checked and parsed."""
+
+    method: str
+    param_count: str | None
+    bootstrap: int
+    percentiles: tuple[float, float]
+    starts: int | None
+    bin_decades: float | None
+    at_flops: float | None
+    seed: int
+
+
+def _check_options(
+    method: str,
+    param_count: str | None,
+    bootstrap: int,
+    ci: float,
+    starts: str,
+    bin_decades: str | None,
+    at_flops: str | None,
+    seed: int,
+) -> FitOptions:
+    """Each bad flag is a one-line SpecError naming it."""
     from runplan.cli.common import flag_value
     from runplan.errors import SpecError
-    from runplan.scaling.fit import (
-        FitReport,
-        choose_param_count,
-        fit_isoflop,
-        fit_parametric,
-        plot_fits,
-        read_runs,
-    )
 
     if method not in ("both", "parametric", "isoflop"):
         raise SpecError(f"unknown method {method!r}", where="--method", hint="parametric, isoflop or both")
@@ -197,23 +242,29 @@ def fit_command(
         )
     if not 0 < ci < 100:
         raise SpecError(f"must be in (0, 100), got {ci:g}", where="--ci")
-    if starts.strip().lower() == "all":
-        n_starts = None
-    else:
+    n_starts = None
+    if starts.strip().lower() != "all":
         n_starts = flag_value(starts, "--starts", "count")
         if n_starts < 1:
             raise SpecError("must be at least 1 (or 'all')", where="--starts")
     bins = flag_value(bin_decades, "--bin-decades")
     if bins is not None and bins < 0:
         raise SpecError("must not be negative", where="--bin-decades")
-    at = flag_value(at_flops, "--flops")
     if seed < 0:
         raise SpecError(f"must not be negative, got {seed}", where="--seed", hint="e.g. 0")
+    percentiles = ((100 - ci) / 2, 100 - (100 - ci) / 2)
+    at = flag_value(at_flops, "--flops")
+    return FitOptions(method, param_count, bootstrap, percentiles, n_starts, bins, at, seed)
+
+
+def _check_outputs(plot: str | None, output: str | None, method: str) -> None:
+    """--plot and -o: writable paths, a plot suffix matplotlib writes, a law file only with Approach 3."""
+    from pathlib import Path
+
+    from runplan.cli.common import check_output_path
+    from runplan.errors import SpecError
+
     if plot is not None:
-        from pathlib import Path
-
-        from runplan.cli.common import check_output_path
-
         if Path(plot).suffix.lower() not in PLOT_SUFFIXES:
             raise SpecError(
                 f"cannot write a plot as '{Path(plot).suffix}'",
@@ -222,54 +273,52 @@ def fit_command(
             )
         check_output_path(plot, "--plot")
     if output is not None:
-        from runplan.cli.common import check_output_path
-
         check_output_path(output, "-o")
     if output is not None and method == "isoflop":
         raise SpecError(
             "a law file needs the parametric fit", where="-o", hint="use --method parametric or both"
         )
-    percentiles = ((100 - ci) / 2, 100 - (100 - ci) / 2)
-    if hyperparams:
-        _fit_hyperparams(
-            csv_file,
-            columns=(flops_col, lr_col, batch_col, loss_col),
-            bootstrap=bootstrap,
-            percentiles=percentiles,
-            at_flops=at,
-            bin_decades=bins,
-            seed=seed,
-            output=output,
-            json_output=json_output,
-        )
-        return
 
-    params_col, count, count_warnings = choose_param_count(csv_file, params_col, param_count)
+
+def _fit_runs(
+    csv_file: str, columns: tuple[str, str, str, str], drop_highest: int, options: FitOptions
+) -> tuple[FitReport, Runs]:
+    """Read the runs and fit the approaches ``options.method`` names (Approach 2 failing in 'both' is noted)."""
+    from runplan.errors import SpecError
+    from runplan.scaling.fit import FitReport, choose_param_count, fit_isoflop, fit_parametric, read_runs
+
+    params_col, tokens_col, flops_col, loss_col = columns
+    params_col, count, count_warnings = choose_param_count(csv_file, params_col, options.param_count)
     runs = read_runs(
         csv_file, params_col=params_col, tokens_col=tokens_col, flops_col=flops_col, loss_col=loss_col
     )
     runs = runs.drop_highest_loss(drop_highest)
-    parametric = isoflop = None
-    isoflop_error = None
-    if method in ("both", "isoflop"):
+    boot, pct, at = options.bootstrap, options.percentiles, options.at_flops
+    parametric = isoflop = isoflop_error = None
+    if options.method in ("both", "isoflop"):
         try:
             isoflop = fit_isoflop(
-                runs, bin_decades=bins, bootstrap=bootstrap, percentiles=percentiles, at_flops=at, seed=seed
+                runs,
+                bin_decades=options.bin_decades,
+                bootstrap=boot,
+                percentiles=pct,
+                at_flops=at,
+                seed=options.seed,
             )
         except SpecError as error:
-            if method == "isoflop":
+            if options.method == "isoflop":
                 raise
             isoflop_error = error.one_line()
-    if method in ("both", "parametric"):
-        callback, close = _progress(bootstrap)
+    if options.method in ("both", "parametric"):
+        callback, close = _progress(options.bootstrap)
         try:
             parametric = fit_parametric(
                 runs,
-                starts=n_starts,
-                bootstrap=bootstrap,
-                percentiles=percentiles,
+                starts=options.starts,
+                bootstrap=boot,
+                percentiles=pct,
                 at_flops=at,
-                seed=seed,
+                seed=options.seed,
                 param_count=count,
                 progress=callback,
             )
@@ -285,27 +334,14 @@ def fit_command(
         isoflop_error=isoflop_error,
         warnings=count_warnings,
     )
-    if output is not None and parametric is not None:
-        _write_law(parametric, output)
-    if plot is not None:
-        plot_fits(report, runs, plot)
-    if json_output:
-        print_json(report.model_dump(mode="json"))
-    else:
-        render(report)
-        if output is not None:
-            print(f"\nwrote law file {output} (use it with --law {output})")
+    return report, runs
 
 
 def _fit_hyperparams(
     csv_file: str,
     *,
     columns: tuple[str, str, str, str],
-    bootstrap: int,
-    percentiles: tuple[float, float],
-    at_flops: float | None,
-    bin_decades: float | None,
-    seed: int,
+    options: FitOptions,
     output: str | None,
     json_output: bool,
 ) -> None:
@@ -321,11 +357,11 @@ def _fit_hyperparams(
     )
     fit = fit_hyperparams(
         runs,
-        bootstrap=bootstrap,
-        percentiles=percentiles,
-        at_flops=at_flops,
-        bin_decades=bin_decades,
-        seed=seed,
+        bootstrap=options.bootstrap,
+        percentiles=options.percentiles,
+        at_flops=options.at_flops,
+        bin_decades=options.bin_decades,
+        seed=options.seed,
     )
     if output is not None:
         text = yaml.safe_dump(fit.law().model_dump(mode="json"), sort_keys=False, allow_unicode=True)

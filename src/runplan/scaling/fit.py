@@ -115,90 +115,31 @@ def read_runs(
     Needs the params and loss columns and at least one of tokens and flops (the other is derived with
     C = 6·N·D). Other columns are ignored (a `runplan sweep` CSV reads back as is once its losses are filled in).
     """
-    path = Path(path)
-    source = str(path)
-    try:
-        if path.stat().st_size > MAX_CSV_BYTES:
-            raise SpecError(f"file is larger than {MAX_CSV_BYTES // 1_000_000} MB", source=source)
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as error:
-        raise SpecError(f"cannot read file: {error.strerror}", source=source) from None
-    except UnicodeDecodeError:
-        raise SpecError("not a UTF-8 text file", source=source) from None
+    text, source = read_csv_text(path)
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
     if not header:
         raise SpecError("empty file: expected a header row such as 'params,tokens,loss'", source=source)
-    header = [h.strip() for h in header]
-    index: dict[str, int] = {}
-    for i, name in enumerate(header):
-        if name in index and name in (params_col, tokens_col, flops_col, loss_col):
-            raise SpecError(
-                f"column '{name}' appears twice (columns {index[name] + 1} and {i + 1})",
-                source=source,
-                where="line 1",
-                hint="rename or remove one of them",
-            )
-        index.setdefault(name, i)
-
-    def need(column: str, flag: str) -> int:
-        if column not in index:
-            import difflib
-
-            close = difflib.get_close_matches(column, header, n=1)
-            hint = (
-                f"did you mean '{close[0]}'? (or pass {flag} {close[0]})"
-                if close
-                else f"columns are {', '.join(header)}; name yours with {flag}"
-            )
-            raise SpecError(f"missing column '{column}'", source=source, hint=hint)
-        return index[column]
-
-    i_n = need(params_col, "--params-col")
-    i_l = need(loss_col, "--loss-col")
+    index = _column_index([h.strip() for h in header], (params_col, tokens_col, flops_col, loss_col), source)
+    i_n = _need(index, params_col, "--params-col", source)
+    i_l = _need(index, loss_col, "--loss-col", source)
     i_d = index.get(tokens_col)
     i_c = index.get(flops_col)
     if i_d is None and i_c is None:
         raise SpecError(
             f"missing column '{tokens_col}' or '{flops_col}' (one of them is needed)",
             source=source,
-            hint=f"columns are {', '.join(header)}; name yours with --tokens-col or --flops-col",
+            hint=f"columns are {', '.join(index)}; name yours with --tokens-col or --flops-col",
         )
     columns = [(params_col, i_n), (loss_col, i_l)]
     columns += [(tokens_col, i_d)] if i_d is not None else []
     columns += [(flops_col, i_c)] if i_c is not None else []
-    all_rows = list(reader)
-    physical_lines = reader.line_num
-    # line of each record: i + 2 unless a quoted field spans lines (then recount record by record)
-    if physical_lines == len(all_rows) + 1:
-        keep = [i for i, r in enumerate(all_rows) if "".join(r).strip()]
-        rows = [all_rows[i] for i in keep]
-        row_lines = [i + 2 for i in keep]
-    else:
-        rows, row_lines = [], []
-        recount = csv.reader(text.splitlines())
-        next(recount, None)
-        for row_values in recount:
-            if "".join(row_values).strip():
-                rows.append(row_values)
-                row_lines.append(recount.line_num)
+    rows, lines = _records(reader, text)
     if not rows:
         raise SpecError("no runs after the header row", source=source)
-    width = max(i for _, i in columns) + 1
-    fast: dict[str, np.ndarray] = {}
-    if all(len(r) >= width for r in rows):  # vectorized parse; the row loop below names the first bad cell
-        try:
-            with np.errstate(all="ignore"):
-                for name, i in columns:
-                    fast[name] = np.array([r[i] for r in rows], dtype=float)
-        except ValueError:
-            fast = {}
-    if fast and all(bool(np.all(np.isfinite(v) & (v > 0))) for v in fast.values()):
-        values_np = fast
-        lines = row_lines
-    else:
-        values_np = _parse_rows(rows, row_lines, columns, source, loss_col)
-        lines = row_lines
+    values_np = _fast_parse(rows, columns)
+    if values_np is None:
+        values_np = _parse_rows(rows, lines, columns, source, loss_col)
     n = values_np[params_col]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         d = values_np[tokens_col] if i_d is not None else values_np[flops_col] / (6.0 * n)
@@ -214,6 +155,82 @@ def read_runs(
             hint="check the magnitudes of params, tokens and flops",
         )
     return Runs(params=n, tokens=d, flops=c, loss=values_np[loss_col], lines=np.array(lines), source=source)
+
+
+def read_csv_text(path: str | Path) -> tuple[str, str]:
+    """The text of a CSV of at most MAX_CSV_BYTES, and its name for messages; a one-line SpecError otherwise."""
+    path = Path(path)
+    source = str(path)
+    try:
+        if path.stat().st_size > MAX_CSV_BYTES:
+            raise SpecError(f"file is larger than {MAX_CSV_BYTES // 1_000_000} MB", source=source)
+        return path.read_text(encoding="utf-8-sig"), source
+    except OSError as error:
+        raise SpecError(f"cannot read file: {error.strerror}", source=source) from None
+    except UnicodeDecodeError:
+        raise SpecError("not a UTF-8 text file", source=source) from None
+
+
+def _column_index(header: list[str], wanted: tuple[str, ...], source: str) -> dict[str, int]:
+    """Column name → position (first occurrence); a wanted column named twice is a SpecError."""
+    index: dict[str, int] = {}
+    for i, name in enumerate(header):
+        if name in index and name in wanted:
+            raise SpecError(
+                f"column '{name}' appears twice (columns {index[name] + 1} and {i + 1})",
+                source=source,
+                where="line 1",
+                hint="rename or remove one of them",
+            )
+        index.setdefault(name, i)
+    return index
+
+
+def _need(index: dict[str, int], column: str, flag: str, source: str) -> int:
+    if column in index:
+        return index[column]
+    import difflib
+
+    header = list(index)
+    close = difflib.get_close_matches(column, header, n=1)
+    hint = (
+        f"did you mean '{close[0]}'? (or pass {flag} {close[0]})"
+        if close
+        else f"columns are {', '.join(header)}; name yours with {flag}"
+    )
+    raise SpecError(f"missing column '{column}'", source=source, hint=hint)
+
+
+def _records(reader: Any, text: str) -> tuple[list[list[str]], list[int]]:
+    """Non-blank records after the header and the CSV line each starts on (a quoted field may span lines)."""
+    all_rows = list(reader)
+    if reader.line_num == len(all_rows) + 1:  # one line per record: line = index + 2
+        keep = [i for i, r in enumerate(all_rows) if "".join(r).strip()]
+        return [all_rows[i] for i in keep], [i + 2 for i in keep]
+    rows, lines = [], []
+    recount = csv.reader(text.splitlines())
+    next(recount, None)
+    for row_values in recount:
+        if "".join(row_values).strip():
+            rows.append(row_values)
+            lines.append(recount.line_num)
+    return rows, lines
+
+
+def _fast_parse(rows: list[list[str]], columns: list[tuple[str, int]]) -> dict[str, np.ndarray] | None:
+    """Vectorized parse when every cell is a positive finite number; None sends the caller to the cell-by-cell
+    parse, which names the first bad cell."""
+    width = max(i for _, i in columns) + 1
+    if not all(len(r) >= width for r in rows):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            values = {name: np.array([r[i] for r in rows], dtype=float) for name, i in columns}
+    except ValueError:
+        return None
+    if all(bool(np.all(np.isfinite(v) & (v > 0))) for v in values.values()):
+        return values
+    return None
 
 
 def _parse_rows(

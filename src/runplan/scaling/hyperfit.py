@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.errors import SpecError
-from runplan.scaling.fit import MAX_CSV_BYTES, Runs, _parse_rows, group_budgets
+from runplan.scaling.fit import Runs, _parse_rows, group_budgets, read_csv_text
 from runplan.scaling.laws import Interval, interval_of
 
 #: DeepSeek LLM §3.1: a run is near-optimal when its loss is within 0.25% of the budget's minimum.
@@ -49,16 +49,7 @@ def read_hyperparam_runs(
 ) -> HyperparamRuns:
     """Read a hyperparameter sweep CSV (header row; columns flops, lr, batch in tokens, loss); every bad cell is
     a one-line SpecError naming its row and column."""
-    path = Path(path)
-    source = str(path)
-    try:
-        if path.stat().st_size > MAX_CSV_BYTES:
-            raise SpecError(f"file is larger than {MAX_CSV_BYTES // 1_000_000} MB", source=source)
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as error:
-        raise SpecError(f"cannot read file: {error.strerror}", source=source) from None
-    except UnicodeDecodeError:
-        raise SpecError("not a UTF-8 text file", source=source) from None
+    text, source = read_csv_text(path)
     reader = csv.reader(text.splitlines())
     header = [h.strip() for h in next(reader, [])]
     columns = []
