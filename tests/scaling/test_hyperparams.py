@@ -86,9 +86,11 @@ def test_fit_hyperparams_cli_json_and_law_file(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["batch_exp"]["value"] == pytest.approx(0.33, abs=1e-6) and len(data["budgets"]) == 3
-    import yaml
+    from runplan.scaling.hyperfit import load_hyperparam_law
 
-    assert yaml.safe_load(out.read_text())["batch_exp"] == pytest.approx(0.33, abs=1e-6)
+    law = load_hyperparam_law(out)
+    assert law.batch_exp == pytest.approx(0.33, abs=1e-6) and law.flops_min == pytest.approx(1e17)
+    assert law.peak_lr(1e18) == pytest.approx(0.3 * 1e18**-0.125, rel=1e-4)
 
 
 def test_hyperparams_csv_missing_column_is_one_line(tmp_path):

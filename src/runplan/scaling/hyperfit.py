@@ -155,6 +155,24 @@ class HyperparamFit(BaseModel):
         )
 
 
+def load_hyperparam_law(path: str | Path) -> HyperparamLaw:
+    """Read a law written by `runplan fit --hyperparams -o`; a bad file is a one-line SpecError."""
+    from pydantic import ValidationError
+
+    from runplan.validation import spec_error_from_validation
+    from runplan.yamlio import load_yaml_file
+
+    loaded = load_yaml_file(path)
+    if not isinstance(loaded.data, dict):
+        raise SpecError(
+            "a hyperparameter law must be a mapping (batch_coef, batch_exp, ...)", source=str(path)
+        )
+    try:
+        return HyperparamLaw.model_validate(loaded.data)
+    except ValidationError as error:
+        raise spec_error_from_validation(error, HyperparamLaw, loaded) from None
+
+
 def _near_optimal_fit(
     log_c: np.ndarray,
     log_b: np.ndarray,
@@ -294,5 +312,6 @@ __all__ = [
     "HyperparamLaw",
     "HyperparamRuns",
     "fit_hyperparams",
+    "load_hyperparam_law",
     "read_hyperparam_runs",
 ]
