@@ -250,8 +250,11 @@ def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStag
             hint="check the shape's vocab_size, d_model and n_layers",
         )
     allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
-    if moe_warnings:
-        allocation = allocation.model_copy(update={"warnings": [*moe_warnings, *allocation.warnings]})
+    if shape.is_moe:
+        total = shape.total_params if law.param_count == "total" else shape.non_embedding_params
+        allocation = allocation.model_copy(
+            update={"warnings": [*moe_warnings, *allocation.warnings], "moe_total_params": float(total)}
+        )
     return AllocationStage(allocation, shape, resolution, law_params, flops, law)
 
 

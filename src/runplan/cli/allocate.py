@@ -67,13 +67,18 @@ def _objective(
     )
 
 
-def _count_phrase(param_count: str) -> str:
+def _count_phrase(param_count: str, moe_total: float | None = None) -> str:
+    if moe_total is not None:
+        count = "total" if param_count == "total" else "non-embedding"
+        return (
+            f"N counts active {count} parameters (MoE: {moe_total:.4g} with every expert; C = 6·N_active·D)"
+        )
     if param_count == "total":
         return "N counts total parameters, embeddings included (Chinchilla's convention)"
     return "N counts non-embedding parameters (Kaplan et al. 2020's convention)"
 
 
-def render(allocation: Any, law: Any) -> None:
+def render(allocation: Any, law: Any, *, shape_line: bool = True) -> None:
     """Human-readable allocation on stdout (rich)."""
     from rich.table import Table
 
@@ -91,7 +96,7 @@ def render(allocation: Any, law: Any) -> None:
     out.print(f"[bold]Allocation[/bold]: {titles[a.objective]}; law [bold]{a.law}[/bold]")
     out.print(
         f"  law: L = {law.E:.4g} + {law.A:.5g}/N^{law.alpha:.4g} + {law.B:.5g}/D^{law.beta:.4g}; "
-        f"{_count_phrase(a.param_count)}"
+        f"{_count_phrase(a.param_count, a.moe_total_params)}"
     )
     table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2))
     rows: list[tuple[str, str]] = []
@@ -146,9 +151,9 @@ def render(allocation: Any, law: Any) -> None:
     for key, value in rows:
         table.add_row(key, value)
     out.print(table)
-    shape_line = _shape_line(a, law)
-    if shape_line:
-        out.print(shape_line)
+    line = _shape_line(a, law) if shape_line else None
+    if line:
+        out.print(line)
     for warning in a.warnings:
         console(stderr=True).print(f"warning: {warning}")
 
@@ -289,7 +294,7 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     if json_output:
         print_json(result.model_dump(mode="json"))
         return
-    render(result, stage.law)
+    render(result, stage.law, shape_line=spec.model is None)  # a fixed model: its own shape, printed below
     from runplan.cli.common import console
 
     console().print(f"model: {stage.resolution}")

@@ -50,7 +50,7 @@ def _allocation(plan: RunPlan) -> Section:
         ("objective", a.objective, "plan file objective.kind (a fixed model: fixed_params)"),
         ("law", a.law, a.law_source or ""),
         ("compute C", f"{a.flops:.3g} FLOPs", "C = 6·N·D (Kaplan et al. 2020, Hoffmann et al. 2022)"),
-        ("parameters N", fmt_count(a.params), f"{count} parameter count of the law"),
+        ("parameters N", fmt_count(a.params), _params_why(a, count)),
         ("tokens D", fmt_count(a.tokens), "C / (6·N)"),
         ("tokens per parameter", f"{a.tokens_per_param:.1f}", "D / N (Chinchilla-optimal ≈ 20)"),
         ("predicted loss", f"{a.loss:.4f}", "L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"),
@@ -86,6 +86,15 @@ def _allocation(plan: RunPlan) -> Section:
             ),
         ]
     return section
+
+
+def _params_why(a: Any, count: str) -> str:
+    if a.moe_total_params is None:
+        return f"{count} parameter count of the law"
+    return (
+        f"active {count} parameters: a MoE model is allocated on the compute it spends, C = 6·N_active·D "
+        f"({fmt_count(a.moe_total_params)} counting every expert)"
+    )
 
 
 def _interval_rows(intervals: Any) -> list[tuple[str, str, str]]:

@@ -220,6 +220,11 @@ class Allocation(BaseModel):
     intervals: AllocationIntervals | None = Field(
         None, description="Bootstrap percentiles of params, tokens and loss when the law carries resamples."
     )
+    moe_total_params: float | None = Field(
+        None,
+        description="Mixture of experts: every expert's parameters in the law's count; `params` and `flops` "
+        "then count the active parameters (C = 6·N_active·D).",
+    )
 
 
 def _against_optimum(law: ParametricLaw, flops: float, loss: float) -> dict[str, float | None]:
