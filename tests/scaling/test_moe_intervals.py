@@ -82,6 +82,7 @@ def test_mixtral_plan_allocates_on_active_compute():
     total = shape.non_embedding_params
     assert a.loss == pytest.approx(krajewski_loss(total, 2e12, shape.ffn_hidden / shape.expert_ffn_hidden))
     assert a.law.startswith(DEFAULT_MOE_LAW) and any("active compute" in w for w in a.warnings)
+    assert a.moe_total_params == shape.non_embedding_params
     assert plan.sweep is not None and plan.sweep.main_flops == pytest.approx(a.flops)
 
 
