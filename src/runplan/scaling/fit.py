@@ -650,7 +650,8 @@ class DroppedBudget(BaseModel):
     flops: float = Field(description="Budget C (geometric mean of the group's C).")
     runs: int = Field(description="Runs in the group.")
     lines: list[int] = Field(description="CSV lines of the group's runs.")
-    reason: str = Field(description="Why it was left out.")
+    kind: Literal["too_few_sizes", "no_minimum", "minimum_outside"] = Field(description="Why, as a key.")
+    reason: str = Field(description="Why it was left out, in words.")
 
     def describe(self) -> str:
         shown = ", ".join(str(x) for x in self.lines[:6]) + (", ..." if len(self.lines) > 6 else "")
@@ -737,17 +738,22 @@ def group_budgets(
         idx = np.flatnonzero(keys == key)
         n_distinct = np.unique(runs.params[idx]).size
         if n_distinct < 3:
-            dropped.append(_dropped(runs, idx, f"{n_distinct} distinct size(s); a parabola needs at least 3"))
+            reason = f"{n_distinct} distinct size(s); a parabola needs at least 3"
+            dropped.append(_dropped(runs, idx, "too_few_sizes", reason))
             continue
         groups.append(idx)
     return groups, grouping, dropped, int(np.sum(~np.isfinite(keys)))
 
 
-def _dropped(runs: Runs, idx: np.ndarray, reason: str) -> DroppedBudget:
+DropKind = Literal["too_few_sizes", "no_minimum", "minimum_outside"]
+
+
+def _dropped(runs: Runs, idx: np.ndarray, kind: DropKind, reason: str) -> DroppedBudget:
     return DroppedBudget(
         flops=float(np.exp(np.mean(np.log(runs.flops[idx])))),
         runs=int(idx.size),
         lines=[int(v) for v in runs.lines[idx]],
+        kind=kind,
         reason=reason,
     )
 
@@ -794,24 +800,21 @@ def _power_law(log_c: np.ndarray, log_y: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _fit_budget(
     runs: Runs, idx: np.ndarray, weights: np.ndarray
-) -> tuple[IsoflopBudget | None, np.ndarray, str | None]:
-    """One budget's parabola on the full data (row 0 of ``weights``) and its resamples: the budget (None when
-    dropped), the vertex ln N per replicate, and why it was dropped."""
+) -> tuple[IsoflopBudget, np.ndarray] | DroppedBudget:
+    """One budget's parabola on the full data (row 0 of ``weights``) and its resamples: the budget and the vertex
+    ln N per replicate, or the DroppedBudget saying why it cannot give a vertex."""
     x = np.log(runs.params[idx])
     coefficients = _weighted_parabolas(x, runs.loss[idx], weights)
     c0, c1, c2 = coefficients[0]
     if not (c2 > 0):
-        return None, np.empty(0), "loss does not curve upward in log N (no minimum)"
+        return _dropped(runs, idx, "no_minimum", "loss does not curve upward in log N (no minimum)")
     with np.errstate(all="ignore"):
         vertex = np.where(coefficients[:, 2] > 0, -coefficients[:, 1] / (2 * coefficients[:, 2]), np.nan)
     n_opt = math.exp(vertex[0])
     n_min, n_max = float(runs.params[idx].min()), float(runs.params[idx].max())
     if not n_min <= n_opt <= n_max:
-        return (
-            None,
-            np.empty(0),
-            f"the minimum N = {n_opt:.3g} lies outside the sampled {n_min:.3g}..{n_max:.3g}",
-        )
+        outside = f"the minimum N = {n_opt:.3g} lies outside the sampled {n_min:.3g}..{n_max:.3g}"
+        return _dropped(runs, idx, "minimum_outside", outside)
     budget = float(np.exp(np.mean(np.log(runs.flops[idx]))))
     fitted = IsoflopBudget(
         flops=budget,
@@ -825,7 +828,7 @@ def _fit_budget(
         coefficients=(float(c0), float(c1), float(c2)),
         lines=[int(v) for v in runs.lines[idx]],
     )
-    return fitted, vertex, None
+    return fitted, vertex
 
 
 def fit_isoflop(
@@ -851,10 +854,11 @@ def fit_isoflop(
         weights = np.ones((replicates, idx.size))
         if bootstrap:
             weights[1:] = rng.multinomial(idx.size, np.full(idx.size, 1.0 / idx.size), size=bootstrap)
-        fitted, vertex, reason = _fit_budget(runs, idx, weights)
-        if fitted is None:
-            dropped.append(_dropped(runs, idx, reason or "dropped"))
+        result = _fit_budget(runs, idx, weights)
+        if isinstance(result, DroppedBudget):
+            dropped.append(result)
             continue
+        fitted, vertex = result
         budgets.append(fitted)
         vertices.append(vertex)
     if len(budgets) < 2:
@@ -901,8 +905,8 @@ def fit_isoflop(
 def isoflop_warnings(fit: IsoflopFit, runs: Runs) -> list[str]:
     """Cautions a reader of Approach 2 needs: what was left out, how few budgets, how wide the intervals."""
     out = []
-    few = [d for d in fit.dropped_budgets if d.reason.startswith(("0 ", "1 ", "2 "))]
-    named = [d for d in fit.dropped_budgets if d not in few]
+    few = [d for d in fit.dropped_budgets if d.kind == "too_few_sizes"]
+    named = [d for d in fit.dropped_budgets if d.kind != "too_few_sizes"]
     out += [f"dropped {d.describe()}" for d in named]
     if few:
         shown = ", ".join(f"{d.flops:.3g}" for d in few[:8]) + (", ..." if len(few) > 8 else "")
