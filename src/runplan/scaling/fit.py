@@ -867,8 +867,8 @@ def fit_isoflop(
             f"isoFLOP fit needs at least 2 budgets with 3+ model sizes around a minimum, found {len(budgets)}"
             + (f" ({grouping}); dropped {why}" if why else f" ({grouping})"),
             source=runs.source,
-            hint="add runs at smaller and larger N around each budget's best, use --bin-decades, or "
-            "--method parametric",
+            hint="add runs at smaller and larger N around each budget's best, group budgets differently "
+            "(fit.bin_decades), or fit Approach 3 alone (fit.method parametric)",
         )
     log_c = np.tile(np.log([b.flops for b in budgets]), (replicates, 1))
     log_n_opt = np.stack(vertices, axis=1)
@@ -1006,7 +1006,7 @@ def choose_param_count(
         [
             f"N ('{params_col}') is taken as total parameters, embeddings included (Chinchilla's convention); "
             f"add a '{NON_EMBEDDING_COLUMN}' column (runplan sweep writes one) to fit on non-embedding "
-            "parameters (Kaplan et al. 2020), or say which with --param-count"
+            "parameters (Kaplan et al. 2020), or say which count it is (fit.param_count)"
         ],
     )
 
