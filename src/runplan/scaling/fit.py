@@ -1006,7 +1006,7 @@ def choose_param_count(
         [
             f"N ('{params_col}') is taken as total parameters, embeddings included (Chinchilla's convention); "
             f"add a '{NON_EMBEDDING_COLUMN}' column (runplan sweep writes one) to fit on non-embedding "
-            "parameters (Kaplan et al. 2020), or say which count it is (fit.param_count)"
+            "parameters (Kaplan et al. 2020), or state which count N is (the param_count option)"
         ],
     )
 
