@@ -57,27 +57,32 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=100)
     parser.add_argument("--starts", type=int, default=16)
     parser.add_argument("--all-starts", action="store_true", help="L-BFGS from all 4,500 grid points")
+    parser.add_argument(
+        "--data", type=Path, default=DATA, help="the shared data folder (default ../shared/data)"
+    )
     args = parser.parse_args()
     starts = None if args.all_starts else args.starts
     cases: list[tuple[str, Runs]] = []
-    chinchilla = DATA / "chinchilla" / "svg_extracted_data.csv"
+    chinchilla = args.data / "chinchilla" / "svg_extracted_data.csv"
     if chinchilla.exists():
         cases.append(
             ("chinchilla", read_runs(chinchilla, params_col="Model Size", flops_col="Training FLOP"))
         )
-    beyond = DATA / "beyond_chinchilla" / "trainingresults.csv"
+    beyond = args.data / "beyond_chinchilla" / "trainingresults.csv"
     if beyond.exists():
         runs = read_runs(beyond, params_col="Parameters", tokens_col="Tokens", loss_col="Smoothed Loss")
         cases.append(("beyond_chinchilla", runs))
     cases.append(("synthetic example", read_runs(REPO / "examples" / "isoflop_synthetic.csv")))
     cases.append(("synthetic 1,000", synthetic_runs(1000)))
+    if not chinchilla.exists():
+        print(f"{chinchilla} not found (--data DIR): ratios are to the first fit below, not to Chinchilla")
     reference = None
     for name, runs in cases:
         seconds, what = fit_seconds(runs, args.bootstrap, starts)
-        reference = reference or seconds
+        reference = reference or (name, seconds)
         print(
             f"{name}: {runs.size} runs, fit + {args.bootstrap} bootstrap resamples {seconds:.2f} s "
-            f"({seconds / reference:.2f}× the Chinchilla fit); {what}"
+            f"({seconds / reference[1]:.2f}× the {reference[0]} fit); {what}"
         )
 
 
