@@ -974,7 +974,7 @@ def test_bad_input(case_id, argv, files, code, fragments, tmp_path):
         assert stderr.startswith(f"runplan: {kind}: "), stderr
         assert result.stdout == ""
     else:
-        assert all(line.startswith("note: ") for line in stderr.splitlines()), stderr
+        assert all(line.startswith(("note: ", "warning: ")) for line in stderr.splitlines()), stderr
 
 
 @pytest.mark.parametrize(

@@ -126,7 +126,7 @@ def _flops(spec: PlanSpec, gpu: GpuSpec, n_gpus: int, law_params: float | None) 
         return check_training_flops(
             budget.gpu_hours * SECONDS_PER_HOUR * gpu.bf16_flops * budget.mfu, where="budget.gpu_hours"
         )
-    if law_params is None:
+    if law_params is None or budget.tokens is None:  # Budget._exactly_one: tokens is the remaining form
         raise SpecError(
             "budget.tokens needs a fixed model",
             where="budget.tokens",
@@ -157,6 +157,7 @@ class AllocationStage:
     resolution: str
     law_params: float
     flops: float
+    law: Any  # the law the allocation used (a MoE model's law in active parameters)
 
 
 @dataclass(frozen=True)
@@ -189,63 +190,119 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
 
 def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
     """Steps 1-3: compute, allocation, and the concrete shape."""
-    from runplan.architect import resolve_model, shape_for_params
+    if spec.model is not None:
+        return _fixed_model_stage(spec, inputs)
+    from runplan.architect import shape_for_params
     from runplan.errors import Infeasible
-    from runplan.scaling.allocate import MAX_PARAMS, MIN_PARAMS, Objective, allocate
+    from runplan.scaling.allocate import allocate
 
     law = inputs.law
-    if spec.model is not None:
-        if "objective" in spec.model_fields_set and spec.objective.kind != "fixed_params":
-            raise SpecError(
-                f"objective '{spec.objective.kind}' chooses the model size, but model: fixes it",
-                where="objective.kind",
-                hint="remove objective (or model) from the plan",
-            )
-        choice = spec.model if isinstance(spec.model, ModelChoice) else ModelChoice(name=spec.model)
-        if choice.shape is not None:
-            shape, resolution = choice.shape, "explicit shape from the plan file"
-        else:
-            assert choice.name is not None  # ModelChoice._one: exactly one of name and shape
-            shape, resolution = resolve_model(choice.name, inputs.catalog, where="model")
-        law_params = float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
-        flops = _flops(spec, inputs.gpu, inputs.n_gpus, law_params)
-        if law_params < MIN_PARAMS:
-            raise SpecError(
-                f"the model has {law_params:.3g} parameters ({law.param_count} count), below the smallest "
-                f"sensible model ({MIN_PARAMS:.0e})",
-                where="model",
-                hint="pick a larger preset or size",
-            )
-        if law_params > MAX_PARAMS:
-            raise SpecError(
-                f"the model has {law_params:.3g} parameters ({law.param_count} count), beyond any trainable "
-                f"model (limit {MAX_PARAMS:.0e})",
-                where="model",
-                hint="check the shape's vocab_size, d_model and n_layers",
-            )
-        allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
-    else:
-        flops = _flops(spec, inputs.gpu, inputs.n_gpus, None)
-        allocation = allocate(flops, spec.objective, law)
-        try:
-            shape = shape_for_params(
-                allocation.params, vocab_size=spec.training.vocab_size, count=law.param_count
-            )
-        except SpecError as error:  # the allocation is fine; no shape of that size can be generated
-            raise Infeasible(
-                f"the budget allocates N = {allocation.params:.3g} parameters, but {error.message}",
-                suggestions=[
-                    *([error.hint] if error.hint else []),
-                    "change the budget or objective so that N lands between 1e8 and 2e12",
-                    "or fix the model with 'model: <preset or size>'",
-                ],
-            ) from None
-        resolution = (
-            f"generated for N = {allocation.params:.4g} ({law.param_count} count) by the architect "
-            "rules (docs/catalog.md)"
+    flops = _flops(spec, inputs.gpu, inputs.n_gpus, None)
+    allocation = allocate(flops, spec.objective, law)
+    try:
+        shape = shape_for_params(
+            allocation.params, vocab_size=spec.training.vocab_size, count=law.param_count
         )
-        law_params = float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
-    return AllocationStage(allocation, shape, resolution, law_params, flops)
+    except SpecError as error:  # the allocation is fine; no shape of that size can be generated
+        raise Infeasible(
+            f"the budget allocates N = {allocation.params:.3g} parameters, but {error.message}",
+            suggestions=[
+                *([error.hint] if error.hint else []),
+                "change the budget or objective so that N lands between 1e8 and 2e12",
+                "or fix the model with 'model: <preset or size>'",
+            ],
+        ) from None
+    resolution = (
+        f"generated for N = {allocation.params:.4g} ({law.param_count} count) by the architect "
+        "rules (docs/catalog.md)"
+    )
+    law_params = float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
+    return AllocationStage(allocation, shape, resolution, law_params, flops, law)
+
+
+def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
+    """A fixed model: the objective becomes ``fixed_params``; a MoE model is allocated on active compute."""
+    from runplan.architect import resolve_model
+    from runplan.scaling.allocate import MAX_PARAMS, MIN_PARAMS, Objective, allocate
+
+    choice = spec.model
+    assert isinstance(choice, ModelChoice)  # PlanSpec._model_choice turns a string into a ModelChoice
+    if "objective" in spec.model_fields_set and spec.objective.kind != "fixed_params":
+        raise SpecError(
+            f"objective '{spec.objective.kind}' chooses the model size, but model: fixes it",
+            where="objective.kind",
+            hint="remove objective (or model) from the plan",
+        )
+    if choice.shape is not None:
+        shape, resolution = choice.shape, "explicit shape from the plan file"
+    else:
+        shape, resolution = resolve_model(choice.name or "", inputs.catalog, where="model")
+    law, moe_warnings = _law_for_shape(spec, inputs.law, shape)
+    law_params = _law_params(shape, law.param_count)
+    flops = _flops(spec, inputs.gpu, inputs.n_gpus, law_params)
+    if law_params < MIN_PARAMS:
+        raise SpecError(
+            f"the model has {law_params:.3g} parameters ({law.param_count} count), below the smallest "
+            f"sensible model ({MIN_PARAMS:.0e})",
+            where="model",
+            hint="pick a larger preset or size",
+        )
+    if law_params > MAX_PARAMS:
+        raise SpecError(
+            f"the model has {law_params:.3g} parameters ({law.param_count} count), beyond any trainable "
+            f"model (limit {MAX_PARAMS:.0e})",
+            where="model",
+            hint="check the shape's vocab_size, d_model and n_layers",
+        )
+    allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
+    if shape.is_moe:
+        total = shape.total_params if law.param_count == "total" else shape.non_embedding_params
+        allocation = allocation.model_copy(
+            update={"warnings": [*moe_warnings, *allocation.warnings], "moe_total_params": float(total)}
+        )
+    return AllocationStage(allocation, shape, resolution, law_params, flops, law)
+
+
+def _law_params(shape: ModelShape, param_count: str) -> float:
+    """N in the law's count; for a MoE model the *active* count, so that C = 6·N·D is the compute spent."""
+    if shape.is_moe:
+        return float(shape.active_params if param_count == "total" else shape.active_non_embedding_params)
+    return float(shape.total_params if param_count == "total" else shape.non_embedding_params)
+
+
+def _law_for_shape(spec: PlanSpec, law: Any, shape: ModelShape) -> tuple[Any, list[str]]:
+    """The law a fixed model is allocated under, in the parameters C = 6·N·D counts, and cautions.
+
+    Dense models: the plan's law as is. MoE models: the MoE law (Krajewski et al. 2024) unless the plan names
+    one, rewritten in active parameters (``ParametricLaw.for_moe``); a dense law named for a MoE model is applied
+    to the active parameters with a warning.
+    """
+    if not shape.is_moe:
+        return law, []
+    from runplan.scaling import DEFAULT_MOE_LAW
+    from runplan.scaling.laws import get_shipped_law
+
+    warnings = []
+    if spec.law is None:
+        law = get_shipped_law(DEFAULT_MOE_LAW)
+    elif not law.is_moe_law:
+        warnings.append(
+            f"law '{law.name}' was fitted on dense models; for this MoE model it is applied to the active "
+            f"parameters, crediting nothing to the other experts (the MoE law {DEFAULT_MOE_LAW} counts them)"
+        )
+    if law.param_count == "total":
+        total, active = float(shape.total_params), float(shape.active_params)
+    else:
+        total, active = float(shape.non_embedding_params), float(shape.active_non_embedding_params)
+    granularity = shape.ffn_hidden / shape.expert_ffn_hidden
+    moe_law = law.for_moe(total, active, granularity)
+    if law.is_moe_law:
+        warnings.append(
+            f"MoE: allocated on active compute, C = 6·N_active·D with N_active = {active:.4g} of {total:.4g} "
+            f"{law.param_count.replace('_', '-')} parameters; loss from {law.name} (Krajewski et al. 2024) at "
+            f"granularity G = {granularity:.3g}, a law fitted on C4 with 64× expert expansion"
+        )
+    return moe_law, warnings
 
 
 def stage_step_seconds(request: Any, best: Any, schedule: Any) -> list[float]:
@@ -397,7 +454,7 @@ def _sweep_and_cost(
     sweep = design_sweep(
         SweepRequest(
             flops=stage.allocation.budget_flops or stage.flops,
-            law=inputs.law,
+            law=stage.law,
             gpu=gpu,
             mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
             seq_len=inputs.seq_len,
@@ -440,10 +497,10 @@ def _plan_warnings(
             f"batch: {best.global_batch_tokens:,} tokens is above the critical batch "
             f"{crit.tokens:,.0f} ({crit.law.split(':')[0]}); extra batch buys little"
         )
-    warnings.extend(f"allocation: {n}" for n in allocation.notes)
+    warnings.extend(f"allocation: {w}" for w in allocation.warnings)
     warnings.extend(f"operations: {w}" for w in operations.warnings)
     warnings.extend(f"schedule: {w}" for w in schedule.warnings)
-    warnings.extend(f"sweep: {n}" for n in sweep.notes)
+    warnings.extend(f"sweep: {w}" for w in sweep.warnings)
     return warnings
 
 
@@ -462,7 +519,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     return RunPlan(
         inputs=spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
         allocation=stage.allocation,
-        model=_architecture(stage, inputs.law, inputs.seq_len),
+        model=_architecture(stage, stage.law, inputs.seq_len),
         layout=_layout_choice(planned, result),
         schedule=schedule,
         checkpointing=operations.checkpointing,

@@ -156,7 +156,7 @@ def test_budget_with_too_few_sizes_is_named(tmp_path):
     path.write_text(
         "params,flops,loss\n1e8,1e19,3.1\n2e8,1e19,3.0\n4e8,1e19,3.05\n1e8,1e20,2.9\n2e8,1e20,2.8\n"
     )
-    with pytest.raises(SpecError, match=r"budget 1e\+20 FLOPs has 2 distinct"):
+    with pytest.raises(SpecError, match=r"found 1 .*budget 1e\+20 FLOPs \(2 runs, lines 5, 6\): 2 distinct"):
         fit_isoflop(read_runs(path), bin_decades=0)
 
 
@@ -164,8 +164,27 @@ def test_budget_without_a_minimum_is_named():
     n = np.array([1e8, 2e8, 4e8, 1e8, 2e8, 4e8])
     c = np.array([1e19] * 3 + [1e20] * 3)
     loss = np.array([3.0, 3.1, 3.2, 2.9, 2.8, 2.85])
-    with pytest.raises(SpecError, match=r"budget 1e\+19 FLOPs: loss does not curve upward"):
+    with pytest.raises(
+        SpecError, match=r"budget 1e\+19 FLOPs \(3 runs, lines 2, 3, 4\): loss does not curve"
+    ):
         fit_isoflop(runs_from_arrays(n, loss, flops=c))
+
+
+def test_budget_without_a_minimum_is_dropped_and_named():
+    """Three budgets, one with loss falling monotonically in N: the other two give the exponent, the third is
+    named. Hand-derived: vertices at N = 2e8 (C = 1e20) and 4e8 (C = 4e20) give a = ln 2 / ln 4 = 0.5."""
+    n = np.array([1e8, 2e8, 4e8, 1e8, 2e8, 4e8, 2e8, 4e8, 8e8])
+    c = np.array([1e19] * 3 + [1e20] * 3 + [4e20] * 3)
+    x = np.log(n)
+    loss = np.concatenate(
+        [3.2 - 0.1 * x[:3] / 20, 2.8 + (x[3:6] - math.log(2e8)) ** 2, 2.6 + (x[6:] - math.log(4e8)) ** 2]
+    )
+    iso = fit_isoflop(runs_from_arrays(n, loss, flops=c))
+    assert [b.flops for b in iso.budgets] == pytest.approx([1e20, 4e20], rel=1e-12)
+    assert iso.a.value == pytest.approx(0.5, rel=1e-9)
+    assert [d.flops for d in iso.dropped_budgets] == pytest.approx([1e19], rel=1e-12)
+    assert any("budget 1e+19 FLOPs (3 runs, lines 2, 3, 4): loss does not curve" in w for w in iso.warnings)
+    assert any("rests on 2 budgets" in w for w in iso.warnings)
 
 
 def test_too_few_runs_for_a_parametric_fit():
@@ -177,3 +196,65 @@ def test_drop_highest_loss_keeps_order():
     runs = runs_from_arrays([1, 2, 3, 4], [3.0, 5.0, 2.0, 4.0], tokens=[1, 1, 1, 1])
     kept = runs.drop_highest_loss(2)
     assert list(kept.loss) == [3.0, 2.0] and not math.isnan(kept.params.sum())
+
+
+def test_chinchilla_default_isoflop_matches_hoffmann_and_names_what_it_drops(shared_data_dir):
+    """Default grouping on all 245 Chinchilla points: Hoffmann et al. 2022 Approach 2 reports a = 0.49 (Table 2);
+    the budgets without a minimum or with too few sizes are left out by name, not fatal."""
+    runs = read_runs(
+        shared_data_dir / "chinchilla" / "svg_extracted_data.csv",
+        params_col="Model Size",
+        flops_col="Training FLOP",
+    )
+    iso = fit_isoflop(runs, bootstrap=50)
+    assert 0.45 <= iso.a.value <= 0.52
+    assert iso.a.low is not None and iso.a.low < iso.a.value < iso.a.high
+    assert len(iso.budgets) >= 8 and iso.grouping.startswith("budgets from the data")
+    assert {d.kind for d in iso.dropped_budgets} == {"too_few_sizes", "no_minimum", "minimum_outside"}
+    assert any(w.startswith("dropped budget 3.3e+18 FLOPs") for w in iso.warnings)
+
+
+@pytest.mark.slow
+def test_beyond_chinchilla_fit_warns(shared_data_dir):
+    """Sardana et al. 2024's runs (fixed tokens-per-parameter ratios, not an isoFLOP design): the old 0.1-decade
+    bins leave 2 budgets, which is warned; Approach 3 there is ill-conditioned and warned too."""
+    runs = read_runs(
+        shared_data_dir / "beyond_chinchilla" / "trainingresults.csv",
+        params_col="Parameters",
+        tokens_col="Tokens",
+        loss_col="Smoothed Loss",
+    )
+    two = fit_isoflop(runs, bin_decades=0.1, bootstrap=100)
+    assert len(two.budgets) == 2 and any("rests on 2 budgets" in w for w in two.warnings)
+    assert any("does not pin" in w or "do not pin" in w for w in two.warnings)
+    default = fit_isoflop(runs, bootstrap=100)
+    assert any("do not pin the optimum" in w for w in default.warnings)
+    parametric = fit_parametric(runs, bootstrap=100)
+    assert any(w.startswith("Approach 3 is ill-conditioned") for w in parametric.warnings)
+
+
+def test_wide_interval_and_extrapolation_warnings_are_hand_checkable():
+    from runplan.scaling.fit import Interval, _extrapolation_warning, _wide_warnings
+
+    wide = _wide_warnings(
+        "Approach 2", Interval(value=1e9, low=1e9, high=3e9), Interval(value=20, low=5, high=40), 1e22
+    )
+    assert wide and "×3" in wide[0]
+    assert (
+        _wide_warnings("Approach 2", Interval(value=1e9, low=1e9, high=1.9e9), Interval(value=20), 1e22) == []
+    )
+    assert _extrapolation_warning(1e23, 1e21) and "100×" in _extrapolation_warning(1e23, 1e21)[0]
+    assert _extrapolation_warning(1e22, 1e21) == []
+
+
+def test_fit_takes_non_embedding_column_when_present(tmp_path):
+    from runplan.scaling.fit import choose_param_count
+
+    sweep_csv = tmp_path / "sweep.csv"
+    sweep_csv.write_text("run,params,tokens,flops,loss,total_params,non_embedding_params\n")
+    assert choose_param_count(sweep_csv, "params", None) == ("non_embedding_params", "non_embedding", [])
+    plain = tmp_path / "plain.csv"
+    plain.write_text("params,tokens,loss\n")
+    column, count, warnings = choose_param_count(plain, "params", None)
+    assert (column, count) == ("params", "total") and "total parameters" in warnings[0]
+    assert choose_param_count(plain, "params", "non_embedding") == ("params", "non_embedding", [])

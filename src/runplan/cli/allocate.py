@@ -7,7 +7,7 @@ renders the ``Allocation``. JSON keys: docs/scaling.md. Nothing heavy is importe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -63,13 +63,18 @@ def _objective(
     )
 
 
-def _count_phrase(param_count: str) -> str:
+def _count_phrase(param_count: str, moe_total: float | None = None) -> str:
+    if moe_total is not None:
+        count = "total" if param_count == "total" else "non-embedding"
+        return (
+            f"N counts active {count} parameters (MoE: {moe_total:.4g} with every expert; C = 6·N_active·D)"
+        )
     if param_count == "total":
         return "N counts total parameters, embeddings included (Chinchilla's convention)"
     return "N counts non-embedding parameters (Kaplan et al. 2020's convention)"
 
 
-def render(allocation: Allocation, law: ParametricLaw) -> None:
+def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = True) -> None:
     """Human-readable allocation on stdout (rich)."""
     from rich.table import Table
 
@@ -87,7 +92,7 @@ def render(allocation: Allocation, law: ParametricLaw) -> None:
     out.print(f"[bold]Allocation[/bold]: {titles[a.objective]}; law [bold]{a.law}[/bold]")
     out.print(
         f"  law: L = {law.E:.4g} + {law.A:.5g}/N^{law.alpha:.4g} + {law.B:.5g}/D^{law.beta:.4g}; "
-        f"{_count_phrase(a.param_count)}"
+        f"{_count_phrase(a.param_count, a.moe_total_params)}"
     )
     table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2))
     rows: list[tuple[str, str]] = []
@@ -100,6 +105,8 @@ def render(allocation: Allocation, law: ParametricLaw) -> None:
         ("training FLOPs 6ND", f"{a.flops:.3g}"),
         ("predicted loss", f"{a.loss:.4f}"),
     ]
+    if a.intervals is not None:
+        rows = [_with_interval(row, a.intervals) for row in rows]
     if a.objective == "inference_optimal":
         rows = [row for row in rows if row[0] != "training FLOPs 6ND"]
     if a.objective in ("tokens_per_param", "fixed_params"):
@@ -140,11 +147,25 @@ def render(allocation: Allocation, law: ParametricLaw) -> None:
     for key, value in rows:
         table.add_row(key, value)
     out.print(table)
-    shape_line = _shape_line(a, law)
-    if shape_line:
-        out.print(shape_line)
-    for note in a.notes:
-        console(stderr=True).print(f"note: {note}")
+    line = _shape_line(a, law) if shape_line else None
+    if line:
+        out.print(line)
+    for warning in a.warnings:
+        console(stderr=True).print(f"warning: {warning}")
+
+
+def _with_interval(row: tuple[str, str], intervals: Any) -> tuple[str, str]:
+    """A parameters/tokens/loss row with its bootstrap percentiles appended (law fitted with resamples)."""
+    from runplan.units import format_si
+
+    key, text = row
+    found = {"parameters N": intervals.params, "tokens D": intervals.tokens, "predicted loss": intervals.loss}
+    interval = found.get(key)
+    if interval is None or interval.low is None:
+        return row
+    lo, hi = intervals.percentiles
+    fmt = (lambda x: f"{x:.4f}") if key == "predicted loss" else format_si
+    return key, f"{text}  [{fmt(interval.low)}, {fmt(interval.high)}] ({lo:g}th-{hi:g}th pct.)"
 
 
 def _si(value: float | None) -> str:
@@ -276,7 +297,7 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     if json_output:
         print_json(result.model_dump(mode="json"))
         return
-    render(result, inputs.law)
+    render(result, stage.law, shape_line=spec.model is None)  # a fixed model: its own shape, printed below
     from runplan.cli.common import console
 
     console().print(f"model: {stage.resolution}")

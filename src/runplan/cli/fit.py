@@ -7,20 +7,34 @@ files accept, and optionally a plot. JSON keys: docs/scaling.md. Nothing heavy i
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json
 
 if TYPE_CHECKING:
-    from runplan.scaling.fit import FitReport, Interval, ParametricFit
+    from runplan.scaling.fit import FitReport, Interval, ParametricFit, Runs
 
 #: Most bootstrap resamples accepted: 10,000 (2.5× the 4,000 of Besiroglu et al. 2024) pins the 10th and
 #: 90th percentiles to a fraction of their width; more only takes hours (each resample is a full fit).
 MAX_BOOTSTRAP = 10_000
 #: File types --plot writes (matplotlib picks the format from the suffix; none means PNG).
 PLOT_SUFFIXES = frozenset({"", ".png", ".pdf", ".svg", ".jpg", ".jpeg"})
+
+
+def single_threaded_blas() -> None:
+    """One BLAS thread for the fits, set before numpy and scipy load (the CLI imports them lazily).
+
+    L-BFGS-B on five coefficients makes thousands of tiny BLAS calls per fit; OpenBLAS worker threads add only
+    wake-up cost there and, on a shared machine, oversubscription: the Chinchilla fit with 100 resamples took
+    0.6 s with one thread and 4-7 s with the default threads on a loaded 2-core machine. An explicit
+    OPENBLAS_NUM_THREADS or OMP_NUM_THREADS from the user wins.
+    """
+    import os
+
+    if "OMP_NUM_THREADS" not in os.environ:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _progress(total: int):  # -> (callback, closer); a rich bar on stderr only when stderr is a terminal
@@ -56,6 +70,8 @@ def render(report: FitReport) -> None:
     from runplan.units import format_si
 
     out = console()
+    for warning in report.warnings:
+        console(stderr=True).print(f"warning: {warning}")
     out.print(
         f"[bold]Fit[/bold] of {report.source}: {report.runs} runs"
         + (f" ({report.dropped} highest-loss dropped)" if report.dropped else "")
@@ -77,8 +93,8 @@ def render(report: FitReport) -> None:
             f"{p.objective:.4g} ({p.converged_starts}/{p.starts} starts converged, {p.seconds:.1f} s)",
         )
         out.print(table)
-        for note in p.notes:
-            console(stderr=True).print(f"note: {note}")
+        for warning in p.warnings:
+            console(stderr=True).print(f"warning: {warning}")
     iso = report.isoflop
     if iso is not None:
         out.print(f"\n[bold]Approach 2[/bold], isoFLOP parabolas ({iso.grouping})")
@@ -100,10 +116,10 @@ def render(report: FitReport) -> None:
             f"  at C = {iso.at_flops:.3g}: N_opt {_interval_text(iso.params_opt, '.3g')}, "
             f"D_opt {_interval_text(iso.tokens_opt, '.3g')}"
         )
-        for note in iso.notes:
-            console(stderr=True).print(f"note: {note}")
+        for warning in iso.warnings:
+            console(stderr=True).print(f"warning: {warning}")
     if report.isoflop_error:
-        console(stderr=True).print(f"note: Approach 2 skipped: {report.isoflop_error}")
+        console(stderr=True).print(f"warning: Approach 2 skipped: {report.isoflop_error}")
 
 
 def fit_command(
@@ -115,7 +131,12 @@ def fit_command(
     tokens_col: str = typer.Option("tokens", "--tokens-col", help="Column with D (or give --flops-col)."),
     flops_col: str = typer.Option("flops", "--flops-col", help="Column with C (D = C/(6N) if no tokens)."),
     loss_col: str = typer.Option("loss", "--loss-col", help="Column with the final loss."),
-    param_count: str = typer.Option("total", "--param-count", help="What N counts: total or non_embedding."),
+    param_count: str | None = typer.Option(
+        None,
+        "--param-count",
+        help="What N counts: total or non_embedding (default: non_embedding from a non_embedding_params "
+        "column when the CSV has one, as `runplan sweep` writes; else total, with a warning).",
+    ),
     drop_highest: int = typer.Option(0, "--drop-highest", help="Drop the N highest-loss runs (Epoch: 5)."),
     bootstrap: int = typer.Option(
         100, "--bootstrap", help="Bootstrap resamples for the intervals (0: none)."
@@ -128,7 +149,7 @@ def fit_command(
         None,
         "--bin-decades",
         help="isoFLOP grouping: 0 exact budgets, w bins of w decades "
-        "(default: exact when budgets repeat, else 0.1).",
+        "(default: exact when budgets repeat, else budgets from the data: peaks of the log10 C density).",
     ),
     at_flops: str | None = typer.Option(
         None, "--flops", help="Budget to report the optimum at (default: the largest in the file)."
@@ -137,25 +158,80 @@ def fit_command(
     plot: str | None = typer.Option(None, "--plot", help="Write a PNG of the fits (needs matplotlib)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap random seed."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON (keys in docs/scaling.md)."),
+    hyperparams: bool = typer.Option(
+        False,
+        "--hyperparams",
+        help="FILE.csv is a batch/LR sweep (columns flops, lr, batch in tokens, loss): fit B_opt(C) and "
+        "η_opt(C) as DeepSeek LLM §3.1 did.",
+    ),
+    lr_col: str = typer.Option("lr", "--lr-col", help="--hyperparams: column with the peak learning rate."),
+    batch_col: str = typer.Option(
+        "batch", "--batch-col", help="--hyperparams: column with the global batch in tokens."
+    ),
 ) -> None:
-    """Fit scaling laws to your proxy runs (Hoffmann et al. 2022 Approaches 2 and 3) and write a law file."""
+    """Fit scaling laws to your proxy runs (Hoffmann et al. 2022 Approaches 2 and 3) and write a law file.
+
+    With --hyperparams: fit the compute-optimal batch size and learning rate to a batch/LR sweep instead."""
+    single_threaded_blas()
+    options = _check_options(method, param_count, bootstrap, ci, starts, bin_decades, at_flops, seed)
+    _check_outputs(plot, output, method)
+    if hyperparams:
+        _fit_hyperparams(
+            csv_file,
+            columns=(flops_col, lr_col, batch_col, loss_col),
+            options=options,
+            output=output,
+            json_output=json_output,
+        )
+        return
+    report, runs = _fit_runs(csv_file, (params_col, tokens_col, flops_col, loss_col), drop_highest, options)
+    if output is not None and report.parametric is not None:
+        _write_law(report.parametric, output)
+    if plot is not None:
+        from runplan.scaling.fit import plot_fits
+
+        plot_fits(report, runs, plot)
+    if json_output:
+        print_json(report.model_dump(mode="json"))
+    else:
+        render(report)
+        if output is not None:
+            print(f"\nwrote law file {output} (use it with --law {output})")
+
+
+class FitOptions(NamedTuple):
+    """The fit flags, checked and parsed."""
+
+    method: str
+    param_count: str | None
+    bootstrap: int
+    percentiles: tuple[float, float]
+    starts: int | None
+    bin_decades: float | None
+    at_flops: float | None
+    seed: int
+
+
+def _check_options(
+    method: str,
+    param_count: str | None,
+    bootstrap: int,
+    ci: float,
+    starts: str,
+    bin_decades: str | None,
+    at_flops: str | None,
+    seed: int,
+) -> FitOptions:
+    """Each bad flag is a one-line SpecError naming it."""
     from runplan.cli.common import flag_value
     from runplan.errors import SpecError
-    from runplan.scaling.fit import (
-        FitReport,
-        fit_isoflop,
-        fit_parametric,
-        plot_fits,
-        read_runs,
-    )
 
     if method not in ("both", "parametric", "isoflop"):
         raise SpecError(f"unknown method {method!r}", where="--method", hint="parametric, isoflop or both")
-    if param_count not in ("total", "non_embedding"):
+    if param_count is not None and param_count not in ("total", "non_embedding"):
         raise SpecError(
             f"unknown count {param_count!r}", where="--param-count", hint="total or non_embedding"
         )
-    count: Literal["total", "non_embedding"] = "total" if param_count == "total" else "non_embedding"
     if bootstrap < 0:
         raise SpecError("must not be negative", where="--bootstrap")
     if bootstrap > MAX_BOOTSTRAP:
@@ -166,23 +242,29 @@ def fit_command(
         )
     if not 0 < ci < 100:
         raise SpecError(f"must be in (0, 100), got {ci:g}", where="--ci")
-    if starts.strip().lower() == "all":
-        n_starts = None
-    else:
+    n_starts = None
+    if starts.strip().lower() != "all":
         n_starts = flag_value(starts, "--starts", "count")
         if n_starts < 1:
             raise SpecError("must be at least 1 (or 'all')", where="--starts")
     bins = flag_value(bin_decades, "--bin-decades")
     if bins is not None and bins < 0:
         raise SpecError("must not be negative", where="--bin-decades")
-    at = flag_value(at_flops, "--flops")
     if seed < 0:
         raise SpecError(f"must not be negative, got {seed}", where="--seed", hint="e.g. 0")
+    percentiles = ((100 - ci) / 2, 100 - (100 - ci) / 2)
+    at = flag_value(at_flops, "--flops")
+    return FitOptions(method, param_count, bootstrap, percentiles, n_starts, bins, at, seed)
+
+
+def _check_outputs(plot: str | None, output: str | None, method: str) -> None:
+    """--plot and -o: writable paths, a plot suffix matplotlib writes, a law file only with Approach 3."""
+    from pathlib import Path
+
+    from runplan.cli.common import check_output_path
+    from runplan.errors import SpecError
+
     if plot is not None:
-        from pathlib import Path
-
-        from runplan.cli.common import check_output_path
-
         if Path(plot).suffix.lower() not in PLOT_SUFFIXES:
             raise SpecError(
                 f"cannot write a plot as '{Path(plot).suffix}'",
@@ -191,40 +273,52 @@ def fit_command(
             )
         check_output_path(plot, "--plot")
     if output is not None:
-        from runplan.cli.common import check_output_path
-
         check_output_path(output, "-o")
     if output is not None and method == "isoflop":
         raise SpecError(
             "a law file needs the parametric fit", where="-o", hint="use --method parametric or both"
         )
-    percentiles = ((100 - ci) / 2, 100 - (100 - ci) / 2)
 
+
+def _fit_runs(
+    csv_file: str, columns: tuple[str, str, str, str], drop_highest: int, options: FitOptions
+) -> tuple[FitReport, Runs]:
+    """Read the runs and fit the approaches ``options.method`` names (Approach 2 failing in 'both' is noted)."""
+    from runplan.errors import SpecError
+    from runplan.scaling.fit import FitReport, choose_param_count, fit_isoflop, fit_parametric, read_runs
+
+    params_col, tokens_col, flops_col, loss_col = columns
+    params_col, count, count_warnings = choose_param_count(csv_file, params_col, options.param_count)
     runs = read_runs(
         csv_file, params_col=params_col, tokens_col=tokens_col, flops_col=flops_col, loss_col=loss_col
     )
     runs = runs.drop_highest_loss(drop_highest)
-    parametric = isoflop = None
-    isoflop_error = None
-    if method in ("both", "isoflop"):
+    boot, pct, at = options.bootstrap, options.percentiles, options.at_flops
+    parametric = isoflop = isoflop_error = None
+    if options.method in ("both", "isoflop"):
         try:
             isoflop = fit_isoflop(
-                runs, bin_decades=bins, bootstrap=bootstrap, percentiles=percentiles, at_flops=at, seed=seed
+                runs,
+                bin_decades=options.bin_decades,
+                bootstrap=boot,
+                percentiles=pct,
+                at_flops=at,
+                seed=options.seed,
             )
         except SpecError as error:
-            if method == "isoflop":
+            if options.method == "isoflop":
                 raise
             isoflop_error = error.one_line()
-    if method in ("both", "parametric"):
-        callback, close = _progress(bootstrap)
+    if options.method in ("both", "parametric"):
+        callback, close = _progress(options.bootstrap)
         try:
             parametric = fit_parametric(
                 runs,
-                starts=n_starts,
-                bootstrap=bootstrap,
-                percentiles=percentiles,
+                starts=options.starts,
+                bootstrap=boot,
+                percentiles=pct,
                 at_flops=at,
-                seed=seed,
+                seed=options.seed,
                 param_count=count,
                 progress=callback,
             )
@@ -234,21 +328,85 @@ def fit_command(
         source=runs.source,
         runs=runs.size,
         dropped=drop_highest,
-        param_count=param_count,
+        param_count=count,
         parametric=parametric,
         isoflop=isoflop,
         isoflop_error=isoflop_error,
+        warnings=count_warnings,
     )
-    if output is not None and parametric is not None:
-        _write_law(parametric, output)
-    if plot is not None:
-        plot_fits(report, runs, plot)
+    return report, runs
+
+
+def _fit_hyperparams(
+    csv_file: str,
+    *,
+    columns: tuple[str, str, str, str],
+    options: FitOptions,
+    output: str | None,
+    json_output: bool,
+) -> None:
+    """`runplan fit --hyperparams`: B_opt(C) and η_opt(C) from a batch/LR sweep (runplan.scaling.hyperfit)."""
+    import yaml
+
+    from runplan.cli.common import write_output
+    from runplan.scaling.hyperfit import fit_hyperparams, read_hyperparam_runs
+
+    flops_col, lr_col, batch_col, loss_col = columns
+    runs = read_hyperparam_runs(
+        csv_file, flops_col=flops_col, lr_col=lr_col, batch_col=batch_col, loss_col=loss_col
+    )
+    fit = fit_hyperparams(
+        runs,
+        bootstrap=options.bootstrap,
+        percentiles=options.percentiles,
+        at_flops=options.at_flops,
+        bin_decades=options.bin_decades,
+        seed=options.seed,
+    )
+    if output is not None:
+        text = yaml.safe_dump(fit.law().model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+        write_output(text, output, "-o")
     if json_output:
-        print_json(report.model_dump(mode="json"))
-    else:
-        render(report)
-        if output is not None:
-            print(f"\nwrote law file {output} (use it with --law {output})")
+        print_json(fit.model_dump(mode="json"))
+        return
+    render_hyperparams(fit)
+    if output is not None:
+        print(f"\nwrote hyperparameter law {output}")
+
+
+def render_hyperparams(fit: Any) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+
+    out = console()
+    lo, hi = fit.percentiles
+    ci = f" (bootstrap {fit.bootstrap}, {lo:g}th-{hi:g}th percentiles)" if fit.bootstrap else ""
+    out.print(
+        f"[bold]Hyperparameter fit[/bold] of {fit.source}: near-optimal runs (loss within "
+        f"{fit.tolerance:.2%} of each budget's best) → power laws in C, as DeepSeek LLM §3.1{ci}"
+    )
+    table = Table(box=None, padding=(0, 2))
+    for column in ("budget C", "runs", "near-optimal", "best lr", "best batch", "best loss"):
+        table.add_column(column)
+    for b in fit.budgets:
+        table.add_row(
+            f"{b.flops:.3g}",
+            str(b.runs),
+            str(b.near_optimal),
+            f"{b.best_lr:.3g}",
+            f"{b.best_batch:.3g}",
+            f"{b.best_loss:.4f}",
+        )
+    out.print(table)
+    out.print(f"  B_opt = {_interval_text(fit.batch_coef, '.4g')}·C^e, e = {_interval_text(fit.batch_exp)}")
+    out.print(f"  η_opt = {_interval_text(fit.lr_coef, '.4g')}·C^e, e = {_interval_text(fit.lr_exp)}")
+    out.print(
+        f"  at C = {fit.at_flops:.3g}: B_opt {_interval_text(fit.batch_opt, '.3g')} tokens, "
+        f"η_opt {_interval_text(fit.lr_opt, '.3g')}"
+    )
+    for warning in fit.warnings:
+        console(stderr=True).print(f"warning: {warning}")
 
 
 def _write_law(parametric: ParametricFit, output: str) -> None:

@@ -76,8 +76,8 @@ def render(sweep: Sweep) -> None:
             f"branch; FLOPs {sweep.total_flops:.3g} vs {sweep.independent_flops:.3g} independent "
             f"({1 - sweep.total_flops / sweep.independent_flops:.0%} less)"
         )
-    for note in sweep.notes:
-        console(stderr=True).print(f"note: {note}")
+    for warning in sweep.warnings:
+        console(stderr=True).print(f"warning: {warning}")
 
 
 def sweep_command(

@@ -50,11 +50,13 @@ def _allocation(plan: RunPlan) -> Section:
         ("objective", a.objective, "plan file objective.kind (a fixed model: fixed_params)"),
         ("law", a.law, a.law_source or ""),
         ("compute C", f"{a.flops:.3g} FLOPs", "C = 6·N·D (Kaplan et al. 2020, Hoffmann et al. 2022)"),
-        ("parameters N", fmt_count(a.params), f"{count} parameter count of the law"),
+        ("parameters N", fmt_count(a.params), _params_why(a, count)),
         ("tokens D", fmt_count(a.tokens), "C / (6·N)"),
         ("tokens per parameter", f"{a.tokens_per_param:.1f}", "D / N (Chinchilla-optimal ≈ 20)"),
         ("predicted loss", f"{a.loss:.4f}", "L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"),
     ]
+    if a.intervals is not None:
+        section.rows += _interval_rows(a.intervals)
     if a.loss_penalty is not None:
         section.rows.append(
             (
@@ -84,6 +86,30 @@ def _allocation(plan: RunPlan) -> Section:
             ),
         ]
     return section
+
+
+def _params_why(a: Any, count: str) -> str:
+    if a.moe_total_params is None:
+        return f"{count} parameter count of the law"
+    return (
+        f"active {count} parameters: a MoE model is allocated on the compute it spends, C = 6·N_active·D "
+        f"({fmt_count(a.moe_total_params)} counting every expert)"
+    )
+
+
+def _interval_rows(intervals: Any) -> list[tuple[str, str, str]]:
+    """N, D and loss percentiles over the fitted law's bootstrap resamples (Hoffmann et al. 2022 App. D.2)."""
+    lo, hi = intervals.percentiles
+    why = f"{lo:g}th-{hi:g}th percentile of the allocation under {intervals.resamples} bootstrap refits of the law"
+    rows = []
+    for name, value, fmt in (
+        ("parameters N interval", intervals.params, fmt_count),
+        ("tokens D interval", intervals.tokens, fmt_count),
+        ("predicted loss interval", intervals.loss, lambda x: f"{x:.4f}"),
+    ):
+        if value.low is not None and value.high is not None:
+            rows.append((name, f"{fmt(value.low)} .. {fmt(value.high)}", why))
+    return rows
 
 
 def _architecture(plan: RunPlan) -> Section:

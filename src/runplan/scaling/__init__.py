@@ -3,3 +3,4 @@ sweep design (sweep), budgets from hardware (budget). Kept import-light: numpy l
 
 #: The law used when none is named (stated in `runplan allocate --help`): Besiroglu et al. 2024's refit.
 DEFAULT_LAW = "besiroglu2024"
+DEFAULT_MOE_LAW = "krajewski2024-moe"

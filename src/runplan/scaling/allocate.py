@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from runplan.errors import Infeasible, SpecError
 from runplan.hardware import GpuSpec
 from runplan.scaling.budget import check_training_flops, hardware_cost
-from runplan.scaling.laws import ParametricLaw
+from runplan.scaling.laws import Interval, ParametricLaw, interval_of
 from runplan.units import NonNegativeNumber, PositiveNumber
 
 ObjectiveKind = Literal["compute_optimal", "tokens_per_param", "fixed_params", "inference_optimal"]
@@ -154,6 +154,18 @@ class Objective(BaseModel):
         return self
 
 
+class AllocationIntervals(BaseModel):
+    """The allocation repeated under each bootstrap resample of a fitted law: percentiles of N, D and loss."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    params: Interval = Field(description="N across the law's resamples.")
+    tokens: Interval = Field(description="D across the law's resamples.")
+    loss: Interval = Field(description="Predicted loss across the law's resamples (each at its own N, D).")
+    resamples: int = Field(description="Resamples that gave a finite allocation.")
+    percentiles: tuple[float, float] = Field(description="Percentiles of the intervals.")
+
+
 class Allocation(BaseModel):
     """The allocation: N, D, predicted loss, FLOPs; keys documented in docs/scaling.md (stable JSON)."""
 
@@ -201,10 +213,21 @@ class Allocation(BaseModel):
     gpu_hours: float | None = Field(None, description="flops / (peak × MFU) / 3600.")
     days: float | None = Field(None, description="Wall-clock days on `gpus` GPUs.")
     cost_usd: float | None = Field(None, description="gpu_hours × price per GPU-hour.")
-    notes: list[str] = Field(default_factory=list, description="Warnings, e.g. extrapolation beyond the fit.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Cautions: extrapolation beyond the fit, budget overrun, unusual D/N.",
+    )
+    intervals: AllocationIntervals | None = Field(
+        None, description="Bootstrap percentiles of params, tokens and loss when the law carries resamples."
+    )
+    moe_total_params: float | None = Field(
+        None,
+        description="Mixture of experts: every expert's parameters in the law's count; `params` and `flops` "
+        "then count the active parameters (C = 6·N_active·D).",
+    )
 
 
-def _against_optimum(law: ParametricLaw, flops: float, loss: float) -> dict[str, float]:
+def _against_optimum(law: ParametricLaw, flops: float, loss: float) -> dict[str, float | None]:
     n_opt, d_opt = law.compute_optimal(flops)
     loss_opt = law.loss(n_opt, d_opt)
     same = law.flops_for_loss(loss)
@@ -268,7 +291,38 @@ def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> A
         raise unusable_law(law, flops) from None
     if not all(math.isfinite(x) and x > 0 for x in (result.params, result.tokens, result.loss)):
         raise unusable_law(law, flops)
+    if law.resamples:
+        result = result.model_copy(update={"intervals": allocation_intervals(result, flops, objective, law)})
     return result
+
+
+def allocation_intervals(
+    point: Allocation, flops: float | None, objective: Objective, law: ParametricLaw
+) -> AllocationIntervals | None:
+    """The same objective under each bootstrap resample of ``law`` (a nonparametric bootstrap, as Hoffmann et
+    al. 2022 App. D.2 and Besiroglu et al. 2024 report): percentiles of N, D and the loss at each resample's own
+    allocation. Resamples whose allocation is infeasible or not finite are left out and counted."""
+    rows = []
+    for sample in law.resampled_laws():
+        try:
+            with np.errstate(all="ignore"):
+                n, d, _ = _split(flops, objective, sample)
+            loss = float(sample.loss(n, d))
+        except (Infeasible, SpecError, OverflowError, ZeroDivisionError, ValueError):
+            continue
+        if all(math.isfinite(x) and x > 0 for x in (n, d, loss)):
+            rows.append((n, d, loss))
+    if len(rows) < 2:
+        return None
+    values = np.array(rows)
+    percentiles = law.percentiles or (10.0, 90.0)
+    return AllocationIntervals(
+        params=interval_of(point.params, values[:, 0], percentiles),
+        tokens=interval_of(point.tokens, values[:, 1], percentiles),
+        loss=interval_of(point.loss, values[:, 2], percentiles),
+        resamples=len(rows),
+        percentiles=percentiles,
+    )
 
 
 def checked_compute_optimal(law: ParametricLaw, flops: float) -> tuple[float, float]:
@@ -310,32 +364,67 @@ def _allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> 
         raise SpecError(
             "no compute budget", where="budget", hint="give --flops, or --gpus and --days (and --gpu)"
         )
-    extra: dict[str, float] = {}
+    n, d, extra = _split(flops, objective, law)
+    _check_sensible(law, objective, flops, n, d)
+    return Allocation(
+        **common,
+        flops=6.0 * n * d,
+        params=n,
+        tokens=d,
+        tokens_per_param=d / n,
+        loss=law.loss(n, d),
+        warnings=_warnings(law, flops, n, d),
+        **extra,
+    )
+
+
+def _given(value: float | None, name: str) -> float:
+    """A field the Objective validator guarantees for this kind (or the budget checked above)."""
+    if value is None:  # unreachable after Objective._fields_match_kind and the budget check in _allocate
+        raise ValueError(f"'{name}' is required here")
+    return value
+
+
+def _split(
+    flops: float | None, objective: Objective, law: ParametricLaw
+) -> tuple[float, float, dict[str, float | None]]:
+    """(N, D, objective-specific fields) for ``objective`` at budget ``flops`` (see the module docstring)."""
+    kind = objective.kind
+    if kind == "inference_optimal":
+        return _inference_optimal(flops, objective, law)
+    budget = _given(flops, "flops")
     if kind == "compute_optimal":
-        n, d = law.compute_optimal(flops)
-    elif kind == "tokens_per_param":
-        r = objective.tokens_per_param
-        n = math.sqrt(flops / (6.0 * r))  # C = 6·N·(r·N)
+        n, d = law.compute_optimal(budget)
+        return n, d, {}
+    if kind == "tokens_per_param":
+        r = _given(objective.tokens_per_param, "tokens_per_param")
+        n = math.sqrt(budget / (6.0 * r))  # C = 6·N·(r·N)
         d = r * n
-        _check_sensible(law, objective, flops, n, d)
-        extra = _against_optimum(law, flops, law.loss(n, d))
-    elif kind == "fixed_params":
-        n = objective.params
-        d = flops / (6.0 * n)
-        _check_sensible(law, objective, flops, n, d)
-        extra = _against_optimum(law, flops, law.loss(n, d))
     else:
-        target = (
-            objective.target_loss if objective.target_loss is not None else law.compute_optimal_loss(flops)
-        )
-        d_inf = objective.inference_tokens
-        n = inference_optimal_params(law, target, d_inf)
-        d = law.tokens_for_loss(n, target)
-        c_star = law.flops_for_loss(target)
-        n_star, _ = law.compute_optimal(c_star)
-        training, inference = 6.0 * n * d, 2.0 * n * d_inf
-        reference_total = c_star + 2.0 * n_star * d_inf
-        extra = {
+        n = _given(objective.params, "params")
+        d = budget / (6.0 * n)
+    _check_sensible(law, objective, budget, n, d)
+    return n, d, _against_optimum(law, budget, law.loss(n, d))
+
+
+def _inference_optimal(
+    flops: float | None, objective: Objective, law: ParametricLaw
+) -> tuple[float, float, dict[str, float | None]]:
+    """Sardana et al. 2024 §2: the N that minimises training + inference FLOPs at the target loss."""
+    target = objective.target_loss
+    if target is None:
+        target = law.compute_optimal_loss(_given(flops, "flops"))
+    d_inf = _given(objective.inference_tokens, "inference_tokens")
+    n = inference_optimal_params(law, target, d_inf)
+    d = law.tokens_for_loss(n, target)
+    c_star = law.flops_for_loss(target)
+    n_star, _ = law.compute_optimal(c_star)
+    training, inference = 6.0 * n * d, 2.0 * n * d_inf
+    reference_total = c_star + 2.0 * n_star * d_inf
+    return (
+        n,
+        d,
+        {
             "inference_tokens": d_inf,
             "target_loss": target,
             "training_flops": training,
@@ -346,25 +435,31 @@ def _allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> 
             "compute_optimal_loss": target,
             "compute_optimal_total_flops": reference_total,
             "total_flops_saving": 1.0 - (training + inference) / reference_total,
-        }
-    _check_sensible(law, objective, flops, n, d)
-    notes = [note] if (note := law.extrapolation_note(n, d)) else []
+        },
+    )
+
+
+#: Training FLOPs above the budget by more than this fraction are a warning (rounding in 6·N·D stays below).
+OVERRUN_TOLERANCE = 1e-6
+
+
+def _warnings(law: ParametricLaw, flops: float | None, n: float, d: float) -> list[str]:
+    """Extrapolation beyond the law's fitted range, an unusual D/N, and training FLOPs above the budget."""
+    out = [note] if (note := law.extrapolation_note(n, d)) else []
     low, high = TOKENS_PER_PARAM_RANGE
     if not low <= d / n <= high:
-        notes.append(
+        out.append(
             f"{d / n:.3g} tokens per parameter is outside the range of published runs, {low:g} to {high:.0e} "
             "(Chinchilla 20, Llama 3 8B ~1,900): the law was not fitted there, so treat the loss as a guess"
         )
-    return Allocation(
-        **common,
-        flops=6.0 * n * d,
-        params=n,
-        tokens=d,
-        tokens_per_param=d / n,
-        loss=law.loss(n, d),
-        notes=notes,
-        **extra,
-    )
+    training = 6.0 * n * d
+    if flops is not None and training > flops * (1.0 + OVERRUN_TOLERANCE):
+        out.append(
+            f"budget overrun: training takes 6·N·D = {training:.3g} FLOPs, {training / flops:.3g}× the budget of "
+            f"{flops:.3g} FLOPs (the target loss, not the budget, sets N and D); ask for a higher target "
+            "loss or raise the budget"
+        )
+    return out
 
 
 def _check_sensible(
@@ -382,7 +477,7 @@ def _check_sensible(
     if kind == "compute_optimal":
         need = max(6.0 * (MIN_PARAMS / law.G) ** (1.0 / law.a), 6.0 * (MIN_TOKENS * law.G) ** (1.0 / law.b))
     elif kind == "tokens_per_param":
-        r = objective.tokens_per_param
+        r = _given(objective.tokens_per_param, "tokens_per_param")
         need = max(6.0 * r * MIN_PARAMS**2, 6.0 * MIN_TOKENS**2 / r)
     elif kind == "fixed_params":
         need = 6.0 * n * MIN_TOKENS
@@ -432,8 +527,10 @@ __all__ = [
     "MIN_TOKENS",
     "MIN_TOKENS_PER_PARAM",
     "Allocation",
+    "AllocationIntervals",
     "Objective",
     "allocate",
+    "allocation_intervals",
     "checked_compute_optimal",
     "inference_optimal_params",
     "unusable_law",

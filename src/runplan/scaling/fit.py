@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.errors import Infeasible, SpecError
-from runplan.scaling.laws import FittedRange, ParametricLaw
+from runplan.scaling.laws import FittedRange, Interval, ParametricLaw, interval_of
 
 HUBER_DELTA = 1e-3
 MAX_CSV_BYTES = 50_000_000
@@ -115,90 +115,31 @@ def read_runs(
     Needs the params and loss columns and at least one of tokens and flops (the other is derived with
     C = 6·N·D). Other columns are ignored (a `runplan sweep` CSV reads back as is once its losses are filled in).
     """
-    path = Path(path)
-    source = str(path)
-    try:
-        if path.stat().st_size > MAX_CSV_BYTES:
-            raise SpecError(f"file is larger than {MAX_CSV_BYTES // 1_000_000} MB", source=source)
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as error:
-        raise SpecError(f"cannot read file: {error.strerror}", source=source) from None
-    except UnicodeDecodeError:
-        raise SpecError("not a UTF-8 text file", source=source) from None
+    text, source = read_csv_text(path)
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
     if not header:
         raise SpecError("empty file: expected a header row such as 'params,tokens,loss'", source=source)
-    header = [h.strip() for h in header]
-    index: dict[str, int] = {}
-    for i, name in enumerate(header):
-        if name in index and name in (params_col, tokens_col, flops_col, loss_col):
-            raise SpecError(
-                f"column '{name}' appears twice (columns {index[name] + 1} and {i + 1})",
-                source=source,
-                where="line 1",
-                hint="rename or remove one of them",
-            )
-        index.setdefault(name, i)
-
-    def need(column: str, flag: str) -> int:
-        if column not in index:
-            import difflib
-
-            close = difflib.get_close_matches(column, header, n=1)
-            hint = (
-                f"did you mean '{close[0]}'? (or pass {flag} {close[0]})"
-                if close
-                else f"columns are {', '.join(header)}; name yours with {flag}"
-            )
-            raise SpecError(f"missing column '{column}'", source=source, hint=hint)
-        return index[column]
-
-    i_n = need(params_col, "--params-col")
-    i_l = need(loss_col, "--loss-col")
+    index = _column_index([h.strip() for h in header], (params_col, tokens_col, flops_col, loss_col), source)
+    i_n = _need(index, params_col, "--params-col", source)
+    i_l = _need(index, loss_col, "--loss-col", source)
     i_d = index.get(tokens_col)
     i_c = index.get(flops_col)
     if i_d is None and i_c is None:
         raise SpecError(
             f"missing column '{tokens_col}' or '{flops_col}' (one of them is needed)",
             source=source,
-            hint=f"columns are {', '.join(header)}; name yours with --tokens-col or --flops-col",
+            hint=f"columns are {', '.join(index)}; name yours with --tokens-col or --flops-col",
         )
     columns = [(params_col, i_n), (loss_col, i_l)]
     columns += [(tokens_col, i_d)] if i_d is not None else []
     columns += [(flops_col, i_c)] if i_c is not None else []
-    all_rows = list(reader)
-    physical_lines = reader.line_num
-    # line of each record: i + 2 unless a quoted field spans lines (then recount record by record)
-    if physical_lines == len(all_rows) + 1:
-        keep = [i for i, r in enumerate(all_rows) if "".join(r).strip()]
-        rows = [all_rows[i] for i in keep]
-        row_lines = [i + 2 for i in keep]
-    else:
-        rows, row_lines = [], []
-        recount = csv.reader(text.splitlines())
-        next(recount, None)
-        for row_values in recount:
-            if "".join(row_values).strip():
-                rows.append(row_values)
-                row_lines.append(recount.line_num)
+    rows, lines = _records(reader, text)
     if not rows:
         raise SpecError("no runs after the header row", source=source)
-    width = max(i for _, i in columns) + 1
-    fast: dict[str, np.ndarray] = {}
-    if all(len(r) >= width for r in rows):  # vectorized parse; the row loop below names the first bad cell
-        try:
-            with np.errstate(all="ignore"):
-                for name, i in columns:
-                    fast[name] = np.array([r[i] for r in rows], dtype=float)
-        except ValueError:
-            fast = {}
-    if fast and all(bool(np.all(np.isfinite(v) & (v > 0))) for v in fast.values()):
-        values_np = fast
-        lines = row_lines
-    else:
-        values_np = _parse_rows(rows, row_lines, columns, source, loss_col)
-        lines = row_lines
+    values_np = _fast_parse(rows, columns)
+    if values_np is None:
+        values_np = _parse_rows(rows, lines, columns, source, loss_col)
     n = values_np[params_col]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         d = values_np[tokens_col] if i_d is not None else values_np[flops_col] / (6.0 * n)
@@ -214,6 +155,82 @@ def read_runs(
             hint="check the magnitudes of params, tokens and flops",
         )
     return Runs(params=n, tokens=d, flops=c, loss=values_np[loss_col], lines=np.array(lines), source=source)
+
+
+def read_csv_text(path: str | Path) -> tuple[str, str]:
+    """The text of a CSV of at most MAX_CSV_BYTES, and its name for messages; a one-line SpecError otherwise."""
+    path = Path(path)
+    source = str(path)
+    try:
+        if path.stat().st_size > MAX_CSV_BYTES:
+            raise SpecError(f"file is larger than {MAX_CSV_BYTES // 1_000_000} MB", source=source)
+        return path.read_text(encoding="utf-8-sig"), source
+    except OSError as error:
+        raise SpecError(f"cannot read file: {error.strerror}", source=source) from None
+    except UnicodeDecodeError:
+        raise SpecError("not a UTF-8 text file", source=source) from None
+
+
+def _column_index(header: list[str], wanted: tuple[str, ...], source: str) -> dict[str, int]:
+    """Column name → position (first occurrence); a wanted column named twice is a SpecError."""
+    index: dict[str, int] = {}
+    for i, name in enumerate(header):
+        if name in index and name in wanted:
+            raise SpecError(
+                f"column '{name}' appears twice (columns {index[name] + 1} and {i + 1})",
+                source=source,
+                where="line 1",
+                hint="rename or remove one of them",
+            )
+        index.setdefault(name, i)
+    return index
+
+
+def _need(index: dict[str, int], column: str, flag: str, source: str) -> int:
+    if column in index:
+        return index[column]
+    import difflib
+
+    header = list(index)
+    close = difflib.get_close_matches(column, header, n=1)
+    hint = (
+        f"did you mean '{close[0]}'? (or pass {flag} {close[0]})"
+        if close
+        else f"columns are {', '.join(header)}; name yours with {flag}"
+    )
+    raise SpecError(f"missing column '{column}'", source=source, hint=hint)
+
+
+def _records(reader: Any, text: str) -> tuple[list[list[str]], list[int]]:
+    """Non-blank records after the header and the CSV line each starts on (a quoted field may span lines)."""
+    all_rows = list(reader)
+    if reader.line_num == len(all_rows) + 1:  # one line per record: line = index + 2
+        keep = [i for i, r in enumerate(all_rows) if "".join(r).strip()]
+        return [all_rows[i] for i in keep], [i + 2 for i in keep]
+    rows, lines = [], []
+    recount = csv.reader(text.splitlines())
+    next(recount, None)
+    for row_values in recount:
+        if "".join(row_values).strip():
+            rows.append(row_values)
+            lines.append(recount.line_num)
+    return rows, lines
+
+
+def _fast_parse(rows: list[list[str]], columns: list[tuple[str, int]]) -> dict[str, np.ndarray] | None:
+    """Vectorized parse when every cell is a positive finite number; None sends the caller to the cell-by-cell
+    parse, which names the first bad cell."""
+    width = max(i for _, i in columns) + 1
+    if not all(len(r) >= width for r in rows):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            values = {name: np.array([r[i] for r in rows], dtype=float) for name, i in columns}
+    except ValueError:
+        return None
+    if all(bool(np.all(np.isfinite(v) & (v > 0))) for v in values.values()):
+        return values
+    return None
 
 
 def _parse_rows(
@@ -239,25 +256,8 @@ def _parse_rows(
 
 
 # ==== intervals ==================================================================================
-class Interval(BaseModel):
-    """A point estimate with bootstrap percentiles."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    value: float = Field(description="Estimate on the full data.")
-    low: float | None = Field(None, description="Lower bootstrap percentile.")
-    high: float | None = Field(None, description="Upper bootstrap percentile.")
-    std: float | None = Field(None, description="Bootstrap standard deviation.")
-
-
 def _interval(value: float, samples: np.ndarray | None, percentiles: tuple[float, float]) -> Interval:
-    if samples is None:
-        return Interval(value=float(value))
-    samples = samples[np.isfinite(samples)]
-    if samples.size < 2:
-        return Interval(value=float(value))
-    low, high = np.percentile(samples, percentiles)
-    return Interval(value=float(value), low=float(low), high=float(high), std=float(np.std(samples, ddof=1)))
+    return interval_of(value, samples, percentiles)
 
 
 def _check_at_flops(at_flops: float | None) -> None:
@@ -363,7 +363,7 @@ def _best_fit(
     n_starts: int | None,
     delta: float,
     extra_starts: Sequence[np.ndarray] = (),
-) -> tuple[np.ndarray, float, int, int]:
+) -> tuple[np.ndarray | None, float, int, int]:
     """L-BFGS from the ``n_starts`` best grid points (all with None) plus ``extra_starts``; the lowest wins."""
     chosen = starts
     if n_starts == 0:
@@ -372,7 +372,8 @@ def _best_fit(
         scores = _grid_objective(starts, log_n, log_d, log_loss, weights, delta)
         chosen = starts[np.argsort(scores, kind="stable")[:n_starts]]
     candidates = [*extra_starts, *chosen]
-    best_theta, best_value, converged = None, math.inf, 0
+    best_theta: np.ndarray | None = None
+    best_value, converged = math.inf, 0
     args = (log_n, log_d, log_loss, weights, delta)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for theta0 in candidates:
@@ -408,7 +409,10 @@ class ParametricFit(BaseModel):
     bootstrap_failed: int = Field(0, description="Resamples where no start gave a finite fit.")
     percentiles: tuple[float, float] = Field(description="Percentiles of the intervals.")
     seconds: float = Field(description="Wall time of the fit and bootstrap.")
-    notes: list[str] = Field(default_factory=list, description="Warnings (e.g. a subsampled large CSV).")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Cautions: a subsampled CSV, an ill-conditioned fit, wide intervals.",
+    )
 
 
 def _theta_to_coefficients(theta: np.ndarray) -> tuple[float, float, float, float, float]:
@@ -443,17 +447,68 @@ def fit_parametric(
     if runs.size < 5:
         raise SpecError(f"a 5-parameter law needs at least 5 runs, got {runs.size}", source=runs.source)
     _check_at_flops(at_flops)
-    notes: list[str] = []
-    if runs.size > MAX_FIT_RUNS:
-        keep = np.sort(np.random.default_rng(seed).choice(runs.size, MAX_FIT_RUNS, replace=False))
-        notes.append(
-            f"{runs.size:,} rows: fitted a random subsample of {MAX_FIT_RUNS:,} (seed {seed}); a scaling-law "
-            "fit wants one row per run with its final loss (is this a training log?)"
-        )
-        runs = runs.subset(keep)
-    log_n, log_d, log_loss = np.log(runs.params), np.log(runs.tokens), np.log(runs.loss)
+    runs, warnings = _subsample(runs, seed)
+    logs = (np.log(runs.params), np.log(runs.tokens), np.log(runs.loss))
     grid_points = start_grid(grid)
-    theta, value, converged, tried = _best_fit(log_n, log_d, log_loss, None, grid_points, starts, delta)
+    theta, value, converged, tried = _best_fit(*logs, None, grid_points, starts, delta)
+    law = _fitted_law(runs, theta, tried, delta, name, param_count)
+    at = float(at_flops) if at_flops is not None else float(runs.flops.max())
+    samples, failed = _bootstrap(logs, theta, grid_points, bootstrap, bootstrap_starts, delta, seed, progress)
+
+    def column(j: int) -> np.ndarray | None:
+        return None if samples is None else samples[:, j]
+
+    if samples is not None:
+        finite = samples[np.all(np.isfinite(samples), axis=1)]
+        law = law.model_copy(
+            update={"resamples": [tuple(float(x) for x in row) for row in finite], "percentiles": percentiles}
+        )
+    n_opt, d_opt = law.compute_optimal(at)
+    opt_samples = _optimum_samples(samples, at)
+    fit = ParametricFit(
+        law=law,
+        objective=value,
+        runs=runs.size,
+        starts=tried,
+        converged_starts=converged,
+        E=_interval(law.E, column(0), percentiles),
+        A=_interval(law.A, column(1), percentiles),
+        B=_interval(law.B, column(2), percentiles),
+        alpha=_interval(law.alpha, column(3), percentiles),
+        beta=_interval(law.beta, column(4), percentiles),
+        at_flops=at,
+        params_opt=_interval(n_opt, opt_samples[0], percentiles),
+        tokens_opt=_interval(d_opt, opt_samples[1], percentiles),
+        tokens_per_param=_interval(d_opt / n_opt, opt_samples[2], percentiles),
+        bootstrap=bootstrap,
+        bootstrap_failed=failed,
+        percentiles=percentiles,
+        seconds=time.perf_counter() - t0,
+    )
+    return fit.model_copy(update={"warnings": warnings + parametric_warnings(fit, float(runs.flops.max()))})
+
+
+def _subsample(runs: Runs, seed: int) -> tuple[Runs, list[str]]:
+    """At most MAX_FIT_RUNS runs (a seeded random subsample above it), and the warning that says so."""
+    if runs.size <= MAX_FIT_RUNS:
+        return runs, []
+    keep = np.sort(np.random.default_rng(seed).choice(runs.size, MAX_FIT_RUNS, replace=False))
+    warning = (
+        f"{runs.size:,} rows: fitted a random subsample of {MAX_FIT_RUNS:,} (seed {seed}); a scaling-law "
+        "fit wants one row per run with its final loss (is this a training log?)"
+    )
+    return runs.subset(keep), [warning]
+
+
+def _fitted_law(
+    runs: Runs,
+    theta: np.ndarray | None,
+    tried: int,
+    delta: float,
+    name: str | None,
+    param_count: Literal["total", "non_embedding"],
+) -> ParametricLaw:
+    """The law at the full-data optimum θ; Infeasible when no start converged or an exponent is not positive."""
     if theta is None:
         raise Infeasible(
             f"parametric fit of {runs.source} did not converge from any of {tried} starts "
@@ -467,7 +522,7 @@ def fit_parametric(
             f"E = {E:.3g}: the runs do not determine a law with positive exponents",
             suggestions=["vary both N and D over at least a decade each", "drop diverged or unfinished runs"],
         )
-    law = ParametricLaw(
+    return ParametricLaw(
         name=name or f"fit:{Path(runs.source).name}",
         E=E,
         A=A,
@@ -483,61 +538,93 @@ def fit_parametric(
             tokens_max=float(runs.tokens.max()),
         ),
     )
-    at = float(at_flops) if at_flops is not None else float(runs.flops.max())
 
-    samples = None
+
+def _bootstrap(
+    logs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    theta: np.ndarray | None,
+    grid_points: np.ndarray,
+    bootstrap: int,
+    bootstrap_starts: int,
+    delta: float,
+    seed: int,
+    progress: Callable[[int], None] | None,
+) -> tuple[np.ndarray | None, int]:
+    """(bootstrap × 5) coefficients (E, A, B, α, β), NaN rows where no start converged, and their count."""
+    if bootstrap <= 0 or theta is None:
+        return None, 0
+    size = logs[0].size
+    rng = np.random.default_rng(seed)
+    samples = np.full((bootstrap, 5), np.nan)
     failed = 0
-    if bootstrap > 0:
-        rng = np.random.default_rng(seed)
-        samples = np.full((bootstrap, 5), np.nan)
-        for i in range(bootstrap):
-            weights = rng.multinomial(runs.size, np.full(runs.size, 1.0 / runs.size)).astype(float)
-            boot_theta, _, _, _ = _best_fit(
-                log_n, log_d, log_loss, weights, grid_points, bootstrap_starts, delta, extra_starts=[theta]
+    for i in range(bootstrap):
+        weights = rng.multinomial(size, np.full(size, 1.0 / size)).astype(float)
+        boot_theta, _, _, _ = _best_fit(
+            *logs, weights, grid_points, bootstrap_starts, delta, extra_starts=[theta]
+        )
+        if boot_theta is None:
+            failed += 1
+        else:
+            samples[i] = _theta_to_coefficients(boot_theta)
+        if progress is not None:
+            progress(i + 1)
+    return samples, failed
+
+
+def _optimum_samples(samples: np.ndarray | None, at: float) -> tuple[np.ndarray | None, ...]:
+    """Compute-optimal N, D and D/N at ``at`` under each resample (Hoffmann Eq. 4), or Nones without any."""
+    if samples is None:
+        return (None, None, None)
+    ok = np.all(np.isfinite(samples), axis=1) & (samples[:, 3] > 0) & (samples[:, 4] > 0)
+    s = samples[ok]
+    g = (s[:, 3] * s[:, 1] / (s[:, 4] * s[:, 2])) ** (1.0 / (s[:, 3] + s[:, 4]))
+    n_s = g * (at / 6.0) ** (s[:, 4] / (s[:, 3] + s[:, 4]))
+    d_s = at / 6.0 / n_s
+    return (n_s, d_s, d_s / n_s)
+
+
+#: Approach 3 is called ill-conditioned when the bootstrap interval of E spans more than this factor, or that
+#: of the optimal tokens per parameter more than TOKENS_PER_PARAM_SPREAD: the data then trade E against the
+#: A and B terms (Besiroglu et al. 2024 report E to ±0.03 on 240 Chinchilla points; runplan's 80% interval
+#: there spans ×1.06).
+E_SPREAD = 1.5
+TOKENS_PER_PARAM_SPREAD = 4.0
+
+
+def parametric_warnings(fit: ParametricFit, largest_flops: float) -> list[str]:
+    """Cautions for Approach 3: ill-conditioned (E and D/N poorly determined), wide intervals, extrapolation."""
+    out = []
+    e, tpp = fit.E, fit.tokens_per_param
+    if e.low is not None and e.high is not None and tpp.low is not None and tpp.high is not None:
+        e_spread = e.high / e.low if e.low > 0 else math.inf
+        tpp_spread = tpp.high / tpp.low if tpp.low > 0 else math.inf
+        if e_spread > E_SPREAD or tpp_spread > TOKENS_PER_PARAM_SPREAD:
+            out.append(
+                f"Approach 3 is ill-conditioned: E {e.value:.3g} [{e.low:.3g}, {e.high:.3g}], tokens per "
+                f"parameter {tpp.value:.3g} [{tpp.low:.3g}, {tpp.high:.3g}]: the runs cannot tell the "
+                "irreducible loss from the N and D terms; vary N and D each over a decade or more at several "
+                "budgets"
             )
-            if boot_theta is None:
-                failed += 1
-            else:
-                samples[i] = _theta_to_coefficients(boot_theta)
-            if progress is not None:
-                progress(i + 1)
-
-    def column(j: int) -> np.ndarray | None:
-        return None if samples is None else samples[:, j]
-
-    n_opt, d_opt = law.compute_optimal(at)
-    opt_samples: tuple[np.ndarray | None, ...] = (None, None, None)
-    if samples is not None:
-        ok = np.all(np.isfinite(samples), axis=1) & (samples[:, 3] > 0) & (samples[:, 4] > 0)
-        s = samples[ok]
-        g = (s[:, 3] * s[:, 1] / (s[:, 4] * s[:, 2])) ** (1.0 / (s[:, 3] + s[:, 4]))
-        n_s = g * (at / 6.0) ** (s[:, 4] / (s[:, 3] + s[:, 4]))
-        d_s = at / 6.0 / n_s
-        opt_samples = (n_s, d_s, d_s / n_s)
-    return ParametricFit(
-        law=law,
-        objective=value,
-        runs=runs.size,
-        starts=tried,
-        converged_starts=converged,
-        E=_interval(E, column(0), percentiles),
-        A=_interval(A, column(1), percentiles),
-        B=_interval(B, column(2), percentiles),
-        alpha=_interval(alpha, column(3), percentiles),
-        beta=_interval(beta, column(4), percentiles),
-        at_flops=at,
-        params_opt=_interval(n_opt, opt_samples[0], percentiles),
-        tokens_opt=_interval(d_opt, opt_samples[1], percentiles),
-        tokens_per_param=_interval(d_opt / n_opt, opt_samples[2], percentiles),
-        bootstrap=bootstrap,
-        bootstrap_failed=failed,
-        percentiles=percentiles,
-        seconds=time.perf_counter() - t0,
-        notes=notes,
-    )
+    out += _wide_warnings("Approach 3", fit.params_opt, fit.tokens_per_param, fit.at_flops)
+    out += _extrapolation_warning(fit.at_flops, largest_flops)
+    return out
 
 
 # ==== Approach 2: isoFLOP parabolas ==============================================================
+#: Automatic grouping of scattered budgets: the peaks of a Gaussian kernel density of log10 C with this
+#: bandwidth (decades) are the budgets. 0.05 decade (12% in C) is below the spacing of any published isoFLOP
+#: design (Hoffmann et al. 2022, Fig. 3: 6e18, 1e19, 3e19, ... 3e21, i.e. 0.2 to 0.5 decade apart) and above
+#: the scatter of a budget's runs in the Chinchilla points as extracted (about ±0.03 decade).
+BUDGET_BANDWIDTH_DECADES = 0.05
+#: A run joins the nearest budget peak only within this distance (decades): a run 40% off a budget in C is
+#: not on that budget's isoFLOP curve, and putting it there would bias the parabola's vertex.
+BUDGET_WINDOW_DECADES = 0.15
+#: Fewer budgets than this and the exponent a is a line through too few points to check its fit: warned.
+MIN_TRUSTED_BUDGETS = 4
+#: An interval on the optimal N wider than this factor (high/low) is warned about: the runs do not pin it.
+WIDE_INTERVAL_FACTOR = 2.0
+
+
 class IsoflopBudget(BaseModel):
     """One isoFLOP group: its parabola's vertex."""
 
@@ -555,12 +642,31 @@ class IsoflopBudget(BaseModel):
     lines: list[int] = Field(description="CSV lines of the group's runs.")
 
 
+class DroppedBudget(BaseModel):
+    """A budget group left out of Approach 2, and why."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flops: float = Field(description="Budget C (geometric mean of the group's C).")
+    runs: int = Field(description="Runs in the group.")
+    lines: list[int] = Field(description="CSV lines of the group's runs.")
+    kind: Literal["too_few_sizes", "no_minimum", "minimum_outside"] = Field(description="Why, as a key.")
+    reason: str = Field(description="Why it was left out, in words.")
+
+    def describe(self) -> str:
+        shown = ", ".join(str(x) for x in self.lines[:6]) + (", ..." if len(self.lines) > 6 else "")
+        return f"budget {self.flops:.3g} FLOPs ({self.runs} runs, lines {shown}): {self.reason}"
+
+
 class IsoflopFit(BaseModel):
     """Approach 2 result: N_opt = k·C^a and D_opt = k'·C^b across budgets, with bootstrap intervals."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     budgets: list[IsoflopBudget] = Field(description="One entry per isoFLOP budget used.")
+    dropped_budgets: list[DroppedBudget] = Field(
+        default_factory=list, description="Budgets left out: too few sizes, no minimum, vertex outside."
+    )
     a: Interval = Field(description="Exponent of N_opt ∝ C^a.")
     b: Interval = Field(description="Exponent of D_opt ∝ C^b.")
     k_params: float = Field(description="k in N_opt = k·C^a.")
@@ -570,53 +676,86 @@ class IsoflopFit(BaseModel):
     tokens_opt: Interval = Field(description="D_opt at at_flops.")
     tokens_per_param: Interval = Field(description="D_opt/N_opt at at_flops.")
     grouping: str = Field(description="How runs were grouped into budgets.")
+    ungrouped_runs: int = Field(0, description="Runs farther than the window from every budget (left out).")
     bootstrap: int = Field(description="Bootstrap resamples requested.")
     bootstrap_failed: int = Field(0, description="Resamples dropped (a parabola without a minimum).")
     percentiles: tuple[float, float] = Field(description="Percentiles of the intervals.")
-    notes: list[str] = Field(
-        default_factory=list, description="Warnings (dropped bins, vertex outside range)."
+    warnings: list[str] = Field(
+        default_factory=list, description="Cautions: dropped budgets, few budgets, wide intervals."
     )
 
 
-def group_budgets(runs: Runs, bin_decades: float | None = None) -> tuple[list[np.ndarray], str, list[str]]:
-    """Index arrays of runs per budget. ``bin_decades`` None: exact C values when they repeat, else bins of
-    0.1 decade in log10 C; 0: exact values; w > 0: bins of width w decades (bin k holds round(log10 C / w) = k).
+def density_budgets(log10_flops: np.ndarray) -> np.ndarray:
+    """Budget label per run (−1: none) from the peaks of the kernel density of log10 C.
+
+    Gaussian kernel of bandwidth :data:`BUDGET_BANDWIDTH_DECADES` evaluated on a grid a tenth of it apart; each
+    local maximum is a budget; each run joins its nearest peak if within :data:`BUDGET_WINDOW_DECADES`.
     """
+    h = BUDGET_BANDWIDTH_DECADES
+    grid = np.arange(log10_flops.min() - 3 * h, log10_flops.max() + 3 * h, h / 10)
+    density = np.zeros(grid.size)
+    for lo in range(0, log10_flops.size, 256):  # (grid × 256) at a time: bounded memory for large CSVs
+        chunk = log10_flops[lo : lo + 256]
+        density += np.exp(-0.5 * ((grid[:, None] - chunk[None, :]) / h) ** 2).sum(axis=1)
+    inner = density[1:-1]
+    peaks = grid[1:-1][(inner > density[:-2]) & (inner >= density[2:])]
+    distance = np.abs(log10_flops[:, None] - peaks[None, :])
+    nearest = distance.argmin(axis=1)
+    within = distance[np.arange(log10_flops.size), nearest] <= BUDGET_WINDOW_DECADES
+    return np.where(within, nearest, -1)
+
+
+def _budget_keys(runs: Runs, bin_decades: float | None) -> tuple[np.ndarray, str]:
+    """A group key per run (NaN: in no group) and a one-line description of the grouping."""
     log_c = np.log10(runs.flops)
+    if bin_decades is None and np.unique(runs.flops).size <= runs.size / 3:
+        bin_decades = 0.0  # a designed sweep: every budget repeats exactly
     if bin_decades is None:
-        unique = np.unique(runs.flops)
-        bin_decades = 0.0 if unique.size <= runs.size / 3 else 0.1
+        labels = density_budgets(log_c)
+        keys = np.where(labels >= 0, labels, np.nan).astype(float)
+        grouping = (
+            f"budgets from the data: peaks of the log10 C density (bandwidth {BUDGET_BANDWIDTH_DECADES:g} "
+            f"decade), runs within ±{BUDGET_WINDOW_DECADES:g} decade of a peak"
+        )
+        return keys, grouping
     if bin_decades == 0:
-        keys = runs.flops
-        grouping = "exact budgets"
-    else:
-        keys = np.round(log_c / bin_decades)
-        grouping = f"bins of {bin_decades:g} decade in log10 C"
-    groups, notes = [], []
-    for key in np.unique(keys):
+        return runs.flops.astype(float), "exact budgets"
+    return np.round(log_c / bin_decades), f"bins of {bin_decades:g} decade in log10 C"
+
+
+def group_budgets(
+    runs: Runs, bin_decades: float | None = None
+) -> tuple[list[np.ndarray], str, list[DroppedBudget], int]:
+    """Index arrays of runs per budget, the grouping used, the groups dropped for < 3 sizes, runs in none.
+
+    ``bin_decades`` None: exact C values when they repeat (a designed sweep), else budgets from the data
+    (:func:`density_budgets`); 0: exact values; w > 0: bins of width w decades (bin k: round(log10 C / w) = k).
+    """
+    keys, grouping = _budget_keys(runs, bin_decades)
+    groups: list[np.ndarray] = []
+    dropped: list[DroppedBudget] = []
+    for key in np.unique(keys[np.isfinite(keys)]):
         idx = np.flatnonzero(keys == key)
         n_distinct = np.unique(runs.params[idx]).size
         if n_distinct < 3:
-            budget = float(np.exp(np.mean(np.log(runs.flops[idx]))))
-            lines = ", ".join(str(x) for x in runs.lines[idx][:6])
-            if bin_decades == 0:
-                raise SpecError(
-                    f"budget {budget:.3g} FLOPs has {n_distinct} distinct model size(s); a parabola "
-                    "needs at least 3",
-                    source=runs.source,
-                    where=f"lines {lines}",
-                    hint="add runs at this budget, remove them, or use --method parametric",
-                )
-            notes.append(f"dropped bin at {budget:.3g} FLOPs: {n_distinct} distinct size(s) (lines {lines})")
+            reason = f"{n_distinct} distinct size(s); a parabola needs at least 3"
+            dropped.append(_dropped(runs, idx, "too_few_sizes", reason))
             continue
         groups.append(idx)
-    if len(groups) < 2:
-        raise SpecError(
-            f"isoFLOP fit needs at least 2 budgets with 3+ model sizes each, found {len(groups)}",
-            source=runs.source,
-            hint="use --method parametric, or add budgets",
-        )
-    return groups, grouping, notes
+    return groups, grouping, dropped, int(np.sum(~np.isfinite(keys)))
+
+
+DropKind = Literal["too_few_sizes", "no_minimum", "minimum_outside"]
+
+
+def _dropped(runs: Runs, idx: np.ndarray, kind: DropKind, reason: str) -> DroppedBudget:
+    return DroppedBudget(
+        flops=float(np.exp(np.mean(np.log(runs.flops[idx])))),
+        runs=int(idx.size),
+        lines=[int(v) for v in runs.lines[idx]],
+        kind=kind,
+        reason=reason,
+    )
 
 
 def _weighted_parabolas(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -641,11 +780,55 @@ def _weighted_parabolas(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np
 
 
 def _power_law(log_c: np.ndarray, log_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least squares of log y = log k + e·log C per row: (R, m) → slopes (R,), intercepts (R,)."""
-    mc = log_c.mean(axis=-1, keepdims=True)
-    my = log_y.mean(axis=-1, keepdims=True)
-    slope = ((log_c - mc) * (log_y - my)).sum(axis=-1) / ((log_c - mc) ** 2).sum(axis=-1)
+    """Least squares of log y = log k + e·log C per row: (R, m) → slopes (R,), intercepts (R,).
+
+    NaN entries (a resampled budget without a vertex) are left out of their row; a row with fewer than 2
+    distinct finite points gives NaN.
+    """
+    ok = np.isfinite(log_y) & np.isfinite(log_c)
+    w = ok.astype(float)
+    count = w.sum(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        c = np.where(ok, log_c, 0.0)
+        y = np.where(ok, log_y, 0.0)
+        mc = (w * c).sum(axis=-1, keepdims=True) / count
+        my = (w * y).sum(axis=-1, keepdims=True) / count
+        spread = (w * (c - mc) ** 2).sum(axis=-1)
+        slope = (w * (c - mc) * (y - my)).sum(axis=-1) / np.where(spread > 0, spread, np.nan)
     return slope, my[..., 0] - slope * mc[..., 0]
+
+
+def _fit_budget(
+    runs: Runs, idx: np.ndarray, weights: np.ndarray
+) -> tuple[IsoflopBudget, np.ndarray] | DroppedBudget:
+    """One budget's parabola on the full data (row 0 of ``weights``) and its resamples: the budget and the vertex
+    ln N per replicate, or the DroppedBudget saying why it cannot give a vertex."""
+    x = np.log(runs.params[idx])
+    coefficients = _weighted_parabolas(x, runs.loss[idx], weights)
+    c0, c1, c2 = coefficients[0]
+    if not (c2 > 0):
+        return _dropped(runs, idx, "no_minimum", "loss does not curve upward in log N (no minimum)")
+    with np.errstate(all="ignore"):
+        vertex = np.where(coefficients[:, 2] > 0, -coefficients[:, 1] / (2 * coefficients[:, 2]), np.nan)
+    n_opt = math.exp(vertex[0])
+    n_min, n_max = float(runs.params[idx].min()), float(runs.params[idx].max())
+    if not n_min <= n_opt <= n_max:
+        outside = f"the minimum N = {n_opt:.3g} lies outside the sampled {n_min:.3g}..{n_max:.3g}"
+        return _dropped(runs, idx, "minimum_outside", outside)
+    budget = float(np.exp(np.mean(np.log(runs.flops[idx]))))
+    fitted = IsoflopBudget(
+        flops=budget,
+        runs=int(idx.size),
+        params_opt=n_opt,
+        tokens_opt=budget / (6 * n_opt),
+        loss_opt=float(c0 + c1 * vertex[0] + c2 * vertex[0] ** 2),
+        curvature=float(c2),
+        params_min=n_min,
+        params_max=n_max,
+        coefficients=(float(c0), float(c1), float(c2)),
+        lines=[int(v) for v in runs.lines[idx]],
+    )
+    return fitted, vertex
 
 
 def fit_isoflop(
@@ -657,68 +840,51 @@ def fit_isoflop(
     at_flops: float | None = None,
     seed: int = 0,
 ) -> IsoflopFit:
-    """Approach 2 on ``runs`` (see the module docstring). Bootstrap resamples runs within each budget."""
+    """Approach 2 on ``runs`` (see the module docstring). Bootstrap resamples runs within each budget.
+
+    Budgets with fewer than 3 sizes, without a minimum (loss not convex in ln N) or whose minimum lies outside
+    the sampled sizes are dropped and named in ``warnings``; fewer than 2 usable budgets is a SpecError.
+    """
     _check_at_flops(at_flops)
-    groups, grouping, notes = group_budgets(runs, bin_decades)
+    groups, grouping, dropped, ungrouped = group_budgets(runs, bin_decades)
     rng = np.random.default_rng(seed)
     replicates = 1 + bootstrap
-    log_c = np.empty((replicates, len(groups)))
-    log_n_opt = np.empty((replicates, len(groups)))
-    budgets = []
-    for j, idx in enumerate(groups):
-        x = np.log(runs.params[idx])
-        y = runs.loss[idx]
+    budgets, vertices = [], []
+    for idx in groups:
         weights = np.ones((replicates, idx.size))
         if bootstrap:
             weights[1:] = rng.multinomial(idx.size, np.full(idx.size, 1.0 / idx.size), size=bootstrap)
-        coefficients = _weighted_parabolas(x, y, weights)
-        c0, c1, c2 = coefficients[0]
-        budget = float(np.exp(np.mean(np.log(runs.flops[idx]))))
-        lines = [int(v) for v in runs.lines[idx]]
-        if not (c2 > 0):
-            raise SpecError(
-                f"budget {budget:.3g} FLOPs: loss does not curve upward in log N (no minimum)",
-                source=runs.source,
-                where=f"lines {lines[0]}..{lines[-1]}",
-                hint="add runs at smaller and larger N around the best one",
-            )
-        with np.errstate(all="ignore"):
-            vertex = np.where(coefficients[:, 2] > 0, -coefficients[:, 1] / (2 * coefficients[:, 2]), np.nan)
-        n_opt = math.exp(vertex[0])
-        if not runs.params[idx].min() <= n_opt <= runs.params[idx].max():
-            notes.append(
-                f"budget {budget:.3g}: vertex N = {n_opt:.3g} lies outside the sampled sizes "
-                f"{runs.params[idx].min():.3g}..{runs.params[idx].max():.3g} (extrapolated)"
-            )
-        budgets.append(
-            IsoflopBudget(
-                flops=budget,
-                runs=int(idx.size),
-                params_opt=n_opt,
-                tokens_opt=budget / (6 * n_opt),
-                loss_opt=float(c0 + c1 * vertex[0] + c2 * vertex[0] ** 2),
-                curvature=float(c2),
-                params_min=float(runs.params[idx].min()),
-                params_max=float(runs.params[idx].max()),
-                coefficients=(float(c0), float(c1), float(c2)),
-                lines=lines,
-            )
+        result = _fit_budget(runs, idx, weights)
+        if isinstance(result, DroppedBudget):
+            dropped.append(result)
+            continue
+        fitted, vertex = result
+        budgets.append(fitted)
+        vertices.append(vertex)
+    if len(budgets) < 2:
+        why = "; ".join(d.describe() for d in dropped[:4])
+        raise SpecError(
+            f"isoFLOP fit needs at least 2 budgets with 3+ model sizes around a minimum, found {len(budgets)}"
+            + (f" ({grouping}); dropped {why}" if why else f" ({grouping})"),
+            source=runs.source,
+            hint="add runs at smaller and larger N around each budget's best, group budgets differently "
+            "(fit.bin_decades), or fit Approach 3 alone (fit.method parametric)",
         )
-        log_c[:, j] = math.log(budget)
-        log_n_opt[:, j] = vertex
+    log_c = np.tile(np.log([b.flops for b in budgets]), (replicates, 1))
+    log_n_opt = np.stack(vertices, axis=1)
     log_d_opt = log_c - math.log(6.0) - log_n_opt
     a, log_k = _power_law(log_c, log_n_opt)
     b, log_k_d = _power_law(log_c, log_d_opt)
     at = float(at_flops) if at_flops is not None else float(runs.flops.max())
     n_at = np.exp(log_k + a * math.log(at))
     d_at = np.exp(log_k_d + b * math.log(at))
-    failed = int(np.sum(~np.isfinite(a[1:]))) if bootstrap else 0
 
     def interval(values: np.ndarray) -> Interval:
         return _interval(float(values[0]), values[1:] if bootstrap else None, percentiles)
 
-    return IsoflopFit(
+    fit = IsoflopFit(
         budgets=budgets,
+        dropped_budgets=dropped,
         a=interval(a),
         b=interval(b),
         k_params=float(np.exp(log_k[0])),
@@ -728,11 +894,69 @@ def fit_isoflop(
         tokens_opt=interval(d_at),
         tokens_per_param=interval(d_at / n_at),
         grouping=grouping,
+        ungrouped_runs=ungrouped,
         bootstrap=bootstrap,
-        bootstrap_failed=failed,
+        bootstrap_failed=int(np.sum(~np.isfinite(a[1:]))) if bootstrap else 0,
         percentiles=percentiles,
-        notes=notes,
     )
+    return fit.model_copy(update={"warnings": isoflop_warnings(fit, runs)})
+
+
+def isoflop_warnings(fit: IsoflopFit, runs: Runs) -> list[str]:
+    """Cautions a reader of Approach 2 needs: what was left out, how few budgets, how wide the intervals."""
+    out = []
+    few = [d for d in fit.dropped_budgets if d.kind == "too_few_sizes"]
+    named = [d for d in fit.dropped_budgets if d.kind != "too_few_sizes"]
+    out += [f"dropped {d.describe()}" for d in named]
+    if few:
+        shown = ", ".join(f"{d.flops:.3g}" for d in few[:8]) + (", ..." if len(few) > 8 else "")
+        out.append(f"left out {len(few)} budget group(s) with fewer than 3 distinct sizes (C = {shown})")
+    if fit.ungrouped_runs:
+        out.append(
+            f"{fit.ungrouped_runs} of {runs.size} runs lie more than {BUDGET_WINDOW_DECADES:g} decade from "
+            "every budget and are not in Approach 2 (Approach 3 uses them)"
+        )
+    exact = sum(b.runs == 3 for b in fit.budgets)
+    if exact:
+        out.append(
+            f"{exact} of {len(fit.budgets)} budgets have only 3 runs: a parabola through 3 points fits them "
+            "exactly, so nothing checks its vertex (Hoffmann et al. 2022 sampled about 9 sizes per budget)"
+        )
+    if len(fit.budgets) < MIN_TRUSTED_BUDGETS:
+        span = f"{fit.a.low:.3g}, {fit.a.high:.3g}" if fit.a.low is not None else "no bootstrap"
+        out.append(
+            f"the exponent a = {fit.a.value:.3g} [{span}] rests on {len(fit.budgets)} budgets: a line through "
+            f"so few points cannot show a bad fit; add budgets (Hoffmann et al. 2022 used 9)"
+        )
+    out += _wide_warnings("Approach 2", fit.params_opt, fit.tokens_per_param, fit.at_flops)
+    out += _extrapolation_warning(fit.at_flops, float(runs.flops.max()))
+    return out
+
+
+def _wide_warnings(method: str, params_opt: Interval, tokens_per_param: Interval, at: float) -> list[str]:
+    if params_opt.low is None or params_opt.high is None or not params_opt.low > 0:
+        return []
+    factor = params_opt.high / params_opt.low
+    if factor <= WIDE_INTERVAL_FACTOR:
+        return []
+    return [
+        f"{method}: the optimal N at C = {at:.3g} spans {params_opt.low:.3g}..{params_opt.high:.3g} "
+        f"(×{factor:.3g}) and tokens per parameter {tokens_per_param.low:.3g}..{tokens_per_param.high:.3g}: "
+        "the runs do not pin the optimum; add runs or budgets before trusting it"
+    ]
+
+
+#: Reporting the optimum at more than this multiple of the largest run's compute is warned as extrapolation.
+EXTRAPOLATION_FACTOR = 10.0
+
+
+def _extrapolation_warning(at: float, largest: float) -> list[str]:
+    if at <= EXTRAPOLATION_FACTOR * largest:
+        return []
+    return [
+        f"the optimum is reported at C = {at:.3g}, {at / largest:.3g}× the largest run ({largest:.3g}): an "
+        "extrapolation of the fitted power laws"
+    ]
 
 
 # ==== both, and the law file =====================================================================
@@ -750,6 +974,50 @@ class FitReport(BaseModel):
     parametric: ParametricFit | None = Field(None, description="Approach 3 result.")
     isoflop: IsoflopFit | None = Field(None, description="Approach 2 result.")
     isoflop_error: str | None = Field(None, description="Why Approach 2 was skipped (method both).")
+    warnings: list[str] = Field(
+        default_factory=list, description="Cautions about the input (parameter count)."
+    )
+
+
+#: The column `runplan sweep -o` writes with each proxy's non-embedding parameter count.
+NON_EMBEDDING_COLUMN = "non_embedding_params"
+
+
+def choose_param_count(
+    path: str | Path, params_col: str, param_count: str | None
+) -> tuple[str, Literal["total", "non_embedding"], list[str]]:
+    """Which column is N and which count it is: (column, count, warnings).
+
+    Kaplan et al. 2020 (§2.1) fit on non-embedding parameters, which gives cleaner power laws at small N;
+    Chinchilla counted embeddings. An explicit ``param_count`` is taken as given. Otherwise a CSV with a
+    ``non_embedding_params`` column (a `runplan sweep` CSV) is fitted on it; without one N is taken as total,
+    with a warning, since a CSV of totals fitted as non-embedding (or the reverse) shifts every small model.
+    """
+    if param_count == "total":
+        return params_col, "total", []
+    if param_count == "non_embedding":
+        return params_col, "non_embedding", []
+    header = _header(path)
+    if NON_EMBEDDING_COLUMN in header and params_col == "params":
+        return NON_EMBEDDING_COLUMN, "non_embedding", []
+    return (
+        params_col,
+        "total",
+        [
+            f"N ('{params_col}') is taken as total parameters, embeddings included (Chinchilla's convention); "
+            f"add a '{NON_EMBEDDING_COLUMN}' column (runplan sweep writes one) to fit on non-embedding "
+            "parameters (Kaplan et al. 2020), or state which count N is (the param_count option)"
+        ],
+    )
+
+
+def _header(path: str | Path) -> list[str]:
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            first = handle.readline()
+    except (OSError, UnicodeDecodeError):
+        return []  # read_runs names the problem
+    return [h.strip() for h in next(csv.reader([first]), [])]
 
 
 def law_file_dict(fit: ParametricFit) -> dict[str, Any]:
@@ -828,12 +1096,15 @@ def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
 
 
 __all__ = [
+    "DroppedBudget",
     "FitReport",
     "Interval",
     "IsoflopBudget",
     "IsoflopFit",
     "ParametricFit",
     "Runs",
+    "choose_param_count",
+    "density_budgets",
     "fit_isoflop",
     "fit_parametric",
     "group_budgets",

@@ -9,7 +9,12 @@ al. 2024 (arXiv 2410.21676) find the critical batch grows mainly with D, not N.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from runplan.model import ModelShape
+
+if TYPE_CHECKING:
+    from runplan.scaling.laws import ParametricLaw
 
 DEEPSEEK_BATCH_COEF = 0.2920
 DEEPSEEK_BATCH_EXP = 0.3271
@@ -33,3 +38,66 @@ def deepseek_batch_tokens(compute_flops: float) -> float:
 def deepseek_peak_lr(compute_flops: float) -> float:
     """η_opt = 0.3118·C^−0.1250 (DeepSeek LLM, §3.1, Eq. 1)."""
     return DEEPSEEK_LR_COEF * compute_flops**DEEPSEEK_LR_EXP
+
+
+# ---- critical batch against loss (Kaplan et al. 2020) ---------------------------------------------------
+#: Kaplan et al. 2020 (arXiv 2001.08361), §5.1 (Eq. 5.3, summarised as Eq. 1.4): B_crit(L) = B*/L^(1/α_B) with
+#: B* ≈ 2e8 tokens and α_B ≈ 0.21, L in nats/token on their WebText2 data and GPT-2 tokenizer.
+KAPLAN_CRITICAL_BATCH_TOKENS = 2e8
+KAPLAN_CRITICAL_BATCH_EXP = 0.21
+
+
+def kaplan_critical_batch_tokens(loss: float) -> float:
+    """B_crit(L) = 2e8 / L^(1/0.21) tokens (Kaplan et al. 2020, §5.1): the batch beyond which more data per step
+    buys little; it grows as the loss falls, which is why a run can start at a smaller batch."""
+    if not loss > 0:
+        raise ValueError(f"loss must be positive, got {loss!r}")
+    return KAPLAN_CRITICAL_BATCH_TOKENS * loss ** (-1.0 / KAPLAN_CRITICAL_BATCH_EXP)
+
+
+def loss_for_critical_batch(batch_tokens: float) -> float:
+    """The loss at which B_crit(L) = ``batch_tokens``: L = (B*/B)^α_B (the inverse of the law above)."""
+    return (KAPLAN_CRITICAL_BATCH_TOKENS / batch_tokens) ** KAPLAN_CRITICAL_BATCH_EXP
+
+
+def critical_batch_ramp(
+    law: ParametricLaw,
+    params: float,
+    training_tokens: float,
+    main_batch_tokens: float,
+    *,
+    halvings: int = 3,
+    max_token_fraction: float = 0.5,
+) -> tuple[list[tuple[float, float]], list[str]]:
+    """Batch-ramp stages that keep the batch at or below B_crit(L(t)): ``[(batch_fraction, token_fraction)]``
+    in order, smallest batch first, and cautions.
+
+    A stage at batch ``main/2^k`` runs until B_crit(L(t)) reaches ``main/2^(k−1)``, i.e. until the loss falls to
+    L_k = (B*/(main/2^(k−1)))^α_B; L(t) is the parametric law's loss of this model after t tokens, so the
+    boundary is t_k = law.tokens_for_loss(params, L_k) (closed form). The first stage starts at token 0. Stages
+    are cut so that together they cover under ``max_token_fraction`` of the run (ScheduleSpec's limit).
+    Leaves out: L(t) from a law of fully trained models stands in for the loss mid-run (a WSD run's stable
+    phase sits above it), and B* was fitted on Kaplan's data and tokenizer, so compare batches, not losses,
+    across corpora.
+    """
+    warnings: list[str] = []
+    bounds = []
+    for k in range(halvings, 0, -1):
+        target = loss_for_critical_batch(main_batch_tokens / 2 ** (k - 1))
+        end = float(law.tokens_for_loss(params, target))
+        bounds.append((2.0**-k, min(end, training_tokens)))
+    stages: list[tuple[float, float]] = []
+    start = 0.0
+    limit = max_token_fraction * training_tokens
+    for fraction, end in bounds:
+        end = min(end, limit * (1 - 1e-9))
+        if end > start:
+            stages.append((fraction, (end - start) / training_tokens))
+            start = end
+    if start >= limit * (1 - 1e-6):
+        warnings.append(
+            f"B_crit(L) stays below the main batch of {main_batch_tokens:.3g} tokens for over "
+            f"{max_token_fraction:.0%} of the run: the ramp was cut there (the main batch is above Kaplan et al. "
+            "2020's critical batch for most of training)"
+        )
+    return stages, warnings

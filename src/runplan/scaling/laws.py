@@ -38,6 +38,29 @@ class FittedRange(BaseModel):
     tokens_max: PositiveNumber = Field(description="Most training tokens in the fitted runs.")
 
 
+class Interval(BaseModel):
+    """A point estimate with bootstrap percentiles."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float = Field(description="Estimate on the full data.")
+    low: float | None = Field(None, description="Lower bootstrap percentile.")
+    high: float | None = Field(None, description="Upper bootstrap percentile.")
+    std: float | None = Field(None, description="Bootstrap standard deviation.")
+
+
+def interval_of(value: float, samples: Any, percentiles: tuple[float, float]) -> Interval:
+    """``value`` with the ``percentiles`` and standard deviation of the finite ``samples`` (none: bare value)."""
+    if samples is None:
+        return Interval(value=float(value))
+    samples = np.asarray(samples, dtype=float)
+    samples = samples[np.isfinite(samples)]
+    if samples.size < 2:
+        return Interval(value=float(value))
+    low, high = np.percentile(samples, percentiles)
+    return Interval(value=float(value), low=float(low), high=float(high), std=float(np.std(samples, ddof=1)))
+
+
 class ParametricLaw(BaseModel):
     """L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)."""
 
@@ -58,6 +81,72 @@ class ParametricLaw(BaseModel):
     )
     source: str | None = Field(None, description="Paper and equation/table, or the CSV a fit came from.")
     note: str | None = Field(None, description="Caveats for this law.")
+    granularity_coef: PositiveNumber | None = Field(
+        None,
+        description="MoE laws: g in A(G) = A + g/G^γ (Krajewski et al. 2024, Eq. 5); N counts every expert.",
+    )
+    granularity_exp: PositiveNumber | None = Field(
+        None, description="MoE laws: γ in A(G) = A + g/G^γ, G = dense FFN width / expert FFN width."
+    )
+    resamples: list[tuple[float, float, float, float, float]] | None = Field(
+        None,
+        description="Bootstrap refits (E, A, B, alpha, beta) from `runplan fit`: allocate and plan repeat the "
+        "allocation under each to give intervals.",
+    )
+    percentiles: tuple[float, float] | None = Field(
+        None, description="Percentiles the intervals report (with resamples; default 10th and 90th)."
+    )
+
+    @property
+    def is_moe_law(self) -> bool:
+        """Whether the law was fitted on mixture-of-experts models (it has a granularity term)."""
+        return self.granularity_coef is not None and self.granularity_exp is not None
+
+    def for_moe(self, total_params: float, active_params: float, granularity: float) -> ParametricLaw:
+        """This law as a law in *active* parameters for one MoE architecture, so that C = 6·N_active·D holds.
+
+        A MoE law gives L = E + A(G)/N_total^α + B/D^β (Krajewski et al. 2024, Eq. 5: A(G) = A + g/G^γ). For
+        a fixed architecture N_total = ρ·N_active with ρ = ``total_params / active_params``, so
+        A(G)/N_total^α = (A(G)·ρ^(−α))/N_active^α: the same Chinchilla form with A' = A(G)·ρ^(−α), and every
+        closed form (Hoffmann et al. 2022, Eq. 4) then splits the compute actually spent. A dense law (no
+        granularity term) is taken with N = active parameters (ρ = 1): experts beyond the active ones earn no
+        credit, a conservative reading. Both counts are in the law's ``param_count``.
+        """
+        if not self.is_moe_law:
+            return self
+        ratio = total_params / active_params
+        a_of_g = self.A + (self.granularity_coef or 0.0) / granularity ** (self.granularity_exp or 0.0)
+        r = self.fitted_range
+        scaled = (
+            r.model_copy(update={"params_min": r.params_min / ratio, "params_max": r.params_max / ratio})
+            if r is not None
+            else None
+        )
+        return self.model_copy(
+            update={
+                "name": f"{self.name} (MoE, N = active parameters)",
+                "A": a_of_g * ratio ** (-self.alpha),
+                "granularity_coef": None,
+                "granularity_exp": None,
+                "fitted_range": scaled,
+                "note": f"{self.name} at granularity G = {granularity:.3g} and total/active = {ratio:.4g}: "
+                f"A' = (A + g/G^γ)·(total/active)^(−α) = {a_of_g:.4g} × {ratio:.4g}^(−{self.alpha:g}); "
+                "N and C = 6·N·D count active parameters",
+                "resamples": None,
+            }
+        )
+
+    def resampled_laws(self) -> list[ParametricLaw]:
+        """One law per bootstrap resample with positive, finite coefficients (empty without resamples)."""
+        out = []
+        for E, A, B, alpha, beta in self.resamples or []:
+            if all(math.isfinite(x) and x > 0 for x in (E, A, B, alpha, beta)):
+                out.append(
+                    self.model_copy(
+                        update={"E": E, "A": A, "B": B, "alpha": alpha, "beta": beta, "resamples": None}
+                    )
+                )
+        return out
 
     # ---- loss ------------------------------------------------------------------------------------
     def loss(self, N: Any, D: Any) -> Any:
@@ -136,18 +225,25 @@ class ParametricLaw(BaseModel):
         return (self.A / (loss - self.E)) ** (1.0 / self.alpha)
 
     def extrapolation_note(self, N: float, D: float) -> str | None:
-        """A one-line warning when (N, D) lies outside the law's fitted range (None inside or unknown)."""
+        """A one-line warning when (N, D) lies outside the law's fitted range (None inside or unknown), with how
+        far outside: beyond 10× a power law fitted over two decades is a guess, and the note says so."""
         r = self.fitted_range
         if r is None:
             return None
-        parts = []
-        if r.params_max * 1.0001 < N or r.params_min * 0.9999 > N:
-            parts.append(f"N = {N:.3g} outside the fitted {r.params_min:.3g}..{r.params_max:.3g}")
-        if r.tokens_max * 1.0001 < D or r.tokens_min * 0.9999 > D:
-            parts.append(f"D = {D:.3g} outside the fitted {r.tokens_min:.3g}..{r.tokens_max:.3g}")
+        parts, worst = [], 1.0
+        for letter, value, low, high in (
+            ("N", N, r.params_min, r.params_max),
+            ("D", D, r.tokens_min, r.tokens_max),
+        ):
+            if high * 1.0001 < value or low * 0.9999 > value:
+                factor = value / high if value > high else low / value
+                side = "above" if value > high else "below"
+                parts.append(f"{letter} = {value:.3g}, {factor:.3g}× {side} the fitted {low:.3g}..{high:.3g}")
+                worst = max(worst, factor)
         if not parts:
             return None
-        return f"law '{self.name}' extrapolates: " + "; ".join(parts)
+        far = "; far outside its data, so treat the loss as a rough guess" if worst > 10 else ""
+        return f"law '{self.name}' extrapolates: " + "; ".join(parts) + far
 
     def to_yaml_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -159,7 +255,8 @@ class LawSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(
-        None, description="A shipped law: hoffmann2022, hoffmann2022-unrounded, besiroglu2024."
+        None,
+        description="A shipped law: hoffmann2022, hoffmann2022-unrounded, besiroglu2024, krajewski2024-moe (MoE).",
     )
     file: str | None = Field(
         None, description="Path to a law YAML file written by `runplan fit -o law.yaml`."
@@ -276,9 +373,11 @@ def law_from_flag(text: str | None) -> ParametricLaw:
 __all__ = [
     "DEFAULT_LAW",
     "FittedRange",
+    "Interval",
     "LawSpec",
     "ParametricLaw",
     "get_shipped_law",
+    "interval_of",
     "law_from_flag",
     "load_law_file",
     "resolve_law",

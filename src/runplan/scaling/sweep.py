@@ -85,7 +85,7 @@ class Sweep(BaseModel):
     mfu: float | None = Field(None, description="MFU assumed.")
     gpu_hours: float | None = Field(None, description="Total proxy GPU-hours.")
     cost_usd: float | None = Field(None, description="gpu_hours × price per GPU-hour.")
-    notes: list[str] = Field(default_factory=list, description="Warnings and remarks.")
+    warnings: list[str] = Field(default_factory=list, description="Cautions and remarks.")
 
     def to_csv(self) -> str:
         """CSV for `runplan fit` (columns params, tokens, flops, loss; loss left empty to fill in).
@@ -378,7 +378,7 @@ def design_sweep(request: SweepRequest) -> Sweep:
         mfu=r.mfu if r.gpu else None,
         gpu_hours=gpu_hours,
         cost_usd=gpu_hours * r.price_per_gpu_hour if gpu_hours is not None and r.price_per_gpu_hour else None,
-        notes=_notes(r, runs),
+        warnings=_notes(r, runs),
     )
 
 

@@ -1,0 +1,317 @@
+"""Fit the compute-optimal batch size and learning rate to your own proxy sweep, as DeepSeek LLM did.
+
+Bi et al. 2024 (DeepSeek LLM, arXiv 2401.02954, §3.1, Fig. 3): at each of several small compute budgets C, train
+a grid of (batch size, learning rate); the runs whose loss is within 0.25% of that budget's minimum are
+"near-optimal"; least squares of ln B = ln k_B + e_B·ln C and ln η = ln k_η + e_η·ln C over the near-optimal
+runs give B_opt = k_B·C^e_B and η_opt = k_η·C^e_η (theirs: 0.2920·C^0.3271 tokens, 0.3118·C^−0.1250).
+Intervals: bootstrap, resampling runs within each budget and repeating the selection and the fit.
+C is whatever the CSV's ``flops`` column holds (DeepSeek: non-embedding FLOPs per token × tokens, M·D); the
+law must be used with the same C. Budgets are grouped as in ``runplan fit`` (exact, or from the data).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from runplan.errors import SpecError
+from runplan.scaling.fit import Runs, _parse_rows, group_budgets, read_csv_text
+from runplan.scaling.laws import Interval, interval_of
+
+#: DeepSeek LLM §3.1: a run is near-optimal when its loss is within 0.25% of the budget's minimum.
+NEAR_OPTIMAL_TOLERANCE = 0.0025
+
+
+class HyperparamRuns(BaseModel):
+    """Proxy runs with their hyperparameters: C, learning rate, batch (tokens), final loss, CSV line."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    flops: np.ndarray = Field(description="C per run.")
+    lr: np.ndarray = Field(description="Peak learning rate per run.")
+    batch: np.ndarray = Field(description="Global batch in tokens per run.")
+    loss: np.ndarray = Field(description="Final loss per run.")
+    lines: np.ndarray = Field(description="CSV line of each run.")
+    source: str = Field("<runs>", description="Where the runs came from.")
+
+
+def read_hyperparam_runs(
+    path: str | Path,
+    *,
+    flops_col: str = "flops",
+    lr_col: str = "lr",
+    batch_col: str = "batch",
+    loss_col: str = "loss",
+) -> HyperparamRuns:
+    """Read a hyperparameter sweep CSV (header row; columns flops, lr, batch in tokens, loss); every bad cell is
+    a one-line SpecError naming its row and column."""
+    text, source = read_csv_text(path)
+    reader = csv.reader(text.splitlines())
+    header = [h.strip() for h in next(reader, [])]
+    columns = []
+    for name in (flops_col, lr_col, batch_col, loss_col):
+        if name not in header:
+            raise SpecError(
+                f"missing column '{name}'",
+                source=source,
+                hint=f"columns are {', '.join(header) or 'none'}; a hyperparameter sweep needs flops, lr, batch "
+                "(tokens) and loss (other column names are fit options: flops_col, lr_col, batch_col, loss_col)",
+            )
+        columns.append((name, header.index(name)))
+    rows, lines = [], []
+    for row in reader:
+        if "".join(row).strip():
+            rows.append(row)
+            lines.append(reader.line_num)
+    if not rows:
+        raise SpecError("no runs after the header row", source=source)
+    values = _parse_rows(rows, lines, columns, source, loss_col)
+    return HyperparamRuns(
+        flops=values[flops_col],
+        lr=values[lr_col],
+        batch=values[batch_col],
+        loss=values[loss_col],
+        lines=np.array(lines),
+        source=source,
+    )
+
+
+class HyperparamBudget(BaseModel):
+    """One budget of the sweep: its best run and how many runs are near-optimal."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flops: float = Field(description="Budget C (geometric mean of the group's C).")
+    runs: int = Field(description="Runs at this budget.")
+    near_optimal: int = Field(description="Runs within the tolerance of the minimum loss.")
+    best_loss: float = Field(description="Lowest loss at this budget.")
+    best_lr: float = Field(description="Learning rate of the lowest-loss run.")
+    best_batch: float = Field(description="Batch (tokens) of the lowest-loss run.")
+    lines: list[int] = Field(description="CSV lines of the budget's runs.")
+
+
+class HyperparamLaw(BaseModel):
+    """B_opt = k_B·C^e_B tokens and η_opt = k_η·C^e_η, as fitted (the file `runplan fit --hyperparams -o` writes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Short name, e.g. 'hyperparams:sweep.csv'.")
+    batch_coef: float = Field(gt=0, description="k_B (tokens).")
+    batch_exp: float = Field(description="e_B.")
+    lr_coef: float = Field(gt=0, description="k_η.")
+    lr_exp: float = Field(description="e_η.")
+    flops_min: float = Field(gt=0, description="Smallest budget fitted.")
+    flops_max: float = Field(gt=0, description="Largest budget fitted.")
+    source: str = Field(description="Method and CSV.")
+
+    def batch_tokens(self, compute_flops: float) -> float:
+        """B_opt = k_B·C^e_B tokens (DeepSeek LLM §3.1 form, your coefficients)."""
+        return self.batch_coef * compute_flops**self.batch_exp
+
+    def peak_lr(self, compute_flops: float) -> float:
+        """η_opt = k_η·C^e_η (DeepSeek LLM §3.1 form, your coefficients)."""
+        return self.lr_coef * compute_flops**self.lr_exp
+
+
+class HyperparamFit(BaseModel):
+    """B_opt = k_B·C^e_B and η_opt = k_η·C^e_η with bootstrap intervals (keys in docs/scaling.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str = Field(description="CSV fitted.")
+    budgets: list[HyperparamBudget] = Field(description="Budgets used.")
+    batch_coef: Interval = Field(description="k_B in B_opt = k_B·C^e_B (tokens).")
+    batch_exp: Interval = Field(description="e_B.")
+    lr_coef: Interval = Field(description="k_η in η_opt = k_η·C^e_η.")
+    lr_exp: Interval = Field(description="e_η.")
+    at_flops: float = Field(description="Budget the optimum below is evaluated at.")
+    batch_opt: Interval = Field(description="B_opt at at_flops (tokens).")
+    lr_opt: Interval = Field(description="η_opt at at_flops.")
+    tolerance: float = Field(description="Near-optimal: loss ≤ (1 + tolerance) × the budget's minimum.")
+    grouping: str = Field(description="How runs were grouped into budgets.")
+    bootstrap: int = Field(description="Bootstrap resamples requested.")
+    percentiles: tuple[float, float] = Field(description="Percentiles of the intervals.")
+    warnings: list[str] = Field(
+        default_factory=list, description="Cautions: few budgets, optimum at a grid edge."
+    )
+
+    def law(self) -> HyperparamLaw:
+        """The point estimates as a law to use in a plan (same C as the CSV's flops column)."""
+        flops = [b.flops for b in self.budgets]
+        return HyperparamLaw(
+            name=f"hyperparams:{Path(self.source).name}",
+            batch_coef=self.batch_coef.value,
+            batch_exp=self.batch_exp.value,
+            lr_coef=self.lr_coef.value,
+            lr_exp=self.lr_exp.value,
+            flops_min=min(flops),
+            flops_max=max(flops),
+            source=f"runplan fit --hyperparams (DeepSeek LLM §3.1 method, tolerance {self.tolerance:g}) of "
+            f"{self.source}",
+        )
+
+
+def load_hyperparam_law(path: str | Path) -> HyperparamLaw:
+    """Read a law written by `runplan fit --hyperparams -o`; a bad file is a one-line SpecError."""
+    from pydantic import ValidationError
+
+    from runplan.validation import spec_error_from_validation
+    from runplan.yamlio import load_yaml_file
+
+    loaded = load_yaml_file(path)
+    if not isinstance(loaded.data, dict):
+        raise SpecError(
+            "a hyperparameter law must be a mapping (batch_coef, batch_exp, ...)", source=str(path)
+        )
+    try:
+        return HyperparamLaw.model_validate(loaded.data)
+    except ValidationError as error:
+        raise spec_error_from_validation(error, HyperparamLaw, loaded) from None
+
+
+def _near_optimal_fit(
+    log_c: np.ndarray,
+    log_b: np.ndarray,
+    log_lr: np.ndarray,
+    loss: np.ndarray,
+    groups: list[np.ndarray],
+    tol: float,
+) -> tuple[float, float, float, float]:
+    """(ln k_B, e_B, ln k_η, e_η) from least squares over the near-optimal runs of every budget."""
+    chosen = np.concatenate([idx[loss[idx] <= loss[idx].min() * (1 + tol)] for idx in groups])
+    x = log_c[chosen]
+    if np.unique(x).size < 2:
+        return (math.nan,) * 4
+    design = np.stack([np.ones_like(x), x], axis=1)
+    (kb, eb), *_ = np.linalg.lstsq(design, log_b[chosen], rcond=None)
+    (kl, el), *_ = np.linalg.lstsq(design, log_lr[chosen], rcond=None)
+    return float(kb), float(eb), float(kl), float(el)
+
+
+def fit_hyperparams(
+    runs: HyperparamRuns,
+    *,
+    tolerance: float = NEAR_OPTIMAL_TOLERANCE,
+    bootstrap: int = 0,
+    percentiles: tuple[float, float] = (10, 90),
+    at_flops: float | None = None,
+    bin_decades: float | None = None,
+    seed: int = 0,
+) -> HyperparamFit:
+    """DeepSeek LLM §3.1 on ``runs`` (see the module docstring); at least 2 budgets of 2+ runs each."""
+    # group_budgets counts distinct sizes per budget; here a "size" is a distinct (batch, lr) setting
+    _, setting = np.unique(np.stack([runs.batch, runs.lr], axis=1), axis=0, return_inverse=True)
+    grouped = Runs(
+        params=setting.ravel() + 1.0,
+        tokens=np.ones_like(runs.flops),
+        flops=runs.flops,
+        loss=runs.loss,
+        lines=runs.lines,
+        source=runs.source,
+    )
+    groups, grouping, _, _ = group_budgets(grouped, bin_decades)
+    if len(groups) < 2:
+        raise SpecError(
+            f"a hyperparameter fit needs at least 2 budgets with 3+ distinct (batch, lr) settings, found "
+            f"{len(groups)} ({grouping})",
+            source=runs.source,
+            hint="sweep batch and learning rate at 3 or more compute budgets, as DeepSeek LLM §3.1 did",
+        )
+    log_c, log_b, log_lr = np.log(runs.flops), np.log(runs.batch), np.log(runs.lr)
+    kb, eb, kl, el = _near_optimal_fit(log_c, log_b, log_lr, runs.loss, groups, tolerance)
+    samples = np.full((bootstrap, 4), np.nan)
+    rng = np.random.default_rng(seed)
+    for i in range(bootstrap):
+        picks = [rng.choice(idx, idx.size, replace=True) for idx in groups]
+        order = np.concatenate(picks)
+        remap = np.split(np.arange(order.size), np.cumsum([p.size for p in picks])[:-1])
+        samples[i] = _near_optimal_fit(
+            log_c[order], log_b[order], log_lr[order], runs.loss[order], remap, tolerance
+        )
+    at = float(at_flops) if at_flops is not None else float(runs.flops.max())
+    boot = samples if bootstrap else None
+
+    def col(j: int) -> np.ndarray | None:
+        return None if boot is None else boot[:, j]
+
+    def at_c(k: np.ndarray | float, e: np.ndarray | float) -> np.ndarray | float:
+        return np.exp(np.asarray(k) + np.asarray(e) * math.log(at))
+
+    budgets = [_budget(runs, idx, tolerance) for idx in groups]
+    fit = HyperparamFit(
+        source=runs.source,
+        budgets=budgets,
+        batch_coef=interval_of(math.exp(kb), None if boot is None else np.exp(boot[:, 0]), percentiles),
+        batch_exp=interval_of(eb, col(1), percentiles),
+        lr_coef=interval_of(math.exp(kl), None if boot is None else np.exp(boot[:, 2]), percentiles),
+        lr_exp=interval_of(el, col(3), percentiles),
+        at_flops=at,
+        batch_opt=interval_of(
+            float(at_c(kb, eb)), None if boot is None else at_c(boot[:, 0], boot[:, 1]), percentiles
+        ),
+        lr_opt=interval_of(
+            float(at_c(kl, el)), None if boot is None else at_c(boot[:, 2], boot[:, 3]), percentiles
+        ),
+        tolerance=tolerance,
+        grouping=grouping,
+        bootstrap=bootstrap,
+        percentiles=percentiles,
+    )
+    return fit.model_copy(update={"warnings": _warnings(fit, runs, groups)})
+
+
+def _budget(runs: HyperparamRuns, idx: np.ndarray, tolerance: float) -> HyperparamBudget:
+    best = idx[int(np.argmin(runs.loss[idx]))]
+    return HyperparamBudget(
+        flops=float(np.exp(np.mean(np.log(runs.flops[idx])))),
+        runs=int(idx.size),
+        near_optimal=int(np.sum(runs.loss[idx] <= runs.loss[idx].min() * (1 + tolerance))),
+        best_loss=float(runs.loss[best]),
+        best_lr=float(runs.lr[best]),
+        best_batch=float(runs.batch[best]),
+        lines=[int(v) for v in runs.lines[idx]],
+    )
+
+
+def _warnings(fit: HyperparamFit, runs: HyperparamRuns, groups: list[np.ndarray]) -> list[str]:
+    """Few budgets; a budget whose best run sits at the edge of its swept lr or batch (the grid did not bracket
+    the optimum, so the fitted law is pulled toward the grid)."""
+    out = []
+    if len(fit.budgets) < 3:
+        out.append(
+            f"the exponents rest on {len(fit.budgets)} budgets: add budgets (DeepSeek LLM §3.1 used 8, "
+            "1e17 to 2e19 FLOPs)"
+        )
+    for budget, idx in zip(fit.budgets, groups, strict=True):
+        edges = []
+        for name, values, best in (
+            ("lr", runs.lr[idx], budget.best_lr),
+            ("batch", runs.batch[idx], budget.best_batch),
+        ):
+            if np.unique(values).size > 1 and best in (values.min(), values.max()):
+                edges.append(
+                    f"{name} {best:.3g} is the {'smallest' if best == values.min() else 'largest'} swept"
+                )
+        if edges:
+            out.append(
+                f"budget {budget.flops:.3g}: the best run's "
+                + " and ".join(edges)
+                + ": widen the grid so the optimum is bracketed"
+            )
+    return out
+
+
+__all__ = [
+    "NEAR_OPTIMAL_TOLERANCE",
+    "HyperparamBudget",
+    "HyperparamFit",
+    "HyperparamLaw",
+    "HyperparamRuns",
+    "fit_hyperparams",
+    "load_hyperparam_law",
+    "read_hyperparam_runs",
+]
