@@ -15,6 +15,7 @@ app = typer.Typer(
     help="Plan an LLM pre-training run before renting a GPU: allocation, parallel layout, schedule, cost.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # click's plain help wraps long option names at any width; rich's panels cut them to `…`
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

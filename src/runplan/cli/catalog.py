@@ -116,12 +116,10 @@ def _render_one(record: dict[str, Any]) -> None:
 
 
 def _render_gpus(records: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
     from runplan.cli.common import console
+    from runplan.report.tables import fitted_table
 
-    table = Table(title="GPUs (dense FLOP/s; bandwidth one direction per GPU)")
-    for header in (
+    headers = [
         "name",
         "HBM GB",
         "bf16 TFLOP/s",
@@ -131,10 +129,9 @@ def _render_gpus(records: list[dict[str, Any]]) -> None:
         "inter GB/s",
         "GPUs/node",
         "TDP W",
-    ):
-        table.add_column(header, justify="left" if header == "name" else "right")
-    for r in records:
-        table.add_row(
+    ]
+    rows = [
+        [
             r["name"],
             f"{r['hbm_bytes'] / 1e9:g}",
             f"{r['bf16_flops'] / 1e12:g}",
@@ -144,17 +141,19 @@ def _render_gpus(records: list[dict[str, Any]]) -> None:
             f"{r['inter_node_bandwidth_bytes_per_s'] / 1e9:g}",
             str(r["gpus_per_node"]),
             f"{r['tdp_watts']:g}",
-        )
-    console().print(table)
+        ]
+        for r in records
+    ]
+    out = console()
+    title = "GPUs (dense FLOP/s; bandwidth one direction per GPU)"
+    out.print(fitted_table(out, headers, rows, title=title, left=("name",), box_style="HEAVY_HEAD"))
 
 
 def _render_models(records: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
     from runplan.cli.common import console
+    from runplan.report.tables import fitted_table
 
-    table = Table(title="Models (parameters in billions)")
-    for header in (
+    headers = [
         "name",
         "family",
         "L",
@@ -168,33 +167,37 @@ def _render_models(records: list[dict[str, Any]]) -> None:
         "non-emb",
         "active",
         "published",
-    ):
-        table.add_column(header, justify="left" if header in ("name", "family") else "right")
-    for r in records:
-        experts = (
-            f"{r['top_k']}/{r['n_experts']}" + (f"+{r['n_shared_experts']}" if r["n_shared_experts"] else "")
-            if r["n_experts"]
-            else "-"
-        )
-        ffn = str(r["ffn_hidden"])
-        if r["n_experts"]:  # the expert size; the dense size too where leading dense layers exist
-            ffn = str(r["expert_ffn_hidden"]) + (f" ({r['ffn_hidden']} dense)" if r["n_dense_layers"] else "")
-        table.add_row(
-            r["name"],
-            r["family"] or "-",
-            str(r["n_layers"]),
-            str(r["d_model"]),
-            str(r["n_heads"]),
-            str(r["n_kv_heads"]),
-            ffn,
-            str(r["vocab_size"]),
-            experts,
-            f"{r['total_params'] / 1e9:.2f}",
-            f"{r['non_embedding_params'] / 1e9:.2f}",
-            f"{r['active_params'] / 1e9:.2f}",
-            "-" if r["published_params"] is None else f"{r['published_params'] / 1e9:g}",
-        )
-    console().print(table)
+    ]
+    out = console()
+    title = "Models (parameters in billions)"
+    rows = [_model_row(r) for r in records]
+    out.print(fitted_table(out, headers, rows, title=title, left=("name", "family"), box_style="HEAVY_HEAD"))
+
+
+def _model_row(r: dict[str, Any]) -> list[str]:
+    experts = (
+        f"{r['top_k']}/{r['n_experts']}" + (f"+{r['n_shared_experts']}" if r["n_shared_experts"] else "")
+        if r["n_experts"]
+        else "-"
+    )
+    ffn = str(r["ffn_hidden"])
+    if r["n_experts"]:  # the expert size; the dense size too where leading dense layers exist
+        ffn = str(r["expert_ffn_hidden"]) + (f" ({r['ffn_hidden']} dense)" if r["n_dense_layers"] else "")
+    return [
+        r["name"],
+        r["family"] or "-",
+        str(r["n_layers"]),
+        str(r["d_model"]),
+        str(r["n_heads"]),
+        str(r["n_kv_heads"]),
+        ffn,
+        str(r["vocab_size"]),
+        experts,
+        f"{r['total_params'] / 1e9:.2f}",
+        f"{r['non_embedding_params'] / 1e9:.2f}",
+        f"{r['active_params'] / 1e9:.2f}",
+        "-" if r["published_params"] is None else f"{r['published_params'] / 1e9:g}",
+    ]
 
 
 def register(app: typer.Typer) -> None:

@@ -353,13 +353,11 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool) -> None:
 
 
 def _render(result: SearchResult, resolution: str) -> None:
-    from rich.table import Table
-
     from runplan.cli.common import console
+    from runplan.report.tables import fitted_table
     from runplan.units import format_si
 
     out = console()
-    out.width = max(out.width, 150)
     c = result.cluster
     out.print(
         f"[bold]{resolution}[/bold] on {c['n_gpus']} x {c['gpu']} ({c['gpus_per_node']} per node), "
@@ -371,8 +369,7 @@ def _render(result: SearchResult, resolution: str) -> None:
     )
     low, high = result.batch_range_tokens
     out.print(f"global batch range {format_si(low)} to {format_si(high)} tokens; {result.warnings[0]}")
-    table = Table(title="Best layouts (ranked by predicted tokens/s)")
-    for col in (
+    headers = [
         "#",
         "TP",
         "PP",
@@ -390,10 +387,9 @@ def _render(result: SearchResult, resolution: str) -> None:
         "step s",
         "tok/s/GPU",
         "MFU",
-    ):
-        table.add_column(col, justify="right")
-    for i, x in enumerate(result.layouts, 1):
-        table.add_row(
+    ]
+    rows = [
+        [
             str(i),
             str(x.tp),
             str(x.pp),
@@ -411,8 +407,11 @@ def _render(result: SearchResult, resolution: str) -> None:
             f"{x.step_seconds:.2f}",
             f"{x.tokens_per_second_per_gpu:,.0f}",
             f"{x.mfu:.1%}",
-        )
-    out.print(table)
+        ]
+        for i, x in enumerate(result.layouts, 1)
+    ]
+    title = "Best layouts (ranked by predicted tokens/s)"
+    out.print(fitted_table(out, headers, rows, title=title, box_style="HEAVY_HEAD"))
     _render_best(out, result)
 
 

@@ -35,6 +35,9 @@ def plan(
         None, "--plots", help="Write PNG plots here (plot extra); Markdown links them."
     ),
     json_flag: bool = typer.Option(False, "--json", help="Same as --format json."),
+    detail: bool = typer.Option(
+        False, "--detail", help="Terminal format: every section's explanation table, not just one screen."
+    ),
 ) -> None:
     """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
     from runplan.cli.common import check_output_path, output_directory, write_output
@@ -78,14 +81,14 @@ def plan(
         if output is None or str(output) == "-":
             from runplan.cli.common import console
 
-            render_terminal(result, console())
+            render_terminal(result, console(), detail=detail)
             return
         import io
 
         from rich.console import Console
 
         buffer = io.StringIO()
-        render_terminal(result, Console(file=buffer, width=140, color_system=None))
+        render_terminal(result, Console(file=buffer, width=140, color_system=None), detail=detail)
         text = buffer.getvalue()
     write_output(text, output, "--output", not_over=plan_file)
 

@@ -1,0 +1,88 @@
+"""Every human-readable command output fits 80 and 200 columns: no line wider, no name cut to `…`.
+
+Machine outputs (--json, `schema`, `init`'s YAML, export scripts, -f yaml/markdown) are files, not terminal
+views, and are left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+COMMANDS = ("catalog", "schema", "allocate", "fit", "sweep", "parallelize", "plan", "check", "init", "export")
+
+VIEWS = [
+    ["--help"],
+    *([name, "--help"] for name in COMMANDS),
+    ["catalog", "gpus"],
+    ["catalog", "models"],
+    ["catalog", "models", "llama-3.1-70b"],
+    ["allocate", "--flops", "2e23", "--gpus", "1024"],
+    ["fit", str(EXAMPLES / "isoflop_synthetic.csv")],
+    ["sweep", "--flops", "2e23"],
+    ["parallelize", "--model", "70b", "--gpus", "512"],
+    ["parallelize", "--model", "mixtral-8x7b", "--gpus", "64"],
+    ["plan", str(EXAMPLES / "70b-512-h100.yaml")],
+    ["plan", str(EXAMPLES / "70b-512-h100.yaml"), "--detail"],
+    ["plan", str(EXAMPLES / "moe-mixtral-8x7b.yaml"), "--detail"],
+    ["check", str(EXAMPLES / "70b-512-h100.yaml")],
+]
+
+
+def _run(args: list[str], columns: int) -> str:
+    result = CliRunner().invoke(app, args, env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+    assert result.exit_code in (0, 1), (args, result.output)
+    return result.stdout
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+@pytest.mark.parametrize("args", VIEWS, ids=lambda a: " ".join(Path(x).name for x in a))
+def test_every_view_fits_the_terminal(args, columns):
+    text = _run(args, columns)
+    assert text.strip()
+    assert "…" not in text
+    too_wide = [line for line in text.splitlines() if len(line) > columns]
+    assert not too_wide, too_wide[:3]
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_catalog_names_are_printed_whole(columns):
+    from runplan.catalog import load_catalog
+
+    cat = load_catalog([])
+    models = _run(["catalog", "models"], columns).split()
+    gpus = _run(["catalog", "gpus"], columns).split()
+    assert all(e.shape.name in models for e in cat.model_entries)
+    assert all(e.spec.name in gpus for e in cat.gpu_entries)
+
+
+def test_a_wide_terminal_gets_a_table_and_a_narrow_one_stacked_rows():
+    wide = _run(["parallelize", "--model", "70b", "--gpus", "512"], 200)
+    narrow = _run(["parallelize", "--model", "70b", "--gpus", "512"], 80)
+    assert "tok/s/GPU" in wide and "┃ # ┃ TP ┃" in wide
+    assert "┃" not in narrow and "\n# 1\n  TP 4" in narrow  # the chosen TP4 layout, as pairs
+
+
+def test_plan_prints_one_screen_and_detail_every_table():
+    plan = str(EXAMPLES / "70b-512-h100.yaml")
+    short = _run(["plan", plan], 80)
+    detail = _run(["plan", plan, "--detail"], 80)
+    assert len(short.splitlines()) <= 60 and "Decisions" in short and "Warnings" in short
+    assert "--detail" in short
+    for title in ("Allocation", "Checkpointing", "Monitoring", "Time and cost", "Best layout and runners-up"):
+        assert title not in short and title in detail
+    assert len(detail.splitlines()) > 3 * len(short.splitlines())
+
+
+def test_stacked_rows_pack_pairs_without_splitting_one():
+    from runplan.report.tables import pack
+
+    assert pack(["a 1", "bb 22", "ccc 333"], 9, separator="   ") == ["a 1", "bb 22", "ccc 333"]
+    assert pack(["a 1", "bb 22"], 11, separator="   ") == ["a 1   bb 22"]
+    assert pack(["a very long pair"], 4, separator=" ") == ["a very long pair"]
