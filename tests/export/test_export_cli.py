@@ -60,3 +60,15 @@ def test_bad_input_is_one_line_exit_2(args: list[str], where: str) -> None:
     result = _run(*args)
     assert result.exit_code == 2
     assert where in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_library_error_names_the_field_path_not_the_flag() -> None:
+    """Library code names ``export.target``; the CLI maps it to ``--to`` (issue 11 contract)."""
+    from tests.export._plans import golden_plan
+
+    from runplan.errors import SpecError
+    from runplan.export import export_plan
+
+    with pytest.raises(SpecError) as caught:
+        export_plan(golden_plan("70b-512-h100"), "nemo")
+    assert caught.value.where == "export.target"

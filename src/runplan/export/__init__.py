@@ -52,7 +52,7 @@ def export_plan(plan: RunPlan, target: str) -> ExportResult:
 
         return export_deepspeed(plan)
     raise SpecError(
-        f"unknown export target '{target}'", where="--to", hint=f"use one of {', '.join(TARGETS)}"
+        f"unknown export target '{target}'", where="export.target", hint=f"use one of {', '.join(TARGETS)}"
     )
 
 
