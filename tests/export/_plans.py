@@ -48,6 +48,24 @@ def with_layout(plan, **changes):
     return plan.model_copy(update={"layout": plan.layout.model_copy(update={"best": best})})
 
 
+def parse_script_args(text: str) -> list[str]:
+    """The argument vector inside ``ARGS=( ... )`` of an exported Megatron script (comments dropped, quotes
+    removed), as bash would pass it."""
+    import shlex
+
+    inside, tokens = False, []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == "ARGS=(":
+            inside = True
+            continue
+        if inside and stripped == ")":
+            break
+        if inside and stripped and not stripped.startswith("#"):
+            tokens += shlex.split(stripped, comments=True)
+    return tokens
+
+
 def write_plans() -> None:
     """Rewrite ``tests/export/plans/*.json`` from the examples with the current models."""
     PLANS.mkdir(exist_ok=True)

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.export._plans import EXAMPLE_NAMES, REPO, example_plan
+from tests.export._plans import EXAMPLE_NAMES, REPO, example_plan, parse_script_args
 
 from runplan.export import export_plan
 from runplan.export._common import facts
@@ -122,8 +122,6 @@ def test_megatron_real_parser_when_available(engines_python: Path, tmp_path) -> 
             "only); the scripts were checked against the checked-in argument list "
             "(test_export_keys.py). Set MEGATRON_LM=<checkout> to also run its parse_args."
         )
-    from runplan.export.megatron import parse_script_args
-
     code = (
         "import sys; from megatron.training.arguments import parse_args; sys.argv=['x', *sys.argv[1:]]; "
         "a=parse_args(); print(a.tensor_model_parallel_size)"

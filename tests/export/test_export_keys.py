@@ -10,11 +10,10 @@ import re
 import tomllib
 
 import pytest
-from tests.export._plans import EXAMPLE_NAMES, example_plan, with_layout
+from tests.export._plans import EXAMPLE_NAMES, example_plan, parse_script_args, with_layout
 
 from runplan.export import export_plan
 from runplan.export._common import engine_data, facts
-from runplan.export.megatron import parse_script_args
 
 _TYPES = {"int": int, "float": float, "str": str}
 

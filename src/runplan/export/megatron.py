@@ -490,18 +490,3 @@ def _render(f: Facts, data: dict, groups: list[tuple[str, list[Arg]]], warnings:
         "",
     ]
     return "\n".join(lines)
-
-
-def parse_script_args(text: str) -> list[str]:
-    """The argument vector inside ``ARGS=( ... )`` of an exported script (comments dropped, quotes removed)."""
-    inside, tokens = False, []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped == "ARGS=(":
-            inside = True
-            continue
-        if inside and stripped == ")":
-            break
-        if inside and stripped and not stripped.startswith("#"):
-            tokens += shlex.split(stripped, comments=True)
-    return tokens
