@@ -192,16 +192,8 @@ def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
     return args
 
 
-def export_megatron(plan: RunPlan) -> ExportResult:
-    """Render ``plan`` as a Megatron-LM ``pretrain_gpt.py`` launch script (pure; see the module docstring)."""
-    from runplan.export import ExportResult
-
-    f = facts(plan)
-    data = engine_data(DATA)
-    warnings: list[str] = []
-    groups: list[tuple[str, list[Arg]]] = []
-
-    # ---- model ----
+def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Model shape flags."""
     model: list[Arg] = [
         ("--num-layers", [str(f.n_layers)], "L"),
         ("--hidden-size", [str(f.d_model)], "h"),
@@ -272,9 +264,11 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         if f.n_dense_layers:
             pattern = f"([0]*{f.n_dense_layers}+[1]*{f.n_layers - f.n_dense_layers})"
             model.append(("--moe-layer-freq", [pattern], f"first {f.n_dense_layers} layers dense"))
-    groups.append(("model shape", model))
+    return model
 
-    # ---- parallel layout ----
+
+def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Parallel layout flags (DP is world / (t*p*c), not a flag)."""
     layout: list[Arg] = [("--tensor-model-parallel-size", [str(f.tp)], "t")]
     layout += _pipeline_args(f, warnings)
     if f.cp > 1:
@@ -325,11 +319,11 @@ def export_megatron(plan: RunPlan) -> ExportResult:
                 "ZeRO-3: Megatron FSDP with pipeline or expert parallelism is not the tested path; "
                 "consider ZeRO-1 (--use-distributed-optimizer)"
             )
-    groups.append(
-        (f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.tp}*{f.pp}*{f.cp}) = {f.dp})", layout)
-    )
+    return layout
 
-    # ---- batch and schedule ----
+
+def _batch_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Batch, ramp and recomputation flags."""
     ramped = bool(f.ramp)
     g = f.global_batch_sequences
     batch: list[Arg] = [
@@ -361,8 +355,13 @@ def export_megatron(plan: RunPlan) -> ExportResult:
                 "Megatron has no module for that alone ('mlp' recomputes the whole MLP), so only "
                 "'layernorm' is set: activation memory is higher than planned"
             )
-    groups.append(("batch and recomputation", batch))
+    return batch
 
+
+def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Optimizer, learning-rate schedule and run length."""
+    ramped = bool(f.ramp)
+    g = f.global_batch_sequences
     lr: list[Arg] = [
         ("--bf16", [], "bf16 compute, fp32 master weights"),
         ("--optimizer", ["adam"], "Megatron's adam is AdamW (decoupled weight decay)"),
@@ -402,9 +401,11 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         ("--weight-decay", [fmt_float(ASSUMED_OPTIMIZER["weight_decay"])], "assumed"),
         ("--clip-grad", [fmt_float(ASSUMED_OPTIMIZER["grad_clip_norm"])], "assumed"),
     ]
-    groups.append(("learning rate and length", lr))
+    return lr
 
-    # ---- checkpoints ----
+
+def _checkpoint_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Checkpoint flags."""
     ck: list[Arg] = [
         ("--save", ['"$CHECKPOINT_DIR"'], ""),
         ("--load", ['"$CHECKPOINT_DIR"'], "resume from the latest checkpoint"),
@@ -428,17 +429,36 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         f"checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the "
         f"plan's {f.retention_generations} rolling generations need an external cleanup job"
     )
-    groups.append(("checkpoints", ck))
+    return ck
 
-    data_args: list[Arg] = [
+
+def _data_args(f: Facts) -> list[Arg]:
+    """Data and tokenizer: placeholders the script refuses to run without."""
+    return [
         ("--data-path", ['"$DATA_PATH"'], "your tokenized data prefix(es)"),
         ("--split", ["99,1,0"], "train/valid/test"),
         ("--tokenizer-type", ["HuggingFaceTokenizer"], ""),
         ("--tokenizer-model", ['"$TOKENIZER_MODEL"'], f"the plan assumes a vocabulary of {f.vocab_size:,}"),
         ("--log-interval", ["1"], ""),
     ]
-    groups.append(("data (placeholders)", data_args))
 
+
+def export_megatron(plan: RunPlan) -> ExportResult:
+    """Render ``plan`` as a Megatron-LM ``pretrain_gpt.py`` launch script (pure; see the module docstring)."""
+    from runplan.export import ExportResult
+
+    f = facts(plan)
+    data = engine_data(DATA)
+    warnings: list[str] = []
+    layout_title = f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.tp}*{f.pp}*{f.cp}) = {f.dp})"
+    groups: list[tuple[str, list[Arg]]] = [
+        ("model shape", _model_args(f, warnings)),
+        (layout_title, _layout_args(f, warnings)),
+        ("batch and recomputation", _batch_args(f, warnings)),
+        ("learning rate and length", _lr_args(f, warnings)),
+        ("checkpoints", _checkpoint_args(f, warnings)),
+        ("data (placeholders)", _data_args(f)),
+    ]
     text = _render(f, data, groups, warnings)
     filename = f"{f.name}.megatron.sh"
     return ExportResult(target="megatron", text=text, warnings=warnings, filename=filename)
