@@ -5,6 +5,21 @@
 # World: 16384 GPUs = 2048 nodes x 8; t=8 p=8 d=8 c=32 e=1 v=16 ZeRO-1 b=1 m=16 recompute=selective.
 # Assumed, not in the plan: AdamW beta1 0.9, beta2 0.95, eps 1e-8, weight decay 0.1, gradient clipping 1.0 (DeepSeek LLM, arXiv 2401.02954, Sec. 2.3, the setting its peak-LR law was fitted under).
 # Run on every node: NODE_RANK=<i> MASTER_ADDR=<node 0> DATA_PATH=... TOKENIZER_MODEL=... CHECKPOINT_DIR=... MEGATRON_LM=<checkout> bash <this file>
+# Architecture (catalog source: huggingface.co/meta-llama/Llama-3.1-405B config.json; Llama Team 2024 (arXiv 2407.21783) Table 3 (126 layers, 16,384 model dim, FFN 53,248, 128 heads, 8 KV heads); architecture from config.json rope_theta, rope_scaling, rms_norm_eps, initializer_range):
+#   positions = rope
+#   rope_theta = 500000.0
+#   rope_scaling.type = llama3
+#   rope_scaling.factor = 8.0
+#   rope_scaling.original_max_position_embeddings = 8192
+#   rope_scaling.low_freq_factor = 1.0
+#   rope_scaling.high_freq_factor = 4.0
+#   norm = rmsnorm
+#   norm_eps = 1e-05
+#   init_std = 0.02
+#   tied_embeddings = False
+#   linear_bias = False
+#   qkv_bias = False
+#   qk_norm = False
 #
 # WARNINGS (what this engine cannot express as planned):
 #   - recompute: the plan's selective mode also recomputes the dense MLP activation; Megatron has no module for that alone ('mlp' recomputes the whole MLP), so only 'layernorm' is set: activation memory is higher than planned
@@ -29,13 +44,20 @@ ARGS=(
   --num-query-groups 8
   --seq-length 131072  # s
   --max-position-embeddings 131072  # Megatron requires >= seq-length
-  --position-embedding-type rope
   --normalization RMSNorm
   --swiglu  # gated SiLU MLP
   --disable-bias-linear  # no biases in linear layers
   --untie-embeddings-and-output-weights  # separate output head
   --attention-dropout 0.0  # no dropout (the plan's memory model stores no masks)
   --hidden-dropout 0.0
+  # architecture (catalog: every field, see the header)
+  --position-embedding-type rope
+  --rotary-base 500000  # RoPE base theta (Megatron default 10000)
+  --use-rope-scaling  # Llama 3.1 RoPE scaling
+  --rope-scaling-factor 8.0  # factor
+  --norm-epsilon 1e-05  # Megatron default 1e-5
+  --init-method-std 0.02  # Megatron default 0.02
+  --make-vocab-size-divisible-by 32  # Megatron pads V to a multiple of this x t; 32 x 8 divides V = 128,256
   # parallel layout (DP = world / (t*p*c) = 16384 / (8*8*32) = 8)
   --tensor-model-parallel-size 8  # t
   --pipeline-model-parallel-size 8  # p: 126 layers over 8 stages

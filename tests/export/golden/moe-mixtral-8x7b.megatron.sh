@@ -5,6 +5,22 @@
 # World: 256 GPUs = 32 nodes x 8; t=1 p=1 d=256 c=1 e=8 v=1 ZeRO-1 b=1 m=12 recompute=selective.
 # Assumed, not in the plan: AdamW beta1 0.9, beta2 0.95, eps 1e-8, weight decay 0.1, gradient clipping 1.0 (DeepSeek LLM, arXiv 2401.02954, Sec. 2.3, the setting its peak-LR law was fitted under).
 # Run on every node: NODE_RANK=<i> MASTER_ADDR=<node 0> DATA_PATH=... TOKENIZER_MODEL=... CHECKPOINT_DIR=... MEGATRON_LM=<checkout> bash <this file>
+# Architecture (catalog source: huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json; Jiang et al. 2024 (arXiv 2401.04088) Table 1 and §2.1 (47B total, 13B active; mistral.ai announcement: 46.7B total, 12.9B per token); architecture from config.json rope_theta, rms_norm_eps, initializer_range (no rope_scaling)):
+#   positions = rope
+#   rope_theta = 1000000.0
+#   rope_scaling.type = unpublished
+#   norm = rmsnorm
+#   norm_eps = 1e-05
+#   init_std = 0.02
+#   tied_embeddings = False
+#   linear_bias = False
+#   qkv_bias = False
+#   qk_norm = False
+#   router_score = softmax
+#   router_expert_bias = False
+#   router_groups = 0
+#   router_group_topk = 0
+#   router_topk_scale = 1.0
 #
 # WARNINGS (what this engine cannot express as planned):
 #   - checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the plan's 3 rolling generations need an external cleanup job
@@ -26,7 +42,6 @@ ARGS=(
   --num-query-groups 8
   --seq-length 4096  # s
   --max-position-embeddings 4096  # Megatron requires >= seq-length
-  --position-embedding-type rope
   --normalization RMSNorm
   --swiglu  # gated SiLU MLP
   --disable-bias-linear  # no biases in linear layers
@@ -38,6 +53,13 @@ ARGS=(
   --moe-ffn-hidden-size 14336  # per-expert MLP width
   --moe-token-dispatcher-type alltoall  # Megatron's advice with expert parallelism
   --moe-grouped-gemm  # several experts per rank in one grouped GEMM
+  # architecture (catalog: every field, see the header)
+  --position-embedding-type rope
+  --rotary-base 1000000  # RoPE base theta (Megatron default 10000)
+  --norm-epsilon 1e-05  # Megatron default 1e-5
+  --init-method-std 0.02  # Megatron default 0.02
+  --moe-router-score-function softmax  # softmax over the top-k, or sigmoid scores
+  --make-vocab-size-divisible-by 128  # Megatron pads V to a multiple of this x t; 128 x 1 divides V = 32,000
   # parallel layout (DP = world / (t*p*c) = 256 / (1*1*1) = 256)
   --tensor-model-parallel-size 1  # t
   --expert-model-parallel-size 8  # e (taken from the d = 256 data ranks)
