@@ -49,8 +49,8 @@ def test_megatron_flags_carry_every_catalog_field(name: str) -> None:
     a = megatron_args(plan_with(name))
     if shape.learned_positions:
         assert a.position_embedding_type == "learned_absolute"
-    elif shape.rope_theta is None:  # Megatron has no relative positions of Gopher's kind: said, not dropped
-        assert any(w.startswith("positions:") for w in result.warnings)
+    elif shape.rope_theta is None:  # unpublished (Gopher's relative positions): Megatron's default, said
+        assert a.rotary_base == 10000 and any(w.startswith("RoPE base:") for w in result.warnings)
     else:
         assert a.rotary_base == shape.rope_theta
     scaling = shape.rope_scaling
@@ -98,6 +98,7 @@ def _header_fields(text: str, marker: str) -> dict[str, str]:
 def _expected_fields(name: str) -> dict[str, object]:
     shape = shipped_catalog().model(name)
     out: dict[str, object] = {
+        "positions": "learned" if shape.learned_positions else "rope",
         "rope_theta": shape.rope_theta,
         "norm": shape.norm,
         "norm_eps": shape.norm_eps,

@@ -24,7 +24,7 @@ ArchValue = float | int | bool | str | None
 class Architecture:
     """What an engine needs besides the sizes to rebuild the planned model (see the module docstring)."""
 
-    positions: str  # "rope", "learned" (learned_positions rows) or "other" (relative, unpublished)
+    positions: str  # "learned" (learned_positions rows) or "rope" (the engine's RoPE; θ None: its default)
     rope_theta: float | None
     rope_scaling: RopeScaling | None
     norm: str
@@ -81,9 +81,9 @@ class Architecture:
 
 
 def positions_of(shape: ModelShape) -> str:
-    if shape.learned_positions:
-        return "learned"
-    return "rope" if shape.rope_theta is not None else "other"
+    """'learned' with a learned position table, else 'rope': the shape has no other kind (relative positions,
+    as in Gopher, are exported as RoPE with the engine's default base and a warning)."""
+    return "learned" if shape.learned_positions else "rope"
 
 
 def architecture_of(shape: ModelShape) -> Architecture:

@@ -288,14 +288,13 @@ def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
     yarn = scaling is not None and scaling.type == "yarn"
     kind = "yarn" if yarn and f.attention != "mla" else "rope"
     args.append(("--position-embedding-type", [kind], ""))
-    if arch.positions == "other":
+    if arch.rope_theta is None:
         warnings.append(
-            f"positions: {f.model_name or 'the model'} publishes no RoPE (relative positions); Megatron's GPT "
-            "model has no relative position encoding of that kind, so the script uses RoPE with Megatron's "
-            "default base 10000"
+            f"RoPE base: {f.model_name or 'the model'} gives none (its source publishes no RoPE theta), so "
+            "Megatron's default --rotary-base 10000 applies"
         )
         return args
-    theta = arch.rope_theta or 0.0
+    theta = arch.rope_theta
     args.append(("--rotary-base", [str(round(theta))], "RoPE base theta (Megatron default 10000)"))
     if theta != round(theta):
         warnings.append(
