@@ -226,7 +226,8 @@ def check_megatron(item: dict) -> dict:
     arguments.get_device_arch_version = lambda: 9
     torch.cuda.get_device_capability = lambda *args, **kwargs: (9, 0)
     os.environ.update(WORLD_SIZE=str(expect["n_gpus"]), RANK="0", LOCAL_RANK="0")
-    os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"  # what the script exports
+    os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
+    os.environ.update(item["env"])  # what the script exports
     sys.argv = ["pretrain_gpt.py", *item["argv"]]
     with contextlib.redirect_stdout(io.StringIO()):  # validate_args prints every argument
         args = arguments.parse_args()

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.export._plans import EXAMPLE_NAMES, REPO, golden_plan, parse_script_args
+from tests.export._plans import EXAMPLE_NAMES, REPO, golden_plan, parse_script_args, with_layout
 
 from runplan.export import export_plan
 from runplan.export._common import engine_data, facts
@@ -76,17 +76,29 @@ def _megatron_argv(text: str) -> list[str]:
     return argv
 
 
+ZERO3 = "70b-512-h100-zero3"  # ZeRO-3 with p = 2: DeepSpeed refuses it (exit 2), the other two must start
+
+
+def _plans() -> dict[str, tuple[object, tuple[str, ...]]]:
+    plans: dict[str, tuple[object, tuple[str, ...]]] = {
+        example: (golden_plan(example), ("torchtitan", "deepspeed", "megatron")) for example in EXAMPLE_NAMES
+    }
+    plans[ZERO3] = (with_layout(golden_plan("70b-512-h100"), zero=3), ("torchtitan", "megatron"))
+    return plans
+
+
 def _manifest(out: Path) -> list[dict]:
     manifest = []
-    for example in EXAMPLE_NAMES:
-        plan = golden_plan(example)
-        for target in ("torchtitan", "deepspeed", "megatron"):
+    for example, (plan, targets) in _plans().items():
+        for target in targets:
             result = export_plan(plan, target)
-            path = out / result.filename
+            path = out / f"{example}.{target}"
             path.write_text(result.text)
             item = {"path": str(path), "target": target, "example": example, "expect": _expect(plan)}
             if target == "megatron":
                 item["argv"] = _megatron_argv(result.text)
+                exported = "export CUDA_DEVICE_MAX_CONNECTIONS=1" in result.text
+                item["env"] = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if exported else {}
             manifest.append(item)
     # the pre-issue-14 torchtitan file: the same export without the first/last-stage weights
     new = export_plan(golden_plan("70b-512-h100"), "torchtitan").text
@@ -134,7 +146,7 @@ def checked(engines_python: Path, tmp_path_factory) -> dict[str, dict]:
     }
 
 
-@pytest.mark.parametrize("example", EXAMPLE_NAMES)
+@pytest.mark.parametrize("example", [*EXAMPLE_NAMES, ZERO3])
 def test_torchtitan_starts_with_the_export(checked, example: str) -> None:
     item = checked[f"{example}.torchtitan"]
     assert item["ok"], item.get("error")
@@ -173,7 +185,7 @@ def test_deepspeed_starts_with_the_export(checked, example: str) -> None:
         assert "incompatible with pipeline parallelism" in got["pipeline_zero3_assertion"]
 
 
-@pytest.mark.parametrize("example", EXAMPLE_NAMES)
+@pytest.mark.parametrize("example", [*EXAMPLE_NAMES, ZERO3])
 def test_megatron_parse_and_validate_args(checked, example: str) -> None:
     if not os.environ.get("MEGATRON_LM"):
         pytest.skip(
@@ -186,7 +198,7 @@ def test_megatron_parse_and_validate_args(checked, example: str) -> None:
     assert (got["dp"], got["tp"], got["pp"]) == (expect["dp"], expect["tp"], expect["pp"])
     assert got["global_batch"] == expect["global_batch"]
     assert got["padded_vocab"] == expect["vocab_size"]
-    shape = golden_plan(example).model.shape
+    shape = golden_plan(example.removesuffix("-zero3")).model.shape
     assert got["rotary_base"] == (
         shape.rope_theta or 10000
     )  # unpublished: Megatron's default, with a warning
