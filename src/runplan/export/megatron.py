@@ -33,6 +33,15 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   memory; ``--save-retain-interval`` the milestone interval (Megatron keeps those and the latest, so the plan's
   rolling generations are not expressible: warning).
 
+* architecture (``_architecture``, every catalog field, listed in the header): ``--rotary-base`` θ (Megatron's
+  default 10000 otherwise), Llama 3.1 scaling as ``--use-rope-scaling --rope-scaling-factor`` (Megatron fixes
+  the band factors 1/4 and the original context 8192: other values warn), YaRN under MLA as ``--rope-type yarn
+  --rotary-scaling-factor --mscale --mscale-all-dim`` (original context 4096 and β 32/1 come from
+  MLATransformerConfig: other values warn), ``--norm-epsilon``, ``--init-method-std``, the MoE router
+  (``--moe-router-score-function``, ``--moe-router-enable-expert-bias``, ``--moe-router-num-groups``,
+  ``--moe-router-group-topk``, ``--moe-router-topk-scaling-factor``) and ``--make-vocab-size-divisible-by``
+  chosen so that Megatron's padding (to a multiple of it × t) leaves V as planned.
+
 Left out (placeholders in the script): data paths, tokenizer, launcher environment (MASTER_ADDR, NODE_RANK).
 """
 

@@ -8,8 +8,11 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
   c, ``expert_parallel_degree`` e, and DP as ``data_parallel_shard_degree`` d (FSDP2) or, for ZeRO-0,
   ``data_parallel_replicate_degree`` d (DDP). torchtitan shards with FSDP2 only, which is ZeRO-3; ZeRO-1/2
   become FSDP2 with ``fsdp_reshard_after_forward = "never"`` (parameters stay gathered from forward to
-  backward, the memory of ZeRO-2), with a warning. Interleaving: ``pipeline_parallel_schedule =
-  "Interleaved1F1B"`` and ``pipeline_parallel_layers_per_stage`` L/(p·v). With 1 < t ≤ GPUs per node
+  backward, the memory of ZeRO-2), with a warning. Pipeline: ``pipeline_parallel_schedule`` 1F1B or
+  Interleaved1F1B, and the stage split chosen under torchtitan's own rule (``virtual_stages``, ``stage_layers``)
+  to give the plan's p·v stages and its busiest rank, with ``pipeline_parallel_first/last_stage_less_layers``
+  always written (their default 1 made ⌈(80 + 2)/10⌉ = 9 stages for the 70B example, which torchtitan refuses
+  for p = 2). With 1 < t ≤ GPUs per node
   ``enable_async_tensor_parallel`` (the TP overlap the time model assumes), which torchtitan only accepts with
   ``[compile] enable`` and "model" in its components.
 * batch: torchtitan's gradient accumulation is global / (local × DP) (torchtitan/train.py), and under PP the
@@ -25,6 +28,10 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
   ``async_with_pinned_mem`` when the plan stages through pinned host memory.
 * ``[activation_checkpoint]``: ``mode`` none/selective/full; selective as op-level (``selective_ac_option =
   "op"``), which is torchtitan's policy, not the plan's per-module one: a warning says so.
+* required values torchtitan would otherwise default silently (its ``c4_test`` data set, a test tokenizer):
+  ``training.dataset`` and ``model.hf_assets_path`` are ``SET-ME`` placeholders that make it stop at start-up.
+* model: a registered flavor (``_FLAVORS``); the catalog's architecture is listed in the header and each field
+  where torchtitan's flavor (``export/data/torchtitan_flavors.json``) builds something else is a warning.
 
 torchtitan 0.3 replaced TOML job files with Python config functions (``--module <model> --config
 <function>`` plus ``--section.key value`` overrides); this file targets 0.2.x only and says so in its header.
