@@ -193,6 +193,14 @@ def _model_entries(f: Facts, arch: Architecture, warnings: list[str]) -> list[En
     ]
 
 
+def _brief(value: Any) -> str:
+    """A flavor or catalog value in one short phrase (RoPE scaling as 'llama3 x8.0, original 8192, ...')."""
+    if isinstance(value, dict):
+        rest = ", ".join(f"{k} {v}" for k, v in value.items() if k not in ("type", "factor"))
+        return f"{value.get('type')} x{value.get('factor')} ({rest})"
+    return str(value)
+
+
 def _flavor_differences(f: Facts, arch: Architecture, flavor: str, spec: dict[str, Any]) -> list[str]:
     """One warning per field where torchtitan's flavor builds another model than the catalog's."""
     scaling = arch.rope_scaling
@@ -211,8 +219,8 @@ def _flavor_differences(f: Facts, arch: Architecture, flavor: str, spec: dict[st
         "qk_norm": arch.qk_norm,
     }
     out = [
-        f"architecture: torchtitan's llama3 '{flavor}' flavor has {key} = {spec[key]} where "
-        f"{f.model_name} has {value}; register a flavor with the catalog's value"
+        f"architecture: torchtitan's llama3 '{flavor}' flavor has {key} = {_brief(spec[key])} where "
+        f"{f.model_name} has {_brief(value)}; register a flavor with the catalog's value"
         for key, value in planned.items()
         if value is not None and value != spec[key]
     ]
