@@ -169,3 +169,44 @@ def test_torchtitan_flavor_matches_the_catalog_or_says_where_not(name: str) -> N
         assert (spec[key] == value) != flagged, key
     if name == "llama-3-8b":  # torchtitan's llama3 flavors always apply Llama 3.1's RoPE scaling
         assert any("rope_scaling" in w for w in result.warnings)
+
+
+def test_megatron_says_which_rope_scaling_values_it_cannot_set() -> None:
+    """Megatron's Llama 3.1 scaling fixes the band factors and the original context; YaRN outside MLA takes
+    them as flags."""
+    from runplan.model import RopeScaling
+
+    base = plan_with("llama-3.1-8b")
+    shape = base.model.shape
+
+    def export_with(scaling: RopeScaling):
+        changed = shape.model_copy(update={"rope_scaling": scaling})
+        return export_plan(
+            base.model_copy(update={"model": base.model.model_copy(update={"shape": changed})}), "megatron"
+        )
+
+    odd = RopeScaling(
+        type="llama3",
+        factor=32.0,
+        original_max_position_embeddings=8192,
+        low_freq_factor=1.0,
+        high_freq_factor=2.0,
+    )
+    result = export_with(odd)
+    warning = next(w for w in result.warnings if w.startswith("RoPE scaling:"))
+    assert "high_freq_factor = 2.0" in warning and "low_freq_factor" not in warning.split("the model has")[1]
+    assert "--rope-scaling-factor 32.0" in result.text
+    yarn = RopeScaling(
+        type="yarn",
+        factor=4.0,
+        original_max_position_embeddings=32768,
+        beta_fast=32.0,
+        beta_slow=1.0,
+        mscale=1.0,
+        mscale_all_dim=0.0,
+    )
+    text = export_with(yarn).text
+    assert (
+        "--position-embedding-type yarn" in text and "--yarn-original-max-position-embeddings 32768" in text
+    )
+    assert "--use-rope-scaling" not in text
