@@ -33,6 +33,15 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   memory; ``--save-retain-interval`` the milestone interval (Megatron keeps those and the latest, so the plan's
   rolling generations are not expressible: warning).
 
+* architecture (``_architecture``, every catalog field, listed in the header): ``--rotary-base`` θ (Megatron's
+  default 10000 otherwise), Llama 3.1 scaling as ``--use-rope-scaling --rope-scaling-factor`` (Megatron fixes
+  the band factors 1/4 and the original context 8192: other values warn), YaRN under MLA as ``--rope-type yarn
+  --rotary-scaling-factor --mscale --mscale-all-dim`` (original context 4096 and β 32/1 come from
+  MLATransformerConfig: other values warn), ``--norm-epsilon``, ``--init-method-std``, the MoE router
+  (``--moe-router-score-function``, ``--moe-router-enable-expert-bias``, ``--moe-router-num-groups``,
+  ``--moe-router-group-topk``, ``--moe-router-topk-scaling-factor``) and ``--make-vocab-size-divisible-by``
+  chosen so that Megatron's padding (to a multiple of it × t) leaves V as planned.
+
 Left out (placeholders in the script): data paths, tokenizer, launcher environment (MASTER_ADDR, NODE_RANK).
 """
 
@@ -41,6 +50,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
+from runplan.export._architecture import Architecture, architecture
 from runplan.export._common import (
     ASSUMED_OPTIMIZER,
     ASSUMED_OPTIMIZER_SOURCE,
@@ -58,6 +68,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DATA = "megatron_arguments"
 _WSD_STYLE = {"1-sqrt": "minus_sqrt", "linear": "linear", "cosine": "cosine"}
+#: What Megatron's --use-rope-scaling applies besides --rope-scaling-factor: Llama 3.1's band factors and
+#: original context, fixed (megatron/core/models/common/embeddings/rotary_pos_embedding.py, _apply_scaling).
+_MEGATRON_LLAMA3_SCALING = {
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
+}
+#: YaRN settings multi-latent attention takes from MLATransformerConfig's defaults, not from flags
+#: (megatron/core/transformer/transformer_config.py: original_max_position_embeddings, beta_fast, beta_slow).
+_MEGATRON_MLA_YARN = {"original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0}
+#: Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x t (default 128).
+_MEGATRON_VOCAB_DIVISOR = 128
 
 Arg = tuple[str, list[str], str]  # flag, values, comment
 
@@ -192,16 +214,8 @@ def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
     return args
 
 
-def export_megatron(plan: RunPlan) -> ExportResult:
-    """Render ``plan`` as a Megatron-LM ``pretrain_gpt.py`` launch script (pure; see the module docstring)."""
-    from runplan.export import ExportResult
-
-    f = facts(plan)
-    data = engine_data(DATA)
-    warnings: list[str] = []
-    groups: list[tuple[str, list[Arg]]] = []
-
-    # ---- model ----
+def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Model shape flags."""
     model: list[Arg] = [
         ("--num-layers", [str(f.n_layers)], "L"),
         ("--hidden-size", [str(f.d_model)], "h"),
@@ -232,7 +246,6 @@ def export_megatron(plan: RunPlan) -> ExportResult:
     model += [
         ("--seq-length", [str(f.seq_len)], "s"),
         ("--max-position-embeddings", [str(f.seq_len)], "Megatron requires >= seq-length"),
-        ("--position-embedding-type", ["learned_absolute" if f.learned_positions else "rope"], ""),
         ("--normalization", ["RMSNorm" if f.norm == "rmsnorm" else "LayerNorm"], ""),
     ]
     if f.mlp == "swiglu":
@@ -272,9 +285,120 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         if f.n_dense_layers:
             pattern = f"([0]*{f.n_dense_layers}+[1]*{f.n_layers - f.n_dense_layers})"
             model.append(("--moe-layer-freq", [pattern], f"first {f.n_dense_layers} layers dense"))
-    groups.append(("model shape", model))
+    return model
 
-    # ---- parallel layout ----
+
+def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
+    """Position embedding, RoPE base and RoPE scaling flags."""
+    if arch.positions == "learned":
+        return [("--position-embedding-type", ["learned_absolute"], f"{f.learned_positions:,} learned rows")]
+    args: list[Arg] = []
+    scaling = arch.rope_scaling
+    yarn = scaling is not None and scaling.type == "yarn"
+    kind = "yarn" if yarn and f.attention != "mla" else "rope"
+    args.append(("--position-embedding-type", [kind], ""))
+    if arch.rope_theta is None:
+        warnings.append(
+            f"RoPE base: {f.model_name or 'the model'} gives none (its source publishes no RoPE theta), so "
+            "Megatron's default --rotary-base 10000 applies"
+        )
+        return args
+    theta = arch.rope_theta
+    args.append(("--rotary-base", [str(round(theta))], "RoPE base theta (Megatron default 10000)"))
+    if theta != round(theta):
+        warnings.append(
+            f"RoPE: Megatron's --rotary-base is an integer; theta {theta} is rounded to {round(theta)}"
+        )
+    if scaling is None:
+        if f.attention == "mla":
+            args.append(("--rope-type", ["rope"], "MLA defaults to yarn; this model has no RoPE scaling"))
+        return args
+    if scaling.type == "llama3":
+        args += [
+            ("--use-rope-scaling", [], "Llama 3.1 RoPE scaling"),
+            ("--rope-scaling-factor", [fmt_float(scaling.factor)], "factor"),
+        ]
+        fixed = _MEGATRON_LLAMA3_SCALING
+    else:
+        args += [
+            ("--rotary-scaling-factor", [fmt_float(scaling.factor)], "YaRN factor"),
+            ("--mscale", [fmt_float(scaling.mscale if scaling.mscale is not None else 1.0)], ""),
+            ("--mscale-all-dim", [fmt_float(scaling.mscale_all_dim or 0.0)], ""),
+        ]
+        if f.attention == "mla":
+            args.insert(0, ("--rope-type", ["yarn"], "YaRN RoPE in multi-latent attention"))
+            fixed = _MEGATRON_MLA_YARN
+        else:
+            args += [
+                (
+                    "--yarn-original-max-position-embeddings",
+                    [str(scaling.original_max_position_embeddings)],
+                    "",
+                ),
+                ("--yarn-beta-fast", [fmt_float(scaling.beta_fast or 32.0)], ""),
+                ("--yarn-beta-slow", [fmt_float(scaling.beta_slow or 1.0)], ""),
+            ]
+            fixed = {}
+    differ = {k: v for k, v in fixed.items() if getattr(scaling, k) not in (None, v)}
+    if differ:
+        warnings.append(
+            f"RoPE scaling: Megatron fixes {', '.join(f'{k} = {v}' for k, v in fixed.items())} here; the model has "
+            + ", ".join(f"{k} = {getattr(scaling, k)}" for k in differ)
+        )
+    return args
+
+
+def _router_args(f: Facts, arch: Architecture) -> list[Arg]:
+    """MoE router flags: score function, expert bias, group-limited routing, weight scale."""
+    if not arch.moe:
+        return []
+    args: list[Arg] = [
+        ("--moe-router-score-function", [arch.router_score], "softmax over the top-k, or sigmoid scores")
+    ]
+    if arch.router_expert_bias:
+        args.append(("--moe-router-enable-expert-bias", [], "aux-loss-free balancing bias"))
+    if arch.router_groups:
+        args += [
+            ("--moe-router-num-groups", [str(arch.router_groups)], "group-limited routing"),
+            ("--moe-router-group-topk", [str(arch.router_group_topk)], "groups per token"),
+        ]
+    if arch.router_topk_scale != 1.0:
+        args.append(("--moe-router-topk-scaling-factor", [fmt_float(arch.router_topk_scale)], ""))
+    return args
+
+
+def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
+    """Every architecture field the catalog carries, as flags (see _architecture)."""
+    args = _rope_args(f, arch, warnings)
+    if arch.norm_eps is not None:
+        args.append(("--norm-epsilon", [fmt_float(arch.norm_eps)], "Megatron default 1e-5"))
+    if arch.init_std is not None:
+        args.append(("--init-method-std", [fmt_float(arch.init_std)], "Megatron default 0.02"))
+    args += _router_args(f, arch)
+    t = f.tp
+    if f.vocab_size % t == 0:
+        quotient = f.vocab_size // t
+        divisor = 1
+        while divisor < _MEGATRON_VOCAB_DIVISOR and quotient % (2 * divisor) == 0:
+            divisor *= 2
+        args.append(
+            (
+                "--make-vocab-size-divisible-by",
+                [str(divisor)],
+                f"Megatron pads V to a multiple of this x t; {divisor} x {t} divides V = {f.vocab_size:,}",
+            )
+        )
+    else:
+        padded = -(-f.vocab_size // (_MEGATRON_VOCAB_DIVISOR * t)) * _MEGATRON_VOCAB_DIVISOR * t
+        warnings.append(
+            f"vocabulary: V = {f.vocab_size:,} is not a multiple of t = {t}; Megatron pads it to {padded:,} rows "
+            "(more embedding and output parameters than planned)"
+        )
+    return args
+
+
+def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Parallel layout flags (DP is world / (t*p*c), not a flag)."""
     layout: list[Arg] = [("--tensor-model-parallel-size", [str(f.tp)], "t")]
     layout += _pipeline_args(f, warnings)
     if f.cp > 1:
@@ -325,11 +449,11 @@ def export_megatron(plan: RunPlan) -> ExportResult:
                 "ZeRO-3: Megatron FSDP with pipeline or expert parallelism is not the tested path; "
                 "consider ZeRO-1 (--use-distributed-optimizer)"
             )
-    groups.append(
-        (f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.tp}*{f.pp}*{f.cp}) = {f.dp})", layout)
-    )
+    return layout
 
-    # ---- batch and schedule ----
+
+def _batch_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Batch, ramp and recomputation flags."""
     ramped = bool(f.ramp)
     g = f.global_batch_sequences
     batch: list[Arg] = [
@@ -361,8 +485,13 @@ def export_megatron(plan: RunPlan) -> ExportResult:
                 "Megatron has no module for that alone ('mlp' recomputes the whole MLP), so only "
                 "'layernorm' is set: activation memory is higher than planned"
             )
-    groups.append(("batch and recomputation", batch))
+    return batch
 
+
+def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Optimizer, learning-rate schedule and run length."""
+    ramped = bool(f.ramp)
+    g = f.global_batch_sequences
     lr: list[Arg] = [
         ("--bf16", [], "bf16 compute, fp32 master weights"),
         ("--optimizer", ["adam"], "Megatron's adam is AdamW (decoupled weight decay)"),
@@ -402,9 +531,11 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         ("--weight-decay", [fmt_float(ASSUMED_OPTIMIZER["weight_decay"])], "assumed"),
         ("--clip-grad", [fmt_float(ASSUMED_OPTIMIZER["grad_clip_norm"])], "assumed"),
     ]
-    groups.append(("learning rate and length", lr))
+    return lr
 
-    # ---- checkpoints ----
+
+def _checkpoint_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Checkpoint flags."""
     ck: list[Arg] = [
         ("--save", ['"$CHECKPOINT_DIR"'], ""),
         ("--load", ['"$CHECKPOINT_DIR"'], "resume from the latest checkpoint"),
@@ -428,23 +559,46 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         f"checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the "
         f"plan's {f.retention_generations} rolling generations need an external cleanup job"
     )
-    groups.append(("checkpoints", ck))
+    return ck
 
-    data_args: list[Arg] = [
+
+def _data_args(f: Facts) -> list[Arg]:
+    """Data and tokenizer: placeholders the script refuses to run without."""
+    return [
         ("--data-path", ['"$DATA_PATH"'], "your tokenized data prefix(es)"),
         ("--split", ["99,1,0"], "train/valid/test"),
         ("--tokenizer-type", ["HuggingFaceTokenizer"], ""),
         ("--tokenizer-model", ['"$TOKENIZER_MODEL"'], f"the plan assumes a vocabulary of {f.vocab_size:,}"),
         ("--log-interval", ["1"], ""),
     ]
-    groups.append(("data (placeholders)", data_args))
 
-    text = _render(f, data, groups, warnings)
+
+def export_megatron(plan: RunPlan) -> ExportResult:
+    """Render ``plan`` as a Megatron-LM ``pretrain_gpt.py`` launch script (pure; see the module docstring)."""
+    from runplan.export import ExportResult
+
+    f = facts(plan)
+    arch = architecture(plan)
+    data = engine_data(DATA)
+    warnings: list[str] = []
+    layout_title = f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.tp}*{f.pp}*{f.cp}) = {f.dp})"
+    groups: list[tuple[str, list[Arg]]] = [
+        ("model shape", _model_args(f, warnings)),
+        ("architecture (catalog: every field, see the header)", _architecture_args(f, arch, warnings)),
+        (layout_title, _layout_args(f, warnings)),
+        ("batch and recomputation", _batch_args(f, warnings)),
+        ("learning rate and length", _lr_args(f, warnings)),
+        ("checkpoints", _checkpoint_args(f, warnings)),
+        ("data (placeholders)", _data_args(f)),
+    ]
+    text = _render(f, arch, data, groups, warnings)
     filename = f"{f.name}.megatron.sh"
     return ExportResult(target="megatron", text=text, warnings=warnings, filename=filename)
 
 
-def _render(f: Facts, data: dict, groups: list[tuple[str, list[Arg]]], warnings: list[str]) -> str:
+def _render(
+    f: Facts, arch: Architecture, data: dict, groups: list[tuple[str, list[Arg]]], warnings: list[str]
+) -> str:
     fsdp = any(flag == "--use-megatron-fsdp" for _, args in groups for flag, _, _ in args)
     lines = [
         "#!/usr/bin/env bash",
@@ -457,6 +611,8 @@ def _render(f: Facts, data: dict, groups: list[tuple[str, list[Arg]]], warnings:
         "# Run on every node: NODE_RANK=<i> MASTER_ADDR=<node 0> DATA_PATH=... TOKENIZER_MODEL=... "
         "CHECKPOINT_DIR=... MEGATRON_LM=<checkout> bash <this file>",
     ]
+    lines.append(f"# Architecture (catalog source: {arch.source}):")
+    lines += [f"#   {line}" for line in arch.lines()]
     if warnings:
         lines.append("#")
         lines.append("# WARNINGS (what this engine cannot express as planned):")
@@ -490,18 +646,3 @@ def _render(f: Facts, data: dict, groups: list[tuple[str, list[Arg]]], warnings:
         "",
     ]
     return "\n".join(lines)
-
-
-def parse_script_args(text: str) -> list[str]:
-    """The argument vector inside ``ARGS=( ... )`` of an exported script (comments dropped, quotes removed)."""
-    inside, tokens = False, []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped == "ARGS=(":
-            inside = True
-            continue
-        if inside and stripped == ")":
-            break
-        if inside and stripped and not stripped.startswith("#"):
-            tokens += shlex.split(stripped, comments=True)
-    return tokens
