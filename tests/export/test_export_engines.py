@@ -50,14 +50,14 @@ def engines_python() -> Path:
 def _expect(plan) -> dict:
     f = facts(plan)
     return {
-        "dp": f.dp,
-        "tp": f.tp,
-        "pp": f.pp,
-        "vpp": f.vpp,
-        "cp": f.cp,
-        "ep": f.ep,
+        "dp": f.layout.dp,
+        "tp": f.layout.tp,
+        "pp": f.layout.pp,
+        "vpp": f.layout.vpp,
+        "cp": f.layout.cp,
+        "ep": f.layout.ep,
         "global_batch": f.global_batch_sequences,
-        "zero": f.zero,
+        "zero": f.layout.zero,
         "interval": f.checkpoint_interval_steps,
         "n_layers": f.n_layers,
         "n_gpus": f.n_gpus,

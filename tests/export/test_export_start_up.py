@@ -76,10 +76,10 @@ def test_torchtitan_split_is_the_plans(example: str) -> None:
     f = facts(plan)
     result = export_plan(plan, "torchtitan")
     doc = tomllib.loads(result.text)
-    if f.pp > 1:
+    if f.layout.pp > 1:
         layers = _split_of(doc["parallelism"], f.n_layers)
-        assert len(layers) == f.pp * f.vpp
-        assert max(sum(layers[rank :: f.pp]) for rank in range(f.pp)) == f.layers_per_stage
+        assert len(layers) == f.layout.pp * f.layout.vpp
+        assert max(sum(layers[rank :: f.layout.pp]) for rank in range(f.layout.pp)) == f.layers_per_stage
     assert not any(w.startswith("pipeline:") for w in result.warnings)
     # required values that make torchtitan refuse to start until they are set
     assert doc["training"]["dataset"].startswith("SET-ME")

@@ -28,6 +28,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from runplan.parallel.layout import Layout
     from runplan.plan import RunPlan
 
 #: Optimizer settings not in the plan: DeepSeek LLM §2.3 (the setting the peak-LR law was fitted under).
@@ -101,18 +102,8 @@ class Facts:
     n_dense_layers: int
     model_name: str
     total_params: int
-    # layout
-    tp: int
-    pp: int
-    dp: int
-    ep: int
-    cp: int
-    zero: int
-    micro_batch: int
-    microbatches: int
-    vpp: int
-    recompute: str
-    sequence_parallel: bool
+    # layout: the plan's Layout (sequence parallelism only where TP > 1), and what the estimate derived from it
+    layout: Layout
     layers_per_stage: int
     uneven_stages: bool
     weights_bytes_per_gpu: float
@@ -222,17 +213,7 @@ def facts(plan: RunPlan) -> Facts:
         n_dense_layers=shape.n_dense_layers,
         model_name=str(shape.name or ""),
         total_params=shape.total_params,
-        tp=best.tp,
-        pp=best.pp,
-        dp=best.dp,
-        ep=best.ep,
-        cp=best.cp,
-        zero=best.zero,
-        micro_batch=best.micro_batch,
-        microbatches=best.microbatches,
-        vpp=best.vpp,
-        recompute=best.recompute,
-        sequence_parallel=bool(best.sequence_parallel and best.tp > 1),
+        layout=best.layout.model_copy(update={"sequence_parallel": best.sequence_parallel and best.tp > 1}),
         layers_per_stage=best.layers_per_stage,
         uneven_stages=best.uneven_stages,
         weights_bytes_per_gpu=float(best.memory_bytes.weights),

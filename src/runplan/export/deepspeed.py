@@ -189,53 +189,56 @@ def _scheduler(f: Facts, warnings: list[str]) -> tuple[dict[str, Any], dict[str,
 def _refuse_pipeline_zero(f: Facts) -> None:
     from runplan.errors import SpecError
 
-    if f.pp > 1 and f.zero >= 2:
+    if f.layout.pp > 1 and f.layout.zero >= 2:
         raise SpecError(
-            f"DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only; the plan has ZeRO-{f.zero} with "
-            f"pipeline degree {f.pp}",
+            f"DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only; the plan has ZeRO-{f.layout.zero} with "
+            f"pipeline degree {f.layout.pp}",
             where="parallel.zero",
             hint="pin parallel.zero: 1 (or parallel.pp: 1) and plan again, or export to megatron or torchtitan",
         )
 
 
 def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) -> None:
-    d = f.dp
-    if f.tp > 1:
-        config["tensor_parallel"] = {"autotp_size": int(f.tp)}
+    d = f.layout.dp
+    if f.layout.tp > 1:
+        config["tensor_parallel"] = {"autotp_size": int(f.layout.tp)}
         warnings.append(
-            f"tensor parallel: exported as AutoTP (autotp_size {f.tp}), which covers Hugging Face "
+            f"tensor parallel: exported as AutoTP (autotp_size {f.layout.tp}), which covers Hugging Face "
             "models AutoTP supports; Megatron-style sequence parallelism has no ds_config key"
             + (
                 ", and AutoTP does not overlap its collectives with the GEMMs as the plan's step time assumes: "
                 "expect a slower step"
-                if f.sequence_parallel and f.tp <= f.gpus_per_node
+                if f.layout.sequence_parallel and f.layout.tp <= f.gpus_per_node
                 else ""
             )
         )
-    if f.pp > 1:
+    if f.layout.pp > 1:
         warnings.append(
             f"pipeline: DeepSpeed sets the pipeline degree in user code: PipelineModule(..., "
-            f"num_stages={f.pp})" + (f"; no interleaving (the plan has v = {f.vpp})" if f.vpp > 1 else "")
+            f"num_stages={f.layout.pp})"
+            + (f"; no interleaving (the plan has v = {f.layout.vpp})" if f.layout.vpp > 1 else "")
         )
-    if f.cp > 1:
+    if f.layout.cp > 1:
         warnings.append(
-            f"context parallel: c = {f.cp} has no ds_config key; DeepSpeed's Ulysses sequence "
+            f"context parallel: c = {f.layout.cp} has no ds_config key; DeepSpeed's Ulysses sequence "
             "parallelism is set up in user code (sequence-parallel process groups)"
         )
-    if f.ep > 1:
-        warnings.append(f"expert parallel: set ep_size={f.ep} in deepspeed.moe.layer.MoE in the model code")
-    if f.tp > 1 or f.pp > 1 or f.cp > 1:
+    if f.layout.ep > 1:
+        warnings.append(
+            f"expert parallel: set ep_size={f.layout.ep} in deepspeed.moe.layer.MoE in the model code"
+        )
+    if f.layout.tp > 1 or f.layout.pp > 1 or f.layout.cp > 1:
         warnings.append(
             f"batch identity: pass deepspeed.initialize an mpu whose data-parallel world size is d = {d} "
-            f"(world {f.n_gpus} = t*p*d*c = {f.tp}*{f.pp}*{d}*{f.cp}); without one DeepSpeed divides "
+            f"(world {f.n_gpus} = t*p*d*c = {f.layout.tp}*{f.layout.pp}*{d}*{f.layout.cp}); without one DeepSpeed divides "
             "by the whole world"
         )
 
 
 def _user_code_warnings(f: Facts, warnings: list[str]) -> None:
-    if f.recompute != "none":
+    if f.layout.recompute != "none":
         warnings.append(
-            f"recompute: '{f.recompute}' is applied in the model code "
+            f"recompute: '{f.layout.recompute}' is applied in the model code "
             "(deepspeed.checkpointing.checkpoint around each layer); ds_config cannot switch it on"
         )
     warnings.append(
@@ -261,7 +264,7 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
     _refuse_pipeline_zero(f)
     warnings: list[str] = [f"optimizer: {ASSUMED_OPTIMIZER_SOURCE}"]
     scheduler, lr_record = _scheduler(f, warnings)
-    b, m, d = f.micro_batch, f.microbatches, f.dp
+    b, m, d = f.layout.micro_batch, f.layout.microbatches, f.layout.dp
     config: dict[str, Any] = {
         "train_batch_size": int(d * b * m),
         "train_micro_batch_size_per_gpu": int(b),
@@ -269,7 +272,7 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
         "steps_per_print": 10,
         "gradient_clipping": ASSUMED_OPTIMIZER["grad_clip_norm"],
         "bf16": {"enabled": True},
-        "zero_optimization": {"stage": int(f.zero)},
+        "zero_optimization": {"stage": int(f.layout.zero)},
         "optimizer": {
             "type": "AdamW",
             "params": {

@@ -152,7 +152,7 @@ def pipeline_layout(stage_layers: list[int], v: int) -> str:
 
 def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
     args: list[Arg] = []
-    p, v, L = f.pp, f.vpp, f.n_layers
+    p, v, L = f.layout.pp, f.layout.vpp, f.n_layers
     if p == 1:
         return args
     args.append(("--pipeline-model-parallel-size", [str(p)], f"p: {L} layers over {p} stages"))
@@ -204,7 +204,7 @@ def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
                     f"v = {v}; {L} layers do not split evenly into {p}x{v} chunks",
                 )
             )
-        per_replica = (st.batch_sequences // (f.dp * f.micro_batch) for st in f.stages)
+        per_replica = (st.batch_sequences // (f.layout.dp * f.layout.micro_batch) for st in f.stages)
         uneven = sorted({m for m in per_replica if m % p})
         if uneven:
             warnings.append(
@@ -375,7 +375,7 @@ def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> lis
     if arch.init_std is not None:
         args.append(("--init-method-std", [fmt_float(arch.init_std)], "Megatron default 0.02"))
     args += _router_args(f, arch)
-    t = f.tp
+    t = f.layout.tp
     if f.vocab_size % t == 0:
         quotient = f.vocab_size // t
         divisor = 1
@@ -399,24 +399,34 @@ def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> lis
 
 def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
     """Parallel layout flags (DP is world / (t*p*c), not a flag)."""
-    layout: list[Arg] = [("--tensor-model-parallel-size", [str(f.tp)], "t")]
+    layout: list[Arg] = [("--tensor-model-parallel-size", [str(f.layout.tp)], "t")]
     layout += _pipeline_args(f, warnings)
-    if f.cp > 1:
+    if f.layout.cp > 1:
         layout.append(
-            ("--context-parallel-size", [str(f.cp)], f"c: each rank holds s/c = {f.seq_len // f.cp} tokens")
+            (
+                "--context-parallel-size",
+                [str(f.layout.cp)],
+                f"c: each rank holds s/c = {f.seq_len // f.layout.cp} tokens",
+            )
         )
-        if f.seq_len % (2 * f.cp):
+        if f.seq_len % (2 * f.layout.cp):
             warnings.append(
                 f"context parallel: Megatron requires seq-length {f.seq_len} to be a multiple of "
-                f"2 x cp = {2 * f.cp}"
+                f"2 x cp = {2 * f.layout.cp}"
             )
-    if f.ep > 1:
+    if f.layout.ep > 1:
         layout.append(
-            ("--expert-model-parallel-size", [str(f.ep)], f"e (taken from the d = {f.dp} data ranks)")
+            (
+                "--expert-model-parallel-size",
+                [str(f.layout.ep)],
+                f"e (taken from the d = {f.layout.dp} data ranks)",
+            )
         )
-    if f.sequence_parallel:
+    if f.layout.sequence_parallel:
         layout.append(("--sequence-parallel", [], "shard norms/dropout activations over t"))
-        if f.tp <= f.gpus_per_node:  # userbuffers work inside one NVLink domain (the time model agrees)
+        if (
+            f.layout.tp <= f.gpus_per_node
+        ):  # userbuffers work inside one NVLink domain (the time model agrees)
             layout.append(
                 (
                     "--tp-comm-overlap",
@@ -425,12 +435,14 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
                     "the step time assumes it",
                 )
             )
-    elif f.tp > 1:
+    elif f.layout.tp > 1:
         warnings.append("sequence parallel: the plan turns it off with TP > 1; Megatron runs without it")
-    if f.zero in (1, 2):
-        layout.append(("--use-distributed-optimizer", [], f"ZeRO-{f.zero}: optimizer state sharded over d·c"))
+    if f.layout.zero in (1, 2):
+        layout.append(
+            ("--use-distributed-optimizer", [], f"ZeRO-{f.layout.zero}: optimizer state sharded over d·c")
+        )
         layout += [("--overlap-grad-reduce", [], ""), ("--overlap-param-gather", [], "")]
-        if f.zero == 2:
+        if f.layout.zero == 2:
             full_grad = 2 * f.weights_bytes_per_gpu  # fp32 main grads: 4 B/param vs bf16 weights 2 B/param
             warnings.append(
                 f"ZeRO-2: Megatron's distributed optimizer reduce-scatters gradients but keeps a full-size gradient "
@@ -438,13 +450,13 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
                 f"counted {fmt_bytes(f.gradients_bytes_per_gpu)} of sharded gradients; check memory, or add "
                 "--grad-reduce-in-bf16 to halve the buffer"
             )
-    elif f.zero == 3:
+    elif f.layout.zero == 3:
         layout += [
             ("--use-megatron-fsdp", [], "ZeRO-3: parameters, gradients and optimizer state sharded"),
             ("--data-parallel-sharding-strategy", ["optim_grads_params"], ""),
             ("--ckpt-format", ["fsdp_dtensor"], "Megatron FSDP requires this checkpoint format"),
         ]
-        if f.pp > 1 or f.ep > 1:
+        if f.layout.pp > 1 or f.layout.ep > 1:
             warnings.append(
                 "ZeRO-3: Megatron FSDP with pipeline or expert parallelism is not the tested path; "
                 "consider ZeRO-1 (--use-distributed-optimizer)"
@@ -457,23 +469,23 @@ def _batch_args(f: Facts, warnings: list[str]) -> list[Arg]:
     ramped = bool(f.ramp)
     g = f.global_batch_sequences
     batch: list[Arg] = [
-        ("--micro-batch-size", [str(f.micro_batch)], "b sequences per GPU per micro-batch"),
+        ("--micro-batch-size", [str(f.layout.micro_batch)], "b sequences per GPU per micro-batch"),
         (
             "--global-batch-size",
             [str(g)],
-            f"d*b*m = {f.dp}*{f.micro_batch}*{f.microbatches} = {g:,} sequences = {g * f.seq_len:,} tokens",
+            f"d*b*m = {f.layout.dp}*{f.layout.micro_batch}*{f.layout.microbatches} = {g:,} sequences = {g * f.seq_len:,} tokens",
         ),
     ]
     if ramped:
         values, comment = _ramp_args(f, warnings)
         batch.append(("--rampup-batch-size", values, comment))
-    if f.recompute == "full":
+    if f.layout.recompute == "full":
         batch += [
             ("--recompute-granularity", ["full"], "full recomputation of every layer"),
             ("--recompute-method", ["uniform"], ""),
             ("--recompute-num-layers", ["1"], ""),
         ]
-    elif f.recompute == "selective":
+    elif f.layout.recompute == "selective":
         modules = ["layernorm", "moe_act"] if f.n_experts else ["layernorm"]
         batch += [
             ("--recompute-granularity", ["selective"], ""),
@@ -541,7 +553,7 @@ def _checkpoint_args(f: Facts, warnings: list[str]) -> list[Arg]:
         ("--load", ['"$CHECKPOINT_DIR"'], "resume from the latest checkpoint"),
         ("--save-interval", [str(f.checkpoint_interval_steps)], "the plan's checkpoint interval (Daly)"),
     ]
-    if f.zero != 3:
+    if f.layout.zero != 3:
         ck.append(("--ckpt-format", ["torch_dist"], "distributed checkpoint (needed for --async-save)"))
         if f.async_checkpoint:
             ck.append(("--async-save", [], "the plan stages the save through pinned host memory"))
@@ -581,7 +593,7 @@ def export_megatron(plan: RunPlan) -> ExportResult:
     arch = architecture(plan)
     data = engine_data(DATA)
     warnings: list[str] = []
-    layout_title = f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.tp}*{f.pp}*{f.cp}) = {f.dp})"
+    layout_title = f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.layout.tp}*{f.layout.pp}*{f.layout.cp}) = {f.layout.dp})"
     groups: list[tuple[str, list[Arg]]] = [
         ("model shape", _model_args(f, warnings)),
         ("architecture (catalog: every field, see the header)", _architecture_args(f, arch, warnings)),
@@ -605,8 +617,8 @@ def _render(
         f"# Megatron-LM launch script for plan '{f.name}', generated by runplan {runplan_version()}.",
         f"# Flags checked against {data['engine']} {data['version']}:",
         "#   megatron/training/arguments.py (list: runplan/export/data/megatron_arguments.json).",
-        f"# World: {f.n_gpus} GPUs = {f.n_nodes} nodes x {f.gpus_per_node}; t={f.tp} p={f.pp} d={f.dp} c={f.cp} "
-        f"e={f.ep} v={f.vpp} ZeRO-{f.zero} b={f.micro_batch} m={f.microbatches} recompute={f.recompute}.",
+        f"# World: {f.n_gpus} GPUs = {f.n_nodes} nodes x {f.gpus_per_node}; t={f.layout.tp} p={f.layout.pp} d={f.layout.dp} c={f.layout.cp} "
+        f"e={f.layout.ep} v={f.layout.vpp} ZeRO-{f.layout.zero} b={f.layout.micro_batch} m={f.layout.microbatches} recompute={f.layout.recompute}.",
         f"# Assumed, {ASSUMED_OPTIMIZER_SOURCE}.",
         "# Run on every node: NODE_RANK=<i> MASTER_ADDR=<node 0> DATA_PATH=... TOKENIZER_MODEL=... "
         "CHECKPOINT_DIR=... MEGATRON_LM=<checkout> bash <this file>",
@@ -627,7 +639,7 @@ def _render(
         f"GPUS_PER_NODE={f.gpus_per_node}",
         f"NNODES={f.n_nodes}",
     ]
-    if (f.tp > 1 or f.cp > 1) and not fsdp:
+    if (f.layout.tp > 1 or f.layout.cp > 1) and not fsdp:
         lines.append(
             "export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron asserts this with TP/CP before Blackwell"
         )

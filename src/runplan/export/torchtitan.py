@@ -129,7 +129,7 @@ def virtual_stages(n_layers: int, layers_per_stage: int | None, pp: int, interle
 def _split_candidates(f: Facts) -> list[tuple[tuple[bool, int, int, int], int, int | None, list[int]]]:
     """Every (first/last-stage weight, layers-per-stage) setting torchtitan accepts for this pipeline, each with
     a sort key: p·v stages first, then the lightest busiest rank, then the fewest keys written."""
-    p, v, L = f.pp, f.vpp, f.n_layers
+    p, v, L = f.layout.pp, f.layout.vpp, f.n_layers
     out = []
     for less in (0, 1):
         for lps in (None, *range(1, L + 1)):
@@ -147,7 +147,7 @@ def _split_candidates(f: Facts) -> list[tuple[tuple[bool, int, int, int], int, i
 def _pipeline_entries(f: Facts, warnings: list[str]) -> list[Entry]:
     """``[parallelism]`` pipeline keys: the plan's p·v stages with its busiest rank (⌈L/p⌉ layers) under
     torchtitan's split rule (``virtual_stages``, ``stage_layers``), every key that rule reads written out."""
-    p, v, L = f.pp, f.vpp, f.n_layers
+    p, v, L = f.layout.pp, f.layout.vpp, f.n_layers
     entries: list[Entry] = [("pipeline_parallel_degree", int(p), "p")]
     if p == 1:
         return entries
@@ -168,7 +168,7 @@ def _pipeline_entries(f: Facts, warnings: list[str]) -> list[Entry]:
             f"pipeline: torchtitan splits {L} layers into {len(layers)} stages with {busiest} layers on the "
             f"busiest rank; the plan has {p}x{v} stages and {f.layers_per_stage} layers on the busiest rank"
         )
-    entries.append(("pipeline_parallel_microbatch_size", int(f.micro_batch), "b"))
+    entries.append(("pipeline_parallel_microbatch_size", int(f.layout.micro_batch), "b"))
     return entries
 
 
@@ -272,9 +272,9 @@ def _lr_entries(f: Facts, steps: int, warmup: int, cooldown: int) -> list[Entry]
 
 
 def _training_entries(f: Facts, steps: int, steps_note: str) -> list[Entry]:
-    b, m, d = f.micro_batch, f.microbatches, f.dp
+    b, m, d = f.layout.micro_batch, f.layout.microbatches, f.layout.dp
     g = f.global_batch_sequences
-    if f.pp > 1:
+    if f.layout.pp > 1:
         local = b * m
         local_note = f"b*m = {b}*{m}: one step's sequences per DP rank, cut into {m} pipeline micro-batches"
     else:
@@ -292,8 +292,8 @@ def _training_entries(f: Facts, steps: int, steps_note: str) -> list[Entry]:
 
 
 def _data_parallel_entries(f: Facts, warnings: list[str]) -> list[Entry]:
-    d = f.dp
-    if f.zero == 0:
+    d = f.layout.dp
+    if f.layout.zero == 0:
         return [
             ("data_parallel_replicate_degree", int(d), "ZeRO-0: plain DDP"),
             ("data_parallel_shard_degree", 1, ""),
@@ -302,10 +302,10 @@ def _data_parallel_entries(f: Facts, warnings: list[str]) -> list[Entry]:
         ("data_parallel_replicate_degree", 1, ""),
         ("data_parallel_shard_degree", int(d), f"d = {d}, FSDP2"),
     ]
-    if f.zero in (1, 2):
-        entries.append(("fsdp_reshard_after_forward", "never", f"closest to ZeRO-{f.zero}"))
+    if f.layout.zero in (1, 2):
+        entries.append(("fsdp_reshard_after_forward", "never", f"closest to ZeRO-{f.layout.zero}"))
         warnings.append(
-            f"ZeRO-{f.zero}: torchtitan shards with FSDP2 only; exported as FSDP2 with "
+            f"ZeRO-{f.layout.zero}: torchtitan shards with FSDP2 only; exported as FSDP2 with "
             "fsdp_reshard_after_forward = never (parameters stay gathered from forward to backward, like "
             "ZeRO-2); parameter all-gathers each step are extra communication the plan did not time"
         )
@@ -315,8 +315,8 @@ def _data_parallel_entries(f: Facts, warnings: list[str]) -> list[Entry]:
 def _parallelism_entries(f: Facts, warnings: list[str]) -> tuple[list[Entry], bool]:
     """``[parallelism]`` and whether async TP is on (it needs ``[compile]``)."""
     par = _data_parallel_entries(f, warnings)
-    par.append(("tensor_parallel_degree", int(f.tp), "t"))
-    async_tp = 1 < f.tp <= f.gpus_per_node  # symmetric memory is intra-node; the time model agrees
+    par.append(("tensor_parallel_degree", int(f.layout.tp), "t"))
+    async_tp = 1 < f.layout.tp <= f.gpus_per_node  # symmetric memory is intra-node; the time model agrees
     if async_tp:
         par.append(
             (
@@ -325,14 +325,20 @@ def _parallelism_entries(f: Facts, warnings: list[str]) -> tuple[list[Entry], bo
                 "TP collectives overlapped with the matmuls; the step time assumes it",
             )
         )
-    if f.tp > 1 and not f.sequence_parallel:
+    if f.layout.tp > 1 and not f.layout.sequence_parallel:
         warnings.append(
             "sequence parallel: torchtitan's TP always shards norms along the sequence; the plan had it off"
         )
     par += _pipeline_entries(f, warnings)
-    par.append(("context_parallel_degree", int(f.cp), "c"))
-    if f.ep > 1:
-        par.append(("expert_parallel_degree", int(f.ep), f"e (borrowed from the d*c = {f.dp * f.cp} ranks)"))
+    par.append(("context_parallel_degree", int(f.layout.cp), "c"))
+    if f.layout.ep > 1:
+        par.append(
+            (
+                "expert_parallel_degree",
+                int(f.layout.ep),
+                f"e (borrowed from the d*c = {f.layout.dp * f.layout.cp} ranks)",
+            )
+        )
     return par, async_tp
 
 
@@ -364,8 +370,8 @@ def _checkpoint_entries(f: Facts, warnings: list[str]) -> list[Entry]:
 
 
 def _recompute_entries(f: Facts, warnings: list[str]) -> list[Entry]:
-    ac: list[Entry] = [("mode", f.recompute, "")]
-    if f.recompute == "selective":
+    ac: list[Entry] = [("mode", f.layout.recompute, "")]
+    if f.layout.recompute == "selective":
         ac.append(("selective_ac_option", "op", "op-level selective recomputation"))
         warnings.append(
             "recompute: torchtitan's selective mode (op-level policy) is not the plan's (norm outputs "
@@ -421,7 +427,7 @@ def _render(
         f"# Launch: NGPU={f.gpus_per_node} on each of {f.n_nodes} node(s) (torchrun --nnodes {f.n_nodes}), "
         "CONFIG_FILE=<this file> ./run_train.sh --training.dataset <name> --model.hf_assets_path <dir>",
         "# (training.dataset and model.hf_assets_path are placeholders here: torchtitan refuses to start on them).",
-        f"# World {f.n_gpus} GPUs: t={f.tp} p={f.pp} d={f.dp} c={f.cp} e={f.ep} v={f.vpp} ZeRO-{f.zero}.",
+        f"# World {f.n_gpus} GPUs: t={f.layout.tp} p={f.layout.pp} d={f.layout.dp} c={f.layout.cp} e={f.layout.ep} v={f.layout.vpp} ZeRO-{f.layout.zero}.",
         f"# Assumed, {ASSUMED_OPTIMIZER_SOURCE}.",
         f"# Architecture the flavor must build (catalog source: {arch.source}):",
     ]
