@@ -129,6 +129,8 @@ def flag_for(where: str | None, command: str | None = None) -> str | None:
         if flag:
             return flag
         path = path.rpartition(".")[0]
+    if where.startswith("parallel."):  # a layout field without a flag of its own is pinned with --pin
+        return "--pin"
     return where
 
 
