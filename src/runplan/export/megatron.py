@@ -50,6 +50,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
+from runplan.errors import SpecError
 from runplan.export._architecture import Architecture, architecture
 from runplan.export._common import (
     ASSUMED_OPTIMIZER,
@@ -262,10 +263,7 @@ def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
         model.append(("--qk-layernorm", [], "QK-norm"))
     if not f.tied_embeddings:
         model.append(("--untie-embeddings-and-output-weights", [], "separate output head"))
-    model += [
-        ("--attention-dropout", ["0.0"], "no dropout (the plan's memory model stores no masks)"),
-        ("--hidden-dropout", ["0.0"], ""),
-    ]
+    model += _stack_model_args(f)
     if f.n_experts:
         model += [
             ("--num-experts", [str(f.n_experts)], "E"),
@@ -425,7 +423,7 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
     if f.layout.sequence_parallel:
         layout.append(("--sequence-parallel", [], "shard norms/dropout activations over t"))
         if (
-            f.layout.tp <= f.gpus_per_node
+            f.stack.tp_comm_overlap and f.layout.tp <= f.gpus_per_node
         ):  # userbuffers work inside one NVLink domain (the time model agrees)
             layout.append(
                 (
@@ -441,7 +439,9 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
         layout.append(
             ("--use-distributed-optimizer", [], f"ZeRO-{f.layout.zero}: optimizer state sharded over d·c")
         )
-        layout += [("--overlap-grad-reduce", [], ""), ("--overlap-param-gather", [], "")]
+        if f.stack.overlap_grad_reduce:
+            layout.append(("--overlap-grad-reduce", [], "DP gradient reduction under the backward pass"))
+        layout.append(("--overlap-param-gather", [], ""))
         if f.layout.zero == 2:
             full_grad = 2 * f.weights_bytes_per_gpu  # fp32 main grads: 4 B/param vs bf16 weights 2 B/param
             warnings.append(
@@ -479,25 +479,60 @@ def _batch_args(f: Facts, warnings: list[str]) -> list[Arg]:
     if ramped:
         values, comment = _ramp_args(f, warnings)
         batch.append(("--rampup-batch-size", values, comment))
+    return batch + _recompute_args(f, warnings)
+
+
+def _recompute_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Recomputation as the stack defines it: full with its method and layer count, selective with its modules
+    (Megatron-core --recompute-modules names; the dense MLP's activation alone has no module)."""
+    stack = f.stack
     if f.layout.recompute == "full":
-        batch += [
-            ("--recompute-granularity", ["full"], "full recomputation of every layer"),
-            ("--recompute-method", ["uniform"], ""),
-            ("--recompute-num-layers", ["1"], ""),
+        method, layers = stack.full_recompute_method, stack.full_recompute_layers
+        return [
+            ("--recompute-granularity", ["full"], "full recomputation"),
+            ("--recompute-method", [method], "stack full_recompute_method"),
+            ("--recompute-num-layers", [str(layers)], "stack full_recompute_layers"),
         ]
-    elif f.layout.recompute == "selective":
-        modules = ["layernorm", "moe_act"] if f.n_experts else ["layernorm"]
-        batch += [
-            ("--recompute-granularity", ["selective"], ""),
-            ("--recompute-modules", modules, "the plan's selective: norm outputs + MLP activation"),
-        ]
-        if not f.n_experts:
-            warnings.append(
-                "recompute: the plan's selective mode also recomputes the dense MLP activation; "
-                "Megatron has no module for that alone ('mlp' recomputes the whole MLP), so only "
-                "'layernorm' is set: activation memory is higher than planned"
-            )
-    return batch
+    if f.layout.recompute != "selective":
+        return []
+    wanted: list[str] = [
+        m for m in stack.selective_recompute if m != "mlp_act" and (m != "moe_act" or f.n_experts)
+    ]
+    if "mlp_act" in stack.selective_recompute and not f.n_experts:
+        warnings.append(
+            "recompute: the plan's selective mode also recomputes the dense MLP activation; "
+            "Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: "
+            "activation memory is higher than planned"
+        )
+    if not wanted:
+        return []
+    return [
+        ("--recompute-granularity", ["selective"], ""),
+        ("--recompute-modules", wanted, "the stack's selective_recompute modules"),
+    ]
+
+
+def _stack_model_args(f: Facts) -> list[Arg]:
+    """Attention kernel and dropout from the plan's stack (the memory model keeps masks only with dropout)."""
+    stack = f.stack
+    if (
+        stack.pipeline_scatter_gather
+        and f.layout.pp > 1
+        and f.layout.tp > 1
+        and not f.layout.sequence_parallel
+    ):
+        raise SpecError(
+            "Megatron-core cannot scatter pipeline sends over the TP ranks without sequence parallelism (the "
+            "plan's step time assumes it)",
+            where="stack.pipeline_scatter_gather",
+            hint="set stack.pipeline_scatter_gather: false, or turn sequence parallelism on",
+        )
+    backend = "flash" if stack.flash_attention else "unfused"
+    return [
+        ("--attention-backend", [backend], "stack flash_attention"),
+        ("--attention-dropout", [fmt_float(stack.attention_dropout)], "stack attention_dropout"),
+        ("--hidden-dropout", [fmt_float(stack.hidden_dropout)], "stack hidden_dropout"),
+    ]
 
 
 def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
@@ -506,6 +541,11 @@ def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
     g = f.global_batch_sequences
     lr: list[Arg] = [
         ("--bf16", [], "bf16 compute, fp32 master weights"),
+        *(
+            [("--grad-reduce-in-bf16", [], "stack gradient_dtype bf16")]
+            if f.stack.gradient_dtype == "bf16"
+            else []
+        ),
         ("--optimizer", ["adam"], "Megatron's adam is AdamW (decoupled weight decay)"),
         ("--lr", [fmt_float(f.peak_lr)], "peak LR from the plan"),
         ("--min-lr", [fmt_float(f.final_lr)], "final LR"),

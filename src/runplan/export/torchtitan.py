@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from runplan.errors import SpecError
 from runplan.export._architecture import Architecture, architecture
 from runplan.export._common import (
     ASSUMED_OPTIMIZER,
@@ -287,6 +288,11 @@ def _training_entries(f: Facts, steps: int, steps_note: str) -> list[Entry]:
         ("steps", int(steps), steps_note),
         ("max_norm", ASSUMED_OPTIMIZER["grad_clip_norm"], "gradient clipping, assumed"),
         ("mixed_precision_param", "bfloat16", "bf16 compute under FSDP"),
+        (
+            "mixed_precision_reduce",
+            "float32" if f.stack.gradient_dtype == "fp32" else "bfloat16",
+            "stack gradient_dtype: the dtype FSDP reduces gradients in",
+        ),
         ("dataset", DATASET_PLACEHOLDER, "REQUIRED: a dataset registered in torchtitan/hf_datasets"),
     ]
 
@@ -316,7 +322,8 @@ def _parallelism_entries(f: Facts, warnings: list[str]) -> tuple[list[Entry], bo
     """``[parallelism]`` and whether async TP is on (it needs ``[compile]``)."""
     par = _data_parallel_entries(f, warnings)
     par.append(("tensor_parallel_degree", int(f.layout.tp), "t"))
-    async_tp = 1 < f.layout.tp <= f.gpus_per_node  # symmetric memory is intra-node; the time model agrees
+    # symmetric memory is intra-node (the time model agrees); only when the plan's stack overlaps TP
+    async_tp = f.stack.tp_comm_overlap and 1 < f.layout.tp <= f.gpus_per_node
     if async_tp:
         par.append(
             (
@@ -380,13 +387,35 @@ def _recompute_entries(f: Facts, warnings: list[str]) -> list[Entry]:
     return ac
 
 
+def _stack_warnings(f: Facts) -> list[str]:
+    """What of the plan's stack torchtitan cannot do: dropout is refused (its models have none, so the plan's
+    masks and dropout would silently vanish); the rest it runs differently, said in a warning."""
+    stack = f.stack
+    if stack.hidden_dropout > 0 or stack.attention_dropout > 0:
+        raise SpecError(
+            "torchtitan's models have no dropout; the plan's stack sets it",
+            where="stack.hidden_dropout",
+            hint="set stack hidden_dropout and attention_dropout to 0, or export to megatron",
+        )
+    warnings = []
+    if not stack.flash_attention:
+        warnings.append(
+            "attention: torchtitan always runs SDPA's fused kernels; the plan assumed no FlashAttention"
+        )
+    if not stack.overlap_grad_reduce:
+        warnings.append(
+            "data parallel: FSDP2 always overlaps gradient reduction; the plan assumed it exposed"
+        )
+    return warnings
+
+
 def export_torchtitan(plan: RunPlan) -> ExportResult:
     """Render ``plan`` as a torchtitan 0.2.x TOML job config (pure; see the module docstring)."""
     from runplan.export import ExportResult
 
     f = facts(plan)
     arch = architecture(plan)
-    warnings: list[str] = []
+    warnings = _stack_warnings(f)
     job: list[Entry] = [
         ("description", f"runplan plan {f.name}", ""),
         ("dump_folder", "./outputs", "checkpoints go to <dump_folder>/<checkpoint.folder>"),

@@ -44,8 +44,9 @@ ARGS=(
   --swiglu  # gated SiLU MLP
   --disable-bias-linear  # no biases in linear layers
   --untie-embeddings-and-output-weights  # separate output head
-  --attention-dropout 0.0  # no dropout (the plan's memory model stores no masks)
-  --hidden-dropout 0.0
+  --attention-backend flash  # stack flash_attention
+  --attention-dropout 0.0  # stack attention_dropout
+  --hidden-dropout 0.0  # stack hidden_dropout
   # architecture (catalog: every field, see the header)
   --position-embedding-type rope
   --make-vocab-size-divisible-by 128  # Megatron pads V to a multiple of this x t; 128 x 2 divides V = 128,256
@@ -56,7 +57,7 @@ ARGS=(
   --sequence-parallel  # shard norms/dropout activations over t
   --tp-comm-overlap  # TP all-gather/reduce-scatter pipelined under the GEMMs (Transformer Engine); the step time assumes it
   --use-distributed-optimizer  # ZeRO-1: optimizer state sharded over d·c
-  --overlap-grad-reduce
+  --overlap-grad-reduce  # DP gradient reduction under the backward pass
   --overlap-param-gather
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch

@@ -22,7 +22,7 @@
 #   qk_norm = False
 #
 # WARNINGS (what this engine cannot express as planned):
-#   - recompute: the plan's selective mode also recomputes the dense MLP activation; Megatron has no module for that alone ('mlp' recomputes the whole MLP), so only 'layernorm' is set: activation memory is higher than planned
+#   - recompute: the plan's selective mode also recomputes the dense MLP activation; Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: activation memory is higher than planned
 #   - checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the plan's 3 rolling generations need an external cleanup job
 set -euo pipefail
 
@@ -48,8 +48,9 @@ ARGS=(
   --swiglu  # gated SiLU MLP
   --disable-bias-linear  # no biases in linear layers
   --untie-embeddings-and-output-weights  # separate output head
-  --attention-dropout 0.0  # no dropout (the plan's memory model stores no masks)
-  --hidden-dropout 0.0
+  --attention-backend flash  # stack flash_attention
+  --attention-dropout 0.0  # stack attention_dropout
+  --hidden-dropout 0.0  # stack hidden_dropout
   # architecture (catalog: every field, see the header)
   --position-embedding-type rope
   --rotary-base 500000  # RoPE base theta (Megatron default 10000)
@@ -66,14 +67,14 @@ ARGS=(
   --sequence-parallel  # shard norms/dropout activations over t
   --tp-comm-overlap  # TP all-gather/reduce-scatter pipelined under the GEMMs (Transformer Engine); the step time assumes it
   --use-distributed-optimizer  # ZeRO-1: optimizer state sharded over d·c
-  --overlap-grad-reduce
+  --overlap-grad-reduce  # DP gradient reduction under the backward pass
   --overlap-param-gather
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 2048  # d*b*m = 64*1*32 = 2,048 sequences = 16,777,216 tokens
   --rampup-batch-size 1024 1024 28564480  # exact: batch 1,024, +1,024 every 28,564,480 samples, 2,048 after 28,564,480 samples (= the plan's 1 ramp stage(s))
   --recompute-granularity selective
-  --recompute-modules layernorm  # the plan's selective: norm outputs + MLP activation
+  --recompute-modules layernorm  # the stack's selective_recompute modules
   # learning rate and length
   --bf16  # bf16 compute, fp32 master weights
   --optimizer adam  # Megatron's adam is AdamW (decoupled weight decay)

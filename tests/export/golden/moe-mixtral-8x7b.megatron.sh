@@ -46,8 +46,9 @@ ARGS=(
   --swiglu  # gated SiLU MLP
   --disable-bias-linear  # no biases in linear layers
   --untie-embeddings-and-output-weights  # separate output head
-  --attention-dropout 0.0  # no dropout (the plan's memory model stores no masks)
-  --hidden-dropout 0.0
+  --attention-backend flash  # stack flash_attention
+  --attention-dropout 0.0  # stack attention_dropout
+  --hidden-dropout 0.0  # stack hidden_dropout
   --num-experts 8  # E
   --moe-router-topk 2  # k experts per token
   --moe-ffn-hidden-size 14336  # per-expert MLP width
@@ -64,14 +65,14 @@ ARGS=(
   --tensor-model-parallel-size 1  # t
   --expert-model-parallel-size 8  # e (taken from the d = 256 data ranks)
   --use-distributed-optimizer  # ZeRO-1: optimizer state sharded over d·c
-  --overlap-grad-reduce
+  --overlap-grad-reduce  # DP gradient reduction under the backward pass
   --overlap-param-gather
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 3072  # d*b*m = 256*1*12 = 3,072 sequences = 12,582,912 tokens
   --rampup-batch-size 1536 1536 7323648  # exact: batch 1,536, +1,536 every 7,323,648 samples, 3,072 after 7,323,648 samples (= the plan's 1 ramp stage(s))
   --recompute-granularity selective
-  --recompute-modules layernorm moe_act  # the plan's selective: norm outputs + MLP activation
+  --recompute-modules layernorm moe_act  # the stack's selective_recompute modules
   # learning rate and length
   --bf16  # bf16 compute, fp32 master weights
   --optimizer adam  # Megatron's adam is AdamW (decoupled weight decay)
