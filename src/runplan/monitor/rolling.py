@@ -1,0 +1,94 @@
+"""Vectorised trailing statistics over a metric's logged points (numpy cumulative sums, O(n)).
+
+Every baseline is *trailing*: the point itself is not in it, so a spike cannot lift its own baseline. Points
+flagged by a detector are masked out and the baseline recomputed (a few passes), so a spike several points
+long is measured against the level before it, not against its own first points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def window_points(window_steps: int, interval_steps: int, least: int = 1) -> int:
+    """A window given in steps, in logged points of a metric logged every ``interval_steps``."""
+    return max(least, round(window_steps / max(1, interval_steps)))
+
+
+def interval_of(steps: np.ndarray) -> int:
+    """The usual spacing of a metric's logged points (median step difference)."""
+    return max(1, int(np.median(np.diff(steps)))) if steps.size > 1 else 1
+
+
+def trailing_mean(values: np.ndarray, use: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, count) of the used points among the ``window`` points before each point (NaN when none)."""
+    total = np.concatenate(([0.0], np.cumsum(np.where(use, values, 0.0))))
+    count = np.concatenate(([0.0], np.cumsum(use.astype(np.float64))))
+    index = np.arange(values.size)
+    low = np.maximum(0, index - window)
+    n = count[index] - count[low]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (total[index] - total[low]) / n
+    return np.where(n > 0, mean, np.nan), n.astype(np.int64)
+
+
+def successive_sigma(values: np.ndarray, use: np.ndarray, window: int) -> np.ndarray:
+    """Noise σ from successive differences, √(mean (xᵢ − xᵢ₋₁)² / 2) over the trailing window (von Neumann
+    et al. 1941, the mean square successive difference): a steady trend does not inflate it, so a canary that
+    falls as the model learns keeps a small σ. NaN with fewer than 2 differences."""
+    diffs = np.diff(values, prepend=values[:1])
+    pair = use & np.concatenate(([False], use[:-1]))
+    mean_square, n = trailing_mean(diffs**2, pair, window)
+    return np.where(n >= 2, np.sqrt(mean_square / 2.0), np.nan)
+
+
+def masked_passes(
+    values: np.ndarray, window: int, flag_fn, passes: int = 3, use: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flag points with ``flag_fn(values, mean, count, use) -> bool array``, masking flagged points out of the
+    baseline and recomputing, ``passes`` times. Returns (flags, baseline mean, baseline count)."""
+    base_use = np.ones(values.size, dtype=bool) if use is None else use
+    current = base_use.copy()
+    flags = np.zeros(values.size, dtype=bool)
+    mean = count = np.zeros(0)
+    for _ in range(passes):
+        mean, count = trailing_mean(values, current, window)
+        flags = flag_fn(values, mean, count, current)
+        updated = base_use & ~flags
+        if np.array_equal(updated, current):
+            break
+        current = updated
+    return flags, mean, count
+
+
+def runs(mask: np.ndarray, bridge: int = 0) -> list[tuple[int, int]]:
+    """(first, last) index of each run of True, joining runs separated by at most ``bridge`` False points."""
+    index = np.flatnonzero(mask)
+    if index.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(index) > bridge + 1)
+    starts = np.concatenate(([index[0]], index[breaks + 1]))
+    ends = np.concatenate((index[breaks], [index[-1]]))
+    return [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)]
+
+
+def first_confirmed(back: np.ndarray, start: int, points: int) -> tuple[int | None, int]:
+    """The first index ≥ ``start`` that opens ``points`` consecutive True values of ``back``; else None and
+    how many True values the log ends with (a recovery that the log is too short to confirm)."""
+    tail = back[start:]
+    if tail.size == 0:
+        return None, 0
+    if points <= 1:
+        hit = np.flatnonzero(tail)
+        return (start + int(hit[0]), 0) if hit.size else (None, 0)
+    window = np.lib.stride_tricks.sliding_window_view(tail, points) if tail.size >= points else None
+    if window is not None:
+        hit = np.flatnonzero(window.all(axis=1))
+        if hit.size:
+            return start + int(hit[0]), 0
+    trailing = 0
+    for value in tail[::-1][: points - 1]:
+        if not value:
+            break
+        trailing += 1
+    return None, trailing
