@@ -87,7 +87,10 @@ def grad_norm_events(ctx: Context) -> list[Event]:
         with np.errstate(invalid="ignore"):
             return (count > 0) & (x > t.grad_norm_factor * mean)
 
-    flags, mean, count = masked_passes(values, window, flag)
+    def still(x: np.ndarray, base: float, first: int) -> np.ndarray:
+        return x > t.grad_norm_factor * base
+
+    flags, mean, count = masked_passes(values, window, flag, still=still)
     events = []
     for first, last in runs(flags, bridge=t.confirm_points - 1):
         base, points = float(mean[first]), int(count[first])
@@ -243,9 +246,12 @@ def nan_events(ctx: Context) -> list[Event]:
             continue
         bad = log.nonfinite[metric]
         for first, last in runs(bad, bridge=1):
+            if any(e.start_step <= int(log.steps[first]) <= (e.end_step or ctx.last_step) for e in events):
+                continue  # the loss was nan at the same steps: one event
             count = int(bad[first : last + 1].sum())
             open_end = last == bad.size - 1
-            persistent = open_end or count >= t.confirm_points
+            # a sparse log (every ≥ 3 steps) writes one value for several steps: one nan stands for several
+            persistent = open_end or count >= t.confirm_points or log.interval_steps >= t.confirm_points
             start = int(log.steps[first])
             checkpoint, text = ctx.rollback(start - 1)
             events.append(

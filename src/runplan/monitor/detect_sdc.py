@@ -47,7 +47,10 @@ def canary_events(ctx: Context, loss_spikes: list[Event]) -> list[Event]:
         with np.errstate(invalid="ignore"):
             return (count >= 3) & (x > mean + t.canary_sigma * sigma)
 
-    flags, mean, count = masked_passes(values, window, flag)
+    def still(x: np.ndarray, base: float, first: int) -> np.ndarray:
+        return x > base + t.canary_sigma * sigma[first]
+
+    flags, mean, count = masked_passes(values, window, flag, still=still)
     events = []
     for first, last in runs(flags, bridge=0):
         if last - first + 1 < t.canary_points_in_a_row:

@@ -50,7 +50,13 @@ def throughput_events(ctx: Context) -> list[Event]:
         with np.errstate(invalid="ignore"):
             return (count > 0) & (x > mean * (1 + t.slow_fraction)) & (x > mean + t.slow_sigma * noise) & use
 
-    flags, mean, count = masked_passes(seconds, window, flag, use=use)
+    noise_at_start = successive_sigma(seconds, use, window)
+
+    def still(x: np.ndarray, base: float, first: int) -> np.ndarray:
+        noise = noise_at_start[first] if np.isfinite(noise_at_start[first]) else 0.0
+        return (x > base * (1 + t.slow_fraction)) & (x > base + t.slow_sigma * noise)
+
+    flags, mean, count = masked_passes(seconds, window, flag, use=use, still=still)
     events = []
     for first, last in runs(flags, bridge=0):
         events.append(_slow(ctx, steps, seconds, metric, first, last, float(mean[first]), int(count[first])))

@@ -43,22 +43,67 @@ def successive_sigma(values: np.ndarray, use: np.ndarray, window: int) -> np.nda
 
 
 def masked_passes(
-    values: np.ndarray, window: int, flag_fn, passes: int = 3, use: np.ndarray | None = None
+    values: np.ndarray,
+    window: int,
+    flag_fn,
+    passes: int = 3,
+    use: np.ndarray | None = None,
+    still=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flag points with ``flag_fn(values, mean, count, use) -> bool array``, masking flagged points out of the
-    baseline and recomputing, ``passes`` times. Returns (flags, baseline mean, baseline count)."""
+    baseline and recomputing (``passes`` times); then, with ``still(values, baseline, first) -> bool array``,
+    carry each run on against the baseline it started from for as long as ``still`` holds, so an event longer
+    than the window is not absorbed into its own baseline. Returns (flags, baseline mean, baseline count)."""
     base_use = np.ones(values.size, dtype=bool) if use is None else use
     current = base_use.copy()
     flags = np.zeros(values.size, dtype=bool)
     mean = count = np.zeros(0)
     for _ in range(passes):
-        mean, count = trailing_mean(values, current, window)
+        mean, count = carried(*trailing_mean(values, current, window))
         flags = flag_fn(values, mean, count, current)
         updated = base_use & ~flags
         if np.array_equal(updated, current):
             break
         current = updated
+    if still is not None:
+        flags, mean, count = _extend(values, flags, mean, count, still)
     return flags, mean, count
+
+
+def _extend(values, flags, mean, count, still, chunk: int = 4096):
+    """Each run of flags continued while ``still`` holds against the run's starting baseline (chunked so a
+    short event costs little)."""
+    flags, mean, count = flags.copy(), mean.copy(), count.copy()
+    covered = -1
+    for first, last in runs(flags):
+        if first <= covered:
+            continue
+        base, points = mean[first], count[first]
+        position = last + 1
+        while position < values.size:
+            stop_at = min(values.size, position + chunk)
+            holds = still(values[position:stop_at], base, first)
+            misses = np.flatnonzero(~holds)
+            end = position + int(misses[0]) if misses.size else stop_at
+            flags[position:end], mean[position:end], count[position:end] = True, base, points
+            if misses.size:
+                break
+            position = stop_at
+        flags[first : last + 1] = True
+        covered = max(covered, position if position < values.size else values.size)
+    return flags, mean, count
+
+
+def carried(mean: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where a window holds only flagged points (a long event), keep the last baseline that had points: an
+    event longer than the window is still measured against the level before it, not against itself."""
+    valid = count > 0
+    if valid.all() or not valid.any():
+        return mean, count
+    last = np.maximum.accumulate(np.where(valid, np.arange(mean.size), -1))
+    source = np.maximum(last, 0)
+    keep = last >= 0
+    return np.where(keep, mean[source], np.nan), np.where(keep, count[source], 0)
 
 
 def runs(mask: np.ndarray, bridge: int = 0) -> list[tuple[int, int]]:

@@ -20,6 +20,14 @@ from runplan.errors import SpecError
 MAX_RESTARTS = 20
 
 
+@dataclass(frozen=True)
+class Restart:
+    """The log went back from ``last_step`` to ``resumed_step``: a restart from a checkpoint."""
+
+    last_step: int
+    resumed_step: int
+
+
 @dataclass
 class Rows:
     """What a reader found, in file order: steps and, per canonical metric, values aligned with them."""
@@ -33,14 +41,7 @@ class Rows:
     checkpoint_interval_steps: int | None = None
     ignored_names: list[str] = field(default_factory=list)
     source_names: dict[str, str] = field(default_factory=dict)  # canonical -> name as written
-
-
-@dataclass(frozen=True)
-class Restart:
-    """The log went back from ``last_step`` to ``resumed_step``: a restart from a checkpoint."""
-
-    last_step: int
-    resumed_step: int
+    restarts: list[Restart] | None = None  # given by readers whose rows are not in file order (TensorBoard)
 
 
 @dataclass
@@ -92,6 +93,8 @@ def assemble(rows: Rows, source: str, fmt: str) -> MetricLog:
     if steps.size == 0 or not rows.values:
         raise SpecError(f"'{source}': no metric records found", where="monitor.log", hint=_FORMAT_HINT)
     restarts, order = _restarts(steps, notes)
+    if rows.restarts is not None:
+        restarts = rows.restarts
     unique, inverse = np.unique(steps, return_inverse=True)
     repeated = int(steps.size - unique.size)
     values, nonfinite = {}, {}

@@ -19,7 +19,7 @@ import numpy as np
 from runplan.errors import SpecError
 from runplan.monitor.aliases import canonical
 from runplan.monitor.readers import tabular, text, tfevents
-from runplan.monitor.series import MetricLog, Rows, assemble
+from runplan.monitor.series import MAX_RESTARTS, MetricLog, Restart, Rows, assemble
 
 FORMATS = (
     "auto",
@@ -213,7 +213,12 @@ def _rows_from_tags(tags: dict[str, list[tuple[int, float]]]) -> Rows:
         values[target][at : at + count] = [value * factor for _, value in points]
         present[target][at : at + count] = True
         at += count
-    # a tag's own points are in file order; across tags, order by step so restarts read as restarts
+    # a tag's own points are in file order (a restart shows as its step going back); rows are then ordered
+    # by step, stable, so the later of two points at one step stays later
+    first_tag = next(iter(chosen.values()))[2] if chosen else []
+    tag_steps = np.asarray([step for step, _ in first_tag], dtype=np.int64)
+    back = np.flatnonzero(np.diff(tag_steps) < 0)
+    restarts = [Restart(int(tag_steps[i]), int(tag_steps[i + 1])) for i in back[:MAX_RESTARTS]]
     order = np.argsort(steps, kind="stable")
     return Rows(
         steps=steps[order],
@@ -221,6 +226,7 @@ def _rows_from_tags(tags: dict[str, list[tuple[int, float]]]) -> Rows:
         present={name: column[order] for name, column in present.items()},
         ignored_names=ignored,
         source_names={target: tag for tag, (target, _, _) in chosen.items()},
+        restarts=restarts,
     )
 
 
