@@ -81,7 +81,9 @@ def series(scenario: str, steps: int = 5000, seed: int = 0) -> dict[str, np.ndar
     }
     if scenario == "restart":  # the job died after step 3050 and resumed from the checkpoint at step 2899
         again = (step >= 2900) & (step <= 3050)
-        order = np.concatenate((np.flatnonzero(step <= 3050), np.flatnonzero(again), np.flatnonzero(step > 3050)))
+        order = np.concatenate(
+            (np.flatnonzero(step <= 3050), np.flatnonzero(again), np.flatnonzero(step > 3050))
+        )
         out = {name: values[order] for name, values in out.items()}
     return out
 
@@ -106,7 +108,11 @@ def _rows(data: dict[str, np.ndarray], interval: int):
     for i in range(data["step"].size):
         step = int(data["step"][i])
         if step % interval == 0 or step == 1 or not np.isnan(data["canary_loss"][i]):
-            yield step, {name: float(values[i]) for name, values in data.items() if name != "step"}, step % interval == 0
+            yield (
+                step,
+                {name: float(values[i]) for name, values in data.items() if name != "step"},
+                step % interval == 0,
+            )
 
 
 def _fmt(value: float, spec: str) -> str:
@@ -143,7 +149,9 @@ def _megatron(data, path, interval):
                 "| number of nan iterations:   0 |"
             )
         if np.isfinite(v["canary_loss"]):
-            lines.append(f" validation loss at iteration {step} | lm loss value: {v['canary_loss']:.6E} | lm loss PPL: 1.0E+01 | ")
+            lines.append(
+                f" validation loss at iteration {step} | lm loss value: {v['canary_loss']:.6E} | lm loss PPL: 1.0E+01 | "
+            )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -158,7 +166,9 @@ def _torchtitan(data, path, interval):
                 f"42.10GiB(44.30%)  \x1b[34mtps: {round(tps):,}  \x1b[36mtflops: 300.12  \x1b[35mmfu: 30.35%\x1b[39m"
             )
         if np.isfinite(v["canary_loss"]):
-            lines.append(f"[titan] INFO - \x1b[33mvalidate step: {step:2}  \x1b[32mloss: {v['canary_loss']:7.4f}\x1b[39m")
+            lines.append(
+                f"[titan] INFO - \x1b[33mvalidate step: {step:2}  \x1b[32mloss: {v['canary_loss']:7.4f}\x1b[39m"
+            )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -182,7 +192,9 @@ def _llmc(data, path, interval):
         if np.isfinite(v["canary_loss"]):
             lines.append(f"s:{step} tel:{v['canary_loss']:.4f}")
         if train:
-            lines.append(f"s:{step} trl:{_fmt(v['loss'], '.4f')} lr:{v['lr']:.6f} norm:{_fmt(v['grad_norm'], '.2f')}")
+            lines.append(
+                f"s:{step} trl:{_fmt(v['loss'], '.4f')} lr:{v['lr']:.6f} norm:{_fmt(v['grad_norm'], '.2f')}"
+            )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -194,12 +206,24 @@ def _hf(data, path, interval):
     history = []
     for step, v, train in _rows(data, interval):
         if train:
-            history.append({"epoch": step / 10000, "grad_norm": _num(v["grad_norm"]), "learning_rate": v["lr"],
-                            "loss": _num(v["loss"]), "step": step})
+            history.append(
+                {
+                    "epoch": step / 10000,
+                    "grad_norm": _num(v["grad_norm"]),
+                    "learning_rate": v["lr"],
+                    "loss": _num(v["loss"]),
+                    "step": step,
+                }
+            )
         if np.isfinite(v["canary_loss"]):
             history.append({"epoch": step / 10000, "eval_loss": v["canary_loss"], "step": step})
-    state = {"global_step": int(data["step"].max()), "logging_steps": interval, "save_steps": 500,
-             "max_steps": 10000, "log_history": history}
+    state = {
+        "global_step": int(data["step"].max()),
+        "logging_steps": interval,
+        "save_steps": 500,
+        "max_steps": 10000,
+        "log_history": history,
+    }
     path.write_text(json.dumps(state).replace('"NaN"', "NaN"))
 
 
@@ -208,7 +232,12 @@ def _jsonl(data, path, interval):
     for step, v, train in _rows(data, interval):
         record = {"step": step}
         if train:
-            record.update({k: _num(v[k]) for k in ("loss", "grad_norm", "lr", "step_seconds", "tokens_per_second", "loss_scale")})
+            record.update(
+                {
+                    k: _num(v[k])
+                    for k in ("loss", "grad_norm", "lr", "step_seconds", "tokens_per_second", "loss_scale")
+                }
+            )
         if np.isfinite(v["canary_loss"]):
             record["canary_loss"] = v["canary_loss"]
         lines.append(json.dumps(record).replace('"NaN"', "NaN"))
@@ -231,8 +260,14 @@ def _csv(data, path, interval):
     path.write_text("\n".join(lines) + "\n")
 
 
-_TAGS = {"loss": "lm loss", "grad_norm": "grad-norm", "lr": "learning-rate", "step_seconds": "iteration-time",
-         "canary_loss": "canary loss", "loss_scale": "loss-scale"}
+_TAGS = {
+    "loss": "lm loss",
+    "grad_norm": "grad-norm",
+    "lr": "learning-rate",
+    "step_seconds": "iteration-time",
+    "canary_loss": "canary loss",
+    "loss_scale": "loss-scale",
+}
 
 
 def _scalars(data, path, interval):
@@ -245,7 +280,12 @@ def _scalars(data, path, interval):
                     values[str(step)] = v[name]
             elif train:
                 values[str(step)] = v[name] if np.isfinite(v[name]) else "nan"
-        out[tag] = {"start_step": 1, "end_step": int(data["step"].max()), "step_interval": interval, "values": values}
+        out[tag] = {
+            "start_step": 1,
+            "end_step": int(data["step"].max()),
+            "step_interval": interval,
+            "values": values,
+        }
     path.write_text(json.dumps(out))
 
 
@@ -295,8 +335,14 @@ def file_version_record() -> bytes:
 
 
 def _tensorboard(data, path, interval):
-    tags = {"loss": "train/loss", "grad_norm": "train/grad_norm", "lr": "train/learning_rate",
-            "step_seconds": "step_time", "canary_loss": "canary/loss", "loss_scale": "loss_scale"}
+    tags = {
+        "loss": "train/loss",
+        "grad_norm": "train/grad_norm",
+        "lr": "train/learning_rate",
+        "step_seconds": "step_time",
+        "canary_loss": "canary/loss",
+        "loss_scale": "loss_scale",
+    }
     chunks = [file_version_record()]
     for step, v, train in _rows(data, interval):
         for name, tag in tags.items():

@@ -36,14 +36,18 @@ def register(app: typer.Typer) -> None:
 @handle_errors
 def monitor(
     logs: list[Path] = typer.Argument(..., metavar="LOG...", help="Metric log file(s) of one run, in order."),
-    plan: Path | None = typer.Option(None, "--plan", help="Plan file: thresholds, checkpoints and predictions."),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="Plan file: thresholds, checkpoints and predictions."
+    ),
     fmt: str = typer.Option("auto", "--format", help=f"Log format: {FORMATS_HELP}."),
     checkpoint_interval: int | None = typer.Option(
         None, "--checkpoint-interval", min=1, help="Steps between checkpoints (for rollback targets)."
     ),
     json_out: bool = typer.Option(False, "--json", help="JSON on stdout (keys in docs/monitor.md)."),
     report: Path | None = typer.Option(None, "--report", help="Write a Markdown incident report here."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write a PNG of the metrics with the events marked."),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="Write a PNG of the metrics with the events marked."
+    ),
     follow: bool = typer.Option(False, "--follow", help="Tail a growing log; print events as they appear."),
     poll_seconds: float = typer.Option(2.0, "--poll-seconds", min=0.01, help="--follow: re-read every N s."),
     max_seconds: float | None = typer.Option(
@@ -125,7 +129,11 @@ def _follow(
         try:
             _, result = _run(logs, fmt, setup)
         except SpecError as error:
-            if "empty" not in str(error) and "no metric records" not in str(error) and "does not exist" not in str(error):
+            if (
+                "empty" not in str(error)
+                and "no metric records" not in str(error)
+                and "does not exist" not in str(error)
+            ):
                 raise
             if not waiting:
                 print(f"waiting for {logs[0]} to have records...", file=sys.stderr, flush=True)

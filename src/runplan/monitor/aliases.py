@@ -56,7 +56,15 @@ _add(
 )
 _add(
     "grad_norm",
-    ("grad_norm", "grad norm", "gradient_norm", "grad_norm_unclipped", "total_norm", "norm", "train/grad_norm"),
+    (
+        "grad_norm",
+        "grad norm",
+        "gradient_norm",
+        "grad_norm_unclipped",
+        "total_norm",
+        "norm",
+        "train/grad_norm",
+    ),
 )
 _add("lr", ("lr", "learning_rate", "learning rate", "train/learning_rate", "lr_scheduler/lr"))
 _add(
@@ -74,7 +82,10 @@ _add(
     ),
 )
 _add("step_seconds", ("elapsed time per iteration (ms)", "step_time_ms", "dt_ms"), 1e-3)
-_add("tokens_per_second", ("tokens_per_second", "tokens_per_sec", "tok/s", "tokens/s", "throughput/tokens_per_sec"))
+_add(
+    "tokens_per_second",
+    ("tokens_per_second", "tokens_per_sec", "tok/s", "tokens/s", "throughput/tokens_per_sec"),
+)
 _add("tokens_per_second_per_gpu", ("tps", "throughput(tps)", "tokens_per_second_per_gpu"))
 _add("mfu", ("mfu",))
 _add("mfu", ("mfu(%)", "mfu_percent"), 1e-2)

@@ -47,7 +47,9 @@ class Report:
 def checkpoints_for(log: MetricLog, interval_steps: int | None, plan: RunPlan | None) -> Checkpoints:
     """Checkpoint steps from --checkpoint-interval, else the plan's interval and retention, else the log."""
     if interval_steps:
-        return Checkpoints(interval_steps, log.saved_steps, source=f"--checkpoint-interval {interval_steps:,}")
+        return Checkpoints(
+            interval_steps, log.saved_steps, source=f"--checkpoint-interval {interval_steps:,}"
+        )
     if plan is not None:
         cp = plan.checkpointing
         return Checkpoints(

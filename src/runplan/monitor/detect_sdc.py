@@ -25,7 +25,9 @@ def change_point(steps: np.ndarray, values: np.ndarray) -> int:
     best, best_sse = int(steps[0]), np.inf
     for k in range(2, steps.size - 1):
         tau = t[k]
-        design = np.column_stack((np.ones_like(t), t, (t >= tau).astype(np.float64), np.maximum(t - tau, 0.0)))
+        design = np.column_stack(
+            (np.ones_like(t), t, (t >= tau).astype(np.float64), np.maximum(t - tau, 0.0))
+        )
         coef, *_ = np.linalg.lstsq(design, values, rcond=None)
         sse = float(np.sum((design @ coef - values) ** 2))
         if sse < best_sse:
@@ -131,7 +133,9 @@ def replica_events(ctx: Context) -> list[Event]:
                 continue
             start = int(steps[first])
             checkpoint, text = ctx.rollback(start - 1)
-            peak = first + int(np.argmax(np.abs(table[first : last + 1, column] / median[first : last + 1, 0])))
+            peak = first + int(
+                np.argmax(np.abs(table[first : last + 1, column] / median[first : last + 1, 0]))
+            )
             open_end = last == steps.size - 1
             events.append(
                 Event(

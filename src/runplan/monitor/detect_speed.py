@@ -42,7 +42,9 @@ def throughput_events(ctx: Context) -> list[Event]:
     use = np.ones(seconds.size, dtype=bool)
     use[0] = False  # the first logged step includes start-up (compilation, warm-up): never a baseline
     for restart in ctx.log.restarts:
-        use[np.searchsorted(steps, restart.resumed_step) : np.searchsorted(steps, restart.resumed_step) + 1] = False
+        use[
+            np.searchsorted(steps, restart.resumed_step) : np.searchsorted(steps, restart.resumed_step) + 1
+        ] = False
 
     def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, current: np.ndarray) -> np.ndarray:
         sigma = successive_sigma(x, current, window)  # from unflagged points: a drop does not hide itself
@@ -64,7 +66,14 @@ def throughput_events(ctx: Context) -> list[Event]:
 
 
 def _slow(
-    ctx: Context, steps: np.ndarray, seconds: np.ndarray, metric: str, first: int, last: int, base: float, points: int
+    ctx: Context,
+    steps: np.ndarray,
+    seconds: np.ndarray,
+    metric: str,
+    first: int,
+    last: int,
+    base: float,
+    points: int,
 ) -> Event:
     t = ctx.thresholds
     span = seconds[first : last + 1]

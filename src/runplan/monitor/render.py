@@ -161,7 +161,9 @@ def plot(report: Report, log: MetricLog, path: Any) -> None:
         if name == "grad_norm":
             axis.set_yscale("log")
         for event in report.events:
-            axis.axvline(event.start_step, color=_COLOURS.get(event.action, "tab:red"), linewidth=0.8, alpha=0.8)
+            axis.axvline(
+                event.start_step, color=_COLOURS.get(event.action, "tab:red"), linewidth=0.8, alpha=0.8
+            )
     axes[0].set_title(f"{report.source}: {headline(report)}", fontsize=9)
     axes[-1].set_xlabel("step")
     figure.tight_layout()

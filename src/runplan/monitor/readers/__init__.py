@@ -153,7 +153,12 @@ def parse(body: str, kind: str, path: Path) -> Rows:
     if kind in text.READERS:
         lines = body.splitlines()
         notes = []
-        if not body.endswith("\n") and len(lines) > 1 and kind == "megatron" and not lines[-1].rstrip().endswith("|"):
+        if (
+            not body.endswith("\n")
+            and len(lines) > 1
+            and kind == "megatron"
+            and not lines[-1].rstrip().endswith("|")
+        ):
             lines = lines[:-1]
             notes.append("the last line is cut short (still being written?); left out")
         rows = text.READERS[kind](lines)
@@ -173,7 +178,9 @@ def _json_document(body: str, where: str) -> dict[str, Any]:
     try:
         data = json.loads(body)
     except json.JSONDecodeError as error:
-        raise _error(f"{where}: not valid JSON (line {error.lineno}: {error.msg})", hint="check the file") from None
+        raise _error(
+            f"{where}: not valid JSON (line {error.lineno}: {error.msg})", hint="check the file"
+        ) from None
     if not isinstance(data, dict):
         raise _error(f"{where}: a JSON object is expected at the top", hint=_HINT)
     return data

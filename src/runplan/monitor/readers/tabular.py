@@ -145,7 +145,9 @@ def read_csv(text: str, where: str) -> Rows:
     try:
         header = next(reader)
     except StopIteration:
-        raise SpecError(f"{where} is empty", where="monitor.log", hint="give a CSV with a header row") from None
+        raise SpecError(
+            f"{where} is empty", where="monitor.log", hint="give a CSV with a header row"
+        ) from None
     header, notes = _wandb_header(header, where)
     fast = _fast_numeric(text, header)
     if fast is not None:
@@ -243,7 +245,9 @@ def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
 def read_hf_state(data: dict[str, Any], where: str) -> Rows:
     history = data.get("log_history")
     if not isinstance(history, list):
-        raise SpecError(f"{where}: no 'log_history' list", where="monitor.log", hint="give trainer_state.json")
+        raise SpecError(
+            f"{where}: no 'log_history' list", where="monitor.log", hint="give trainer_state.json"
+        )
     entries = [entry for entry in history if isinstance(entry, dict) and "train_runtime" not in entry]
     rows = rows_from_dicts(entries, where)
     for key, attribute in (("save_steps", "checkpoint_interval_steps"), ("max_steps", "total_steps")):

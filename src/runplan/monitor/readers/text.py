@@ -43,7 +43,7 @@ LLMC_FIELD = re.compile(r"\b(lr|norm):(" + _NUMBER + r")")
 
 #: format name -> regex whose hits in a sample of lines decide the format (``detect``)
 SIGNATURES: dict[str, re.Pattern[str]] = {
-    "megatron": re.compile(r"^(?!.*reduced_train_loss).*\biteration\s+\d+\s*/\s*\d+\s*\|.*(loss|elapsed time)"),
+    "megatron": re.compile(r"^(?!.*reduced_train_loss).*\biteration\s+\d+\s*/\s*\d+\s*\|"),
     "nemo": re.compile(r"reduced_train_loss[=:]"),
     "torchtitan": re.compile(r"(?<![A-Za-z_])step:\s*\d+\s+loss:"),
     "llmc": re.compile(r"^s:\d+\s+(trl|tel):"),
