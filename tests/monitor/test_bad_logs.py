@@ -49,9 +49,9 @@ CASES = {
         "not in order",
     ),
     "restart": (_megatron(list(range(1, 40)) + list(range(30, 60))).encode(), 0, "restart"),
-    "jsonl garbage": (b'{"step": 1, "loss": 3}\n' + b"garbage\n" * 40, 2, "not a JSON object"),
+    "jsonl garbage": (b'{"step": 1, "loss": 3}\n' + b"garbage\n" * 40, 2, "40 lines are not JSON objects"),
     "csv text cell": (b"step,loss\n1,3.0\n2,abc\n", 2, "not a number"),
-    "json without values": (json.dumps({"lm loss": [1, 2]}).encode(), 2, "not a number"),
+    "json without values": (json.dumps({"lm loss": [1, 2]}).encode(), 2, "every value is nan or missing"),
     "tfevents corrupt": (b"\x10\x00\x00\x00\x00\x00\x00\x00" + b"\x00" * 20, 2, "binary"),
 }
 

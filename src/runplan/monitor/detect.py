@@ -189,7 +189,7 @@ def _one_spike(
         action="watch",
         why=head,
     )
-    if within:
+    if within and end_step is not None:
         event.skip_steps = [start_step, peak_step]
         event.why += (
             f"; back within {t.spike_fraction:.0%} by step {end_step:,} ({end_step - start_step:,} steps, "
@@ -239,7 +239,7 @@ def _gap_before(steps: np.ndarray, point: int, interval: int) -> str:
 def nan_events(ctx: Context) -> list[Event]:
     """Runs of nan/inf written in the loss (or in the grad norm when there is no fp16 loss scale)."""
     log, t = ctx.log, ctx.thresholds
-    events = []
+    events: list[Event] = []
     metrics = ["loss"] + ([] if "loss_scale" in log.values else ["grad_norm"])
     for metric in metrics:
         if metric not in log.nonfinite or not log.nonfinite[metric].any():

@@ -16,6 +16,14 @@ from runplan.monitor.detect import Context
 from runplan.monitor.events import Event
 from runplan.monitor.rolling import interval_of, masked_passes, runs, successive_sigma, window_points
 
+#: Fewest evaluations the canary's noise σ is estimated from.
+SIGMA_POINTS = 50
+
+
+def trailing_count(size: int, window: int) -> np.ndarray:
+    """Points in a full trailing window at each index (before any masking)."""
+    return np.minimum(np.arange(size), window)
+
 
 def change_point(steps: np.ndarray, values: np.ndarray) -> int:
     """Step where a series changes course: segmented least squares (Quandt 1958; Hinkley 1970) over every
@@ -43,21 +51,28 @@ def canary_events(ctx: Context, loss_spikes: list[Event]) -> list[Event]:
     steps, values = log.points(metric)
     interval = interval_of(steps)
     window = window_points(t.canary_window_steps, interval, least=5)
-    sigma = successive_sigma(values, np.ones(values.size, dtype=bool), window)
+    # σ of the canary's own noise, from successive differences over ≥ 50 evaluations (a 5-point σ is too
+    # rough to test against); the test is on x − mean, whose σ is σ·√(1 + 1/n) for a mean of n points
+    noise = successive_sigma(values, np.ones(values.size, dtype=bool), max(window, SIGMA_POINTS))
+
+    def spread(count: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return noise * np.sqrt(1.0 + 1.0 / np.maximum(count, 1))
 
     def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, use: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):
-            return (count >= 3) & (x > mean + t.canary_sigma * sigma)
+            return (count >= 3) & (x > mean + t.canary_sigma * spread(count))
 
     def still(x: np.ndarray, base: float, first: int) -> np.ndarray:
-        return x > base + t.canary_sigma * sigma[first]
+        return x > base + t.canary_sigma * float(spread(count_at_start[first : first + 1])[0])
 
+    count_at_start = trailing_count(values.size, window)
     flags, mean, count = masked_passes(values, window, flag, still=still)
     events = []
     for first, last in runs(flags, bridge=0):
         if last - first + 1 < t.canary_points_in_a_row:
             continue
-        events.append(_drift(ctx, metric, steps, values, first, last, mean, count, sigma, loss_spikes))
+        events.append(_drift(ctx, metric, steps, values, first, last, mean, count, noise, loss_spikes))
     return events
 
 
@@ -84,7 +99,7 @@ def _drift(
     stand_in = " (the validation loss stands in for a canary)" if metric == "val_loss" else ""
     head = (
         f"{metric}{stand_in} {values[last]:.4g} at step {end_step:,} is above mean {mean[first]:.4g} + "
-        f"{t.canary_sigma:g}σ (σ {sigma[first]:.2g} from successive differences) for {last - first + 1} "
+        f"{t.canary_sigma:g}σ (noise σ {sigma[first]:.2g} from successive differences) for {last - first + 1} "
         f"evaluations in a row; the drift began near step {onset:,} (change-point estimate)"
     )
     if with_loss:

@@ -95,6 +95,9 @@ def assemble(rows: Rows, source: str, fmt: str) -> MetricLog:
     restarts, order = _restarts(steps, notes)
     if rows.restarts is not None:
         restarts = rows.restarts
+    if steps.size > 1 and bool(np.all(np.diff(steps) > 0)):  # already one row per step, in order (usual)
+        nonfinite = _nonfinite(rows)
+        return _finish(rows, source, fmt, notes, restarts, steps, dict(rows.values), nonfinite, 0)
     unique, inverse = np.unique(steps, return_inverse=True)
     repeated = int(steps.size - unique.size)
     values, nonfinite = {}, {}
@@ -102,6 +105,29 @@ def assemble(rows: Rows, source: str, fmt: str) -> MetricLog:
         values[name], nonfinite[name] = _last_per_step(
             rows.values[name], rows.present[name], inverse, unique.size, order
         )
+    return _finish(rows, source, fmt, notes, restarts, unique, values, nonfinite, repeated)
+
+
+def _nonfinite(rows: Rows) -> dict[str, np.ndarray]:
+    out = {}
+    for name, values in rows.values.items():
+        bad = rows.present[name] & ~np.isfinite(values)
+        rows.values[name] = np.where(bad, np.nan, values)
+        out[name] = bad
+    return out
+
+
+def _finish(
+    rows: Rows,
+    source: str,
+    fmt: str,
+    notes: list[str],
+    restarts: list[Restart],
+    unique: np.ndarray,
+    values: dict[str, np.ndarray],
+    nonfinite: dict[str, np.ndarray],
+    repeated: int,
+) -> MetricLog:
     unique, values, nonfinite = _drop_unlogged(unique, values, nonfinite, notes)
     if unique.size == 0:
         raise SpecError(

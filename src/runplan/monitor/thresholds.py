@@ -10,7 +10,7 @@
 | pre-spike mean | mean loss of the 100 steps before the spike | PaLM (Chowdhery et al. 2022, arXiv 2204.02311) §5.1 restarts "about 100 steps before the spike started": the same 100 steps are the reference |
 | rollback | newest checkpoint ≥ 100 steps before the spike; skip 200-500 batches | PaLM §5.1 (`monitoring.rollback_margin_steps`, `skip_batches_min/max`) |
 | recovery confirmed | 3 consecutive logged points back within 5% | runplan's choice: one point back inside a spike is not a recovery (BLOOM 31217 is back within 5% between 31216 and 31219) |
-| canary drift | outside mean ± 2σ of its 500-step window, 3 evaluations in a row | design brief, REFERENCES.md §4 (`monitoring.canary_sigma`, `canary_window_steps`); 3 in a row: a 2σ excursion alone happens on 1 evaluation in 44 |
+| canary drift | above mean + 2σ of its 500-step window, 4 evaluations in a row | design brief, REFERENCES.md §4 (`monitoring.canary_sigma`, `canary_window_steps`); σ is the noise of x − mean, σ_noise·√(1 + 1/n), with σ_noise from successive differences over ≥ 50 evaluations; 4 in a row is runplan's choice: one 2σ excursion happens on 1 evaluation in 44, and a noisy window mean makes neighbours fail together, so 3 in a row still fired about once per 10,000 clean evaluations in the seeded generator |
 | slow step / straggler | step time > 3% above the trailing mean of 100 steps (at least 10 logged points) and > 4 noise σ | runplan's choice: 3× the ~1% step-time jitter of BLOOM's log (105.16-106.25 s); BLOOM's straggler was a 5% drop (tr11 chronicles) |
 | loss-scale collapse | fp16 loss scale at ≤ 1, or 2¹⁰ below its running maximum | OPT (Zhang et al. 2022, arXiv 2205.01068) §2.5: divergences came with "the dynamic loss scalar crashing to 0"; Megatron's and DeepSpeed's minimum loss scale is 1 |
 | replica disagreement | a replica's grad norm > 25% from the replicas' median, 3 logged points in a row | runplan's choice: replicas see equal batches from one distribution, so their norms agree within sampling noise (a few %); Gemini (Gemini Team 2023, arXiv 2312.11805) §3 and Llama 3 (arXiv 2407.21783) Table 5 name silent data corruption on one host as a failure to find this way |
@@ -37,7 +37,7 @@ class Thresholds:
     confirm_points: int = 3
     canary_sigma: float = 2.0
     canary_window_steps: int = 500
-    canary_points_in_a_row: int = 3
+    canary_points_in_a_row: int = 4
     slow_fraction: float = 0.03
     slow_sigma: float = 4.0
     throughput_window_steps: int = 100

@@ -170,7 +170,7 @@ def parse(body: str, kind: str, path: Path) -> Rows:
         data = _json_document(body, where)
         return tabular.read_hf_state(data, where) if kind == "hf" else tabular.read_scalars_json(data, where)
     if kind == "jsonl":
-        return tabular.read_jsonl(body.splitlines(), where)
+        return tabular.read_jsonl(body, where)
     return tabular.read_csv(body, where)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from typing import Any
@@ -114,30 +113,43 @@ def rows_from_dicts(rows_in: list[dict[str, Any]], where: str, notes: list[str] 
     )
 
 
-def read_jsonl(lines: list[str], where: str) -> Rows:
-    records: list[dict[str, Any]] = []
-    skipped = 0
-    for number, line in enumerate(lines, start=1):
-        text = line.strip()
-        if not text:
-            continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError:
-            skipped += 1
-            if skipped > max(10, len(lines) // 100):
-                raise SpecError(
-                    f"{where} line {number}: not a JSON object ({skipped} such lines so far)",
-                    where="monitor.log",
-                    hint="a JSONL log holds one JSON object per line; check the file or --format",
-                ) from None
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            skipped += 1
-    notes = [f"{skipped} lines that are not JSON objects were left out"] if skipped else []
-    return rows_from_dicts(records, where, notes)
+def read_jsonl(body: str, where: str) -> Rows:
+    """One JSON object per line (see :mod:`runplan.monitor.readers.fastjsonl` for how it stays fast)."""
+    from runplan.monitor.readers.fastjsonl import MISSING, columns
+
+    raw, count, bad = columns(body, where)
+    if count == 0:
+        raise SpecError(
+            f"{where}: no JSON object lines", where="monitor.log", hint="check the file or --format"
+        )
+    used, ignored, step = _map_names(list(raw))
+    notes = [f"{bad:,} lines that are not JSON objects were left out"] if bad else []
+    if step is None:
+        notes.append(f"{where} has no step key: line order is used as the step")
+        steps = np.arange(1, count + 1, dtype=np.int64)
+    else:
+        column = raw[step]
+        bad_rows = np.flatnonzero((column == MISSING) | ~np.isfinite(column))
+        if bad_rows.size:
+            raise SpecError(
+                f"{where}: object {int(bad_rows[0]) + 1} has no whole number under '{step}'",
+                where="monitor.log",
+                hint="every line needs its step",
+            )
+        steps = column.astype(np.int64)
+    values, present = {}, {}
+    for name, (target, factor) in used.items():
+        has = raw[name] != MISSING
+        values[target] = np.where(has, raw[name], np.nan) * factor
+        present[target] = has
+    return Rows(
+        steps=steps,
+        values=values,
+        present=present,
+        notes=notes,
+        ignored_names=ignored,
+        source_names={target: name for name, (target, _) in used.items()},
+    )
 
 
 def read_csv(text: str, where: str) -> Rows:
@@ -176,25 +188,40 @@ def _wandb_header(header: list[str], where: str) -> tuple[list[str], list[str]]:
 
 
 def _fast_numeric(text: str, header: list[str]) -> Rows | None:
-    """All cells numeric and none empty (the usual case): parse the whole body with numpy at once."""
-    body = text.split("\n", 1)[1] if "\n" in text else ""
-    if not body.strip() or ",," in body or '"' in body or "\n," in body or ",\n" in body:
+    """Every cell a number or empty (the usual case): numpy's C parser reads the whole body at once; an empty
+    cell is "not logged", kept apart from a written nan by a sentinel. None: use the row-by-row reader."""
+    from runplan.monitor.readers.fastjsonl import MISSING
+
+    body = text.split("\n", 1)[1].replace("\r", "") if "\n" in text else ""
+    if not body.strip() or '"' in body:
         return None
+    fill = f",{MISSING!r},"
+    body = body.replace(",,", fill).replace(",,", fill)
+    body = body.replace(",\n", f",{MISSING!r}\n").replace("\n,", f"\n{MISSING!r},")
+    if body.startswith(","):
+        body = f"{MISSING!r}" + body
+    if body.endswith(","):
+        body += f"{MISSING!r}"
     try:
-        flat = np.array(body.replace(",", " ").split(), dtype=np.float64)
+        table = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float64, ndmin=2)
     except ValueError:
         return None
-    if flat.size % len(header):
+    if table.shape[1] != len(header):
         return None
-    table = flat.reshape(-1, len(header))
     used, ignored, step = _map_names([name for name in header if name])
     if step is None:
         return None
     index = {name: i for i, name in enumerate(header)}
-    values = {target: table[:, index[name]] * factor for name, (target, factor) in used.items()}
-    present = {target: np.ones(table.shape[0], dtype=bool) for target in values}
+    steps = table[:, index[step]]
+    if (steps == MISSING).any() or not np.isfinite(steps).all():
+        return None  # the row-by-row reader names the bad row
+    values, present = {}, {}
+    for name, (target, factor) in used.items():
+        column = table[:, index[name]]
+        present[target] = column != MISSING
+        values[target] = np.where(present[target], column, np.nan) * factor
     return Rows(
-        steps=table[:, index[step]].astype(np.int64),
+        steps=steps.astype(np.int64),
         values=values,
         present=present,
         ignored_names=ignored,

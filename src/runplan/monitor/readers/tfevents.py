@@ -91,9 +91,9 @@ def _tensor_scalar(buf: bytes) -> float | None:
     dtype, content, packed = 0, b"", {}
     for number, _wire, value in _fields(buf):
         if number == 1:
-            dtype = int(value)  # type: ignore[arg-type]
+            dtype = int(value)
         elif number == 4:
-            content = bytes(value)  # type: ignore[arg-type]
+            content = bytes(value)
         elif number in (5, 6, 7, 10):
             packed[number] = value
     fmt = _DTYPES.get(dtype)
