@@ -14,7 +14,7 @@ import numpy as np
 
 from runplan.monitor.detect import Context
 from runplan.monitor.events import Event
-from runplan.monitor.rolling import interval_of, masked_passes, runs, successive_sigma, window_points
+from runplan.monitor.rolling import curvature_sigma, interval_of, masked_passes, runs, window_points
 
 #: Fewest evaluations the canary's noise σ is estimated from.
 SIGMA_POINTS = 50
@@ -27,14 +27,15 @@ def trailing_count(size: int, window: int) -> np.ndarray:
 
 def change_point(steps: np.ndarray, values: np.ndarray) -> int:
     """Step where a series changes course: segmented least squares (Quandt 1958; Hinkley 1970) over every
-    split τ of y = a + b·t + c·[t ≥ τ] + d·(t − τ)₊, picking the τ with the smallest residual sum of squares.
-    Handles a jump and a change of slope (a drift that starts as a ramp)."""
+    split τ of y = a + b·t + q·t² + c·[t ≥ τ] + d·(t − τ)₊, picking the τ with the smallest residual sum of
+    squares. The quadratic carries the canary's own bending fall; c a jump, d a drift that starts as a ramp."""
     t = (steps - steps[0]).astype(np.float64)
+    t /= max(float(t[-1]), 1.0)  # conditioning
     best, best_sse = int(steps[0]), np.inf
-    for k in range(2, steps.size - 1):
+    for k in range(3, steps.size - 1):
         tau = t[k]
         design = np.column_stack(
-            (np.ones_like(t), t, (t >= tau).astype(np.float64), np.maximum(t - tau, 0.0))
+            (np.ones_like(t), t, t**2, (t >= tau).astype(np.float64), np.maximum(t - tau, 0.0))
         )
         coef, *_ = np.linalg.lstsq(design, values, rcond=None)
         sse = float(np.sum((design @ coef - values) ** 2))
@@ -51,15 +52,17 @@ def canary_events(ctx: Context, loss_spikes: list[Event]) -> list[Event]:
     steps, values = log.points(metric)
     interval = interval_of(steps)
     window = window_points(t.canary_window_steps, interval, least=5)
-    # σ of the canary's own noise, from successive differences over ≥ 50 evaluations (a 5-point σ is too
+    # σ of the canary's own noise, from second differences over ≥ 50 evaluations (a 5-point σ is too
     # rough to test against); the test is on x − mean, whose σ is σ·√(1 + 1/n) for a mean of n points
-    noise = successive_sigma(values, np.ones(values.size, dtype=bool), max(window, SIGMA_POINTS))
+    # (from unflagged points only, so a drift does not widen its own σ)
+    noise = curvature_sigma(values, np.ones(values.size, dtype=bool), max(window, SIGMA_POINTS))
 
     def spread(count: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             return noise * np.sqrt(1.0 + 1.0 / np.maximum(count, 1))
 
     def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, use: np.ndarray) -> np.ndarray:
+        noise[:] = curvature_sigma(x, use, max(window, SIGMA_POINTS))
         with np.errstate(invalid="ignore"):
             return (count >= 3) & (x > mean + t.canary_sigma * spread(count))
 
@@ -99,7 +102,7 @@ def _drift(
     stand_in = " (the validation loss stands in for a canary)" if metric == "val_loss" else ""
     head = (
         f"{metric}{stand_in} {values[last]:.4g} at step {end_step:,} is above mean {mean[first]:.4g} + "
-        f"{t.canary_sigma:g}σ (noise σ {sigma[first]:.2g} from successive differences) for {last - first + 1} "
+        f"{t.canary_sigma:g}σ (noise σ {sigma[first]:.2g} from second differences) for {last - first + 1} "
         f"evaluations in a row; the drift began near step {onset:,} (change-point estimate)"
     )
     if with_loss:

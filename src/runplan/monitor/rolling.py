@@ -33,13 +33,30 @@ def trailing_mean(values: np.ndarray, use: np.ndarray, window: int) -> tuple[np.
 
 
 def successive_sigma(values: np.ndarray, use: np.ndarray, window: int) -> np.ndarray:
-    """Noise σ from successive differences, √(mean (xᵢ − xᵢ₋₁)² / 2) over the trailing window (von Neumann
-    et al. 1941, the mean square successive difference): a steady trend does not inflate it, so a canary that
-    falls as the model learns keeps a small σ. NaN with fewer than 2 differences."""
+    """Noise σ from successive differences dᵢ = xᵢ − xᵢ₋₁ over the trailing window: σ² = var(d) / 2 (the
+    mean square successive difference of von Neumann et al. 1941, taken about the mean difference so that a
+    steady trend, which adds the same amount to every dᵢ, does not count as noise: a canary that falls as the
+    model learns keeps a small σ). NaN with fewer than 3 differences."""
     diffs = np.diff(values, prepend=values[:1])
     pair = use & np.concatenate(([False], use[:-1]))
     mean_square, n = trailing_mean(diffs**2, pair, window)
-    return np.where(n >= 2, np.sqrt(mean_square / 2.0), np.nan)
+    mean, _ = trailing_mean(diffs, pair, window)
+    variance = np.maximum(mean_square - mean**2, 0.0) * n / np.maximum(n - 1, 1)
+    return np.where(n >= 3, np.sqrt(variance / 2.0), np.nan)
+
+
+def curvature_sigma(values: np.ndarray, use: np.ndarray, window: int) -> np.ndarray:
+    """Noise σ from second differences eᵢ = xᵢ − 2xᵢ₋₁ + xᵢ₋₂ over the trailing window, σ² = mean(e²) / 6
+    (white noise of σ gives var(e) = 6σ²): a trend and a slowly bending curve (a canary falling fast early in
+    training) cancel out, where they would count as noise in the spread of the values or of first
+    differences. NaN with fewer than 3 second differences."""
+    second = np.zeros_like(values)
+    second[2:] = values[2:] - 2 * values[1:-1] + values[:-2]
+    triple = use.copy()
+    triple[:2] = False
+    triple[2:] &= use[1:-1] & use[:-2]
+    mean_square, n = trailing_mean(second**2, triple, window)
+    return np.where(n >= 3, np.sqrt(mean_square / 6.0), np.nan)
 
 
 def masked_passes(

@@ -10,6 +10,7 @@ line, and its bad lines are counted and said.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from operator import itemgetter
@@ -42,7 +43,7 @@ def _bounds(body: str, parts: int) -> list[tuple[int, int]]:
             break
         cuts.append(at + 1)
     cuts.append(size)
-    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
 
 def _records(text: str) -> tuple[list[Any], int, int | None]:
