@@ -5,7 +5,9 @@ A canary (a fixed held-out batch evaluated forward-only at a fixed cadence) is c
 rises beyond mean + ``canary_sigma`` σ of its trailing window for ``canary_points_in_a_row`` evaluations while
 the training loss shows no spike, the model is getting worse on data it did not train on: look for corrupted
 computation (Gemini Team 2023 §3; Llama 3 Table 5). Find when it began (a change-point estimate), roll back
-to before that, take the suspect hosts out (compare per-replica gradient norms), then resume.
+to before that, take the suspect hosts out (compare per-replica gradient norms), then resume. A rise that is
+back within the band in fewer than twice ``canary_points_in_a_row`` evaluations is reported as a transient
+(action none): corruption that reached the weights does not undo itself.
 """
 
 from __future__ import annotations
@@ -105,7 +107,14 @@ def _drift(
         f"{t.canary_sigma:g}σ (noise σ {sigma[first]:.2g} from second differences) for {last - first + 1} "
         f"evaluations in a row; the drift began near step {onset:,} (change-point estimate)"
     )
-    if with_loss:
+    transient = not open_end and last - first + 1 < 2 * t.canary_points_in_a_row
+    if transient:
+        why = head + (
+            f"; back within {t.canary_sigma:g}σ after {last - first + 1} evaluations: a transient, not a drift "
+            "(corruption that reached the weights does not undo itself)"
+        )
+        action = "none"
+    elif with_loss:
         why = head + f"; the training loss spiked too (step {with_loss[0].start_step:,}): see that event"
         action = "watch"
     else:
