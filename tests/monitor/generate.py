@@ -39,7 +39,9 @@ EXPECTED = {
     "nan": Expected("nan", 3000, "rollback", "loss"),
     "loss_scale_collapse": Expected("loss_scale_collapse", 3000, "rollback", "loss_scale"),
     "restart": Expected("restart", 2900, "none", "restart"),
+    "replica": Expected("replica_disagreement", 3000, "quarantine", "replicas"),
 }
+REPLICAS = 4
 
 
 def series(scenario: str, steps: int = 5000, seed: int = 0) -> dict[str, np.ndarray]:
@@ -79,6 +81,12 @@ def series(scenario: str, steps: int = 5000, seed: int = 0) -> dict[str, np.ndar
         "canary_loss": np.where(step % CANARY_EVERY == 0, canary, np.nan),
         "loss_scale": scale,
     }
+    if scenario == "replica":  # data-parallel replica 2's host starts computing wrong gradients at step 3000
+        for replica in range(REPLICAS):
+            local = grad * (1 + 0.02 * rng.standard_normal(steps))
+            if replica == 2:
+                local[at:] *= 1.6
+            out[f"grad_norm_replica_{replica}"] = local
     if scenario == "restart":  # the job died after step 3050 and resumed from the checkpoint at step 2899
         again = (step >= 2900) & (step <= 3050)
         order = np.concatenate(
@@ -95,10 +103,10 @@ CARRIES = {
     "nemo": {"restart", "loss", "canary", "speed"},
     "llmc": {"restart", "loss", "canary"},
     "hf": {"restart", "loss", "canary"},
-    "tensorboard": {"restart", "loss", "canary", "speed", "loss_scale"},
+    "tensorboard": {"restart", "loss", "canary", "speed", "loss_scale", "replicas"},
     "scalars-json": {"loss", "canary", "speed", "loss_scale"},
-    "jsonl": {"restart", "loss", "canary", "speed", "loss_scale"},
-    "csv": {"restart", "loss", "canary", "speed", "loss_scale"},
+    "jsonl": {"restart", "loss", "canary", "speed", "loss_scale", "replicas"},
+    "csv": {"restart", "loss", "canary", "speed", "loss_scale", "replicas"},
 }
 #: logging interval per format (sparse logging: events are found within one interval)
 INTERVAL = {"hf": 5, "scalars-json": 5, "csv": 10}
@@ -232,6 +240,7 @@ def _jsonl(data, path, interval):
     for step, v, train in _rows(data, interval):
         record = {"step": step}
         if train:
+            record.update({k: v[k] for k in v if k.startswith("grad_norm_replica_")})
             record.update(
                 {
                     k: _num(v[k])
@@ -248,10 +257,11 @@ _CSV = ("loss", "grad_norm", "lr", "step_seconds", "tokens_per_second", "canary_
 
 
 def _csv(data, path, interval):
-    lines = ["Step," + ",".join(f"run-7 - train/{name}" for name in _CSV) + ",run-7 - train/loss__MIN"]
+    names = list(_CSV) + [name for name in data if name.startswith("grad_norm_replica_")]
+    lines = ["Step," + ",".join(f"run-7 - train/{name}" for name in names) + ",run-7 - train/loss__MIN"]
     for step, v, train in _rows(data, interval):
         cells = []
-        for name in _CSV:
+        for name in names:
             if name == "canary_loss":
                 cells.append(_fmt(v[name], ".6g") if np.isfinite(v[name]) else "")
             else:
@@ -343,6 +353,9 @@ def _tensorboard(data, path, interval):
         "canary_loss": "canary/loss",
         "loss_scale": "loss_scale",
     }
+    tags.update(
+        {n: f"grad_norm/replica_{n.rsplit('_', 1)[1]}" for n in data if n.startswith("grad_norm_replica_")}
+    )
     chunks = [file_version_record()]
     for step, v, train in _rows(data, interval):
         for name, tag in tags.items():

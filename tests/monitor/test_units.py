@@ -201,3 +201,15 @@ def test_plan_never_suggests_lowering_the_lr():
     text = " ".join(plan.alerts + plan.rollback_procedure).lower()
     assert "lower the lr" not in text and "lower the learning rate" not in text.replace("do not lower", "")
     assert "do not lower the learning rate" in text
+
+
+def test_two_files_of_one_run_restart_across_files(tmp_path):
+    """A job's second log repeats steps after its checkpoint: merged by step, the later file wins, a restart."""
+    data = series("clean", steps=400, seed=2)
+    first = {name: values[:300] for name, values in data.items()}
+    second = {name: values[250:] for name, values in data.items()}
+    a = write("jsonl", first, tmp_path / "job1.jsonl")
+    b = write("jsonl", second, tmp_path / "job2.jsonl")
+    log = read_logs([a, b])
+    assert log.steps.tolist() == list(range(1, 401))
+    assert [(r.last_step, r.resumed_step) for r in log.restarts] == [(300, 251)]

@@ -114,17 +114,14 @@ _PREFIXES = ("train/", "training/", "trainer/", "metrics/")
 def canonical(name: str) -> tuple[str, float] | None:
     """(canonical name, factor to SI) for an engine's metric name, or None when it is not one we use."""
     key = normalise(name)
-    found = ALIASES.get(key)
-    if found is None:
-        for prefix in _PREFIXES:
-            if key.startswith(prefix) and key[len(prefix) :] in ALIASES:
-                found = ALIASES[key[len(prefix) :]]
-                break
-    if found is not None:
-        return found
-    match = _REPLICA.match(key)
-    if match:
-        return f"grad_norm_replica_{int(match['a'] or match['b'])}", 1.0
+    keys = [key] + [key[len(prefix) :] for prefix in _PREFIXES if key.startswith(prefix)]
+    for candidate in keys:
+        if candidate in ALIASES:
+            return ALIASES[candidate]
+    for candidate in keys:
+        match = _REPLICA.match(candidate)
+        if match:
+            return f"grad_norm_replica_{int(match['a'] or match['b'])}", 1.0
     return None
 
 

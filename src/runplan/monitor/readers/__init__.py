@@ -244,14 +244,18 @@ def merge(logs: list[MetricLog]) -> MetricLog:
     values: dict[str, np.ndarray] = {}
     nonfinite: dict[str, np.ndarray] = {}
     notes: list[str] = []
+    restarts: list[Restart] = []
+    previous_last: int | None = None
     for log in logs:
         slots = np.searchsorted(steps, log.steps)
+        again = int(log.steps[-1]) + 1
         for name, column in log.values.items():
             target = values.setdefault(name, np.full(steps.size, np.nan))
             bad = nonfinite.setdefault(name, np.zeros(steps.size, dtype=bool))
             has = np.isfinite(column) | log.nonfinite[name]
             overlap = has & (np.isfinite(target[slots]) | bad[slots])
             if overlap.any():
+                again = min(again, int(log.steps[overlap][0]))
                 notes.append(
                     f"{log.source} logs {name} again at {int(overlap.sum()):,} steps "
                     f"({int(log.steps[overlap][0]):,}-{int(log.steps[overlap][-1]):,}): a restart; its values are used"
@@ -259,6 +263,9 @@ def merge(logs: list[MetricLog]) -> MetricLog:
             target[slots[has]] = column[has]
             bad[slots[has]] = log.nonfinite[name][has]
         notes.extend(f"{log.source}: {note}" for note in log.notes)
+        if previous_last is not None and again <= previous_last:
+            restarts.append(Restart(previous_last, again))
+        previous_last = max(previous_last or 0, int(log.steps[-1]))
     first = logs[0]
     return MetricLog(
         source=", ".join(log.source for log in logs),
@@ -268,7 +275,7 @@ def merge(logs: list[MetricLog]) -> MetricLog:
         nonfinite=nonfinite,
         notes=notes,
         saved_steps=sorted({step for log in logs for step in log.saved_steps}),
-        restarts=[restart for log in logs for restart in log.restarts],
+        restarts=[restart for log in logs for restart in log.restarts] + restarts,
         repeated_steps=sum(log.repeated_steps for log in logs),
         total_steps=next((log.total_steps for log in logs if log.total_steps), None),
         checkpoint_interval_steps=next(
