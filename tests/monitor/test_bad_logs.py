@@ -100,3 +100,16 @@ def test_bad_flags_are_one_line(tmp_path):
             and needle in result.stderr
             and len(result.stderr.strip().splitlines()) == 1
         )
+
+
+def test_plot_to_an_unknown_file_type_is_one_line(tmp_path, capsys):
+    path = tmp_path / "run.log"
+    path.write_text(_megatron(range(1, 10)))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["monitor", str(path), "--plot", str(tmp_path / "run.xyz")])
+    err = capsys.readouterr().err
+    assert (
+        exit_info.value.code == 2
+        and err.startswith("runplan: error: --plot: cannot write")
+        and len(err.splitlines()) == 1
+    )

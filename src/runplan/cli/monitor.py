@@ -68,9 +68,9 @@ def monitor(
             _follow(logs, fmt, setup, poll_seconds, max_seconds)
             return
         log, result = _run(logs, fmt, setup)
+        _emit(result, log, json_out, report, plot)
     except SpecError as error:
         raise _with_flag(error) from None
-    _emit(result, log, json_out, report, plot)
 
 
 def _with_flag(error: Any) -> Any:

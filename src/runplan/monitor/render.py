@@ -144,10 +144,17 @@ _COLOURS = {"none": "0.7", "watch": "tab:orange", "wait_until": "tab:orange"}
 
 
 def plot(report: Report, log: MetricLog, path: Any) -> None:
-    import matplotlib
+    from runplan.errors import SpecError
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SpecError(
+            "a plot needs matplotlib", where="monitor.plot", hint="pip install 'runplan[plot]'"
+        ) from None
 
     panels = [(n, label) for n, label in _PANELS if log.has(n)]
     if not log.has("canary_loss") and log.has("val_loss"):
@@ -167,5 +174,13 @@ def plot(report: Report, log: MetricLog, path: Any) -> None:
     axes[0].set_title(f"{report.source}: {headline(report)}", fontsize=9)
     axes[-1].set_xlabel("step")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    try:
+        figure.savefig(path, dpi=110)
+    except (OSError, ValueError) as error:
+        raise SpecError(
+            f"cannot write '{path}': {error}",
+            where="monitor.plot",
+            hint="give a writable .png, .pdf or .svg path",
+        ) from None
+    finally:
+        plt.close(figure)
