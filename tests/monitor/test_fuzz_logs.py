@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -59,10 +60,8 @@ def test_random_bytes_never_crash(data):
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "events.out.tfevents.x"
         path.write_bytes(data)
-        try:
+        with contextlib.suppress(SpecError):  # anything else fails the test
             read_logs([path])
-        except SpecError:
-            pass
 
 
 @settings(max_examples=150, deadline=None)
