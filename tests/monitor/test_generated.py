@@ -39,7 +39,7 @@ def test_injected_event_found(tmp_path, data, scenario, fmt):
         assert found[0].rollback_to_step == 2500  # newest multiple of the 500-step interval early enough
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "csv", "scalars-json"])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "scalars-json", "megatron"])
 def test_clean_100k_steps_no_alarm(tmp_path, fmt):
     path = write(fmt, series("clean", steps=100_000, seed=11), tmp_path / "clean.log")
     log = read_logs([path])
