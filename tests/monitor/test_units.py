@@ -144,11 +144,14 @@ def test_plan_comparison(tmp_path, capsys):
     assert vs["remaining_steps"] == vs["planned_total_steps"] - 600
 
 
-def test_follow_prints_events_as_the_log_grows(tmp_path):
+def test_follow_waits_for_the_log_and_prints_events_as_it_grows(tmp_path):
+    """The log does not exist at start; a healthy part appears, then a divergence: each event printed once."""
+    import time
+
     path = tmp_path / "run.jsonl"
     data = series("divergence", steps=3400, seed=5)
-    write("jsonl", data, path)
-    result = subprocess.run(
+    early = {name: values[:2500] for name, values in data.items()}
+    process = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -159,18 +162,39 @@ def test_follow_prints_events_as_the_log_grows(tmp_path):
             "--poll-seconds",
             "0.05",
             "--max-seconds",
-            "0.2",
+            "6",
             "--checkpoint-interval",
             "500",
         ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.0)
+        write("jsonl", early, path)
+        time.sleep(1.0)
+        write("jsonl", data, path)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert "waiting for" in err
+    lines = out.strip().splitlines()
+    assert sum("divergence → rollback" in line for line in lines) == 1, out
+    assert len(lines) == len(set(lines))  # each event once, however many polls
+
+
+def test_follow_ends_on_bad_input(tmp_path):
+    path = tmp_path / "run.log"
+    path.write_bytes(bytes(range(256)))
+    result = subprocess.run(
+        [sys.executable, "-m", "runplan", "monitor", str(path), "--follow", "--max-seconds", "5"],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.strip().splitlines()
-    assert any("divergence → rollback" in line for line in lines)
-    assert len(lines) == len(set(lines))  # each event once, however many polls
+    assert result.returncode == 2 and "binary" in result.stderr
 
 
 def test_help_imports_nothing_heavy():
@@ -216,3 +240,76 @@ def test_two_files_of_one_run_restart_across_files(tmp_path):
     log = read_logs([a, b])
     assert log.steps.tolist() == list(range(1, 401))
     assert [(r.last_step, r.resumed_step) for r in log.restarts] == [(300, 251)]
+
+
+def test_engine_line_formats(tmp_path):
+    """One hand-written sample per engine in the layout its logging code prints (numbers made up)."""
+    samples = {
+        "megatron": (
+            " [2025-03-01 10:00:00] iteration      200/    5000 | consumed samples:       102400 | elapsed time per "
+            "iteration (ms): 1520.4 | throughput per GPU (TFLOP/s/GPU): 410.2 | learning rate: 2.000000E-04 | "
+            "global batch size:   512 | lm loss: 4.250000E+00 | loss scale: 65536.0 | grad norm: 0.812 | "
+            "number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+            " saving checkpoint at iteration     200 to /ckpt in torch_dist format\n"
+            " validation loss at iteration 200 | lm loss value: 4.310000E+00 | lm loss PPL: 7.4E+01 | \n",
+            {
+                "loss": 4.25,
+                "grad_norm": 0.812,
+                "step_seconds": 1.5204,
+                "lr": 2e-4,
+                "loss_scale": 65536.0,
+                "val_loss": 4.31,
+            },
+        ),
+        "nemo": (
+            "Epoch 0: :  20%|██        | 200/1000 [05:00<20:00, reduced_train_loss=4.250, global_step=199.0, "
+            "consumed_samples=1.02e+5, train_step_timing in s=1.520]\r"
+            "Epoch 0: :  20%|██        | 201/1000 [05:01<20:00, reduced_train_loss=4.240, global_step=200.0, "
+            "consumed_samples=1.03e+5, train_step_timing in s=1.510]\n",
+            {"loss": 4.24, "step_seconds": 1.51},
+        ),
+        "torchtitan": (
+            "[rank0]:[titan] 2025-03-01 10:00:00,000 - root - INFO - \x1b[31mstep: 200  \x1b[32mloss:  4.2500  "
+            "\x1b[38;2;180;60;0mgrad_norm:  0.8120  \x1b[36mmemory: 60.12GiB(63.29%)  \x1b[34mtps: 3,210  "
+            "\x1b[36mtflops: 180.55  \x1b[35mmfu: 18.26%\x1b[39m\n"
+            "[rank0]:[titan] 2025-03-01 10:00:05,000 - root - INFO - \x1b[33mvalidate step: 200  \x1b[32mloss:  "
+            "4.3100  \x1b[34mtps: 9,000\x1b[39m\n",
+            {
+                "loss": 4.25,
+                "grad_norm": 0.812,
+                "tokens_per_second_per_gpu": 3210.0,
+                "mfu": 0.1826,
+                "val_loss": 4.31,
+            },
+        ),
+        "llmc": (
+            "s:200 tel:4.3100\ns:200 eval:0.2950\ns:200 trl:4.2500 lr:0.000200 norm:0.81\n",
+            {"loss": 4.25, "grad_norm": 0.81, "lr": 2e-4, "val_loss": 4.31},
+        ),
+        "hf": (
+            json.dumps(
+                {
+                    "max_steps": 5000,
+                    "save_steps": 100,
+                    "log_history": [
+                        {"epoch": 0.1, "grad_norm": 0.812, "learning_rate": 2e-4, "loss": 4.25, "step": 200},
+                        {"epoch": 0.1, "eval_loss": 4.31, "eval_runtime": 10.0, "step": 200},
+                        {"epoch": 1.0, "step": 5000, "train_runtime": 999.0, "train_loss": 3.0},
+                    ],
+                }
+            ),
+            {"loss": 4.25, "grad_norm": 0.812, "lr": 2e-4, "val_loss": 4.31},
+        ),
+    }
+    for fmt, (text, expected) in samples.items():
+        path = tmp_path / f"{fmt}.log"
+        path.write_text(text)
+        log = read_logs([path])
+        assert log.format == fmt
+        row = int(np.searchsorted(log.steps, 200))
+        for name, value in expected.items():
+            assert log.values[name][row] == pytest.approx(value), (fmt, name)
+    megatron = read_logs([tmp_path / "megatron.log"])
+    assert megatron.saved_steps == [200] and megatron.total_steps == 5000
+    hf = read_logs([tmp_path / "hf.log"])
+    assert hf.checkpoint_interval_steps == 100 and hf.total_steps == 5000 and hf.steps.tolist() == [200]

@@ -119,8 +119,8 @@ def _follow(
     logs: list[Path], fmt: str, setup: tuple[Any, Any, int | None], poll: float, limit: float | None
 ) -> None:
     """Re-read the log every ``poll`` seconds and print each new or changed event once, as a line."""
-    from runplan.errors import SpecError
     from runplan.monitor.render import event_line
+    from runplan.monitor.series import NoRecords
 
     seen: set[tuple[str, int, str]] = set()
     started = time.monotonic()
@@ -128,13 +128,7 @@ def _follow(
     while True:
         try:
             _, result = _run(logs, fmt, setup)
-        except SpecError as error:
-            if (
-                "empty" not in str(error)
-                and "no metric records" not in str(error)
-                and "does not exist" not in str(error)
-            ):
-                raise
+        except NoRecords:  # not written yet: wait for it (any other bad input ends the command)
             if not waiting:
                 print(f"waiting for {logs[0]} to have records...", file=sys.stderr, flush=True)
                 waiting = True

@@ -20,6 +20,10 @@ from runplan.errors import SpecError
 MAX_RESTARTS = 20
 
 
+class NoRecords(SpecError):
+    """A log with nothing to read yet (``--follow`` waits on it; otherwise it is bad input)."""
+
+
 @dataclass(frozen=True)
 class Restart:
     """The log went back from ``last_step`` to ``resumed_step``: a restart from a checkpoint."""
@@ -91,7 +95,7 @@ def assemble(rows: Rows, source: str, fmt: str) -> MetricLog:
     notes = list(rows.notes)
     steps = rows.steps
     if steps.size == 0 or not rows.values:
-        raise SpecError(f"'{source}': no metric records found", where="monitor.log", hint=_FORMAT_HINT)
+        raise NoRecords(f"'{source}': no metric records found", where="monitor.log", hint=_FORMAT_HINT)
     restarts, order = _restarts(steps, notes)
     if rows.restarts is not None:
         restarts = rows.restarts

@@ -19,7 +19,7 @@ import numpy as np
 from runplan.errors import SpecError
 from runplan.monitor.aliases import canonical
 from runplan.monitor.readers import tabular, text, tfevents
-from runplan.monitor.series import MAX_RESTARTS, MetricLog, Restart, Rows, assemble
+from runplan.monitor.series import MAX_RESTARTS, MetricLog, NoRecords, Restart, Rows, assemble
 
 FORMATS = (
     "auto",
@@ -56,12 +56,16 @@ def read_log(path: Path, fmt: str = "auto") -> MetricLog:
             f"unknown format '{fmt}'", where="monitor.format", hint=f"one of: {', '.join(FORMATS)}"
         )
     if not path.exists():
-        raise _error(f"'{path}' does not exist", hint="give the path of a log file")
+        raise NoRecords(f"'{path}' does not exist", where="monitor.log", hint="give the path of a log file")
     if path.is_dir():
         return _read_directory(path, fmt)
     data = path.read_bytes()
     if not data.strip():
-        raise _error(f"'{path}' is empty", hint="nothing has been logged yet; wait, or use --follow")
+        raise NoRecords(
+            f"'{path}' is empty",
+            where="monitor.log",
+            hint="nothing has been logged yet; wait, or use --follow",
+        )
     if fmt == "tensorboard" or (fmt == "auto" and tfevents.is_event_file(data[:12])):
         return _read_tensorboard([path], str(path))
     body = _decode(data, path)
