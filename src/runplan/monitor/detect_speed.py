@@ -40,7 +40,8 @@ def throughput_events(ctx: Context) -> list[Event]:
     t = ctx.thresholds
     window = window_points(t.throughput_window_steps, interval_of(steps), least=10)
     use = np.ones(seconds.size, dtype=bool)
-    use[0] = False  # the first logged step includes start-up (compilation, warm-up): never a baseline
+    if steps[0] <= max(10, 2 * interval_of(steps)):
+        use[0] = False  # the run's first logged step includes start-up (compilation, warm-up): not a baseline
     for restart in ctx.log.restarts:
         use[
             np.searchsorted(steps, restart.resumed_step) : np.searchsorted(steps, restart.resumed_step) + 1
@@ -120,7 +121,8 @@ def _slow(
         recovered=None if open_end else True,
         action=action,  # type: ignore[arg-type]
         why=(
-            f"throughput down {drop:.1%} from step {start:,} ({base:.4g} → {level:.4g} {unit} over "
+            f"throughput down {drop:.1%} from step {start:,} (step time +{level / base - 1:.1%}: {base:.4g} → "
+            f"{level:.4g} {unit} over "
             f"{last - first + 1} logged steps, baseline of {points} points): {tail}"
         ),
     )
