@@ -105,6 +105,12 @@ FLAG_FOR_PATH: dict[str, str] = {
     "plan.plots": "--plots",
     "check.rtol": "--rtol",
     "export.target": "--to",
+    # monitor
+    "monitor.log": "LOG",
+    "monitor.format": "--format",
+    "monitor.checkpoint_interval": "--checkpoint-interval",
+    "monitor.report": "--report",
+    "monitor.plot": "--plot",
     "export.output": "--output",
 }
 
