@@ -13,6 +13,9 @@ F FFN size, V vocabulary, s sequence, E routed experts):
   active non-embedding weights plus the V·h output projection, tied or not) + 6·L·s·a·(d_qk + d_v) for the
   attention score and value products (PaLM's 12·L·H·Q·T when d_qk = d_v). Like PaLM, the causal mask is not
   discounted by default; Megatron-LM's logged count halves the s² term (``causal=True``).
+* Architecture fields that change no count (RoPE θ and scaling, norm ε, init std, the MoE router) are carried
+  for the exports (runplan.export), so an engine rebuilds the model that was planned; ``None`` means "not
+  published" (or no RoPE), and the catalog's ``source`` names the config.json or paper each value comes from.
 * Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 §2.1) is counted exactly from its low-rank
   projections: q (optionally through a ``q_lora_rank`` bottleneck with an RMSNorm), a joint KV down-projection
   of width ``kv_lora_rank + qk_rope_head_dim`` with an RMSNorm, per-head KV up-projections, and the output.
@@ -25,6 +28,30 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runplan.units import NonNegativeCount, PositiveCount
+
+
+class RopeScaling(BaseModel):
+    """RoPE frequency scaling as published in a model's config.json ``rope_scaling``.
+
+    ``llama3``: Llama 3.1's band-wise scaling (Llama Team 2024, arXiv 2407.21783; HF ``rope_type: llama3``):
+    wavelengths above original/low_freq_factor divided by ``factor``, below original/high_freq_factor kept,
+    interpolated between. ``yarn``: YaRN (Peng et al. 2023, arXiv 2309.00071) with ``beta_fast``/``beta_slow``
+    and the attention temperature ``mscale``/``mscale_all_dim`` (DeepSeek-V2/V3).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["llama3", "yarn"] = Field(description="Scaling method (config.json rope_type).")
+    factor: float = Field(gt=0, description="Context extension factor.")
+    original_max_position_embeddings: PositiveCount = Field(
+        description="Context length the RoPE frequencies were trained for before scaling."
+    )
+    low_freq_factor: float | None = Field(None, gt=0, description="llama3: low-frequency band factor.")
+    high_freq_factor: float | None = Field(None, gt=0, description="llama3: high-frequency band factor.")
+    beta_fast: float | None = Field(None, gt=0, description="yarn: fast correction bound.")
+    beta_slow: float | None = Field(None, gt=0, description="yarn: slow correction bound.")
+    mscale: float | None = Field(None, ge=0, description="yarn: attention temperature scale.")
+    mscale_all_dim: float | None = Field(None, ge=0, description="yarn: temperature scale on all dims.")
 
 
 class ModelShape(BaseModel):
@@ -75,6 +102,38 @@ class ModelShape(BaseModel):
     n_dense_layers: NonNegativeCount = Field(
         0, description="Leading layers with a dense MLP before the MoE layers."
     )
+    rope_theta: float | None = Field(
+        None, gt=0, description="RoPE base θ (config.json rope_theta); None: no RoPE, or not published."
+    )
+    rope_scaling: RopeScaling | None = Field(None, description="RoPE frequency scaling (None: none).")
+    norm_eps: float | None = Field(
+        None,
+        gt=0,
+        description="Epsilon of every norm (rms_norm_eps / layer_norm_epsilon); None: unpublished.",
+    )
+    init_std: float | None = Field(
+        None,
+        gt=0,
+        description="Std of the normal weight init (config.json initializer_range); None: unpublished.",
+    )
+    router_score: Literal["softmax", "sigmoid"] = Field(
+        "softmax",
+        description="MoE router: softmax over the top-k logits (Mixtral, Qwen3) or sigmoid scores (DeepSeek-V3).",
+    )
+    router_expert_bias: bool = Field(
+        False, description="MoE: per-expert bias added for top-k selection only (DeepSeek-V3 aux-loss-free)."
+    )
+    router_groups: NonNegativeCount = Field(
+        0, description="MoE: expert groups for group-limited routing (0 = none; DeepSeek-V3 n_group)."
+    )
+    router_group_topk: NonNegativeCount = Field(
+        0, description="MoE: groups each token may route to (DeepSeek-V3 topk_group)."
+    )
+    router_topk_scale: float = Field(
+        1.0,
+        gt=0,
+        description="MoE: factor on the routed experts' weights (DeepSeek-V3 routed_scaling_factor).",
+    )
     source: str | None = Field(
         None, description="Where the shape was published (config file or paper table)."
     )
@@ -92,6 +151,13 @@ class ModelShape(BaseModel):
                 raise ValueError("n_dense_layers must be below n_layers for a MoE model")
         elif self.top_k or self.n_shared_experts:
             raise ValueError("top_k and n_shared_experts need n_experts > 0")
+        if self.router_groups and (
+            self.n_experts % self.router_groups or not 1 <= self.router_group_topk <= self.router_groups
+        ):
+            raise ValueError(
+                f"router_groups ({self.router_groups}) must divide n_experts ({self.n_experts}) and "
+                f"router_group_topk ({self.router_group_topk}) must be between 1 and router_groups"
+            )
         if self.attention == "mla" and not (self.kv_lora_rank and self.qk_rope_head_dim):
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
         return self

@@ -9,13 +9,15 @@
 #   torch 2.13.0 (CPU build: a plain `pip install torch` pulls a multi-GB CUDA build),
 #   torchtitan 0.2.2 (--no-deps: its dependency list names datasets/tensorboard/torchdata, which only the
 #   trainer needs; the config parser needs tyro, and tomllib from the standard library),
-#   deepspeed 0.19.8 with DS_BUILD_OPS=0 (no CUDA/C++ ops are compiled; the config parser is pure Python).
+#   deepspeed 0.19.8 with DS_BUILD_OPS=0 (no CUDA/C++ ops are compiled; the config parser is pure Python),
+#   datasets, tensorboard and torchdata --no-deps (torchtitan imports them on the way to its pipeline and
+#   dataset code, which the check runs; torchdata's own dependency list would pull another torch).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 venv="${RUNPLAN_ENGINES_VENV:-$repo/.venv-engines}"
 python="${PYTHON:-python3}"
-stamp="$venv/.runplan-engines-ok"
+stamp="$venv/.runplan-engines-ok-3"  # bump when the package list changes
 if [[ -f "$stamp" ]]; then
   echo "engines venv ready: $venv"
   exit 0
@@ -30,7 +32,8 @@ torch_req="torch==${RUNPLAN_TORCH_VERSION:-2.13.0}+cpu"
 "${pip[@]}" --no-deps "torchtitan==${RUNPLAN_TORCHTITAN_VERSION:-0.2.2}"
 # What torchtitan's config package imports on the way (torchtitan/__init__ pulls in its model converters):
 # tyro for the parser, tokenizers, triton (imported by the MoE kernels module; pure import, no GPU needed).
-"${pip[@]}" tyro einops tokenizers triton setuptools wheel
+"${pip[@]}" tyro einops tokenizers triton setuptools wheel datasets tensorboard
+"${pip[@]}" --no-deps torchdata
 # DeepSpeed ships as an sdist whose setup.py imports torch: build it against the torch above (no build
 # isolation, which would fetch a second, CUDA torch) and compile no ops.
 DS_BUILD_OPS=0 DS_SKIP_CUDA_CHECK=1 "${pip[@]}" --no-build-isolation \
@@ -38,6 +41,7 @@ DS_BUILD_OPS=0 DS_SKIP_CUDA_CHECK=1 "${pip[@]}" --no-build-isolation \
 "$venv/bin/python" - <<'PY'
 import deepspeed, torch, torchtitan
 from torchtitan.config import ConfigManager  # noqa: F401
+from torchtitan.hf_datasets.text_datasets import _validate_dataset  # noqa: F401
 from deepspeed.runtime.config import DeepSpeedConfig  # noqa: F401
 print("torch", torch.__version__, "torchtitan", torchtitan.__version__, "deepspeed", deepspeed.__version__)
 PY

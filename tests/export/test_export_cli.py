@@ -22,7 +22,7 @@ def _run(*args: str):
     return runner.invoke(app, ["export", *args])
 
 
-def test_deepspeed_to_stdout_warnings_to_stderr() -> None:
+def test_deepspeed_to_stdout_warnings_to_stderr_and_into_the_file() -> None:
     result = _run(PLAN, "--to", "deepspeed")
     assert result.exit_code == 0, result.output
     config = json.loads(result.stdout)
@@ -30,7 +30,14 @@ def test_deepspeed_to_stdout_warnings_to_stderr() -> None:
         config["train_micro_batch_size_per_gpu"] * config["gradient_accumulation_steps"] * 256
     )  # d = 256 GPUs
     assert "runplan: warning: deepspeed: LR schedule" in result.stderr
-    assert "warning" not in result.stdout
+    # the same warnings inside the file, under the "runplan" key DeepSpeed ignores (issue 14)
+    stderr_warnings = [
+        line.removeprefix("runplan: warning: deepspeed: ")
+        for line in result.stderr.splitlines()
+        if line.startswith("runplan: warning: deepspeed: ")
+    ]
+    assert config["runplan"]["warnings"] == stderr_warnings
+    assert any(w.startswith("LR schedule:") for w in config["runplan"]["warnings"])
 
 
 @pytest.mark.parametrize("target,suffix", [("megatron", ".megatron.sh"), ("torchtitan", ".torchtitan.toml")])
@@ -60,3 +67,15 @@ def test_bad_input_is_one_line_exit_2(args: list[str], where: str) -> None:
     result = _run(*args)
     assert result.exit_code == 2
     assert where in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_library_error_names_the_field_path_not_the_flag() -> None:
+    """Library code names ``export.target``; the CLI maps it to ``--to`` (issue 11 contract)."""
+    from tests.export._plans import golden_plan
+
+    from runplan.errors import SpecError
+    from runplan.export import export_plan
+
+    with pytest.raises(SpecError) as caught:
+        export_plan(golden_plan("70b-512-h100"), "nemo")
+    assert caught.value.where == "export.target"

@@ -1,14 +1,15 @@
-"""Opt-in (``pytest -m engines``): feed every exported file to the engine's own config parser.
+"""Opt-in (``pytest -m engines``): the engines' own start-up checks on every exported file, on CPU.
 
     .venv/bin/python -m pytest -m engines tests/export -q
+    MEGATRON_LM=<Megatron-LM checkout> .venv/bin/python -m pytest -m engines tests/export -q
 
 creates or reuses the separate virtualenv ``.venv-engines`` with ``tests/export/engines_setup.sh`` (torch CPU
 build, torchtitan 0.2.2, DeepSpeed 0.19.8; nothing goes into the project's .venv; RUNPLAN_ENGINES_VENV moves it),
-then runs ``tests/export/engines_check.py`` there: torchtitan's ConfigManager for the TOML files, DeepSpeed's
-DeepSpeedConfig for the JSON files. Megatron-LM's parser is not installable from a package (the megatron-core
-wheel ships megatron/core only, not megatron/training/arguments.py), so the Megatron scripts are checked against
-the checked-in argument list (tests/export/test_export_keys.py, rebuilt as an argparse parser) and, when
-MEGATRON_LM points to a Megatron-LM checkout importable in the engines venv, by its real parse_args.
+then runs ``tests/export/engines_check.py`` there (what each engine check does is in its docstring): torchtitan's
+config parser, mesh construction over a fake process group of the plan's world size, its pipeline split and its
+dataset/tokenizer loading on the placeholders; DeepSpeed's config with the plan's DP and its pipeline engine's
+ZeRO assertion; Megatron-LM's ``parse_args`` and ``validate_args`` from the checkout in MEGATRON_LM (importable
+in the engines venv; the megatron-core wheel ships megatron/core only, not megatron/training).
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.export._plans import EXAMPLE_NAMES, REPO, example_plan
+from tests.export._plans import EXAMPLE_NAMES, REPO, golden_plan, parse_script_args, with_layout
 
 from runplan.export import export_plan
-from runplan.export._common import facts
+from runplan.export._common import engine_data, facts
 
 pytestmark = pytest.mark.engines
 HERE = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("RUNPLAN_ENGINES_VENV", REPO / ".venv-engines"))
+OLD = "old-70b-512-h100"  # the torchtitan export before issue 14: torchtitan's default stage weights
 
 
 @pytest.fixture(scope="module")
@@ -45,66 +47,132 @@ def engines_python() -> Path:
     return VENV / "bin" / "python"
 
 
-@pytest.fixture(scope="module")
-def parsed(engines_python: Path, tmp_path_factory) -> dict[str, dict]:
-    out = tmp_path_factory.mktemp("exports")
+def _expect(plan) -> dict:
+    f = facts(plan)
+    return {
+        "dp": f.layout.dp,
+        "tp": f.layout.tp,
+        "pp": f.layout.pp,
+        "vpp": f.layout.vpp,
+        "cp": f.layout.cp,
+        "ep": f.layout.ep,
+        "global_batch": f.global_batch_sequences,
+        "zero": f.layout.zero,
+        "interval": f.checkpoint_interval_steps,
+        "n_layers": f.n_layers,
+        "n_gpus": f.n_gpus,
+        "layers_per_stage": f.layers_per_stage,
+        "vocab_size": f.vocab_size,
+    }
+
+
+def _megatron_argv(text: str) -> list[str]:
+    values = {"$DATA_PATH": "data", "$TOKENIZER_MODEL": "tok", "$CHECKPOINT_DIR": "ck"}
+    argv = []
+    for arg in parse_script_args(text):
+        for key, value in values.items():
+            arg = arg.replace(key, value)
+        argv.append(arg)
+    return argv
+
+
+ZERO3 = "70b-512-h100-zero3"  # ZeRO-3 with p = 2: DeepSpeed refuses it (exit 2), the other two must start
+
+
+def _plans() -> dict[str, tuple[object, tuple[str, ...]]]:
+    plans: dict[str, tuple[object, tuple[str, ...]]] = {
+        example: (golden_plan(example), ("torchtitan", "deepspeed", "megatron")) for example in EXAMPLE_NAMES
+    }
+    plans[ZERO3] = (with_layout(golden_plan("70b-512-h100"), zero=3), ("torchtitan", "megatron"))
+    return plans
+
+
+def _manifest(out: Path) -> list[dict]:
     manifest = []
-    for example in EXAMPLE_NAMES:
-        plan = example_plan(example)
-        f = facts(plan)
-        for target in ("torchtitan", "deepspeed"):
+    for example, (plan, targets) in _plans().items():
+        for target in targets:
             result = export_plan(plan, target)
-            path = out / result.filename
+            path = out / f"{example}.{target}"
             path.write_text(result.text)
-            manifest.append(
-                {
-                    "path": str(path),
-                    "target": target,
-                    "example": example,
-                    "expect": {
-                        "dp": f.dp,
-                        "tp": f.tp,
-                        "pp": f.pp,
-                        "cp": f.cp,
-                        "ep": f.ep,
-                        "global_batch": f.global_batch_sequences,
-                        "zero": f.zero,
-                        "interval": f.checkpoint_interval_steps,
-                    },
-                }
-            )
-    (out / "manifest.json").write_text(json.dumps(manifest))
+            item = {"path": str(path), "target": target, "example": example, "expect": _expect(plan)}
+            if target == "megatron":
+                item["argv"] = _megatron_argv(result.text)
+                exported = "export CUDA_DEVICE_MAX_CONNECTIONS=1" in result.text
+                item["env"] = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if exported else {}
+            manifest.append(item)
+    # the pre-issue-14 torchtitan file: the same export without the first/last-stage weights
+    new = export_plan(golden_plan("70b-512-h100"), "torchtitan").text
+    old = "\n".join(line for line in new.splitlines() if "_stage_less_layers" not in line)
+    (out / f"{OLD}.toml").write_text(old)
+    manifest.append(
+        {
+            "path": str(out / f"{OLD}.toml"),
+            "target": "torchtitan",
+            "example": OLD,
+            "expect": _expect(golden_plan("70b-512-h100")),
+        }
+    )
+    return manifest
+
+
+def _run(python: Path, args: list[str], env: dict) -> list[dict]:
     proc = subprocess.run(
-        [str(engines_python), str(HERE / "engines_check.py"), str(out / "manifest.json")],
+        [str(python), str(HERE / "engines_check.py"), *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
+        env=env,
     )
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert lines and "versions" in lines[0], proc.stderr[-3000:]
     print(f"\nengines: {lines[0]['versions']}", file=sys.stderr)
-    by_path = {line["path"]: line for line in lines[1:]}
+    return lines[1:]
+
+
+@pytest.fixture(scope="module")
+def checked(engines_python: Path, tmp_path_factory) -> dict[str, dict]:
+    out = tmp_path_factory.mktemp("exports")
+    manifest = _manifest(out)
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    lines = _run(engines_python, [str(out / "manifest.json")], dict(os.environ))
+    checkout = os.environ.get("MEGATRON_LM")
+    if checkout:
+        env = {**os.environ, "PYTHONPATH": checkout}
+        lines += _run(engines_python, ["--megatron", str(out / "manifest.json")], env)
+    by_path = {line["path"]: line for line in lines}
     return {
-        f"{m['example']}.{m['target']}": {
-            **by_path.get(m["path"], {"ok": False, "error": "no result"}),
-            "expect": m["expect"],
-        }
+        f"{m['example']}.{m['target']}": {**by_path.get(m["path"], {"ok": False, "error": "no result"}), **m}
         for m in manifest
     }
 
 
-@pytest.mark.parametrize("example", EXAMPLE_NAMES)
-def test_torchtitan_config_manager_reads_the_export(parsed, example: str) -> None:
-    item = parsed[f"{example}.torchtitan"]
+@pytest.mark.parametrize("example", [*EXAMPLE_NAMES, ZERO3])
+def test_torchtitan_starts_with_the_export(checked, example: str) -> None:
+    item = checked[f"{example}.torchtitan"]
     assert item["ok"], item.get("error")
     got, expect = item["got"], item["expect"]
     for key in ("tp", "pp", "cp", "ep", "dp", "global_batch", "interval"):
         assert got[key] == expect[key], key
+    if expect["pp"] > 1:  # torchtitan's own split: p*v stages, the plan's busiest rank
+        assert got["stages"] == expect["pp"] * expect["vpp"]
+        assert got["busiest_rank_layers"] == expect["layers_per_stage"]
+    assert got["dataset_placeholder_raises"] and got["tokenizer_placeholder_raises"]
+    if got["flavor"] is not None:  # runplan's copy of the flavor is what torchtitan builds
+        doc = engine_data("torchtitan_flavors")["llama3"]
+        flavor = next(spec for spec in doc.values() if spec["n_layers"] == got["flavor"]["n_layers"])
+        for key, value in got["flavor"].items():
+            assert flavor[key] == value, key
+
+
+def test_old_torchtitan_export_fails_torchtitans_stage_check(checked) -> None:
+    item = checked[f"{OLD}.torchtitan"]
+    assert not item["ok"]
+    assert "Number of virtual stages (9) must be divisible by pipeline parallel size (2)" in item["error"]
 
 
 @pytest.mark.parametrize("example", EXAMPLE_NAMES)
-def test_deepspeed_config_reads_the_export(parsed, example: str) -> None:
-    item = parsed[f"{example}.deepspeed"]
+def test_deepspeed_starts_with_the_export(checked, example: str) -> None:
+    item = checked[f"{example}.deepspeed"]
     assert item["ok"], item.get("error")
     got, expect = item["got"], item["expect"]
     assert got["world_size"] == expect["dp"]
@@ -112,33 +180,27 @@ def test_deepspeed_config_reads_the_export(parsed, example: str) -> None:
         got["train_batch_size"] == got["micro"] * got["accumulation"] * expect["dp"] == expect["global_batch"]
     )
     assert got["zero_stage"] == expect["zero"] and got["bf16"] is True and got["clip"] == 1.0
+    if expect["pp"] > 1:  # DeepSpeed's pipeline engine accepts the stage, and would refuse ZeRO-3
+        assert got["pipeline_zero_assertion"] == ""
+        assert "incompatible with pipeline parallelism" in got["pipeline_zero3_assertion"]
 
 
-def test_megatron_real_parser_when_available(engines_python: Path, tmp_path) -> None:
-    checkout = os.environ.get("MEGATRON_LM")
-    if not checkout:
+@pytest.mark.parametrize("example", [*EXAMPLE_NAMES, ZERO3])
+def test_megatron_parse_and_validate_args(checked, example: str) -> None:
+    if not os.environ.get("MEGATRON_LM"):
         pytest.skip(
-            "Megatron-LM's parser is not installable from a package (megatron-core ships megatron/core "
-            "only); the scripts were checked against the checked-in argument list "
-            "(test_export_keys.py). Set MEGATRON_LM=<checkout> to also run its parse_args."
+            "set MEGATRON_LM=<Megatron-LM checkout> to run its parse_args/validate_args (not installable from "
+            "a package: the megatron-core wheel ships megatron/core only)"
         )
-    from runplan.export.megatron import parse_script_args
-
-    code = (
-        "import sys; from megatron.training.arguments import parse_args; sys.argv=['x', *sys.argv[1:]]; "
-        "a=parse_args(); print(a.tensor_model_parallel_size)"
-    )
-    for example in EXAMPLE_NAMES:
-        argv = [
-            a.replace("$DATA_PATH", "data")
-            .replace("$TOKENIZER_MODEL", "tok")
-            .replace("$CHECKPOINT_DIR", "ck")
-            for a in parse_script_args(export_plan(example_plan(example), "megatron").text)
-        ]
-        proc = subprocess.run(
-            [str(engines_python), "-c", code, *argv],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONPATH": checkout},
-        )
-        assert proc.returncode == 0, f"{example}: {proc.stderr[-2000:]}"
+    item = checked[f"{example}.megatron"]
+    assert item["ok"], item.get("error")
+    got, expect = item["got"], item["expect"]
+    assert (got["dp"], got["tp"], got["pp"]) == (expect["dp"], expect["tp"], expect["pp"])
+    assert got["global_batch"] == expect["global_batch"]
+    assert got["padded_vocab"] == expect["vocab_size"]
+    shape = golden_plan(example.removesuffix("-zero3")).model.shape
+    assert got["rotary_base"] == (
+        shape.rope_theta or 10000
+    )  # unpublished: Megatron's default, with a warning
+    assert got["use_rope_scaling"] == (shape.rope_scaling is not None)
+    assert (got["norm_epsilon"], got["init_method_std"]) == (shape.norm_eps or 1e-5, shape.init_std or 0.02)

@@ -10,11 +10,10 @@ import re
 import tomllib
 
 import pytest
-from tests.export._plans import EXAMPLE_NAMES, example_plan, with_layout
+from tests.export._plans import EXAMPLE_NAMES, example_plan, parse_script_args, with_layout
 
 from runplan.export import export_plan
 from runplan.export._common import engine_data, facts
-from runplan.export.megatron import parse_script_args
 
 _TYPES = {"int": int, "float": float, "str": str}
 
@@ -32,7 +31,7 @@ def megatron_parser() -> argparse.ArgumentParser:
     """An argparse parser rebuilt from the checked-in list: the flags, types, nargs and choices Megatron has."""
     parser = argparse.ArgumentParser(allow_abbrev=False, exit_on_error=False)
     for flag, spec in engine_data("megatron_arguments")["flags"].items():
-        kwargs: dict = {}
+        kwargs: dict = {"dest": spec["dest"]} if "dest" in spec else {}
         if "action" in spec:
             kwargs["action"] = spec["action"]
         else:
@@ -81,9 +80,9 @@ def test_megatron_flags_parse_and_satisfy_validate_args(example: str) -> None:
     a = megatron_args(plan)
     # DP = world / (t*p*c) and the global batch is a multiple of b*DP
     dp = f.n_gpus // (a.tensor_model_parallel_size * a.pipeline_model_parallel_size * a.context_parallel_size)
-    assert dp == f.dp
+    assert dp == f.layout.dp
     assert a.global_batch_size % (a.micro_batch_size * dp) == 0
-    assert a.global_batch_size // (a.micro_batch_size * dp) == f.microbatches
+    assert a.global_batch_size // (a.micro_batch_size * dp) == f.layout.microbatches
     # rules read from validate_args
     assert a.max_position_embeddings >= a.seq_length
     if a.context_parallel_size > 1:
@@ -100,20 +99,24 @@ def test_megatron_flags_parse_and_satisfy_validate_args(example: str) -> None:
     t = a.tensor_model_parallel_size
     assert a.tp_comm_overlap == (1 < t <= f.gpus_per_node and a.sequence_parallel)
     p = a.pipeline_model_parallel_size
-    if f.vpp > 1:  # interleaved 1F1B runs micro-batches in groups of p, in every batch stage of the ramp
-        assert all((st.batch_sequences // (f.dp * f.micro_batch)) % p == 0 for st in f.stages)
+    if (
+        f.layout.vpp > 1
+    ):  # interleaved 1F1B runs micro-batches in groups of p, in every batch stage of the ramp
+        assert all((st.batch_sequences // (f.layout.dp * f.layout.micro_batch)) % p == 0 for st in f.stages)
     first, last = a.decoder_first_pipeline_num_layers, a.decoder_last_pipeline_num_layers
     if a.pipeline_model_parallel_layout:
         assert first is None and last is None and a.num_virtual_stages_per_pipeline_rank is None
         stages = expand_layout(a.pipeline_model_parallel_layout)
-        assert len(stages) == p * f.vpp and stages[0].startswith("E") and stages[-1].endswith("L")
-        per_rank = [sum(stages[chunk * p + rank].count("t") for chunk in range(f.vpp)) for rank in range(p)]
+        assert len(stages) == p * f.layout.vpp and stages[0].startswith("E") and stages[-1].endswith("L")
+        per_rank = [
+            sum(stages[chunk * p + rank].count("t") for chunk in range(f.layout.vpp)) for rank in range(p)
+        ]
         assert sum(per_rank) == a.num_layers and max(per_rank) == f.layers_per_stage
     elif first is None:
         assert a.num_layers % p == 0
         if a.num_layers_per_virtual_pipeline_stage:
             assert (a.num_layers // p) % a.num_layers_per_virtual_pipeline_stage == 0
-            assert (a.num_layers // p) // a.num_layers_per_virtual_pipeline_stage == f.vpp
+            assert (a.num_layers // p) // a.num_layers_per_virtual_pipeline_stage == f.layout.vpp
     else:
         assert a.num_layers_per_virtual_pipeline_stage is None
         middle = a.num_layers - first - last
@@ -271,9 +274,9 @@ def test_torchtitan_keys_in_list_and_batch_identity(example: str) -> None:
     assert rest == 0
     if par["pipeline_parallel_degree"] > 1:
         assert accumulation == 1
-        assert tr["local_batch_size"] // par["pipeline_parallel_microbatch_size"] == f.microbatches
+        assert tr["local_batch_size"] // par["pipeline_parallel_microbatch_size"] == f.layout.microbatches
     else:
-        assert accumulation == f.microbatches
+        assert accumulation == f.layout.microbatches
     # the TP overlap the time model assumes; torchtitan raises "Async TP requires torch.compile" unless the
     # model is compiled (parallelize.py: compile.enable and "model" in compile.components)
     assert par.get("enable_async_tensor_parallel", False) == (
@@ -296,11 +299,12 @@ def test_torchtitan_keys_in_list_and_batch_identity(example: str) -> None:
 
 
 def _paths(d: dict, prefix: str = "") -> list[str]:
+    """Every key path of a ds_config; runplan's own "runplan" section (DeepSpeed ignores it) as one path."""
     out = []
     for key, value in d.items():
         path = f"{prefix}{key}"
         out.append(path)
-        if isinstance(value, dict):
+        if isinstance(value, dict) and path != "runplan":
             out += _paths(value, path + ".")
     return out
 
@@ -321,13 +325,13 @@ def test_deepspeed_keys_in_list_and_batch_identity(example: str) -> None:
             assert value in keys[path]["choices"], path
     # train_batch_size = micro x accumulation x DP (DeepSpeedConfig._batch_assertion)
     assert config["train_batch_size"] == (
-        config["train_micro_batch_size_per_gpu"] * config["gradient_accumulation_steps"] * f.dp
+        config["train_micro_batch_size_per_gpu"] * config["gradient_accumulation_steps"] * f.layout.dp
     )
     assert config["train_batch_size"] == f.global_batch_sequences
-    assert config["zero_optimization"]["stage"] == f.zero
-    assert any("WSD" in w for w in result.warnings)
-    if f.pp > 1:
-        assert any(w.startswith("pipeline:") and f"num_stages={f.pp}" in w for w in result.warnings)
+    assert config["zero_optimization"]["stage"] == f.layout.zero
+    assert any(w.startswith("LR schedule:") for w in result.warnings)
+    if f.layout.pp > 1:
+        assert any(w.startswith("pipeline:") and f"num_stages={f.layout.pp}" in w for w in result.warnings)
 
 
 def test_tp_overlap_is_not_exported_across_nodes():

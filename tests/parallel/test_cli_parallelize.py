@@ -109,3 +109,16 @@ def test_pinned_layout_and_table():
     )
     assert res.exit_code == 0, res.output
     assert "Best layout" in res.output and "critical batch" in res.output
+
+
+def test_pin_any_layout_field_by_its_plan_name():
+    runner = CliRunner()
+    base = ["parallelize", "--model", "8b", "--gpus", "64", "--json"]
+    result = runner.invoke(app, [*base, "--pin", "sequence_parallel=false", "--pin", "zero=1"])
+    assert result.exit_code == 0, result.stderr
+    layouts = json.loads(result.stdout)["layouts"]
+    assert layouts and all(x["zero"] == 1 and not x["sequence_parallel"] for x in layouts)
+    unknown = runner.invoke(app, [*base, "--pin", "foo=1"])
+    assert unknown.exit_code == 2 and "--pin: 'foo=1' does not name a layout field" in unknown.stderr
+    twice = runner.invoke(app, [*base, "--pin", "tp=2", "--tp", "4"])
+    assert twice.exit_code == 2 and "tp is pinned twice" in twice.stderr

@@ -105,6 +105,12 @@ FLAG_FOR_PATH: dict[str, str] = {
     "plan.plots": "--plots",
     "check.rtol": "--rtol",
     "export.target": "--to",
+    # monitor
+    "monitor.log": "LOG",
+    "monitor.format": "--format",
+    "monitor.checkpoint_interval": "--checkpoint-interval",
+    "monitor.report": "--report",
+    "monitor.plot": "--plot",
     "export.output": "--output",
 }
 
@@ -129,6 +135,8 @@ def flag_for(where: str | None, command: str | None = None) -> str | None:
         if flag:
             return flag
         path = path.rpartition(".")[0]
+    if where.startswith("parallel."):  # a layout field without a flag of its own is pinned with --pin
+        return "--pin"
     return where
 
 

@@ -120,6 +120,13 @@ Bf16Grads = Annotated[
     typer.Option("--bf16-grads", help="bf16 gradients instead of fp32 accumulation (stack gradient_dtype)."),
 ]
 Mfu = Annotated[Text, _opt("--mfu", help="Use this MFU instead of predicting step time.")]
+PinKeyValue = Annotated[
+    list[str],
+    typer.Option(
+        "--pin",
+        help="Pin any layout field by its plan-file name, e.g. --pin sequence_parallel=false (repeatable).",
+    ),
+]
 Catalogs = Annotated[list[str], typer.Option("--catalog", help="Extra catalog YAML file(s).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON (keys in docs/parallel.md).")]
 
@@ -159,6 +166,7 @@ def parallelize(
     dropout: Dropout = None,
     bf16_grads: Bf16Grads = False,
     mfu: Mfu = None,
+    pin: PinKeyValue = [],  # noqa: B006 (typer's way to declare a repeatable option)
     catalog_file: Catalogs = [],  # noqa: B006 (typer's way to declare a repeatable option)
     as_json: AsJson = False,
 ) -> None:
@@ -170,8 +178,10 @@ def parallelize(
         _required(model, "--model")
         _required(gpus, "--gpus")
     pins = _pins_from_flags(
-        tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=zero, micro_batch=mbs, microbatches=microbatches, vpp=vpp,
-        recompute=recompute, sequence_parallel=sequence_parallel,
+        **_pins_by_name(pin, dict(
+            tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=zero, micro_batch=mbs, microbatches=microbatches, vpp=vpp,
+            recompute=recompute, sequence_parallel=sequence_parallel,
+        ))
     )  # fmt: skip
     constraints = _constraints_from_flags(
         max_bubble_fraction=max_bubble, memory_headroom_fraction=headroom, reserve_bytes=reserve,
@@ -201,7 +211,7 @@ def parallelize(
     _answer(request, resolution, as_json)
 
 
-def _pins_from_flags(*, zero: str | None, recompute: str | None, **axes: Any) -> Pins:
+def _pins_from_flags(*, zero: str | None = None, recompute: str | None = None, **axes: Any) -> Pins:
     """The pinned axes, checked by the Pins model (a mode or stage out of range names its flag)."""
     from runplan.cli.common import build_from_flags, flag_value
     from runplan.errors import SpecError
@@ -215,6 +225,28 @@ def _pins_from_flags(*, zero: str | None, recompute: str | None, **axes: Any) ->
     if zero_stage is not None and zero_stage not in (0, 1, 2, 3):
         raise SpecError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero!r}", where="--zero")
     return build_from_flags(Pins, "parallel", "--tp", zero=zero_stage, recompute=recompute, **axes)
+
+
+def _pins_by_name(items: list[str], flags: dict[str, Any]) -> dict[str, Any]:
+    """The pin flags with ``--pin name=value`` items laid over them (any Layout axis, including ones without a
+    flag of their own); an axis set by both is refused."""
+    from runplan.errors import SpecError
+    from runplan.parallel.layout import Layout
+
+    pins = dict(flags)
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in Layout.model_fields:
+            raise SpecError(
+                f"'{item}' does not name a layout field",
+                where="--pin",
+                hint=f"use name=value with one of {', '.join(Layout.model_fields)}",
+            )
+        if pins.get(name) is not None:
+            raise SpecError(f"{name} is pinned twice", where="--pin", hint="give it once")
+        pins[name] = value.strip()
+    return pins
 
 
 def _constraints_from_flags(**fields: Any) -> Constraints:

@@ -2,7 +2,9 @@
 
 Each exporter is a pure function ``RunPlan -> ExportResult``: the file's text, the name to save it under and
 the warnings, one per thing in the plan the target cannot express (never dropped silently). Warnings are also
-written into the file where the format has comments (bash, TOML); DeepSpeed's JSON has none.
+written into the file: a comment block in bash and TOML, the ``runplan.warnings`` list in DeepSpeed's JSON (a
+top-level key DeepSpeed ignores). A plan an engine cannot start as planned is refused with SpecError (exit 2).
+Every export also carries the model's whole architecture from the catalog (``_architecture``).
 
 The flags and keys each exporter may emit are checked in as data, with the engine version and the source file
 they were read from: ``export/data/megatron_arguments.json``, ``torchtitan_keys.json``,
@@ -52,7 +54,7 @@ def export_plan(plan: RunPlan, target: str) -> ExportResult:
 
         return export_deepspeed(plan)
     raise SpecError(
-        f"unknown export target '{target}'", where="--to", hint=f"use one of {', '.join(TARGETS)}"
+        f"unknown export target '{target}'", where="export.target", hint=f"use one of {', '.join(TARGETS)}"
     )
 
 

@@ -28,6 +28,8 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from runplan.parallel.layout import Layout
+    from runplan.parallel.stack import Stack
     from runplan.plan import RunPlan
 
 #: Optimizer settings not in the plan: DeepSeek LLM §2.3 (the setting the peak-LR law was fitted under).
@@ -101,18 +103,11 @@ class Facts:
     n_dense_layers: int
     model_name: str
     total_params: int
-    # layout
-    tp: int
-    pp: int
-    dp: int
-    ep: int
-    cp: int
-    zero: int
-    micro_batch: int
-    microbatches: int
-    vpp: int
-    recompute: str
-    sequence_parallel: bool
+    # layout: the plan's Layout (sequence parallelism only where TP > 1), and what the estimate derived from it
+    layout: Layout
+    stack: (
+        Stack  # the plan's training stack (parallel/stack.py): what the engine must do for the plan to hold
+    )
     layers_per_stage: int
     uneven_stages: bool
     weights_bytes_per_gpu: float
@@ -183,6 +178,8 @@ def _merged_stages(batch_stages) -> tuple[Stage, ...]:
 
 def facts(plan: RunPlan) -> Facts:
     """Collect the numbers every exporter reads (pure)."""
+    from runplan.parallel.stack import resolve_stack
+
     shape = plan.model.shape
     best = plan.layout.best
     sched = plan.schedule
@@ -222,17 +219,8 @@ def facts(plan: RunPlan) -> Facts:
         n_dense_layers=shape.n_dense_layers,
         model_name=str(shape.name or ""),
         total_params=shape.total_params,
-        tp=best.tp,
-        pp=best.pp,
-        dp=best.dp,
-        ep=best.ep,
-        cp=best.cp,
-        zero=best.zero,
-        micro_batch=best.micro_batch,
-        microbatches=best.microbatches,
-        vpp=best.vpp,
-        recompute=best.recompute,
-        sequence_parallel=bool(best.sequence_parallel and best.tp > 1),
+        layout=best.layout.model_copy(update={"sequence_parallel": best.sequence_parallel and best.tp > 1}),
+        stack=resolve_stack(inputs.get("stack")),
         layers_per_stage=best.layers_per_stage,
         uneven_stages=best.uneven_stages,
         weights_bytes_per_gpu=float(best.memory_bytes.weights),

@@ -5,43 +5,137 @@ Keys were read from DeepSpeed 0.19.8 (``export/data/deepspeed_config_keys.json``
 * batch identity (``DeepSpeedConfig._batch_assertion``): ``train_batch_size`` = ``train_micro_batch_size_per_gpu``
   × ``gradient_accumulation_steps`` × DP world size, i.e. d·b·m = b × m × d.
 * ``zero_optimization.stage`` the plan's ZeRO stage; ``bf16.enabled``; ``gradient_clipping``; AdamW.
+  DeepSpeed's pipeline engine asserts a ZeRO stage below 2 (``runtime/pipe/engine.py``: "ZeRO-2 and ZeRO-3 are
+  incompatible with pipeline parallelism"), so a plan with ZeRO ≥ 2 and p > 1 is refused (exit 2).
 * TP as AutoTP (``tensor_parallel.autotp_size``, for Hugging Face models AutoTP supports). Pipeline, context
   and expert parallelism live in user code in DeepSpeed (``PipelineModule(num_stages=p)``, Ulysses sequence
   parallel groups, ``deepspeed.moe.layer.MoE(ep_size=e)``) and activation recomputation is a call in the model
   (``deepspeed.checkpointing.checkpoint``): each gets a warning with the value to use. With p, c or t > 1 the
   engine must be given an ``mpu`` whose data-parallel size is d, or the batch identity counts model-parallel
   ranks as data-parallel.
-* LR: DeepSpeed's schedulers decay from the end of warmup, so WSD is not expressible: ``WarmupDecayLR``
-  (linear to 0) when the final LR is 0 and the cooldown is not cosine, else ``WarmupCosineLR`` (cosine to
-  ``cos_min_ratio`` = final / peak). A warning gives the plan's stable and cooldown steps; the exact schedule
-  needs a client ``lr_scheduler`` passed to ``deepspeed.initialize``.
+* LR: DeepSpeed 0.19.8 has no warmup-stable-decay scheduler (``runtime/lr_schedules.py``: LRRangeTest,
+  OneCycle, WarmupLR, WarmupDecayLR, WarmupCosineLR). Of the three that warm up linearly, the export takes the
+  one closest to the plan's schedule, by the mean |ΔLR| / peak over all steps (``closest_scheduler``), and says
+  the mean and largest deviation; the exact schedule needs a client ``lr_scheduler`` passed to
+  ``deepspeed.initialize``.
 * no batch ramp: the run at the main batch with the plan's tokens (``_common``), with a warning.
 
-JSON has no comments: the warnings go to stderr only (``runplan export``), not into the file.
+JSON has no comments: the warnings, the model's architecture (``_architecture``) and the LR deviation go into a
+top-level ``"runplan"`` object, which DeepSpeedConfig ignores (it reads known keys only), and to stderr.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from runplan.export._common import ASSUMED_OPTIMIZER, ASSUMED_OPTIMIZER_SOURCE, facts
+from runplan.export._architecture import architecture
+from runplan.export._common import ASSUMED_OPTIMIZER, ASSUMED_OPTIMIZER_SOURCE, Facts, facts
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
     from runplan.export import ExportResult
     from runplan.plan import RunPlan
 
 DATA = "deepspeed_config_keys"
 
 
-def export_deepspeed(plan: RunPlan) -> ExportResult:
-    """Render ``plan`` as a DeepSpeed ds_config (pure; see the module docstring)."""
-    from runplan.export import ExportResult
+@dataclass(frozen=True)
+class LrRun:
+    """The schedule DeepSpeed runs: steps at the main batch, linear warmup, constant, cooldown to final."""
 
-    f = facts(plan)
-    warnings: list[str] = [f"optimizer: {ASSUMED_OPTIMIZER_SOURCE}"]
-    b, m, d = f.micro_batch, f.microbatches, f.dp
+    steps: int
+    warmup: int
+    cooldown: int
+    peak_lr: float
+    final_lr: float
+    shape: str
 
+    def plan_lr(self, step: np.ndarray) -> np.ndarray:
+        """The plan's LR at 0-based ``step`` (runplan.ops.schedule.lr_at_step, on these step counts)."""
+        import numpy as np
+
+        cool_start = self.steps - self.cooldown
+        x = np.clip((step - cool_start) / max(self.cooldown, 1), 0.0, 1.0)
+        fall = {"1-sqrt": 1 - np.sqrt(x), "linear": 1 - x, "cosine": 0.5 * (1 + np.cos(np.pi * x))}[
+            self.shape
+        ]
+        lr = np.where(step < self.warmup, self.peak_lr * step / max(self.warmup, 1), self.peak_lr)
+        return np.where(step >= cool_start, self.final_lr + (self.peak_lr - self.final_lr) * fall, lr)
+
+
+def deepspeed_lr(scheduler: dict[str, Any], peak_lr: float, step: np.ndarray) -> np.ndarray:
+    """LR DeepSpeed 0.19.8 sets at ``step`` (its last_batch_iteration) for the schedulers exported here, from
+    ``runtime/lr_schedules.py``: WarmupLR min + (max − min)·γ with γ = step/warmup then 1; WarmupDecayLR the
+    same with γ = (total − step)/(total − warmup) after warmup; WarmupCosineLR peak·ratio, ratio linear from
+    warmup_min_ratio over max(2, warmup) steps, then cos_min + (1 − cos_min)(1 + cos(π·progress))/2."""
+    import numpy as np
+
+    p = scheduler["params"]
+    kind = scheduler["type"]
+    if kind == "WarmupCosineLR":
+        warm = max(2, p["warmup_num_steps"])
+        w0, floor = p["warmup_min_ratio"], p["cos_min_ratio"]
+        progress = np.minimum(1.0, (step - warm + 1) / max(1, p["total_num_steps"] - warm))
+        ratio = np.where(
+            step < warm,
+            w0 + (1 - w0) * step / warm,
+            np.maximum(0.0, floor + (1 - floor) * (1 + np.cos(np.pi * progress)) / 2),
+        )
+        return peak_lr * ratio
+    warm = p["warmup_num_steps"]
+    low, high = p["warmup_min_lr"], p["warmup_max_lr"]
+    after = 1.0
+    if kind == "WarmupDecayLR":
+        total = p["total_num_steps"]
+        after = np.maximum(0.0, (total - step) / max(1.0, total - warm))
+    gamma = np.where(step < warm, step / max(warm, 1), after)
+    return low + (high - low) * gamma
+
+
+def _candidates(run: LrRun) -> list[dict[str, Any]]:
+    linear = {"warmup_num_steps": int(run.warmup), "warmup_type": "linear"}
+    return [
+        {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0, "warmup_max_lr": float(run.peak_lr), **linear}},
+        {
+            "type": "WarmupDecayLR",
+            "params": {
+                "total_num_steps": int(run.steps),
+                "warmup_min_lr": 0.0,
+                "warmup_max_lr": float(run.peak_lr),
+                **linear,
+            },
+        },
+        {
+            "type": "WarmupCosineLR",
+            "params": {
+                "total_num_steps": int(run.steps),
+                "warmup_min_ratio": 0.0,
+                "cos_min_ratio": float(run.final_lr / run.peak_lr) if run.peak_lr else 0.0,
+                **linear,
+            },
+        },
+    ]
+
+
+def closest_scheduler(run: LrRun) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+    """The DeepSpeed scheduler closest to the plan's LR (smallest mean |ΔLR| over all steps), and for every
+    candidate its mean and largest |ΔLR| as fractions of the peak LR."""
+    import numpy as np
+
+    step = np.arange(run.steps, dtype=float)
+    target = run.plan_lr(step)
+    scores: dict[str, tuple[float, float]] = {}
+    for scheduler in _candidates(run):
+        gap = np.abs(deepspeed_lr(scheduler, run.peak_lr, step) - target) / run.peak_lr
+        scores[scheduler["type"]] = (float(gap.mean()), float(gap.max()))
+    best = min(_candidates(run), key=lambda c: scores[c["type"]][0])
+    return best, scores
+
+
+def _lr_run(f: Facts, warnings: list[str]) -> LrRun:
     if f.ramp:
         steps = f.steps_without_ramp(f.scheduled_tokens)
         warmup = f.steps_without_ramp(f.warmup_end_tokens)
@@ -54,89 +148,97 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
         )
     else:
         steps, warmup, cooldown = f.total_steps, f.warmup_steps, f.cooldown_steps
+    return LrRun(steps, warmup, cooldown, f.peak_lr, f.final_lr, f.cooldown_shape)
 
-    cosine = f.final_lr > 0 or f.cooldown_shape == "cosine"
-    if cosine:
-        scheduler = {
-            "type": "WarmupCosineLR",
-            "params": {
-                "total_num_steps": int(steps),
-                "warmup_min_ratio": 0.0,
-                "warmup_num_steps": max(int(warmup), 1),
-                "cos_min_ratio": float(f.final_lr / f.peak_lr) if f.peak_lr else 0.0,
-                "warmup_type": "linear",
-            },
-        }
-    else:
-        scheduler = {
-            "type": "WarmupDecayLR",
-            "params": {
-                "total_num_steps": int(steps),
-                "warmup_min_lr": 0.0,
-                "warmup_max_lr": float(f.peak_lr),
-                "warmup_num_steps": int(warmup),
-                "warmup_type": "linear",
-            },
-        }
+
+def _scheduler(f: Facts, warnings: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The closest DeepSpeed scheduler and the ``runplan.lr_schedule`` record of how far it is off."""
+    run = _lr_run(f, warnings)
+    scheduler, scores = closest_scheduler(run)
+    mean, worst = scores[scheduler["type"]]
+    stable = run.steps - run.warmup - run.cooldown
+    missing = {
+        "WarmupLR": f"it keeps the peak LR through the cooldown: run the last {run.cooldown:,} steps with a client "
+        "scheduler",
+        "WarmupDecayLR": "it decays linearly from the end of warmup",
+        "WarmupCosineLR": "it decays along a cosine from the end of warmup",
+    }[scheduler["type"]]
     warnings.append(
-        f"LR schedule: DeepSpeed has no WSD scheduler; the plan's warmup {warmup:,}, stable "
-        f"{steps - warmup - cooldown:,} and {f.cooldown_shape} cooldown {cooldown:,} steps become {scheduler['type']} "
-        f"decaying over all {steps - warmup:,} post-warmup steps; for the exact schedule pass a client "
-        "lr_scheduler to deepspeed.initialize"
+        f"LR schedule: DeepSpeed has no warmup-stable-decay scheduler; the plan's warmup {run.warmup:,}, stable "
+        f"{stable:,} and {run.shape} cooldown {run.cooldown:,} steps are closest to {scheduler['type']}, whose LR "
+        f"is off by {mean:.1%} of the peak on average and {worst:.1%} at most ({missing}); for the exact "
+        "schedule pass a client lr_scheduler to deepspeed.initialize"
     )
-
-    config: dict[str, Any] = {
-        "train_batch_size": int(d * b * m),
-        "train_micro_batch_size_per_gpu": int(b),
-        "gradient_accumulation_steps": int(m),
-        "steps_per_print": 10,
-        "gradient_clipping": ASSUMED_OPTIMIZER["grad_clip_norm"],
-        "bf16": {"enabled": True},
-        "zero_optimization": {"stage": int(f.zero)},
-        "optimizer": {
-            "type": "AdamW",
-            "params": {
-                "lr": float(f.peak_lr),
-                "betas": [ASSUMED_OPTIMIZER["beta1"], ASSUMED_OPTIMIZER["beta2"]],
-                "eps": ASSUMED_OPTIMIZER["eps"],
-                "weight_decay": ASSUMED_OPTIMIZER["weight_decay"],
-            },
+    record = {
+        "plan": {
+            "warmup_steps": run.warmup,
+            "stable_steps": stable,
+            "cooldown_steps": run.cooldown,
+            "cooldown_shape": run.shape,
+            "peak_lr": run.peak_lr,
+            "final_lr": run.final_lr,
         },
-        "scheduler": scheduler,
+        "exported": scheduler["type"],
+        "abs_deviation_of_peak": {
+            kind: {"mean": round(m, 6), "max": round(w, 6)} for kind, (m, w) in scores.items()
+        },
     }
-    if f.tp > 1:
-        config["tensor_parallel"] = {"autotp_size": int(f.tp)}
+    return scheduler, record
+
+
+def _refuse_pipeline_zero(f: Facts) -> None:
+    from runplan.errors import SpecError
+
+    if f.layout.pp > 1 and f.layout.zero >= 2:
+        raise SpecError(
+            f"DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only; the plan has ZeRO-{f.layout.zero} with "
+            f"pipeline degree {f.layout.pp}",
+            where="parallel.zero",
+            hint="pin parallel.zero: 1 (or parallel.pp: 1) and plan again, or export to megatron or torchtitan",
+        )
+
+
+def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) -> None:
+    d = f.layout.dp
+    if f.layout.tp > 1:
+        config["tensor_parallel"] = {"autotp_size": int(f.layout.tp)}
         warnings.append(
-            f"tensor parallel: exported as AutoTP (autotp_size {f.tp}), which covers Hugging Face "
+            f"tensor parallel: exported as AutoTP (autotp_size {f.layout.tp}), which covers Hugging Face "
             "models AutoTP supports; Megatron-style sequence parallelism has no ds_config key"
             + (
                 ", and AutoTP does not overlap its collectives with the GEMMs as the plan's step time assumes: "
                 "expect a slower step"
-                if f.sequence_parallel and f.tp <= f.gpus_per_node
+                if f.layout.sequence_parallel and f.layout.tp <= f.gpus_per_node
                 else ""
             )
         )
-    if f.pp > 1:
+    if f.layout.pp > 1:
         warnings.append(
             f"pipeline: DeepSpeed sets the pipeline degree in user code: PipelineModule(..., "
-            f"num_stages={f.pp})" + (f"; no interleaving (the plan has v = {f.vpp})" if f.vpp > 1 else "")
+            f"num_stages={f.layout.pp})"
+            + (f"; no interleaving (the plan has v = {f.layout.vpp})" if f.layout.vpp > 1 else "")
         )
-    if f.cp > 1:
+    if f.layout.cp > 1:
         warnings.append(
-            f"context parallel: c = {f.cp} has no ds_config key; DeepSpeed's Ulysses sequence "
+            f"context parallel: c = {f.layout.cp} has no ds_config key; DeepSpeed's Ulysses sequence "
             "parallelism is set up in user code (sequence-parallel process groups)"
         )
-    if f.ep > 1:
-        warnings.append(f"expert parallel: set ep_size={f.ep} in deepspeed.moe.layer.MoE in the model code")
-    if f.tp > 1 or f.pp > 1 or f.cp > 1:
+    if f.layout.ep > 1:
+        warnings.append(
+            f"expert parallel: set ep_size={f.layout.ep} in deepspeed.moe.layer.MoE in the model code"
+        )
+    if f.layout.tp > 1 or f.layout.pp > 1 or f.layout.cp > 1:
         warnings.append(
             f"batch identity: pass deepspeed.initialize an mpu whose data-parallel world size is d = {d} "
-            f"(world {f.n_gpus} = t*p*d*c = {f.tp}*{f.pp}*{d}*{f.cp}); without one DeepSpeed divides "
+            f"(world {f.n_gpus} = t*p*d*c = {f.layout.tp}*{f.layout.pp}*{d}*{f.layout.cp}); without one DeepSpeed divides "
             "by the whole world"
         )
-    if f.recompute != "none":
+
+
+def _user_code_warnings(f: Facts, warnings: list[str]) -> None:
+    if f.layout.recompute != "none":
         warnings.append(
-            f"recompute: '{f.recompute}' is applied in the model code "
+            f"recompute: '{f.layout.recompute}' is applied in the model code "
             "(deepspeed.checkpointing.checkpoint around each layer); ds_config cannot switch it on"
         )
     warnings.append(
@@ -148,6 +250,52 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
             else ""
         )
     )
+    warnings.append(
+        "model: DeepSpeed builds no model; construct it with every field of runplan.architecture in this file "
+        "(RoPE base and scaling, norm epsilon, init std, biases, tied embeddings)"
+    )
 
-    text = json.dumps(config, indent=2) + "\n"
+
+def export_deepspeed(plan: RunPlan) -> ExportResult:
+    """Render ``plan`` as a DeepSpeed ds_config (pure; see the module docstring)."""
+    from runplan.export import ExportResult
+
+    f = facts(plan)
+    _refuse_pipeline_zero(f)
+    warnings: list[str] = [f"optimizer: {ASSUMED_OPTIMIZER_SOURCE}"]
+    scheduler, lr_record = _scheduler(f, warnings)
+    b, m, d = f.layout.micro_batch, f.layout.microbatches, f.layout.dp
+    config: dict[str, Any] = {
+        "train_batch_size": int(d * b * m),
+        "train_micro_batch_size_per_gpu": int(b),
+        "gradient_accumulation_steps": int(m),
+        "steps_per_print": 10,
+        "gradient_clipping": ASSUMED_OPTIMIZER["grad_clip_norm"],
+        "bf16": {"enabled": True},
+        "zero_optimization": {"stage": int(f.layout.zero)},
+        "optimizer": {
+            "type": "AdamW",
+            "params": {
+                "lr": float(f.peak_lr),
+                "betas": [ASSUMED_OPTIMIZER["beta1"], ASSUMED_OPTIMIZER["beta2"]],
+                "eps": ASSUMED_OPTIMIZER["eps"],
+                "weight_decay": ASSUMED_OPTIMIZER["weight_decay"],
+            },
+        },
+        "scheduler": scheduler,
+    }
+    _parallel_warnings(f, config, warnings)
+    _user_code_warnings(f, warnings)
+    arch = architecture(plan)
+    config["runplan"] = {
+        "note": "written by runplan export; DeepSpeed ignores this key (docs/export.md)",
+        "plan": f.name,
+        "warnings": list(warnings),
+        "architecture": {"source": arch.source, **arch.fields()},
+        "lr_schedule": lr_record,
+    }
+    text = json.dumps(config, indent=2, allow_nan=False) + "\n"
     return ExportResult(target="deepspeed", text=text, warnings=warnings, filename=f"{f.name}.deepspeed.json")
+
+
+__all__ = ["LrRun", "closest_scheduler", "deepspeed_lr", "export_deepspeed"]

@@ -33,6 +33,15 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   memory; ``--save-retain-interval`` the milestone interval (Megatron keeps those and the latest, so the plan's
   rolling generations are not expressible: warning).
 
+* architecture (``_architecture``, every catalog field, listed in the header): ``--rotary-base`` θ (Megatron's
+  default 10000 otherwise), Llama 3.1 scaling as ``--use-rope-scaling --rope-scaling-factor`` (Megatron fixes
+  the band factors 1/4 and the original context 8192: other values warn), YaRN under MLA as ``--rope-type yarn
+  --rotary-scaling-factor --mscale --mscale-all-dim`` (original context 4096 and β 32/1 come from
+  MLATransformerConfig: other values warn), ``--norm-epsilon``, ``--init-method-std``, the MoE router
+  (``--moe-router-score-function``, ``--moe-router-enable-expert-bias``, ``--moe-router-num-groups``,
+  ``--moe-router-group-topk``, ``--moe-router-topk-scaling-factor``) and ``--make-vocab-size-divisible-by``
+  chosen so that Megatron's padding (to a multiple of it × t) leaves V as planned.
+
 Left out (placeholders in the script): data paths, tokenizer, launcher environment (MASTER_ADDR, NODE_RANK).
 """
 
@@ -41,6 +50,8 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
+from runplan.errors import SpecError
+from runplan.export._architecture import Architecture, architecture
 from runplan.export._common import (
     ASSUMED_OPTIMIZER,
     ASSUMED_OPTIMIZER_SOURCE,
@@ -58,6 +69,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DATA = "megatron_arguments"
 _WSD_STYLE = {"1-sqrt": "minus_sqrt", "linear": "linear", "cosine": "cosine"}
+#: What Megatron's --use-rope-scaling applies besides --rope-scaling-factor: Llama 3.1's band factors and
+#: original context, fixed (megatron/core/models/common/embeddings/rotary_pos_embedding.py, _apply_scaling).
+_MEGATRON_LLAMA3_SCALING = {
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
+}
+#: YaRN settings multi-latent attention takes from MLATransformerConfig's defaults, not from flags
+#: (megatron/core/transformer/transformer_config.py: original_max_position_embeddings, beta_fast, beta_slow).
+_MEGATRON_MLA_YARN = {"original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0}
+#: Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x t (default 128).
+_MEGATRON_VOCAB_DIVISOR = 128
 
 Arg = tuple[str, list[str], str]  # flag, values, comment
 
@@ -130,7 +153,7 @@ def pipeline_layout(stage_layers: list[int], v: int) -> str:
 
 def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
     args: list[Arg] = []
-    p, v, L = f.pp, f.vpp, f.n_layers
+    p, v, L = f.layout.pp, f.layout.vpp, f.n_layers
     if p == 1:
         return args
     args.append(("--pipeline-model-parallel-size", [str(p)], f"p: {L} layers over {p} stages"))
@@ -182,7 +205,7 @@ def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
                     f"v = {v}; {L} layers do not split evenly into {p}x{v} chunks",
                 )
             )
-        per_replica = (st.batch_sequences // (f.dp * f.micro_batch) for st in f.stages)
+        per_replica = (st.batch_sequences // (f.layout.dp * f.layout.micro_batch) for st in f.stages)
         uneven = sorted({m for m in per_replica if m % p})
         if uneven:
             warnings.append(
@@ -192,16 +215,8 @@ def _pipeline_args(f: Facts, warnings: list[str]) -> list[Arg]:
     return args
 
 
-def export_megatron(plan: RunPlan) -> ExportResult:
-    """Render ``plan`` as a Megatron-LM ``pretrain_gpt.py`` launch script (pure; see the module docstring)."""
-    from runplan.export import ExportResult
-
-    f = facts(plan)
-    data = engine_data(DATA)
-    warnings: list[str] = []
-    groups: list[tuple[str, list[Arg]]] = []
-
-    # ---- model ----
+def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Model shape flags."""
     model: list[Arg] = [
         ("--num-layers", [str(f.n_layers)], "L"),
         ("--hidden-size", [str(f.d_model)], "h"),
@@ -232,7 +247,6 @@ def export_megatron(plan: RunPlan) -> ExportResult:
     model += [
         ("--seq-length", [str(f.seq_len)], "s"),
         ("--max-position-embeddings", [str(f.seq_len)], "Megatron requires >= seq-length"),
-        ("--position-embedding-type", ["learned_absolute" if f.learned_positions else "rope"], ""),
         ("--normalization", ["RMSNorm" if f.norm == "rmsnorm" else "LayerNorm"], ""),
     ]
     if f.mlp == "swiglu":
@@ -249,10 +263,7 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         model.append(("--qk-layernorm", [], "QK-norm"))
     if not f.tied_embeddings:
         model.append(("--untie-embeddings-and-output-weights", [], "separate output head"))
-    model += [
-        ("--attention-dropout", ["0.0"], "no dropout (the plan's memory model stores no masks)"),
-        ("--hidden-dropout", ["0.0"], ""),
-    ]
+    model += _stack_model_args(f)
     if f.n_experts:
         model += [
             ("--num-experts", [str(f.n_experts)], "E"),
@@ -272,27 +283,148 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         if f.n_dense_layers:
             pattern = f"([0]*{f.n_dense_layers}+[1]*{f.n_layers - f.n_dense_layers})"
             model.append(("--moe-layer-freq", [pattern], f"first {f.n_dense_layers} layers dense"))
-    groups.append(("model shape", model))
+    return model
 
-    # ---- parallel layout ----
-    layout: list[Arg] = [("--tensor-model-parallel-size", [str(f.tp)], "t")]
-    layout += _pipeline_args(f, warnings)
-    if f.cp > 1:
-        layout.append(
-            ("--context-parallel-size", [str(f.cp)], f"c: each rank holds s/c = {f.seq_len // f.cp} tokens")
+
+def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
+    """Position embedding, RoPE base and RoPE scaling flags."""
+    if arch.positions == "learned":
+        return [("--position-embedding-type", ["learned_absolute"], f"{f.learned_positions:,} learned rows")]
+    args: list[Arg] = []
+    scaling = arch.rope_scaling
+    yarn = scaling is not None and scaling.type == "yarn"
+    kind = "yarn" if yarn and f.attention != "mla" else "rope"
+    args.append(("--position-embedding-type", [kind], ""))
+    if arch.rope_theta is None:
+        warnings.append(
+            f"RoPE base: {f.model_name or 'the model'} gives none (its source publishes no RoPE theta), so "
+            "Megatron's default --rotary-base 10000 applies"
         )
-        if f.seq_len % (2 * f.cp):
+        return args
+    theta = arch.rope_theta
+    args.append(("--rotary-base", [str(round(theta))], "RoPE base theta (Megatron default 10000)"))
+    if theta != round(theta):
+        warnings.append(
+            f"RoPE: Megatron's --rotary-base is an integer; theta {theta} is rounded to {round(theta)}"
+        )
+    if scaling is None:
+        if f.attention == "mla":
+            args.append(("--rope-type", ["rope"], "MLA defaults to yarn; this model has no RoPE scaling"))
+        return args
+    if scaling.type == "llama3":
+        args += [
+            ("--use-rope-scaling", [], "Llama 3.1 RoPE scaling"),
+            ("--rope-scaling-factor", [fmt_float(scaling.factor)], "factor"),
+        ]
+        fixed = _MEGATRON_LLAMA3_SCALING
+    else:
+        args += [
+            ("--rotary-scaling-factor", [fmt_float(scaling.factor)], "YaRN factor"),
+            ("--mscale", [fmt_float(scaling.mscale if scaling.mscale is not None else 1.0)], ""),
+            ("--mscale-all-dim", [fmt_float(scaling.mscale_all_dim or 0.0)], ""),
+        ]
+        if f.attention == "mla":
+            args.insert(0, ("--rope-type", ["yarn"], "YaRN RoPE in multi-latent attention"))
+            fixed = _MEGATRON_MLA_YARN
+        else:
+            args += [
+                (
+                    "--yarn-original-max-position-embeddings",
+                    [str(scaling.original_max_position_embeddings)],
+                    "",
+                ),
+                ("--yarn-beta-fast", [fmt_float(scaling.beta_fast or 32.0)], ""),
+                ("--yarn-beta-slow", [fmt_float(scaling.beta_slow or 1.0)], ""),
+            ]
+            fixed = {}
+    differ = {k: v for k, v in fixed.items() if getattr(scaling, k) not in (None, v)}
+    if differ:
+        warnings.append(
+            f"RoPE scaling: Megatron fixes {', '.join(f'{k} = {v}' for k, v in fixed.items())} here; the model has "
+            + ", ".join(f"{k} = {getattr(scaling, k)}" for k in differ)
+        )
+    return args
+
+
+def _router_args(f: Facts, arch: Architecture) -> list[Arg]:
+    """MoE router flags: score function, expert bias, group-limited routing, weight scale."""
+    if not arch.moe:
+        return []
+    args: list[Arg] = [
+        ("--moe-router-score-function", [arch.router_score], "softmax over the top-k, or sigmoid scores")
+    ]
+    if arch.router_expert_bias:
+        args.append(("--moe-router-enable-expert-bias", [], "aux-loss-free balancing bias"))
+    if arch.router_groups:
+        args += [
+            ("--moe-router-num-groups", [str(arch.router_groups)], "group-limited routing"),
+            ("--moe-router-group-topk", [str(arch.router_group_topk)], "groups per token"),
+        ]
+    if arch.router_topk_scale != 1.0:
+        args.append(("--moe-router-topk-scaling-factor", [fmt_float(arch.router_topk_scale)], ""))
+    return args
+
+
+def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
+    """Every architecture field the catalog carries, as flags (see _architecture)."""
+    args = _rope_args(f, arch, warnings)
+    if arch.norm_eps is not None:
+        args.append(("--norm-epsilon", [fmt_float(arch.norm_eps)], "Megatron default 1e-5"))
+    if arch.init_std is not None:
+        args.append(("--init-method-std", [fmt_float(arch.init_std)], "Megatron default 0.02"))
+    args += _router_args(f, arch)
+    t = f.layout.tp
+    if f.vocab_size % t == 0:
+        quotient = f.vocab_size // t
+        divisor = 1
+        while divisor < _MEGATRON_VOCAB_DIVISOR and quotient % (2 * divisor) == 0:
+            divisor *= 2
+        args.append(
+            (
+                "--make-vocab-size-divisible-by",
+                [str(divisor)],
+                f"Megatron pads V to a multiple of this x t; {divisor} x {t} divides V = {f.vocab_size:,}",
+            )
+        )
+    else:
+        padded = -(-f.vocab_size // (_MEGATRON_VOCAB_DIVISOR * t)) * _MEGATRON_VOCAB_DIVISOR * t
+        warnings.append(
+            f"vocabulary: V = {f.vocab_size:,} is not a multiple of t = {t}; Megatron pads it to {padded:,} rows "
+            "(more embedding and output parameters than planned)"
+        )
+    return args
+
+
+def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Parallel layout flags (DP is world / (t*p*c), not a flag)."""
+    layout: list[Arg] = [("--tensor-model-parallel-size", [str(f.layout.tp)], "t")]
+    layout += _pipeline_args(f, warnings)
+    if f.layout.cp > 1:
+        layout.append(
+            (
+                "--context-parallel-size",
+                [str(f.layout.cp)],
+                f"c: each rank holds s/c = {f.seq_len // f.layout.cp} tokens",
+            )
+        )
+        if f.seq_len % (2 * f.layout.cp):
             warnings.append(
                 f"context parallel: Megatron requires seq-length {f.seq_len} to be a multiple of "
-                f"2 x cp = {2 * f.cp}"
+                f"2 x cp = {2 * f.layout.cp}"
             )
-    if f.ep > 1:
+    if f.layout.ep > 1:
         layout.append(
-            ("--expert-model-parallel-size", [str(f.ep)], f"e (taken from the d = {f.dp} data ranks)")
+            (
+                "--expert-model-parallel-size",
+                [str(f.layout.ep)],
+                f"e (taken from the d = {f.layout.dp} data ranks)",
+            )
         )
-    if f.sequence_parallel:
+    if f.layout.sequence_parallel:
         layout.append(("--sequence-parallel", [], "shard norms/dropout activations over t"))
-        if f.tp <= f.gpus_per_node:  # userbuffers work inside one NVLink domain (the time model agrees)
+        if (
+            f.stack.tp_comm_overlap and f.layout.tp <= f.gpus_per_node
+        ):  # userbuffers work inside one NVLink domain (the time model agrees)
             layout.append(
                 (
                     "--tp-comm-overlap",
@@ -301,12 +433,16 @@ def export_megatron(plan: RunPlan) -> ExportResult:
                     "the step time assumes it",
                 )
             )
-    elif f.tp > 1:
+    elif f.layout.tp > 1:
         warnings.append("sequence parallel: the plan turns it off with TP > 1; Megatron runs without it")
-    if f.zero in (1, 2):
-        layout.append(("--use-distributed-optimizer", [], f"ZeRO-{f.zero}: optimizer state sharded over d·c"))
-        layout += [("--overlap-grad-reduce", [], ""), ("--overlap-param-gather", [], "")]
-        if f.zero == 2:
+    if f.layout.zero in (1, 2):
+        layout.append(
+            ("--use-distributed-optimizer", [], f"ZeRO-{f.layout.zero}: optimizer state sharded over d·c")
+        )
+        if f.stack.overlap_grad_reduce:
+            layout.append(("--overlap-grad-reduce", [], "DP gradient reduction under the backward pass"))
+        layout.append(("--overlap-param-gather", [], ""))
+        if f.layout.zero == 2:
             full_grad = 2 * f.weights_bytes_per_gpu  # fp32 main grads: 4 B/param vs bf16 weights 2 B/param
             warnings.append(
                 f"ZeRO-2: Megatron's distributed optimizer reduce-scatters gradients but keeps a full-size gradient "
@@ -314,57 +450,102 @@ def export_megatron(plan: RunPlan) -> ExportResult:
                 f"counted {fmt_bytes(f.gradients_bytes_per_gpu)} of sharded gradients; check memory, or add "
                 "--grad-reduce-in-bf16 to halve the buffer"
             )
-    elif f.zero == 3:
+    elif f.layout.zero == 3:
         layout += [
             ("--use-megatron-fsdp", [], "ZeRO-3: parameters, gradients and optimizer state sharded"),
             ("--data-parallel-sharding-strategy", ["optim_grads_params"], ""),
             ("--ckpt-format", ["fsdp_dtensor"], "Megatron FSDP requires this checkpoint format"),
         ]
-        if f.pp > 1 or f.ep > 1:
+        if f.layout.pp > 1 or f.layout.ep > 1:
             warnings.append(
                 "ZeRO-3: Megatron FSDP with pipeline or expert parallelism is not the tested path; "
                 "consider ZeRO-1 (--use-distributed-optimizer)"
             )
-    groups.append(
-        (f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.tp}*{f.pp}*{f.cp}) = {f.dp})", layout)
-    )
+    return layout
 
-    # ---- batch and schedule ----
+
+def _batch_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Batch, ramp and recomputation flags."""
     ramped = bool(f.ramp)
     g = f.global_batch_sequences
     batch: list[Arg] = [
-        ("--micro-batch-size", [str(f.micro_batch)], "b sequences per GPU per micro-batch"),
+        ("--micro-batch-size", [str(f.layout.micro_batch)], "b sequences per GPU per micro-batch"),
         (
             "--global-batch-size",
             [str(g)],
-            f"d*b*m = {f.dp}*{f.micro_batch}*{f.microbatches} = {g:,} sequences = {g * f.seq_len:,} tokens",
+            f"d*b*m = {f.layout.dp}*{f.layout.micro_batch}*{f.layout.microbatches} = {g:,} sequences = {g * f.seq_len:,} tokens",
         ),
     ]
     if ramped:
         values, comment = _ramp_args(f, warnings)
         batch.append(("--rampup-batch-size", values, comment))
-    if f.recompute == "full":
-        batch += [
-            ("--recompute-granularity", ["full"], "full recomputation of every layer"),
-            ("--recompute-method", ["uniform"], ""),
-            ("--recompute-num-layers", ["1"], ""),
-        ]
-    elif f.recompute == "selective":
-        modules = ["layernorm", "moe_act"] if f.n_experts else ["layernorm"]
-        batch += [
-            ("--recompute-granularity", ["selective"], ""),
-            ("--recompute-modules", modules, "the plan's selective: norm outputs + MLP activation"),
-        ]
-        if not f.n_experts:
-            warnings.append(
-                "recompute: the plan's selective mode also recomputes the dense MLP activation; "
-                "Megatron has no module for that alone ('mlp' recomputes the whole MLP), so only "
-                "'layernorm' is set: activation memory is higher than planned"
-            )
-    groups.append(("batch and recomputation", batch))
+    return batch + _recompute_args(f, warnings)
 
+
+def _recompute_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Recomputation as the stack defines it: full with its method and layer count, selective with its modules
+    (Megatron-core --recompute-modules names; the dense MLP's activation alone has no module)."""
+    stack = f.stack
+    if f.layout.recompute == "full":
+        method, layers = stack.full_recompute_method, stack.full_recompute_layers
+        return [
+            ("--recompute-granularity", ["full"], "full recomputation"),
+            ("--recompute-method", [method], "stack full_recompute_method"),
+            ("--recompute-num-layers", [str(layers)], "stack full_recompute_layers"),
+        ]
+    if f.layout.recompute != "selective":
+        return []
+    wanted: list[str] = [
+        m for m in stack.selective_recompute if m != "mlp_act" and (m != "moe_act" or f.n_experts)
+    ]
+    if "mlp_act" in stack.selective_recompute and not f.n_experts:
+        warnings.append(
+            "recompute: the plan's selective mode also recomputes the dense MLP activation; "
+            "Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: "
+            "activation memory is higher than planned"
+        )
+    if not wanted:
+        return []
+    return [
+        ("--recompute-granularity", ["selective"], ""),
+        ("--recompute-modules", wanted, "the stack's selective_recompute modules"),
+    ]
+
+
+def _stack_model_args(f: Facts) -> list[Arg]:
+    """Attention kernel and dropout from the plan's stack (the memory model keeps masks only with dropout)."""
+    stack = f.stack
+    if (
+        stack.pipeline_scatter_gather
+        and f.layout.pp > 1
+        and f.layout.tp > 1
+        and not f.layout.sequence_parallel
+    ):
+        raise SpecError(
+            "Megatron-core cannot scatter pipeline sends over the TP ranks without sequence parallelism (the "
+            "plan's step time assumes it)",
+            where="stack.pipeline_scatter_gather",
+            hint="set stack.pipeline_scatter_gather: false, or turn sequence parallelism on",
+        )
+    backend = "flash" if stack.flash_attention else "unfused"
+    return [
+        ("--attention-backend", [backend], "stack flash_attention"),
+        ("--attention-dropout", [fmt_float(stack.attention_dropout)], "stack attention_dropout"),
+        ("--hidden-dropout", [fmt_float(stack.hidden_dropout)], "stack hidden_dropout"),
+    ]
+
+
+def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Optimizer, learning-rate schedule and run length."""
+    ramped = bool(f.ramp)
+    g = f.global_batch_sequences
     lr: list[Arg] = [
         ("--bf16", [], "bf16 compute, fp32 master weights"),
+        *(
+            [("--grad-reduce-in-bf16", [], "stack gradient_dtype bf16")]
+            if f.stack.gradient_dtype == "bf16"
+            else []
+        ),
         ("--optimizer", ["adam"], "Megatron's adam is AdamW (decoupled weight decay)"),
         ("--lr", [fmt_float(f.peak_lr)], "peak LR from the plan"),
         ("--min-lr", [fmt_float(f.final_lr)], "final LR"),
@@ -402,15 +583,17 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         ("--weight-decay", [fmt_float(ASSUMED_OPTIMIZER["weight_decay"])], "assumed"),
         ("--clip-grad", [fmt_float(ASSUMED_OPTIMIZER["grad_clip_norm"])], "assumed"),
     ]
-    groups.append(("learning rate and length", lr))
+    return lr
 
-    # ---- checkpoints ----
+
+def _checkpoint_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """Checkpoint flags."""
     ck: list[Arg] = [
         ("--save", ['"$CHECKPOINT_DIR"'], ""),
         ("--load", ['"$CHECKPOINT_DIR"'], "resume from the latest checkpoint"),
         ("--save-interval", [str(f.checkpoint_interval_steps)], "the plan's checkpoint interval (Daly)"),
     ]
-    if f.zero != 3:
+    if f.layout.zero != 3:
         ck.append(("--ckpt-format", ["torch_dist"], "distributed checkpoint (needed for --async-save)"))
         if f.async_checkpoint:
             ck.append(("--async-save", [], "the plan stages the save through pinned host memory"))
@@ -428,35 +611,60 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         f"checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the "
         f"plan's {f.retention_generations} rolling generations need an external cleanup job"
     )
-    groups.append(("checkpoints", ck))
+    return ck
 
-    data_args: list[Arg] = [
+
+def _data_args(f: Facts) -> list[Arg]:
+    """Data and tokenizer: placeholders the script refuses to run without."""
+    return [
         ("--data-path", ['"$DATA_PATH"'], "your tokenized data prefix(es)"),
         ("--split", ["99,1,0"], "train/valid/test"),
         ("--tokenizer-type", ["HuggingFaceTokenizer"], ""),
         ("--tokenizer-model", ['"$TOKENIZER_MODEL"'], f"the plan assumes a vocabulary of {f.vocab_size:,}"),
         ("--log-interval", ["1"], ""),
     ]
-    groups.append(("data (placeholders)", data_args))
 
-    text = _render(f, data, groups, warnings)
+
+def export_megatron(plan: RunPlan) -> ExportResult:
+    """Render ``plan`` as a Megatron-LM ``pretrain_gpt.py`` launch script (pure; see the module docstring)."""
+    from runplan.export import ExportResult
+
+    f = facts(plan)
+    arch = architecture(plan)
+    data = engine_data(DATA)
+    warnings: list[str] = []
+    layout_title = f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.layout.tp}*{f.layout.pp}*{f.layout.cp}) = {f.layout.dp})"
+    groups: list[tuple[str, list[Arg]]] = [
+        ("model shape", _model_args(f, warnings)),
+        ("architecture (catalog: every field, see the header)", _architecture_args(f, arch, warnings)),
+        (layout_title, _layout_args(f, warnings)),
+        ("batch and recomputation", _batch_args(f, warnings)),
+        ("learning rate and length", _lr_args(f, warnings)),
+        ("checkpoints", _checkpoint_args(f, warnings)),
+        ("data (placeholders)", _data_args(f)),
+    ]
+    text = _render(f, arch, data, groups, warnings)
     filename = f"{f.name}.megatron.sh"
     return ExportResult(target="megatron", text=text, warnings=warnings, filename=filename)
 
 
-def _render(f: Facts, data: dict, groups: list[tuple[str, list[Arg]]], warnings: list[str]) -> str:
+def _render(
+    f: Facts, arch: Architecture, data: dict, groups: list[tuple[str, list[Arg]]], warnings: list[str]
+) -> str:
     fsdp = any(flag == "--use-megatron-fsdp" for _, args in groups for flag, _, _ in args)
     lines = [
         "#!/usr/bin/env bash",
         f"# Megatron-LM launch script for plan '{f.name}', generated by runplan {runplan_version()}.",
         f"# Flags checked against {data['engine']} {data['version']}:",
         "#   megatron/training/arguments.py (list: runplan/export/data/megatron_arguments.json).",
-        f"# World: {f.n_gpus} GPUs = {f.n_nodes} nodes x {f.gpus_per_node}; t={f.tp} p={f.pp} d={f.dp} c={f.cp} "
-        f"e={f.ep} v={f.vpp} ZeRO-{f.zero} b={f.micro_batch} m={f.microbatches} recompute={f.recompute}.",
+        f"# World: {f.n_gpus} GPUs = {f.n_nodes} nodes x {f.gpus_per_node}; t={f.layout.tp} p={f.layout.pp} d={f.layout.dp} c={f.layout.cp} "
+        f"e={f.layout.ep} v={f.layout.vpp} ZeRO-{f.layout.zero} b={f.layout.micro_batch} m={f.layout.microbatches} recompute={f.layout.recompute}.",
         f"# Assumed, {ASSUMED_OPTIMIZER_SOURCE}.",
         "# Run on every node: NODE_RANK=<i> MASTER_ADDR=<node 0> DATA_PATH=... TOKENIZER_MODEL=... "
         "CHECKPOINT_DIR=... MEGATRON_LM=<checkout> bash <this file>",
     ]
+    lines.append(f"# Architecture (catalog source: {arch.source}):")
+    lines += [f"#   {line}" for line in arch.lines()]
     if warnings:
         lines.append("#")
         lines.append("# WARNINGS (what this engine cannot express as planned):")
@@ -471,7 +679,7 @@ def _render(f: Facts, data: dict, groups: list[tuple[str, list[Arg]]], warnings:
         f"GPUS_PER_NODE={f.gpus_per_node}",
         f"NNODES={f.n_nodes}",
     ]
-    if (f.tp > 1 or f.cp > 1) and not fsdp:
+    if (f.layout.tp > 1 or f.layout.cp > 1) and not fsdp:
         lines.append(
             "export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron asserts this with TP/CP before Blackwell"
         )
@@ -490,18 +698,3 @@ def _render(f: Facts, data: dict, groups: list[tuple[str, list[Arg]]], warnings:
         "",
     ]
     return "\n".join(lines)
-
-
-def parse_script_args(text: str) -> list[str]:
-    """The argument vector inside ``ARGS=( ... )`` of an exported script (comments dropped, quotes removed)."""
-    inside, tokens = False, []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped == "ARGS=(":
-            inside = True
-            continue
-        if inside and stripped == ")":
-            break
-        if inside and stripped and not stripped.startswith("#"):
-            tokens += shlex.split(stripped, comments=True)
-    return tokens

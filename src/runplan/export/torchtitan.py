@@ -8,8 +8,11 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
   c, ``expert_parallel_degree`` e, and DP as ``data_parallel_shard_degree`` d (FSDP2) or, for ZeRO-0,
   ``data_parallel_replicate_degree`` d (DDP). torchtitan shards with FSDP2 only, which is ZeRO-3; ZeRO-1/2
   become FSDP2 with ``fsdp_reshard_after_forward = "never"`` (parameters stay gathered from forward to
-  backward, the memory of ZeRO-2), with a warning. Interleaving: ``pipeline_parallel_schedule =
-  "Interleaved1F1B"`` and ``pipeline_parallel_layers_per_stage`` L/(p·v). With 1 < t ≤ GPUs per node
+  backward, the memory of ZeRO-2), with a warning. Pipeline: ``pipeline_parallel_schedule`` 1F1B or
+  Interleaved1F1B, and the stage split chosen under torchtitan's own rule (``virtual_stages``, ``stage_layers``)
+  to give the plan's p·v stages and its busiest rank, with ``pipeline_parallel_first/last_stage_less_layers``
+  always written (their default 1 made ⌈(80 + 2)/10⌉ = 9 stages for the 70B example, which torchtitan refuses
+  for p = 2). With 1 < t ≤ GPUs per node
   ``enable_async_tensor_parallel`` (the TP overlap the time model assumes), which torchtitan only accepts with
   ``[compile] enable`` and "model" in its components.
 * batch: torchtitan's gradient accumulation is global / (local × DP) (torchtitan/train.py), and under PP the
@@ -25,6 +28,10 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
   ``async_with_pinned_mem`` when the plan stages through pinned host memory.
 * ``[activation_checkpoint]``: ``mode`` none/selective/full; selective as op-level (``selective_ac_option =
   "op"``), which is torchtitan's policy, not the plan's per-module one: a warning says so.
+* required values torchtitan would otherwise default silently (its ``c4_test`` data set, a test tokenizer):
+  ``training.dataset`` and ``model.hf_assets_path`` are ``SET-ME`` placeholders that make it stop at start-up.
+* model: a registered flavor (``_FLAVORS``); the catalog's architecture is listed in the header and each field
+  where torchtitan's flavor (``export/data/torchtitan_flavors.json``) builds something else is a warning.
 
 torchtitan 0.3 replaced TOML job files with Python config functions (``--module <model> --config
 <function>`` plus ``--section.key value`` overrides); this file targets 0.2.x only and says so in its header.
@@ -34,6 +41,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from runplan.errors import SpecError
+from runplan.export._architecture import Architecture, architecture
 from runplan.export._common import (
     ASSUMED_OPTIMIZER,
     ASSUMED_OPTIMIZER_SOURCE,
@@ -49,6 +58,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from runplan.plan import RunPlan
 
 DATA = "torchtitan_keys"
+FLAVORS = "torchtitan_flavors"
+#: Required values left as placeholders: torchtitan refuses to start on them (an unregistered dataset name
+#: raises ValueError in hf_datasets/text_datasets.py; a tokenizer directory that does not exist fails to load).
+DATASET_PLACEHOLDER = "SET-ME: override with --training.dataset <registered dataset>"
+TOKENIZER_PLACEHOLDER = "SET-ME: override with --model.hf_assets_path <tokenizer directory>"
 _DECAY = {"1-sqrt": "sqrt", "linear": "linear", "cosine": "cosine"}
 #: runplan catalog presets that torchtitan 0.2.x ships as (model.name, model.flavor).
 _FLAVORS = {
@@ -76,122 +90,240 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"no TOML form for {type(value).__name__}")
 
 
-def export_torchtitan(plan: RunPlan) -> ExportResult:
-    """Render ``plan`` as a torchtitan 0.2.x TOML job config (pure; see the module docstring)."""
-    from runplan.export import ExportResult
+def stage_layers(n_layers: int, n_stages: int, first_less: int, last_less: int) -> list[int]:
+    """Transformer layers per (virtual) pipeline stage under torchtitan 0.2.2's rule.
 
-    f = facts(plan)
-    data = engine_data(DATA)
-    warnings: list[str] = []
-    sections: list[tuple[str, list[Entry]]] = []
+    torchtitan (distributed/pipeline_parallel.py) counts the embedding as ``first_less`` and the norm + output
+    as ``last_less`` extra layers, splits the L + first + last "effective" layers into ``n_stages`` parts that
+    differ by at most one (the first ``(L + first + last) mod n_stages`` parts one larger), and takes the
+    weights off the first and last part. Raises ValueError where torchtitan would.
+    """
+    effective = n_layers + first_less + last_less
+    if n_stages == 1:
+        return [n_layers]
+    base, extra = divmod(effective, n_stages)
+    if base == 0 or first_less > base or last_less > base:
+        raise ValueError(f"{n_stages} stages cannot split {n_layers} layers (+{first_less}/+{last_less})")
+    parts = [base + (1 if i < extra else 0) for i in range(n_stages)]
+    parts[0] -= first_less
+    parts[-1] -= last_less
+    return parts
 
-    sections.append(
-        (
-            "job",
-            [
-                ("description", f"runplan plan {f.name}", ""),
-                ("dump_folder", "./outputs", "checkpoints go to <dump_folder>/<checkpoint.folder>"),
-            ],
+
+def virtual_stages(n_layers: int, layers_per_stage: int | None, pp: int, interleaved: bool, less: int) -> int:
+    """torchtitan's number of pipeline stages: ⌈(L + first + last) / layers_per_stage⌉ when that key is set
+    (must be a multiple of p: 1 per rank for 1F1B, at least 2 for interleaved schedules), else p or 2p.
+    Raises ValueError with torchtitan's reason where it would refuse to start."""
+    if layers_per_stage is None:
+        return pp * (2 if interleaved else 1)
+    stages = -(-(n_layers + 2 * less) // layers_per_stage)
+    if stages % pp:
+        raise ValueError(
+            f"number of virtual stages ({stages}) must be divisible by pipeline parallel size ({pp})"
         )
-    )
+    per_rank = stages // pp
+    if (interleaved and per_rank < 2) or (not interleaved and per_rank != 1):
+        raise ValueError(f"{per_rank} stages per rank does not suit the schedule")
+    return stages
 
+
+def _split_candidates(f: Facts) -> list[tuple[tuple[bool, int, int, int], int, int | None, list[int]]]:
+    """Every (first/last-stage weight, layers-per-stage) setting torchtitan accepts for this pipeline, each with
+    a sort key: p·v stages first, then the lightest busiest rank, then the fewest keys written."""
+    p, v, L = f.layout.pp, f.layout.vpp, f.n_layers
+    out = []
+    for less in (0, 1):
+        for lps in (None, *range(1, L + 1)):
+            try:
+                stages = virtual_stages(L, lps, p, v > 1, less)
+                layers = stage_layers(L, stages, less, less)
+            except ValueError:
+                continue
+            busiest = max(sum(layers[rank::p]) for rank in range(p))  # stage i runs on rank i mod p
+            key = (stages != p * v, busiest, less, 0 if lps is None else 1)
+            out.append((key, less, lps, layers))
+    return out
+
+
+def _pipeline_entries(f: Facts, warnings: list[str]) -> list[Entry]:
+    """``[parallelism]`` pipeline keys: the plan's p·v stages with its busiest rank (⌈L/p⌉ layers) under
+    torchtitan's split rule (``virtual_stages``, ``stage_layers``), every key that rule reads written out."""
+    p, v, L = f.layout.pp, f.layout.vpp, f.n_layers
+    entries: list[Entry] = [("pipeline_parallel_degree", int(p), "p")]
+    if p == 1:
+        return entries
+    schedule = ("Interleaved1F1B", f"v = {v} stages per rank") if v > 1 else ("1F1B", "")
+    entries.append(("pipeline_parallel_schedule", *schedule))
+    key, less, lps, layers = min(_split_candidates(f), key=lambda c: c[0])
+    note = "embedding and output count as one layer each" if less else "torchtitan's default is 1"
+    entries += [
+        ("pipeline_parallel_first_stage_less_layers", less, note),
+        ("pipeline_parallel_last_stage_less_layers", less, ""),
+    ]
+    if lps is not None:
+        comment = f"ceil(({L} + {2 * less})/{lps}) = {len(layers)} stages"
+        entries.append(("pipeline_parallel_layers_per_stage", lps, comment))
+    busiest = key[1]
+    if key[0] or busiest != f.layers_per_stage:
+        warnings.append(
+            f"pipeline: torchtitan splits {L} layers into {len(layers)} stages with {busiest} layers on the "
+            f"busiest rank; the plan has {p}x{v} stages and {f.layers_per_stage} layers on the busiest rank"
+        )
+    entries.append(("pipeline_parallel_microbatch_size", int(f.layout.micro_batch), "b"))
+    return entries
+
+
+def _model_entries(f: Facts, arch: Architecture, warnings: list[str]) -> list[Entry]:
+    """``[model]``: a registered flavor, the tokenizer placeholder, and the flavor/catalog comparison."""
+    flavors = engine_data(FLAVORS)["llama3"]
     name, flavor = _FLAVORS.get(f.model_name, ("llama3", f.name))
     if f.model_name not in _FLAVORS:
         warnings.append(
-            f"model: torchtitan builds models from registered flavors; register a flavor '{flavor}' with "
-            f"L={f.n_layers}, h={f.d_model}, heads={f.n_heads}, kv={f.n_kv_heads}, F={f.ffn_hidden}, "
-            f"V={f.vocab_size}"
+            f"model: torchtitan 0.2.x has no flavor for this model and will not start until one named "
+            f"'{flavor}' is registered with L={f.n_layers}, h={f.d_model}, heads={f.n_heads}, kv={f.n_kv_heads}, "
+            f"F={f.ffn_hidden}, V={f.vocab_size}"
             + (f", {f.n_experts} experts top-{f.top_k}" if f.n_experts else "")
-            + " (torchtitan/models/<model>/__init__.py) or change model.name/flavor"
+            + " and the architecture in the header (torchtitan/models/<model>/__init__.py)"
         )
-    sections.append(("model", [("name", name, ""), ("flavor", flavor, f"L={f.n_layers}, h={f.d_model}")]))
-
-    sections.append(
-        (
-            "optimizer",
-            [
-                ("name", "AdamW", ""),
-                ("lr", float(f.peak_lr), "peak LR from the plan"),
-                ("beta1", ASSUMED_OPTIMIZER["beta1"], "assumed (see header)"),
-                ("beta2", ASSUMED_OPTIMIZER["beta2"], "assumed"),
-                ("eps", ASSUMED_OPTIMIZER["eps"], "assumed"),
-                ("weight_decay", ASSUMED_OPTIMIZER["weight_decay"], "assumed"),
-            ],
-        )
-    )
-
-    # schedule at the main batch (no ramp in torchtitan 0.2.x)
-    if f.ramp:
-        steps = f.steps_without_ramp(f.scheduled_tokens)
-        warmup = f.steps_without_ramp(f.warmup_end_tokens)
-        cooldown = f.steps_without_ramp(f.cooldown_tokens)
-        stages = ", ".join(f"{s.batch_sequences:,} sequences x {s.steps:,} steps" for s in f.ramp)
-        warnings.append(
-            f"batch ramp: torchtitan 0.2.x has none; the plan's ramp ({stages}) is dropped and the whole run uses "
-            f"{f.global_batch_sequences:,} sequences per step: {steps:,} steps instead of {f.total_steps:,} "
-            f"(same {f.scheduled_tokens:.4g} tokens), warmup {warmup:,} and cooldown {cooldown:,} steps "
-            "(same tokens)"
-        )
-        steps_note = f"{f.scheduled_tokens:.4g} tokens / {f.main_batch_tokens:,} per step"
     else:
-        steps, warmup, cooldown = f.total_steps, f.warmup_steps, f.cooldown_steps
-        steps_note = "the plan's steps"
+        warnings += _flavor_differences(f, arch, flavor, flavors[flavor])
+    return [
+        ("name", name, ""),
+        ("flavor", flavor, f"L={f.n_layers}, h={f.d_model}"),
+        ("hf_assets_path", TOKENIZER_PLACEHOLDER, "REQUIRED: directory with the tokenizer files"),
+    ]
+
+
+def _brief(value: Any) -> str:
+    """A flavor or catalog value in one short phrase (RoPE scaling as 'llama3 x8.0, original 8192, ...')."""
+    if isinstance(value, dict):
+        rest = ", ".join(f"{k} {v}" for k, v in value.items() if k not in ("type", "factor"))
+        return f"{value.get('type')} x{value.get('factor')} ({rest})"
+    return str(value)
+
+
+def _flavor_differences(f: Facts, arch: Architecture, flavor: str, spec: dict[str, Any]) -> list[str]:
+    """One warning per field where torchtitan's flavor builds another model than the catalog's."""
+    scaling = arch.rope_scaling
+    planned: dict[str, Any] = {
+        "n_layers": f.n_layers,
+        "dim": f.d_model,
+        "n_heads": f.n_heads,
+        "n_kv_heads": f.n_kv_heads,
+        "ffn_hidden": f.ffn_hidden,
+        "vocab_size": f.vocab_size,
+        "rope_theta": arch.rope_theta,
+        "rope_scaling": scaling.model_dump(exclude_none=True) if scaling else "none",
+        "norm_eps": arch.norm_eps,
+        "tied_embeddings": arch.tied_embeddings,
+        "bias": arch.linear_bias or arch.qkv_bias,
+        "qk_norm": arch.qk_norm,
+    }
+    out = [
+        f"architecture: torchtitan's llama3 '{flavor}' flavor has {key} = {_brief(spec[key])} where "
+        f"{f.model_name} has {_brief(value)}; register a flavor with the catalog's value"
+        for key, value in planned.items()
+        if value is not None and value != spec[key]
+    ]
+    if arch.init_std is not None and arch.init_std != spec["init_std"]:
+        out.append(
+            f"init: torchtitan initialises with std {spec['init_std']} (output projections depth-scaled), "
+            f"not {arch.init_std}"
+        )
+    return out
+
+
+def _steps(f: Facts, warnings: list[str]) -> tuple[int, int, int, str]:
+    """Total, warmup and cooldown steps at the main batch (no ramp in torchtitan 0.2.x) and a comment."""
+    if not f.ramp:
+        return f.total_steps, f.warmup_steps, f.cooldown_steps, "the plan's steps"
+    steps = f.steps_without_ramp(f.scheduled_tokens)
+    warmup = f.steps_without_ramp(f.warmup_end_tokens)
+    cooldown = f.steps_without_ramp(f.cooldown_tokens)
+    stages = ", ".join(f"{s.batch_sequences:,} sequences x {s.steps:,} steps" for s in f.ramp)
+    warnings.append(
+        f"batch ramp: torchtitan 0.2.x has none; the plan's ramp ({stages}) is dropped and the whole run uses "
+        f"{f.global_batch_sequences:,} sequences per step: {steps:,} steps instead of {f.total_steps:,} "
+        f"(same {f.scheduled_tokens:.4g} tokens), warmup {warmup:,} and cooldown {cooldown:,} steps "
+        "(same tokens)"
+    )
+    return steps, warmup, cooldown, f"{f.scheduled_tokens:.4g} tokens / {f.main_batch_tokens:,} per step"
+
+
+def _optimizer_entries(f: Facts) -> list[Entry]:
+    return [
+        ("name", "AdamW", ""),
+        ("lr", float(f.peak_lr), "peak LR from the plan"),
+        ("beta1", ASSUMED_OPTIMIZER["beta1"], "assumed (see header)"),
+        ("beta2", ASSUMED_OPTIMIZER["beta2"], "assumed"),
+        ("eps", ASSUMED_OPTIMIZER["eps"], "assumed"),
+        ("weight_decay", ASSUMED_OPTIMIZER["weight_decay"], "assumed"),
+    ]
+
+
+def _lr_entries(f: Facts, steps: int, warmup: int, cooldown: int) -> list[Entry]:
     decay_ratio = cooldown / steps if steps else 0.0
     min_lr_factor = f.final_lr / f.peak_lr if f.peak_lr else 0.0
-    sections.append(
-        (
-            "lr_scheduler",
-            [
-                ("warmup_steps", int(warmup), "linear warmup"),
-                ("decay_ratio", float(decay_ratio), f"WSD: cooldown {cooldown:,} of {steps:,} steps"),
-                ("decay_type", _DECAY[f.cooldown_shape], f"the plan's {f.cooldown_shape} cooldown"),
-                ("min_lr_factor", float(min_lr_factor), "final LR / peak LR"),
-            ],
-        )
-    )
+    return [
+        ("warmup_steps", int(warmup), "linear warmup"),
+        ("decay_ratio", float(decay_ratio), f"WSD: cooldown {cooldown:,} of {steps:,} steps"),
+        ("decay_type", _DECAY[f.cooldown_shape], f"the plan's {f.cooldown_shape} cooldown"),
+        ("min_lr_factor", float(min_lr_factor), "final LR / peak LR"),
+    ]
 
-    b, m, d = f.micro_batch, f.microbatches, f.dp
+
+def _training_entries(f: Facts, steps: int, steps_note: str) -> list[Entry]:
+    b, m, d = f.layout.micro_batch, f.layout.microbatches, f.layout.dp
     g = f.global_batch_sequences
-    if f.pp > 1:
+    if f.layout.pp > 1:
         local = b * m
         local_note = f"b*m = {b}*{m}: one step's sequences per DP rank, cut into {m} pipeline micro-batches"
     else:
         local = b
         local_note = f"b = {b}; torchtitan accumulates global/(local*dp) = {g}/({b}*{d}) = {m} micro-batches"
-    sections.append(
+    return [
+        ("local_batch_size", int(local), local_note),
+        ("global_batch_size", int(g), f"d*b*m = {d}*{b}*{m} sequences = {g * f.seq_len:,} tokens"),
+        ("seq_len", int(f.seq_len), "s"),
+        ("steps", int(steps), steps_note),
+        ("max_norm", ASSUMED_OPTIMIZER["grad_clip_norm"], "gradient clipping, assumed"),
+        ("mixed_precision_param", "bfloat16", "bf16 compute under FSDP"),
         (
-            "training",
-            [
-                ("local_batch_size", int(local), local_note),
-                ("global_batch_size", int(g), f"d*b*m = {d}*{b}*{m} sequences = {g * f.seq_len:,} tokens"),
-                ("seq_len", int(f.seq_len), "s"),
-                ("steps", int(steps), steps_note),
-                ("max_norm", ASSUMED_OPTIMIZER["grad_clip_norm"], "gradient clipping, assumed"),
-                ("mixed_precision_param", "bfloat16", "bf16 compute under FSDP"),
-            ],
-        )
-    )
+            "mixed_precision_reduce",
+            "float32" if f.stack.gradient_dtype == "fp32" else "bfloat16",
+            "stack gradient_dtype: the dtype FSDP reduces gradients in",
+        ),
+        ("dataset", DATASET_PLACEHOLDER, "REQUIRED: a dataset registered in torchtitan/hf_datasets"),
+    ]
 
-    par: list[Entry] = []
-    if f.zero == 0:
-        par += [
+
+def _data_parallel_entries(f: Facts, warnings: list[str]) -> list[Entry]:
+    d = f.layout.dp
+    if f.layout.zero == 0:
+        return [
             ("data_parallel_replicate_degree", int(d), "ZeRO-0: plain DDP"),
             ("data_parallel_shard_degree", 1, ""),
         ]
-    else:
-        par += [
-            ("data_parallel_replicate_degree", 1, ""),
-            ("data_parallel_shard_degree", int(d), f"d = {d}, FSDP2"),
-        ]
-        if f.zero in (1, 2):
-            par.append(("fsdp_reshard_after_forward", "never", f"closest to ZeRO-{f.zero}"))
-            warnings.append(
-                f"ZeRO-{f.zero}: torchtitan shards with FSDP2 only; exported as FSDP2 with "
-                "fsdp_reshard_after_forward = never (parameters stay gathered from forward to backward, like "
-                "ZeRO-2); parameter all-gathers each step are extra communication the plan did not time"
-            )
-    par.append(("tensor_parallel_degree", int(f.tp), "t"))
-    async_tp = 1 < f.tp <= f.gpus_per_node  # symmetric memory is intra-node; the time model agrees
+    entries: list[Entry] = [
+        ("data_parallel_replicate_degree", 1, ""),
+        ("data_parallel_shard_degree", int(d), f"d = {d}, FSDP2"),
+    ]
+    if f.layout.zero in (1, 2):
+        entries.append(("fsdp_reshard_after_forward", "never", f"closest to ZeRO-{f.layout.zero}"))
+        warnings.append(
+            f"ZeRO-{f.layout.zero}: torchtitan shards with FSDP2 only; exported as FSDP2 with "
+            "fsdp_reshard_after_forward = never (parameters stay gathered from forward to backward, like "
+            "ZeRO-2); parameter all-gathers each step are extra communication the plan did not time"
+        )
+    return entries
+
+
+def _parallelism_entries(f: Facts, warnings: list[str]) -> tuple[list[Entry], bool]:
+    """``[parallelism]`` and whether async TP is on (it needs ``[compile]``)."""
+    par = _data_parallel_entries(f, warnings)
+    par.append(("tensor_parallel_degree", int(f.layout.tp), "t"))
+    # symmetric memory is intra-node (the time model agrees); only when the plan's stack overlaps TP
+    async_tp = f.stack.tp_comm_overlap and 1 < f.layout.tp <= f.gpus_per_node
     if async_tp:
         par.append(
             (
@@ -200,108 +332,135 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
                 "TP collectives overlapped with the matmuls; the step time assumes it",
             )
         )
-    if f.tp > 1 and not f.sequence_parallel:
+    if f.layout.tp > 1 and not f.layout.sequence_parallel:
         warnings.append(
             "sequence parallel: torchtitan's TP always shards norms along the sequence; the plan had it off"
         )
-    par.append(("pipeline_parallel_degree", int(f.pp), "p"))
-    if f.pp > 1:
-        if f.vpp > 1:
-            par.append(("pipeline_parallel_schedule", "Interleaved1F1B", f"v = {f.vpp} stages per rank"))
-            if f.n_layers % (f.pp * f.vpp) == 0:
-                par.append(
-                    (
-                        "pipeline_parallel_layers_per_stage",
-                        f.n_layers // (f.pp * f.vpp),
-                        f"L/(p*v) = {f.n_layers}/({f.pp}*{f.vpp})",
-                    )
-                )
-            else:
-                warnings.append(
-                    f"pipeline: {f.n_layers} layers do not split into {f.pp}x{f.vpp} equal stages; "
-                    "torchtitan's own split is used"
-                )
-        else:
-            par.append(("pipeline_parallel_schedule", "1F1B", ""))
-            if f.uneven_stages:
-                warnings.append(
-                    f"pipeline: {f.n_layers} layers over {f.pp} stages is uneven; torchtitan splits "
-                    "them itself (first/last stage one layer lighter by default), not as the plan's "
-                    f"largest stage of {f.layers_per_stage}"
-                )
-        par.append(("pipeline_parallel_microbatch_size", int(b), "b"))
-    par.append(("context_parallel_degree", int(f.cp), "c"))
-    if f.ep > 1:
-        par.append(("expert_parallel_degree", int(f.ep), f"e (borrowed from the d*c = {d * f.cp} ranks)"))
-    sections.append(("parallelism", par))
-    if async_tp:  # torchtitan refuses async TP unless the model is compiled
-        sections.append(
+    par += _pipeline_entries(f, warnings)
+    par.append(("context_parallel_degree", int(f.layout.cp), "c"))
+    if f.layout.ep > 1:
+        par.append(
             (
-                "compile",
-                [("enable", True, "async TP requires torch.compile"), ("components", ["model", "loss"], "")],
+                "expert_parallel_degree",
+                int(f.layout.ep),
+                f"e (borrowed from the d*c = {f.layout.dp * f.layout.cp} ranks)",
             )
         )
+    return par, async_tp
 
+
+def _checkpoint_entries(f: Facts, warnings: list[str]) -> list[Entry]:
     keep = f.retention_generations
     if keep == 1:
         keep = 2
         warnings.append(
-            "checkpoint: torchtitan refuses keep_latest_k = 1 (the newest may still be writing); "
-            "exported as 2"
+            "checkpoint: torchtitan refuses keep_latest_k = 1 (the newest may still be writing); exported as 2"
         )
-    sections.append(
-        (
-            "checkpoint",
-            [
-                ("enable", True, ""),
-                ("folder", "checkpoint", ""),
-                (
-                    "interval",
-                    int(f.checkpoint_interval_steps),
-                    "the plan's checkpoint interval (Daly), in steps",
-                ),
-                ("keep_latest_k", int(keep), "rolling generations"),
-                (
-                    "async_mode",
-                    "async_with_pinned_mem" if f.async_checkpoint else "disabled",
-                    "stage through pinned host memory, write in the background" if f.async_checkpoint else "",
-                ),
-                ("last_save_model_only", False, "keep the final checkpoint resumable"),
-            ],
-        )
-    )
     if f.milestone_every_steps:
         warnings.append(
             f"checkpoint milestones: torchtitan cannot keep every {f.milestone_every_steps:,}-th step "
             "permanently; copy those checkpoints out with an external job"
         )
+    staged = f.async_checkpoint
+    return [
+        ("enable", True, ""),
+        ("folder", "checkpoint", ""),
+        ("interval", int(f.checkpoint_interval_steps), "the plan's checkpoint interval (Daly), in steps"),
+        ("keep_latest_k", int(keep), "rolling generations"),
+        (
+            "async_mode",
+            "async_with_pinned_mem" if staged else "disabled",
+            "stage through pinned host memory, write in the background" if staged else "",
+        ),
+        ("last_save_model_only", False, "keep the final checkpoint resumable"),
+    ]
 
-    ac: list[Entry] = [("mode", f.recompute, "")]
-    if f.recompute == "selective":
+
+def _recompute_entries(f: Facts, warnings: list[str]) -> list[Entry]:
+    ac: list[Entry] = [("mode", f.layout.recompute, "")]
+    if f.layout.recompute == "selective":
         ac.append(("selective_ac_option", "op", "op-level selective recomputation"))
         warnings.append(
             "recompute: torchtitan's selective mode (op-level policy) is not the plan's (norm outputs "
             "+ MLP activation); activation memory will differ"
         )
-    sections.append(("activation_checkpoint", ac))
+    return ac
 
-    text = _render(f, data, sections, warnings)
+
+def _stack_warnings(f: Facts) -> list[str]:
+    """What of the plan's stack torchtitan cannot do: dropout is refused (its models have none, so the plan's
+    masks and dropout would silently vanish); the rest it runs differently, said in a warning."""
+    stack = f.stack
+    if stack.hidden_dropout > 0 or stack.attention_dropout > 0:
+        raise SpecError(
+            "torchtitan's models have no dropout; the plan's stack sets it",
+            where="stack.hidden_dropout",
+            hint="set stack hidden_dropout and attention_dropout to 0, or export to megatron",
+        )
+    warnings = []
+    if not stack.flash_attention:
+        warnings.append(
+            "attention: torchtitan always runs SDPA's fused kernels; the plan assumed no FlashAttention"
+        )
+    if not stack.overlap_grad_reduce:
+        warnings.append(
+            "data parallel: FSDP2 always overlaps gradient reduction; the plan assumed it exposed"
+        )
+    return warnings
+
+
+def export_torchtitan(plan: RunPlan) -> ExportResult:
+    """Render ``plan`` as a torchtitan 0.2.x TOML job config (pure; see the module docstring)."""
+    from runplan.export import ExportResult
+
+    f = facts(plan)
+    arch = architecture(plan)
+    warnings = _stack_warnings(f)
+    job: list[Entry] = [
+        ("description", f"runplan plan {f.name}", ""),
+        ("dump_folder", "./outputs", "checkpoints go to <dump_folder>/<checkpoint.folder>"),
+    ]
+    model = _model_entries(f, arch, warnings)
+    steps, warmup, cooldown, steps_note = _steps(f, warnings)
+    parallelism, async_tp = _parallelism_entries(f, warnings)
+    sections: list[tuple[str, list[Entry]]] = [
+        ("job", job),
+        ("model", model),
+        ("optimizer", _optimizer_entries(f)),
+        ("lr_scheduler", _lr_entries(f, steps, warmup, cooldown)),
+        ("training", _training_entries(f, steps, steps_note)),
+        ("parallelism", parallelism),
+    ]
+    if async_tp:  # torchtitan refuses async TP unless the model is compiled
+        compile_entries: list[Entry] = [
+            ("enable", True, "async TP requires torch.compile"),
+            ("components", ["model", "loss"], ""),
+        ]
+        sections.append(("compile", compile_entries))
+    sections.append(("checkpoint", _checkpoint_entries(f, warnings)))
+    sections.append(("activation_checkpoint", _recompute_entries(f, warnings)))
+    text = _render(f, arch, engine_data(DATA), sections, warnings)
     return ExportResult(
         target="torchtitan", text=text, warnings=warnings, filename=f"{f.name}.torchtitan.toml"
     )
 
 
-def _render(f: Facts, data: dict, sections: list[tuple[str, list[Entry]]], warnings: list[str]) -> str:
+def _render(
+    f: Facts, arch: Architecture, data: dict, sections: list[tuple[str, list[Entry]]], warnings: list[str]
+) -> str:
     lines = [
         f"# torchtitan {data['version']} job config for plan '{f.name}', generated by runplan {runplan_version()}.",
         f"# Keys checked against {data['source']}.",
         "# torchtitan 0.3+ has no TOML job files (Python config functions, --module/--config and --section.key",
         "# overrides): this file is for torchtitan 0.2.x.",
         f"# Launch: NGPU={f.gpus_per_node} on each of {f.n_nodes} node(s) (torchrun --nnodes {f.n_nodes}), "
-        "CONFIG_FILE=<this file> ./run_train.sh",
-        f"# World {f.n_gpus} GPUs: t={f.tp} p={f.pp} d={f.dp} c={f.cp} e={f.ep} v={f.vpp} ZeRO-{f.zero}.",
+        "CONFIG_FILE=<this file> ./run_train.sh --training.dataset <name> --model.hf_assets_path <dir>",
+        "# (training.dataset and model.hf_assets_path are placeholders here: torchtitan refuses to start on them).",
+        f"# World {f.n_gpus} GPUs: t={f.layout.tp} p={f.layout.pp} d={f.layout.dp} c={f.layout.cp} e={f.layout.ep} v={f.layout.vpp} ZeRO-{f.layout.zero}.",
         f"# Assumed, {ASSUMED_OPTIMIZER_SOURCE}.",
+        f"# Architecture the flavor must build (catalog source: {arch.source}):",
     ]
+    lines += [f"#   {line}" for line in arch.lines()]
     if warnings:
         lines.append("#")
         lines.append("# WARNINGS (what this engine cannot express as planned):")

@@ -51,10 +51,11 @@ class Stack(BaseModel):
         "--overlap-grad-reduce, DDP/FSDP buckets); off: the whole DP gradient traffic is exposed.",
     )
     pipeline_scatter_gather: bool = Field(
-        True,
-        description="Megatron's scatter/gather of pipeline sends across the TP ranks (on unless "
-        "--no-scatter-gather-tensors-in-pipeline; Narayanan et al. 2021 §4.1): each rank sends 1/t of the "
-        "activation even without sequence parallelism.",
+        False,
+        description="Megatron-LM 2021-22's scatter/gather of pipeline sends across the TP ranks (Narayanan et "
+        "al. 2021 §4.1; on unless --no-scatter-gather-tensors-in-pipeline): each rank sends 1/t of the "
+        "activation even without sequence parallelism. Megatron-core no longer has it (with SP the sends are "
+        "sharded anyway).",
     )
     hidden_dropout: float = Field(
         0.0, ge=0, lt=1, description="Dropout after attention and MLP; > 0 keeps two 1-byte masks per layer."
@@ -122,13 +123,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         "distributed_optimizer": True,
     },
     # Megatron-LM 2021-22 (Narayanan et al. 2021; Korthikanti et al. 2022): no FlashAttention, no TP overlap,
-    # dropout 0.1 (GPT-3 style), selective = attention core (the paper's), fp32 gradient accumulation.
+    # dropout 0.1 (GPT-3 style), selective = attention core (the paper's), fp32 gradient accumulation,
+    # scatter/gather of pipeline sends over the TP ranks (Narayanan et al. 2021 §4.1).
     "megatron-2022": {
         "flash_attention": False,
         "tp_comm_overlap": False,
         "hidden_dropout": 0.1,
         "attention_dropout": 0.1,
         "selective_recompute": ("core_attn",),
+        "pipeline_scatter_gather": True,
     },
     # DeepSpeed (Megatron-DeepSpeed / ZeRO): AutoTP does not overlap TP communication; ZeRO stage searched.
     "deepspeed": {"tp_comm_overlap": False},
@@ -138,7 +141,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "tp_comm_overlap": False,
         "gradient_dtype": "bf16",
         "selective_recompute": ("mlp_act", "moe_act"),
-        "pipeline_scatter_gather": False,
     },
 }
 

@@ -1,0 +1,131 @@
+"""Metric names as engines write them, mapped to the names the detectors use.
+
+Canonical names (SI units: seconds, tokens per second; fractions in [0, 1]):
+
+| canonical | what | written as (normalised: lower case, runs of space/_/- as one `_`) |
+|---|---|---|
+| `step` | optimizer step | `step`, `iteration`, `global_step`, `trainer/global_step`, `_step`, `s` (llm.c) |
+| `loss` | training loss | `loss`, `lm_loss` (Megatron), `reduced_train_loss` (NeMo), `train_loss`, `trl` (llm.c), `loss_metrics/global_avg_loss` (torchtitan) |
+| `grad_norm` | global gradient norm before clipping | `grad_norm` (Megatron `grad norm`, torchtitan, HF), `norm` (llm.c), `gradient_norm`, `total_norm` |
+| `lr` | learning rate | `lr`, `learning_rate` |
+| `step_seconds` | wall time of one step | `elapsed_time_per_iteration_(s)` and `_(ms)` (Megatron, ÷1000), `iteration_time` (Megatron TensorBoard), `train_step_timing_in_s` (NeMo), `time_metrics/end_to_end(s)` (torchtitan), `step_time` |
+| `tokens_per_second` | whole-job throughput | `tokens_per_second`, `tokens_per_sec`, `tok/s` |
+| `tokens_per_second_per_gpu` | throughput per GPU | `tps`, `throughput(tps)` (torchtitan: tokens over time × non-data-parallel size per data-parallel rank, i.e. per GPU) |
+| `mfu` | model FLOPs utilisation (fraction) | `mfu`, `mfu(%)` (÷100) |
+| `canary_loss` | loss of a fixed held-out batch | `canary_loss`, `canary`, `canary/loss` |
+| `val_loss` | validation loss | `val_loss`, `eval_loss` (HF), `tel` (llm.c), `lm_loss_value` (Megatron validation line), `validation_metrics/loss` (torchtitan) |
+| `loss_scale` | fp16 dynamic loss scale | `loss_scale`, `loss-scale`, `scaler/scale` |
+| `grad_norm_replica_<r>` | gradient norm of data-parallel replica r | `grad_norm_replica_<r>`, `grad_norm/replica_<r>`, `grad_norm_rank<r>`, `replica_<r>/grad_norm` |
+
+Anything else is kept out and listed in the log's notes, so a misspelt column is visible.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: normalised engine name -> (canonical name, factor to SI)
+ALIASES: dict[str, tuple[str, float]] = {}
+
+
+def _add(canonical: str, names: tuple[str, ...], factor: float = 1.0) -> None:
+    for name in names:
+        ALIASES[normalise(name)] = (canonical, factor)
+
+
+def normalise(name: str) -> str:
+    """Lower case, surrounding space dropped, runs of space, `_` and `-` as one `_`."""
+    return re.sub(r"[\s_\-]+", "_", name.strip().lower())
+
+
+_add("step", ("step", "steps", "iteration", "iter", "global_step", "trainer/global_step", "_step", "s"))
+_add(
+    "loss",
+    (
+        "loss",
+        "lm loss",
+        "lm_loss",
+        "train_loss",
+        "training_loss",
+        "train/loss",
+        "train/lm_loss",
+        "reduced_train_loss",
+        "trl",
+        "loss_metrics/global_avg_loss",
+    ),
+)
+_add(
+    "grad_norm",
+    (
+        "grad_norm",
+        "grad norm",
+        "gradient_norm",
+        "grad_norm_unclipped",
+        "total_norm",
+        "norm",
+        "train/grad_norm",
+    ),
+)
+_add("lr", ("lr", "learning_rate", "learning rate", "train/learning_rate", "lr_scheduler/lr"))
+_add(
+    "step_seconds",
+    (
+        "step_seconds",
+        "elapsed time per iteration (s)",
+        "iteration-time",
+        "iteration_time",
+        "train_step_timing in s",
+        "time_metrics/end_to_end(s)",
+        "step_time",
+        "step_time_s",
+        "time_per_step",
+    ),
+)
+_add("step_seconds", ("elapsed time per iteration (ms)", "step_time_ms", "dt_ms"), 1e-3)
+_add(
+    "tokens_per_second",
+    ("tokens_per_second", "tokens_per_sec", "tok/s", "tokens/s", "throughput/tokens_per_sec"),
+)
+_add("tokens_per_second_per_gpu", ("tps", "throughput(tps)", "tokens_per_second_per_gpu"))
+_add("mfu", ("mfu",))
+_add("mfu", ("mfu(%)", "mfu_percent"), 1e-2)
+_add("canary_loss", ("canary_loss", "canary", "canary/loss", "eval/canary_loss"))
+_add(
+    "val_loss",
+    (
+        "val_loss",
+        "eval_loss",
+        "validation_loss",
+        "tel",
+        "lm loss value",
+        "validation_metrics/loss",
+        "eval/loss",
+        "lm loss validation",
+    ),
+)
+_add("loss_scale", ("loss_scale", "loss scale", "loss-scale", "scaler/scale"))
+
+_REPLICA = re.compile(
+    r"^(?:grad_norm(?:/|_)(?:replica|rank|dp)_?(?P<a>\d+)|(?:replica|rank|dp)_?(?P<b>\d+)/grad_norm)$"
+)
+_PREFIXES = ("train/", "training/", "trainer/", "metrics/")
+
+
+def canonical(name: str) -> tuple[str, float] | None:
+    """(canonical name, factor to SI) for an engine's metric name, or None when it is not one we use."""
+    key = normalise(name)
+    keys = [key] + [key[len(prefix) :] for prefix in _PREFIXES if key.startswith(prefix)]
+    for candidate in keys:
+        if candidate in ALIASES:
+            return ALIASES[candidate]
+    for candidate in keys:
+        match = _REPLICA.match(candidate)
+        if match:
+            return f"grad_norm_replica_{int(match['a'] or match['b'])}", 1.0
+    return None
+
+
+def replica_names(names: list[str]) -> list[str]:
+    """The per-replica gradient-norm metrics among ``names``, in replica order."""
+    found = [name for name in names if name.startswith("grad_norm_replica_")]
+    return sorted(found, key=lambda name: int(name.rsplit("_", 1)[1]))

@@ -1,0 +1,346 @@
+"""The detectors: each reads a :class:`MetricLog` and returns events with an action and the reason.
+
+Rules (thresholds and their sources: :mod:`runplan.monitor.thresholds`):
+
+- gradient norm: alert above ``grad_norm_factor`` × its trailing mean, pause above ``grad_norm_pause_factor`` ×;
+  the gradient norm usually leads the loss by a few to tens of steps (BLOOM 31217 → loss peak 31219).
+- loss spike: above its pre-spike mean by more than ``spike_fraction``; it is over when ``confirm_points``
+  logged points in a row are back within ``spike_fraction`` of that mean. Over within ``spike_recovery_steps``:
+  a recovered spike (watch; inspect its batches). Not over by then: a divergence (roll back ≥
+  ``rollback_margin_steps`` before it and skip ``skip_batches_min``-``skip_batches_max`` batches, PaLM §5.1).
+  Still open when the log ends: wait until ``start + spike_recovery_steps`` and say what to do then.
+- NaN/inf loss (or gradient norm without an fp16 loss scale): roll back when it persists.
+- fp16 loss-scale collapse: roll back to before the fall (OPT §2.5).
+
+Do not lower the learning rate as a recovery from a spike: Adam's moment estimates were accumulated at the old
+rate and step size, so a mid-run change of the rate breaks the match the optimizer relies on; PaLM §5.1
+recovered by restarting earlier and skipping batches, without changing hyper-parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from runplan.monitor.events import Checkpoints, Event
+from runplan.monitor.rolling import (
+    first_confirmed,
+    interval_of,
+    masked_passes,
+    runs,
+    successive_sigma,
+    window_points,
+)
+from runplan.monitor.series import MetricLog
+from runplan.monitor.thresholds import Thresholds
+
+
+@dataclass
+class Context:
+    log: MetricLog
+    thresholds: Thresholds
+    checkpoints: Checkpoints
+
+    @property
+    def last_step(self) -> int:
+        return int(self.log.steps[-1])
+
+    def rollback(self, before_step: int) -> tuple[int | None, str]:
+        """(checkpoint step, sentence) for a rollback to a checkpoint at a step ≤ ``before_step``."""
+        found = self.checkpoints.newest_at_or_before(before_step, self.last_step)
+        if found is not None:
+            return found, f"roll back to the checkpoint at step {found:,} ({self.checkpoints.source})"
+        if not self.checkpoints.known():
+            return None, (
+                f"roll back to the newest checkpoint at a step ≤ {before_step:,} (no checkpoint steps known: "
+                "give --checkpoint-interval or --plan)"
+            )
+        return None, f"no kept checkpoint at a step ≤ {before_step:,}: the oldest one kept is too new"
+
+    def skip_range(self, restart_step: int, peak_step: int) -> list[int]:
+        """Batches to skip after resuming at ``restart_step``: through the spike's peak, clamped to PaLM's
+        200-500 (§5.1)."""
+        t = self.thresholds
+        count = min(t.skip_batches_max, max(t.skip_batches_min, peak_step - restart_step))
+        return [restart_step + 1, restart_step + count]
+
+
+def _baseline_note(points: int, first_step: int, log_first: int, window_steps: int) -> str:
+    """The baseline's size, and a caution when the log's start cut the window short."""
+    if first_step - log_first >= window_steps or points >= 20:
+        return f"baseline of {points} logged points"
+    return (
+        f"baseline of only {points} logged point{'s' if points != 1 else ''} (the log starts at step "
+        f"{log_first:,}, {first_step - log_first:,} steps earlier): treat the ratio as rough"
+    )
+
+
+def grad_norm_events(ctx: Context) -> list[Event]:
+    log, t = ctx.log, ctx.thresholds
+    if not log.has("grad_norm"):
+        return []
+    steps, values = log.points("grad_norm")
+    window = window_points(t.grad_norm_window_steps, interval_of(steps))
+
+    def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, use: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return (count > 0) & (x > t.grad_norm_factor * mean)
+
+    def still(x: np.ndarray, base: float, first: int) -> np.ndarray:
+        return x > t.grad_norm_factor * base
+
+    flags, mean, count = masked_passes(values, window, flag, still=still)
+    events = []
+    for first, last in runs(flags, bridge=t.confirm_points - 1):
+        base, points = float(mean[first]), int(count[first])
+        peak = first + int(np.argmax(values[first : last + 1]))
+        ratio = values[peak] / base
+        pause = ratio >= t.grad_norm_pause_factor
+        open_end = last == values.size - 1
+        why = (
+            f"grad norm {values[peak]:.4g} at step {steps[peak]:,} is {ratio:,.0f}× its mean {base:.3g} "
+            f"({_baseline_note(points, int(steps[first]), int(log.steps[0]), t.grad_norm_window_steps)}); alert at "
+            f"{t.grad_norm_factor:g}×"
+            + (
+                f", pause at {t.grad_norm_pause_factor:g}×: pause and inspect the data of steps "
+                f"{steps[first]:,}-{steps[peak]:,}"
+                if pause
+                else ": watch the loss over the next steps"
+            )
+        )
+        events.append(
+            Event(
+                kind="grad_norm_alert",
+                start_step=int(steps[first]),
+                peak_step=int(steps[peak]),
+                end_step=None if open_end else int(steps[last]),
+                metric="grad_norm",
+                value=float(values[peak]),
+                baseline=base,
+                baseline_points=points,
+                recovered=None if open_end else True,
+                action="pause" if pause else "watch",
+                skip_steps=[int(steps[first]), int(steps[peak])],
+                why=why,
+            )
+        )
+    return events
+
+
+def loss_spike_events(ctx: Context) -> list[Event]:
+    log, t = ctx.log, ctx.thresholds
+    if not log.has("loss"):
+        return []
+    steps, values = log.points("loss")
+    interval = interval_of(steps)
+    window = window_points(t.pre_spike_window_steps, interval, least=2)
+
+    def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, use: np.ndarray) -> np.ndarray:
+        sigma = successive_sigma(x, use, window)
+        noise = np.where(np.isfinite(sigma), sigma, 0.0)
+        with np.errstate(invalid="ignore"):
+            return (count > 0) & (x > mean * (1 + t.spike_fraction)) & (x > mean + t.spike_sigma * noise)
+
+    flags, mean, count = masked_passes(values, window, flag)
+    events: list[Event] = []
+    index = np.flatnonzero(flags)
+    at = 0
+    while at < index.size:
+        first = int(index[at])
+        event, resume = _one_spike(ctx, steps, values, first, float(mean[first]), int(count[first]), interval)
+        events.append(event)
+        at = int(np.searchsorted(index, resume))
+    return events
+
+
+def _one_spike(
+    ctx: Context, steps: np.ndarray, values: np.ndarray, first: int, base: float, points: int, interval: int
+) -> tuple[Event, int]:
+    """The spike that starts at point ``first``: where it peaks, whether and when it is over, what to do."""
+    t = ctx.thresholds
+    back = values <= base * (1 + t.spike_fraction)
+    done, trailing = first_confirmed(back, first + 1, t.confirm_points)
+    last = (done - 1) if done is not None else values.size - 1
+    peak = first + int(np.argmax(values[first : last + 1]))
+    start_step, peak_step = int(steps[first]), int(steps[peak])
+    deadline = start_step + t.spike_recovery_steps
+    end_step = int(steps[done]) if done is not None else None
+    within = end_step is not None and end_step - start_step <= t.spike_recovery_steps
+    target = start_step - t.rollback_margin_steps
+    checkpoint, rollback_text = ctx.rollback(target)
+    base_text = _baseline_note(points, start_step, int(ctx.log.steps[0]), t.pre_spike_window_steps)
+    rise = values[peak] / base - 1
+    head = (
+        f"loss {values[peak]:.4g} at step {peak_step:,} is {rise:.0%} above its pre-spike mean {base:.4g} "
+        f"({base_text})"
+    )
+    gap = _gap_before(steps, done if done is not None else values.size - trailing, interval)
+    event = Event(
+        kind="loss_spike",
+        start_step=start_step,
+        peak_step=peak_step,
+        end_step=end_step,
+        metric="loss",
+        value=float(values[peak]),
+        baseline=base,
+        baseline_points=points,
+        recovered=within,
+        action="watch",
+        why=head,
+    )
+    if within and end_step is not None:
+        event.skip_steps = [start_step, peak_step]
+        event.why += (
+            f"; back within {t.spike_fraction:.0%} by step {end_step:,} ({end_step - start_step:,} steps, "
+            f"under {t.spike_recovery_steps}): recovered by itself{gap}. If the canary stayed flat it was the "
+            f"data: inspect the batches of steps {start_step:,}-{peak_step:,}"
+        )
+    elif end_step is not None or ctx.last_step >= deadline:
+        restart = checkpoint if checkpoint is not None else target
+        event.kind, event.action, event.recovered = "divergence", "rollback", end_step is not None
+        event.rollback_to_step = checkpoint
+        event.skip_steps = ctx.skip_range(restart, peak_step)
+        late = f" (back only at step {end_step:,})" if end_step is not None else ""
+        event.why += (
+            f"; not back within {t.spike_fraction:.0%} by step {deadline:,} ({t.spike_recovery_steps} steps)"
+            f"{late}: a divergence. {rollback_text.capitalize()}, ≥ {t.rollback_margin_steps} steps before "
+            f"it, and skip the batches of steps {event.skip_steps[0]:,}-{event.skip_steps[1]:,} (PaLM §5.1); "
+            "do not lower the learning rate instead"
+        )
+    else:
+        restart = checkpoint if checkpoint is not None else target
+        event.action, event.recovered, event.wait_until_step = "wait_until", None, deadline
+        event.rollback_to_step = checkpoint
+        event.skip_steps = ctx.skip_range(restart, peak_step)
+        seen = (
+            f"; back within {t.spike_fraction:.0%} at the last {trailing} logged point"
+            f"{'s' if trailing != 1 else ''}{gap}, fewer than the {t.confirm_points} that confirm a recovery"
+            if trailing
+            else "; still above it when the log ends"
+        )
+        event.why += (
+            f"{seen}. Wait until step {deadline:,}: if the loss is not back within {t.spike_fraction:.0%} "
+            f"of {base:.4g} by then, {rollback_text} and skip the batches of steps "
+            f"{event.skip_steps[0]:,}-{event.skip_steps[1]:,} (PaLM §5.1)"
+        )
+    return event, (done if done is not None else values.size)
+
+
+def _gap_before(steps: np.ndarray, point: int, interval: int) -> str:
+    """A note when the log has a hole just before ``point`` (the recovery happened where nothing was logged)."""
+    if point <= 0 or point >= steps.size:
+        return ""
+    if steps[point] - steps[point - 1] > max(3 * interval, interval + 10):
+        return f" (steps {steps[point - 1] + 1:,}-{steps[point] - 1:,} are not in the log)"
+    return ""
+
+
+def nan_events(ctx: Context) -> list[Event]:
+    """Runs of nan/inf written in the loss (or in the grad norm when there is no fp16 loss scale)."""
+    log, t = ctx.log, ctx.thresholds
+    events: list[Event] = []
+    metrics = ["loss"] + ([] if "loss_scale" in log.values else ["grad_norm"])
+    for metric in metrics:
+        if metric not in log.nonfinite or not log.nonfinite[metric].any():
+            continue
+        bad = log.nonfinite[metric]
+        for first, last in runs(bad, bridge=1):
+            if any(e.start_step <= int(log.steps[first]) <= (e.end_step or ctx.last_step) for e in events):
+                continue  # the loss was nan at the same steps: one event
+            count = int(bad[first : last + 1].sum())
+            open_end = last == bad.size - 1
+            # a sparse log (every ≥ 3 steps) writes one value for several steps: one nan stands for several
+            persistent = open_end or count >= t.confirm_points or log.interval_steps >= t.confirm_points
+            start = int(log.steps[first])
+            checkpoint, text = ctx.rollback(start - 1)
+            events.append(
+                Event(
+                    kind="nan",
+                    start_step=start,
+                    peak_step=start,
+                    end_step=None if open_end else int(log.steps[last]),
+                    metric=metric,
+                    value=None,
+                    baseline=None,
+                    baseline_points=0,
+                    recovered=None if open_end else not persistent,
+                    action="rollback" if persistent else "watch",
+                    rollback_to_step=checkpoint if persistent else None,
+                    skip_steps=[start, int(log.steps[last])],
+                    why=(
+                        f"{metric} is nan/inf at {count} logged step{'s' if count != 1 else ''} from step "
+                        f"{start:,}"
+                        + (
+                            f"{' to the end of the log' if open_end else ''}: the weights may be corrupt; "
+                            f"{text} and inspect the batches of steps {start:,}-{int(log.steps[last]):,}"
+                            if persistent
+                            else ": the engine skipped the update; watch for more"
+                        )
+                    ),
+                )
+            )
+    return events
+
+
+def loss_scale_events(ctx: Context) -> list[Event]:
+    log, t = ctx.log, ctx.thresholds
+    if not log.has("loss_scale"):
+        return []
+    steps, scale = log.points("loss_scale")
+    running = np.maximum.accumulate(scale)
+    collapsed = (scale <= t.loss_scale_floor) | (scale <= running / t.loss_scale_drop_factor)
+    events = []
+    for first, last in runs(collapsed, bridge=0):
+        at_max = np.flatnonzero(scale[: first + 1] >= running[first])
+        fall = int(at_max[-1]) + 1 if at_max.size else first
+        start = int(steps[min(fall, first)])
+        open_end = last == scale.size - 1
+        checkpoint, text = ctx.rollback(start - 1)
+        events.append(
+            Event(
+                kind="loss_scale_collapse",
+                start_step=start,
+                peak_step=int(steps[first + int(np.argmin(scale[first : last + 1]))]),
+                end_step=None if open_end else int(steps[last]),
+                metric="loss_scale",
+                value=float(scale[first : last + 1].min()),
+                baseline=float(running[first]),
+                baseline_points=first + 1,
+                recovered=None if open_end else True,
+                action="rollback",
+                rollback_to_step=checkpoint,
+                skip_steps=[start, int(steps[last])],
+                why=(
+                    f"fp16 loss scale fell from {running[first]:,.0f} to {scale[first : last + 1].min():.3g} "
+                    f"(from step {start:,}): overflows on almost every step, which preceded OPT's divergences "
+                    f"(OPT §2.5); {text}"
+                ),
+            )
+        )
+    return events
+
+
+def restart_events(ctx: Context) -> list[Event]:
+    events = []
+    for restart in ctx.log.restarts:
+        lost = restart.last_step - restart.resumed_step + 1
+        events.append(
+            Event(
+                kind="restart",
+                start_step=restart.resumed_step,
+                peak_step=restart.last_step,
+                end_step=restart.resumed_step,
+                metric="step",
+                value=float(lost),
+                baseline=None,
+                baseline_points=0,
+                recovered=True,
+                action="none",
+                why=(
+                    f"the log goes back from step {restart.last_step:,} to {restart.resumed_step:,}: the job "
+                    f"restarted from a checkpoint and redid {lost:,} steps (the later values are used)"
+                ),
+            )
+        )
+    return events

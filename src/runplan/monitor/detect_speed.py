@@ -1,0 +1,143 @@
+"""Throughput: a sustained slowdown (a straggler: one slow GPU or node holds every step back) against a
+one-off slow step (a checkpoint save, an evaluation, a hiccup).
+
+A point is slow when its step time is more than ``slow_fraction`` above the trailing mean of
+``throughput_window_steps`` steps and more than ``slow_sigma`` noise σ (successive differences) above it. One
+slow point alone is a one-off; two or more in a row are a drop. BLOOM-176B lost 5% (105.2 → 111.1 s per
+iteration) to one slow GPU and found it by excluding nodes (tr11 chronicles).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from runplan.monitor.detect import Context
+from runplan.monitor.events import Event
+from runplan.monitor.rolling import interval_of, masked_passes, runs, successive_sigma, window_points
+
+
+def step_time_series(ctx: Context) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """(steps, seconds per step or a proportional stand-in, metric name) from what the log has."""
+    log = ctx.log
+    if log.has("step_seconds"):
+        steps, values = log.points("step_seconds")
+        return steps, values, "step_seconds"
+    for name in ("tokens_per_second", "tokens_per_second_per_gpu"):
+        if log.has(name):
+            steps, values = log.points(name)
+            keep = values > 0
+            return steps[keep], 1.0 / values[keep], name
+    return None
+
+
+def throughput_events(ctx: Context) -> list[Event]:
+    found = step_time_series(ctx)
+    if found is None:
+        return []
+    steps, seconds, metric = found
+    if steps.size < 3:
+        return []
+    t = ctx.thresholds
+    window = window_points(t.throughput_window_steps, interval_of(steps), least=10)
+    use = np.ones(seconds.size, dtype=bool)
+    if steps[0] <= max(10, 2 * interval_of(steps)):
+        use[0] = False  # the run's first logged step includes start-up (compilation, warm-up): not a baseline
+    for restart in ctx.log.restarts:
+        use[
+            np.searchsorted(steps, restart.resumed_step) : np.searchsorted(steps, restart.resumed_step) + 1
+        ] = False
+
+    def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, current: np.ndarray) -> np.ndarray:
+        sigma = successive_sigma(x, current, window)  # from unflagged points: a drop does not hide itself
+        noise = np.where(np.isfinite(sigma), sigma, 0.0)
+        with np.errstate(invalid="ignore"):
+            return (count > 0) & (x > mean * (1 + t.slow_fraction)) & (x > mean + t.slow_sigma * noise) & use
+
+    noise_at_start = successive_sigma(seconds, use, window)
+
+    def still(x: np.ndarray, base: float, first: int) -> np.ndarray:
+        noise = noise_at_start[first] if np.isfinite(noise_at_start[first]) else 0.0
+        return (x > base * (1 + t.slow_fraction)) & (x > base + t.slow_sigma * noise)
+
+    flags, mean, count = masked_passes(seconds, window, flag, use=use, still=still)
+    events = []
+    for first, last in runs(flags, bridge=0):
+        events.append(_slow(ctx, steps, seconds, metric, first, last, float(mean[first]), int(count[first])))
+    return events
+
+
+def _slow(
+    ctx: Context,
+    steps: np.ndarray,
+    seconds: np.ndarray,
+    metric: str,
+    first: int,
+    last: int,
+    base: float,
+    points: int,
+) -> Event:
+    t = ctx.thresholds
+    span = seconds[first : last + 1]
+    start, end = int(steps[first]), int(steps[last])
+    open_end = last == seconds.size - 1
+    peak = first + int(np.argmax(span))
+    unit = "s per step" if metric == "step_seconds" else f"(1/{metric})"
+    if last == first and not open_end:
+        reason = _one_off_reason(ctx, start)
+        return Event(
+            kind="slow_step",
+            start_step=start,
+            peak_step=start,
+            end_step=start,
+            metric=metric,
+            value=_shown(metric, float(span[0])),
+            baseline=_shown(metric, base),
+            baseline_points=points,
+            recovered=True,
+            action="none",
+            why=f"step {start:,} took {span[0] / base:.2f}× the usual time, once: {reason}",
+        )
+    level = float(np.mean(span))
+    drop = 1.0 - base / level
+    sustained = last - first + 1 >= t.confirm_points
+    action = "quarantine" if open_end and sustained else "watch"
+    tail = (
+        "still slow at the end of the log: find and exclude the slow GPU or node (BLOOM found one slow GPU "
+        "by excluding nodes)"
+        if action == "quarantine"
+        else "still slow at the last logged steps: if it lasts, find the slow GPU or node"
+        if open_end
+        else f"back to normal after step {end:,}"
+    )
+    return Event(
+        kind="throughput_drop",
+        start_step=start,
+        peak_step=int(steps[peak]),
+        end_step=None if open_end else end,
+        metric=metric,
+        value=_shown(metric, level),
+        baseline=_shown(metric, base),
+        baseline_points=points,
+        recovered=None if open_end else True,
+        action=action,  # type: ignore[arg-type]
+        why=(
+            f"throughput down {drop:.1%} from step {start:,} (step time +{level / base - 1:.1%}: {base:.4g} → "
+            f"{level:.4g} {unit} over "
+            f"{last - first + 1} logged steps, baseline of {points} points): {tail}"
+        ),
+    )
+
+
+def _shown(metric: str, seconds_like: float) -> float:
+    """Event values in the metric's own unit (a tokens/s series was inverted to a time)."""
+    return seconds_like if metric == "step_seconds" else 1.0 / seconds_like
+
+
+def _one_off_reason(ctx: Context, step: int) -> str:
+    interval = ctx.checkpoints.interval_steps
+    near = ctx.log.interval_steps
+    if any(abs(step - saved) <= near for saved in ctx.checkpoints.saved_steps):
+        return "a checkpoint save (the log lists one there)"
+    if interval and min(step % interval, interval - step % interval) <= near:
+        return f"at a multiple of the checkpoint interval {interval:,}: a checkpoint save"
+    return "a checkpoint save, an evaluation or a hiccup; nothing to do unless it recurs"

@@ -1,0 +1,291 @@
+"""Read a run's metric log in any supported format into a :class:`~runplan.monitor.series.MetricLog`.
+
+``read_logs(paths, fmt)`` detects each file's format (``fmt="auto"``) from its content, not its name:
+a TFRecord header with a valid checksum is TensorBoard; a JSON document with ``log_history`` is a Hugging Face
+trainer state, one whose values are ``{"values": {...}}`` maps is Megatron's scalars export; lines of JSON
+objects are JSONL; a header row of comma-separated names is CSV; otherwise the engine whose line signature
+matches (Megatron, NeMo, torchtitan, llm.c). A file whose lines carry two engines' formats, a binary file, an
+empty file, and a file nothing recognises end in a one-line error naming the file and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runplan.errors import SpecError
+from runplan.monitor.aliases import canonical
+from runplan.monitor.readers import tabular, text, tfevents
+from runplan.monitor.series import MAX_RESTARTS, MetricLog, NoRecords, Restart, Rows, assemble
+
+FORMATS = (
+    "auto",
+    "megatron",
+    "torchtitan",
+    "nemo",
+    "hf",
+    "llmc",
+    "tensorboard",
+    "scalars-json",
+    "jsonl",
+    "csv",
+)
+_HINT = "check the file, or name its format with --format"
+#: Lines sampled (from the start and the end) to recognise a text format and to spot a second one.
+SAMPLE_LINES = 5000
+
+
+def _error(message: str, hint: str = _HINT) -> SpecError:
+    return SpecError(message, where="monitor.log", hint=hint)
+
+
+def read_logs(paths: list[Path], fmt: str = "auto") -> MetricLog:
+    """Every file of one run, merged by step (a later file's value wins where both have one)."""
+    if not paths:
+        raise _error("no log given", hint="name at least one log file")
+    logs = [read_log(path, fmt) for path in paths]
+    return logs[0] if len(logs) == 1 else merge(logs)
+
+
+def read_log(path: Path, fmt: str = "auto") -> MetricLog:
+    if fmt not in FORMATS:
+        raise SpecError(
+            f"unknown format '{fmt}'", where="monitor.format", hint=f"one of: {', '.join(FORMATS)}"
+        )
+    if not path.exists():
+        raise NoRecords(f"'{path}' does not exist", where="monitor.log", hint="give the path of a log file")
+    if path.is_dir():
+        return _read_directory(path, fmt)
+    data = path.read_bytes()
+    if not data.strip():
+        raise NoRecords(
+            f"'{path}' is empty",
+            where="monitor.log",
+            hint="nothing has been logged yet; wait, or use --follow",
+        )
+    if fmt == "tensorboard" or (fmt == "auto" and tfevents.is_event_file(data[:12])):
+        return _read_tensorboard([path], str(path))
+    body = _decode(data, path)
+    kind = fmt if fmt != "auto" else detect(body, path)
+    rows = parse(body, kind, path)
+    return assemble(rows, str(path), kind)
+
+
+def _read_directory(path: Path, fmt: str) -> MetricLog:
+    files = tfevents.event_files(path)
+    if files and fmt in ("auto", "tensorboard"):
+        return _read_tensorboard(files, str(path))
+    state = path / "trainer_state.json"
+    if state.is_file() and fmt in ("auto", "hf"):
+        return read_log(state, "hf")
+    raise _error(
+        f"'{path}' is a directory without TensorBoard event files or trainer_state.json",
+        hint="give a log file",
+    )
+
+
+def _decode(data: bytes, path: Path) -> str:
+    if b"\x00" in data[:65536]:
+        raise _error(f"'{path}' is binary, and not a TensorBoard event file", hint="give a text log")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise _error(
+            f"'{path}' is not UTF-8 text (byte {error.start:,})", hint="give a text log or an event file"
+        ) from None
+
+
+def detect(body: str, path: Path) -> str:
+    """The format of a text log (see the module docstring)."""
+    head = body.lstrip()[:1]
+    if head in "{[":
+        found = _detect_json(body)
+        if found:
+            return found
+    first = body.split("\n", 1)[0]
+    if "," in first and _looks_like_header(first):
+        return "csv"
+    lines = body.splitlines()
+    sample = lines[:SAMPLE_LINES] + lines[max(SAMPLE_LINES, len(lines) - 1000) :]
+    counts = text.signature_counts(sample)
+    if not counts:
+        raise _error(
+            f"'{path}': no known log format recognised in its first {min(len(lines), SAMPLE_LINES):,} lines",
+            hint=f"name the format with --format ({', '.join(FORMATS[1:])})",
+        )
+    ranked = sorted(counts.items(), key=lambda item: -item[1][0])
+    best, (hits, _) = ranked[0]
+    others = [(name, first) for name, (count, first) in ranked[1:] if count >= max(3, 0.02 * hits)]
+    if others:
+        name, first_line = others[0]
+        raise _error(
+            f"'{path}' mixes log formats: {best} lines (first at line {counts[best][1]}) and {name} lines "
+            f"(first at line {first_line})",
+            hint=f"split the file per run, or name one format with --format {best} (other lines are skipped)",
+        )
+    return best
+
+
+def _detect_json(body: str) -> str | None:
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        return "jsonl" if body.lstrip().startswith("{") else None
+    if isinstance(data, dict):
+        if "log_history" in data:
+            return "hf"
+        if data and all(isinstance(v, dict) and "values" in v for v in data.values()):
+            return "scalars-json"
+        return "jsonl"
+    return None
+
+
+def _looks_like_header(line: str) -> bool:
+    names = [name.strip().strip('"') for name in line.split(",")]
+    return len(names) >= 2 and any(canonical(_wandb_metric(name)) for name in names)
+
+
+def _wandb_metric(name: str) -> str:
+    return name.split(" - ", 1)[1] if " - " in name else name
+
+
+def parse(body: str, kind: str, path: Path) -> Rows:
+    where = f"'{path}'"
+    if kind in text.READERS:
+        lines = body.splitlines()
+        notes = []
+        if (
+            not body.endswith("\n")
+            and len(lines) > 1
+            and kind == "megatron"
+            and not lines[-1].rstrip().endswith("|")
+        ):
+            lines = lines[:-1]
+            notes.append("the last line is cut short (still being written?); left out")
+        rows = text.READERS[kind](lines)
+        if rows.steps.size == 0:
+            raise _error(f"{where}: no {kind} log lines found", hint=_HINT)
+        rows.notes = notes + rows.notes
+        return rows
+    if kind in ("hf", "scalars-json"):
+        data = _json_document(body, where)
+        return tabular.read_hf_state(data, where) if kind == "hf" else tabular.read_scalars_json(data, where)
+    if kind == "jsonl":
+        return tabular.read_jsonl(body, where)
+    return tabular.read_csv(body, where)
+
+
+def _json_document(body: str, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as error:
+        raise _error(
+            f"{where}: not valid JSON (line {error.lineno}: {error.msg})", hint="check the file"
+        ) from None
+    if not isinstance(data, dict):
+        raise _error(f"{where}: a JSON object is expected at the top", hint=_HINT)
+    return data
+
+
+def _read_tensorboard(files: list[Path], source: str) -> MetricLog:
+    notes: list[str] = []
+    merged: dict[str, list[tuple[int, float]]] = {}
+    for file in files:
+        for tag, points in tfevents.read_event_file(file, notes).items():
+            merged.setdefault(tag, []).extend(points)
+    if not merged:
+        raise _error(f"'{source}': no scalars in the event file(s)", hint="log scalars with add_scalar")
+    rows = _rows_from_tags(merged)
+    rows.notes = notes + rows.notes
+    return assemble(rows, source, "tensorboard")
+
+
+def _rows_from_tags(tags: dict[str, list[tuple[int, float]]]) -> Rows:
+    """Long (tag, step, value) points as rows in file order: one row per point, one metric each."""
+    chosen: dict[str, tuple[str, float, list[tuple[int, float]]]] = {}
+    ignored = []
+    for tag, points in tags.items():
+        found = canonical(tag)
+        if found is None or found[0] == "step" or found[0] in {c for c, _, _ in chosen.values()}:
+            ignored.append(tag)
+            continue
+        chosen[tag] = (found[0], found[1], points)
+    total = sum(len(points) for _, _, points in chosen.values())
+    steps = np.empty(total, dtype=np.int64)
+    values = {target: np.full(total, np.nan) for target, _, _ in chosen.values()}
+    present = {target: np.zeros(total, dtype=bool) for target in values}
+    at = 0
+    for target, factor, points in chosen.values():
+        count = len(points)
+        steps[at : at + count] = [step for step, _ in points]
+        values[target][at : at + count] = [value * factor for _, value in points]
+        present[target][at : at + count] = True
+        at += count
+    # a tag's own points are in file order (a restart shows as its step going back); rows are then ordered
+    # by step, stable, so the later of two points at one step stays later
+    first_tag = next(iter(chosen.values()))[2] if chosen else []
+    tag_steps = np.asarray([step for step, _ in first_tag], dtype=np.int64)
+    back = np.flatnonzero(np.diff(tag_steps) < 0)
+    restarts = [Restart(int(tag_steps[i]), int(tag_steps[i + 1])) for i in back[:MAX_RESTARTS]]
+    order = np.argsort(steps, kind="stable")
+    return Rows(
+        steps=steps[order],
+        values={name: column[order] for name, column in values.items()},
+        present={name: column[order] for name, column in present.items()},
+        ignored_names=ignored,
+        source_names={target: tag for tag, (target, _, _) in chosen.items()},
+        restarts=restarts,
+    )
+
+
+def merge(logs: list[MetricLog]) -> MetricLog:
+    """Several files of one run on the union of their steps; where two have a metric at a step, the later
+    file's value is used (a restart's log repeats the steps after its checkpoint)."""
+    steps = np.unique(np.concatenate([log.steps for log in logs]))
+    values: dict[str, np.ndarray] = {}
+    nonfinite: dict[str, np.ndarray] = {}
+    notes: list[str] = []
+    restarts: list[Restart] = []
+    previous_last: int | None = None
+    for log in logs:
+        slots = np.searchsorted(steps, log.steps)
+        again = int(log.steps[-1]) + 1
+        for name, column in log.values.items():
+            target = values.setdefault(name, np.full(steps.size, np.nan))
+            bad = nonfinite.setdefault(name, np.zeros(steps.size, dtype=bool))
+            has = np.isfinite(column) | log.nonfinite[name]
+            overlap = has & (np.isfinite(target[slots]) | bad[slots])
+            if overlap.any():
+                again = min(again, int(log.steps[overlap][0]))
+                notes.append(
+                    f"{log.source} logs {name} again at {int(overlap.sum()):,} steps "
+                    f"({int(log.steps[overlap][0]):,}-{int(log.steps[overlap][-1]):,}): a restart; its values are used"
+                )
+            target[slots[has]] = column[has]
+            bad[slots[has]] = log.nonfinite[name][has]
+        notes.extend(f"{log.source}: {note}" for note in log.notes)
+        if previous_last is not None and again <= previous_last:
+            restarts.append(Restart(previous_last, again))
+        previous_last = max(previous_last or 0, int(log.steps[-1]))
+    first = logs[0]
+    return MetricLog(
+        source=", ".join(log.source for log in logs),
+        format="+".join(dict.fromkeys(log.format for log in logs)),
+        steps=steps,
+        values=values,
+        nonfinite=nonfinite,
+        notes=notes,
+        saved_steps=sorted({step for log in logs for step in log.saved_steps}),
+        restarts=[restart for log in logs for restart in log.restarts] + restarts,
+        repeated_steps=sum(log.repeated_steps for log in logs),
+        total_steps=next((log.total_steps for log in logs if log.total_steps), None),
+        checkpoint_interval_steps=next(
+            (log.checkpoint_interval_steps for log in logs if log.checkpoint_interval_steps), None
+        ),
+        interval_steps=min(log.interval_steps for log in logs),
+        gaps=first.gaps if len(logs) == 1 else [],
+        source_names={k: v for log in logs for k, v in log.source_names.items()},
+    )

@@ -1,0 +1,284 @@
+"""Readers of structured logs: JSONL, CSV (incl. a W&B panel export), JSON scalars by tag, HF trainer state.
+
+- JSONL: one JSON object per line (``{"step": 10, "loss": 2.3, ...}``); names map through the aliases.
+- CSV: a header row, then one row per step. A W&B panel export names columns ``<run> - <metric>`` with
+  ``<run> - <metric>__MIN``/``__MAX`` companions: the run prefix is dropped and the companions are left out.
+- JSON scalars by tag (Megatron's export of its TensorBoard scalars, e.g. the release runs' golden values):
+  ``{"<tag>": {"start_step": 1, "end_step": N, "step_interval": 5, "values": {"<step>": value | "nan"}}}``.
+- Hugging Face ``trainer_state.json``: ``log_history`` holds one object per logging step (``loss``,
+  ``grad_norm``, ``learning_rate``, ``step``) and per evaluation (``eval_loss``); ``save_steps`` and
+  ``max_steps`` give the checkpoint interval and the run's length.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from runplan.errors import SpecError
+from runplan.monitor.aliases import canonical
+from runplan.monitor.series import Rows
+
+_WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
+
+
+def _map_names(names: list[str]) -> tuple[dict[str, tuple[str, float]], list[str], str | None]:
+    """Column name -> (canonical, factor) for the columns used, the ignored ones, and the step column."""
+    used: dict[str, tuple[str, float]] = {}
+    ignored: list[str] = []
+    step: str | None = None
+    for name in names:
+        found = canonical(name)
+        if found is None:
+            ignored.append(name)
+        elif found[0] == "step":
+            step = step or name
+        elif found[0] not in {c for c, _ in used.values()}:
+            used[name] = found
+        else:
+            ignored.append(name)
+    return used, ignored, step
+
+
+def _value(raw: Any) -> float:
+    if raw is None or raw == "":
+        return math.nan
+    if isinstance(raw, bool):
+        return float(raw)
+    if isinstance(raw, int | float):
+        return float(raw)
+    return float(str(raw).strip().replace(",", ""))
+
+
+def _columns(
+    rows_in: list[dict[str, Any]], used: dict[str, tuple[str, float]], where: str
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    values: dict[str, np.ndarray] = {}
+    present: dict[str, np.ndarray] = {}
+    for name, (target, factor) in used.items():
+        column = np.full(len(rows_in), np.nan)
+        has = np.zeros(len(rows_in), dtype=bool)
+        for index, row in enumerate(rows_in):
+            raw = row.get(name)
+            if raw is None or raw == "":
+                continue
+            try:
+                column[index] = _value(raw) * factor
+            except (TypeError, ValueError):
+                raise SpecError(
+                    f"{where} row {index + 1}: '{name}' is {str(raw)[:40]!r}, not a number",
+                    where="monitor.log",
+                    hint="fix or delete that row",
+                ) from None
+            has[index] = True
+        values[target], present[target] = column, has
+    return values, present
+
+
+def _steps(rows_in: list[dict[str, Any]], step: str | None, notes: list[str], where: str) -> np.ndarray:
+    if step is None:
+        notes.append(f"{where} has no step column: row order is used as the step")
+        return np.arange(1, len(rows_in) + 1, dtype=np.int64)
+    out = np.empty(len(rows_in), dtype=np.int64)
+    for index, row in enumerate(rows_in):
+        try:
+            out[index] = int(float(row[step]))
+        except (KeyError, TypeError, ValueError):
+            raise SpecError(
+                f"{where} row {index + 1}: step '{step}' is {str(row.get(step))[:40]!r}",
+                where="monitor.log",
+                hint="every row needs a whole step number",
+            ) from None
+    return out
+
+
+def rows_from_dicts(rows_in: list[dict[str, Any]], where: str, notes: list[str] | None = None) -> Rows:
+    names = list(dict.fromkeys(name for row in rows_in for name in row))
+    used, ignored, step = _map_names(names)
+    notes = list(notes or [])
+    steps = _steps(rows_in, step, notes, where)
+    values, present = _columns(rows_in, used, where)
+    return Rows(
+        steps=steps,
+        values=values,
+        present=present,
+        notes=notes,
+        ignored_names=ignored,
+        source_names={target: name for name, (target, _) in used.items()},
+    )
+
+
+def read_jsonl(body: str, where: str) -> Rows:
+    """One JSON object per line (see :mod:`runplan.monitor.readers.fastjsonl` for how it stays fast)."""
+    from runplan.monitor.readers.fastjsonl import MISSING, columns
+
+    raw, count, bad = columns(body, where)
+    if count == 0:
+        raise SpecError(
+            f"{where}: no JSON object lines", where="monitor.log", hint="check the file or --format"
+        )
+    used, ignored, step = _map_names(list(raw))
+    notes = [f"{bad:,} lines that are not JSON objects were left out"] if bad else []
+    if step is None:
+        notes.append(f"{where} has no step key: line order is used as the step")
+        steps = np.arange(1, count + 1, dtype=np.int64)
+    else:
+        column = raw[step]
+        bad_rows = np.flatnonzero((column == MISSING) | ~np.isfinite(column))
+        if bad_rows.size:
+            raise SpecError(
+                f"{where}: object {int(bad_rows[0]) + 1} has no whole number under '{step}'",
+                where="monitor.log",
+                hint="every line needs its step",
+            )
+        steps = column.astype(np.int64)
+    values, present = {}, {}
+    for name, (target, factor) in used.items():
+        has = raw[name] != MISSING
+        values[target] = np.where(has, raw[name], np.nan) * factor
+        present[target] = has
+    return Rows(
+        steps=steps,
+        values=values,
+        present=present,
+        notes=notes,
+        ignored_names=ignored,
+        source_names={target: name for name, (target, _) in used.items()},
+    )
+
+
+def read_csv(text: str, where: str) -> Rows:
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise SpecError(
+            f"{where} is empty", where="monitor.log", hint="give a CSV with a header row"
+        ) from None
+    header, notes = _wandb_header(header, where)
+    fast = _fast_numeric(text, header)
+    if fast is not None:
+        return fast
+    records = [dict(zip(header, row, strict=False)) for row in reader if row]
+    return rows_from_dicts(records, where, notes)
+
+
+def _wandb_header(header: list[str], where: str) -> tuple[list[str], list[str]]:
+    """A W&B panel export: drop the run prefix and the __MIN/__MAX companions (one run per file)."""
+    runs = {m["run"] for name in header if (m := _WANDB_COLUMN.match(name))}
+    if not runs:
+        return header, []
+    if len(runs) > 1:
+        raise SpecError(
+            f"{where} holds {len(runs)} runs ({', '.join(sorted(runs)[:3])}...)",
+            where="monitor.log",
+            hint="export one run per file",
+        )
+    out = []
+    for name in header:
+        match = _WANDB_COLUMN.match(name)
+        metric = match["metric"] if match else name
+        out.append("" if metric.endswith(("__MIN", "__MAX")) else metric)
+    return out, [f"W&B export of run '{runs.pop()}'"]
+
+
+def _fast_numeric(text: str, header: list[str]) -> Rows | None:
+    """Every cell a number or empty (the usual case): numpy's C parser reads the whole body at once; an empty
+    cell is "not logged", kept apart from a written nan by a sentinel. None: use the row-by-row reader."""
+    from runplan.monitor.readers.fastjsonl import MISSING
+
+    body = text.split("\n", 1)[1].replace("\r", "") if "\n" in text else ""
+    if not body.strip() or '"' in body:
+        return None
+    fill = f",{MISSING!r},"
+    body = body.replace(",,", fill).replace(",,", fill)
+    body = body.replace(",\n", f",{MISSING!r}\n").replace("\n,", f"\n{MISSING!r},")
+    if body.startswith(","):
+        body = f"{MISSING!r}" + body
+    if body.endswith(","):
+        body += f"{MISSING!r}"
+    try:
+        table = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float64, ndmin=2)
+    except ValueError:
+        return None
+    if table.shape[1] != len(header):
+        return None
+    used, ignored, step = _map_names([name for name in header if name])
+    if step is None:
+        return None
+    index = {name: i for i, name in enumerate(header)}
+    steps = table[:, index[step]]
+    if (steps == MISSING).any() or not np.isfinite(steps).all():
+        return None  # the row-by-row reader names the bad row
+    values, present = {}, {}
+    for name, (target, factor) in used.items():
+        column = table[:, index[name]]
+        present[target] = column != MISSING
+        values[target] = np.where(present[target], column, np.nan) * factor
+    return Rows(
+        steps=steps.astype(np.int64),
+        values=values,
+        present=present,
+        ignored_names=ignored,
+        source_names={target: name for name, (target, _) in used.items()},
+    )
+
+
+def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
+    """Megatron's export: tag -> {"values": {step: value}}; tags aligned on the union of their steps."""
+    series: dict[str, tuple[str, float, dict[str, Any]]] = {}
+    ignored: list[str] = []
+    for tag, body in data.items():
+        found = canonical(tag)
+        if not isinstance(body, dict) or not isinstance(body.get("values"), dict):
+            raise SpecError(
+                f"{where}: tag '{tag}' has no 'values' map of step -> value",
+                where="monitor.log",
+                hint='expected {"<tag>": {"values": {"<step>": value}}}',
+            )
+        if found is None or found[0] == "step" or found[0] in {c for c, _, _ in series.values()}:
+            ignored.append(tag)
+            continue
+        series[tag] = (found[0], found[1], body["values"])
+    try:
+        all_steps = sorted({int(step) for _, _, values in series.values() for step in values})
+    except ValueError:
+        raise SpecError(f"{where}: a step key is not a whole number", where="monitor.log") from None
+    steps = np.asarray(all_steps, dtype=np.int64)
+    position = {step: i for i, step in enumerate(all_steps)}
+    values, present = {}, {}
+    for target, factor, raw in series.values():
+        column = np.full(steps.size, np.nan)
+        has = np.zeros(steps.size, dtype=bool)
+        for step, value in raw.items():
+            slot = position[int(step)]
+            column[slot] = _value(value) * factor
+            has[slot] = True
+        values[target], present[target] = column, has
+    return Rows(
+        steps=steps,
+        values=values,
+        present=present,
+        ignored_names=ignored,
+        source_names={target: tag for tag, (target, _, _) in series.items()},
+    )
+
+
+def read_hf_state(data: dict[str, Any], where: str) -> Rows:
+    history = data.get("log_history")
+    if not isinstance(history, list):
+        raise SpecError(
+            f"{where}: no 'log_history' list", where="monitor.log", hint="give trainer_state.json"
+        )
+    entries = [entry for entry in history if isinstance(entry, dict) and "train_runtime" not in entry]
+    rows = rows_from_dicts(entries, where)
+    for key, attribute in (("save_steps", "checkpoint_interval_steps"), ("max_steps", "total_steps")):
+        value = data.get(key)
+        if isinstance(value, int) and value > 0:
+            setattr(rows, attribute, value)
+    return rows

@@ -1,0 +1,192 @@
+"""Readers of the engines' text logs (line formats read from each engine's logging code).
+
+- Megatron-LM (``megatron/training/training.py``, ``training_log``) and Megatron-DeepSpeed: one line per logged
+  iteration, fields separated by ``|``::
+
+      [2024-05-01 10:00:00] iteration      100/    5000 | consumed samples: ... |
+      elapsed time per iteration (ms): 1234.5 | learning rate: 1.5E-04 | ... | lm loss: 6.54E+00 |
+      loss scale: 1.0 | grad norm: 1.234 | number of skipped iterations:   0 | ...
+
+  Step time in ``(ms)`` (Megatron-LM) or ``(s)`` (Megatron-DeepSpeed, e.g. BLOOM); launcher prefixes such as
+  ``[default7]:`` are skipped; validation lines ``validation loss at iteration N | lm loss value: ...`` give
+  ``val_loss``; ``saving checkpoint at iteration N`` gives a saved step. A line wrapped onto several lines
+  (fields without an ``iteration N/T`` head) is joined to the record it continues.
+- NeMo: ``Training epoch 0, iteration 1/249 | lr: ... | global_step: 1 | reduced_train_loss: 1.653 |
+  train_step_timing in s: 2.505`` (NeMo 2) and the Lightning progress bar
+  ``Epoch 0: ... [01:23<10:12, reduced_train_loss=5.43, global_step=119.0, train_step_timing in s=0.689]``.
+- torchtitan (``torchtitan/components/metrics.py``): ``step: 10  loss:  9.1234  grad_norm:  1.2345  memory:
+  12.34GiB(15.62%)  tps: 12,345  tflops: 123.45  mfu: 12.34%`` with ANSI colours; ``validate step: N  loss: ...``.
+- llm.c (``train_gpt2.cu`` logger): ``s:N trl:L lr:X norm:G`` (train), ``s:N tel:L`` (validation).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from runplan.monitor.aliases import canonical
+from runplan.monitor.series import Rows, rows_from_lists
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf|Infinity)"
+
+MEGATRON_HEAD = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+MEGATRON_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 _\-/().%]*?)\s*:\s*(" + _NUMBER + r")\s*(?=\||$)")
+MEGATRON_VALID = re.compile(r"validation loss at iteration\s+(\d+)\s*\|(.*)")
+MEGATRON_SAVE = re.compile(r"saving checkpoint at iteration\s+(\d+)|saved checkpoint from iteration\s+(\d+)")
+NEMO_PIPE = re.compile(r"Training epoch \d+, iteration \d+/\d+\s*\|(.*)")
+NEMO_BAR = re.compile(r"(?:^|[\[,]\s*)([A-Za-z_][A-Za-z0-9_ /]*?)=(" + _NUMBER + r")")
+TITAN_STEP = re.compile(r"(?<![A-Za-z_])(validate )?step:\s*(\d+)\s+loss:\s*(" + _NUMBER + r")")
+TITAN_FIELD = re.compile(r"\b(grad_norm|tps|tflops|mfu):\s*(" + _NUMBER + r")(%?)")
+LLMC = re.compile(r"^s:(\d+)\s+(trl|tel|eval):(" + _NUMBER + r")(.*)$")
+LLMC_FIELD = re.compile(r"\b(lr|norm):(" + _NUMBER + r")")
+
+#: format name -> regex whose hits in a sample of lines decide the format (``detect``)
+SIGNATURES: dict[str, re.Pattern[str]] = {
+    "megatron": re.compile(r"^(?!.*reduced_train_loss).*\biteration\s+\d+\s*/\s*\d+\s*\|"),
+    "nemo": re.compile(r"reduced_train_loss[=:]"),
+    "torchtitan": re.compile(r"(?<![A-Za-z_])step:\s*\d+\s+loss:"),
+    "llmc": re.compile(r"^s:\d+\s+(trl|tel):"),
+}
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+class _Collector:
+    """Rows keyed by step, in file order; unknown field names remembered for the notes."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.records: list[dict[str, float]] = []
+        self.ignored: set[str] = set()
+        self.names: dict[str, str] = {}
+        self.saved: list[int] = []
+        self.total: int | None = None
+
+    def add(self, step: int, fields: Iterable[tuple[str, str]]) -> dict[str, float]:
+        record: dict[str, float] = {}
+        self.steps.append(step)
+        self.records.append(record)
+        self.update(record, fields)
+        return record
+
+    def update(self, record: dict[str, float], fields: Iterable[tuple[str, str]]) -> None:
+        for raw, text in fields:
+            found = canonical(raw)
+            if found is None or found[0] == "step":
+                if found is None:
+                    self.ignored.add(raw.strip())
+                continue
+            name, factor = found
+            try:
+                record[name] = _number(text) * factor
+            except ValueError:
+                continue
+            self.names.setdefault(name, raw.strip())
+
+    def rows(self) -> Rows:
+        rows = rows_from_lists(self.steps, self.records)
+        rows.ignored_names = sorted(self.ignored)
+        rows.source_names = self.names
+        rows.saved_steps = self.saved
+        rows.total_steps = self.total
+        return rows
+
+
+def read_megatron(lines: list[str]) -> Rows:
+    out = _Collector()
+    current: dict[str, float] | None = None
+    for line in lines:
+        head = MEGATRON_HEAD.search(line)
+        if head:
+            out.total = int(head.group(2))
+            current = out.add(int(head.group(1)), MEGATRON_FIELD.findall(line[head.end() :]))
+            continue
+        valid = MEGATRON_VALID.search(line)
+        if valid:
+            out.add(int(valid.group(1)), [("lm loss value", v) for k, v in _val(valid.group(2))])
+            current = None
+            continue
+        save = MEGATRON_SAVE.search(line)
+        if save:
+            out.saved.append(int(save.group(1) or save.group(2)))
+            continue
+        if current is not None and "|" in line:  # a wrapped record: more fields of the current iteration
+            out.update(current, MEGATRON_FIELD.findall(line))
+    return out.rows()
+
+
+def _val(text: str) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in MEGATRON_FIELD.findall(text) if k.strip().lower().endswith("loss value")]
+
+
+def read_nemo(lines: list[str]) -> Rows:
+    out = _Collector()
+    for raw in lines:
+        for line in raw.split("\r"):
+            pipe = NEMO_PIPE.search(line)
+            fields = MEGATRON_FIELD.findall(pipe.group(1)) if pipe else NEMO_BAR.findall(line)
+            by_name = {k.strip(): v for k, v in fields}
+            step = by_name.get("global_step")
+            if step is None or "reduced_train_loss" not in by_name:
+                continue
+            out.add(int(float(step)), [(k, v) for k, v in fields if k.strip() != "global_step"])
+    return out.rows()
+
+
+def read_torchtitan(lines: list[str]) -> Rows:
+    out = _Collector()
+    for raw in lines:
+        line = ANSI.sub("", raw)
+        match = TITAN_STEP.search(line)
+        if not match:
+            continue
+        step = int(match.group(2))
+        if match.group(1):  # "validate step:"
+            out.add(step, [("val_loss", match.group(3))])
+            continue
+        fields = [("loss", match.group(3))]
+        for name, value, percent in TITAN_FIELD.findall(line[match.end() :]):
+            fields.append((f"{name}(%)" if percent else name, value))
+        out.add(step, fields)
+    return out.rows()
+
+
+def read_llmc(lines: list[str]) -> Rows:
+    out = _Collector()
+    names = {"trl": "trl", "tel": "tel"}
+    for line in lines:
+        match = LLMC.match(line.strip())
+        if not match or match.group(2) == "eval":  # eval: HellaSwag accuracy, not a loss
+            continue
+        fields = [(names[match.group(2)], match.group(3))]
+        fields += [(k, v) for k, v in LLMC_FIELD.findall(match.group(4))]
+        out.add(int(match.group(1)), fields)
+    return out.rows()
+
+
+READERS: dict[str, Callable[[list[str]], Rows]] = {
+    "megatron": read_megatron,
+    "nemo": read_nemo,
+    "torchtitan": read_torchtitan,
+    "llmc": read_llmc,
+}
+
+
+def strip_prefix(line: str) -> str:
+    """Drop ANSI colours; launcher prefixes such as ``[default7]:`` stay (the regexes search, not match)."""
+    return ANSI.sub("", line)
+
+
+def signature_counts(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Per text format: (lines matching its signature, first line number) in ``lines``."""
+    counts: dict[str, tuple[int, int]] = {}
+    for number, raw in enumerate(lines, start=1):
+        line = strip_prefix(raw)
+        for name, pattern in SIGNATURES.items():
+            if pattern.search(line):
+                hits, first = counts.get(name, (0, number))
+                counts[name] = (hits + 1, first)
+    return counts

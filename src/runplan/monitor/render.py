@@ -1,0 +1,179 @@
+"""Views of a monitor report: terminal timeline (verdict first), Markdown incident report, PNG plot, one line
+per event (for ``--follow``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from runplan.monitor.events import Event
+
+if TYPE_CHECKING:
+    from runplan.monitor.analyse import Report
+    from runplan.monitor.series import MetricLog
+
+_VERDICT_TEXT = {
+    "healthy": "healthy: nothing needs doing",
+    "watch": "watch: something to keep an eye on, nothing to do yet",
+    "act": "act: a person is needed now",
+}
+
+
+def _step(value: int | None) -> str:
+    return "open" if value is None else f"{value:,}"
+
+
+def event_line(event: Event) -> str:
+    """One line: where, what, the action and why (``--follow`` prints these as they appear)."""
+    where = f"step {event.start_step:,}" + (
+        f"-{event.end_step:,}" if event.end_step not in (None, event.start_step) else ""
+    )
+    action = event.action + (f" {event.wait_until_step:,}" if event.wait_until_step else "")
+    return f"{where}: {event.kind} → {action}: {event.why}"
+
+
+def headline(report: Report) -> str:
+    acted = [e for e in report.events if e.action != "none"]
+    counts: dict[str, int] = {}
+    for event in acted:
+        counts[event.action] = counts.get(event.action, 0) + 1
+    listed = ", ".join(f"{n} {a.replace('_', ' ')}" for a, n in sorted(counts.items()))
+    return f"verdict: {_VERDICT_TEXT[report.verdict]}" + (f" ({listed})" if listed else "")
+
+
+def terminal(report: Report) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+
+    out = console()
+    style = {"healthy": "green", "watch": "yellow", "act": "bold red"}[report.verdict]
+    out.print(f"[{style}]{headline(report)}[/{style}]")
+    first, last = report.steps
+    out.print(
+        f"{report.source} ({report.format}): steps {first:,}-{last:,}, "
+        f"{report.summary['logged_steps']:,} logged, every {report.summary['interval_steps']} steps; "
+        f"metrics: {', '.join(report.metrics)}; thresholds: {report.summary['thresholds']}"
+    )
+    shown = [e for e in report.events if e.action != "none" or e.kind == "restart"]
+    quiet = [e for e in report.events if e not in shown]
+    if shown:
+        table = Table(show_header=True, box=None, padding=(0, 1))
+        for column in ("start", "peak", "end", "event", "action", "rollback to", "why"):
+            table.add_column(column, overflow="fold")
+        for e in shown:
+            action = e.action + (f" {e.wait_until_step:,}" if e.wait_until_step else "")
+            table.add_row(
+                f"{e.start_step:,}",
+                f"{e.peak_step:,}",
+                _step(e.end_step),
+                e.kind,
+                action,
+                "" if e.rollback_to_step is None else f"{e.rollback_to_step:,}",
+                e.why,
+            )
+        out.print(table)
+    if quiet:
+        kinds = sorted({e.kind.replace("_", " ") for e in quiet})
+        out.print(f"{len(quiet)} events needing nothing ({', '.join(kinds)}); --json or --report lists them")
+    if report.vs_plan:
+        out.print(vs_plan_text(report.vs_plan))
+    err = console(stderr=True)
+    for warning in report.summary["warnings"]:
+        err.print(f"note: {warning}")
+
+
+def vs_plan_text(vs: dict[str, Any]) -> str:
+    if vs["step_seconds"] is None:
+        return "vs plan: " + vs["notes"].get("step_seconds", "nothing to compare")
+    eta_days = vs["eta_seconds"] / 86400
+    goodput = "n/a" if vs["goodput"] is None else f"{vs['goodput']:.1%}"
+    return (
+        f"vs plan: step {vs['step_seconds']:.4g} s (planned {vs['planned_step_seconds']:.4g} s, "
+        f"{vs['speed_ratio']:.2f}× the planned speed), {vs['tokens_per_second']:,.0f} tokens/s, MFU "
+        f"{vs['mfu']:.1%} (planned {vs['planned_mfu']:.1%}); {vs['remaining_steps']:,} steps left, ETA "
+        f"{eta_days:.1f} days; goodput so far {goodput} (planned {vs['planned_goodput']:.1%})"
+    )
+
+
+def markdown(report: Report) -> str:
+    first, last = report.steps
+    metrics = ", ".join(f"{k} ({v['as_written']}, {v['points']:,} points)" for k, v in report.metrics.items())
+    lines = [
+        f"# Incident report: {report.source}",
+        "",
+        f"**{headline(report)}**",
+        "",
+        f"- log: `{report.source}` ({report.format}), steps {first:,}-{last:,}, "
+        f"{report.summary['logged_steps']:,} logged every {report.summary['interval_steps']} steps",
+        f"- thresholds: {report.summary['thresholds']}; checkpoints: {report.summary['checkpoints']}",
+        f"- metrics: {metrics}",
+        "",
+        "## Events",
+        "",
+    ]
+    if report.events:
+        lines += [
+            "| start | peak | end | event | action | rollback to | skip steps | why |",
+            "|---:|---:|---:|---|---|---:|---|---|",
+        ]
+        for e in report.events:
+            action = e.action + (f" {e.wait_until_step:,}" if e.wait_until_step else "")
+            skip = "" if not e.skip_steps else f"{e.skip_steps[0]:,}-{e.skip_steps[1]:,}"
+            rollback = "" if e.rollback_to_step is None else f"{e.rollback_to_step:,}"
+            why = e.why.replace("|", "\\|")
+            lines.append(
+                f"| {e.start_step:,} | {e.peak_step:,} | {_step(e.end_step)} | {e.kind} | {action} | "
+                f"{rollback} | {skip} | {why} |"
+            )
+    else:
+        lines.append("None.")
+    if report.vs_plan:
+        lines += ["", "## Against the plan", "", vs_plan_text(report.vs_plan)]
+    if report.summary["warnings"]:
+        lines += ["", "## Notes", ""] + [f"- {w}" for w in report.summary["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+_PANELS = (
+    ("loss", "loss"),
+    ("grad_norm", "grad norm"),
+    ("canary_loss", "canary loss"),
+    ("step_seconds", "step time (s)"),
+)
+_COLOURS = {"none": "0.7", "watch": "tab:orange", "wait_until": "tab:orange"}
+
+
+def plot(report: Report, log: MetricLog, path: Any) -> None:
+    from runplan.errors import SpecError
+    from runplan.report.plots import pyplot
+
+    plt = pyplot("monitor.plot")
+
+    panels = [(n, label) for n, label in _PANELS if log.has(n)]
+    if not log.has("canary_loss") and log.has("val_loss"):
+        panels.insert(min(2, len(panels)), ("val_loss", "validation loss (canary stand-in)"))
+    figure, axes = plt.subplots(max(1, len(panels)), 1, sharex=True, figsize=(10, 2.2 * max(1, len(panels))))
+    axes = axes if hasattr(axes, "__len__") else [axes]
+    for axis, (name, label) in zip(axes, panels, strict=False):
+        steps, values = log.points(name)
+        axis.plot(steps, values, linewidth=0.7)
+        axis.set_ylabel(label)
+        if name == "grad_norm":
+            axis.set_yscale("log")
+        for event in report.events:
+            axis.axvline(
+                event.start_step, color=_COLOURS.get(event.action, "tab:red"), linewidth=0.8, alpha=0.8
+            )
+    axes[0].set_title(f"{report.source}: {headline(report)}", fontsize=9)
+    axes[-1].set_xlabel("step")
+    figure.tight_layout()
+    try:
+        figure.savefig(path, dpi=110)
+    except (OSError, ValueError) as error:
+        raise SpecError(
+            f"cannot write '{path}': {error}",
+            where="monitor.plot",
+            hint="give a writable .png, .pdf or .svg path",
+        ) from None
+    finally:
+        plt.close(figure)

@@ -1,0 +1,156 @@
+"""Vectorised trailing statistics over a metric's logged points (numpy cumulative sums, O(n)).
+
+Every baseline is *trailing*: the point itself is not in it, so a spike cannot lift its own baseline. Points
+flagged by a detector are masked out and the baseline recomputed (a few passes), so a spike several points
+long is measured against the level before it, not against its own first points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def window_points(window_steps: int, interval_steps: int, least: int = 1) -> int:
+    """A window given in steps, in logged points of a metric logged every ``interval_steps``."""
+    return max(least, round(window_steps / max(1, interval_steps)))
+
+
+def interval_of(steps: np.ndarray) -> int:
+    """The usual spacing of a metric's logged points (median step difference)."""
+    return max(1, int(np.median(np.diff(steps)))) if steps.size > 1 else 1
+
+
+def trailing_mean(values: np.ndarray, use: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, count) of the used points among the ``window`` points before each point (NaN when none)."""
+    total = np.concatenate(([0.0], np.cumsum(np.where(use, values, 0.0))))
+    count = np.concatenate(([0.0], np.cumsum(use.astype(np.float64))))
+    index = np.arange(values.size)
+    low = np.maximum(0, index - window)
+    n = count[index] - count[low]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (total[index] - total[low]) / n
+    return np.where(n > 0, mean, np.nan), n.astype(np.int64)
+
+
+def successive_sigma(values: np.ndarray, use: np.ndarray, window: int) -> np.ndarray:
+    """Noise σ from successive differences dᵢ = xᵢ − xᵢ₋₁ over the trailing window: σ² = var(d) / 2 (the
+    mean square successive difference of von Neumann et al. 1941, taken about the mean difference so that a
+    steady trend, which adds the same amount to every dᵢ, does not count as noise: a canary that falls as the
+    model learns keeps a small σ). NaN with fewer than 3 differences."""
+    diffs = np.diff(values, prepend=values[:1])
+    pair = use & np.concatenate(([False], use[:-1]))
+    mean_square, n = trailing_mean(diffs**2, pair, window)
+    mean, _ = trailing_mean(diffs, pair, window)
+    variance = np.maximum(mean_square - mean**2, 0.0) * n / np.maximum(n - 1, 1)
+    return np.where(n >= 3, np.sqrt(variance / 2.0), np.nan)
+
+
+def curvature_sigma(values: np.ndarray, use: np.ndarray, window: int) -> np.ndarray:
+    """Noise σ from second differences eᵢ = xᵢ − 2xᵢ₋₁ + xᵢ₋₂ over the trailing window, σ² = mean(e²) / 6
+    (white noise of σ gives var(e) = 6σ²): a trend and a slowly bending curve (a canary falling fast early in
+    training) cancel out, where they would count as noise in the spread of the values or of first
+    differences. NaN with fewer than 3 second differences."""
+    second = np.zeros_like(values)
+    second[2:] = values[2:] - 2 * values[1:-1] + values[:-2]
+    triple = use.copy()
+    triple[:2] = False
+    triple[2:] &= use[1:-1] & use[:-2]
+    mean_square, n = trailing_mean(second**2, triple, window)
+    return np.where(n >= 3, np.sqrt(mean_square / 6.0), np.nan)
+
+
+def masked_passes(
+    values: np.ndarray,
+    window: int,
+    flag_fn,
+    passes: int = 3,
+    use: np.ndarray | None = None,
+    still=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flag points with ``flag_fn(values, mean, count, use) -> bool array``, masking flagged points out of the
+    baseline and recomputing (``passes`` times); then, with ``still(values, baseline, first) -> bool array``,
+    carry each run on against the baseline it started from for as long as ``still`` holds, so an event longer
+    than the window is not absorbed into its own baseline. Returns (flags, baseline mean, baseline count)."""
+    base_use = np.ones(values.size, dtype=bool) if use is None else use
+    current = base_use.copy()
+    flags = np.zeros(values.size, dtype=bool)
+    mean = count = np.zeros(0)
+    for _ in range(passes):
+        mean, count = carried(*trailing_mean(values, current, window))
+        flags = flag_fn(values, mean, count, current)
+        updated = base_use & ~flags
+        if np.array_equal(updated, current):
+            break
+        current = updated
+    if still is not None:
+        flags, mean, count = _extend(values, flags, mean, count, still)
+    return flags, mean, count
+
+
+def _extend(values, flags, mean, count, still, chunk: int = 4096):
+    """Each run of flags continued while ``still`` holds against the run's starting baseline (chunked so a
+    short event costs little)."""
+    flags, mean, count = flags.copy(), mean.copy(), count.copy()
+    covered = -1
+    for first, last in runs(flags):
+        if first <= covered:
+            continue
+        base, points = mean[first], count[first]
+        position = last + 1
+        while position < values.size:
+            stop_at = min(values.size, position + chunk)
+            holds = still(values[position:stop_at], base, first)
+            misses = np.flatnonzero(~holds)
+            end = position + int(misses[0]) if misses.size else stop_at
+            flags[position:end], mean[position:end], count[position:end] = True, base, points
+            if misses.size:
+                break
+            position = stop_at
+        flags[first : last + 1] = True
+        covered = max(covered, position if position < values.size else values.size)
+    return flags, mean, count
+
+
+def carried(mean: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where a window holds only flagged points (a long event), keep the last baseline that had points: an
+    event longer than the window is still measured against the level before it, not against itself."""
+    valid = count > 0
+    if valid.all() or not valid.any():
+        return mean, count
+    last = np.maximum.accumulate(np.where(valid, np.arange(mean.size), -1))
+    source = np.maximum(last, 0)
+    keep = last >= 0
+    return np.where(keep, mean[source], np.nan), np.where(keep, count[source], 0)
+
+
+def runs(mask: np.ndarray, bridge: int = 0) -> list[tuple[int, int]]:
+    """(first, last) index of each run of True, joining runs separated by at most ``bridge`` False points."""
+    index = np.flatnonzero(mask)
+    if index.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(index) > bridge + 1)
+    starts = np.concatenate(([index[0]], index[breaks + 1]))
+    ends = np.concatenate((index[breaks], [index[-1]]))
+    return [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)]
+
+
+def first_confirmed(back: np.ndarray, start: int, points: int) -> tuple[int | None, int]:
+    """The first index ≥ ``start`` that opens ``points`` consecutive True values of ``back``; else None and
+    how many True values the log ends with (a recovery that the log is too short to confirm)."""
+    tail = back[start:]
+    if tail.size == 0:
+        return None, 0
+    if points <= 1:
+        hit = np.flatnonzero(tail)
+        return (start + int(hit[0]), 0) if hit.size else (None, 0)
+    window = np.lib.stride_tricks.sliding_window_view(tail, points) if tail.size >= points else None
+    if window is not None:
+        hit = np.flatnonzero(window.all(axis=1))
+        if hit.size:
+            return start + int(hit[0]), 0
+    trailing = 0
+    for value in tail[::-1][: points - 1]:
+        if not value:
+            break
+        trailing += 1
+    return None, trailing

@@ -1,0 +1,251 @@
+"""A run's metrics as aligned arrays, one row per logged step, and how a reader's rows become that.
+
+Readers hand over rows in the order the log holds them (:class:`Rows`); :func:`assemble` sorts them by step,
+keeps the later value where a step was logged twice (a restart from a checkpoint repeats steps: the values
+after the restart are the ones the model went on from), records the restarts, turns rows in which every
+metric is "nan" into "not logged" (Megatron's TensorBoard export writes "nan" where nothing was logged), and
+says each of these things in ``notes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runplan.errors import SpecError
+
+#: A backward jump of the step counter is a restart when there are few of them; more than this many (and more
+#: than 1% of the rows) means the rows are not in step order at all (shuffled or concatenated out of order).
+MAX_RESTARTS = 20
+
+
+class NoRecords(SpecError):
+    """A log with nothing to read yet (``--follow`` waits on it; otherwise it is bad input)."""
+
+
+@dataclass(frozen=True)
+class Restart:
+    """The log went back from ``last_step`` to ``resumed_step``: a restart from a checkpoint."""
+
+    last_step: int
+    resumed_step: int
+
+
+@dataclass
+class Rows:
+    """What a reader found, in file order: steps and, per canonical metric, values aligned with them."""
+
+    steps: np.ndarray  # int64
+    values: dict[str, np.ndarray]  # float64, NaN where the row has no value (see ``present``)
+    present: dict[str, np.ndarray]  # bool: the row carries this metric (a written "nan" is present)
+    notes: list[str] = field(default_factory=list)
+    saved_steps: list[int] = field(default_factory=list)
+    total_steps: int | None = None
+    checkpoint_interval_steps: int | None = None
+    ignored_names: list[str] = field(default_factory=list)
+    source_names: dict[str, str] = field(default_factory=dict)  # canonical -> name as written
+    restarts: list[Restart] | None = None  # given by readers whose rows are not in file order (TensorBoard)
+
+
+@dataclass
+class MetricLog:
+    """Metrics of one run, sorted by step, one row per step that has any value."""
+
+    source: str
+    format: str
+    steps: np.ndarray  # int64, strictly increasing
+    values: dict[str, np.ndarray]  # float64, NaN where not logged or not finite
+    nonfinite: dict[str, np.ndarray]  # bool: the log wrote nan/inf here
+    notes: list[str]
+    saved_steps: list[int]
+    restarts: list[Restart]
+    repeated_steps: int
+    total_steps: int | None
+    checkpoint_interval_steps: int | None
+    interval_steps: int
+    gaps: list[tuple[int, int]]
+    source_names: dict[str, str]
+
+    def has(self, name: str) -> bool:
+        return name in self.values and bool(np.isfinite(self.values[name]).any())
+
+    def points(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(steps, values) of the finite values of one metric."""
+        values = self.values[name]
+        finite = np.isfinite(values)
+        return self.steps[finite], values[finite]
+
+
+def rows_from_lists(steps: list[int], records: list[dict[str, float]]) -> Rows:
+    """:class:`Rows` from per-row dicts of canonical name -> value (the text readers' output)."""
+    names = sorted({name for record in records for name in record})
+    count = len(steps)
+    values = {name: np.full(count, np.nan) for name in names}
+    present = {name: np.zeros(count, dtype=bool) for name in names}
+    for row, record in enumerate(records):
+        for name, value in record.items():
+            values[name][row] = value
+            present[name][row] = True
+    return Rows(steps=np.asarray(steps, dtype=np.int64), values=values, present=present)
+
+
+def assemble(rows: Rows, source: str, fmt: str) -> MetricLog:
+    """Sort, de-duplicate and annotate a reader's rows (see the module docstring)."""
+    notes = list(rows.notes)
+    steps = rows.steps
+    if steps.size == 0 or not rows.values:
+        raise NoRecords(f"'{source}': no metric records found", where="monitor.log", hint=_FORMAT_HINT)
+    restarts, order = _restarts(steps, notes)
+    if rows.restarts is not None:
+        restarts = rows.restarts
+    if steps.size > 1 and bool(np.all(np.diff(steps) > 0)):  # already one row per step, in order (usual)
+        nonfinite = _nonfinite(rows)
+        return _finish(rows, source, fmt, notes, restarts, steps, dict(rows.values), nonfinite, 0)
+    unique, inverse = np.unique(steps, return_inverse=True)
+    repeated = int(steps.size - unique.size)
+    values, nonfinite = {}, {}
+    for name in rows.values:
+        values[name], nonfinite[name] = _last_per_step(
+            rows.values[name], rows.present[name], inverse, unique.size, order
+        )
+    return _finish(rows, source, fmt, notes, restarts, unique, values, nonfinite, repeated)
+
+
+def _nonfinite(rows: Rows) -> dict[str, np.ndarray]:
+    out = {}
+    for name, values in rows.values.items():
+        bad = rows.present[name] & ~np.isfinite(values)
+        rows.values[name] = np.where(bad, np.nan, values)
+        out[name] = bad
+    return out
+
+
+def _finish(
+    rows: Rows,
+    source: str,
+    fmt: str,
+    notes: list[str],
+    restarts: list[Restart],
+    unique: np.ndarray,
+    values: dict[str, np.ndarray],
+    nonfinite: dict[str, np.ndarray],
+    repeated: int,
+) -> MetricLog:
+    unique, values, nonfinite = _drop_unlogged(unique, values, nonfinite, notes)
+    if unique.size == 0:
+        raise SpecError(
+            f"'{source}': every value is nan or missing", where="monitor.log", hint="check the log"
+        )
+    interval, gaps = _interval_and_gaps(unique, values, notes)
+    if repeated:
+        notes.append(f"{repeated:,} steps were logged more than once; the later values are used")
+    if rows.ignored_names:
+        shown = ", ".join(sorted(rows.ignored_names)[:8])
+        more = len(rows.ignored_names) - 8
+        notes.append(f"not used: {shown}" + (f" and {more} more" if more > 0 else ""))
+    return MetricLog(
+        source=source,
+        format=fmt,
+        steps=unique,
+        values=values,
+        nonfinite=nonfinite,
+        notes=notes,
+        saved_steps=sorted(set(rows.saved_steps)),
+        restarts=restarts,
+        repeated_steps=repeated,
+        total_steps=rows.total_steps,
+        checkpoint_interval_steps=rows.checkpoint_interval_steps,
+        interval_steps=interval,
+        gaps=gaps,
+        source_names=dict(rows.source_names),
+    )
+
+
+_FORMAT_HINT = "check the file, or name its format with --format"
+
+
+def _restarts(steps: np.ndarray, notes: list[str]) -> tuple[list[Restart], np.ndarray]:
+    """Backward jumps of the step counter: restarts when few, else the rows are out of order (sorted)."""
+    back = np.flatnonzero(np.diff(steps) < 0)
+    order = np.arange(steps.size)
+    if back.size == 0:
+        return [], order
+    if back.size > MAX_RESTARTS and back.size > 0.01 * steps.size:
+        notes.append(
+            f"the steps are not in order ({back.size:,} places where the step goes back); sorted by step, "
+            "and where a step occurs twice the later row is used"
+        )
+        return [], order
+    restarts = [Restart(int(steps[i]), int(steps[i + 1])) for i in back]
+    return restarts, order
+
+
+def _last_per_step(
+    values: np.ndarray, present: np.ndarray, inverse: np.ndarray, size: int, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per unique step, the value of the last row that carries the metric; and whether it was nan/inf."""
+    rows = order[present[order]]
+    slots = inverse[rows]
+    # the last occurrence in file order: unique on the reversed sequence keeps the first, i.e. the last
+    reversed_slots = slots[::-1]
+    _, first = np.unique(reversed_slots, return_index=True)
+    chosen = rows[::-1][first]
+    out = np.full(size, np.nan)
+    bad = np.zeros(size, dtype=bool)
+    picked = values[chosen]
+    finite = np.isfinite(picked)
+    out[reversed_slots[first][finite]] = picked[finite]
+    bad[reversed_slots[first][~finite]] = True
+    return out, bad
+
+
+def _drop_unlogged(
+    steps: np.ndarray, values: dict[str, np.ndarray], nonfinite: dict[str, np.ndarray], notes: list[str]
+) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Rows where every metric the log has is nan/inf: nothing was logged there (said, then dropped)."""
+    names = list(values)
+    finite_any = np.zeros(steps.size, dtype=bool)
+    bad_all = np.ones(steps.size, dtype=bool)
+    for name in names:
+        finite_any |= np.isfinite(values[name])
+        bad_all &= nonfinite[name]
+    if len(names) > 1 and bad_all.any():
+        for start, end in _runs(steps, bad_all)[:5]:
+            notes.append(f"steps {start:,}-{end:,}: every metric is nan (nothing was logged there)")
+    elif len(names) == 1:
+        bad_all[:] = False  # one metric: a nan is a value, left for the NaN detector
+    keep = finite_any | (~bad_all & np.logical_or.reduce([nonfinite[n] for n in names]))
+    return (
+        steps[keep],
+        {name: values[name][keep] for name in names},
+        {name: nonfinite[name][keep] & ~bad_all[keep] for name in names},
+    )
+
+
+def _runs(steps: np.ndarray, mask: np.ndarray) -> list[tuple[int, int]]:
+    """(first step, last step) of each run of consecutive True rows."""
+    edges = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    return [(int(steps[a]), int(steps[b])) for a, b in zip(starts, ends, strict=True)]
+
+
+def _interval_and_gaps(
+    steps: np.ndarray, values: dict[str, np.ndarray], notes: list[str]
+) -> tuple[int, list[tuple[int, int]]]:
+    """The usual logging interval (median step difference of the loss, else of any row) and the gaps."""
+    key = "loss" if "loss" in values and np.isfinite(values["loss"]).sum() > 1 else None
+    logged = steps[np.isfinite(values[key])] if key else steps
+    if logged.size < 2:
+        return 1, []
+    diffs = np.diff(logged)
+    interval = max(1, int(np.median(diffs)))
+    if interval > 1:
+        notes.append(f"logged every {interval} steps: every event step is known to within {interval} steps")
+    big = np.flatnonzero(diffs > max(3 * interval, interval + 10))
+    gaps = [(int(logged[i]) + 1, int(logged[i + 1]) - 1) for i in big]
+    for start, end in gaps[:5]:
+        notes.append(f"nothing logged for steps {start:,}-{end:,}")
+    if len(gaps) > 5:
+        notes.append(f"and {len(gaps) - 5} more gaps in the log")
+    return interval, gaps

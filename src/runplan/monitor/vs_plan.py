@@ -1,0 +1,95 @@
+"""Measured speed against the plan's prediction, the ETA and the goodput so far.
+
+- step time: the median of the logged step times over the last 1,000 steps (a median, so checkpoint saves and
+  evaluations do not move it); from tokens/s when the log has no step time (tokens per step ÷ tokens/s).
+- tokens/s = the plan's tokens per step ÷ measured step time.
+- MFU = the plan's MFU × planned step time ÷ measured step time: the same model FLOPs per step (PaLM §4.1
+  counts model FLOPs only), done in a different time.
+- ETA = (planned total steps − last logged step) × measured step time; failures and restarts add to it by
+  1 / the plan's goodput (its reliability section).
+- goodput so far = time of the steps that count ÷ time spent on all logged steps, where the steps that count
+  take the median step time and steps redone after a restart and slow steps count in full (restart downtime
+  between jobs is not in a metric log and is left out).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from runplan.monitor.series import MetricLog
+
+if TYPE_CHECKING:
+    from runplan.plan import RunPlan
+
+
+def _step_seconds(log: MetricLog, tokens_per_step: float, gpus: int) -> tuple[np.ndarray, np.ndarray] | None:
+    if log.has("step_seconds"):
+        return log.points("step_seconds")
+    if log.has("tokens_per_second"):
+        steps, tps = log.points("tokens_per_second")
+        return steps[tps > 0], tokens_per_step / tps[tps > 0]
+    if log.has("tokens_per_second_per_gpu"):
+        steps, tps = log.points("tokens_per_second_per_gpu")
+        return steps[tps > 0], tokens_per_step / (tps[tps > 0] * gpus)
+    return None
+
+
+def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
+    best = plan.layout.best
+    tokens_per_step = float(best.global_batch_tokens)
+    total_steps = int(plan.schedule.total_steps)
+    gpus = int(plan.inputs.get("cluster", {}).get("gpus", 0) or 0) or 1
+    found = _step_seconds(log, tokens_per_step, gpus)
+    last = int(log.steps[-1])
+    out: dict[str, Any] = {
+        "planned_step_seconds": best.step_seconds,
+        "planned_tokens_per_second": best.tokens_per_second,
+        "planned_mfu": best.mfu,
+        "planned_total_steps": total_steps,
+        "planned_goodput": plan.reliability.goodput,
+        "step_seconds": None,
+        "tokens_per_second": None,
+        "mfu": None,
+        "speed_ratio": None,
+        "remaining_steps": max(0, total_steps - last),
+        "eta_seconds": None,
+        "goodput": None,
+        "notes": {},
+    }
+    if found is None:
+        out["notes"]["step_seconds"] = "the log has no step time or throughput: nothing to compare"
+        return out
+    steps, seconds = found
+    recent = seconds[steps >= last - 1000]
+    measured = float(np.median(recent if recent.size else seconds))
+    ratio = best.step_seconds / measured
+    out.update(
+        step_seconds=measured,
+        tokens_per_second=tokens_per_step / measured,
+        mfu=best.mfu * ratio,
+        speed_ratio=ratio,
+        eta_seconds=out["remaining_steps"] * measured / max(plan.reliability.goodput, 1e-9),
+        goodput=_goodput(log, steps, seconds, measured),
+    )
+    out["notes"] = {
+        "step_seconds": f"median of {recent.size or seconds.size} logged step times (last 1,000 steps)",
+        "tokens_per_second": f"{tokens_per_step:.4g} tokens per step ÷ {measured:.4g} s",
+        "mfu": f"planned {best.mfu:.1%} × planned {best.step_seconds:.4g} s ÷ measured {measured:.4g} s",
+        "speed_ratio": "planned step time ÷ measured (above 1: faster than planned)",
+        "eta_seconds": f"{out['remaining_steps']:,} steps × {measured:.4g} s ÷ planned goodput "
+        f"{plan.reliability.goodput:.3f}",
+        "goodput": "useful step time ÷ time of every logged step (redone and slow steps included; restart "
+        "downtime is not in the log)",
+    }
+    return out
+
+
+def _goodput(log: MetricLog, steps: np.ndarray, seconds: np.ndarray, median: float) -> float | None:
+    if steps.size < 2:
+        return None
+    spans = np.diff(steps, prepend=steps[0] - log.interval_steps).astype(np.float64)
+    spent = float(np.sum(seconds * spans)) + log.repeated_steps * median
+    useful = float((steps[-1] - steps[0] + log.interval_steps) * median)
+    return min(1.0, useful / spent) if spent > 0 else None

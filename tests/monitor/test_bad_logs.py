@@ -1,0 +1,115 @@
+"""Bad logs end in one line (exit 2) or are handled and said; never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from runplan.cli.app import main
+
+MEGATRON = (
+    " iteration {step:>6}/ 1000 | consumed samples: {s} | elapsed time per iteration (ms): 1000.0 | "
+    "learning rate: 3.0E-04 | lm loss: {loss:.6E} | grad norm: 0.300 |"
+)
+
+
+def _megatron(steps):
+    return "\n".join(MEGATRON.format(step=s, s=s * 8, loss=3.0) for s in steps) + "\n"
+
+
+def _wrapped():  # each record cut into three lines, as the BLOOM chronicles print them
+    out = []
+    for step in range(1, 30):
+        line = MEGATRON.format(step=step, s=step * 8, loss=3.0)
+        cut1, cut2 = line.index("| elapsed"), line.index("| lm loss")
+        out += [line[:cut1], line[cut1:cut2], line[cut2:]]
+    return "\n".join(out) + "\n"
+
+
+CASES = {
+    # name: (file bytes, expected exit code, text that must be in stderr (2) or stdout/stderr (0))
+    "empty": (b"", 2, "is empty"),
+    "whitespace": (b"\n\n  \n", 2, "is empty"),
+    "binary": (bytes(range(256)) * 4, 2, "binary"),
+    "not utf-8": (b"\xff\xfe\xfa iteration", 2, "not UTF-8"),
+    "unknown text": (b"hello\nworld\n", 2, "no known log format"),
+    "mixed formats": (
+        (_megatron(range(1, 20)) + "".join(f"s:{s} trl:3.0\n" for s in range(20, 40))).encode(),
+        2,
+        "mixes log formats",
+    ),
+    "truncated last line": (_megatron(range(1, 30)).encode()[:-40], 0, "cut short"),
+    "wrapped lines": (_wrapped().encode(), 0, "healthy"),
+    "unsorted steps": (
+        _megatron([5, 3, 9, 1, 7, 2, 8, 4, 6, 10] * 1 + list(range(11, 60))[::-1]).encode(),
+        0,
+        "not in order",
+    ),
+    "restart": (_megatron(list(range(1, 40)) + list(range(30, 60))).encode(), 0, "restart"),
+    "jsonl garbage": (b'{"step": 1, "loss": 3}\n' + b"garbage\n" * 40, 2, "40 lines are not JSON objects"),
+    "csv text cell": (b"step,loss\n1,3.0\n2,abc\n", 2, "not a number"),
+    "json without values": (json.dumps({"lm loss": [1, 2]}).encode(), 2, "every value is nan or missing"),
+    "tfevents corrupt": (b"\x10\x00\x00\x00\x00\x00\x00\x00" + b"\x00" * 20, 2, "binary"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_log(tmp_path, capsys, name):
+    content, code, needle = CASES[name]
+    path = tmp_path / "run.log"
+    path.write_bytes(content)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["monitor", str(path)])
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == code, (out, err)
+    assert "Traceback" not in err and "internal error" not in err
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1 and err.startswith("runplan: error: LOG: "), err
+        assert needle in err
+    else:
+        assert needle in out + err
+
+
+def test_missing_file_and_directory(tmp_path, capsys):
+    for target, needle in ((tmp_path / "nope.log", "does not exist"), (tmp_path, "is a directory")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["monitor", str(target)])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_flags_are_one_line(tmp_path):
+    path = tmp_path / "run.log"
+    path.write_text(_megatron(range(1, 10)))
+    for args, needle in (
+        (["--format", "tensorflow"], "--format: unknown format"),
+        (["--checkpoint-interval", "0"], "--checkpoint-interval"),
+        (["--report", str(tmp_path)], "--report"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "runplan", "monitor", str(path), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (
+            result.returncode == 2
+            and needle in result.stderr
+            and len(result.stderr.strip().splitlines()) == 1
+        )
+
+
+def test_plot_to_an_unknown_file_type_is_one_line(tmp_path, capsys):
+    path = tmp_path / "run.log"
+    path.write_text(_megatron(range(1, 10)))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["monitor", str(path), "--plot", str(tmp_path / "run.xyz")])
+    err = capsys.readouterr().err
+    assert (
+        exit_info.value.code == 2
+        and err.startswith("runplan: error: --plot: cannot write")
+        and len(err.splitlines()) == 1
+    )

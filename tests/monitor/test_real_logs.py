@@ -1,0 +1,61 @@
+"""Acceptance on real logs in ../shared/data/training_logs/ (its README says what each file holds)."""
+
+from __future__ import annotations
+
+import pytest
+
+from runplan.monitor.analyse import analyse, checkpoints_for
+from runplan.monitor.readers import read_logs
+from runplan.monitor.thresholds import Thresholds
+
+
+def _report(path, interval=None):
+    log = read_logs([path])
+    return log, analyse(log, Thresholds(), checkpoints_for(log, interval, None))
+
+
+@pytest.fixture
+def logs(shared_data_dir):
+    return shared_data_dir / "training_logs"
+
+
+def test_bloom_spike_grad_norm_leads_and_recovery_cannot_be_shown(logs):
+    _, report = _report(logs / "bigscience/tr11-176B-ml.spike-31214.log", interval=100)
+    alert = next(e for e in report.events if e.kind == "grad_norm_alert")
+    spike = next(e for e in report.events if e.kind == "loss_spike")
+    assert spike.peak_step == 31219 and spike.value == pytest.approx(5.098124)
+    assert alert.start_step == 31217 < spike.peak_step  # grad norm 15.9 against a 3-point mean of 1.19
+    assert alert.action == "pause" and alert.value == pytest.approx(960.351)
+    assert alert.baseline == pytest.approx((0.242 + 0.947 + 2.390) / 3)
+    # back within 5% only at 31250-31251, after a hole (31223-31249): 2 points, not the 3 that confirm it
+    assert spike.recovered is None and spike.action == "wait_until" and spike.wait_until_step == 31416
+    assert spike.rollback_to_step == 31100  # newest multiple of 100 at or before 31216 - 100
+    assert spike.baseline_points == 2 and "only 2 logged points" in spike.why
+    assert "31,223-31,249" in spike.why
+    assert report.verdict == "act"
+
+
+def test_bloom_throughput_drop_of_about_five_percent(logs):
+    _, report = _report(logs / "bigscience/tr11-176B-ml.throughput-42780.log")
+    (drop,) = [e for e in report.events if e.kind == "throughput_drop"]
+    assert drop.start_step == 42783 and drop.end_step is None
+    # baseline: the 3 steps before (105.16, 105.17, 106.25 s), slow level (110.17 + 111.14) / 2 = 110.655 s
+    assert 1 - drop.baseline / drop.value == pytest.approx(1 - 105.527 / 110.655, abs=1e-3)  # 4.6%
+    assert "only 5 logged steps" in " ".join(report.summary["warnings"])
+
+
+def test_mixtral_recovered_spikes_no_divergence_and_the_unlogged_tail(logs):
+    log, report = _report(logs / "megatron/mixtral_8x7b_alltoall_tp2pp4ep4_release.dgx_h100.json")
+    spikes = {e.start_step: e for e in report.events if e.kind == "loss_spike"}
+    for step in (3850, 4260):
+        assert step in spikes and spikes[step].recovered is True and spikes[step].action == "watch"
+    assert spikes[3850].value == pytest.approx(3.41116)
+    assert not [e for e in report.events if e.kind == "divergence"]
+    assert "steps 22,690-24,000: every metric is nan (nothing was logged there)" in report.summary["warnings"]
+    assert log.steps[-1] == 22685 and log.interval_steps == 5
+
+
+def test_t5_no_divergence(logs):
+    _, report = _report(logs / "megatron/t5_release.dgx_h100.json")
+    assert not [e for e in report.events if e.kind in ("divergence", "nan")]
+    assert report.verdict in ("healthy", "watch")

@@ -1,0 +1,314 @@
+"""Readers' building blocks, rolling statistics, change points, checkpoints, the CLI views and --follow."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.monitor.generate import event_bytes, file_version_record, record, series, write
+
+from runplan.cli.app import main
+from runplan.monitor.detect_sdc import change_point
+from runplan.monitor.events import Checkpoints
+from runplan.monitor.readers import read_logs
+from runplan.monitor.readers.tfevents import crc32c
+from runplan.monitor.rolling import trailing_mean
+
+
+def test_crc32c_check_value():
+    # the CRC-32C check value of "123456789" (RFC 3720 §B.4 / the CRC catalogue): 0xE3069283
+    assert crc32c(b"123456789") == 0xE3069283
+
+
+def test_tiny_event_file_byte_exact(tmp_path):
+    """Three scalars written byte by byte: simple_value (PyTorch) and a DT_FLOAT tensor (TF2)."""
+    path = tmp_path / "events.out.tfevents.1.host"
+    path.write_bytes(
+        file_version_record()
+        + record(event_bytes(1, "train/loss", 2.5))
+        + record(event_bytes(2, "train/loss", 2.25, tensor=True))
+        + record(event_bytes(2, "grad_norm", 0.5))
+    )
+    log = read_logs([path])
+    assert log.format == "tensorboard"
+    assert log.steps.tolist() == [1, 2]
+    assert log.values["loss"].tolist() == [2.5, 2.25]
+    assert np.isnan(log.values["grad_norm"][0]) and log.values["grad_norm"][1] == 0.5
+
+
+def test_event_file_cut_short_is_said(tmp_path):
+    path = tmp_path / "events.out.tfevents.2.host"
+    whole = file_version_record() + record(event_bytes(1, "loss", 3.0)) + record(event_bytes(2, "loss", 2.9))
+    path.write_bytes(whole[:-5])
+    log = read_logs([path])
+    assert log.steps.tolist() == [1] and any("cut short" in note for note in log.notes)
+
+
+def test_event_file_from_a_library(tmp_path):
+    writer_module = pytest.importorskip(
+        "torch.utils.tensorboard",
+        reason="PyTorch is not installed: the byte-exact event file test covers the format",
+    )
+    writer = writer_module.SummaryWriter(str(tmp_path))
+    for step in range(1, 11):
+        writer.add_scalar("train/loss", 3.0 - 0.1 * step, step)
+    writer.close()
+    log = read_logs([tmp_path])
+    assert log.steps.tolist() == list(range(1, 11))
+    assert log.values["loss"][-1] == pytest.approx(2.0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=60), st.integers(1, 10), st.integers(0, 2**16))
+def test_trailing_mean_matches_a_loop(values, window, mask_seed):
+    x = np.asarray(values)
+    use = np.random.default_rng(mask_seed).random(x.size) > 0.3
+    mean, count = trailing_mean(x, use, window)
+    for i in range(x.size):
+        chosen = [x[j] for j in range(max(0, i - window), i) if use[j]]
+        assert count[i] == len(chosen)
+        if chosen:
+            assert mean[i] == pytest.approx(np.mean(chosen), abs=1e-6)
+        else:
+            assert np.isnan(mean[i])
+
+
+@pytest.mark.parametrize("kind", ["jump", "ramp"])
+def test_change_point_hand_example(kind):
+    steps = np.arange(0, 2000, 100)
+    values = 3.0 - 0.0001 * steps
+    onset = 1200
+    values = values + (
+        0.05 * (steps >= onset) if kind == "jump" else 0.0004 * np.maximum(steps - onset + 100, 0)
+    )
+    assert abs(change_point(steps, values) - onset) <= 100
+
+
+def test_checkpoints_newest_kept():
+    cp = Checkpoints(
+        interval_steps=35, retention_generations=3, rollback_every_steps=315, rollback_generations=2
+    )
+    # log at step 10,000: rolling generations 9,975, 9,940, 9,905 kept (285 × 35 = 9,975); rollback points
+    # 9,765 and 9,450 (31 and 30 × 315); 9,870 was rotated away
+    assert cp.newest_at_or_before(9_920, now=10_000) == 9_905
+    assert cp.newest_at_or_before(9_900, now=10_000) == 9_765
+    assert cp.newest_at_or_before(9_000, now=10_000) is None
+    assert Checkpoints(saved_steps=[100, 250]).newest_at_or_before(240, now=300) == 100
+
+
+def test_json_report_and_plot(tmp_path, capsys):
+    path = write("jsonl", series("divergence", steps=4000, seed=3), tmp_path / "run.jsonl")
+    report, plot = tmp_path / "incident.md", tmp_path / "run.png"
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            [
+                "monitor",
+                str(path),
+                "--json",
+                "--checkpoint-interval",
+                "500",
+                "--report",
+                str(report),
+                "--plot",
+                str(plot),
+            ]
+        )
+    assert exit_info.value.code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data) == ["source", "format", "steps", "metrics", "events", "summary", "verdict", "vs_plan"]
+    assert data["verdict"] == "act" and data["steps"] == [1, 4000] and data["vs_plan"] is None
+    divergence = next(e for e in data["events"] if e["kind"] == "divergence")
+    # restart at 2,500, skip through the spike: min(500, max(200, peak − 2,500)) batches = 500 (PaLM §5.1)
+    assert divergence["rollback_to_step"] == 2500 and divergence["skip_steps"] == [2501, 3000]
+    assert "lower the learning rate" in divergence["why"]  # says not to
+    assert report.read_text().startswith("# Incident report") and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plan_comparison(tmp_path, capsys):
+    path = write("jsonl", series("clean", steps=600, seed=3), tmp_path / "run.jsonl")
+    with pytest.raises(SystemExit):
+        main(["monitor", str(path), "--json", "--plan", "examples/70b-512-h100.yaml"])
+    data = json.loads(capsys.readouterr().out)
+    vs = data["vs_plan"]
+    assert data["summary"]["thresholds"] == "plan"
+    assert data["summary"]["checkpoints"].startswith("the plan: every 35 steps")  # the plan's Daly interval
+    # the plan's step is ~34.8 s; the log's ~1.0 s, so MFU = planned MFU × 34.8 / 1.0
+    assert vs["mfu"] == pytest.approx(vs["planned_mfu"] * vs["planned_step_seconds"] / vs["step_seconds"])
+    assert vs["step_seconds"] == pytest.approx(1.0, rel=0.01)
+    assert vs["remaining_steps"] == vs["planned_total_steps"] - 600
+
+
+def test_follow_waits_for_the_log_and_prints_events_as_it_grows(tmp_path):
+    """The log does not exist at start; a healthy part appears, then a divergence: each event printed once."""
+    import time
+
+    path = tmp_path / "run.jsonl"
+    data = series("divergence", steps=3400, seed=5)
+    early = {name: values[:2500] for name, values in data.items()}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "runplan",
+            "monitor",
+            str(path),
+            "--follow",
+            "--poll-seconds",
+            "0.05",
+            "--max-seconds",
+            "6",
+            "--checkpoint-interval",
+            "500",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.0)
+        write("jsonl", early, path)
+        time.sleep(1.0)
+        write("jsonl", data, path)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert "waiting for" in err
+    lines = out.strip().splitlines()
+    assert sum("divergence → rollback" in line for line in lines) == 1, out
+    assert len(lines) == len(set(lines))  # each event once, however many polls
+
+
+def test_follow_ends_on_bad_input(tmp_path):
+    path = tmp_path / "run.log"
+    path.write_bytes(bytes(range(256)))
+    result = subprocess.run(
+        [sys.executable, "-m", "runplan", "monitor", str(path), "--follow", "--max-seconds", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "binary" in result.stderr
+
+
+def test_help_imports_nothing_heavy():
+    probe = (
+        "import sys\nfrom runplan.cli.app import app\ntry:\n    app(args=['monitor', '--help'], prog_name='runplan')\n"
+        "except SystemExit:\n    pass\nprint(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy', 'matplotlib'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip().endswith("[]"), result.stdout
+
+
+def test_struct_roundtrip_of_generator_records():
+    raw = record(event_bytes(7, "loss", 1.5))
+    (length,) = struct.unpack("<Q", raw[:8])
+    assert len(raw) == length + 16
+
+
+def test_plan_never_suggests_lowering_the_lr():
+    from runplan.ops.monitoring import MonitoringRequest, plan_monitoring
+
+    plan = plan_monitoring(
+        MonitoringRequest(
+            total_steps=10_000,
+            tokens_per_step=4e6,
+            step_seconds=10.0,
+            seq_len=4096,
+            checkpoint_interval_steps=100,
+        )
+    )
+    text = " ".join(plan.alerts + plan.rollback_procedure).lower()
+    assert "lower the lr" not in text and "lower the learning rate" not in text.replace("do not lower", "")
+    assert "do not lower the learning rate" in text
+
+
+def test_two_files_of_one_run_restart_across_files(tmp_path):
+    """A job's second log repeats steps after its checkpoint: merged by step, the later file wins, a restart."""
+    data = series("clean", steps=400, seed=2)
+    first = {name: values[:300] for name, values in data.items()}
+    second = {name: values[250:] for name, values in data.items()}
+    a = write("jsonl", first, tmp_path / "job1.jsonl")
+    b = write("jsonl", second, tmp_path / "job2.jsonl")
+    log = read_logs([a, b])
+    assert log.steps.tolist() == list(range(1, 401))
+    assert [(r.last_step, r.resumed_step) for r in log.restarts] == [(300, 251)]
+
+
+def test_engine_line_formats(tmp_path):
+    """One hand-written sample per engine in the layout its logging code prints (numbers made up)."""
+    samples = {
+        "megatron": (
+            " [2025-03-01 10:00:00] iteration      200/    5000 | consumed samples:       102400 | elapsed time per "
+            "iteration (ms): 1520.4 | throughput per GPU (TFLOP/s/GPU): 410.2 | learning rate: 2.000000E-04 | "
+            "global batch size:   512 | lm loss: 4.250000E+00 | loss scale: 65536.0 | grad norm: 0.812 | "
+            "number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+            " saving checkpoint at iteration     200 to /ckpt in torch_dist format\n"
+            " validation loss at iteration 200 | lm loss value: 4.310000E+00 | lm loss PPL: 7.4E+01 | \n",
+            {
+                "loss": 4.25,
+                "grad_norm": 0.812,
+                "step_seconds": 1.5204,
+                "lr": 2e-4,
+                "loss_scale": 65536.0,
+                "val_loss": 4.31,
+            },
+        ),
+        "nemo": (
+            "Epoch 0: :  20%|██        | 200/1000 [05:00<20:00, reduced_train_loss=4.250, global_step=199.0, "
+            "consumed_samples=1.02e+5, train_step_timing in s=1.520]\r"
+            "Epoch 0: :  20%|██        | 201/1000 [05:01<20:00, reduced_train_loss=4.240, global_step=200.0, "
+            "consumed_samples=1.03e+5, train_step_timing in s=1.510]\n",
+            {"loss": 4.24, "step_seconds": 1.51},
+        ),
+        "torchtitan": (
+            "[rank0]:[titan] 2025-03-01 10:00:00,000 - root - INFO - \x1b[31mstep: 200  \x1b[32mloss:  4.2500  "
+            "\x1b[38;2;180;60;0mgrad_norm:  0.8120  \x1b[36mmemory: 60.12GiB(63.29%)  \x1b[34mtps: 3,210  "
+            "\x1b[36mtflops: 180.55  \x1b[35mmfu: 18.26%\x1b[39m\n"
+            "[rank0]:[titan] 2025-03-01 10:00:05,000 - root - INFO - \x1b[33mvalidate step: 200  \x1b[32mloss:  "
+            "4.3100  \x1b[34mtps: 9,000\x1b[39m\n",
+            {
+                "loss": 4.25,
+                "grad_norm": 0.812,
+                "tokens_per_second_per_gpu": 3210.0,
+                "mfu": 0.1826,
+                "val_loss": 4.31,
+            },
+        ),
+        "llmc": (
+            "s:200 tel:4.3100\ns:200 eval:0.2950\ns:200 trl:4.2500 lr:0.000200 norm:0.81\n",
+            {"loss": 4.25, "grad_norm": 0.81, "lr": 2e-4, "val_loss": 4.31},
+        ),
+        "hf": (
+            json.dumps(
+                {
+                    "max_steps": 5000,
+                    "save_steps": 100,
+                    "log_history": [
+                        {"epoch": 0.1, "grad_norm": 0.812, "learning_rate": 2e-4, "loss": 4.25, "step": 200},
+                        {"epoch": 0.1, "eval_loss": 4.31, "eval_runtime": 10.0, "step": 200},
+                        {"epoch": 1.0, "step": 5000, "train_runtime": 999.0, "train_loss": 3.0},
+                    ],
+                }
+            ),
+            {"loss": 4.25, "grad_norm": 0.812, "lr": 2e-4, "val_loss": 4.31},
+        ),
+    }
+    for fmt, (text, expected) in samples.items():
+        path = tmp_path / f"{fmt}.log"
+        path.write_text(text)
+        log = read_logs([path])
+        assert log.format == fmt
+        row = int(np.searchsorted(log.steps, 200))
+        for name, value in expected.items():
+            assert log.values[name][row] == pytest.approx(value), (fmt, name)
+    megatron = read_logs([tmp_path / "megatron.log"])
+    assert megatron.saved_steps == [200] and megatron.total_steps == 5000
+    hf = read_logs([tmp_path / "hf.log"])
+    assert hf.checkpoint_interval_steps == 100 and hf.total_steps == 5000 and hf.steps.tolist() == [200]
