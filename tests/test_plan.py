@@ -281,7 +281,7 @@ def test_check_json_reports_status_and_changes(tmp_path):
     drift = run("check", str(resolved), "--json")
     assert drift.exit_code == 1
     data = json.loads(drift.stdout)
-    assert data["status"] == "drift" and any(c.startswith("cost.main.cost: ") for c in data["changes"])
+    assert data["status"] == "drift" and any(c["path"] == "cost.main.cost" for c in data["changes"])
 
 
 def test_fmt_value_reads_units_from_field_names():

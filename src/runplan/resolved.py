@@ -9,6 +9,7 @@ changes the plan.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -34,33 +35,91 @@ def resolved_document(raw_inputs: dict[str, Any], plan: RunPlan) -> str:
     return SCHEMA_COMMENT + yaml.safe_dump(document, sort_keys=False, width=120, allow_unicode=True)
 
 
-def _walk(path: str, old: Any, new: Any, rtol: float, out: list[str]) -> None:
+#: The numbers a reader looks at first, in this order: days and cost, then the run's size and loss.
+HEADLINE_PATHS = (
+    "cost.main.wall_clock_days",
+    "cost.main.cost",
+    "cost.total_cost",
+    "cost.main.gpu_hours",
+    "cost.main.gpus",
+    "allocation.params",
+    "allocation.tokens",
+    "allocation.loss",
+    "layout.best.mfu",
+    "layout.best.step_seconds",
+    "schedule.total_steps",
+    "schedule.global_batch_tokens",
+)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One derived value that moved: ``old``/``new`` are None where the key is new/gone (``kind``)."""
+
+    path: str
+    kind: str  # "changed", "new", "gone" or "length" (a list's item count)
+    old: Any
+    new: Any
+    relative_change: float | None = None
+
+    @property
+    def section(self) -> str:
+        """The top-level key of the resolved plan (allocation, layout, cost, ...)."""
+        return self.path.split(".", 1)[0].split("[", 1)[0]
+
+    @property
+    def headline(self) -> bool:
+        return self.path in HEADLINE_PATHS
+
+    def text(self) -> str:
+        """``path: old → new (+x%)``."""
+        if self.kind == "new":
+            return f"{self.path}: (new) → {_short(self.new)}"
+        if self.kind == "gone":
+            return f"{self.path}: {_short(self.old)} → (gone)"
+        if self.kind == "length":
+            return f"{self.path}: {self.old} items → {self.new} items"
+        change = f" ({self.relative_change:+.2%})" if self.relative_change is not None else ""
+        return f"{self.path}: {_short(self.old)} → {_short(self.new)}{change}"
+
+    def record(self) -> dict[str, Any]:
+        """The JSON form: path, section, kind, old, new, relative_change (None unless both are numbers)."""
+        return {
+            "path": self.path,
+            "section": self.section,
+            "kind": self.kind,
+            "old": self.old,
+            "new": self.new,
+            "relative_change": self.relative_change,
+        }
+
+
+def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None:
     if isinstance(old, dict) and isinstance(new, dict):
         for key in old.keys() | new.keys():
             if key in VOLATILE_KEYS:
                 continue
             sub = f"{path}.{key}" if path else str(key)
             if key not in new:
-                out.append(f"{sub}: {_short(old[key])} → (gone)")
+                out.append(Change(sub, "gone", old[key], None))
             elif key not in old:
-                out.append(f"{sub}: (new) → {_short(new[key])}")
+                out.append(Change(sub, "new", None, new[key]))
             else:
                 _walk(sub, old[key], new[key], rtol, out)
         return
     if isinstance(old, list) and isinstance(new, list):
         if len(old) != len(new):
-            out.append(f"{path}: {len(old)} items → {len(new)} items")
+            out.append(Change(path, "length", len(old), len(new)))
         for index, (a, b) in enumerate(zip(old, new, strict=False)):
             _walk(f"{path}[{index}]", a, b, rtol, out)
         return
     if _is_number(old) and _is_number(new):
         a, b = float(old), float(new)
         if not math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12):
-            change = f" ({(b - a) / abs(a):+.2%})" if a else ""
-            out.append(f"{path}: {_short(old)} → {_short(new)}{change}")
+            out.append(Change(path, "changed", old, new, (b - a) / abs(a) if a else None))
         return
     if old != new:
-        out.append(f"{path}: {_short(old)} → {_short(new)}")
+        out.append(Change(path, "changed", old, new))
 
 
 def _is_number(value: Any) -> bool:
@@ -74,8 +133,38 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def diff_resolved(old: dict[str, Any], new: dict[str, Any], rtol: float = 1e-4) -> list[str]:
-    """Lines ``path: old → new (+x%)`` for every derived value that moved beyond ``rtol``, sorted by path."""
-    out: list[str] = []
+def diff_changes(old: dict[str, Any], new: dict[str, Any], rtol: float = 1e-4) -> list[Change]:
+    """Every derived value that moved beyond ``rtol``: the headline numbers first (days and cost leading, in
+    HEADLINE_PATHS order), then the rest by section and path."""
+    out: list[Change] = []
     _walk("", old, new, rtol, out)
-    return sorted(out)
+    rank = {path: index for index, path in enumerate(HEADLINE_PATHS)}
+    return sorted(out, key=lambda c: (rank.get(c.path, len(rank)), c.path))
+
+
+def diff_resolved(old: dict[str, Any], new: dict[str, Any], rtol: float = 1e-4) -> list[str]:
+    """Lines ``path: old → new (+x%)`` for every derived value that moved beyond ``rtol`` (diff_changes order)."""
+    return [change.text() for change in diff_changes(old, new, rtol)]
+
+
+def updated_text(original: str, plan: RunPlan) -> str:
+    """The plan file's own text with its ``resolved:`` section replaced by ``plan``'s numbers.
+
+    The user's keys and comments are kept as written: a trailing top-level ``resolved:`` block (as
+    ``runplan plan -f yaml`` writes it) is cut and a fresh one appended. A ``resolved:`` that is not the last
+    top-level key cannot be cut safely, so the file is written out again from its parsed keys instead.
+    """
+    lines = original.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.rstrip() == "resolved:"]
+    if starts:
+        later_keys = [
+            line
+            for line in lines[starts[-1] + 1 :]
+            if line.strip() and not line.startswith((" ", "\t", "#", "-"))
+        ]
+        if later_keys:
+            return resolved_document(yaml.safe_load(original), plan)
+        lines = lines[: starts[-1]]
+    head = "".join(lines).rstrip("\n") + "\n"
+    body = yaml.safe_dump({"resolved": resolved_section(plan)}, sort_keys=False, width=120, allow_unicode=True)
+    return head + body

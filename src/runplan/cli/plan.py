@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from runplan.cli.common import handle_errors, plan_from_file, print_json
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
+
+if TYPE_CHECKING:
+    from runplan.resolved import Change
 
 
 class Format(StrEnum):
@@ -100,49 +104,98 @@ def check(
     ),
     rtol: float = typer.Option(1e-4, "--rtol", help="Relative tolerance for derived numbers."),
     as_json: bool = typer.Option(
-        False, "--json", help='Print {"file", "status": ok|drift, "resolved", "rtol", "changes": [...]}.'
+        False,
+        "--json",
+        help='Print {"file", "status": ok|drift|unresolved|updated, "resolved", "rtol", "changes": '
+        "[{path, section, kind, old, new, relative_change}]}.",
+    ),
+    update: bool = typer.Option(
+        False,
+        "--update",
+        help="Rewrite the file's resolved section with the recomputed numbers (keeps your keys and comments).",
     ),
 ) -> None:
-    """For CI: validate, recompute, check feasibility, and diff against the file's resolved numbers (exit 1 on drift)."""
+    """For CI: validate, recompute, check feasibility, and diff against the file's resolved numbers (exit 1 on
+    drift; --update rewrites them)."""
     from runplan.errors import SpecError
-    from runplan.resolved import diff_resolved, resolved_section
+    from runplan.resolved import diff_changes, resolved_section
 
     if not rtol > 0:
         raise SpecError(f"must be positive, got {rtol:g}", where="--rtol", hint="e.g. 1e-4")
     _, spec, result = plan_from_file(plan_file)  # raises Infeasible (exit 1) when nothing fits
-    changes = [] if spec.resolved is None else diff_resolved(spec.resolved, resolved_section(result), rtol)
+    changes = [] if spec.resolved is None else diff_changes(spec.resolved, resolved_section(result), rtol)
+    if update:
+        from runplan.cli.common import write_output
+        from runplan.resolved import updated_text
+
+        write_output(updated_text(plan_file.read_text(encoding="utf-8"), result), plan_file, "--update")
+        status = "updated"
+    else:
+        status = "unresolved" if spec.resolved is None else "drift" if changes else "ok"
     if as_json:
         print_json(
             {
                 "file": str(plan_file),
-                "status": "drift" if changes else "ok",
+                "status": status,
                 "resolved": spec.resolved is not None,
                 "rtol": rtol,
-                "changes": changes,
+                "changes": [change.record() for change in changes],
             }
         )
-        if changes:
-            raise typer.Exit(1)
-        return
-    if spec.resolved is None:
-        typer.echo(
-            f"ok: {plan_file} is valid and feasible (no resolved section to compare; "
-            "write one with `runplan plan -f yaml -o FILE`)"
+    else:
+        _report_check(plan_file, status, changes, rtol)
+    if status == "drift":
+        raise typer.Exit(1)
+
+
+#: How many changes of each section `check` prints before "and N more".
+CHANGES_PER_SECTION = 5
+
+
+def _report_check(plan_file: Path, status: str, changes: list[Change], rtol: float) -> None:
+    """One line of verdict; on drift the headline changes (days and cost first), then a few per section."""
+    if status == "unresolved":
+        typer.echo(f"unresolved: {plan_file}")
+        _echo(
+            "  valid and feasible, but it has no resolved section to compare against; "
+            "`runplan check --update` on it writes one"
         )
         return
-    if not changes:
-        typer.echo(f"ok: {plan_file}: every derived number matches within rtol {rtol:g}")
+    if status == "ok":
+        typer.echo(f"ok: {plan_file}")
+        _echo(f"  every derived number matches within rtol {rtol:g}")
         return
-    typer.echo(
-        f"drift: {plan_file}: {len(changes)} derived number(s) changed beyond rtol {rtol:g} "
-        "(resolved → recomputed):",
-        err=True,
+    verb = "updated" if status == "updated" else "drift"
+    count = (
+        f"{len(changes)} derived number(s) changed beyond rtol {rtol:g}" if changes else "resolved section"
     )
-    for line in changes[:40]:
-        typer.echo(f"  {line}", err=True)
-    if len(changes) > 40:
-        typer.echo(f"  ... and {len(changes) - 40} more", err=True)
-    raise typer.Exit(1)
+    typer.echo(f"{verb}: {plan_file}", err=status == "drift")
+    _echo("  " + count + (" (resolved → recomputed):" if changes else " written"), err=status == "drift")
+    headline = [c for c in changes if c.headline]
+    lines: list[str] = [f"  {c.text()}" for c in headline]
+    sections: dict[str, list[Change]] = {}
+    for change in changes:
+        if not change.headline:
+            sections.setdefault(change.section, []).append(change)
+    for section, items in sections.items():
+        lines.append(f"  {section} ({len(items)}):")
+        lines += [f"    {c.text()}" for c in items[:CHANGES_PER_SECTION]]
+        if len(items) > CHANGES_PER_SECTION:
+            lines.append(f"    and {len(items) - CHANGES_PER_SECTION} more (--json lists every one)")
+    for line in lines:
+        _echo(line, err=status == "drift", indent=line[: len(line) - len(line.lstrip())] + "    ")
+
+
+def _echo(text: str, *, err: bool = False, indent: str = "  ") -> None:
+    """``text`` wrapped at the terminal width (between words; a long path or value stays whole)."""
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size().columns
+    wrapped = textwrap.fill(
+        text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
+    typer.echo(wrapped, err=err)
 
 
 @handle_errors

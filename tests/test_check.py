@@ -1,0 +1,89 @@
+"""`runplan check`: an unresolved plan says so, drift leads with days and cost, --json gives records,
+--update rewrites the resolved section in place and keeps the user's keys and comments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+from runplan.resolved import HEADLINE_PATHS, diff_changes
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "moe-mixtral-8x7b.yaml"
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture
+def plan_copy(tmp_path):
+    path = tmp_path / "plan.yaml"
+    path.write_text("# my own comment, kept by --update\n" + EXAMPLE.read_text())
+    return path
+
+
+def _set_price(path: Path, price: float) -> None:
+    text = path.read_text()
+    document = yaml.safe_load(text)
+    old = document["cluster"].get("price_per_gpu_hour")
+    assert old is not None
+    path.write_text(text.replace(f"price_per_gpu_hour: {old}", f"price_per_gpu_hour: {price}", 1))
+
+
+def test_a_plan_without_resolved_is_not_reported_ok(plan_copy):
+    result = run("check", str(plan_copy))
+    assert result.exit_code == 0
+    assert result.stdout.startswith("unresolved: ") and "--update" in result.stdout
+    data = json.loads(run("check", str(plan_copy), "--json").stdout)
+    assert data["status"] == "unresolved" and data["resolved"] is False and data["changes"] == []
+
+
+def test_update_writes_the_resolved_section_and_keeps_comments(plan_copy):
+    original = plan_copy.read_text()
+    result = run("check", str(plan_copy), "--update")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("updated: ")
+    text = plan_copy.read_text()
+    assert text.startswith(original.rstrip("\n"))  # the user's keys and comments, byte for byte
+    assert "resolved" in yaml.safe_load(text)
+    assert run("check", str(plan_copy)).stdout.startswith("ok: ")
+    # a changed input: drift (exit 1), then --update (exit 0) makes it ok again; the section is replaced
+    _set_price(plan_copy, 4.0)
+    assert run("check", str(plan_copy)).exit_code == 1
+    updated = run("check", str(plan_copy), "--update")
+    assert updated.exit_code == 0 and "cost.main.cost" in updated.stdout
+    assert run("check", str(plan_copy)).exit_code == 0
+    assert plan_copy.read_text().count("\nresolved:") == 1
+
+
+def test_drift_lists_days_and_cost_first_and_json_records(plan_copy):
+    assert run("check", str(plan_copy), "--update").exit_code == 0
+    text = plan_copy.read_text().replace("gpus: 256", "gpus: 512", 1)
+    assert text != plan_copy.read_text()
+    plan_copy.write_text(text)
+    result = run("check", str(plan_copy))
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("drift: ")
+    assert lines[1].startswith("  ") and "derived number(s) changed" in lines[1]
+    assert lines[2].startswith("  cost.main.wall_clock_days: ") and lines[3].startswith("  cost.main.cost: ")
+    data = json.loads(run("check", str(plan_copy), "--json").stdout)
+    first = data["changes"][0]
+    assert first["path"] == "cost.main.wall_clock_days" and first["section"] == "cost"
+    # twice the GPUs: close to half the days (the layout and goodput move it a little)
+    assert first["new"] == pytest.approx(first["old"] / 2, rel=0.15)
+    assert first["relative_change"] == pytest.approx((first["new"] - first["old"]) / first["old"])
+
+
+def test_diff_changes_orders_headline_then_path():
+    old = {"z": {"a": 1.0}, "cost": {"main": {"cost": 10.0, "wall_clock_days": 2.0}}, "b": [1]}
+    new = {"z": {"a": 2.0}, "cost": {"main": {"cost": 11.0, "wall_clock_days": 1.0}}, "b": [1, 2]}
+    paths = [c.path for c in diff_changes(old, new)]
+    assert paths == ["cost.main.wall_clock_days", "cost.main.cost", "b", "z.a"]
+    assert HEADLINE_PATHS[:2] == ("cost.main.wall_clock_days", "cost.main.cost")
+    assert diff_changes(old, new)[0].record()["relative_change"] == pytest.approx(-0.5)
