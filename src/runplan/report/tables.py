@@ -9,7 +9,7 @@ as a block of ``header value`` pairs instead, packed into lines between pairs, n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -60,7 +60,7 @@ def fitted_table(
     needed = 2 + (len(headers) - 1) if table.box else 0  # the outer edges and the separators between columns
     for index, header in enumerate(headers):
         cells = [row[index] for row in rows]
-        justify = "left" if header in left or index == 0 else "right"
+        justify: Literal["left", "right"] = "left" if header in left or index == 0 else "right"
         label_width = len(header) if show_header else 0
         if is_prose(header, cells):
             table.add_column(header, justify=justify, overflow="fold")
