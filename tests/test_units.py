@@ -92,3 +92,61 @@ def test_format_si():
 )
 def test_format_bytes_uses_decimal_units(value, text):
     assert format_bytes(value) == text
+
+
+# ---- token lengths: k = 1024 (issue 15) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("8k", 8192),  # Llama 3 pre-trains at 8K = 8,192 tokens (Dubey et al. 2024 §3.4.1)
+        ("128k", 131072),  # Llama 3.1 config.json max_position_embeddings = 131072 ("128K context")
+        ("128K", 131072),
+        ("4k", 4096),
+        ("1M", 1048576),
+        ("1.5k", 1536),
+        ("8000", 8000),  # a plain number is taken as written
+        ("4,096", 4096),
+        (2048, 2048),
+    ],
+)
+def test_token_lengths_use_binary_k(text, tokens):
+    from runplan.units import parse_token_length
+
+    assert parse_token_length(text) == tokens
+
+
+@pytest.mark.parametrize("text", ["8B", "1e3k", "2e4.5", "0.0001k", "-8k", "k", "8 kb", True])
+def test_token_lengths_refuse_other_notation(text):
+    from runplan.units import parse_token_length
+
+    with pytest.raises(SpecError):
+        parse_token_length(text, where="training.seq_len")
+
+
+def test_other_numbers_keep_si_suffixes():
+    # 4M tokens per step is 4e6, 70B parameters 7e10: only lengths are binary
+    assert parse_number("4M") == 4e6 and parse_count("1.5k") == 1500
+
+
+def test_seq_len_8k_is_8192_in_plans_flags_and_exports(tmp_path):
+    from typer.testing import CliRunner
+
+    from runplan.cli.app import app
+    from runplan.spec import Training
+
+    assert Training.model_validate({"seq_len": "8k"}).seq_len == 8192
+    assert Training.model_validate({"seq_len": 8000}).seq_len == 8000
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    text = (root / "examples" / "70b-512-h100.yaml").read_text()
+    assert "seq_len: 4096" in text
+    plan = tmp_path / "p.yaml"
+    plan.write_text(text.replace("seq_len: 4096", "seq_len: 8k"))
+    exported = CliRunner().invoke(app, ["export", str(plan), "--to", "megatron"])
+    assert exported.exit_code == 0, exported.output
+    assert "--seq-length 8192" in exported.stdout
+    flags = CliRunner().invoke(
+        app, ["parallelize", "--model", "8b", "--gpus", "64", "--seq-len", "128k", "--json"]
+    )
+    assert __import__("json").loads(flags.stdout)["seq_len"] == 131072

@@ -166,5 +166,7 @@ def updated_text(original: str, plan: RunPlan) -> str:
             return resolved_document(yaml.safe_load(original), plan)
         lines = lines[: starts[-1]]
     head = "".join(lines).rstrip("\n") + "\n"
-    body = yaml.safe_dump({"resolved": resolved_section(plan)}, sort_keys=False, width=120, allow_unicode=True)
+    body = yaml.safe_dump(
+        {"resolved": resolved_section(plan)}, sort_keys=False, width=120, allow_unicode=True
+    )
     return head + body

@@ -36,7 +36,7 @@ from runplan.parallel.stack import Stack
 from runplan.scaling.allocate import Objective
 from runplan.scaling.budget import MIN_MFU, checked_mfu
 from runplan.scaling.laws import LawSpec
-from runplan.units import PositiveCount, PositiveNumber
+from runplan.units import PositiveCount, PositiveNumber, TokenLength
 from runplan.validation import spec_error_from_validation
 from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
 
@@ -113,11 +113,11 @@ class Training(BaseModel):
 
     model_config = _STRICT
 
-    seq_len: PositiveCount = Field(
+    seq_len: TokenLength = Field(
         DEFAULT_SEQ_LEN,
         le=MAX_SEQ_LEN,
         json_schema_extra={"maximum": MAX_SEQ_LEN},
-        description="Training sequence length s in tokens (at most 1e8).",
+        description="Training sequence length s in tokens (at most 1e8); 8k = 8192, 128k = 131072.",
     )
     vocab_size: PositiveCount = Field(
         DEFAULT_VOCAB_SIZE,

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from runplan.errors import SpecError
 from runplan.spec import SCHEMA_VERSION, PlanSpec
-from runplan.units import parse_count, parse_number
+from runplan.units import parse_count, parse_number, parse_token_length
 
 _SKIP = {"resolved"}
 
@@ -85,7 +85,7 @@ def starter_plan(
                 "--tokens needs --model", where="budget.tokens", hint="or give --flops for a new model"
             )
     parse_count(gpus, where="cluster.gpus")
-    parse_count(seq_len, where="training.seq_len")
+    parse_token_length(seq_len, where="training.seq_len")
     from runplan.architect import resolve_model
     from runplan.catalog import load_catalog
 

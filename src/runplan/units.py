@@ -2,7 +2,10 @@
 
 PyYAML reads ``3e-4`` and ``15e12`` as strings (YAML 1.1 wants a dot in floats) and ``NO`` as false, so
 plan files and flags go through these parsers on purpose. NaN, infinity and booleans are refused.
-Suffixes are decimal and case-insensitive: k = 1e3, M = 1e6, B or G = 1e9, T = 1e12, P = 1e15.
+Suffixes are decimal and case-insensitive: k = 1e3, M = 1e6, B or G = 1e9, T = 1e12, P = 1e15 -- except for
+token lengths (a sequence length, a context window), where k = 1024 and M = 1024², as every model card means
+them: Llama 3.1's "128K context" is max_position_embeddings 131072 (meta-llama/Llama-3.1-8B config.json) and an
+"8k" sequence is 8192 (Llama 3 paper, Dubey et al. 2024 §3.4.1). See :func:`parse_token_length`.
 """
 
 from __future__ import annotations
@@ -72,6 +75,34 @@ def parse_bytes(value: object, *, where: str | None = None) -> float:
     return parse_number(value, where=where)
 
 
+_TOKEN_LENGTH_SUFFIX = {"": 1, "k": 1024, "m": 1024**2}
+_TOKEN_LENGTH_RE = re.compile(r"^\s*(\d[\d_,]*\.?\d*|\.\d+)\s*([km]?)\s*$", re.IGNORECASE)
+
+
+def parse_token_length(value: object, *, where: str | None = None) -> int:
+    """A length in tokens as model cards write it: ``8k`` = 8192, ``128k`` = 131072, ``1M`` = 1048576.
+
+    Plain numbers are taken as written (``8000`` stays 8000, ``1e5`` is 100000); the suffix must give a whole
+    number of tokens.
+    """
+    if isinstance(value, str):
+        match = _TOKEN_LENGTH_RE.match(value)
+        if not match and re.match(r"^\s*[\d_,.]+e[+-]?\d+\s*$", value, re.IGNORECASE):
+            return parse_count(value, where=where)  # 1e5: exponent notation, no suffix to read
+        if not match:
+            raise SpecError(
+                f"expected a length in tokens, got {value!r}",
+                where=where,
+                hint="write e.g. 4096, 8k (8192) or 128k (131072)",
+            )
+        mantissa, suffix = match.groups()
+        number = float(mantissa.replace("_", "").replace(",", "")) * _TOKEN_LENGTH_SUFFIX[suffix.lower()]
+        if number != round(number):
+            raise SpecError(f"expected a whole number of tokens, got {value!r}", where=where)
+        return round(number)
+    return parse_count(value, where=where)
+
+
 def format_si(value: float, unit: str = "", digits: int = 3) -> str:
     """``4.08e10`` → ``40.8 B`` (``816 B tokens`` with a unit) style short form used in terminal output (B = 1e9 for counts)."""
     if value == 0 or not math.isfinite(value):
@@ -112,6 +143,13 @@ def _count(value: object) -> int:
         raise ValueError(error.message + (f" ({error.hint})" if error.hint else "")) from None
 
 
+def _token_length(value: object) -> int:
+    try:
+        return parse_token_length(value)
+    except SpecError as error:
+        raise ValueError(error.message + (f" ({error.hint})" if error.hint else "")) from None
+
+
 def _bytes(value: object) -> float:
     try:
         return parse_bytes(value)
@@ -125,6 +163,7 @@ def _json_schema(kind: str, bounds: dict[str, float], pattern: str) -> WithJsonS
 
 
 _NUMBER_PATTERN = r"^\s*[+]?(\d[\d_,]*\.?\d*|\.\d+)([eE][+-]?\d+)?\s*[kKmMbBgGtTpP]?\s*$"
+_TOKEN_LENGTH_PATTERN = r"^\s*(\d[\d_,]*\.?\d*|\.\d+)(\s*[kKmM]|[eE][+-]?\d+)?\s*$"
 _BYTES_PATTERN = r"^\s*(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*([kKmMgGtTpP]i?)?[bB]?\s*$"
 
 #: A finite number; accepts "2e23", "70B", "3e-4".
@@ -150,6 +189,13 @@ Fraction = Annotated[
 #: A whole number > 0; accepts "1.5k", "4M".
 PositiveCount = Annotated[
     int, BeforeValidator(_count), Field(gt=0), _json_schema("integer", {"minimum": 1}, _NUMBER_PATTERN)
+]
+#: A length in tokens > 0 (a sequence length); "8k" is 8192 and "128k" 131072 (parse_token_length).
+TokenLength = Annotated[
+    int,
+    BeforeValidator(_token_length),
+    Field(gt=0),
+    _json_schema("integer", {"minimum": 1}, _TOKEN_LENGTH_PATTERN),
 ]
 #: A whole number >= 0.
 NonNegativeCount = Annotated[

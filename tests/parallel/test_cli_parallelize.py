@@ -54,7 +54,7 @@ def test_json_keys():
 
 
 def test_terminal_names_the_cost_of_each_tp_degree():
-    res = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "512"])
+    res = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "512"], env={"COLUMNS": "250"})
     assert res.exit_code == 0, res.output
     line = next(x for x in res.output.splitlines() if x.startswith("best layout per TP degree"))
     assert "TP8" in line and "(best)" in line and "fewer tokens/s" in line

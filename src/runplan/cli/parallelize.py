@@ -56,7 +56,11 @@ Gpus = Annotated[Text, _opt("--gpus", help="GPUs in the job, e.g. 512.")]
 Gpu = Annotated[Text, _opt("--gpu", help=f"GPU type from the catalog (default {DEFAULT_GPU}).")]
 GpusPerNode = Annotated[Text, _opt("--gpus-per-node", help="Override GPUs per node.")]
 SeqLen = Annotated[
-    Text, _opt("--seq-len", help=f"Sequence length in tokens, e.g. 8192 or 128k (default {DEFAULT_SEQ_LEN}).")
+    Text,
+    _opt(
+        "--seq-len",
+        help=f"Sequence length in tokens, e.g. 8192 or 128k (= 131072; default {DEFAULT_SEQ_LEN}).",
+    ),
 ]
 GlobalBatch = Annotated[Text, _opt("--global-batch", help="Target tokens per step, e.g. 4M.")]
 BatchTolerance = Annotated[

@@ -205,7 +205,9 @@ def init(
     tokens: str | None = typer.Option(None, "--tokens", help="With --model: training tokens, e.g. 2T."),
     gpus: str = typer.Option("1024", "--gpus", help="GPU count."),
     gpu: str = typer.Option(DEFAULT_GPU, "--gpu", help="GPU type (`runplan catalog gpus`)."),
-    seq_len: str = typer.Option(str(DEFAULT_SEQ_LEN), "--seq-len", help="Sequence length in tokens."),
+    seq_len: str = typer.Option(
+        str(DEFAULT_SEQ_LEN), "--seq-len", help="Sequence length in tokens, e.g. 8192 or 8k (= 8192)."
+    ),
     name: str = typer.Option("my-run", "--name", help="Run name."),
 ) -> None:
     """Write a commented starter plan file to stdout (every key with its help text and default)."""

@@ -134,7 +134,7 @@ def sweep_command(
         wsd=wsd,
         span_decades=flag_value(span, "--span"),
         cooldown_fraction=flag_value(cooldown, "--cooldown"),
-        seq_len=flag_value(seq_len, "--seq-len", "count"),
+        seq_len=seq_len,  # a TokenLength field: 8k = 8192
         vocab_size=flag_value(vocab_size, "--vocab-size", "count"),
         price_per_gpu_hour=budget.price,
     )

@@ -29,7 +29,7 @@ from runplan.defaults import DEFAULT_SEQ_LEN
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.parallel.stack import Stack
-from runplan.units import Fraction, NonNegativeBytes, PositiveCount, PositiveNumber
+from runplan.units import Fraction, NonNegativeBytes, PositiveCount, PositiveNumber, TokenLength
 
 #: A utilisation in (0, 1): 0 would mean an infinite step time.
 MfuFraction = Annotated[Fraction, Field(gt=0)]
@@ -237,7 +237,9 @@ class ParallelRequest(BaseModel):
     gpus_per_node: PositiveCount | None = Field(
         None, description="GPUs per node / NVLink domain (default: the GPU spec's)."
     )
-    seq_len: PositiveCount = Field(DEFAULT_SEQ_LEN, description="Training sequence length s in tokens.")
+    seq_len: TokenLength = Field(
+        DEFAULT_SEQ_LEN, description="Training sequence length s in tokens (8k = 8192, 128k = 131072)."
+    )
     global_batch_tokens: PositiveNumber | None = Field(
         None,
         description="Target global batch in tokens per step (e.g. '4M'); layouts land within the "
