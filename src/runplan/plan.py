@@ -35,6 +35,7 @@ from runplan.scaling.allocate import Allocation
 from runplan.scaling.laws import ParametricLaw
 from runplan.scaling.sweep import Sweep
 from runplan.spec import ModelChoice, PlanSpec
+from runplan.units import SECONDS_PER_DAY
 
 _OUT = ConfigDict(extra="forbid", frozen=True)
 
@@ -188,16 +189,17 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
     )
 
 
-def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
-    """Steps 1-3: compute, allocation, and the concrete shape."""
+def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None = None) -> AllocationStage:
+    """Steps 1-3: compute, allocation, and the concrete shape; ``flops`` replaces the budget's conversion
+    (a GPU-time budget sized to fill its wall clock, :func:`build_plan`)."""
     if spec.model is not None:
-        return _fixed_model_stage(spec, inputs)
+        return _fixed_model_stage(spec, inputs, flops)
     from runplan.architect import shape_for_params
     from runplan.errors import Infeasible
     from runplan.scaling.allocate import allocate
 
     law = inputs.law
-    flops = _flops(spec, inputs.gpu, inputs.n_gpus, None)
+    flops = _flops(spec, inputs.gpu, inputs.n_gpus, None) if flops is None else flops
     allocation = allocate(flops, spec.objective, law)
     try:
         shape = shape_for_params(
@@ -220,7 +222,7 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
     return AllocationStage(allocation, shape, resolution, law_params, flops, law)
 
 
-def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStage:
+def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None = None) -> AllocationStage:
     """A fixed model: the objective becomes ``fixed_params``; a MoE model is allocated on active compute."""
     from runplan.architect import resolve_model
     from runplan.scaling.allocate import MAX_PARAMS, MIN_PARAMS, Objective, allocate
@@ -239,7 +241,7 @@ def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs) -> AllocationStag
         shape, resolution = resolve_model(choice.name or "", inputs.catalog, where="model")
     law, moe_warnings = _law_for_shape(spec, inputs.law, shape)
     law_params = _law_params(shape, law.param_count)
-    flops = _flops(spec, inputs.gpu, inputs.n_gpus, law_params)
+    flops = _flops(spec, inputs.gpu, inputs.n_gpus, law_params) if flops is None else flops
     if law_params < MIN_PARAMS:
         raise SpecError(
             f"the model has {law_params:.3g} parameters ({law.param_count} count), below the smallest "
@@ -504,12 +506,65 @@ def _plan_warnings(
     return warnings
 
 
+#: Fixed-point steps that size a GPU-time budget's compute to its wall clock, and the agreement that ends them.
+FILL_MAX_STEPS = 5
+FILL_RTOL = 0.01
+
+
+def budget_days(spec: PlanSpec, n_gpus: int) -> float | None:
+    """The wall clock a GPU-time budget buys on the plan's cluster: budget.days, or gpu_hours / (gpus × 24)."""
+    budget = spec.budget
+    if budget is None:
+        return None
+    if budget.days is not None:
+        return budget.days
+    if budget.gpu_hours is not None:
+        return budget.gpu_hours / (n_gpus * 24.0)
+    return None
+
+
 def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
-    """Run every stage for ``spec``; paths in the plan (catalogs, law files) are relative to ``base_dir``."""
+    """Run every stage for ``spec``; paths in the plan (catalogs, law files) are relative to ``base_dir``.
+
+    A GPU-time budget (days, GPU-hours) is spent, not just converted: the budget's MFU only gives the first
+    guess of C; the plan is then rebuilt with C scaled by budget days / predicted wall-clock days (the
+    chosen layout's MFU and the goodput included), a fixed-point iteration of at most FILL_MAX_STEPS steps
+    that stops when the two agree within FILL_RTOL.
+    """
+    inputs = resolve_inputs(spec, base_dir)
+    target_days = budget_days(spec, inputs.n_gpus)
+    plan, flops = _build_once(spec, inputs, None)
+    if target_days is None:
+        return plan
+    # the predicted days jump where the layout or the batch rounding changes with N, so the iteration may
+    # cycle: keep the fullest plan that does not overrun the budget
+    tried = [(plan, flops)]
+    for _ in range(FILL_MAX_STEPS):
+        predicted = plan.cost.main.wall_clock_days
+        if abs(predicted / target_days - 1.0) <= FILL_RTOL:
+            break
+        plan, flops = _build_once(spec, inputs, flops * target_days / predicted)
+        tried.append((plan, flops))
+    within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days * (1.0 + FILL_RTOL)]
+    plan, flops = max(within or tried, key=lambda t: -abs(t[0].cost.main.wall_clock_days / target_days - 1))
+    predicted = plan.cost.main.wall_clock_days
+    warnings = list(plan.warnings)
+    if abs(predicted / target_days - 1.0) > FILL_RTOL:
+        warnings.append(
+            f"budget: the plan fills {predicted:.1f} of the budget's {target_days:.1f} days: the chosen layout "
+            "and the batch rounding change with the model size, so no size fills it within 1%"
+        )
+    # the utilisation the budget was converted at: C / (GPUs × peak × budget seconds), goodput included
+    effective = flops / (inputs.n_gpus * inputs.gpu.bf16_flops * target_days * SECONDS_PER_DAY)
+    allocation = plan.allocation.model_copy(update={"mfu": effective, "days": target_days})
+    return plan.model_copy(update={"allocation": allocation, "warnings": warnings})
+
+
+def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> tuple[RunPlan, float]:
+    """Every stage once, at ``flops`` (None: the budget's own conversion); the plan and the FLOPs used."""
     from runplan.parallel.search import ensure_feasible, search
 
-    inputs = resolve_inputs(spec, base_dir)
-    stage = allocation_stage(spec, inputs)  # 1-2: compute and allocation
+    stage = allocation_stage(spec, inputs, flops)  # 1-2: compute and allocation
     planned = layout_request(spec, inputs, stage.shape, stage.allocation.tokens)
     result = ensure_feasible(search(planned.request))
     best = result.layouts[0]
@@ -528,4 +583,4 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         sweep=sweep,
         cost=cost,
         warnings=_plan_warnings(best, result.critical_batch, stage.allocation, operations, schedule, sweep),
-    )
+    ), stage.flops

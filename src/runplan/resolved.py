@@ -16,7 +16,9 @@ import yaml
 
 from runplan.plan import RunPlan
 
-SCHEMA_COMMENT = "# yaml-language-server: $schema=https://runplan.dev/schema/plan-v1.json\n"
+SCHEMA_COMMENT = (
+    "# yaml-language-server: $schema=docs/plan.schema.json\n"  # its path in the runplan repository
+)
 #: Keys whose values are timings or prose, not derived numbers: never diffed.
 VOLATILE_KEYS = frozenset({"search_seconds", "notes", "why", "inputs"})
 

@@ -19,6 +19,12 @@ from runplan.spec import SCHEMA_VERSION, PlanSpec
 from runplan.units import parse_count, parse_number, parse_token_length
 
 _SKIP = {"resolved"}
+#: The plan schema's path in the runplan repository (`runplan schema > FILE` writes it anywhere else).
+SCHEMA_PATH = "docs/plan.schema.json"
+#: Placeholder budgets when init is given none: 30 days on the cluster when --gpus is given, else 2e23 FLOPs.
+DEFAULT_INIT_DAYS = 30
+DEFAULT_INIT_FLOPS = "2e23"
+DEFAULT_INIT_GPUS = "1024"
 
 
 def _model_class(annotation: Any) -> type[BaseModel] | None:
@@ -73,17 +79,37 @@ def _section(name: str, cls: type[BaseModel], values: dict[str, Any], descriptio
 
 
 def starter_plan(
-    *, flops: str | None, model: str | None, tokens: str | None, gpus: str, gpu: str, seq_len: str, name: str
+    *,
+    flops: str | None,
+    model: str | None,
+    tokens: str | None,
+    gpus: str | None,
+    gpu: str,
+    seq_len: str,
+    name: str,
+    days: str | None = None,
 ) -> str:
-    """The starter plan text for the flags given (validated the same way a plan file is)."""
+    """The starter plan text for the flags given (validated the same way a plan file is).
+
+    Without a budget the file gets a visible placeholder: ``days: 30`` on the cluster when a GPU count was
+    given (a cluster's budget is time), else ``flops: 2e23``; either is marked as one to replace.
+    """
     if flops is not None:
         parse_number(flops, where="budget.flops")
+    if days is not None:
+        parse_number(days, where="budget.days")
     if tokens is not None:
         parse_number(tokens, where="budget.tokens")
         if model is None:
             raise SpecError(
                 "--tokens needs --model", where="budget.tokens", hint="or give --flops for a new model"
             )
+    placeholder = flops is None and tokens is None and days is None
+    if placeholder and gpus is not None:
+        days = str(DEFAULT_INIT_DAYS)
+    elif placeholder:
+        flops = DEFAULT_INIT_FLOPS
+    gpus = DEFAULT_INIT_GPUS if gpus is None else gpus
     parse_count(gpus, where="cluster.gpus")
     parse_token_length(seq_len, where="training.seq_len")
     from runplan.architect import resolve_model
@@ -94,23 +120,28 @@ def starter_plan(
     catalog.gpu(gpu, where="cluster.gpu")
     if model is not None:
         resolve_model(model, catalog, where="model")
-    if flops is None and tokens is None:
-        flops = "2e23"
-    if flops is not None and tokens is not None:
-        raise SpecError("give --flops or --tokens, not both", where="budget.tokens")
+    if sum(x is not None for x in (flops, tokens, days)) > 1:
+        raise SpecError(
+            "give one of --flops, --days or --tokens", where="budget.days" if days else "budget.tokens"
+        )
     chosen: dict[str, dict[str, Any]] = {
-        "budget": {"flops": flops, "tokens": tokens},
+        "budget": {"flops": flops, "days": days, "tokens": tokens},
         "cluster": {"gpu": gpu, "gpus": gpus},
         "training": {"seq_len": seq_len},
     }
     lines = [
-        "# yaml-language-server: $schema=https://runplan.dev/schema/plan-v1.json",
+        f"# yaml-language-server: $schema={SCHEMA_PATH}",
+        "# (the schema's path in the runplan repository; `runplan schema > plan.schema.json` writes a copy)",
         "# A runplan plan file. Plan it with `runplan plan THIS.yaml`; check it in CI with `runplan check`.",
         "# Commented keys show their defaults; numbers may be written 2e23, 3e-4, 70B, 15T, 4M or 1.5k.",
         f"schema_version: {SCHEMA_VERSION}",
         f"name: {name}",
         "# description: what the run is for",
     ]
+    if placeholder:
+        lines.append(
+            "# budget below is a placeholder (no --flops, --days or --tokens was given): replace it with yours"
+        )
     if model is not None:
         lines += [
             "",

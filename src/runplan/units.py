@@ -190,6 +190,10 @@ Fraction = Annotated[
 PositiveCount = Annotated[
     int, BeforeValidator(_count), Field(gt=0), _json_schema("integer", {"minimum": 1}, _NUMBER_PATTERN)
 ]
+#: A length in tokens without bounds (a model that checks its own range): "8k" is 8192 (parse_token_length).
+AnyTokenLength = Annotated[
+    int, BeforeValidator(_token_length), _json_schema("integer", {}, _TOKEN_LENGTH_PATTERN)
+]
 #: A length in tokens > 0 (a sequence length); "8k" is 8192 and "128k" 131072 (parse_token_length).
 TokenLength = Annotated[
     int,

@@ -59,7 +59,7 @@ SeqLen = Annotated[
     Text,
     _opt(
         "--seq-len",
-        help=f"Sequence length in tokens, e.g. 8192 or 128k (= 131072; default {DEFAULT_SEQ_LEN}).",
+        help=f"Sequence length in tokens, e.g. 8192 or 128k = 131072 (default {DEFAULT_SEQ_LEN}).",
     ),
 ]
 GlobalBatch = Annotated[Text, _opt("--global-batch", help="Target tokens per step, e.g. 4M.")]

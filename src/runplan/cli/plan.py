@@ -203,7 +203,12 @@ def init(
     flops: str | None = typer.Option(None, "--flops", help="Compute budget in FLOPs, e.g. 2e23."),
     model: str | None = typer.Option(None, "--model", help="Fix the model: a preset or a size like 70b."),
     tokens: str | None = typer.Option(None, "--tokens", help="With --model: training tokens, e.g. 2T."),
-    gpus: str = typer.Option("1024", "--gpus", help="GPU count."),
+    days: str | None = typer.Option(None, "--days", help="Budget: wall-clock days on all the GPUs, e.g. 30."),
+    gpus: str | None = typer.Option(
+        None,
+        "--gpus",
+        help="GPU count (default 1024); with no budget flag the budget is a 30-day placeholder.",
+    ),
     gpu: str = typer.Option(DEFAULT_GPU, "--gpu", help="GPU type (`runplan catalog gpus`)."),
     seq_len: str = typer.Option(
         str(DEFAULT_SEQ_LEN), "--seq-len", help="Sequence length in tokens, e.g. 8192 or 8k (= 8192)."
@@ -214,7 +219,9 @@ def init(
     from runplan.starter import starter_plan
 
     typer.echo(
-        starter_plan(flops=flops, model=model, tokens=tokens, gpus=gpus, gpu=gpu, seq_len=seq_len, name=name),
+        starter_plan(
+            flops=flops, model=model, tokens=tokens, gpus=gpus, gpu=gpu, seq_len=seq_len, name=name, days=days
+        ),
         nl=False,
     )
 

@@ -143,7 +143,7 @@ class Constraints(BaseModel):
     max_bubble_fraction: Fraction = Field(
         0.15,
         description="Largest pipeline bubble allowed, (p-1)/(v·m) as a fraction of ideal step time (planning "
-        "default 0.15; the design brief's budget).",
+        "default 0.15, an assumption; docs/parallel.md).",
     )
     memory_headroom_fraction: Fraction = Field(
         0.05,

@@ -47,7 +47,13 @@ def _allocation(plan: RunPlan) -> Section:
         "total (embeddings included, as Chinchilla counted)" if a.param_count == "total" else "non-embedding"
     )
     section.rows = [
-        ("objective", a.objective, "plan file objective.kind (a fixed model: fixed_params)"),
+        (
+            "objective",
+            a.objective,
+            "the plan fixes the model (model:), so N is given"
+            if a.objective == "fixed_params"
+            else "plan file objective.kind",
+        ),
         ("law", a.law, a.law_source or ""),
         ("compute C", f"{a.flops:.3g} FLOPs", "C = 6·N·D (Kaplan et al. 2020, Hoffmann et al. 2022)"),
         ("parameters N", fmt_count(a.params), _params_why(a, count)),
@@ -55,6 +61,15 @@ def _allocation(plan: RunPlan) -> Section:
         ("tokens per parameter", f"{a.tokens_per_param:.1f}", "D / N (Chinchilla-optimal ≈ 20)"),
         ("predicted loss", f"{a.loss:.4f}", "L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"),
     ]
+    if a.days is not None and a.mfu is not None:  # a GPU-time budget, sized to fill (plan.build_plan)
+        section.rows.append(
+            (
+                "budget",
+                f"{a.days:.4g} days",
+                f"C sized so the predicted wall clock fills it: C = GPUs × peak × {a.mfu:.1%} × days "
+                "(the chosen layout's MFU × goodput, a fixed point)",
+            )
+        )
     if a.intervals is not None:
         section.rows += _interval_rows(a.intervals)
     if a.loss_penalty is not None:

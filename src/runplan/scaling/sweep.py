@@ -28,7 +28,7 @@ from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.scaling.laws import ParametricLaw
-from runplan.units import SECONDS_PER_HOUR, TokenLength
+from runplan.units import SECONDS_PER_HOUR, AnyTokenLength
 
 
 class SweepRun(BaseModel):
@@ -160,7 +160,7 @@ class SweepRequest(BaseModel):
     cooldown_fraction: float = Field(
         0.2, description="WSD cooldown share of each branch's tokens, in (0, 1)."
     )
-    seq_len: TokenLength = Field(
+    seq_len: AnyTokenLength = Field(
         DEFAULT_SEQ_LEN, description="Sequence length for the shape-aware FLOPs (8k = 8192)."
     )
     vocab_size: int = Field(DEFAULT_VOCAB_SIZE, description="Vocabulary of the proxy shapes.")
