@@ -74,7 +74,7 @@ def test_plan_prints_one_screen_and_detail_every_table():
     short = _run(["plan", plan], 80)
     detail = _run(["plan", plan, "--detail"], 80)
     assert len(short.splitlines()) <= 60 and "Decisions" in short and "Warnings" in short
-    assert "--detail" in short
+    assert "--detail" in short and "margin over speed" in short  # the layout trade (throughput_tolerance)
     for title in ("Allocation", "Checkpointing", "Monitoring", "Time and cost", "Best layout and runners-up"):
         assert title not in short and title in detail
     assert len(detail.splitlines()) > 3 * len(short.splitlines())

@@ -48,16 +48,18 @@ def test_json_keys():
     assert winner["behind_best"] == 0 and winner["tokens_per_second"] == pytest.approx(
         best["tokens_per_second"]
     )
+    # the chosen layout is the one with most memory margin within constraints.throughput_tolerance (1%) of the
+    # fastest, so another TP degree may be up to 1% faster (negative behind_best)
     for b in by_tp:
-        assert 0 <= b["behind_best"] < 1
-        assert b["tokens_per_second"] <= best["tokens_per_second"] * (1 + 1e-12)
+        assert -0.01 / 0.99 <= b["behind_best"] < 1
+        assert b["tokens_per_second"] <= best["tokens_per_second"] / 0.99
 
 
 def test_terminal_names_the_cost_of_each_tp_degree():
     res = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "512"], env={"COLUMNS": "250"})
     assert res.exit_code == 0, res.output
     line = next(x for x in res.output.splitlines() if x.startswith("best layout per TP degree"))
-    assert "TP8" in line and "(best)" in line and "fewer tokens/s" in line
+    assert "TP8" in line and "(chosen)" in line and "fewer tokens/s" in line
 
 
 @pytest.mark.xfail(

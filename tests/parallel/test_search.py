@@ -118,6 +118,7 @@ def test_brute_force_best_equals_search_best():
         global_batch_tokens=2**19,
         global_batch_tolerance=0.2,
         micro_batch_choices=(1, 2, 4),
+        constraints=Constraints(throughput_tolerance=0),  # fastest first: the brute force's maximum
     )
     result = search(req)
     low, high = result.batch_range_tokens
@@ -151,7 +152,8 @@ def test_brute_force_best_equals_search_best():
     "shape,gpus,seq", [(LLAMA_70B, 512, 4096), (MIXTRAL, 64, 4096), (LLAMA_8B, 64, 131072)]
 )
 def test_every_reported_layout_satisfies_every_constraint(shape, gpus, seq):
-    req = ParallelRequest(model=shape, gpu=H100, n_gpus=gpus, seq_len=seq, top=20)
+    fastest_first = Constraints(throughput_tolerance=0)
+    req = ParallelRequest(model=shape, gpu=H100, n_gpus=gpus, seq_len=seq, top=20, constraints=fastest_first)
     result = search(req)
     low, high = result.batch_range_tokens
     for x in result.layouts:
@@ -310,7 +312,9 @@ def test_405b_16k_speed():
 def test_best_by_tp_equals_the_search_pinned_to_that_tp():
     # best_by_tp summarises the full grid per TP degree; pinning TP shrinks the grid to that slice, so the
     # best layout of each pinned search must have exactly the tokens/s the summary reports
-    request = ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096)
+    request = ParallelRequest(
+        model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, constraints=Constraints(throughput_tolerance=0)
+    )
     result = search(request)
     assert len(result.best_by_tp) >= 3
     for entry in result.best_by_tp:
@@ -371,3 +375,16 @@ def test_mfu_override_keeps_the_time_models_ranking():
     axes = ("tp", "pp", "dp", "cp", "ep", "zero", "micro_batch", "microbatches", "vpp", "recompute")
     assert [getattr(overridden, a) for a in axes] == [getattr(modelled, a) for a in axes]
     assert overridden.mfu == pytest.approx(0.4)
+
+
+def test_within_the_throughput_tolerance_the_most_memory_margin_ranks_first():
+    # issue 15: 70B on 512 H100 had its fastest layout at 98% of the memory limit; among layouts within 1% of
+    # the fastest tokens/s the one with least memory is chosen, and a 0 tolerance gives the fastest back
+    base = ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, top=50)
+    fastest = search(base.model_copy(update={"constraints": Constraints(throughput_tolerance=0)})).layouts
+    chosen = search(base).layouts[0]
+    top = fastest[0].tokens_per_second
+    near = [x for x in fastest if x.tokens_per_second >= 0.99 * top]
+    assert chosen.tokens_per_second >= 0.99 * top
+    assert chosen.memory_bytes.total <= min(x.memory_bytes.total for x in near)
+    assert chosen.memory_bytes.total < fastest[0].memory_bytes.total

@@ -383,12 +383,12 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool) -> None:
         data["model"]["resolution"] = resolution
         print_json(data)
         return
-    _render(result, resolution)
+    _render(result, resolution, request.constraints.throughput_tolerance)
     for line in result.warnings[1:]:  # the first (the critical batch) is in the header
         print(f"runplan: warning: {line}", file=sys.stderr)
 
 
-def _render(result: SearchResult, resolution: str) -> None:
+def _render(result: SearchResult, resolution: str, tolerance: float) -> None:
     from runplan.cli.common import console
     from runplan.report.tables import fitted_table
     from runplan.units import format_si
@@ -446,12 +446,12 @@ def _render(result: SearchResult, resolution: str) -> None:
         ]
         for i, x in enumerate(result.layouts, 1)
     ]
-    title = "Best layouts (ranked by predicted tokens/s)"
+    title = f"Best layouts (ranked by predicted tokens/s; within {tolerance:.0%} of the fastest, by memory margin)"
     out.print(fitted_table(out, headers, rows, title=title, box_style="HEAVY_HEAD"))
-    _render_best(out, result)
+    _render_best(out, result, tolerance)
 
 
-def _render_best(out: Any, result: SearchResult) -> None:
+def _render_best(out: Any, result: SearchResult, tolerance: float) -> None:
     """The best layout's memory and time by term, why it is feasible, and the best of each TP degree."""
     best = result.layouts[0]
     mem = best.memory_bytes
@@ -471,12 +471,23 @@ def _render_best(out: Any, result: SearchResult) -> None:
     )
     for line in best.why:
         out.print(f"  - {line}")
+    from runplan.report.sections import margin_trade
+
+    trade = margin_trade(best, list(result.layouts[1:]), tolerance)
+    if trade:
+        out.print(f"  - {trade}")
     for line in best.violations:
         out.print(f"  - [yellow]breaks[/yellow] {line}")
     if len(result.best_by_tp) > 1:
         ranked = ", ".join(
             f"TP{b.tp} {b.mfu:.1%}"
-            + (" (best)" if b.behind_best <= 0 else f" ({b.behind_best:.1%} fewer tokens/s)")
+            + (
+                " (chosen)"
+                if b.tp == best.tp
+                else f" ({-b.behind_best:.1%} more tokens/s, less memory margin)"
+                if b.behind_best < 0
+                else f" ({b.behind_best:.1%} fewer tokens/s)"
+            )
             for b in result.best_by_tp
         )
         out.print(f"best layout per TP degree, MFU (pin one with --tp): {ranked}")

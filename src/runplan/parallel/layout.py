@@ -162,6 +162,12 @@ class Constraints(BaseModel):
     max_global_batch_tokens: PositiveNumber | None = Field(
         None, description="Largest global batch in tokens per step (default: the critical batch)."
     )
+    throughput_tolerance: Fraction = Field(
+        0.01,
+        description="Layouts within this fraction of the fastest predicted tokens/s are ranked as a tie, the "
+        "one with the most memory margin first (0: fastest first; a planning choice, smaller than the "
+        "time model's error, docs/validation.md).",
+    )
     allow_cross_node_tp: bool = Field(
         False, description="Allow tensor parallelism wider than one node (over the scale-out network)."
     )

@@ -544,9 +544,13 @@ def _violations(
     return broken
 
 
-def _ranked(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray) -> np.ndarray:
-    """Feasible rows ``idx`` best first: tokens/s, then the time model under --mfu, then less memory, then the
-    simpler layout (smaller t, p, c, e, ZeRO stage, micro-batch, v, less recomputation)."""
+def _ranked(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
+    """Feasible rows ``idx`` best first. Rows within ``tolerance`` of the fastest predicted tokens/s are a tie
+    (the model's error is larger than that, docs/validation.md) and come first, least memory first: the one
+    with the most margin under the limit. The rest follow by tokens/s; then the time model under --mfu, then
+    less memory, then the simpler layout (smaller t, p, c, e, ZeRO stage, micro-batch, v, less recomputation)."""
+    speed = ev.model_tokens_per_second[idx]  # the time model's, so that --mfu keeps the same choice
+    near = speed >= speed.max() * (1.0 - tolerance)
     keys = (
         grid.recompute[idx],
         grid.vpp[idx],
@@ -558,7 +562,9 @@ def _ranked(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray) -> np.ndarray:
         grid.tp[idx],
         ev.memory.total[idx],
         -ev.model_tokens_per_second[idx],  # under --mfu every row ties: the time model breaks it
-        -ev.tokens_per_second[idx],
+        np.where(near, 0.0, -ev.tokens_per_second[idx]),
+        np.where(near, ev.memory.total[idx], 0.0),
+        ~near,
     )
     return idx[np.lexsort(keys)]
 
@@ -638,7 +644,7 @@ def search(request: ParallelRequest) -> SearchResult:
     if pinned_one is not None:
         idx, warnings = pinned_one
         common["warnings"] = [*common["warnings"], *warnings]
-    ranked = _ranked(grid, ev, idx) if idx.size else idx
+    ranked = _ranked(grid, ev, idx, cons.throughput_tolerance) if idx.size else idx
     return SearchResult(
         candidates=n_rows,
         space_size=int(np.maximum(count, 1).sum()),
