@@ -214,6 +214,13 @@ def resolve_model(
     from runplan.units import format_si, parse_number
 
     text = text.strip()
+    from runplan.hf_config import is_config_path, load_config_shape
+
+    if is_config_path(text):  # a local Hugging Face config.json
+        shape = load_config_shape(text, where=where)
+        return shape, (
+            f"{text} → {shape.name} ({format_si(shape.total_params)} parameters, Hugging Face config.json)"
+        )
     if not is_size_shorthand(text):
         shape = catalog.model(text, where=where)  # raises SpecError with a did-you-mean
         return shape, f"{text} → {shape.name} ({format_si(shape.total_params)} parameters, catalog preset)"

@@ -237,6 +237,11 @@ def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | No
         )
     if choice.shape is not None:
         shape, resolution = choice.shape, "explicit shape from the plan file"
+    elif choice.config is not None:
+        from runplan.hf_config import load_config_shape
+
+        shape = load_config_shape(inputs.base_dir / choice.config, where="model.config")
+        resolution = f"{choice.config} → {shape.name} (Hugging Face config.json)"
     else:
         shape, resolution = resolve_model(choice.name or "", inputs.catalog, where="model")
     law, moe_warnings = _law_for_shape(spec, inputs.law, shape)

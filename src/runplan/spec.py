@@ -87,7 +87,8 @@ class Budget(BaseModel):
 
 
 class ModelChoice(BaseModel):
-    """A fixed model: a catalog preset or size shorthand (``llama-3.1-70b``, ``70b``), or an explicit shape."""
+    """A fixed model: a catalog preset or size shorthand (``llama-3.1-70b``, ``70b``), an explicit shape, or a
+    Hugging Face config.json (``model: {config: path}``, or ``model: path/config.json``)."""
 
     model_config = _STRICT
 
@@ -95,16 +96,25 @@ class ModelChoice(BaseModel):
     shape: ModelShape | None = Field(
         None, description="An explicit shape; every field as in `runplan catalog models`."
     )
+    config: str | None = Field(
+        None,
+        description="A local Hugging Face config.json (path relative to the plan file): Llama, Mistral, Mixtral, "
+        "Qwen2/3 (MoE), DeepSeek-V2/V3 or GPT-NeoX.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _from_string(cls, value: Any) -> Any:
-        return {"name": value} if isinstance(value, str) else value
+        if isinstance(value, str):
+            return {"config": value} if value.strip().lower().endswith(".json") else {"name": value}
+        return value
 
     @model_validator(mode="after")
     def _one(self) -> ModelChoice:
-        if (self.name is None) == (self.shape is None):
-            raise ValueError("give either name (a preset or size like '70b') or shape, not both or neither")
+        if sum(x is not None for x in (self.name, self.shape, self.config)) != 1:
+            raise ValueError(
+                "give one of name (a preset or size like '70b'), shape or config (a config.json path)"
+            )
         return self
 
 
