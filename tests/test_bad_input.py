@@ -968,8 +968,12 @@ def test_bad_input(case_id, argv, files, code, fragments, tmp_path):
         assert isinstance(result.exception, SystemExit), repr(result.exception)
     for fragment in fragments:
         assert fragment in stderr, f"{case_id}: {fragment!r} not in {stderr!r}"
-    if code:
+    if code == 2:
         assert stderr.count("\n") == 1 and stderr.endswith("\n"), f"{case_id}: not one line: {stderr!r}"
+    elif code == 1:  # infeasible: one line, or the reason then short indented lines (issue 15: not 700 chars)
+        lines = stderr.splitlines()
+        assert lines[0].startswith("runplan: infeasible: ") and stderr.endswith("\n"), stderr
+        assert all(line.startswith("  ") for line in lines[1:]), f"{case_id}: {stderr!r}"
         kind = "infeasible" if code == 1 else "error"
         assert stderr.startswith(f"runplan: {kind}: "), stderr
         assert result.stdout == ""
@@ -992,7 +996,7 @@ def test_real_process_exit_codes(argv, code, fragment):
     )
     assert done.returncode == code, done.stderr
     assert fragment in done.stderr and "Traceback" not in done.stderr
-    assert done.stderr.count("\n") == 1
+    assert done.stderr.count("\n") == 1 or (code == 1 and done.stderr.splitlines()[1].startswith("  "))
 
 
 def test_debug_mode_shows_the_traceback(monkeypatch):

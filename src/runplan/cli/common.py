@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from runplan.errors import EXIT_BAD_INPUT, RunplanError
+from runplan.errors import EXIT_BAD_INPUT, Infeasible, RunplanError
 
 if TYPE_CHECKING:  # heavy at import time; the functions below import them when called
     from pydantic import BaseModel
@@ -43,7 +43,12 @@ def fail(error: RunplanError, command: str | None = None) -> None:
 
     error = with_flag(error, command)
     kind = "infeasible" if error.exit_code == 1 else "error"
-    print(f"runplan: {kind}: {error.one_line()}", file=sys.stderr)
+    text = error.one_line()
+    if isinstance(error, Infeasible) and len(text) > 300:  # then a line per nearest miss and per suggestion
+        from runplan.report.format import infeasible_lines
+
+        text = infeasible_lines(error.reason, error.suggestions)
+    print(f"runplan: {kind}: {text}", file=sys.stderr)
     raise SystemExit(error.exit_code)
 
 

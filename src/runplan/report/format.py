@@ -80,3 +80,15 @@ def label(name: str) -> str:
         if words.endswith(unit):
             words = words[: -len(unit)]
     return words
+
+
+def infeasible_lines(reason: str, suggestions: list[str]) -> str:
+    """An infeasible answer as a few short lines: the reason, each nearest miss, each way to make it feasible
+    (one 700-character line could not be read at 80 columns)."""
+    head, _, misses = reason.partition("; nearest misses: ")
+    lines = [" ".join(head.split())]
+    if misses:
+        lines += ["  nearest misses:", *(f"    {m.strip()}" for m in misses.split("; ") if m.strip())]
+    if suggestions:
+        lines += ["  to make it feasible:", *(f"    - {' '.join(s.split())}" for s in suggestions)]
+    return "\n".join(lines)

@@ -508,7 +508,7 @@ def _cost(plan: RunPlan) -> Section:
 def summary_lines(plan: RunPlan) -> list[str]:
     """The short summary printed first."""
     a, m, best, c = plan.allocation, plan.model, plan.layout.best, plan.cost
-    name = m.shape.name or "generated shape"
+    name = m.shape.name or ("explicit shape" if m.resolution.startswith("explicit") else "generated shape")
     return [
         f"{name}: {fmt_count(m.total_params)} parameters ({fmt_count(m.active_params)} active), "
         f"{fmt_count(a.tokens)} tokens ({a.tokens_per_param:.0f}/param), predicted loss {a.loss:.3f} ({a.law})",

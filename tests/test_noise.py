@@ -1,0 +1,79 @@
+"""Noise and wrong labels a new user met (issue 15): each fixed, each checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+from runplan.plan import build_plan
+from runplan.spec import load_plan_text
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def run(*args: str, columns: int = 80):
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
+
+
+def _plan(path: Path):
+    return build_plan(load_plan_text(path.read_text(), str(path)), path.parent)
+
+
+def test_a_plan_carries_no_sweep_note_it_cannot_act_on():
+    plan = _plan(EXAMPLES / "70b-512-h100.yaml")
+    assert plan.sweep.warnings and any(
+        "budgets 3" in w for w in plan.sweep.warnings
+    )  # `runplan sweep` keeps it
+    assert not any("budgets" in w for w in plan.warnings)
+
+
+def test_a_compute_optimal_plan_does_not_explain_itself_as_a_fixed_model():
+    result = run("plan", str(EXAMPLES / "2e23-compute-optimal.yaml"), "--detail", columns=200)
+    line = next(x for x in result.stdout.splitlines() if x.strip().startswith("objective"))
+    assert "compute_optimal" in line and "fixed" not in line
+
+
+def test_an_explicit_shape_is_not_labelled_generated():
+    from runplan.catalog import load_catalog
+
+    shape = load_catalog([]).model("llama-3.1-8b").model_dump(mode="json")
+    shape.pop("name")
+    text = yaml.safe_dump(
+        {
+            "schema_version": 1,
+            "name": "explicit",
+            "model": {"shape": shape},
+            "budget": {"tokens": "1T"},
+            "cluster": {"gpu": "h100-sxm", "gpus": 64},
+        }
+    )
+    from runplan.report.sections import summary_lines
+
+    first = summary_lines(build_plan(load_plan_text(text, "<test>")))[0]
+    assert first.startswith("explicit shape: ")
+
+
+def test_the_infeasible_answer_is_short_lines():
+    result = run("parallelize", "--model", "405b", "--gpus", "8")
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("runplan: infeasible: ") and len(lines[0]) <= 100
+    assert "  nearest misses:" in lines and "  to make it feasible:" in lines
+    assert sum(line.startswith("    - ") for line in lines) >= 2
+    assert max(len(line) for line in lines) < 200  # was one line of about 700 characters
+
+
+def test_the_license_file_is_the_one_pyproject_names():
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert 'license = { text = "Apache-2.0" }' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_shell_completion_can_be_shown_and_installed():
+    result = run("--show-completion", "bash")
+    assert result.exit_code == 0 and "_runplan_completion" in result.stdout
+    assert "--install-completion" in run("--help").stdout
