@@ -15,7 +15,10 @@ from runplan.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-COMMANDS = ("catalog", "schema", "allocate", "fit", "sweep", "parallelize", "plan", "check", "init", "export")
+COMMANDS = (
+    *("catalog", "schema", "allocate", "fit", "sweep", "parallelize", "plan", "check", "init", "export"),
+    *("diff", "whatif"),
+)
 
 VIEWS = [
     ["--help"],
@@ -32,6 +35,8 @@ VIEWS = [
     ["plan", str(EXAMPLES / "70b-512-h100.yaml"), "--detail"],
     ["plan", str(EXAMPLES / "moe-mixtral-8x7b.yaml"), "--detail"],
     ["check", str(EXAMPLES / "70b-512-h100.yaml")],
+    ["diff", str(EXAMPLES / "405b-16k-h100-8k.yaml"), str(EXAMPLES / "405b-16k-h100-128k.yaml")],
+    ["whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", "256,512,1024"],
 ]
 
 

@@ -156,21 +156,23 @@ def _report_check(plan_file: Path, status: str, changes: list[Change], rtol: flo
     """One line of verdict; on drift the headline changes (days and cost first), then a few per section."""
     if status == "unresolved":
         typer.echo(f"unresolved: {plan_file}")
-        _echo(
+        echo_wrapped(
             "  valid and feasible, but it has no resolved section to compare against; "
             "`runplan check --update` on it writes one"
         )
         return
     if status == "ok":
         typer.echo(f"ok: {plan_file}")
-        _echo(f"  every derived number matches within rtol {rtol:g}")
+        echo_wrapped(f"  every derived number matches within rtol {rtol:g}")
         return
     verb = "updated" if status == "updated" else "drift"
     count = (
         f"{len(changes)} derived number(s) changed beyond rtol {rtol:g}" if changes else "resolved section"
     )
     typer.echo(f"{verb}: {plan_file}", err=status == "drift")
-    _echo("  " + count + (" (resolved → recomputed):" if changes else " written"), err=status == "drift")
+    echo_wrapped(
+        "  " + count + (" (resolved → recomputed):" if changes else " written"), err=status == "drift"
+    )
     headline = [c for c in changes if c.headline]
     lines: list[str] = [f"  {c.text()}" for c in headline]
     sections: dict[str, list[Change]] = {}
@@ -183,10 +185,10 @@ def _report_check(plan_file: Path, status: str, changes: list[Change], rtol: flo
         if len(items) > CHANGES_PER_SECTION:
             lines.append(f"    and {len(items) - CHANGES_PER_SECTION} more (--json lists every one)")
     for line in lines:
-        _echo(line, err=status == "drift", indent=line[: len(line) - len(line.lstrip())] + "    ")
+        echo_wrapped(line, err=status == "drift", indent=line[: len(line) - len(line.lstrip())] + "    ")
 
 
-def _echo(text: str, *, err: bool = False, indent: str = "  ") -> None:
+def echo_wrapped(text: str, *, err: bool = False, indent: str = "  ") -> None:
     """``text`` wrapped at the terminal width (between words; a long path or value stays whole)."""
     import shutil
     import textwrap

@@ -1,0 +1,127 @@
+"""`runplan diff A B` (the inputs and headline numbers that differ) and `runplan whatif FILE --gpus LIST`
+(one plan across cluster sizes: days, cost, MFU and layout per size)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from runplan.cli.common import handle_errors, print_json
+
+if TYPE_CHECKING:
+    from runplan.plan import RunPlan
+
+
+@handle_errors
+def diff(
+    first: Path = typer.Argument(..., help="A plan file.", show_default=False),
+    second: Path = typer.Argument(..., help="Another plan file.", show_default=False),
+    as_json: bool = typer.Option(
+        False, "--json", help='Print {"inputs": [...], "headline": [...]} change records.'
+    ),
+) -> None:
+    """The inputs and the headline numbers (days, cost, size, loss, MFU) that differ between two plans."""
+    from runplan.cli.common import plan_from_file
+    from runplan.resolved import diff_changes, resolved_section
+
+    _, spec_a, plan_a = plan_from_file(first)
+    _, spec_b, plan_b = plan_from_file(second)
+    inputs = diff_changes(
+        spec_a.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
+        spec_b.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
+        rtol=1e-12,
+    )
+    headline = [
+        c for c in diff_changes(resolved_section(plan_a), resolved_section(plan_b), rtol=1e-4) if c.headline
+    ]
+    if as_json:
+        print_json({"inputs": [c.record() for c in inputs], "headline": [c.record() for c in headline]})
+        return
+    from runplan.cli.plan import echo_wrapped
+
+    typer.echo(f"{first}\n→ {second}")
+    typer.echo(f"inputs ({len(inputs)} changed):" if inputs else "inputs: the same")
+    for change in inputs:
+        echo_wrapped(f"  {change.text()}", indent="      ")
+    typer.echo(f"headline ({len(headline)} changed):" if headline else "headline numbers: the same")
+    for change in headline:
+        echo_wrapped(f"  {change.text()}", indent="      ")
+
+
+@handle_errors
+def whatif(
+    plan_file: Path = typer.Argument(..., help="A plan file.", show_default=False),
+    gpus: str = typer.Option(..., "--gpus", help="Cluster sizes to compare, e.g. 256,512,1024."),
+    as_json: bool = typer.Option(False, "--json", help="Print one record per cluster size."),
+) -> None:
+    """The plan at each cluster size: days, cost, MFU, goodput and the chosen layout, in one table."""
+    from runplan.cli.common import flag_value, load_plan_file, located
+    from runplan.errors import SpecError
+    from runplan.plan import build_plan
+
+    counts = [flag_value(text.strip(), "--gpus", "count") for text in gpus.split(",") if text.strip()]
+    if not counts or len(counts) > 12:
+        raise SpecError(
+            f"expected 1 to 12 GPU counts, got {gpus!r}", where="--gpus", hint="e.g. 256,512,1024"
+        )
+    loaded, spec = load_plan_file(plan_file)
+    records = []
+    with located(loaded):
+        for count in counts:
+            cluster = spec.cluster.model_copy(update={"gpus": count})
+            plan = build_plan(spec.model_copy(update={"cluster": cluster}), plan_file.resolve().parent)
+            records.append(_record(count, plan))
+    if as_json:
+        print_json(records)
+        return
+    _render(records, plan_file)
+
+
+def _record(count: int, plan: RunPlan) -> dict[str, Any]:
+    best, main = plan.layout.best, plan.cost.main
+    layout = f"TP{best.tp} PP{best.pp} DP{best.dp}" + (f" CP{best.cp}" if best.cp > 1 else "")
+    layout += (f" EP{best.ep}" if best.ep > 1 else "") + f" ZeRO-{best.zero}"
+    return {
+        "gpus": count,
+        "params": plan.allocation.params,
+        "tokens": plan.allocation.tokens,
+        "wall_clock_days": main.wall_clock_days,
+        "cost": main.cost,
+        "currency": plan.cost.currency,
+        "mfu": best.mfu,
+        "goodput": main.goodput,
+        "layout": layout,
+        "warnings": len(plan.warnings),
+    }
+
+
+def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
+    from runplan.cli.common import console
+    from runplan.report.format import fmt_count
+    from runplan.report.tables import fitted_table
+
+    out = console()
+    headers = ["GPUs", "N", "D", "days", "cost", "MFU", "goodput", "layout", "warnings"]
+    rows = [
+        [
+            f"{r['gpus']:,}",
+            fmt_count(r["params"]),
+            fmt_count(r["tokens"]),
+            f"{r['wall_clock_days']:.1f}",
+            f"{r['cost']:,.0f} {r['currency']}",
+            f"{r['mfu']:.1%}",
+            f"{r['goodput']:.1%}",
+            r["layout"],
+            str(r["warnings"]),
+        ]
+        for r in records
+    ]
+    title = f"{plan_file}: the plan at each cluster size (days with goodput; MFU of the chosen layout)"
+    out.print(fitted_table(out, headers, rows, title=title, left=("layout",)))
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="diff")(diff)
+    app.command(name="whatif")(whatif)

@@ -1,0 +1,51 @@
+"""`runplan diff A B` and `runplan whatif FILE --gpus LIST` (issue 15)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_diff_lists_changed_inputs_and_headline_numbers():
+    a, b = EXAMPLES / "405b-16k-h100-8k.yaml", EXAMPLES / "405b-16k-h100-128k.yaml"
+    result = run("diff", str(a), str(b), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    inputs = {c["path"]: c for c in data["inputs"]}
+    assert inputs["training.seq_len"]["old"] == 8192 and inputs["training.seq_len"]["new"] == 131072
+    headline = [c["path"] for c in data["headline"]]
+    assert headline[0] == "cost.main.wall_clock_days" and "allocation.tokens" in headline
+    # the same file twice: nothing differs
+    same = json.loads(run("diff", str(a), str(a), "--json").stdout)
+    assert same == {"inputs": [], "headline": []}
+    assert "inputs: the same" in run("diff", str(a), str(a)).stdout
+
+
+def test_whatif_gives_one_row_per_cluster_size():
+    result = run("whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", "256,512,1024", "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["gpus"] for r in rows] == [256, 512, 1024]
+    # a fixed model and token count: the same N and D, and days about halve as the GPUs double
+    assert len({r["params"] for r in rows}) == 1
+    for small, large in itertools.pairwise(rows):
+        assert large["wall_clock_days"] == pytest.approx(small["wall_clock_days"] / 2, rel=0.1)
+    table = run("whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", "256,512").stdout
+    assert "TP4 PP2 DP32" in table and "days" in table
+
+
+def test_whatif_refuses_a_bad_list():
+    result = run("whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", "256,x")
+    assert result.exit_code == 2 and "--gpus" in result.stderr
