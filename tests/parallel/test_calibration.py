@@ -11,7 +11,7 @@ from tests.parallel.shapes import H100, LLAMA_70B
 
 from runplan.parallel.layout import ParallelRequest, Pins
 from runplan.parallel.search import search
-from runplan.parallel.timing import FITTED_DP_OVERLAP_INTERFERENCE, default_efficiency, dp_bandwidth
+from runplan.parallel.timing import default_efficiency, dp_bandwidth
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -83,7 +83,7 @@ def test_overlap_interference_costs_time_monotonically():
         )
         steps.append(search(request).layouts[0].step_seconds)
     assert steps[0] < steps[1] < steps[2]
-    assert 0.0 <= FITTED_DP_OVERLAP_INTERFERENCE <= 1.0
+    assert 0.0 <= default_efficiency(H100).dp_overlap_interference <= 1.0
 
 
 def test_tp_overlap_speedup_pairs_reproduced(validate, runs):
