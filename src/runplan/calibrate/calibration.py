@@ -51,7 +51,9 @@ class Residuals(BaseModel):
     leave_one_out_median_abs_error: float | None = None
     leave_one_out_worst_abs_error: float | None = None
     leave_one_out_method: str = Field("", description="exact refits, or the linearised r/(1-h) estimate.")
-    per_run: dict[str, float] = Field(default_factory=dict, description="Step-time error of each run in the fit.")
+    per_run: dict[str, float] = Field(
+        default_factory=dict, description="Step-time error of each run in the fit."
+    )
 
 
 class Calibration(BaseModel):
@@ -70,7 +72,9 @@ class Calibration(BaseModel):
     )
     residuals: Residuals
     warnings: list[str] = Field(default_factory=list)
-    source: str = Field("", description="Where this file was read from (set on load, not written).", exclude=True)
+    source: str = Field(
+        "", description="Where this file was read from (set on load, not written).", exclude=True
+    )
 
     def label(self, gpu: GpuSpec) -> str:
         """One line naming the constants behind a time on ``gpu``."""
@@ -91,7 +95,9 @@ def parse_calibration(data: object, source: str) -> Calibration:
     """Validate a loaded calibration document; errors are one line naming the key."""
     if not isinstance(data, dict) or "families" not in data:
         raise SpecError(
-            "not a calibration file (no 'families:')", source=source, hint="write one with `runplan calibrate`"
+            "not a calibration file (no 'families:')",
+            source=source,
+            hint="write one with `runplan calibrate`",
         )
     try:
         return Calibration.model_validate(data).model_copy(update={"source": source})
