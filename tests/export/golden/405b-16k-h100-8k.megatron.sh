@@ -72,10 +72,10 @@ ARGS=(
   # checkpoints
   --save "$CHECKPOINT_DIR"
   --load "$CHECKPOINT_DIR"  # resume from the latest checkpoint
-  --save-interval 35  # the plan's checkpoint interval (Daly)
+  --save-interval 33  # the plan's checkpoint interval (Daly)
   --ckpt-format torch_dist  # distributed checkpoint (needed for --async-save)
   --async-save  # the plan stages the save through pinned host memory
-  --save-retain-interval 92995  # keep these permanently (the plan's milestones)
+  --save-retain-interval 92994  # keep these permanently (the plan's milestones)
   # data (placeholders)
   --data-path "$DATA_PATH"  # your tokenized data prefix(es)
   --split 99,1,0  # train/valid/test
