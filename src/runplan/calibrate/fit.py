@@ -170,13 +170,10 @@ def run_efficiency(
 
 # ---------------------------------------------------------------- prediction -----------------------------
 def complete_layout(p: Prepared, eff: Efficiency) -> Layout:
-    """The run's layout: as stated when every axis is, else the fastest one the search finds under its pins
-    (memory not enforced: the run did fit on its GPUs)."""
+    """The run's layout: the fastest one the search finds under its pins (the stated layout itself when every
+    axis is pinned; the search checks it: mesh rule, divisibility, batch). Memory is not enforced: it ran."""
     from runplan.parallel.search import search
 
-    pins = p.request.pins.pinned()
-    if set(pins) == set(Layout.model_fields):
-        return Layout(**pins)
     request = p.request.model_copy(update={"efficiency": eff})
     try:
         result = search(request)
@@ -350,6 +347,9 @@ def calibrate(prepared: Sequence[Prepared], base: dict[str, Efficiency]) -> FitR
         effs = efficiencies(space, values)
         layouts = [complete_layout(p, run_efficiency(p, effs, values, space)) for p in prepared]
         u = _solve(prepared, layouts, space, chosen, u)
+        values = space.values(u)  # report the layouts the final constants choose
+        effs = efficiencies(space, values)
+        layouts = [complete_layout(p, run_efficiency(p, effs, values, space)) for p in prepared]
     values = space.values(u)
     identified = [space.keys[j] for j in chosen]
     held = [k for k in space.keys if k not in identified]
