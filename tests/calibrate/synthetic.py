@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runplan.calibrate.fit import Prepared, prepare, predict
+from runplan.calibrate.fit import Prepared, predict, prepare
 from runplan.calibrate.measured import MeasuredFile
 from runplan.catalog import load_catalog
 from runplan.parallel.layout import Efficiency, Layout
