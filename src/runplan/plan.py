@@ -68,6 +68,10 @@ class LayoutChoice(BaseModel):
     target_global_batch_tokens: float = Field(description="Batch the search aimed at (±10%).")
     critical_batch: CriticalBatch = Field(description="Batch ceiling and the law it comes from.")
     search_seconds: float = Field(description="Wall time of the search.")
+    calibration: str = Field(
+        "",
+        description="The calibration file behind every predicted time (`runplan calibrate`, or the shipped one).",
+    )
     notes: dict[str, str] = Field(description="One-line reason for each number.")
 
 
@@ -146,6 +150,18 @@ class ResolvedInputs:
     law: Any
     seq_len: int
     base_dir: Path
+    #: runplan.calibrate.calibration.Calibration of the plan's `calibration:` key; None = the shipped one
+    calibration: Any = None
+
+    def efficiency(self) -> Any:
+        """The calibrated time-model constants for this GPU (None: the search uses the shipped ones)."""
+        return self.calibration.efficiency(self.gpu) if self.calibration is not None else None
+
+    def calibration_label(self) -> str:
+        """One line naming the calibration behind every predicted time."""
+        from runplan.calibrate.calibration import shipped_calibration
+
+        return (self.calibration or shipped_calibration()).label(self.gpu)
 
 
 @dataclass(frozen=True)
@@ -180,8 +196,24 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
             where="cluster.gpus",
             hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}",
         )
+    calibration = None
+    if spec.calibration is not None:
+        from runplan.calibrate.calibration import load_calibration
+
+        try:
+            calibration = load_calibration(base_dir / spec.calibration)
+            calibration = calibration.model_copy(update={"source": spec.calibration})  # as the plan names it
+        except SpecError as error:
+            raise SpecError(error.one_line(), where="calibration") from None
     return ResolvedInputs(
-        catalog, gpu, n_gpus, gpus_per_node, _law(spec, base_dir), spec.training.seq_len, base_dir
+        catalog,
+        gpu,
+        n_gpus,
+        gpus_per_node,
+        _law(spec, base_dir),
+        spec.training.seq_len,
+        base_dir,
+        calibration,
     )
 
 
@@ -281,6 +313,7 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
         training_tokens=tokens,
         constraints=spec.constraints,
         pins=spec.parallel,
+        efficiency=inputs.efficiency(),
         top=5,
     )
     return LayoutStage(request, target, compute, reason)
@@ -351,6 +384,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         target_global_batch_tokens=target_batch,
         critical_batch=crit,
         search_seconds=result.search_seconds,
+        calibration=inputs.calibration_label(),
         notes={
             "candidates": "every TP×PP×DP×EP×CP×ZeRO×micro-batch×VPP×recompute combination (docs/parallel.md)",
             "feasible": "fits HBM × (1 − headroom), bubble ≤ max, batch within range, divisibility",

@@ -193,6 +193,11 @@ class PlanSpec(BaseModel):
         default_factory=Constraints, description="Limits on the parallel layout."
     )
     parallel: Pins = Field(default_factory=Pins, description="Pin any parallel axis (tp, pp, zero, ...).")
+    calibration: str | None = Field(
+        None,
+        description="Time-model constants from `runplan calibrate` (path relative to the plan file); "
+        "omitted: the shipped calibration (fitted on published runs).",
+    )
     schedule: ScheduleSpec = Field(
         default_factory=ScheduleSpec, description="Batch, LR and WSD schedule inputs."
     )

@@ -181,3 +181,45 @@ def test_gpu_spec_inline_and_models_section(tmp_path):
     res = runner.invoke(app, ["calibrate", str(_file(tmp_path, text)), "--json"])
     assert res.exit_code == 0, res.output
     assert '"ampere"' in res.output  # the inline A100 is calibrated as the A100 family
+
+
+def _user_calibration(tmp_path: Path) -> Path:
+    text = "runs:\n" + "".join(
+        RUN.format(id=f"r{i}", batch=8 * m, m=m, step=step)
+        for i, (m, step) in enumerate([(2, 3.0), (4, 5.9), (8, 11.6)])
+    )
+    out = tmp_path / "cal.yaml"
+    res = runner.invoke(app, ["calibrate", str(_file(tmp_path, text)), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_plan_names_its_calibration_and_uses_it(tmp_path):
+    import json
+
+    plan = REPO / "examples" / "70b-512-h100.yaml"
+    shipped = json.loads(runner.invoke(app, ["plan", str(plan), "--json"]).stdout)["layout"]
+    assert shipped["calibration"].startswith("runplan/configs/calibration.yaml (published-runs, hopper")
+    cal = _user_calibration(tmp_path)
+    res = runner.invoke(app, ["plan", str(plan), "--json", "--calibration", str(cal)])
+    assert res.exit_code == 0, res.output
+    mine = json.loads(res.stdout)["layout"]
+    assert mine["calibration"].startswith(str(cal.resolve()))
+    assert mine["best"]["step_seconds"] != pytest.approx(shipped["best"]["step_seconds"], rel=1e-3)
+    # the plan key, relative to the plan file, names the same constants
+    text = plan.read_text() + f"\ncalibration: {cal.name}\n"
+    (tmp_path / "plan.yaml").write_text(text)
+    keyed = json.loads(runner.invoke(app, ["plan", str(tmp_path / "plan.yaml"), "--json"]).stdout)["layout"]
+    assert keyed["calibration"].startswith("cal.yaml (")
+    assert keyed["best"]["step_seconds"] == pytest.approx(mine["best"]["step_seconds"], rel=1e-12)
+    res = runner.invoke(app, ["parallelize", str(tmp_path / "plan.yaml"), "--top", "1"])
+    assert res.exit_code == 0 and "time-model constants: cal.yaml (" in res.output
+
+
+def test_plan_with_a_missing_calibration_is_one_line_exit_2(tmp_path):
+    plan = REPO / "examples" / "70b-512-h100.yaml"
+    (tmp_path / "plan.yaml").write_text(plan.read_text() + "\ncalibration: nowhere.yaml\n")
+    res = runner.invoke(app, ["plan", str(tmp_path / "plan.yaml")])
+    assert res.exit_code == 2
+    assert "calibration:" in res.output and "cannot read file" in res.output
+    assert len([line for line in res.output.splitlines() if line.strip()]) == 1

@@ -39,7 +39,17 @@ def _register_commands() -> None:
     # Each module exposes register(app); imported here so `--help` lists every command.
     import importlib
 
-    for name in ("catalog", "schema", "allocate", "fit", "sweep", "parallelize", "plan", "export", "calibrate"):
+    for name in (
+        "catalog",
+        "schema",
+        "allocate",
+        "fit",
+        "sweep",
+        "parallelize",
+        "plan",
+        "export",
+        "calibrate",
+    ):
         try:
             module = importlib.import_module(f"runplan.cli.{name}")
         except ModuleNotFoundError as error:  # a command not built yet

@@ -113,6 +113,9 @@ def parallelize(
     ),
     mfu: str | None = typer.Option(None, "--mfu", help="Use this MFU instead of predicting step time."),
     catalog_file: list[str] = typer.Option([], "--catalog", help="Extra catalog YAML file(s)."),
+    calibration: Path | None = typer.Option(
+        None, "--calibration", help="Calibration file from `runplan calibrate` (default: the shipped one)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (keys in docs/parallel.md)."),
 ) -> None:
     """Search every parallel layout exhaustively; rank the ones that fit by predicted throughput."""
@@ -182,10 +185,10 @@ def parallelize(
                 where=given[0],
                 hint="edit the plan file, or drop it and use flags",
             )
-        request, resolution = _request_from_plan(
-            plan_file, pins, constraints, top_count, mfu_value, bf16_grads
+        request, resolution, label = _request_from_plan(
+            plan_file, pins, constraints, top_count, mfu_value, bf16_grads, calibration
         )
-        _answer(request, resolution, as_json)
+        _answer(request, resolution, as_json, label)
         return
     catalog = load_catalog(catalog_file)
     shape, resolution = resolve_model(model, catalog, where="--model")
@@ -208,8 +211,20 @@ def parallelize(
         constraints=constraints,
         pins=pins,
     )
+    request, label = _calibrated(request, calibration)
     with _flags_for_paths():
-        _answer(request, resolution, as_json)
+        _answer(request, resolution, as_json, label)
+
+
+def _calibrated(request: Any, calibration: Path | None) -> tuple[Any, str]:
+    """The request with the constants of ``--calibration`` (if given), and the line naming them."""
+    from runplan.calibrate.calibration import load_calibration, shipped_calibration
+
+    if calibration is None:
+        return request, shipped_calibration().label(request.gpu)
+    cal = load_calibration(calibration)
+    eff = cal.efficiency(request.gpu)
+    return request.model_copy(update={"efficiency": eff}), cal.label(request.gpu)
 
 
 #: The flag that sets each plan-key path the layout search names in its errors.
@@ -242,13 +257,21 @@ def _flags_for_paths() -> Iterator[None]:
 
 
 def _request_from_plan(
-    plan_file: Path, pins: Any, constraints: Any, top: int | None, mfu: float | None, bf16_grads: bool
-) -> tuple[Any, str]:
+    plan_file: Path,
+    pins: Any,
+    constraints: Any,
+    top: int | None,
+    mfu: float | None,
+    bf16_grads: bool,
+    calibration: Path | None = None,
+) -> tuple[Any, str, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
     from runplan.cli.common import load_plan_file, located
     from runplan.plan import allocation_stage, layout_request, resolve_inputs
 
     loaded, spec = load_plan_file(plan_file)
+    if calibration is not None:
+        spec = spec.model_copy(update={"calibration": str(calibration.resolve())})
     with located(loaded):
         inputs = resolve_inputs(spec, plan_file.resolve().parent)
         stage = allocation_stage(spec, inputs)
@@ -262,10 +285,10 @@ def _request_from_plan(
         update["mfu_override"] = mfu
     if bf16_grads:
         update["gradient_bytes"] = 2
-    return request.model_copy(update=update), stage.resolution
+    return request.model_copy(update=update), stage.resolution, inputs.calibration_label()
 
 
-def _answer(request: Any, resolution: str, as_json: bool) -> None:
+def _answer(request: Any, resolution: str, as_json: bool, calibration: str = "") -> None:
     from runplan.parallel.search import ensure_feasible, search
 
     result = ensure_feasible(search(request))
@@ -274,10 +297,10 @@ def _answer(request: Any, resolution: str, as_json: bool) -> None:
         data["model"]["resolution"] = resolution
         print_json(data)
         return
-    _render(result, resolution)
+    _render(result, resolution, calibration)
 
 
-def _render(result: Any, resolution: str) -> None:
+def _render(result: Any, resolution: str, calibration: str = "") -> None:
     from rich.table import Table
 
     from runplan.cli.common import console
@@ -296,6 +319,8 @@ def _render(result: Any, resolution: str) -> None:
     )
     low, high = result.batch_range_tokens
     out.print(f"global batch range {format_si(low)} to {format_si(high)} tokens; {result.notes[0]}")
+    if calibration:
+        out.print(f"time-model constants: {calibration}")
     table = Table(title="Best layouts (ranked by predicted tokens/s)")
     for col in (
         "#",
