@@ -121,14 +121,14 @@ def base_value(space: Space, key: str) -> float:
     return float(value)
 
 
-def make_space(prepared: Sequence[Prepared], base: dict[str, Efficiency]) -> Space:
+def make_space(prepared: Sequence[Prepared], base: dict[str, Efficiency], hold: Sequence[str] = ()) -> Space:
     """Candidate constants for these runs: per-family ones for the families present, kernel ratios for the
-    named kernels present, the shared ones always."""
+    named kernels present, the shared ones always; none named in ``hold`` (they keep the base values)."""
     fit = [p for p in prepared if p.run.fit]
     families = sorted({p.family for p in fit})
     kernels = sorted({p.run.attention_kernel for p in fit if p.run.attention_kernel})
     keys, lows, highs = [], [], []
-    for constant in FITTED_CONSTANTS:
+    for constant in (c for c in FITTED_CONSTANTS if c.name not in hold):
         for family in families if constant.per_family else [None]:
             keys.append(f"{constant.name}[{family}]" if family else constant.name)
             lows.append(constant.low)
@@ -331,12 +331,14 @@ def fit_fixed(
     return _solve(prepared, layouts, space, chosen, start), chosen, condition, jac
 
 
-def calibrate(prepared: Sequence[Prepared], base: dict[str, Efficiency]) -> FitResult:
-    """Fit the constants the runs identify; hold the rest at ``base`` (module docstring)."""
+def calibrate(
+    prepared: Sequence[Prepared], base: dict[str, Efficiency], hold: Sequence[str] = ()
+) -> FitResult:
+    """Fit the constants the runs identify; hold the rest (and those named in ``hold``) at ``base``."""
     fit_runs = [p for p in prepared if p.run.fit]
     if not fit_runs:
         raise SpecError("no run has fit: true", where="runs", hint="mark the runs to fit with fit: true")
-    space = make_space(prepared, base)
+    space = make_space(prepared, base, hold)
     start = space.start()
     start_values = space.values(start)
     start_effs = efficiencies(space, start_values)
