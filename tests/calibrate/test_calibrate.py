@@ -223,3 +223,25 @@ def test_plan_with_a_missing_calibration_is_one_line_exit_2(tmp_path):
     assert res.exit_code == 2
     assert "calibration:" in res.output and "cannot read file" in res.output
     assert len([line for line in res.output.splitlines() if line.strip()]) == 1
+
+
+def test_published_rows_read_as_measured_runs():
+    data = yaml.safe_load(PUBLISHED.read_text())
+    doc = measured_document(data)
+    rows = {row["id"]: row for row in data["runs"]}
+    runs = {run["id"]: run for run in doc["runs"]}
+    # fp8 rows are skipped: the time model is bf16
+    assert all(rows[i].get("precision") != "fp8" for i in runs)
+    assert any(row.get("precision") == "fp8" for row in rows.values())
+    # stack facts: Narayanan et al. 2021 ran without FlashAttention and TP overlap; a pending_stack row is fitted
+    narayanan = runs["narayanan-1.7b-32gpu"]
+    assert narayanan["flash_attention"] is False and narayanan["tp_comm_overlap"] is False
+    assert rows["narayanan-1.7b-32gpu"].get("pending_stack") and narayanan["fit"] is True
+    # the async-TP pair is compared as a ratio over its baseline row
+    assert runs["tt-asynctp-70b-async"]["measured"] == {
+        "speedup": 1.0922,
+        "speedup_over": "tt-asynctp-70b-vanilla",
+    }
+    # a throughput printed (or derived) per GPU is preferred over TFLOP/s
+    assert "tokens_per_second_per_gpu" in narayanan["measured"]
+    assert MeasuredFile.model_validate(doc).runs
