@@ -36,7 +36,7 @@ from runplan.parallel.stack import Stack
 from runplan.scaling.allocate import Objective
 from runplan.scaling.budget import MIN_MFU, checked_mfu
 from runplan.scaling.laws import LawSpec
-from runplan.units import PositiveCount, PositiveNumber
+from runplan.units import PositiveCount, PositiveNumber, at_most
 from runplan.validation import spec_error_from_validation
 from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
 
@@ -115,14 +115,12 @@ class Training(BaseModel):
 
     seq_len: PositiveCount = Field(
         DEFAULT_SEQ_LEN,
-        le=MAX_SEQ_LEN,
-        json_schema_extra={"maximum": MAX_SEQ_LEN},
+        **at_most(MAX_SEQ_LEN),
         description="Training sequence length s in tokens (at most 1e8).",
     )
     vocab_size: PositiveCount = Field(
         DEFAULT_VOCAB_SIZE,
-        le=MAX_VOCAB_SIZE,
-        json_schema_extra={"maximum": MAX_VOCAB_SIZE},
+        **at_most(MAX_VOCAB_SIZE),
         description="Vocabulary size V for generated shapes (a catalog preset keeps its own); at most 1e7.",
     )
 
@@ -136,14 +134,12 @@ class Cluster(BaseModel):
         DEFAULT_GPU, description="GPU type: a catalog name (`runplan catalog gpus`) or an inline spec."
     )
     gpus: PositiveCount = Field(
-        le=MAX_GPUS,
-        json_schema_extra={"maximum": MAX_GPUS},
+        **at_most(MAX_GPUS),
         description="Number of GPUs the run uses (at most 1e7).",
     )
     gpus_per_node: PositiveCount | None = Field(
         None,
-        le=MAX_GPUS_PER_NODE,
-        json_schema_extra={"maximum": MAX_GPUS_PER_NODE},
+        **at_most(MAX_GPUS_PER_NODE),
         description="GPUs per node (NVLink domain); defaults to the GPU type's. At most 1,024.",
     )
     price_per_gpu_hour: PricePerGpuHour = Field(
