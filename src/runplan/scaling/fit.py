@@ -158,17 +158,11 @@ def read_runs(
 
 
 def read_csv_text(path: str | Path) -> tuple[str, str]:
-    """The text of a CSV of at most MAX_CSV_BYTES, and its name for messages; a one-line SpecError otherwise."""
-    path = Path(path)
-    source = str(path)
-    try:
-        if path.stat().st_size > MAX_CSV_BYTES:
-            raise SpecError(f"file is larger than {MAX_CSV_BYTES // 1_000_000} MB", source=source)
-        return path.read_text(encoding="utf-8-sig"), source
-    except OSError as error:
-        raise SpecError(f"cannot read file: {error.strerror}", source=source) from None
-    except UnicodeDecodeError:
-        raise SpecError("not a UTF-8 text file", source=source) from None
+    """The text of a CSV of at most MAX_CSV_BYTES (a regular file, read by :func:`runplan.fileio.read_text`,
+    whatever size it reports), and its name for messages; a one-line SpecError otherwise."""
+    from runplan.fileio import read_text
+
+    return read_text(path, MAX_CSV_BYTES, encoding="utf-8-sig"), str(path)
 
 
 def _column_index(header: list[str], wanted: tuple[str, ...], source: str) -> dict[str, int]:
@@ -1013,11 +1007,10 @@ def choose_param_count(
 
 def _header(path: str | Path) -> list[str]:
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            first = handle.readline()
-    except (OSError, UnicodeDecodeError):
+        text, _ = read_csv_text(path)
+    except SpecError:
         return []  # read_runs names the problem
-    return [h.strip() for h in next(csv.reader([first]), [])]
+    return [h.strip() for h in next(csv.reader(text.splitlines()[:1]), [])]
 
 
 def law_file_dict(fit: ParametricFit) -> dict[str, Any]:
@@ -1039,13 +1032,10 @@ def law_file_dict(fit: ParametricFit) -> dict[str, Any]:
 def write_law_file(fit: ParametricFit, path: str | Path) -> None:
     import yaml
 
+    from runplan.fileio import write_file
+
     text = yaml.safe_dump(law_file_dict(fit), sort_keys=False, allow_unicode=True)
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise SpecError(
-            f"cannot write law file: {error.strerror}", where="fit.output", source=str(path)
-        ) from None
+    write_file(path, text, where="fit.output")
 
 
 def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
@@ -1087,10 +1077,10 @@ def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
     right.set_ylabel("compute-optimal N")
     right.legend()
     fig.tight_layout()
+    from runplan.fileio import save_figure
+
     try:
-        fig.savefig(path, dpi=120)
-    except OSError as error:
-        raise SpecError(f"cannot write plot: {error}", where="fit.plot") from None
+        save_figure(fig, path, where="fit.plot", dpi=120)
     finally:
         plt.close(fig)
 

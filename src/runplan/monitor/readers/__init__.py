@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from runplan.errors import SpecError
+from runplan.fileio import read_bytes
 from runplan.monitor.aliases import canonical
 from runplan.monitor.readers import tabular, text, tfevents
 from runplan.monitor.series import MAX_RESTARTS, MetricLog, NoRecords, Restart, Rows, assemble
@@ -34,6 +35,9 @@ FORMATS = (
     "csv",
 )
 _HINT = "check the file, or name its format with --format"
+#: Largest log file read (bytes): runplan.fileio reads at most this much whatever size the file reports
+#: (``/dev/zero`` reports 0). A Megatron log line is ~300 bytes, so this is ~800k logged iterations.
+MAX_LOG_BYTES = 256_000_000
 #: Lines sampled (from the start and the end) to recognise a text format and to spot a second one.
 SAMPLE_LINES = 5000
 
@@ -59,7 +63,7 @@ def read_log(path: Path, fmt: str = "auto") -> MetricLog:
         raise NoRecords(f"'{path}' does not exist", where="monitor.log", hint="give the path of a log file")
     if path.is_dir():
         return _read_directory(path, fmt)
-    data = path.read_bytes()
+    data = read_bytes(path, MAX_LOG_BYTES)
     if not data.strip():
         raise NoRecords(
             f"'{path}' is empty",
