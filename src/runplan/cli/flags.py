@@ -27,6 +27,8 @@ FLAG_FOR_PATH: dict[str, str] = {
     "cluster.gpus": "--gpus",
     "cluster.gpus_per_node": "--gpus-per-node",
     "cluster.price_per_gpu_hour": "--price-per-gpu-hour",
+    # name: (init)
+    "name": "--name",
     # model:, law:, training:
     "model": "--model",
     "model.name": "--model",
