@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 #: Most bootstrap resamples accepted: 10,000 (2.5× the 4,000 of Besiroglu et al. 2024) pins the 10th and
 #: 90th percentiles to a fraction of their width; more only takes hours (each resample is a full fit).
 MAX_BOOTSTRAP = 10_000
+#: Points of the Approach 3 start grid (``runplan.scaling.fit.start_grid``: 6·6·5·5·5); --starts picks from it.
+GRID_STARTS = 4_500
 #: File types --plot writes (matplotlib picks the format from the suffix; none means PNG).
 PLOT_SUFFIXES = frozenset({"", ".png", ".pdf", ".svg", ".jpg", ".jpeg"})
 
@@ -247,6 +249,13 @@ def _check_options(
         n_starts = flag_value(starts, "--starts", "count")
         if n_starts < 1:
             raise SpecError("must be at least 1 (or 'all')", where="--starts")
+        if n_starts > GRID_STARTS:
+            raise SpecError(
+                f"{n_starts:,} starts is more than the {GRID_STARTS:,} points of the start grid "
+                "(Hoffmann et al. 2022 App. D.2) it picks them from",
+                where="--starts",
+                hint=f"give at most {GRID_STARTS:,}, or 'all' for every grid point",
+            )
     bins = flag_value(bin_decades, "--bin-decades")
     if bins is not None and bins < 0:
         raise SpecError("must not be negative", where="--bin-decades")
