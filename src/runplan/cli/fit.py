@@ -302,6 +302,10 @@ def _fit_runs(
         csv_file, params_col=params_col, tokens_col=tokens_col, flops_col=flops_col, loss_col=loss_col
     )
     runs = runs.drop_highest_loss(drop_highest)
+    from runplan.cli.flags import flags_in_text
+    from runplan.scaling.fit import flops_warnings
+
+    count_warnings = [*count_warnings, *(flags_in_text(w, "fit") for w in flops_warnings(runs))]
     boot, pct, at = options.bootstrap, options.percentiles, options.at_flops
     parametric = isoflop = isoflop_error = None
     if options.method in ("both", "isoflop"):
@@ -317,7 +321,7 @@ def _fit_runs(
         except SpecError as error:
             if options.method == "isoflop":
                 raise
-            isoflop_error = error.one_line()
+            isoflop_error = flags_in_text(error.one_line(), "fit")
     if options.method in ("both", "parametric"):
         callback, close = _progress(options.bootstrap)
         try:
