@@ -68,3 +68,19 @@ TINY_MOE = ModelShape(
     n_shared_experts=1,
     n_dense_layers=1,
 )
+#: GPT-3 175B (Brown et al. 2020 Table 2.1): 96 layers, h 12288, 96 heads, F = 4h, GeLU, s 2048.
+GPT3 = ModelShape(
+    name="gpt3-175b",
+    n_layers=96,
+    d_model=12288,
+    n_heads=96,
+    n_kv_heads=96,
+    head_dim=128,
+    ffn_hidden=4 * 12288,
+    mlp="gelu",
+    vocab_size=51200,
+    tied_embeddings=True,
+    norm="layernorm",
+    linear_bias=True,
+    learned_positions=2048,
+)

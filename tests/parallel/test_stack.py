@@ -4,34 +4,17 @@ import json
 
 import numpy as np
 import pytest
-from tests.parallel.shapes import GPT_SMALL, H100, LLAMA_8B, LLAMA_70B
+from tests.parallel.shapes import GPT3, GPT_SMALL, H100, LLAMA_8B, LLAMA_70B
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
 from runplan.errors import SpecError
-from runplan.model import ModelShape
 from runplan.parallel.layout import Constraints, Layout, ParallelRequest, Pins
 from runplan.parallel.memory import ShapeTerms, layer_activation_bytes_per_token
 from runplan.parallel.search import evaluate_layout, search
 from runplan.parallel.stack import PRESETS, Stack, resolve_stack
 from runplan.spec import load_plan_text
 
-#: GPT-3 175B (Brown et al. 2020 Table 2.1): 96 layers, h 12288, 96 heads, F = 4h, GeLU, s 2048.
-GPT3 = ModelShape(
-    name="gpt3-175b",
-    n_layers=96,
-    d_model=12288,
-    n_heads=96,
-    n_kv_heads=96,
-    head_dim=128,
-    ffn_hidden=4 * 12288,
-    mlp="gelu",
-    vocab_size=51200,
-    tied_embeddings=True,
-    norm="layernorm",
-    linear_bias=True,
-    learned_positions=2048,
-)
 S = 2048
 MEGATRON_2022 = Stack(preset="megatron-2022")
 

@@ -145,16 +145,9 @@ _COLOURS = {"none": "0.7", "watch": "tab:orange", "wait_until": "tab:orange"}
 
 def plot(report: Report, log: MetricLog, path: Any) -> None:
     from runplan.errors import SpecError
+    from runplan.report.plots import pyplot
 
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SpecError(
-            "a plot needs matplotlib", where="monitor.plot", hint="pip install 'runplan[plot]'"
-        ) from None
+    plt = pyplot("monitor.plot")
 
     panels = [(n, label) for n, label in _PANELS if log.has(n)]
     if not log.has("canary_loss") and log.has("val_loss"):

@@ -6,6 +6,7 @@ matplotlib is optional (``pip install 'runplan[plot]'``); a missing install is b
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from runplan.errors import SpecError
 from runplan.plan import RunPlan
@@ -14,16 +15,16 @@ from runplan.scaling.laws import ParametricLaw
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "other")
 
 
-def _pyplot():
+def pyplot(where: str = "plan.plots") -> Any:
+    """matplotlib's pyplot on the file-only Agg backend, or the one-line error naming the option that asked for a
+    plot (``where``: a field path, printed as its flag). Every plot in runplan goes through here."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise SpecError(
-            "plots need matplotlib", where="plan.plots", hint="pip install 'runplan[plot]', or drop --plots"
-        ) from None
+        raise SpecError("a plot needs matplotlib", where=where, hint="pip install 'runplan[plot]'") from None
     return plt
 
 
@@ -34,7 +35,7 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
     from runplan.fileio import save_figure
     from runplan.ops import batch_tokens_at_step, lr_at_step, tokens_at_step
 
-    plt = _pyplot()
+    plt = pyplot()
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written: dict[str, str] = {}

@@ -1082,15 +1082,9 @@ def write_law_file(fit: ParametricFit, path: str | Path) -> None:
 
 def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
     """isoFLOP curves with their parabolas and minima, and the N_opt(C) line (needs matplotlib)."""
-    try:
-        import matplotlib
+    from runplan.report.plots import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SpecError(
-            "--plot needs matplotlib", where="fit.plot", hint="pip install 'runplan[plot]'"
-        ) from None
+    plt = pyplot("fit.plot")
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     iso = report.isoflop
     left.scatter(runs.params, runs.loss, s=10, c=np.log10(runs.flops), cmap="viridis")
