@@ -144,7 +144,6 @@ _COLOURS = {"none": "0.7", "watch": "tab:orange", "wait_until": "tab:orange"}
 
 
 def plot(report: Report, log: MetricLog, path: Any) -> None:
-    from runplan.errors import SpecError
     from runplan.report.plots import pyplot
 
     plt = pyplot("monitor.plot")
