@@ -96,9 +96,9 @@ def test_no_file_access_outside_fileio():
         if path.name == "fileio.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
-            if pattern.search(line) and "resources." not in line and "folder.joinpath" not in line:
-                if "os.open(os.devnull" not in line and "StringIO(" not in line:
-                    offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+            allowed = ("resources.", "folder.joinpath", "os.open(os.devnull", "StringIO(")
+            if pattern.search(line) and not any(mark in line for mark in allowed):
+                offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
     assert offenders == []
 
 

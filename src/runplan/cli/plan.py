@@ -106,7 +106,9 @@ def check(
 
     if not 0 < rtol < 1:  # inf or 1 would accept any change: `check` must be able to fail (issue 17)
         raise SpecError(
-            f"must be in (0, 1), got {rtol:g}", where="--rtol", hint="a relative tolerance, e.g. 1e-4"
+            f"must be positive and below 1, got {rtol:g}",
+            where="--rtol",
+            hint="a relative tolerance, e.g. 1e-4",
         )
     _, spec, result = plan_from_file(plan_file)  # raises Infeasible (exit 1) when nothing fits
     changes = [] if spec.resolved is None else diff_resolved(spec.resolved, resolved_section(result), rtol)

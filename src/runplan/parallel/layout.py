@@ -227,12 +227,6 @@ class Efficiency(BaseModel):
     )
 
 
-#: Deepest model the layout search takes: 10x DeepNet's 1,000-layer transformer (Wang et al. 2022, arXiv
-#: 2203.00555), the deepest trained; Llama 3 405B has 126 layers.
-MAX_LAYERS = 10_000
-#: Most routed experts the search takes: PEER's 1024^2 = 1,048,576 (He 2024, arXiv 2407.04153); DeepSeek-V3
-#: has 256.
-MAX_EXPERTS = 1 << 20
 #: Most ranked layouts returned: a table past a few hundred rows is not read, and layouts that far down differ
 #: by less than the time model's error (docs/parallel.md); rendering stays under a second.
 MAX_TOP = 1000
@@ -287,23 +281,6 @@ class ParallelRequest(BaseModel):
     )
     constraints: Constraints = Field(default_factory=Constraints, description="Feasibility constraints.")
     pins: Pins = Field(default_factory=Pins, description="Axes fixed by the user.")
-
-    @field_validator("model")
-    @classmethod
-    def _searchable_model(cls, model: ModelShape) -> ModelShape:
-        """Layers and experts within MAX_LAYERS and MAX_EXPERTS: beyond them the search is minutes of work
-        on a typo (8.6M layers on 8.6M GPUs: 16.4M layouts, 58 s, 11 GB; issue 17)."""
-        if model.n_layers > MAX_LAYERS:
-            raise ValueError(
-                f"n_layers {model.n_layers:,} is more than {MAX_LAYERS:,} (10x the deepest trained transformer, "
-                "DeepNet's 1,000 layers, arXiv 2203.00555)"
-            )
-        if model.n_experts > MAX_EXPERTS:
-            raise ValueError(
-                f"n_experts {model.n_experts:,} is more than {MAX_EXPERTS:,} (the 1024^2 experts of PEER, "
-                "arXiv 2407.04153, the most published)"
-            )
-        return model
 
     @field_validator("top")
     @classmethod

@@ -365,7 +365,7 @@ def _check_grid_size(rows: int) -> None:
         raise SpecError(
             f"the layout search would evaluate {rows:,} layouts, more than {MAX_GRID_ROWS:,} (about 0.5 GB and "
             "1.5 s per million)",
-            where="parallel",
+            where="cluster.gpus",
             hint="pin the tensor, pipeline or expert degree (parallel.tp, parallel.pp, parallel.ep), or check "
             "the GPU count, layers, heads and experts for a typo",
         )
