@@ -925,6 +925,9 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["a device"],
     ),
     ("plan-a-directory", ["plan", str(EXAMPLES)], {}, 2, ["is a directory"]),
+    ("monitor-dev-zero", ["monitor", "/dev/zero"], {}, 2, ["a device"]),
+    ("monitor-name-300", ["monitor", "m" * 300], {}, 2, ["LOG", "255"]),
+    ("alloc-law-name-300", ["allocate", "--flops", "2e23", "--law", "l" * 300], {}, 2, ["--law", "255"]),
     (
         "plan-catalog-list-dev-zero",
         ["plan", "{p}"],

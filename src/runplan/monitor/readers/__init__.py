@@ -59,6 +59,9 @@ def read_log(path: Path, fmt: str = "auto") -> MetricLog:
         raise SpecError(
             f"unknown format '{fmt}'", where="monitor.format", hint=f"one of: {', '.join(FORMATS)}"
         )
+    from runplan.fileio import check_name
+
+    check_name(path, "monitor.log")  # Path.exists() raises on a name over 255 bytes
     if not path.exists():
         raise NoRecords(f"'{path}' does not exist", where="monitor.log", hint="give the path of a log file")
     if path.is_dir():
