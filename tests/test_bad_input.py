@@ -1013,7 +1013,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         2,
         ["--top", "1,000"],
     ),
-    ("fit-starts-1e9", ["fit", CSV, "--starts", "1e9"], {}, 2, ["--starts", "4,500"]),
+    ("fit-starts-1e9", ["fit", CSV, "--starts", "1e9"], {}, 2, ["--starts", "more than 500", "'all'"]),
     (
         "shape-layers-20k",
         ["parallelize", "{p}"],
