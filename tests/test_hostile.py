@@ -395,3 +395,36 @@ def test_start_grid_bound_matches_the_grid():
     from runplan.scaling.fit import start_grid
 
     assert len(start_grid()) == GRID_STARTS == 6 * 6 * 5 * 5 * 5
+
+
+# ---- messages name what the command has ----------------------------------------------------------------------
+
+
+def test_a_small_plan_goes_on_without_a_sweep_and_says_why(tmp_path):
+    """1e20 FLOPs on 8 GPUs: the default 1% sweep has no proxy shape; `plan` has no --fraction to offer."""
+    plan = tmp_path / "small.yaml"
+    plan.write_text("schema_version: 1\nbudget: {flops: 1e20}\ncluster: {gpus: 8}\n")
+    result = _run(["plan", plan, "--json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["sweep"] is None
+    assert any(w.startswith("sweep: no proxy sweep at the default 1%") for w in data["warnings"])
+    assert "--fraction" not in result.stdout + result.stderr
+
+
+def test_hints_name_the_commands_flags():
+    from runplan.cli.flags import flags_in_text
+
+    assert (
+        flags_in_text("raise sweep.fraction or narrow sweep.span_decades", "sweep")
+        == "raise --fraction or narrow --span"
+    )
+    assert flags_in_text("see the model and cluster.gpus.", "plan") == "see the model and --gpus."
+
+
+def test_at_least_is_rounded_up_and_told_apart_from_the_budget():
+    from runplan.scaling.allocate import _rounded_up
+
+    assert _rounded_up(4.818e16, 4.817e16) == "4.9e+16"
+    assert _rounded_up(4.8001e16, 4.8e16) == "4.9e+16"
+    assert float(_rounded_up(1.234e20, 1e19)) >= 1.234e20

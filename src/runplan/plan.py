@@ -461,6 +461,7 @@ def _sweep_and_cost(
         vocab_size=spec.training.vocab_size,
         price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
     )
+    no_sweep: str | None = None
     try:
         sweep: Sweep | None = design_sweep(request)
     except SpecError as error:
@@ -471,8 +472,6 @@ def _sweep_and_cost(
             raise
         sweep = None
         no_sweep = f"no proxy sweep at the default {request.fraction:.0%} of the budget: {error.message}"
-    else:
-        no_sweep = None
     cost = estimate_cost(
         CostRequest(
             n_gpus=inputs.n_gpus,

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
 from runplan.errors import EXIT_BAD_INPUT, RunplanError
 
@@ -108,7 +108,7 @@ def handle_errors(func: F) -> F:
 
         reset_inputs()
         if sys.stdout is None:
-            sys.stdout = _ClosedStdout()  # type: ignore[assignment]
+            sys.stdout = _ClosedStdout()
         try:
             result = func(*args, **kwargs)
             sys.stdout.flush()
@@ -135,7 +135,7 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _internal(error: Exception) -> None:
+def _internal(error: Exception) -> NoReturn:
     """A bug, not bad input: one line and exit 3 (RUNPLAN_DEBUG=1 re-raises for the traceback)."""
     if debug_enabled():
         raise error
