@@ -69,6 +69,10 @@ class LayoutChoice(BaseModel):
     target_global_batch_tokens: float = Field(description="Batch the search aimed at (±10%).")
     critical_batch: CriticalBatch = Field(description="Batch ceiling and the law it comes from.")
     search_seconds: float = Field(description="Wall time of the search.")
+    calibration: str = Field(
+        "",
+        description="The calibration file behind every predicted time (`runplan calibrate`, or the shipped one).",
+    )
     notes: dict[str, str] = Field(description="One-line reason for each number.")
 
 
@@ -148,6 +152,18 @@ class ResolvedInputs:
     law: Any
     seq_len: int
     base_dir: Path
+    #: runplan.calibrate.calibration.Calibration of the plan's `calibration:` key; None = the shipped one
+    calibration: Any = None
+
+    def efficiency(self) -> Any:
+        """The calibrated time-model constants for this GPU (None: the search uses the shipped ones)."""
+        return self.calibration.efficiency(self.gpu) if self.calibration is not None else None
+
+    def calibration_label(self) -> str:
+        """One line naming the calibration behind every predicted time."""
+        from runplan.calibrate.calibration import shipped_calibration
+
+        return (self.calibration or shipped_calibration()).label(self.gpu)
 
 
 @dataclass(frozen=True)
@@ -183,8 +199,24 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
             where="cluster.gpus",
             hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}",
         )
+    calibration = None
+    if spec.calibration is not None:
+        from runplan.calibrate.calibration import load_calibration
+
+        try:
+            calibration = load_calibration(base_dir / spec.calibration)
+            calibration = calibration.model_copy(update={"source": spec.calibration})  # as the plan names it
+        except SpecError as error:
+            raise SpecError(error.one_line(), where="calibration") from None
     return ResolvedInputs(
-        catalog, gpu, n_gpus, gpus_per_node, plan_law(spec, base_dir), spec.training.seq_len, base_dir
+        catalog,
+        gpu,
+        n_gpus,
+        gpus_per_node,
+        plan_law(spec, base_dir),
+        spec.training.seq_len,
+        base_dir,
+        calibration,
     )
 
 
@@ -341,6 +373,7 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
         constraints=spec.constraints,
         pins=spec.parallel,
         stack=spec.stack,
+        efficiency=inputs.efficiency(),
         top=5,
     )
     return LayoutStage(request, target, compute, reason)
@@ -373,7 +406,7 @@ def _architecture(stage: AllocationStage, law: ParametricLaw, seq_len: int) -> A
     )
 
 
-def _layout_choice(planned: LayoutStage, result: SearchResult) -> LayoutChoice:
+def _layout_choice(planned: LayoutStage, result: SearchResult, calibration: str) -> LayoutChoice:
     """Steps 4-5: the best feasible layout and its runners-up."""
     return LayoutChoice(
         best=result.layouts[0],
@@ -383,6 +416,7 @@ def _layout_choice(planned: LayoutStage, result: SearchResult) -> LayoutChoice:
         target_global_batch_tokens=planned.target_batch_tokens,
         critical_batch=result.critical_batch,
         search_seconds=result.search_seconds,
+        calibration=calibration,
         notes={
             "candidates": "every TP×PP×DP×EP×CP×ZeRO×micro-batch×VPP×recompute combination (docs/parallel.md)",
             "feasible": "fits HBM × (1 − headroom), bubble ≤ max, batch within range, divisibility",
@@ -533,7 +567,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         inputs=spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
         allocation=stage.allocation,
         model=_architecture(stage, stage.law, inputs.seq_len),
-        layout=_layout_choice(planned, result),
+        layout=_layout_choice(planned, result, inputs.calibration_label()),
         schedule=schedule,
         checkpointing=operations.checkpointing,
         reliability=operations.reliability,

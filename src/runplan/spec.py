@@ -224,6 +224,11 @@ class PlanSpec(BaseModel):
         description="Training stack: a preset name (default, megatron-core, megatron-2022, deepspeed, "
         "torchtitan-fsdp2) or {preset: ..., field: override}; every memory and time term follows it.",
     )
+    calibration: str | None = Field(
+        None,
+        description="Time-model constants from `runplan calibrate` (path relative to the plan file); "
+        "omitted: the shipped calibration (fitted on published runs).",
+    )
     schedule: ScheduleSpec = Field(
         default_factory=ScheduleSpec, description="Batch, LR and WSD schedule inputs."
     )

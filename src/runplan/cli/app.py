@@ -40,7 +40,18 @@ def _register_commands() -> None:
     # a broken install, not an optional command: the import error propagates.
     import importlib
 
-    for name in ("catalog", "schema", "allocate", "fit", "sweep", "parallelize", "plan", "export", "monitor"):
+    for name in (
+        "catalog",
+        "schema",
+        "allocate",
+        "fit",
+        "sweep",
+        "parallelize",
+        "plan",
+        "export",
+        "monitor",
+        "calibrate",
+    ):
         importlib.import_module(f"runplan.cli.{name}").register(app)
 
 

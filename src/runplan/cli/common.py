@@ -156,11 +156,16 @@ def load_plan_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec]:
     return loaded, parse_plan(loaded)
 
 
-def plan_from_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec, RunPlan]:
-    """(LoadedYaml, PlanSpec, RunPlan) for a plan-file argument, every error pointed at ``file:line``."""
+def plan_from_file(
+    path: str | Path, calibration: str | Path | None = None
+) -> tuple[LoadedYaml, PlanSpec, RunPlan]:
+    """(LoadedYaml, PlanSpec, RunPlan) for a plan-file argument, every error pointed at ``file:line``;
+    ``calibration`` (``--calibration FILE``) replaces the plan's ``calibration:`` key."""
     from runplan.plan import build_plan
 
     loaded, spec = load_plan_file(path)
+    if calibration is not None:
+        spec = spec.model_copy(update={"calibration": str(Path(calibration).resolve())})
     with located(loaded):
         return loaded, spec, build_plan(spec, Path(path).resolve().parent)
 

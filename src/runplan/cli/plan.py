@@ -35,6 +35,11 @@ def plan(
         None, "--plots", help="Write PNG plots here (plot extra); Markdown links them."
     ),
     json_flag: bool = typer.Option(False, "--json", help="Same as --format json."),
+    calibration: Path | None = typer.Option(
+        None,
+        "--calibration",
+        help="Calibration file from `runplan calibrate` (replaces the plan's calibration:).",
+    ),
 ) -> None:
     """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
     from runplan.cli.common import check_output_path, output_directory, write_output
@@ -44,7 +49,7 @@ def plan(
         check_output_path(output, "--output", not_over=plan_file)
     if plots is not None:
         output_directory(plots, "--plots")
-    loaded, spec, result = plan_from_file(plan_file)
+    loaded, spec, result = plan_from_file(plan_file, calibration)
     base_dir = plan_file.resolve().parent
     if json_flag:
         fmt = Format.json
@@ -99,6 +104,11 @@ def check(
     as_json: bool = typer.Option(
         False, "--json", help='Print {"file", "status": ok|drift, "resolved", "rtol", "changes": [...]}.'
     ),
+    calibration: Path | None = typer.Option(
+        None,
+        "--calibration",
+        help="Calibration file from `runplan calibrate` (replaces the plan's calibration:).",
+    ),
 ) -> None:
     """For CI: validate, recompute, check feasibility, and diff against the file's resolved numbers (exit 1 on drift)."""
     from runplan.errors import SpecError
@@ -110,7 +120,7 @@ def check(
             where="--rtol",
             hint="a relative tolerance, e.g. 1e-4",
         )
-    _, spec, result = plan_from_file(plan_file)  # raises Infeasible (exit 1) when nothing fits
+    _, spec, result = plan_from_file(plan_file, calibration)  # raises Infeasible (exit 1) when nothing fits
     changes = [] if spec.resolved is None else diff_resolved(spec.resolved, resolved_section(result), rtol)
     if as_json:
         print_json(

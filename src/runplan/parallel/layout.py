@@ -174,7 +174,7 @@ class Constraints(BaseModel):
 
 
 class Efficiency(BaseModel):
-    """Physical efficiency parameters of the time model (fitted in benchmarks/validate.py, never per row)."""
+    """Physical efficiency parameters of the time model (fitted by `runplan calibrate`, never per row; shipped: configs/calibration.yaml)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
