@@ -479,36 +479,46 @@ def _operations(
 
 def _sweep_and_cost(
     spec: PlanSpec, inputs: ResolvedInputs, stage: AllocationStage, operations: Operations
-) -> tuple[Sweep, Cost]:
-    """Step 8: the proxy isoFLOP sweep and what the run and the sweep cost."""
+) -> tuple[Sweep | None, Cost, str | None]:
+    """Step 8: the proxy isoFLOP sweep and what the run and the sweep cost; no sweep (None, and why) when the
+    default sweep has no proxy shape for this budget."""
     from runplan.ops import CostRequest, estimate_cost
     from runplan.scaling.sweep import SweepRequest, design_sweep
 
     gpu = inputs.gpu
-    sweep = design_sweep(
-        SweepRequest(
-            flops=stage.allocation.budget_flops or stage.flops,
-            law=stage.law,
-            gpu=gpu,
-            mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
-            seq_len=inputs.seq_len,
-            vocab_size=spec.training.vocab_size,
-            price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
-        )
+    request = SweepRequest(
+        flops=stage.allocation.budget_flops or stage.flops,
+        law=stage.law,
+        gpu=gpu,
+        mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
+        seq_len=inputs.seq_len,
+        vocab_size=spec.training.vocab_size,
+        price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
     )
+    no_sweep: str | None = None
+    try:
+        sweep: Sweep | None = design_sweep(request)
+    except SpecError as error:
+        # The plan's sweep uses the defaults (a plan file has no sweep: key), so nothing the plan's user can set
+        # would change it: the plan goes on without one and says why (issue 17: it used to fail naming a flag
+        # `plan` does not have).
+        if not (error.where or "").startswith("sweep."):
+            raise
+        sweep = None
+        no_sweep = f"no proxy sweep at the default {request.fraction:.0%} of the budget: {error.message}"
     cost = estimate_cost(
         CostRequest(
             n_gpus=inputs.n_gpus,
             tdp_watts=gpu.tdp_watts,
             useful_seconds=operations.useful_seconds,
             elapsed_seconds=operations.reliability.expected_elapsed_seconds,
-            sweep_gpu_hours=sweep.gpu_hours,
+            sweep_gpu_hours=sweep.gpu_hours if sweep is not None else None,
             sweep_gpus=inputs.n_gpus,
             price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
             spec=spec.cost,
         )
     )
-    return sweep, cost
+    return sweep, cost, no_sweep
 
 
 def _plan_warnings(
@@ -517,7 +527,8 @@ def _plan_warnings(
     allocation: Allocation,
     operations: Operations,
     schedule: Schedule,
-    sweep: Sweep,
+    sweep: Sweep | None,
+    no_sweep: str | None = None,
 ) -> list[str]:
     """Step 10: what a reviewer should look at, every stage's cautions prefixed with the stage."""
     warnings: list[str] = []
@@ -534,7 +545,9 @@ def _plan_warnings(
     warnings.extend(f"allocation: {w}" for w in allocation.warnings)
     warnings.extend(f"operations: {w}" for w in operations.warnings)
     warnings.extend(f"schedule: {w}" for w in schedule.warnings)
-    warnings.extend(f"sweep: {w}" for w in sweep.warnings)
+    warnings.extend(
+        f"sweep: {w}" for w in (sweep.warnings if sweep is not None else [no_sweep] if no_sweep else [])
+    )
     return warnings
 
 
@@ -549,7 +562,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     best = result.layouts[0]
     schedule = _schedule(spec, planned, best, stage.allocation.tokens, inputs.seq_len)
     operations = _operations(spec, inputs, stage, planned, best, schedule)
-    sweep, cost = _sweep_and_cost(spec, inputs, stage, operations)
+    sweep, cost, no_sweep = _sweep_and_cost(spec, inputs, stage, operations)
     return RunPlan(
         inputs=spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
         allocation=stage.allocation,
@@ -561,5 +574,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         monitoring=operations.monitoring,
         sweep=sweep,
         cost=cost,
-        warnings=_plan_warnings(best, result.critical_batch, stage.allocation, operations, schedule, sweep),
+        warnings=_plan_warnings(
+            best, result.critical_batch, stage.allocation, operations, schedule, sweep, no_sweep
+        ),
     )

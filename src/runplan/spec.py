@@ -25,6 +25,7 @@ from runplan.defaults import (
     MAX_VOCAB_SIZE,
 )
 from runplan.errors import SpecError
+from runplan.escape import run_name_problem, text_problem
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.ops.cost import MAX_PRICE_PER_GPU_HOUR, CostSpec, PricePerGpuHour
@@ -158,6 +159,32 @@ class PlanSpec(BaseModel):
     schema_version: Literal[1] = Field(description="Plan-file schema version; this runplan reads version 1.")
     name: str | None = Field(None, description="Short name of the run, used in report titles.")
     description: str | None = Field(None, description="Free text: what the run is for.")
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _version_is_a_number(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # YAML `true` equals 1 in Python; it is not a version number
+            raise ValueError(f"must be the number 1, got {str(value).lower()}")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, value: str | None) -> str | None:
+        """The name titles reports and becomes part of export file names: printable, one line, bounded
+        (``runplan.escape.run_name_problem``); each output format escapes it again on the way out."""
+        problem = None if value is None else run_name_problem(value)
+        if problem:
+            raise ValueError(f"the run name {problem}")
+        return value
+
+    @field_validator("description")
+    @classmethod
+    def _no_control_characters(cls, value: str | None) -> str | None:
+        problem = None if value is None else text_problem(value)
+        if problem:
+            raise ValueError(f"the description {problem} (terminal escape sequences are not shown)")
+        return value
+
     catalog: list[str] = Field(
         default_factory=list,
         description="Extra catalog files (GPUs, models) merged over the shipped ones; paths relative to the plan file.",

@@ -114,8 +114,12 @@ def check(
     from runplan.errors import SpecError
     from runplan.resolved import diff_resolved, resolved_section
 
-    if not rtol > 0:
-        raise SpecError(f"must be positive, got {rtol:g}", where="--rtol", hint="e.g. 1e-4")
+    if not 0 < rtol < 1:  # inf or 1 would accept any change: `check` must be able to fail (issue 17)
+        raise SpecError(
+            f"must be positive and below 1, got {rtol:g}",
+            where="--rtol",
+            hint="a relative tolerance, e.g. 1e-4",
+        )
     _, spec, result = plan_from_file(plan_file, calibration)  # raises Infeasible (exit 1) when nothing fits
     changes = [] if spec.resolved is None else diff_resolved(spec.resolved, resolved_section(result), rtol)
     if as_json:
