@@ -122,3 +122,13 @@ def test_pin_any_layout_field_by_its_plan_name():
     assert unknown.exit_code == 2 and "--pin: 'foo=1' does not name a layout field" in unknown.stderr
     twice = runner.invoke(app, [*base, "--pin", "tp=2", "--tp", "4"])
     assert twice.exit_code == 2 and "tp is pinned twice" in twice.stderr
+
+
+def test_plan_file_errors_found_by_the_search_point_at_the_plan(tmp_path):
+    plan = tmp_path / "p.yaml"
+    plan.write_text(
+        "schema_version: 1\nbudget: {flops: 2e23}\ncluster:\n  gpus: 512\nconstraints: {reserve_bytes: 90GB}\n"
+    )
+    result = CliRunner().invoke(app, ["parallelize", str(plan)])
+    assert result.exit_code == 2
+    assert "p.yaml:5: constraints.reserve_bytes" in result.stderr and "--reserve" not in result.stderr

@@ -19,6 +19,7 @@ from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 if TYPE_CHECKING:
     from runplan.parallel.layout import Constraints, ParallelRequest, Pins, SearchResult
     from runplan.parallel.stack import Stack
+    from runplan.spec import PlanSpec
 
 #: The plan-file path (or ``parallelize.<option>``) of each ParallelRequest field, for error messages; the CLI
 #: prints its flag (runplan.cli.flags).
@@ -205,10 +206,14 @@ def parallelize(
              "--seq-len": seq_len, "--global-batch": global_batch, "--training-tokens": training_tokens,
              "--catalog": catalog_file or None}
         )  # fmt: skip
-        request, resolution, label = _request_from_plan(
-            plan_file, pins, constraints, overrides.top, overrides.mfu_override, stack, calibration
-        )
-        _answer(request, resolution, as_json, label)
+        from runplan.cli.common import load_plan_file, located
+
+        loaded, spec = load_plan_file(plan_file)
+        with located(loaded):  # the search's errors about plan keys point at the plan file's lines
+            request, resolution, label = _request_from_plan(
+                plan_file, spec, pins, constraints, overrides.top, overrides.mfu_override, stack, calibration
+            )
+            _answer(request, resolution, as_json, label)
         return
     request, resolution = _request_from_flags(
         _required(model, "--model"), gpu, catalog_file, pins, constraints, overrides, stack,
@@ -361,6 +366,7 @@ def _required(value: str | None, flag: str) -> str:
 
 def _request_from_plan(
     plan_file: Path,
+    spec: PlanSpec,
     pins: Pins,
     constraints: Constraints,
     top: int | None,
@@ -369,16 +375,13 @@ def _request_from_plan(
     calibration: Path | None = None,
 ) -> tuple[ParallelRequest, str, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
-    from runplan.cli.common import load_plan_file, located
     from runplan.plan import allocation_stage, layout_request, resolve_inputs
 
-    loaded, spec = load_plan_file(plan_file)
     if calibration is not None:
         spec = spec.model_copy(update={"calibration": str(calibration.resolve())})
-    with located(loaded):
-        inputs = resolve_inputs(spec, plan_file.resolve().parent)
-        stage = allocation_stage(spec, inputs)
-        request = layout_request(spec, inputs, stage.shape, stage.allocation.tokens).request
+    inputs = resolve_inputs(spec, plan_file.resolve().parent)
+    stage = allocation_stage(spec, inputs)
+    request = layout_request(spec, inputs, stage.shape, stage.allocation.tokens).request
     merged_pins = request.pins.model_copy(update=pins.model_dump(exclude_unset=True))
     merged_constraints = request.constraints.model_copy(update=constraints.model_dump(exclude_unset=True))
     update: dict[str, Any] = {"pins": merged_pins, "constraints": merged_constraints}
