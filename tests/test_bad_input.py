@@ -53,6 +53,18 @@ def ops_plan(operations: str, gpus: int = 512) -> str:
     )
 
 
+SHAPE = (
+    "model:\n  shape: {{n_layers: {layers}, d_model: {d}, n_heads: {h}, n_kv_heads: {h}, head_dim: 128, "
+    "ffn_hidden: 1024, mlp: swiglu, vocab_size: 32000, tied_embeddings: false, norm: rmsnorm{extra}}}\n"
+)
+#: The example sweep with every third row's flops 100x off 6·N·D (a wrong unit in one column).
+FLOPS_OFF_CSV = "params,tokens,flops,loss\n" + "".join(
+    f"{n},{d},{float(c) * (100 if i % 3 == 0 else 1):g},{loss}\n"
+    for i, (n, d, c, loss) in enumerate(
+        line.split(",") for line in Path(CSV).read_text().splitlines()[1:] if line.strip()
+    )
+)
+
 # (id, argv, files, exit code, fragments that must appear in stderr)
 CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     # ---- allocate: flags -------------------------------------------------------------------------
@@ -493,8 +505,8 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         "csv-constant-runs",
         ["fit", "{runs}", "--method", "parametric", "--bootstrap", "0"],
         {"runs": "params,tokens,loss\n" + "1e8,2e9,3\n" * 6},
-        1,
-        ["positive exponents", "vary both N and D"],
+        2,
+        ["1 distinct (N, D) point", "at least 3 values of each"],
     ),
     ("fit-flops-negative", ["fit", CSV, "--flops", "-5", "--bootstrap", "0"], {}, 2, ["--flops", "positive"]),
     ("fit-drop-negative", ["fit", CSV, "--drop-highest", "-3"], {}, 2, ["--drop-highest", "negative"]),
@@ -900,6 +912,168 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         2,
         ["p.yaml:2", "model", "beyond any trainable model"],
     ),
+    # ---- hostile files, names, streams and sizes (issue 17) ------------------------------------------------
+    ("plan-dev-zero", ["plan", "/dev/zero"], {}, 2, ["/dev/zero", "a device"]),
+    ("check-dev-urandom", ["check", "/dev/urandom"], {}, 2, ["/dev/urandom", "a device"]),
+    ("fit-dev-urandom", ["fit", "/dev/urandom"], {}, 2, ["/dev/urandom", "a device"]),
+    ("alloc-law-dev-zero", ["allocate", "--flops", "2e23", "--law", "/dev/zero"], {}, 2, ["a device"]),
+    (
+        "par-catalog-dev-zero",
+        ["parallelize", "--model", "70b", "--gpus", "8", "--catalog", "/dev/zero"],
+        {},
+        2,
+        ["a device"],
+    ),
+    ("plan-a-directory", ["plan", str(EXAMPLES)], {}, 2, ["is a directory"]),
+    ("monitor-dev-zero", ["monitor", "/dev/zero"], {}, 2, ["a device"]),
+    ("monitor-name-300", ["monitor", "m" * 300], {}, 2, ["LOG", "255"]),
+    ("alloc-law-name-300", ["allocate", "--flops", "2e23", "--law", "l" * 300], {}, 2, ["--law", "255"]),
+    (
+        "plan-catalog-list-dev-zero",
+        ["plan", "{p}"],
+        {"p": plan("catalog: [/dev/zero]\nbudget: {flops: 1e22}\ncluster: {gpus: 64}\n")},
+        2,
+        ["a device"],
+    ),
+    ("yaml-recursive-alias", ["plan", "{p}"], {"p": plan("a: &a [*a]\n")}, 2, ["recursive alias"]),
+    ("yaml-recursive-map", ["plan", "{p}"], {"p": plan("a: &a {b: *a}\n")}, 2, ["recursive alias"]),
+    ("yaml-990-deep", ["plan", "{p}"], {"p": plan("a: " + "[" * 990 + "]" * 990 + "\n")}, 2, ["nest"]),
+    ("yaml-deep-block", ["plan", "{p}"], {"p": "- " * 5000 + "x\n"}, 2, ["nested more than 64"]),
+    ("yaml-two-documents", ["plan", "{p}"], {"p": plan("cluster: {gpus: 8}\n---\nb: 1\n")}, 2, ["one YAML"]),
+    (
+        "fit-o-over-its-csv",
+        ["fit", "{runs}", "--method", "parametric", "--bootstrap", "0", "-o", "{runs}"],
+        {"runs": Path(CSV).read_text()},
+        2,
+        ["-o", "a file this command reads"],
+    ),
+    (
+        "plan-o-over-catalog",
+        ["plan", "{p}", "-o", "{cat}"],
+        {
+            "p": plan("model: 7b\ncatalog: [cat.yaml]\nbudget: {flops: 1e22}\ncluster: {gpus: 64}\n"),
+            "cat": GPU_ENTRY.format(gpn=8),
+        },
+        2,
+        ["--output", "a file this command reads"],
+    ),
+    ("plan-o-name-300", ["plan", PLAN70, "-o", "x" * 300], {}, 2, ["--output", "255"]),
+    ("plan-plots-name-300", ["plan", PLAN70, "--plots", "y" * 300], {}, 2, ["--plots", "255"]),
+    ("fit-plot-name-300", ["fit", CSV, "--plot", "z" * 300 + ".png"], {}, 2, ["--plot", "255"]),
+    ("plan-o-dev-null-dir", ["plan", PLAN70, "-o", "/dev/null"], {}, 2, ["--output", "a device"]),
+    (
+        "plan-name-newline",
+        ["plan", "{p}"],
+        {"p": plan('name: "a\\nb"\ncluster: {gpus: 8}\n')},
+        2,
+        ["name", "\\n"],
+    ),
+    (
+        "plan-name-nul",
+        ["plan", "{p}"],
+        {"p": plan('name: "a\\0b"\ncluster: {gpus: 8}\n')},
+        2,
+        ["name", "unprintable"],
+    ),
+    (
+        "plan-name-300",
+        ["plan", "{p}"],
+        {"p": plan(f"name: {'n' * 300}\ncluster: {{gpus: 8}}\n")},
+        2,
+        ["at most 100"],
+    ),
+    (
+        "plan-description-esc",
+        ["plan", "{p}"],
+        {"p": plan('description: "\\e[31mred"\ncluster: {gpus: 8}\n')},
+        2,
+        ["description", "control character"],
+    ),
+    ("init-name-newline", ["init", "--name", "a\nb: 1"], {}, 2, ["--name", "unprintable"]),
+    ("init-name-300", ["init", "--name", "n" * 300], {}, 2, ["--name", "at most 100"]),
+    (
+        "schema-version-true",
+        ["plan", "{p}"],
+        {"p": "schema_version: true\nbudget: {flops: 1e22}\ncluster: {gpus: 64}\n"},
+        2,
+        ["schema_version", "the number 1"],
+    ),
+    (
+        "peak-lr-1e300",
+        ["plan", "{p}"],
+        {"p": plan("budget: {flops: 1e22}\ncluster: {gpus: 64}\nschedule: {peak_lr: 1e300}\n")},
+        2,
+        ["schedule.peak_lr", "above 1"],
+    ),
+    ("check-rtol-inf", ["check", PLAN70, "--rtol", "inf"], {}, 2, ["--rtol", "below 1"]),
+    (
+        "par-top-1e9",
+        ["parallelize", "--model", "70b", "--gpus", "512", "--top", "1e9"],
+        {},
+        2,
+        ["--top", "1,000"],
+    ),
+    ("fit-starts-1e9", ["fit", CSV, "--starts", "1e9"], {}, 2, ["--starts", "more than 500", "'all'"]),
+    (
+        "shape-layers-20k",
+        ["parallelize", "{p}"],
+        {
+            "p": plan(
+                SHAPE.format(layers=20000, d=1024, h=8, extra="")
+                + "budget: {tokens: 1T}\ncluster: {gpus: 64}\n"
+            )
+        },
+        2,
+        ["n_layers", "10,000", "DeepNet"],
+    ),
+    (
+        "shape-experts-4m",
+        ["plan", "{p}"],
+        {
+            "p": plan(
+                SHAPE.format(
+                    layers=8, d=1024, h=8, extra=", n_experts: 4194304, top_k: 2, expert_ffn_hidden: 64"
+                )
+                + "budget: {tokens: 1T}\ncluster: {gpus: 64}\n"
+            )
+        },
+        2,
+        ["n_experts", "1,048,576"],
+    ),
+    (
+        "grid-7m-layouts",
+        ["plan", "{p}"],
+        {
+            "p": plan(
+                SHAPE.format(layers=5040, d=92160, h=720, extra="")
+                + "budget: {tokens: 1T}\ncluster: {gpus: 8847360, gpus_per_node: 1024}\n"
+            )
+        },
+        2,
+        ["cluster.gpus", "more than 2,000,000"],
+    ),
+    (
+        "fit-one-point-50-rows",
+        ["fit", "{runs}", "--bootstrap", "0"],
+        {"runs": "params,tokens,loss\n" + "".join(f"1e8,2e9,{3 + i / 1000}\n" for i in range(50))},
+        2,
+        ["1 distinct (N, D) point"],
+    ),
+    (
+        "fit-flops-not-6nd",
+        ["fit", "{runs}", "--bootstrap", "0", "--method", "parametric"],
+        {"runs": FLOPS_OFF_CSV},
+        0,
+        ["6·N·D", "Kaplan"],
+    ),
+    (
+        "alloc-at-least-told-apart",
+        ["allocate", "--flops", "4.817e16", "--params", "8.03e9"],
+        {},
+        1,
+        ["at least 4.9e+16"],
+    ),
+    ("sweep-model-too-big", ["sweep", "--flops", "1e26", "--fraction", "0.9"], {}, 2, ["lower --fraction"]),
     # ---- init ----------------------------------------------------------------------------------------
     ("init-gpus-zero", ["init", "--gpus", "0"], {}, 2, ["cluster.gpus", "greater than 0"]),
     ("init-tokens-without-model", ["init", "--tokens", "1T"], {}, 2, ["--tokens"]),

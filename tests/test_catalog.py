@@ -376,7 +376,13 @@ def test_cli_user_catalog(tmp_path):
 
 
 def test_gpu_family_is_a_catalog_field_and_picks_the_efficiencies():
-    from runplan.parallel.timing import FITTED_GEMM_PEAK_FRACTION, default_efficiency
+    from runplan.calibrate.calibration import shipped_calibration
+    from runplan.parallel.timing import default_efficiency
+
+    fitted = {
+        name: family.efficiency.gemm_peak_fraction for name, family in shipped_calibration().families.items()
+    }
+    assert fitted["ampere"] != fitted["hopper"]
 
     families = {entry.spec.name: entry.spec.family for entry in shipped_catalog().gpu_entries}
     assert families == {
@@ -389,9 +395,9 @@ def test_gpu_family_is_a_catalog_field_and_picks_the_efficiencies():
         "mi300x": "cdna3",
     }
     a100 = shipped_catalog().gpu("a100")
-    assert default_efficiency(a100).gemm_peak_fraction == FITTED_GEMM_PEAK_FRACTION["ampere"] == 0.764
+    assert default_efficiency(a100).gemm_peak_fraction == fitted["ampere"]
     # the name no longer decides: an A100-named spec without a family gets Hopper's values, as docs/catalog.md says
     unnamed = a100.model_copy(update={"family": None})
-    assert default_efficiency(unnamed).gemm_peak_fraction == FITTED_GEMM_PEAK_FRACTION["hopper"] == 0.692
+    assert default_efficiency(unnamed).gemm_peak_fraction == fitted["hopper"]
     renamed = shipped_catalog().gpu("h100").model_copy(update={"name": "a100-lookalike"})
-    assert default_efficiency(renamed).gemm_peak_fraction == 0.692
+    assert default_efficiency(renamed).gemm_peak_fraction == fitted["hopper"]

@@ -35,15 +35,17 @@ def is_config_path(text: str) -> bool:
 def load_config_shape(path: str | Path, *, where: str | None = "model") -> ModelShape:
     """The shape of the local config.json at ``path``; every problem is one SpecError naming ``where``."""
     path = Path(path)
+    from runplan.fileio import read_text
+
+    if not path.exists():
+        raise SpecError(f"no config.json file at '{path}'", where=where, hint="give a local file path")
     try:
-        if not path.is_file():
-            raise SpecError(f"no config.json file at '{path}'", where=where, hint="give a local file path")
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise SpecError(f"'{path}' is too large for a config.json", where=where)
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise SpecError(f"cannot read '{path}': {error.strerror or error}", where=where) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        text = read_text(path, MAX_CONFIG_BYTES)  # regular files only, at most the cap (runplan.fileio)
+    except SpecError as error:
+        raise SpecError(error.message, where=where, hint=error.hint) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
         raise SpecError(f"'{path}' is not JSON: {error}", where=where) from None
     if not isinstance(data, dict):
         raise SpecError(f"'{path}' is not a config.json object", where=where)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runplan.units import NonNegativeCount, PositiveCount
 
@@ -52,6 +52,13 @@ class RopeScaling(BaseModel):
     beta_slow: float | None = Field(None, gt=0, description="yarn: slow correction bound.")
     mscale: float | None = Field(None, ge=0, description="yarn: attention temperature scale.")
     mscale_all_dim: float | None = Field(None, ge=0, description="yarn: temperature scale on all dims.")
+
+
+#: Deepest model accepted: 10x DeepNet's 1,000-layer transformer (Wang et al. 2022, arXiv 2203.00555), the
+#: deepest trained; Llama 3 405B has 126 layers.
+MAX_LAYERS = 10_000
+#: Most routed experts accepted: PEER's 1024^2 = 1,048,576 (He 2024, arXiv 2407.04153); DeepSeek-V3 has 256.
+MAX_EXPERTS = 1 << 20
 
 
 class ModelShape(BaseModel):
@@ -137,6 +144,28 @@ class ModelShape(BaseModel):
     source: str | None = Field(
         None, description="Where the shape was published (config file or paper table)."
     )
+
+    @field_validator("n_layers")
+    @classmethod
+    def _searchable_depth(cls, value: int) -> int:
+        """At most MAX_LAYERS: beyond it the layout search is minutes of work on a typo (8.6M layers on 8.6M
+        GPUs searched 16.4M layouts in 58 s and 11 GB; issue 17)."""
+        if value > MAX_LAYERS:
+            raise ValueError(
+                f"{value:,} layers is more than {MAX_LAYERS:,} (10x the deepest trained transformer, DeepNet's "
+                "1,000 layers, arXiv 2203.00555)"
+            )
+        return value
+
+    @field_validator("n_experts")
+    @classmethod
+    def _searchable_experts(cls, value: int) -> int:
+        if value > MAX_EXPERTS:
+            raise ValueError(
+                f"{value:,} experts is more than {MAX_EXPERTS:,} (the 1024^2 experts of PEER, arXiv 2407.04153, "
+                "the most published)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelShape:

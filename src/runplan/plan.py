@@ -70,6 +70,10 @@ class LayoutChoice(BaseModel):
     target_global_batch_tokens: float = Field(description="Batch the search aimed at (±10%).")
     critical_batch: CriticalBatch = Field(description="Batch ceiling and the law it comes from.")
     search_seconds: float = Field(description="Wall time of the search.")
+    calibration: str = Field(
+        "",
+        description="The calibration file behind every predicted time (`runplan calibrate`, or the shipped one).",
+    )
     notes: dict[str, str] = Field(description="One-line reason for each number.")
 
 
@@ -149,6 +153,18 @@ class ResolvedInputs:
     law: Any
     seq_len: int
     base_dir: Path
+    #: runplan.calibrate.calibration.Calibration of the plan's `calibration:` key; None = the shipped one
+    calibration: Any = None
+
+    def efficiency(self) -> Any:
+        """The calibrated time-model constants for this GPU (None: the search uses the shipped ones)."""
+        return self.calibration.efficiency(self.gpu) if self.calibration is not None else None
+
+    def calibration_label(self) -> str:
+        """One line naming the calibration behind every predicted time."""
+        from runplan.calibrate.calibration import shipped_calibration
+
+        return (self.calibration or shipped_calibration()).label(self.gpu)
 
 
 @dataclass(frozen=True)
@@ -184,8 +200,24 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
             where="cluster.gpus",
             hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}",
         )
+    calibration = None
+    if spec.calibration is not None:
+        from runplan.calibrate.calibration import load_calibration
+
+        try:
+            calibration = load_calibration(base_dir / spec.calibration)
+            calibration = calibration.model_copy(update={"source": spec.calibration})  # as the plan names it
+        except SpecError as error:
+            raise SpecError(error.one_line(), where="calibration") from None
     return ResolvedInputs(
-        catalog, gpu, n_gpus, gpus_per_node, plan_law(spec, base_dir), spec.training.seq_len, base_dir
+        catalog,
+        gpu,
+        n_gpus,
+        gpus_per_node,
+        plan_law(spec, base_dir),
+        spec.training.seq_len,
+        base_dir,
+        calibration,
     )
 
 
@@ -348,6 +380,7 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
         constraints=spec.constraints,
         pins=spec.parallel,
         stack=spec.stack,
+        efficiency=inputs.efficiency(),
         top=5,
     )
     return LayoutStage(request, target, compute, reason)
@@ -380,7 +413,7 @@ def _architecture(stage: AllocationStage, law: ParametricLaw, seq_len: int) -> A
     )
 
 
-def _layout_choice(planned: LayoutStage, result: SearchResult) -> LayoutChoice:
+def _layout_choice(planned: LayoutStage, result: SearchResult, calibration: str) -> LayoutChoice:
     """Steps 4-5: the best feasible layout and its runners-up."""
     return LayoutChoice(
         best=result.layouts[0],
@@ -390,6 +423,7 @@ def _layout_choice(planned: LayoutStage, result: SearchResult) -> LayoutChoice:
         target_global_batch_tokens=planned.target_batch_tokens,
         critical_batch=result.critical_batch,
         search_seconds=result.search_seconds,
+        calibration=calibration,
         notes={
             "candidates": "every TP×PP×DP×EP×CP×ZeRO×micro-batch×VPP×recompute combination (docs/parallel.md)",
             "feasible": "fits HBM × (1 − headroom), bubble ≤ max, batch within range, divisibility",
@@ -452,36 +486,46 @@ def _operations(
 
 def _sweep_and_cost(
     spec: PlanSpec, inputs: ResolvedInputs, stage: AllocationStage, operations: Operations
-) -> tuple[Sweep, Cost]:
-    """Step 8: the proxy isoFLOP sweep and what the run and the sweep cost."""
+) -> tuple[Sweep | None, Cost, str | None]:
+    """Step 8: the proxy isoFLOP sweep and what the run and the sweep cost; no sweep (None, and why) when the
+    default sweep has no proxy shape for this budget."""
     from runplan.ops import CostRequest, estimate_cost
     from runplan.scaling.sweep import SweepRequest, design_sweep
 
     gpu = inputs.gpu
-    sweep = design_sweep(
-        SweepRequest(
-            flops=stage.allocation.budget_flops or stage.flops,
-            law=stage.law,
-            gpu=gpu,
-            mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
-            seq_len=inputs.seq_len,
-            vocab_size=spec.training.vocab_size,
-            price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
-        )
+    request = SweepRequest(
+        flops=stage.allocation.budget_flops or stage.flops,
+        law=stage.law,
+        gpu=gpu,
+        mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
+        seq_len=inputs.seq_len,
+        vocab_size=spec.training.vocab_size,
+        price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
     )
+    no_sweep: str | None = None
+    try:
+        sweep: Sweep | None = design_sweep(request)
+    except SpecError as error:
+        # The plan's sweep uses the defaults (a plan file has no sweep: key), so nothing the plan's user can set
+        # would change it: the plan goes on without one and says why (issue 17: it used to fail naming a flag
+        # `plan` does not have).
+        if not (error.where or "").startswith("sweep."):
+            raise
+        sweep = None
+        no_sweep = f"no proxy sweep at the default {request.fraction:.0%} of the budget: {error.message}"
     cost = estimate_cost(
         CostRequest(
             n_gpus=inputs.n_gpus,
             tdp_watts=gpu.tdp_watts,
             useful_seconds=operations.useful_seconds,
             elapsed_seconds=operations.reliability.expected_elapsed_seconds,
-            sweep_gpu_hours=sweep.gpu_hours,
+            sweep_gpu_hours=sweep.gpu_hours if sweep is not None else None,
             sweep_gpus=inputs.n_gpus,
             price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
             spec=spec.cost,
         )
     )
-    return sweep, cost
+    return sweep, cost, no_sweep
 
 
 def _plan_warnings(
@@ -490,7 +534,8 @@ def _plan_warnings(
     allocation: Allocation,
     operations: Operations,
     schedule: Schedule,
-    sweep: Sweep,
+    sweep: Sweep | None,
+    no_sweep: str | None = None,
 ) -> list[str]:
     """Step 10: what a reviewer should look at, every stage's cautions prefixed with the stage."""
     warnings: list[str] = []
@@ -509,7 +554,8 @@ def _plan_warnings(
     warnings.extend(f"schedule: {w}" for w in schedule.warnings)
     # a plan file cannot set the sweep's budget count (`runplan sweep --budgets` can): a note that only
     # suggests more budgets is one the plan's reader cannot act on
-    warnings.extend(f"sweep: {w}" for w in sweep.warnings if "budgets 3" not in w)
+    sweep_notes = sweep.warnings if sweep is not None else [no_sweep] if no_sweep else []
+    warnings.extend(f"sweep: {w}" for w in sweep_notes if "budgets 3" not in w)
     return warnings
 
 
@@ -577,17 +623,19 @@ def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> 
     best = result.layouts[0]
     schedule = _schedule(spec, planned, best, stage.allocation.tokens, inputs.seq_len)
     operations = _operations(spec, inputs, stage, planned, best, schedule)
-    sweep, cost = _sweep_and_cost(spec, inputs, stage, operations)
+    sweep, cost, no_sweep = _sweep_and_cost(spec, inputs, stage, operations)
     return RunPlan(
         inputs=spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
         allocation=stage.allocation,
         model=_architecture(stage, stage.law, inputs.seq_len),
-        layout=_layout_choice(planned, result),
+        layout=_layout_choice(planned, result, inputs.calibration_label()),
         schedule=schedule,
         checkpointing=operations.checkpointing,
         reliability=operations.reliability,
         monitoring=operations.monitoring,
         sweep=sweep,
         cost=cost,
-        warnings=_plan_warnings(best, result.critical_batch, stage.allocation, operations, schedule, sweep),
+        warnings=_plan_warnings(
+            best, result.critical_batch, stage.allocation, operations, schedule, sweep, no_sweep
+        ),
     ), stage.flops

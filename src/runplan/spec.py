@@ -25,6 +25,7 @@ from runplan.defaults import (
     MAX_VOCAB_SIZE,
 )
 from runplan.errors import SpecError
+from runplan.escape import run_name_problem, text_problem
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.ops.cost import MAX_PRICE_PER_GPU_HOUR, CostSpec, PricePerGpuHour
@@ -36,7 +37,7 @@ from runplan.parallel.stack import Stack
 from runplan.scaling.allocate import Objective
 from runplan.scaling.budget import MIN_MFU, checked_mfu
 from runplan.scaling.laws import LawSpec
-from runplan.units import PositiveCount, PositiveNumber, TokenLength
+from runplan.units import PositiveCount, PositiveNumber, TokenLength, at_most
 from runplan.validation import spec_error_from_validation
 from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
 
@@ -125,14 +126,12 @@ class Training(BaseModel):
 
     seq_len: TokenLength = Field(
         DEFAULT_SEQ_LEN,
-        le=MAX_SEQ_LEN,
-        json_schema_extra={"maximum": MAX_SEQ_LEN},
+        **at_most(MAX_SEQ_LEN),
         description="Training sequence length s in tokens (at most 1e8); 8k = 8192, 128k = 131072.",
     )
     vocab_size: PositiveCount = Field(
         DEFAULT_VOCAB_SIZE,
-        le=MAX_VOCAB_SIZE,
-        json_schema_extra={"maximum": MAX_VOCAB_SIZE},
+        **at_most(MAX_VOCAB_SIZE),
         description="Vocabulary size V for generated shapes (a catalog preset keeps its own); at most 1e7.",
     )
 
@@ -146,14 +145,12 @@ class Cluster(BaseModel):
         DEFAULT_GPU, description="GPU type: a catalog name (`runplan catalog gpus`) or an inline spec."
     )
     gpus: PositiveCount = Field(
-        le=MAX_GPUS,
-        json_schema_extra={"maximum": MAX_GPUS},
+        **at_most(MAX_GPUS),
         description="Number of GPUs the run uses (at most 1e7).",
     )
     gpus_per_node: PositiveCount | None = Field(
         None,
-        le=MAX_GPUS_PER_NODE,
-        json_schema_extra={"maximum": MAX_GPUS_PER_NODE},
+        **at_most(MAX_GPUS_PER_NODE),
         description="GPUs per node (NVLink domain); defaults to the GPU type's. At most 1,024.",
     )
     price_per_gpu_hour: PricePerGpuHour = Field(
@@ -172,6 +169,32 @@ class PlanSpec(BaseModel):
     schema_version: Literal[1] = Field(description="Plan-file schema version; this runplan reads version 1.")
     name: str | None = Field(None, description="Short name of the run, used in report titles.")
     description: str | None = Field(None, description="Free text: what the run is for.")
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _version_is_a_number(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # YAML `true` equals 1 in Python; it is not a version number
+            raise ValueError(f"must be the number 1, got {str(value).lower()}")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, value: str | None) -> str | None:
+        """The name titles reports and becomes part of export file names: printable, one line, bounded
+        (``runplan.escape.run_name_problem``); each output format escapes it again on the way out."""
+        problem = None if value is None else run_name_problem(value)
+        if problem:
+            raise ValueError(f"the run name {problem}")
+        return value
+
+    @field_validator("description")
+    @classmethod
+    def _no_control_characters(cls, value: str | None) -> str | None:
+        problem = None if value is None else text_problem(value)
+        if problem:
+            raise ValueError(f"the description {problem} (terminal escape sequences are not shown)")
+        return value
+
     catalog: list[str] = Field(
         default_factory=list,
         description="Extra catalog files (GPUs, models) merged over the shipped ones; paths relative to the plan file.",
@@ -206,6 +229,11 @@ class PlanSpec(BaseModel):
         default_factory=Stack,
         description="Training stack: a preset name (default, megatron-core, megatron-2022, deepspeed, "
         "torchtitan-fsdp2) or {preset: ..., field: override}; every memory and time term follows it.",
+    )
+    calibration: str | None = Field(
+        None,
+        description="Time-model constants from `runplan calibrate` (path relative to the plan file); "
+        "omitted: the shipped calibration (fitted on published runs).",
     )
     schedule: ScheduleSpec = Field(
         default_factory=ScheduleSpec, description="Batch, LR and WSD schedule inputs."

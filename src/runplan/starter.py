@@ -112,6 +112,11 @@ def starter_plan(
     gpus = DEFAULT_INIT_GPUS if gpus is None else gpus
     parse_count(gpus, where="cluster.gpus")
     parse_token_length(seq_len, where="training.seq_len")
+    from runplan.escape import run_name_problem, yaml_scalar
+
+    problem = run_name_problem(name)
+    if problem:
+        raise SpecError(f"the run name {problem}", where="name", hint="e.g. llama-70b-ablation")
     from runplan.architect import resolve_model
     from runplan.catalog import load_catalog
 
@@ -135,7 +140,7 @@ def starter_plan(
         "# A runplan plan file. Plan it with `runplan plan THIS.yaml`; check it in CI with `runplan check`.",
         "# Commented keys show their defaults; numbers may be written 2e23, 3e-4, 70B, 15T, 4M or 1.5k.",
         f"schema_version: {SCHEMA_VERSION}",
-        f"name: {name}",
+        f"name: {yaml_scalar(name)}",
         "# description: what the run is for",
     ]
     if placeholder:

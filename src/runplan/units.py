@@ -124,7 +124,7 @@ def format_bytes(value: float) -> str:
 
 
 # ---- pydantic field types: plan files and flags share them ----------------------------------------
-from typing import Annotated  # noqa: E402
+from typing import Annotated, Any  # noqa: E402
 
 from pydantic import BeforeValidator, Field, WithJsonSchema  # noqa: E402
 
@@ -216,3 +216,14 @@ PositiveBytes = Annotated[
 NonNegativeBytes = Annotated[
     float, BeforeValidator(_bytes), Field(ge=0), _json_schema("number", {"minimum": 0}, _BYTES_PATTERN)
 ]
+
+
+def at_most(limit: float) -> dict[str, Any]:
+    """``Field`` keywords for an upper bound: enforced by the validator (``le``) and shown in the JSON Schema
+    (``maximum``; the unit types write their own schema, which would hide a plain ``le``). One statement of it."""
+    return {"le": limit, "json_schema_extra": {"maximum": limit}}
+
+
+def at_least(limit: float) -> dict[str, Any]:
+    """``Field`` keywords for a lower bound, enforced (``ge``) and shown in the JSON Schema (``minimum``)."""
+    return {"ge": limit, "json_schema_extra": {"minimum": limit}}

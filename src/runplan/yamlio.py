@@ -17,6 +17,8 @@ from runplan.errors import SpecError
 
 MAX_FILE_BYTES = 1_000_000
 MAX_NODES = 200_000
+#: Deepest nesting accepted: the shipped catalogs and plan files nest at most 5 levels.
+MAX_DEPTH = 64
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -60,36 +62,133 @@ class LoadedYaml:
         return f"{self.source}:{line}" if line else self.source
 
 
-def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict, source: str, budget: list[int]) -> None:
-    budget[0] += 1
-    if budget[0] > MAX_NODES:
-        raise SpecError(
-            f"document expands to more than {MAX_NODES:,} nodes (anchors and aliases?)",
-            source=source,
-            hint="write the values out instead of nesting aliases",
-        )
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[Any, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
-            line = key_node.start_mark.line + 1
-            if key == "<<":
-                _walk(value_node, path, lines, source, budget)
-                continue
-            if key in seen:
+def _compose(loader: Any, source: str) -> yaml.Node | None:
+    """The node tree of the single document in ``loader``'s event stream, built without recursion.
+
+    PyYAML's composer recurses once per nesting level (RecursionError near 1,000 levels) and lets an alias
+    point at the collection that contains it (``a: &a [*a]``), a cycle every later walk loops on. Here the
+    tree is built from libyaml's flat event stream with an explicit stack: nesting beyond MAX_DEPTH and an
+    alias to a collection that is still open are refused, one line each.
+    """
+    anchors: dict[str, yaml.Node] = {}
+    open_anchors: set[str] = set()
+    stack: list[tuple[yaml.Node, list[Any], str | None]] = []
+    root: yaml.Node | None = None
+    loader.get_event()  # StreamStart
+    if loader.check_event(yaml.StreamEndEvent):
+        return None
+    loader.get_event()  # DocumentStart
+    while root is None:
+        event = loader.get_event()
+        node: yaml.Node | None = None
+        if isinstance(event, yaml.AliasEvent):
+            node = _alias(event, anchors, open_anchors, source)
+        elif isinstance(event, yaml.ScalarEvent):
+            tag = (
+                event.tag
+                if event.tag not in (None, "!")
+                else loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+            )
+            node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            _anchor(event.anchor, node, anchors)
+        elif isinstance(event, yaml.CollectionStartEvent):
+            kind = yaml.SequenceNode if isinstance(event, yaml.SequenceStartEvent) else yaml.MappingNode
+            tag = event.tag if event.tag not in (None, "!") else loader.resolve(kind, None, event.implicit)
+            opened = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            if len(stack) >= MAX_DEPTH:
                 raise SpecError(
-                    f"duplicate key '{key}' (first on line {seen[key]})",
-                    source=f"{source}:{line}",
-                    where=_path_text((*path, key)),
-                    hint="keep one of them",
+                    f"nested more than {MAX_DEPTH} levels deep (line {event.start_mark.line + 1})",
+                    source=source,
+                    hint="plan, law and catalog files nest a few levels; is this the right file?",
                 )
-            seen[key] = line
-            lines.setdefault((*path, key), line)
-            _walk(value_node, (*path, key), lines, source, budget)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            lines.setdefault((*path, index), item.start_mark.line + 1)
-            _walk(item, (*path, index), lines, source, budget)
+            _anchor(event.anchor, opened, anchors)
+            if event.anchor is not None:
+                open_anchors.add(event.anchor)
+            stack.append((opened, [], event.anchor))
+            continue
+        else:  # CollectionEnd
+            node, items, anchor = stack.pop()
+            node.end_mark = event.end_mark
+            node.value = (
+                list(zip(items[::2], items[1::2], strict=True))
+                if isinstance(node, yaml.MappingNode)
+                else items
+            )
+            open_anchors.discard(anchor or "")
+        if stack:
+            stack[-1][1].append(node)
+        else:
+            root = node
+    loader.get_event()  # DocumentEnd
+    if not loader.check_event(yaml.StreamEndEvent):
+        event = loader.get_event()
+        raise SpecError(
+            f"more than one YAML document (a second starts on line {event.start_mark.line + 1})",
+            source=source,
+            hint="keep one document: remove the '---' line and what follows",
+        )
+    return root
+
+
+def _anchor(name: str | None, node: yaml.Node, anchors: dict[str, yaml.Node]) -> None:
+    if name is not None:
+        anchors[name] = node
+
+
+def _alias(event: Any, anchors: dict[str, yaml.Node], open_anchors: set[str], source: str) -> yaml.Node:
+    line = event.start_mark.line + 1
+    if event.anchor in open_anchors:
+        raise SpecError(
+            f"alias '*{event.anchor}' refers to the collection that contains it (a recursive alias)",
+            source=f"{source}:{line}",
+            hint="write the value out instead",
+        )
+    if event.anchor not in anchors:
+        raise SpecError(
+            f"alias '*{event.anchor}' has no anchor '&{event.anchor}' before it",
+            source=f"{source}:{line}",
+            hint="define the anchor first",
+        )
+    return anchors[event.anchor]
+
+
+def _walk(root: yaml.Node, lines: dict, source: str) -> None:
+    """Refuse duplicate keys and record each path's line, iteratively, counting alias-expanded nodes."""
+    pending: list[tuple[yaml.Node, tuple[Any, ...]]] = [(root, ())]
+    visited = 0
+    while pending:
+        node, path = pending.pop()
+        visited += 1
+        if visited > MAX_NODES:
+            raise SpecError(
+                f"document expands to more than {MAX_NODES:,} nodes (anchors and aliases?)",
+                source=source,
+                hint="write the values out instead of nesting aliases",
+            )
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            children: list[tuple[yaml.Node, tuple[Any, ...]]] = []
+            for key_node, value_node in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+                line = key_node.start_mark.line + 1
+                if key == "<<":
+                    children.append((value_node, path))
+                    continue
+                if key in seen:
+                    raise SpecError(
+                        f"duplicate key '{key}' (first on line {seen[key]})",
+                        source=f"{source}:{line}",
+                        where=_path_text((*path, key)),
+                        hint="keep one of them",
+                    )
+                seen[key] = line
+                lines.setdefault((*path, key), line)
+                children.append((value_node, (*path, key)))
+            pending.extend(reversed(children))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                lines.setdefault((*path, index), item.start_mark.line + 1)
+            pending.extend((item, (*path, index)) for index, item in reversed(list(enumerate(node.value))))
 
 
 def load_yaml_text(text: str, source: str = "<string>") -> LoadedYaml:
@@ -103,12 +202,12 @@ def load_yaml_text(text: str, source: str = "<string>") -> LoadedYaml:
     try:
         loader = _Loader(text)
         try:
-            node = loader.get_single_node()
+            node = _compose(loader, source)
             lines: dict[tuple[Any, ...], int] = {}
             if node is None:
                 return LoadedYaml(None, lines, source)
             lines[()] = node.start_mark.line + 1
-            _walk(node, (), lines, source, [0])
+            _walk(node, lines, source)
             data = loader.construct_document(node)
         finally:
             loader.dispose()
@@ -122,20 +221,8 @@ def load_yaml_text(text: str, source: str = "<string>") -> LoadedYaml:
 
 
 def load_yaml_file(path: str | Path) -> LoadedYaml:
-    """Read and parse ``path``; a missing or unreadable file is bad input (exit 2)."""
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-    except OSError as error:
-        raise SpecError(f"cannot read file: {error.strerror}", source=str(path)) from None
-    if size > MAX_FILE_BYTES:
-        raise SpecError(
-            f"file is larger than {MAX_FILE_BYTES // 1000} kB",
-            source=str(path),
-            hint="plan, law and catalog files are small; is this the right file?",
-        )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpecError(f"cannot read file: {error}", source=str(path)) from None
-    return load_yaml_text(text, str(path))
+    """Read (at most MAX_FILE_BYTES, regular files only: :func:`runplan.fileio.read_text`) and parse ``path``;
+    a missing, unreadable or oversized file is bad input (exit 2)."""
+    from runplan.fileio import read_text
+
+    return load_yaml_text(read_text(path, MAX_FILE_BYTES), str(path))

@@ -26,9 +26,12 @@ def test_deepspeed_to_stdout_warnings_to_stderr_and_into_the_file() -> None:
     result = _run(PLAN, "--to", "deepspeed")
     assert result.exit_code == 0, result.output
     config = json.loads(result.stdout)
+    from runplan.cli.common import plan_from_file
+
+    dp = plan_from_file(PLAN)[2].layout.best.dp  # DeepSpeed's data-parallel size is the plan's d
     assert config["train_batch_size"] == (
-        config["train_micro_batch_size_per_gpu"] * config["gradient_accumulation_steps"] * 256
-    )  # d = 256 GPUs
+        config["train_micro_batch_size_per_gpu"] * config["gradient_accumulation_steps"] * dp
+    )
     assert "runplan: warning: deepspeed: LR schedule" in result.stderr
     # the same warnings inside the file, under the "runplan" key DeepSpeed ignores (issue 14)
     stderr_warnings = [

@@ -137,7 +137,12 @@ def test_plan_comparison(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     vs = data["vs_plan"]
     assert data["summary"]["thresholds"] == "plan"
-    assert data["summary"]["checkpoints"].startswith("the plan: every 35 steps")  # the plan's Daly interval
+    from runplan.cli.common import plan_from_file
+
+    interval = plan_from_file("examples/70b-512-h100.yaml")[2].checkpointing.interval_steps
+    assert data["summary"]["checkpoints"].startswith(
+        f"the plan: every {interval} steps"
+    )  # the plan's Daly interval
     # the plan's step is ~34.8 s; the log's ~1.0 s, so MFU = planned MFU × 34.8 / 1.0
     assert vs["mfu"] == pytest.approx(vs["planned_mfu"] * vs["planned_step_seconds"] / vs["step_seconds"])
     assert vs["step_seconds"] == pytest.approx(1.0, rel=0.01)

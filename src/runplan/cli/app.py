@@ -52,6 +52,7 @@ def _register_commands() -> None:
         "compare",
         "export",
         "monitor",
+        "calibrate",
     ):
         importlib.import_module(f"runplan.cli.{name}").register(app)
 
@@ -71,6 +72,15 @@ def main(argv: list[str] | None = None) -> None:
         code = command.main(
             args=argv if argv is not None else sys.argv[1:], prog_name="runplan", standalone_mode=False
         )
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as error:  # help or a command outside handle_errors writing to a full disk or closed pipe
+        from runplan.cli.common import stream_failure
+
+        exit_ = stream_failure(error)
+        if exit_ is None:
+            raise
+        raise exit_ from None
     except typer.Abort:
         print("runplan: aborted", file=sys.stderr)
         raise SystemExit(130) from None

@@ -7,13 +7,14 @@ matplotlib are imported inside functions only.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
 from runplan.errors import EXIT_BAD_INPUT, Infeasible, RunplanError
 
@@ -52,39 +53,103 @@ def fail(error: RunplanError, command: str | None = None) -> None:
     raise SystemExit(error.exit_code)
 
 
+#: Exit status after a broken pipe (`runplan plan x.yaml | head`): 128 + SIGPIPE, what a C program killed by the
+#: signal reports, so `set -o pipefail` scripts treat runplan like `cat`; nothing is printed.
+EXIT_BROKEN_PIPE = 141
+#: errno values that mean "standard output cannot take the text": disk full, quota, file-size limit, closed.
+_STDOUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EIO, errno.EINVAL})
+
+
+class _ClosedStdout:
+    """Stands in for ``sys.stdout`` when the shell closed it (``runplan ... >&-``): writing is an error."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null so the interpreter's final flush cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+
+
+def stream_failure(error: OSError) -> SystemExit | None:
+    """The exit for a failed write to standard output, after saying so in one line; None for other errors.
+
+    Broken pipe: quiet, :data:`EXIT_BROKEN_PIPE`. Disk full, quota, file-size limit, closed stdout: one line,
+    exit 2 (the output is lost; the fix is on the user's side).
+    """
+    if isinstance(error, BrokenPipeError):
+        _silence_stdout()
+        return SystemExit(EXIT_BROKEN_PIPE)
+    if error.errno in _STDOUT_ERRNOS and error.filename is None:
+        _silence_stdout()
+        print(f"runplan: error: cannot write the output: {error.strerror or error}", file=sys.stderr)
+        return SystemExit(EXIT_BAD_INPUT)
+    return None
+
+
 def handle_errors(func: F) -> F:
     """Wrap a command so RunplanError becomes one line and an exit code; set RUNPLAN_DEBUG=1 for tracebacks.
 
-    The command's name (``func``'s, without ``_command``) picks its flags for field paths.
+    The command's name (``func``'s, without ``_command``) picks its flags for field paths. Standard output is
+    flushed here, so a failed write (broken pipe, disk full, closed) is mapped by :func:`stream_failure`.
     """
     command = func.__name__.removesuffix("_command")
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from runplan.fileio import reset_inputs
+
+        reset_inputs()
+        if sys.stdout is None:
+            sys.stdout = _ClosedStdout()
         try:
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            sys.stdout.flush()
+            return result
         except RunplanError as error:
             if debug_enabled():
                 raise
             fail(error, command)
-        except (KeyboardInterrupt, BrokenPipeError):
+        except KeyboardInterrupt:
             raise SystemExit(130) from None
         except SystemExit:
             raise
+        except OSError as error:
+            exit_ = stream_failure(error)
+            if exit_ is None:
+                _internal(error)
+            raise exit_ from None
         except Exception as error:  # a bug, not bad input: one line, a distinct exit code
             if type(error).__module__.startswith(("click", "typer")):  # typer.Exit, usage errors
                 raise
-            if debug_enabled():
-                raise
-            print(
-                f"runplan: internal error: {type(error).__name__}: {error} "
-                "(rerun with RUNPLAN_DEBUG=1 for the traceback and please report it)",
-                file=sys.stderr,
-            )
-            raise SystemExit(3) from None
+            _internal(error)
         return None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _internal(error: Exception) -> NoReturn:
+    """A bug, not bad input: one line and exit 3 (RUNPLAN_DEBUG=1 re-raises for the traceback)."""
+    if debug_enabled():
+        raise error
+    print(
+        f"runplan: internal error: {type(error).__name__}: {error} "
+        "(rerun with RUNPLAN_DEBUG=1 for the traceback and please report it)",
+        file=sys.stderr,
+    )
+    raise SystemExit(3) from None
 
 
 def load_plan_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec]:
@@ -96,11 +161,16 @@ def load_plan_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec]:
     return loaded, parse_plan(loaded)
 
 
-def plan_from_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec, RunPlan]:
-    """(LoadedYaml, PlanSpec, RunPlan) for a plan-file argument, every error pointed at ``file:line``."""
+def plan_from_file(
+    path: str | Path, calibration: str | Path | None = None
+) -> tuple[LoadedYaml, PlanSpec, RunPlan]:
+    """(LoadedYaml, PlanSpec, RunPlan) for a plan-file argument, every error pointed at ``file:line``;
+    ``calibration`` (``--calibration FILE``) replaces the plan's ``calibration:`` key."""
     from runplan.plan import build_plan
 
     loaded, spec = load_plan_file(path)
+    if calibration is not None:
+        spec = spec.model_copy(update={"calibration": str(Path(calibration).resolve())})
     with located(loaded):
         return loaded, spec, build_plan(spec, Path(path).resolve().parent)
 
@@ -187,22 +257,33 @@ def check_output_path(
 ) -> Path:
     """``path`` as a Path if a command may write a file there, else a SpecError naming ``flag``.
 
-    Refused: a directory, and ``not_over`` (the plan file being read). Commands call this before slow work
-    so a bad ``-o`` fails at once; :func:`write_output` calls it again.
+    Refused (the replacing rule of :mod:`runplan.fileio`): a name over 255 bytes, a directory, FIFO or device,
+    a file this command read, and ``not_over`` (the plan file about to be read), compared by device and inode
+    so a hard link to it is caught. Commands call this before slow work so a bad ``-o`` fails at once;
+    :func:`write_output` checks again.
     """
     from runplan.errors import SpecError
+    from runplan.fileio import check_name, check_target
 
+    check_name(path, flag)
     target = Path(path)
-    if not_over is not None and target.resolve() == Path(not_over).resolve():
+    if not_over is not None and _same_file(target, Path(not_over)):
         raise SpecError(
             f"'{target}' is the plan file being read; writing there would overwrite it",
             where=flag,
             hint="give another file name",
         )
-    if target.is_dir():
-        raise SpecError(f"'{target}' is a directory", where=flag, hint="give a file name")
     _check_parents(target.parent, flag)
+    check_target(target, flag)
     return target
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file (same device and inode: hard links and symlinks included)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 def _check_parents(directory: Path, flag: str) -> None:
@@ -221,7 +302,9 @@ def _check_parents(directory: Path, flag: str) -> None:
 def output_directory(path: str | Path, flag: str) -> Path:
     """Create ``path`` as a directory for a command's output files; a SpecError naming ``flag`` if it cannot."""
     from runplan.errors import SpecError
+    from runplan.fileio import check_name
 
+    check_name(path, flag)
     directory = Path(path)
     if directory.exists() and not directory.is_dir():
         raise SpecError(f"'{directory}' is a file, not a directory", where=flag, hint="give a directory")
@@ -248,28 +331,20 @@ def write_output(
     """Write ``text`` to ``path`` (None or "-": stdout) and return the path written (None for stdout).
 
     Every command that writes a file goes through here, so each refuses the same things with one line that
-    names ``flag``: a directory, a place it cannot create or write, and ``not_over`` (the plan file being
-    read: ``-o`` pointing at it would overwrite the input). Missing parent directories are created.
+    names ``flag``: a directory, a place it cannot create or write, a file the command read, and ``not_over``
+    (the plan file being read: ``-o`` pointing at it would overwrite the input). Missing parent directories are
+    created. The file is replaced atomically (:func:`runplan.fileio.write_file`): a failed write leaves an
+    existing file byte-identical.
     """
-
-    from runplan.errors import SpecError
 
     body = text if text.endswith("\n") or not text else text + "\n"
     if path is None or str(path) == "-":
         sys.stdout.write(body)
         return None
+    from runplan.fileio import write_file
+
     target = check_output_path(path, flag, not_over=not_over)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(body, encoding="utf-8")
-        if executable:
-            target.chmod(target.stat().st_mode | 0o111)
-    except OSError as error:
-        raise SpecError(
-            f"cannot write '{target}': {error.strerror or error}",
-            where=flag,
-            hint="give a writable file",
-        ) from None
+    write_file(target, body, where=flag, executable=executable)
     return target
 
 
@@ -287,14 +362,21 @@ def print_json(data: object) -> None:
 
 
 def console(stderr: bool = False) -> Console:
+    """A rich console; a broken pipe raises BrokenPipeError (mapped by :func:`handle_errors`) instead of rich's
+    own quiet exit 1, which reads as "infeasible"."""
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(errno.EPIPE, "broken pipe")
+
     # diagnostics on stderr stay one line each (a note wrapped at 80 columns reads as several messages)
-    return Console(stderr=stderr, highlight=False, soft_wrap=stderr)
+    return _Console(stderr=stderr, highlight=False, soft_wrap=stderr)
 
 
 __all__ = [
     "EXIT_BAD_INPUT",
+    "EXIT_BROKEN_PIPE",
     "build_from_flags",
     "check_output_path",
     "console",
@@ -304,5 +386,6 @@ __all__ = [
     "handle_errors",
     "output_directory",
     "print_json",
+    "stream_failure",
     "write_output",
 ]

@@ -51,6 +51,10 @@ def export_command(
     from runplan.cli.common import check_output_path, plan_from_file, write_output
 
     to_file = output if output is not None and str(output) != "-" else None
+    if to_file is not None:
+        from runplan.fileio import check_name
+
+        check_name(to_file, "--output")  # before is_dir(), which raises on a name over 255 bytes
     if to_file is not None and not to_file.is_dir():  # refuse a bad -o before the work, not after it
         check_output_path(to_file, "--output", not_over=plan_file)
     _, _, plan = plan_from_file(plan_file)

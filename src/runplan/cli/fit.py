@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 #: Most bootstrap resamples accepted: 10,000 (2.5× the 4,000 of Besiroglu et al. 2024) pins the 10th and
 #: 90th percentiles to a fraction of their width; more only takes hours (each resample is a full fit).
 MAX_BOOTSTRAP = 10_000
+#: Points of the Approach 3 start grid (``runplan.scaling.fit.start_grid``: 6·6·5·5·5); --starts picks from it.
+GRID_STARTS = 4_500
+#: Most L-BFGS starts --starts takes as a number: about 13 ms each on a busy 2-core machine (1,000 took 12.9 s),
+#: so 500 stay inside issue 17's 10 s; 'all' (every grid point, minutes, docs/scaling.md) is an explicit choice.
+MAX_STARTS = 500
 #: File types --plot writes (matplotlib picks the format from the suffix; none means PNG).
 PLOT_SUFFIXES = frozenset({"", ".png", ".pdf", ".svg", ".jpg", ".jpeg"})
 
@@ -247,6 +252,14 @@ def _check_options(
         n_starts = flag_value(starts, "--starts", "count")
         if n_starts < 1:
             raise SpecError("must be at least 1 (or 'all')", where="--starts")
+        if n_starts > MAX_STARTS:
+            raise SpecError(
+                f"{n_starts:,} starts is more than {MAX_STARTS:,}: each L-BFGS start takes about 10-15 ms, so "
+                f"{MAX_STARTS:,} already take several seconds and the best of 16 rarely differs",
+                where="--starts",
+                hint=f"give at most {MAX_STARTS:,}, or 'all' for every one of the {GRID_STARTS:,} grid points "
+                "(minutes)",
+            )
     bins = flag_value(bin_decades, "--bin-decades")
     if bins is not None and bins < 0:
         raise SpecError("must not be negative", where="--bin-decades")
@@ -293,6 +306,10 @@ def _fit_runs(
         csv_file, params_col=params_col, tokens_col=tokens_col, flops_col=flops_col, loss_col=loss_col
     )
     runs = runs.drop_highest_loss(drop_highest)
+    from runplan.cli.flags import flags_in_text
+    from runplan.scaling.fit import flops_warnings
+
+    count_warnings = [*count_warnings, *(flags_in_text(w, "fit") for w in flops_warnings(runs))]
     boot, pct, at = options.bootstrap, options.percentiles, options.at_flops
     parametric = isoflop = isoflop_error = None
     if options.method in ("both", "isoflop"):
@@ -308,7 +325,7 @@ def _fit_runs(
         except SpecError as error:
             if options.method == "isoflop":
                 raise
-            isoflop_error = error.one_line()
+            isoflop_error = flags_in_text(error.one_line(), "fit")
     if options.method in ("both", "parametric"):
         callback, close = _progress(options.bootstrap)
         try:

@@ -5,10 +5,10 @@ Each extends or mirrors the model a plan file fills, so a flag and a key are che
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runplan.ops.cost import PricePerGpuHour
-from runplan.parallel.layout import MfuFraction
+from runplan.parallel.layout import MfuFraction, checked_top
 from runplan.spec import Budget
 from runplan.units import PositiveCount
 
@@ -35,6 +35,11 @@ class SearchOverrides(BaseModel):
 
     top: PositiveCount | None = Field(None, description="How many ranked layouts to return.")
     mfu_override: MfuFraction | None = Field(None, description="Use this MFU instead of the time model.")
+
+    @field_validator("top")
+    @classmethod
+    def _readable_top(cls, top: int | None) -> int | None:
+        return None if top is None else checked_top(top)
 
 
 __all__ = ["FlagBudget", "SearchOverrides"]

@@ -27,6 +27,8 @@ FLAG_FOR_PATH: dict[str, str] = {
     "cluster.gpus": "--gpus",
     "cluster.gpus_per_node": "--gpus-per-node",
     "cluster.price_per_gpu_hour": "--price-per-gpu-hour",
+    # name: (init)
+    "name": "--name",
     # model:, law:, training:
     "model": "--model",
     "model.name": "--model",
@@ -140,14 +142,30 @@ def flag_for(where: str | None, command: str | None = None) -> str | None:
     return where
 
 
+_DOTTED_PATH = re.compile(r"\b[a-z][a-z_]*(?:\.[a-z_]+)+\b")
+
+
+def flags_in_text(text: str, command: str | None = None) -> str:
+    """``text`` with each dotted field path that has a flag (``sweep.fraction``) written as the flag
+    (``--fraction``): a hint read by a CLI user names what they can type (issue 17)."""
+
+    def flag(match: re.Match[str]) -> str:
+        path = match.group(0)
+        return (COMMAND_FLAG_FOR_PATH.get(command or "", {}).get(path) or FLAG_FOR_PATH.get(path)) or path
+
+    return _DOTTED_PATH.sub(flag, text)
+
+
 def with_flag(error: RunplanError, command: str | None = None) -> RunplanError:
-    """``error`` with its field path renamed to the flag, when it came from flags (no ``file:line``)."""
+    """``error`` with its field path, and the paths its hint names, renamed to flags, when it came from flags
+    (no ``file:line``)."""
     if not isinstance(error, SpecError) or error.source:
         return error
     flag = flag_for(error.where, command)
-    if flag == error.where:
+    hint = flags_in_text(error.hint, command) if error.hint else error.hint
+    if flag == error.where and hint == error.hint:
         return error
-    return SpecError(error.message, where=flag, hint=error.hint)
+    return SpecError(error.message, where=flag, hint=hint)
 
 
-__all__ = ["COMMAND_FLAG_FOR_PATH", "FLAG_FOR_PATH", "flag_for", "with_flag"]
+__all__ = ["COMMAND_FLAG_FOR_PATH", "FLAG_FOR_PATH", "flag_for", "flags_in_text", "with_flag"]

@@ -19,6 +19,7 @@ from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 if TYPE_CHECKING:
     from runplan.parallel.layout import Constraints, ParallelRequest, Pins, SearchResult
     from runplan.parallel.stack import Stack
+    from runplan.spec import PlanSpec
 
 #: The plan-file path (or ``parallelize.<option>``) of each ParallelRequest field, for error messages; the CLI
 #: prints its flag (runplan.cli.flags).
@@ -133,6 +134,12 @@ PinKeyValue = Annotated[
 ]
 Catalogs = Annotated[list[str], typer.Option("--catalog", help="Extra catalog YAML file(s).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON (keys in docs/parallel.md).")]
+Calibration = Annotated[
+    Path | None,
+    typer.Option(
+        "--calibration", help="Calibration file from `runplan calibrate` (default: the shipped one)."
+    ),
+]
 
 
 def parallelize(
@@ -172,6 +179,7 @@ def parallelize(
     mfu: Mfu = None,
     pin: PinKeyValue = [],  # noqa: B006 (typer's way to declare a repeatable option)
     catalog_file: Catalogs = [],  # noqa: B006 (typer's way to declare a repeatable option)
+    calibration: Calibration = None,
     as_json: AsJson = False,
 ) -> None:
     """Search every parallel layout exhaustively; rank the ones that fit by predicted throughput."""
@@ -202,17 +210,32 @@ def parallelize(
              "--seq-len": seq_len, "--global-batch": global_batch, "--training-tokens": training_tokens,
              "--catalog": catalog_file or None}
         )  # fmt: skip
-        request, resolution = _request_from_plan(
-            plan_file, pins, constraints, overrides.top, overrides.mfu_override, stack
-        )
-        _answer(request, resolution, as_json)
+        from runplan.cli.common import load_plan_file, located
+
+        loaded, spec = load_plan_file(plan_file)
+        with located(loaded):  # the search's errors about plan keys point at the plan file's lines
+            request, resolution, label = _request_from_plan(
+                plan_file, spec, pins, constraints, overrides.top, overrides.mfu_override, stack, calibration
+            )
+            _answer(request, resolution, as_json, label)
         return
     request, resolution = _request_from_flags(
         _required(model, "--model"), gpu, catalog_file, pins, constraints, overrides, stack,
         n_gpus=gpus, gpus_per_node=gpus_per_node, seq_len=DEFAULT_SEQ_LEN if seq_len is None else seq_len,
         global_batch_tokens=global_batch, global_batch_tolerance=batch_tolerance, training_tokens=training_tokens,
     )  # fmt: skip
-    _answer(request, resolution, as_json)
+    request, label = _calibrated(request, calibration)
+    _answer(request, resolution, as_json, label)
+
+
+def _calibrated(request: ParallelRequest, calibration: Path | None) -> tuple[ParallelRequest, str]:
+    """The request with the constants of ``--calibration`` (if given), and the line naming them."""
+    from runplan.calibrate.calibration import load_calibration, shipped_calibration
+
+    if calibration is None:
+        return request, shipped_calibration().label(request.gpu)
+    cal = load_calibration(calibration)
+    return request.model_copy(update={"efficiency": cal.efficiency(request.gpu)}), cal.label(request.gpu)
 
 
 def _pins_from_flags(*, zero: str | None = None, recompute: str | None = None, **axes: Any) -> Pins:
@@ -347,21 +370,22 @@ def _required(value: str | None, flag: str) -> str:
 
 def _request_from_plan(
     plan_file: Path,
+    spec: PlanSpec,
     pins: Pins,
     constraints: Constraints,
     top: int | None,
     mfu: float | None,
     stack: dict[str, Any],
-) -> tuple[ParallelRequest, str]:
+    calibration: Path | None = None,
+) -> tuple[ParallelRequest, str, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
-    from runplan.cli.common import load_plan_file, located
     from runplan.plan import allocation_stage, layout_request, resolve_inputs
 
-    loaded, spec = load_plan_file(plan_file)
-    with located(loaded):
-        inputs = resolve_inputs(spec, plan_file.resolve().parent)
-        stage = allocation_stage(spec, inputs)
-        request = layout_request(spec, inputs, stage.shape, stage.allocation.tokens).request
+    if calibration is not None:
+        spec = spec.model_copy(update={"calibration": str(calibration.resolve())})
+    inputs = resolve_inputs(spec, plan_file.resolve().parent)
+    stage = allocation_stage(spec, inputs)
+    request = layout_request(spec, inputs, stage.shape, stage.allocation.tokens).request
     merged_pins = request.pins.model_copy(update=pins.model_dump(exclude_unset=True))
     merged_constraints = request.constraints.model_copy(update=constraints.model_dump(exclude_unset=True))
     update: dict[str, Any] = {"pins": merged_pins, "constraints": merged_constraints}
@@ -371,10 +395,10 @@ def _request_from_plan(
         update["mfu_override"] = mfu
     if stack:
         update["stack"] = stack_from_flags(stack, request.stack)
-    return request.model_copy(update=update), stage.resolution
+    return request.model_copy(update=update), stage.resolution, inputs.calibration_label()
 
 
-def _answer(request: ParallelRequest, resolution: str, as_json: bool) -> None:
+def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibration: str = "") -> None:
     from runplan.parallel.search import ensure_feasible, search
 
     result = ensure_feasible(search(request))
@@ -383,12 +407,12 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool) -> None:
         data["model"]["resolution"] = resolution
         print_json(data)
         return
-    _render(result, resolution, request.constraints.throughput_tolerance)
+    _render(result, resolution, request.constraints.throughput_tolerance, calibration)
     for line in result.warnings[1:]:  # the first (the critical batch) is in the header
         print(f"runplan: warning: {line}", file=sys.stderr)
 
 
-def _render(result: SearchResult, resolution: str, tolerance: float) -> None:
+def _render(result: SearchResult, resolution: str, tolerance: float, calibration: str = "") -> None:
     from runplan.cli.common import console
     from runplan.report.tables import fitted_table
     from runplan.units import format_si
@@ -403,6 +427,8 @@ def _render(result: SearchResult, resolution: str, tolerance: float) -> None:
         f"{result.candidates:,} layouts evaluated ({result.space_size:,} counting every micro-batch count), "
         f"{result.feasible:,} feasible, in {result.search_seconds * 1e3:.0f} ms"
     )
+    if calibration:
+        out.print(f"time-model constants: {calibration}")
     low, high = result.batch_range_tokens
     out.print(f"global batch range {format_si(low)} to {format_si(high)} tokens; {result.warnings[0]}")
     headers = [

@@ -42,6 +42,11 @@ def plan(
     detail: bool = typer.Option(
         False, "--detail", help="Terminal format: every section's explanation table, not just one screen."
     ),
+    calibration: Path | None = typer.Option(
+        None,
+        "--calibration",
+        help="Calibration file from `runplan calibrate` (replaces the plan's calibration:).",
+    ),
 ) -> None:
     """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
     from runplan.cli.common import check_output_path, output_directory, write_output
@@ -51,7 +56,7 @@ def plan(
         check_output_path(output, "--output", not_over=plan_file)
     if plots is not None:
         output_directory(plots, "--plots")
-    loaded, spec, result = plan_from_file(plan_file)
+    loaded, spec, result = plan_from_file(plan_file, calibration)
     base_dir = plan_file.resolve().parent
     if json_flag:
         fmt = Format.json
@@ -114,21 +119,35 @@ def check(
         "--update",
         help="Rewrite the file's resolved section with the recomputed numbers (keeps your keys and comments).",
     ),
+    calibration: Path | None = typer.Option(
+        None,
+        "--calibration",
+        help="Calibration file from `runplan calibrate` (replaces the plan's calibration:).",
+    ),
 ) -> None:
     """For CI: validate, recompute, check feasibility, and diff against the file's resolved numbers (exit 1 on
     drift; --update rewrites them)."""
     from runplan.errors import SpecError
     from runplan.resolved import diff_changes, resolved_section
 
-    if not rtol > 0:
-        raise SpecError(f"must be positive, got {rtol:g}", where="--rtol", hint="e.g. 1e-4")
-    _, spec, result = plan_from_file(plan_file)  # raises Infeasible (exit 1) when nothing fits
+    if not 0 < rtol < 1:  # inf or 1 would accept any change: `check` must be able to fail (issue 17)
+        raise SpecError(
+            f"must be positive and below 1, got {rtol:g}",
+            where="--rtol",
+            hint="a relative tolerance, e.g. 1e-4",
+        )
+    _, spec, result = plan_from_file(plan_file, calibration)  # raises Infeasible (exit 1) when nothing fits
     changes = [] if spec.resolved is None else diff_changes(spec.resolved, resolved_section(result), rtol)
     if update:
         from runplan.cli.common import write_output
         from runplan.resolved import updated_text
 
-        write_output(updated_text(plan_file.read_text(encoding="utf-8"), result), plan_file, "--update")
+        from runplan.fileio import read_text, reset_inputs
+        from runplan.yamlio import MAX_FILE_BYTES
+
+        original = read_text(plan_file, MAX_FILE_BYTES)
+        reset_inputs()  # the one write that replaces the file it read, on purpose (atomically: write_output)
+        write_output(updated_text(original, result), plan_file, "--update")
         status = "updated"
     else:
         status = "unresolved" if spec.resolved is None else "drift" if changes else "ok"

@@ -30,6 +30,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from runplan.escape import file_slug
 from runplan.export._architecture import architecture
 from runplan.export._common import ASSUMED_OPTIMIZER, ASSUMED_OPTIMIZER_SOURCE, Facts, facts
 
@@ -295,7 +296,9 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
         "lr_schedule": lr_record,
     }
     text = json.dumps(config, indent=2, allow_nan=False) + "\n"
-    return ExportResult(target="deepspeed", text=text, warnings=warnings, filename=f"{f.name}.deepspeed.json")
+    return ExportResult(
+        target="deepspeed", text=text, warnings=warnings, filename=f"{file_slug(f.name)}.deepspeed.json"
+    )
 
 
 __all__ = ["LrRun", "closest_scheduler", "deepspeed_lr", "export_deepspeed"]

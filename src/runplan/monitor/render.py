@@ -144,7 +144,6 @@ _COLOURS = {"none": "0.7", "watch": "tab:orange", "wait_until": "tab:orange"}
 
 
 def plot(report: Report, log: MetricLog, path: Any) -> None:
-    from runplan.errors import SpecError
     from runplan.report.plots import pyplot
 
     plt = pyplot("monitor.plot")
@@ -167,13 +166,9 @@ def plot(report: Report, log: MetricLog, path: Any) -> None:
     axes[0].set_title(f"{report.source}: {headline(report)}", fontsize=9)
     axes[-1].set_xlabel("step")
     figure.tight_layout()
+    from runplan.fileio import save_figure
+
     try:
-        figure.savefig(path, dpi=110)
-    except (OSError, ValueError) as error:
-        raise SpecError(
-            f"cannot write '{path}': {error}",
-            where="monitor.plot",
-            hint="give a writable .png, .pdf or .svg path",
-        ) from None
+        save_figure(figure, path, where="monitor.plot", dpi=110)
     finally:
         plt.close(figure)

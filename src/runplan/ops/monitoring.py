@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_seconds
 from runplan.units import Fraction, PositiveCount, PositiveNumber
@@ -26,43 +26,33 @@ from runplan.units import Fraction, PositiveCount, PositiveNumber
 class MonitoringSpec(BaseModel):
     """Plan-file section `monitoring:`: canary, alert thresholds and the rollback rule."""
 
-    model_config = INPUT_CONFIG
+    # each field's description is the docstring under it (one line a field, the value beside its name)
+    model_config = ConfigDict(**INPUT_CONFIG, use_attribute_docstrings=True)
 
-    canary_examples: PositiveCount = Field(
-        1024, description="Sequences in the fixed canary batch (512-2,048)."
-    )
-    canary_every_steps: PositiveCount = Field(
-        100,
-        description="Evaluate the canary every this many steps; raised when it would cost over the budget.",
-    )
-    max_canary_overhead_fraction: Fraction = Field(
-        0.01, description="Most of the training time the canary may take (0.01 = 1%)."
-    )
-    grad_norm_factor: PositiveNumber = Field(
-        5.0, description="Alert when the unclipped gradient norm exceeds this many times its rolling mean."
-    )
-    grad_norm_window_steps: PositiveCount = Field(
-        1000, description="Steps in the gradient-norm rolling mean."
-    )
-    canary_sigma: PositiveNumber = Field(2.0, description="Alert when canary loss leaves mean ± this many σ.")
-    canary_window_steps: PositiveCount = Field(
-        500, description="Steps in the canary loss rolling mean and σ."
-    )
-    spike_recovery_fraction: Fraction = Field(
-        0.05, description="A spike is over when loss is back within this fraction of its pre-spike value."
-    )
-    spike_recovery_steps: PositiveCount = Field(
-        200, description="Steps a spike may take to recover before it counts as a divergence (roll back)."
-    )
-    rollback_margin_steps: PositiveCount = Field(
-        100, description="Roll back to a checkpoint at least this many steps before the spike (PaLM: ~100)."
-    )
-    skip_batches_min: PositiveCount = Field(
-        200, description="Fewest batches skipped after a rollback (PaLM: 200)."
-    )
-    skip_batches_max: PositiveCount = Field(
-        500, description="Most batches skipped after a rollback (PaLM: 500)."
-    )
+    canary_examples: PositiveCount = 1024
+    """Sequences in the fixed canary batch (512-2,048)."""
+    canary_every_steps: PositiveCount = 100
+    """Evaluate the canary every this many steps; raised when it would cost over the budget."""
+    max_canary_overhead_fraction: Fraction = 0.01
+    """Most of the training time the canary may take (0.01 = 1%)."""
+    grad_norm_factor: PositiveNumber = 5.0
+    """Alert when the unclipped gradient norm exceeds this many times its rolling mean."""
+    grad_norm_window_steps: PositiveCount = 1000
+    """Steps in the gradient-norm rolling mean."""
+    canary_sigma: PositiveNumber = 2.0
+    """Alert when canary loss leaves mean ± this many σ."""
+    canary_window_steps: PositiveCount = 500
+    """Steps in the canary loss rolling mean and σ."""
+    spike_recovery_fraction: Fraction = 0.05
+    """A spike is over when loss is back within this fraction of its pre-spike value."""
+    spike_recovery_steps: PositiveCount = 200
+    """Steps a spike may take to recover before it counts as a divergence (roll back)."""
+    rollback_margin_steps: PositiveCount = 100
+    """Roll back to a checkpoint at least this many steps before the spike (PaLM: ~100)."""
+    skip_batches_min: PositiveCount = 200
+    """Fewest batches skipped after a rollback (PaLM: 200)."""
+    skip_batches_max: PositiveCount = 500
+    """Most batches skipped after a rollback (PaLM: 500)."""
 
 
 class MonitoringRequest(BaseModel):

@@ -38,7 +38,15 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_seconds, in_days
-from runplan.units import SECONDS_PER_DAY, NonNegativeNumber, PositiveBytes, PositiveCount, PositiveNumber
+from runplan.units import (
+    SECONDS_PER_DAY,
+    NonNegativeNumber,
+    PositiveBytes,
+    PositiveCount,
+    PositiveNumber,
+    at_least,
+    at_most,
+)
 
 #: Llama 3 (arXiv 2407.21783, §3.3.4): 419 unexpected interruptions, 54 days, 2,048 nodes of 8 H100.
 LLAMA3_INTERRUPTIONS = 419
@@ -67,16 +75,14 @@ class OperationsSpec(BaseModel):
 
     storage_write_bandwidth_bytes_per_s: PositiveBytes = Field(
         2e12,
-        ge=MIN_BANDWIDTH_BYTES_PER_S,
-        json_schema_extra={"minimum": MIN_BANDWIDTH_BYTES_PER_S},
+        **at_least(MIN_BANDWIDTH_BYTES_PER_S),
         description="Aggregate sustained write bandwidth of the checkpoint storage, bytes/s. Default 2 TB/s: "
         "Meta's Tectonic as used for Llama 3 (arXiv 2407.21783 §3.3.1: 2 TB/s sustained, 7 TB/s peak). At "
         "least 1e8 (100 MB/s, one hard disk).",
     )
     node_write_bandwidth_bytes_per_s: PositiveBytes | None = Field(
         25e9,
-        ge=MIN_BANDWIDTH_BYTES_PER_S,
-        json_schema_extra={"minimum": MIN_BANDWIDTH_BYTES_PER_S},
+        **at_least(MIN_BANDWIDTH_BYTES_PER_S),
         description="Write bandwidth one node can push to storage, bytes/s (its storage NIC). Default 25e9 "
         "(200 Gb/s), an assumption: DGX H100 nodes carry two dual-port ConnectX-7 for storage and management "
         "(NVIDIA DGX BasePOD reference architecture). null = not modelled. At least 1e8 (1 Gb/s Ethernet).",
@@ -88,8 +94,7 @@ class OperationsSpec(BaseModel):
     )
     host_link_bandwidth_bytes_per_s: PositiveBytes = Field(
         50e9,
-        ge=MIN_BANDWIDTH_BYTES_PER_S,
-        json_schema_extra={"minimum": MIN_BANDWIDTH_BYTES_PER_S},
+        **at_least(MIN_BANDWIDTH_BYTES_PER_S),
         description="Device-to-host copy bandwidth per GPU, bytes/s. Default 50e9: PCIe Gen5 x16 is 32 GT/s "
         "× 16 lanes ≈ 63 GB/s per direction (PCI-SIG PCIe 5.0), about 80% of it achieved. At least 1e8 "
         "(slower than one PCIe Gen1 lane).",
@@ -101,22 +106,19 @@ class OperationsSpec(BaseModel):
     )
     save_fixed_seconds: NonNegativeNumber = Field(
         2.0,
-        le=MAX_SAVE_FIXED_SECONDS,
-        json_schema_extra={"maximum": MAX_SAVE_FIXED_SECONDS},
+        **at_most(MAX_SAVE_FIXED_SECONDS),
         description="Fixed blocking cost of every save on top of moving the bytes (barrier, state-dict "
         "planning, metadata), seconds. Default 2 s: a planning assumption; measure yours. At most a day.",
     )
     restart_seconds: NonNegativeNumber = Field(
         600.0,
-        le=MAX_RESTART_SECONDS,
-        json_schema_extra={"maximum": MAX_RESTART_SECONDS},
+        **at_most(MAX_RESTART_SECONDS),
         description="Time from an interruption until training resumes (detect, reschedule, load the "
         "checkpoint, warm up), seconds. Default 600 s: a planning assumption; measure yours. At most a week.",
     )
     failures_per_1000_node_days: PositiveNumber = Field(
         LLAMA3_FAILURES_PER_1000_NODE_DAYS,
-        le=MAX_FAILURES_PER_1000_NODE_DAYS,
-        json_schema_extra={"maximum": MAX_FAILURES_PER_1000_NODE_DAYS},
+        **at_most(MAX_FAILURES_PER_1000_NODE_DAYS),
         description="Unexpected job interruptions per 1,000 node-days. Default 3.79: Llama 3 (arXiv "
         "2407.21783 "
         "§3.3.4), 419 interruptions in 54 days on 2,048 nodes. Meta research clusters: 2.3-6.5 (arXiv "
@@ -124,8 +126,7 @@ class OperationsSpec(BaseModel):
     )
     retention_generations: PositiveCount = Field(
         3,
-        le=1000,
-        json_schema_extra={"maximum": 1000},
+        **at_most(1000),
         description="Rolling checkpoints kept; the oldest is deleted only after the newest passes its "
         "checksum validation. At most 1,000 (milestones, not rolling generations, are the long-term record).",
     )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from runplan.errors import SpecError
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt
@@ -52,6 +52,11 @@ class RampStage(BaseModel):
         gt=0, le=1, description="Global batch of this stage as a fraction of the main batch (0.5 = half)."
     )
     token_fraction: Fraction = Field(description="Length of this stage as a fraction of the training tokens.")
+
+
+#: Largest peak LR accepted: 1.0 (an Adam step changes each weight by about the LR; published LLM peaks are
+#: 1e-4 to 1e-2, DeepSeek LLM §3.1 Fig. 3).
+MAX_PEAK_LR = 1.0
 
 
 class ScheduleSpec(BaseModel):
@@ -93,6 +98,18 @@ class ScheduleSpec(BaseModel):
         "first "
         "1.5% of tokens). Use batch_fraction 1 to switch the ramp off.",
     )
+
+    @field_validator("peak_lr")
+    @classmethod
+    def _trainable_lr(cls, value: float | None) -> float | None:
+        """At most MAX_PEAK_LR: AdamW's update is about lr per step in every weight, so a peak LR of 1 already
+        moves each weight by its own size (issue 17: 1e300 was accepted)."""
+        if value is not None and value > MAX_PEAK_LR:
+            raise ValueError(
+                f"a peak learning rate of {value:.3g} is above {MAX_PEAK_LR:g}: an Adam step moves each weight by "
+                "about the LR, so nothing trains (e.g. 3e-4; DeepSeek LLM's law gives 1e-4 to 1e-2)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> ScheduleSpec:

@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     create_model,
+    field_validator,
     model_serializer,
 )
 
@@ -179,7 +180,7 @@ class Constraints(BaseModel):
 
 
 class Efficiency(BaseModel):
-    """Physical efficiency parameters of the time model (fitted in benchmarks/validate.py, never per row)."""
+    """Physical efficiency parameters of the time model (fitted by `runplan calibrate`, never per row; shipped: configs/calibration.yaml)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -232,6 +233,21 @@ class Efficiency(BaseModel):
     )
 
 
+#: Most ranked layouts returned: a table past a few hundred rows is not read, and layouts that far down differ
+#: by less than the time model's error (docs/parallel.md); rendering stays under a second.
+MAX_TOP = 1000
+
+
+def checked_top(top: int) -> int:
+    """``top`` if at most MAX_TOP, else a ValueError with the bound and its reason."""
+    if top > MAX_TOP:
+        raise ValueError(
+            f"{top:,} layouts is more than {MAX_TOP:,}: rows that far down differ by less than the time "
+            "model's error, and nobody reads the table"
+        )
+    return top
+
+
 class ParallelRequest(BaseModel):
     """Everything the solver needs: a shape, a cluster, a sequence length, a batch, constraints and pins."""
 
@@ -273,6 +289,11 @@ class ParallelRequest(BaseModel):
     )
     constraints: Constraints = Field(default_factory=Constraints, description="Feasibility constraints.")
     pins: Pins = Field(default_factory=Pins, description="Axes fixed by the user.")
+
+    @field_validator("top")
+    @classmethod
+    def _readable_top(cls, top: int) -> int:
+        return checked_top(top)
 
     @property
     def node_size(self) -> int:

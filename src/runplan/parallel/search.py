@@ -50,6 +50,10 @@ from runplan.units import SECONDS_PER_DAY
 MAX_GLOBAL_BATCH_TOKENS = 1e10
 #: 1e20 training tokens: millions of times the largest pre-training sets reported by 2025 (Qwen3: 36T).
 MAX_TRAINING_TOKENS = 1e20
+#: Most candidate layouts one search evaluates: about 0.5 GB and 1.5 s per million rows on one core (8.8M
+#: GPUs, 5,040 layers, 720 heads: 7.6M rows took 11 s and 3.7 GB), so 2M keeps any accepted request under
+#: 10 s and 2 GB. Real requests are far below it (405B on 16,384 H100: 54,960 rows).
+MAX_GRID_ROWS = 2_000_000
 CONSTRAINT_NAMES = ("memory", "bubble", "global_batch")
 
 
@@ -337,6 +341,7 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
             values = [getattr(pins, axis)]
         codes = domain.codes if domain is not None else None
         inner_axes[axis] = [codes[domain.values.index(v)] for v in values] if codes and domain else values
+    _check_grid_size(len(structural) * math.prod(len(v) for v in inner_axes.values()))
     base = np.asarray(structural, dtype=np.int64)  # columns t, p, c, d, e, v
     inner = np.asarray(list(itertools.product(*inner_axes.values())), dtype=np.int64)
     rows = np.repeat(base, len(inner), axis=0)
@@ -352,6 +357,18 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         else columns["tp"] > 1
     )
     return LayoutGrid(columns), reasons
+
+
+def _check_grid_size(rows: int) -> None:
+    """A search of more than MAX_GRID_ROWS layouts is refused before any array is built, with the bound."""
+    if rows > MAX_GRID_ROWS:
+        raise SpecError(
+            f"the layout search would evaluate {rows:,} layouts, more than {MAX_GRID_ROWS:,} (about 0.5 GB and "
+            "1.5 s per million)",
+            where="cluster.gpus",
+            hint="pin the tensor, pipeline or expert degree (parallel.tp, parallel.pp, parallel.ep), or check "
+            "the GPU count, layers, heads and experts for a typo",
+        )
 
 
 def _ceil_div(a, b):

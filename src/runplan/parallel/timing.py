@@ -27,7 +27,7 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   ``dp_overlap_interference`` seconds (NCCL ring kernels occupy SMs and HBM bandwidth beside the GEMMs, the
   contention Rashidi et al. 2021, ISCA, "Enabling compute-communication overlap...", describe; fitted). The
   fit puts it at its bound 1: hidden DP communication costs its full time (see
-  FITTED_DP_OVERLAP_INTERFERENCE). TP overlap does not share this parameter: its net effect is measured
+  runplan/configs/calibration.yaml). TP overlap does not share this parameter: its net effect is measured
   directly (torchtitan's symmetric-memory transfers run on copy engines, not SM-based rings).
 * **PP**: per micro-batch and chunk, one activation send forward and one gradient send backward of 2·T·h
   bytes (÷t with SP, Megatron's scatter/gather optimisation), over the scale-out network when the job spans
@@ -67,39 +67,15 @@ from runplan.parallel.layout import Efficiency, TimeSeconds
 from runplan.parallel.memory import ShapeTerms, layer_activation_bytes_per_token, stage_layers, stage_params
 from runplan.parallel.stack import Stack
 
-#: docs/parallel.md, Time per step: an isolated 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 (989 peak). Since the 2026 refit
-#: this is a consistency check (an isolated GEMM runs at least as fast as the training-loop fit), not an anchor.
+#: docs/parallel.md, Time per step: an isolated 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 (989 peak): a
+#: consistency check on the calibrated GEMM fraction (an isolated GEMM runs at least as fast as the training loop).
 HOPPER_ISOLATED_8192_GEMM_FRACTION = 790.0 / 989.0
-#: Physical parameters fitted by ``benchmarks/validate.py`` (least squares on log errors, every group of
-#: published rows weighted equally, never a per-row correction; docs/validation.md has the fit and the rows):
-#: Narayanan et al. 2021 Table 1 (A100) plus the bf16 H100 rows of benchmarks/published_runs.yaml not held out.
-#: GEMM shape constant d0, shared by all GPUs.
-FITTED_GEMM_HALF_DIM = 85.2
-#: Large-GEMM fraction of the datasheet bf16 peak *inside a training loop* (clocks under sustained power,
-#: launch gaps, allocator and stream synchronisation are folded in), per GPU family.
-FITTED_GEMM_PEAK_FRACTION = {"ampere": 0.764, "hopper": 0.692}
-#: FlashAttention forward+backward rate relative to the large-GEMM rate of the same GPU. Set, not fitted (the
-#: fitted rows cannot separate it from the pipeline schedule): FlashAttention-2 reaches ~35% of H100 peak and
-#: FlashAttention-3 up to 75% forward (Shah et al. 2024, arXiv 2407.08608, §1 and §4), backward lower;
-#: 0.5 × the training-loop GEMM fraction sits between the two.
-FITTED_ATTENTION_FRACTION_OF_GEMM = 0.5
-#: HBM bytes moved by norms, activations, residual adds, rotary and dropout-free glue per stored activation byte,
-#: forward + backward (fitted; ~2 forward and ~4 backward if every op read and wrote once).
-FITTED_ELEMENTWISE_TRAFFIC_FACTOR = 6.13
-#: Seconds of compute lost per second of DP communication hidden under it (NCCL ring kernels hold SMs and HBM
-#: bandwidth while a GEMM runs beside them): 0 = overlap is free, 1 = overlap gains nothing. Fitted; the fit
-#: lands on the upper bound, so within this model hidden DP communication costs its full time and the ZeRO-2/3
-#: overlap windows change no prediction today. docs/validation.md shows how the answer moves with it.
-FITTED_DP_OVERLAP_INTERFERENCE = 1.0
-#: NCCL bus bandwidth over link bandwidth for large messages. Assumed (planning value): NVIDIA's nccl-tests
-#: report bus bandwidths somewhat below the link rate for large all-reduce/all-gather messages.
-NETWORK_EFFICIENCY = 0.8
 #: Fixed cost of one collective or send (kernel launch + protocol latency), seconds. Assumed (tens of µs).
 COLLECTIVE_LATENCY_SECONDS = 2e-5
-#: Net share of TP communication that TP overlap removes from the critical path. Fitted on the two bf16 pairs
-#: of torchtitan's async-TP benchmark (Llama 3 70B on 256 and 8B on 64 H100, TP 8: speedups 1.092 and 1.099
-#: over the same jobs with exposed TP collectives; benchmarks/published_runs.yaml, docs/validation.md).
-FITTED_TP_OVERLAP_FRACTION = 0.40
+# The fitted constants (GEMM peak fraction per GPU family, GEMM shape constant d0, network efficiencies,
+# elementwise traffic factor, TP overlap fraction, DP overlap interference, per-step overhead) live in the
+# calibration file (runplan/configs/calibration.yaml, built by `runplan calibrate` from
+# benchmarks/published_runs.yaml); runplan.calibrate.constants documents each one and its bounds.
 #: HBM bytes one extra ring step of context parallelism moves per accumulated element to merge its partial
 #: result: read the fp32 accumulator and the bf16 partial, write the accumulator back (4 + 2 + 4). Forward the
 #: accumulator is the attention output (T·a/t·d_v per GPU, rescaled by the online softmax); backward it is dQ
@@ -120,36 +96,20 @@ SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
 
 
 def gpu_family(gpu: GpuSpec) -> str:
-    """'ampere' for an Ampere GPU (catalog field ``family``), 'hopper' otherwise (other GPUs have no published
-    rows: Hopper's values are assumed for them, docs/validation.md says so)."""
-    return "ampere" if gpu.family == "ampere" else "hopper"
+    """'ampere' for the A100 family, 'hopper' otherwise (runplan.calibrate.calibration.gpu_family)."""
+    from runplan.calibrate.calibration import gpu_family as family
+
+    return family(gpu)
 
 
-def default_efficiency(
-    gpu: GpuSpec,
-    *,
-    gemm_half_dim: float = FITTED_GEMM_HALF_DIM,
-    gemm_peak_fraction: float | None = None,
-    attention_fraction_of_gemm: float = FITTED_ATTENTION_FRACTION_OF_GEMM,
-    elementwise_traffic_factor: float = FITTED_ELEMENTWISE_TRAFFIC_FACTOR,
-    tp_overlap_fraction: float = FITTED_TP_OVERLAP_FRACTION,
-    dp_overlap_interference: float | None = None,
-) -> Efficiency:
-    """Calibrated efficiencies for ``gpu`` (the fitted constants above; keyword arguments override them)."""
-    family = gpu_family(gpu)
-    eta_max = FITTED_GEMM_PEAK_FRACTION[family] if gemm_peak_fraction is None else gemm_peak_fraction
-    return Efficiency(
-        gemm_peak_fraction=eta_max,
-        gemm_half_dim=gemm_half_dim,
-        attention_fraction=min(1.0, attention_fraction_of_gemm * eta_max),
-        network_efficiency=NETWORK_EFFICIENCY,
-        tp_overlap_fraction=tp_overlap_fraction,
-        dp_overlap_interference=FITTED_DP_OVERLAP_INTERFERENCE
-        if dp_overlap_interference is None
-        else dp_overlap_interference,
-        collective_latency_seconds=COLLECTIVE_LATENCY_SECONDS,
-        elementwise_traffic_factor=elementwise_traffic_factor,
-    )
+def default_efficiency(gpu: GpuSpec, **overrides: float) -> Efficiency:
+    """The shipped calibration's constants for ``gpu``'s family (runplan/configs/calibration.yaml); keyword
+    arguments override single fields (sensitivity studies)."""
+    from runplan.calibrate.calibration import shipped_calibration
+
+    eff = shipped_calibration().efficiency(gpu)
+    assert eff is not None, "the shipped calibration covers every GPU family"
+    return eff.model_copy(update=overrides) if overrides else eff
 
 
 def gemm_seconds(m, n, k, gpu: GpuSpec, eff: Efficiency):

@@ -32,6 +32,7 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
     """Write the PNGs into ``directory``; return {title: file name}."""
     import numpy as np
 
+    from runplan.fileio import save_figure
     from runplan.ops import batch_tokens_at_step, lr_at_step, tokens_at_step
 
     plt = pyplot()
@@ -55,7 +56,7 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
     ax.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
     written["Memory breakdown of the top layouts"] = "memory.png"
-    fig.savefig(directory / "memory.png", dpi=110)
+    save_figure(fig, directory / "memory.png", where="plan.plots")
     plt.close(fig)
 
     # 2. LR and batch schedule over tokens
@@ -71,7 +72,7 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
     ax_batch.set_xlabel("tokens trained (B)")
     fig.tight_layout()
     written["LR and batch schedule over tokens"] = "schedule.png"
-    fig.savefig(directory / "schedule.png", dpi=110)
+    save_figure(fig, directory / "schedule.png", where="plan.plots")
     plt.close(fig)
 
     # 3. loss predicted by the law for this N over D
@@ -88,6 +89,6 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
     ax.legend()
     fig.tight_layout()
     written["Loss curve predicted by the law"] = "loss.png"
-    fig.savefig(directory / "loss.png", dpi=110)
+    save_figure(fig, directory / "loss.png", where="plan.plots")
     plt.close(fig)
     return written

@@ -234,6 +234,7 @@ def _layout(plan: RunPlan) -> Section:
         ("MFU", f"{best.mfu:.1%}", "model FLOPs per second / peak (PaLM §4.1)"),
         ("HFU", f"{best.hfu:.1%}", "with recomputation FLOPs"),
         ("bubble", f"{best.bubble_fraction:.1%}", "(p − 1)/(v·m) (Narayanan et al. 2021 §2.2)"),
+        ("calibration", choice.calibration, "time-model constants behind every time (`runplan calibrate`)"),
     ]
     section.tables.append(
         Table(

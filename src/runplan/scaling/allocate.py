@@ -378,6 +378,17 @@ def _allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> 
     )
 
 
+def _rounded_up(need: float, have: float | None) -> str:
+    """``need`` rounded up (never below it) to the fewest significant digits, from 2, that tell it apart from
+    the budget ``have`` as printed: 4.818e16 against 4.817e16 reads "4.818e+16", not "4.8e+16" (issue 17)."""
+    for digits in range(2, 17):
+        scale = 10.0 ** (math.floor(math.log10(need)) - digits + 1)
+        text = f"{math.ceil(need / scale) * scale:.{digits}g}"
+        if have is None or text != f"{have:.{digits}g}":
+            return text
+    return f"{need:.17g}"
+
+
 def _given(value: float | None, name: str) -> float:
     """A field the Objective validator guarantees for this kind (or the budget checked above)."""
     if value is None:  # unreachable after Objective._fields_match_kind and the budget check in _allocate
@@ -484,7 +495,11 @@ def _check_sensible(
     else:
         need = None
     budget = f"a budget of {flops:.3g} FLOPs" if flops is not None else "the target loss"
-    suggestions = [f"raise the budget to at least {need:.2g} FLOPs"] if need is not None else []
+    suggestions = (
+        [f"raise the budget to at least {_rounded_up(need, flops)} FLOPs"]
+        if need is not None and (flops is None or need > flops)
+        else []
+    )
     if kind == "fixed_params":
         suggestions.append("train a smaller model")
     if kind == "inference_optimal":

@@ -158,17 +158,11 @@ def read_runs(
 
 
 def read_csv_text(path: str | Path) -> tuple[str, str]:
-    """The text of a CSV of at most MAX_CSV_BYTES, and its name for messages; a one-line SpecError otherwise."""
-    path = Path(path)
-    source = str(path)
-    try:
-        if path.stat().st_size > MAX_CSV_BYTES:
-            raise SpecError(f"file is larger than {MAX_CSV_BYTES // 1_000_000} MB", source=source)
-        return path.read_text(encoding="utf-8-sig"), source
-    except OSError as error:
-        raise SpecError(f"cannot read file: {error.strerror}", source=source) from None
-    except UnicodeDecodeError:
-        raise SpecError("not a UTF-8 text file", source=source) from None
+    """The text of a CSV of at most MAX_CSV_BYTES (a regular file, read by :func:`runplan.fileio.read_text`,
+    whatever size it reports), and its name for messages; a one-line SpecError otherwise."""
+    from runplan.fileio import read_text
+
+    return read_text(path, MAX_CSV_BYTES, encoding="utf-8-sig"), str(path)
 
 
 def _column_index(header: list[str], wanted: tuple[str, ...], source: str) -> dict[str, int]:
@@ -420,6 +414,47 @@ def _theta_to_coefficients(theta: np.ndarray) -> tuple[float, float, float, floa
     return math.exp(e), math.exp(a), math.exp(b), alpha, beta
 
 
+#: Fewest distinct values of N and of D that separate A/N^α (and B/D^β) from E: two points fix a line, not
+#: a curve with an offset, so with two sizes any α fits as well as another.
+MIN_DISTINCT_SIZES = 3
+#: Row-wise C / (6·N·D) beyond which a flops column is not the training compute of that N and D: 6·N·D leaves
+#: out attention (Kaplan et al. 2020 §2.1: under 10% at 2k context for models over ~1B) and embeddings, so up
+#: to 2x either way is a different counting convention; beyond, a wrong column or unit.
+MAX_FLOPS_RATIO = 2.0
+
+
+def _check_identifiable(runs: Runs) -> None:
+    """A SpecError when the runs cannot determine the five parameters: fewer than 5 distinct (N, D) points,
+    or fewer than MIN_DISTINCT_SIZES distinct N or D (all runs at one model size say nothing about α)."""
+    points = np.unique(np.stack([runs.params, runs.tokens], axis=1), axis=0).shape[0]
+    sizes, lengths = np.unique(runs.params).size, np.unique(runs.tokens).size
+    if points < 5 or sizes < MIN_DISTINCT_SIZES or lengths < MIN_DISTINCT_SIZES:
+        raise SpecError(
+            f"{runs.size} runs at {points} distinct (N, D) point(s), {sizes} distinct N and {lengths} distinct D: "
+            f"a 5-parameter law needs 5 or more points and at least {MIN_DISTINCT_SIZES} values of each "
+            "(otherwise E, A, α and B, β trade off freely and any law fits)",
+            source=runs.source,
+            hint="add runs at other model sizes and token counts (an isoFLOP sweep: `runplan sweep`)",
+        )
+
+
+def flops_warnings(runs: Runs) -> list[str]:
+    """A caution when a flops column disagrees with 6·N·D beyond MAX_FLOPS_RATIO in some row: Approach 2
+    groups runs into budgets by C, Approach 3 fits N and D, so the two would fit different data."""
+    with np.errstate(all="ignore"):
+        ratio = runs.flops / (6.0 * runs.params * runs.tokens)
+    off = np.flatnonzero((ratio > MAX_FLOPS_RATIO) | (ratio < 1.0 / MAX_FLOPS_RATIO))
+    if off.size == 0:
+        return []
+    k = int(off[np.argmax(np.abs(np.log(ratio[off])))])
+    return [
+        f"{off.size} of {runs.size} rows have a flops value more than {MAX_FLOPS_RATIO:g}x from 6·N·D (Kaplan et "
+        f"al. 2020 §2.1; worst: line {int(runs.lines[k])}, C / 6ND = {ratio[k]:.3g}): Approach 2 groups budgets "
+        "by that column while Approach 3 fits N and D; check the column's units, or leave it out so C is "
+        "derived as 6·N·D"
+    ]
+
+
 def fit_parametric(
     runs: Runs,
     *,
@@ -446,6 +481,7 @@ def fit_parametric(
     t0 = time.perf_counter()
     if runs.size < 5:
         raise SpecError(f"a 5-parameter law needs at least 5 runs, got {runs.size}", source=runs.source)
+    _check_identifiable(runs)
     _check_at_flops(at_flops)
     runs, warnings = _subsample(runs, seed)
     logs = (np.log(runs.params), np.log(runs.tokens), np.log(runs.loss))
@@ -1013,11 +1049,10 @@ def choose_param_count(
 
 def _header(path: str | Path) -> list[str]:
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            first = handle.readline()
-    except (OSError, UnicodeDecodeError):
+        text, _ = read_csv_text(path)
+    except SpecError:
         return []  # read_runs names the problem
-    return [h.strip() for h in next(csv.reader([first]), [])]
+    return [h.strip() for h in next(csv.reader(text.splitlines()[:1]), [])]
 
 
 def law_file_dict(fit: ParametricFit) -> dict[str, Any]:
@@ -1039,13 +1074,10 @@ def law_file_dict(fit: ParametricFit) -> dict[str, Any]:
 def write_law_file(fit: ParametricFit, path: str | Path) -> None:
     import yaml
 
+    from runplan.fileio import write_file
+
     text = yaml.safe_dump(law_file_dict(fit), sort_keys=False, allow_unicode=True)
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise SpecError(
-            f"cannot write law file: {error.strerror}", where="fit.output", source=str(path)
-        ) from None
+    write_file(path, text, where="fit.output")
 
 
 def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
@@ -1081,10 +1113,10 @@ def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
     right.set_ylabel("compute-optimal N")
     right.legend()
     fig.tight_layout()
+    from runplan.fileio import save_figure
+
     try:
-        fig.savefig(path, dpi=120)
-    except OSError as error:
-        raise SpecError(f"cannot write plot: {error}", where="fit.plot") from None
+        save_figure(fig, path, where="fit.plot", dpi=120)
     finally:
         plt.close(fig)
 
@@ -1101,6 +1133,7 @@ __all__ = [
     "density_budgets",
     "fit_isoflop",
     "fit_parametric",
+    "flops_warnings",
     "group_budgets",
     "huber_objective",
     "law_file_dict",

@@ -362,6 +362,9 @@ def law_from_flag(text: str | None) -> ParametricLaw:
         return resolve_law(None)
     if text.strip().lower() in shipped_laws():
         return get_shipped_law(text, where="law")
+    from runplan.fileio import check_name
+
+    check_name(text, "law")  # Path.exists() raises on a name over 255 bytes
     path = Path(text)
     if path.suffix.lower() in (".yaml", ".yml") or path.exists():
         if not path.exists():

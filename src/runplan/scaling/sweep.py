@@ -245,10 +245,14 @@ def _shape(target: float, law: ParametricLaw, vocab_size: int) -> ModelShape:
     try:
         return shape_for_params(target, vocab_size=vocab_size, count=law.param_count)
     except SpecError as error:
+        too_big = target > 1e9  # shape_for_params builds up to 1e12; a failure above 1e9 is at the top
         raise SpecError(
             f"no proxy shape for {target:.3g} parameters: {error.message}",
             where="sweep.fraction",
-            hint="raise --fraction, narrow --span, or lower --vocab-size (embeddings dominate small models)",
+            hint="lower sweep.fraction or narrow sweep.span_decades"
+            if too_big
+            else "raise sweep.fraction, narrow sweep.span_decades, or lower sweep.vocab_size (embeddings "
+            "dominate small models)",
         ) from None
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from runplan.errors import SpecError
+from runplan.fileio import read_bytes
 from runplan.monitor.aliases import canonical
 from runplan.monitor.readers import tabular, text, tfevents
 from runplan.monitor.series import MAX_RESTARTS, MetricLog, NoRecords, Restart, Rows, assemble
@@ -34,6 +35,11 @@ FORMATS = (
     "csv",
 )
 _HINT = "check the file, or name its format with --format"
+#: Largest log file read (bytes): runplan.fileio reads at most this much whatever size the file reports
+#: (``/dev/zero`` reports 0). A Megatron log line is ~330 bytes, so this is ~190k logged iterations; a 99 MB log
+#: took 7-11 s and 500 MB on a busy 2-core machine, so 64 MB keeps issue 17's 10 s / 2 GB
+#: (benchmarks/bench_limits.py measures it).
+MAX_LOG_BYTES = 64_000_000
 #: Lines sampled (from the start and the end) to recognise a text format and to spot a second one.
 SAMPLE_LINES = 5000
 
@@ -55,11 +61,14 @@ def read_log(path: Path, fmt: str = "auto") -> MetricLog:
         raise SpecError(
             f"unknown format '{fmt}'", where="monitor.format", hint=f"one of: {', '.join(FORMATS)}"
         )
+    from runplan.fileio import check_name
+
+    check_name(path, "monitor.log")  # Path.exists() raises on a name over 255 bytes
     if not path.exists():
         raise NoRecords(f"'{path}' does not exist", where="monitor.log", hint="give the path of a log file")
     if path.is_dir():
         return _read_directory(path, fmt)
-    data = path.read_bytes()
+    data = read_bytes(path, MAX_LOG_BYTES)
     if not data.strip():
         raise NoRecords(
             f"'{path}' is empty",

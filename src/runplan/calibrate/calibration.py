@@ -1,0 +1,135 @@
+"""The calibration file: fitted time-model constants per GPU family, with their provenance.
+
+``runplan calibrate`` writes one; ``plan``, ``parallelize`` and ``check`` read one (``--calibration FILE``,
+plan key ``calibration:``). The shipped default (``runplan/configs/calibration.yaml``, package data) is one
+such file, built from ``benchmarks/published_runs.yaml`` by the same command; :func:`shipped_calibration`
+reads it and :func:`runplan.parallel.timing.default_efficiency` takes its constants.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runplan.errors import SpecError
+from runplan.parallel.layout import Efficiency
+
+if TYPE_CHECKING:
+    from runplan.hardware import GpuSpec
+
+SHIPPED_NAME = "runplan/configs/calibration.yaml"
+
+
+def gpu_family(gpu: GpuSpec) -> str:
+    """'ampere' for an Ampere GPU (the catalog field ``family``), 'hopper' otherwise (other GPUs have no published
+    runs: Hopper's constants are assumed for them, docs/validation.md says so)."""
+    return "ampere" if gpu.family == "ampere" else "hopper"
+
+
+class FamilyCalibration(BaseModel):
+    """The constants of one GPU family and the runs that set them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    efficiency: Efficiency = Field(description="Every Efficiency field, fitted or held.")
+    runs: list[str] = Field(description="Ids of the measured runs of this family in the fit.")
+    fitted: list[str] = Field(description="Constants the runs identified (fitted).")
+    held: list[str] = Field(description="Constants the runs could not identify, held at the base values.")
+
+
+class Residuals(BaseModel):
+    """How well the constants reproduce the runs: step-time errors (predicted / measured − 1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    runs: int = Field(description="Runs in the fit.")
+    median_abs_error: float
+    worst_abs_error: float
+    leave_one_out_median_abs_error: float | None = None
+    leave_one_out_worst_abs_error: float | None = None
+    leave_one_out_method: str = Field("", description="exact refits, or the linearised r/(1-h) estimate.")
+    per_run: dict[str, float] = Field(
+        default_factory=dict, description="Step-time error of each run in the fit."
+    )
+
+
+class Calibration(BaseModel):
+    """A calibration file (``runplan calibrate -o``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="What the constants were fitted on, e.g. 'published-runs'.")
+    created: str = Field(description="UTC time of the fit (ISO 8601).")
+    measured_file: str = Field(description="The MEASURED.yaml the fit read.")
+    base: str = Field(description="Where the held constants come from ('priors' or a calibration file).")
+    families: dict[str, FamilyCalibration] = Field(description="Constants per GPU family (ampere, hopper).")
+    attention_kernels: dict[str, float] = Field(
+        default_factory=dict,
+        description="Fitted attention rate / GEMM rate of named kernels (reported only, never planned with).",
+    )
+    residuals: Residuals
+    warnings: list[str] = Field(default_factory=list)
+    source: str = Field(
+        "", description="Where this file was read from (set on load, not written).", exclude=True
+    )
+
+    def label(self, gpu: GpuSpec) -> str:
+        """One line naming the constants behind a time on ``gpu``."""
+        family = gpu_family(gpu)
+        where = self.source or self.name
+        if family in self.families:
+            n = len(self.families[family].runs)
+            return f"{where} ({self.name}, {family}: {n} runs, fitted {self.created[:10]})"
+        return f"{where} has no {family} runs: runplan's shipped {family} constants"
+
+    def efficiency(self, gpu: GpuSpec) -> Efficiency | None:
+        """The constants of ``gpu``'s family, or None when this file has none for it."""
+        family = self.families.get(gpu_family(gpu))
+        return family.efficiency if family else None
+
+
+def parse_calibration(data: object, source: str) -> Calibration:
+    """Validate a loaded calibration document; errors are one line naming the key."""
+    if not isinstance(data, dict) or "families" not in data:
+        raise SpecError(
+            "not a calibration file (no 'families:')",
+            source=source,
+            hint="write one with `runplan calibrate`",
+        )
+    try:
+        return Calibration.model_validate(data).model_copy(update={"source": source})
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise SpecError(first["msg"], source=source, where=where or None) from None
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """Read a calibration file (bad input: one-line SpecError, exit 2)."""
+    from runplan.yamlio import load_yaml_file
+
+    loaded = load_yaml_file(path)
+    return parse_calibration(loaded.data, str(path))
+
+
+@functools.cache
+def shipped_calibration() -> Calibration:
+    """The shipped default (package data), read once."""
+    from importlib import resources
+
+    import yaml
+
+    text = resources.files("runplan").joinpath("configs", "calibration.yaml").read_text("utf-8")
+    return parse_calibration(yaml.safe_load(text), SHIPPED_NAME)
+
+
+def dump_calibration(calibration: Calibration, header: str = "") -> str:
+    """The YAML text of a calibration file (a comment header, then the model's fields in order)."""
+    import yaml
+
+    data = calibration.model_dump(mode="json")
+    body = yaml.safe_dump(data, sort_keys=False, width=110)
+    return header + body

@@ -1,0 +1,471 @@
+"""Predict measured runs, fit the time model's constants to them, and say how well the fit generalises.
+
+Fit: bounded least squares (scipy ``least_squares``, trust-region reflective) on log(predicted / measured)
+throughput, each source weighted equally (a run counts 1/√n of its source's n runs, so a 22-row table does not
+outvote a 2-row one), over the constants the runs can identify. Identification: the Jacobian of the weighted
+log errors with respect to each constant (scaled to its bounds) at the base values, column-normalised and
+QR-factorised with column pivoting (Golub & Van Loan, Matrix Computations, §5.4.2); a constant whose pivot
+falls below 1e-3 of the largest, or beyond the number of runs, is held at the base value and named.
+A run whose layout is not fully stated is laid out by the search (fastest layout under its pins), first with
+the base constants, then once more with the fitted ones, and the fit is repeated on those layouts.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from runplan.calibrate.calibration import gpu_family
+from runplan.calibrate.constants import ATTENTION_FRACTION_OF_GEMM, FITTED_CONSTANTS, KERNEL_RATIO_BOUNDS
+from runplan.calibrate.measured import MeasuredFile, MeasuredRun, measured_request, resolve_gpu, resolve_shape
+from runplan.errors import SpecError
+from runplan.parallel.layout import Efficiency, Layout, ParallelRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from runplan.catalog import Catalog
+
+#: A pivot below this fraction of the largest leaves its constant unidentified (condition number ≤ 1e3).
+IDENTIFY_TOLERANCE = 1e-3
+#: Runs up to which leave-one-out refits every fold; above it the linearised r/(1-h) estimate is used.
+EXACT_LOO_MAX_RUNS = 40
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A measured run resolved against the catalog: its request, family and measured tokens/s per GPU."""
+
+    index: int
+    run: MeasuredRun
+    request: ParallelRequest
+    family: str
+    #: tokens/s per GPU measured; None for a speedup run
+    measured_tps: float | None
+
+    @property
+    def id(self) -> str:
+        return self.run.id
+
+
+def _measured_tps(run: MeasuredRun, request: ParallelRequest, flops_per_token: float) -> float | None:
+    m = run.measured
+    batch_tokens = float(request.global_batch_tokens or 0.0)
+    if m.step_seconds is not None:
+        return batch_tokens / m.step_seconds / run.n_gpus
+    if m.tokens_per_second_per_gpu is not None:
+        return m.tokens_per_second_per_gpu
+    if m.tflops_per_gpu is not None:
+        return m.tflops_per_gpu * 1e12 / flops_per_token
+    if m.mfu is not None:
+        return m.mfu * request.gpu.bf16_flops / flops_per_token
+    return None
+
+
+def prepare(measured: MeasuredFile, catalog: Catalog) -> list[Prepared]:
+    """Every run with its request (:func:`~runplan.calibrate.measured.measured_request`) and measured rate."""
+    out = []
+    for i, run in enumerate(measured.runs):
+        shape, scheduled = resolve_shape(run, i, measured, catalog)
+        gpu = resolve_gpu(run, i, measured, catalog)
+        request = measured_request(run, scheduled, gpu)
+        tps = _measured_tps(run, request, shape.model_flops_per_token(run.seq_len))
+        out.append(Prepared(i, run, request, gpu_family(gpu), tps))
+    return out
+
+
+# ---------------------------------------------------------------- constants as a vector -----------------
+@dataclass(frozen=True)
+class Space:
+    """The candidate constants as named coordinates u in [0, 1] (scaled to their bounds)."""
+
+    keys: tuple[str, ...]
+    lows: np.ndarray
+    highs: np.ndarray
+    base: dict[str, Efficiency]
+    base_kernel_ratio: float = ATTENTION_FRACTION_OF_GEMM
+
+    def values(self, u: np.ndarray) -> dict[str, float]:
+        return {
+            k: float(lo + x * (hi - lo))
+            for k, x, lo, hi in zip(self.keys, u, self.lows, self.highs, strict=True)
+        }
+
+    def start(self) -> np.ndarray:
+        """The base values as coordinates (clipped into the bounds)."""
+        out = []
+        for key, lo, hi in zip(self.keys, self.lows, self.highs, strict=True):
+            value = base_value(self, key)
+            out.append(min(1.0, max(0.0, (value - lo) / (hi - lo))))
+        return np.asarray(out)
+
+
+def _split(key: str) -> tuple[str, str | None]:
+    name, _, rest = key.partition("[")
+    return name, (rest[:-1] if rest else None)
+
+
+def base_value(space: Space, key: str) -> float:
+    """The value a constant takes when the runs cannot identify it."""
+    name, family = _split(key)
+    if name == "attention_kernel":
+        return space.base_kernel_ratio
+    eff = space.base[family] if family else next(iter(space.base.values()))
+    value = getattr(eff, name)
+    if value is None:  # inter-node efficiency None = the NVLink value
+        value = eff.network_efficiency
+    return float(value)
+
+
+def make_space(prepared: Sequence[Prepared], base: dict[str, Efficiency], hold: Sequence[str] = ()) -> Space:
+    """Candidate constants for these runs: per-family ones for the families present, kernel ratios for the
+    named kernels present, the shared ones always; none named in ``hold`` (they keep the base values)."""
+    fit = [p for p in prepared if p.run.fit]
+    families = sorted({p.family for p in fit})
+    kernels = sorted({p.run.attention_kernel for p in fit if p.run.attention_kernel})
+    keys, lows, highs = [], [], []
+    for constant in (c for c in FITTED_CONSTANTS if c.name not in hold):
+        for family in families if constant.per_family else [None]:
+            keys.append(f"{constant.name}[{family}]" if family else constant.name)
+            lows.append(constant.low)
+            highs.append(constant.high)
+    for kernel in kernels:
+        keys.append(f"attention_kernel[{kernel}]")
+        lows.append(KERNEL_RATIO_BOUNDS[0])
+        highs.append(KERNEL_RATIO_BOUNDS[1])
+    ordered = {f: base[f] for f in sorted(base)}
+    return Space(tuple(keys), np.asarray(lows), np.asarray(highs), ordered)
+
+
+def efficiencies(space: Space, values: dict[str, float]) -> dict[str, Efficiency]:
+    """One Efficiency per family of the base: base values, overridden by ``values`` (shared and per family)."""
+    out = {}
+    for family, eff in space.base.items():
+        update: dict[str, float | None] = {}
+        for key, value in values.items():
+            name, fam = _split(key)
+            if name != "attention_kernel" and fam in (None, family):
+                update[name] = value
+        merged = eff.model_copy(update=update)
+        attention = min(1.0, ATTENTION_FRACTION_OF_GEMM * merged.gemm_peak_fraction)
+        out[family] = Efficiency.model_validate({**merged.model_dump(), "attention_fraction": attention})
+    return out
+
+
+def run_efficiency(
+    p: Prepared, effs: dict[str, Efficiency], values: dict[str, float], space: Space
+) -> Efficiency:
+    """The constants one run is predicted with (its family's; its named kernel's attention rate)."""
+    eff = effs[p.family]
+    kernel = p.run.attention_kernel
+    if not kernel:
+        return eff
+    ratio = values.get(f"attention_kernel[{kernel}]", space.base_kernel_ratio)
+    return eff.model_copy(update={"attention_fraction": min(1.0, ratio * eff.gemm_peak_fraction)})
+
+
+# ---------------------------------------------------------------- prediction -----------------------------
+def complete_layout(p: Prepared, eff: Efficiency) -> Layout:
+    """The run's layout: the fastest one the search finds under its pins (the stated layout itself when every
+    axis is pinned; the search checks it: mesh rule, divisibility, batch). Memory is not enforced: it ran."""
+    from runplan.parallel.search import search
+
+    request = p.request.model_copy(update={"efficiency": eff})
+    try:
+        result = search(request)
+        if not result.layouts:
+            roomy = request.gpu.model_copy(update={"hbm_bytes": 9e13})
+            result = search(request.model_copy(update={"gpu": roomy}))
+    except SpecError as error:
+        where = (error.where or "").replace("parallel.", "layout.")
+        raise SpecError(
+            error.message, where=f"runs[{p.index}].{where}".rstrip("."), hint=error.hint
+        ) from None
+    if not result.layouts:
+        raise SpecError(
+            "no layout matches this run's layout, GPU count and global batch",
+            where=f"runs[{p.index}].layout",
+            hint="check that tp·pp·dp·cp = n_gpus and dp·micro_batch·microbatches = global_batch",
+        )
+    return result.layouts[0].layout
+
+
+def predict(p: Prepared, layout: Layout, eff: Efficiency) -> tuple[float, float]:
+    """(predicted tokens/s per GPU, predicted peak bytes per GPU) of one run on one layout."""
+    from runplan.parallel.grid import LayoutGrid
+    from runplan.parallel.search import evaluate
+
+    ev = evaluate(p.request, LayoutGrid.of([layout]), eff)
+    return float(ev.tokens_per_second[0]) / p.request.n_gpus, float(ev.memory.total[0])
+
+
+def log_errors(
+    prepared: Sequence[Prepared], layouts: Sequence[Layout], space: Space, values: dict[str, float]
+) -> np.ndarray:
+    """log(predicted / measured) throughput of every run (a speedup run: of its ratio to its baseline)."""
+    effs = efficiencies(space, values)
+    tps = {
+        p.id: predict(p, layout, run_efficiency(p, effs, values, space))[0]
+        for p, layout in zip(prepared, layouts, strict=True)
+    }
+    out = []
+    for p in prepared:
+        m = p.run.measured
+        if m.speedup is not None and m.speedup_over is not None:
+            out.append(math.log(tps[p.id] / tps[m.speedup_over]) - math.log(m.speedup))
+        else:
+            out.append(math.log(tps[p.id] / float(p.measured_tps or 1.0)))
+    return np.asarray(out)
+
+
+def step_error(log_error: float) -> float:
+    """Predicted / measured step time − 1 from a log throughput error."""
+    return math.exp(-log_error) - 1.0
+
+
+# ---------------------------------------------------------------- fit --------------------------------------
+@dataclass
+class FitResult:
+    """Fitted values, which constants the runs identified, and the errors."""
+
+    space: Space
+    values: dict[str, float]
+    identified: list[str]
+    held: list[str]
+    layouts: list[Layout]
+    log_errors: np.ndarray
+    condition: float
+    warnings: list[str] = field(default_factory=list)
+    jacobian: np.ndarray | None = None
+
+    def efficiencies(self) -> dict[str, Efficiency]:
+        return efficiencies(self.space, self.values)
+
+
+def _weights(prepared: Sequence[Prepared]) -> np.ndarray:
+    counts: dict[str, int] = {}
+    for p in prepared:
+        if p.run.fit:
+            counts[p.run.source_id] = counts.get(p.run.source_id, 0) + 1
+    return np.asarray([1.0 / math.sqrt(counts[p.run.source_id]) if p.run.fit else 0.0 for p in prepared])
+
+
+def _jacobian(fun: Callable[[np.ndarray], np.ndarray], u: np.ndarray, step: float = 1e-4) -> np.ndarray:
+    f0 = fun(u)
+    columns = []
+    for j in range(len(u)):
+        h = step if u[j] + step <= 1.0 else -step
+        shifted = u.copy()
+        shifted[j] += h
+        columns.append((fun(shifted) - f0) / h)
+    return np.stack(columns, axis=1) if columns else np.zeros((len(f0), 0))
+
+
+def identify(jacobian: np.ndarray, n_runs: int) -> tuple[list[int], float]:
+    """Columns of the Jacobian the runs identify (pivoted QR, module docstring) and their condition number."""
+    from scipy.linalg import qr
+
+    norms = np.linalg.norm(jacobian, axis=0)
+    live = [j for j in range(jacobian.shape[1]) if norms[j] > 1e-9]
+    if not live:
+        return [], math.inf
+    scaled = jacobian[:, live] / norms[live]
+    _, r, pivots = qr(scaled, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(r))
+    rank = int(np.sum(diag > IDENTIFY_TOLERANCE * diag[0]))
+    rank = min(rank, n_runs)
+    chosen = sorted(live[k] for k in pivots[:rank])
+    sv = np.linalg.svd(jacobian[:, chosen] / norms[chosen], compute_uv=False)
+    return chosen, float(sv[0] / sv[-1]) if len(sv) and sv[-1] > 0 else math.inf
+
+
+def _solve(
+    prepared: Sequence[Prepared], layouts: Sequence[Layout], space: Space, chosen: list[int], u0: np.ndarray
+) -> np.ndarray:
+    from scipy.optimize import least_squares
+
+    weights = _weights(prepared)
+    mask = weights > 0
+
+    def residuals(sub: np.ndarray) -> np.ndarray:
+        u = u0.copy()
+        u[chosen] = sub
+        return (weights * log_errors(prepared, layouts, space, space.values(u)))[mask]
+
+    if not chosen:
+        return u0
+    result = least_squares(
+        residuals,
+        u0[chosen],
+        bounds=(0.0, 1.0),
+        method="trf",
+        x_scale=1.0,
+        diff_step=1e-5,
+        ftol=1e-12,
+        xtol=1e-10,
+        gtol=1e-12,
+        max_nfev=200,
+    )
+    u = u0.copy()
+    u[chosen] = result.x
+    return u
+
+
+def fit_fixed(
+    prepared: Sequence[Prepared], layouts: Sequence[Layout], space: Space, u0: np.ndarray | None = None
+) -> tuple[np.ndarray, list[int], float, np.ndarray]:
+    """Identify and fit on fixed layouts: (coordinates, identified columns, condition, weighted Jacobian)."""
+    weights = _weights(prepared)
+    mask = weights > 0
+    start = space.start() if u0 is None else u0
+
+    def weighted(u: np.ndarray) -> np.ndarray:
+        return (weights * log_errors(prepared, layouts, space, space.values(u)))[mask]
+
+    jac = _jacobian(weighted, start)
+    chosen, condition = identify(jac, int(mask.sum()))
+    return _solve(prepared, layouts, space, chosen, start), chosen, condition, jac
+
+
+def calibrate(
+    prepared: Sequence[Prepared], base: dict[str, Efficiency], hold: Sequence[str] = ()
+) -> FitResult:
+    """Fit the constants the runs identify; hold the rest (and those named in ``hold``) at ``base``."""
+    fit_runs = [p for p in prepared if p.run.fit]
+    if not fit_runs:
+        raise SpecError("no run has fit: true", where="runs", hint="mark the runs to fit with fit: true")
+    space = make_space(prepared, base, hold)
+    start = space.start()
+    start_values = space.values(start)
+    start_effs = efficiencies(space, start_values)
+    layouts = [complete_layout(p, run_efficiency(p, start_effs, start_values, space)) for p in prepared]
+    u, chosen, condition, _ = fit_fixed(prepared, layouts, space, start)
+    if any(len(p.request.pins.pinned()) < len(Layout.model_fields) for p in prepared):
+        values = space.values(u)
+        effs = efficiencies(space, values)
+        layouts = [complete_layout(p, run_efficiency(p, effs, values, space)) for p in prepared]
+        u = _solve(prepared, layouts, space, chosen, u)
+        values = space.values(u)  # report the layouts the final constants choose
+        effs = efficiencies(space, values)
+        layouts = [complete_layout(p, run_efficiency(p, effs, values, space)) for p in prepared]
+    values = space.values(u)
+    identified = [space.keys[j] for j in chosen]
+    held = [k for k in space.keys if k not in identified]
+    for key in held:  # exactly the base value, not its clipped coordinate
+        values[key] = base_value(space, key)
+    errors = log_errors(prepared, layouts, space, values)
+    weights = _weights(prepared)
+    jac = _jacobian(
+        lambda x: (weights * log_errors(prepared, layouts, space, space.values(x)))[weights > 0], u
+    )
+    result = FitResult(space, values, identified, held, layouts, errors, condition, jacobian=jac[:, chosen])
+    result.warnings = fit_warnings(len(fit_runs), space, identified, held)
+    return result
+
+
+def fit_warnings(n_runs: int, space: Space, identified: list[str], held: list[str]) -> list[str]:
+    """Say when the fit is under-determined, and which constants the runs could not identify."""
+    out = []
+    if n_runs < len(space.keys):
+        out.append(
+            f"under-determined: {n_runs} runs for {len(space.keys)} constants; the fit sets only the "
+            f"{len(identified)} the runs identify"
+        )
+    if held:
+        out.append("not identified by these runs, held at the base values: " + ", ".join(held))
+    if identified and n_runs <= len(identified):
+        out.append(
+            f"as many constants fitted as runs ({n_runs}): the in-fit residuals say nothing about accuracy (see leave-one-out)"
+        )
+    return out
+
+
+# ---------------------------------------------------------------- generalisation ---------------------------
+def leave_one_out(prepared: Sequence[Prepared], result: FitResult) -> tuple[dict[str, float], str]:
+    """Log error of each fitted run predicted by a fit without it: exact refits up to EXACT_LOO_MAX_RUNS runs,
+    else the linearised estimate r_i / (1 - h_ii) (the hat matrix of the Jacobian; exact for a linear model)."""
+    fit_idx = [i for i, p in enumerate(prepared) if p.run.fit]
+    if len(fit_idx) <= EXACT_LOO_MAX_RUNS:
+        out = {}
+        for i in fit_idx:
+            fold = [p if j != i else _unfitted(p) for j, p in enumerate(prepared)]
+            if not any(q.run.fit for q in fold):
+                continue
+            u, _, _, _ = fit_fixed(fold, result.layouts, result.space, _coordinates(result))
+            out[prepared[i].id] = float(
+                log_errors(fold, result.layouts, result.space, result.space.values(u))[i]
+            )
+        return out, "exact refits"
+    jac = result.jacobian if result.jacobian is not None else np.zeros((len(fit_idx), 0))
+    hat = (
+        jac @ np.linalg.pinv(jac.T @ jac) @ jac.T if jac.shape[1] else np.zeros((len(fit_idx), len(fit_idx)))
+    )
+    leverage = np.clip(np.diag(hat), 0.0, 0.999)
+    return (
+        {prepared[i].id: float(result.log_errors[i] / (1.0 - leverage[k])) for k, i in enumerate(fit_idx)},
+        "linearised r/(1-h)",
+    )
+
+
+def _unfitted(p: Prepared) -> Prepared:
+    return Prepared(p.index, p.run.model_copy(update={"fit": False}), p.request, p.family, p.measured_tps)
+
+
+def _coordinates(result: FitResult) -> np.ndarray:
+    space = result.space
+    return np.asarray(
+        [
+            min(1.0, max(0.0, (result.values[k] - lo) / (hi - lo)))
+            for k, lo, hi in zip(space.keys, space.lows, space.highs, strict=True)
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One run predicted by constants fitted without its source."""
+
+    id: str
+    source: str
+    family: str
+    log_error: float
+    memory_error: float | None
+
+
+def leave_one_source_out(prepared: Sequence[Prepared], base: dict[str, Efficiency]) -> list[HeldOut]:
+    """Every run predicted by a fit on the runs of every other source (their layouts searched anew with the
+    fold's constants when not fully stated). A source with no fitted run is predicted by the full fit."""
+    out: list[HeldOut] = []
+    for source in sorted({p.run.source_id for p in prepared}):
+        fold = [_unfitted(p) if p.run.source_id == source else p for p in prepared]
+        if not any(p.run.fit for p in fold):
+            continue
+        result = calibrate(fold, base)
+        effs = result.efficiencies()
+        for i, p in enumerate(fold):
+            if p.run.source_id != source:
+                continue
+            eff = run_efficiency(p, effs, result.values, result.space)
+            memory = memory_error(p, predict(p, result.layouts[i], eff)[1])
+            out.append(HeldOut(p.id, source, p.family, float(result.log_errors[i]), memory))
+    return out
+
+
+def memory_error(p: Prepared, predicted_bytes: float) -> float | None:
+    """Predicted / measured peak memory − 1 (allocated peaks are compared without the fixed reserve)."""
+    peak = p.run.peak_memory
+    if peak is None:
+        return None
+    if peak.kind == "allocated":
+        predicted_bytes -= p.request.constraints.reserve_bytes
+    return predicted_bytes / (peak.gib * 2**30) - 1.0
+
+
+def summary(errors: Sequence[float]) -> tuple[float, float]:
+    """(median, worst) absolute value."""
+    absolute = [abs(e) for e in errors]
+    return (statistics.median(absolute), max(absolute)) if absolute else (math.nan, math.nan)

@@ -1,0 +1,206 @@
+"""MEASURED.yaml: runs timed on the user's cluster, and the one mapping from a run to a layout request.
+
+A file has ``runs:`` (and optionally ``models:`` and ``gpus:``, inline shapes and specs its runs name). Each
+run states what ran (model, GPU, GPU count, sequence, global batch, the layout, the stack facts the time model
+takes today) and what was measured (step seconds or a throughput, optionally the peak memory of one rank).
+docs/calibration.md shows a complete file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from runplan.errors import SpecError
+from runplan.hardware import GpuSpec
+from runplan.model import ModelShape
+from runplan.parallel.layout import Constraints, ParallelRequest, Pins
+from runplan.parallel.stack import Stack
+from runplan.units import PositiveCount, PositiveNumber
+
+if TYPE_CHECKING:
+    from runplan.catalog import Catalog
+    from runplan.yamlio import LoadedYaml
+
+#: The throughput a run may state (one of them), each convertible to tokens per second per GPU.
+THROUGHPUT_KEYS = ("step_seconds", "tokens_per_second_per_gpu", "tflops_per_gpu", "mfu")
+
+
+class Measured(BaseModel):
+    """What was measured: exactly one of step_seconds, tokens_per_second_per_gpu, tflops_per_gpu (model FLOPs,
+    PaLM convention) or mfu; or a speedup over another run of the same file (``speedup`` + ``speedup_over``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_seconds: PositiveNumber | None = Field(None, description="Seconds per optimizer step.")
+    tokens_per_second_per_gpu: PositiveNumber | None = Field(None, description="Training tokens/s per GPU.")
+    tflops_per_gpu: PositiveNumber | None = Field(
+        None, description="Model TFLOP/s per GPU (6N + attention per token, no recomputation)."
+    )
+    mfu: PositiveNumber | None = Field(None, description="Model FLOPs utilisation (PaLM, App. B).")
+    speedup: PositiveNumber | None = Field(None, description="Throughput / throughput of `speedup_over`.")
+    speedup_over: str | None = Field(None, description="Id of the run the speedup is measured against.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Measured:
+        given = [key for key in THROUGHPUT_KEYS if getattr(self, key) is not None]
+        if (self.speedup is None) != (self.speedup_over is None):
+            raise ValueError("speedup and speedup_over go together")
+        if len(given) + (self.speedup is not None) != 1:
+            raise ValueError(f"give exactly one of {', '.join(THROUGHPUT_KEYS)} or speedup + speedup_over")
+        return self
+
+
+class PeakMemory(BaseModel):
+    """Peak memory of one GPU as the run logged it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gib: PositiveNumber = Field(description="Peak memory in GiB.")
+    kind: Literal["allocated", "reserved", "device"] = Field(
+        "reserved",
+        description="allocated = torch.cuda.max_memory_allocated (no CUDA context, NCCL buffers or allocator "
+        "slack: compared without the reserve); reserved = max_memory_reserved; device = nvidia-smi.",
+    )
+    rank: str = Field("", description="Which rank (free text, e.g. 'last pipeline stage').")
+
+
+class MeasuredRun(BaseModel):
+    """One measured run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(description="Unique name of the run.")
+    source: str | None = Field(
+        None, description="Independent measurement it belongs to (leave-one-source-out); default: its id."
+    )
+    model: str | ModelShape = Field(description="Catalog name, a name under `models:`, or an inline shape.")
+    schedule_layers: PositiveCount | None = Field(
+        None, description="Layer slots the pipeline schedule is laid out with (uneven first/last stages)."
+    )
+    gpu: str | GpuSpec = Field(description="Catalog GPU name, a name under `gpus:`, or an inline spec.")
+    n_gpus: PositiveCount
+    gpus_per_node: PositiveCount | None = None
+    seq_len: PositiveCount
+    global_batch: PositiveCount | None = Field(None, description="Sequences per optimizer step.")
+    global_batch_tokens: PositiveNumber | None = Field(
+        None, description="Tokens per step, when only that is known (layouts within 5% of it are accepted)."
+    )
+    layout: Pins = Field(
+        description="The layout that ran (tp, pp, dp, cp, ep, zero, micro_batch, microbatches, vpp, recompute, "
+        "sequence_parallel); axes left out are chosen by the search as the fastest."
+    )
+    stack: Stack = Field(
+        default_factory=Stack,
+        description="The software stack it ran on: a preset name or {preset: ..., field: override} "
+        "(parallel/stack.py: FlashAttention, TP overlap, recompute modules, dropout, gradient dtype, ...).",
+    )
+    attention_kernel: str | None = Field(
+        None,
+        description="A named attention kernel whose rate is fitted apart (reported, never planned with).",
+    )
+    measured: Measured
+    peak_memory: PeakMemory | None = None
+    fit: bool = Field(True, description="False: predicted and reported, not fitted.")
+
+    @model_validator(mode="after")
+    def _one_batch(self) -> MeasuredRun:
+        if (self.global_batch is None) == (self.global_batch_tokens is None):
+            raise ValueError("give exactly one of global_batch (sequences) or global_batch_tokens")
+        return self
+
+    @property
+    def source_id(self) -> str:
+        return self.source or self.id
+
+
+class MeasuredFile(BaseModel):
+    """A MEASURED.yaml document."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: dict[str, ModelShape] = Field(default_factory=dict, description="Inline shapes runs name.")
+    gpus: dict[str, GpuSpec] = Field(default_factory=dict, description="Inline GPU specs runs name.")
+    runs: list[MeasuredRun] = Field(min_length=1)
+
+
+def parse_measured(loaded: LoadedYaml) -> MeasuredFile:
+    """Validate a loaded MEASURED.yaml; every problem is one line naming ``file:line: runs[i].key``."""
+    from runplan.validation import spec_error_from_validation
+
+    if not isinstance(loaded.data, dict):
+        raise SpecError(
+            "a measured-runs file is a mapping with a 'runs:' list",
+            source=loaded.where(()),
+            hint="see docs/calibration.md",
+        )
+    try:
+        measured = MeasuredFile.model_validate(loaded.data)
+    except ValidationError as error:
+        raise spec_error_from_validation(error, MeasuredFile, loaded) from None
+    ids = [run.id for run in measured.runs]
+    for i, run in enumerate(measured.runs):
+        if ids.index(run.id) != i:
+            raise loaded.locate(
+                SpecError(f"duplicate run id {run.id!r}", where=f"runs[{i}].id", hint="ids are unique")
+            )
+        over = run.measured.speedup_over
+        if over is not None and over not in ids:
+            raise loaded.locate(
+                SpecError(
+                    f"no run {over!r} in this file",
+                    where=f"runs[{i}].measured.speedup_over",
+                    hint="name a run id",
+                )
+            )
+    return measured
+
+
+def resolve_shape(
+    run: MeasuredRun, i: int, file: MeasuredFile, catalog: Catalog
+) -> tuple[ModelShape, ModelShape]:
+    """(the model as trained, the shape its pipeline schedule is searched with)."""
+    from runplan.architect import resolve_model
+
+    if isinstance(run.model, ModelShape):
+        shape = run.model if run.model.name else run.model.model_copy(update={"name": run.id})
+    elif run.model in file.models:
+        shape = file.models[run.model].model_copy(update={"name": run.model})
+    else:
+        shape, _ = resolve_model(run.model, catalog, where=f"runs[{i}].model")
+    scheduled = shape.model_copy(update={"n_layers": run.schedule_layers}) if run.schedule_layers else shape
+    return shape, scheduled
+
+
+def resolve_gpu(run: MeasuredRun, i: int, file: MeasuredFile, catalog: Catalog) -> GpuSpec:
+    if isinstance(run.gpu, GpuSpec):
+        return run.gpu
+    if run.gpu in file.gpus:
+        return file.gpus[run.gpu]
+    return catalog.gpu(run.gpu, where=f"runs[{i}].gpu")
+
+
+def measured_request(run: MeasuredRun, shape: ModelShape, gpu: GpuSpec) -> ParallelRequest:
+    """THE mapping from a measured run to the layout request the time model evaluates (one place: the stack
+    facts a run states become the request's fields here and nowhere else).
+
+    The bubble cap is lifted (the layout really ran) and the batch is exact when given in sequences.
+    """
+    if run.global_batch is not None:
+        batch_tokens, tolerance = float(run.global_batch * run.seq_len), 0.0
+    else:
+        batch_tokens, tolerance = float(run.global_batch_tokens or 0.0), 0.05
+    return ParallelRequest(
+        model=shape,
+        gpu=gpu,
+        n_gpus=run.n_gpus,
+        gpus_per_node=run.gpus_per_node,
+        seq_len=run.seq_len,
+        global_batch_tokens=batch_tokens,
+        global_batch_tolerance=tolerance,
+        stack=run.stack,
+        top=1,
+        pins=run.layout,
+        constraints=Constraints(max_bubble_fraction=0.99, allow_cross_node_tp=True),
+    )

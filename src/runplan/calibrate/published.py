@@ -1,0 +1,137 @@
+"""``benchmarks/published_runs.yaml`` (published training runs with their sources) read as measured runs.
+
+The shipped calibration is ``runplan calibrate`` on that file: a published-runs document (it has ``sources:``)
+is converted here row by row, so both files go through the same fit. Per row:
+
+* the throughput compared is tokens/s per GPU where printed or derived, else step seconds, else model TFLOP/s
+  per GPU, else MFU; a ``speedup`` row is compared as its ratio over its ``baseline`` row;
+* stack facts (``_stack``): ``flash_attention`` (null = not stated: on), ``tp_comm_overlap`` (null: off),
+  gradient bytes, dropout, the selective recompute kind, the distributed optimizer, and Megatron-LM 2021-22's
+  scatter/gather of pipeline sends for its sources;
+  ``sequence_parallel`` and ``recompute`` fill the layout where the pins leave them open (every selective
+  variant is runplan's selective recompute);
+* fp8 rows are skipped (the time model is bf16); fp16 runs at the bf16 tensor-core rate on A100 and H100;
+* rows marked ``fit: false`` are predicted, not fitted, except rows held out only because their stack facts
+  could not be expressed before (``pending_stack``), which now are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Recompute names of the published rows' ``stack:`` mapped onto runplan's three modes.
+_RECOMPUTE = {
+    "none": "none",
+    "full": "full",
+    "selective-paper": "selective",
+    "selective-core": "selective",
+    "torchtitan-op-sac": "selective",
+    "selective-layer": "selective",
+}
+
+
+#: Selective recomputation as each published source describes it, in Megatron-core module names (stack.py).
+_SELECTIVE_MODULES = {
+    "selective-paper": ("core_attn",),  # Korthikanti et al. 2022 §5: the attention core
+    "selective-core": ("core_attn",),  # Megatron-core's default --recompute-modules
+    "torchtitan-op-sac": ("mlp_act", "moe_act"),  # op-level SAC of the MLP activation
+}
+#: Sources whose Megatron-LM (2021-22) scattered pipeline sends over the TP ranks (Narayanan et al. 2021 §4.1).
+_SCATTER_GATHER_SOURCES = ("nvidia-megatron-2021", "nvidia-megatron-2022", "bigscience-bloom-2022")
+
+
+def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
+    """The row's stated stack facts as a runplan Stack mapping (facts not stated keep the default stack)."""
+    out: dict[str, Any] = {
+        "flash_attention": stack.get("flash_attention") is not False,
+        "tp_comm_overlap": bool(row.get("tp_comm_overlap") or stack.get("tp_comm_overlap")),
+        "gradient_dtype": "fp32" if row.get("gradient_bytes", 4) == 4 else "bf16",
+        "pipeline_scatter_gather": (row.get("source_id") or "") in _SCATTER_GATHER_SOURCES,
+    }
+    if stack.get("dropout"):
+        out["hidden_dropout"] = out["attention_dropout"] = float(stack["dropout"])
+    if stack.get("recompute") in _SELECTIVE_MODULES:
+        out["selective_recompute"] = _SELECTIVE_MODULES[stack["recompute"]]
+    if stack.get("distributed_optimizer") is not None:
+        out["distributed_optimizer"] = bool(stack["distributed_optimizer"])
+    return out
+
+
+def is_published(data: Any) -> bool:
+    """Whether a loaded document is a published-runs file (has ``sources:`` and rows with ``published:``)."""
+    return isinstance(data, dict) and "sources" in data and isinstance(data.get("runs"), list)
+
+
+def _measured(row: dict[str, Any]) -> dict[str, Any]:
+    published = row.get("published") or {}
+    if row.get("metric") == "speedup":
+        return {"speedup": published["speedup"], "speedup_over": row["baseline"]}
+    for key, name in (
+        ("tokens_per_s_per_gpu", "tokens_per_second_per_gpu"),
+        ("step_seconds", "step_seconds"),
+        ("tflops_per_gpu", "tflops_per_gpu"),
+        ("mfu", "mfu"),
+    ):
+        if published.get(key) is not None:
+            return {name: published[key]}
+    return {}
+
+
+def _layout(row: dict[str, Any]) -> dict[str, Any]:
+    layout = dict(row.get("pins") or {})
+    stack = row.get("stack") or {}
+    stated = stack.get("sequence_parallel")
+    if "sequence_parallel" not in layout and stated is not None and (stated or layout.get("tp", 2) > 1):
+        layout["sequence_parallel"] = bool(stated)
+    if "recompute" not in layout and stack.get("recompute") in _RECOMPUTE:
+        layout["recompute"] = _RECOMPUTE[stack["recompute"]]
+    return layout
+
+
+def _peak_memory(row: dict[str, Any]) -> dict[str, Any] | None:
+    if row.get("peak_memory_gib") is not None:
+        return {
+            "gib": row["peak_memory_gib"],
+            "kind": row.get("peak_memory_kind", "reserved"),
+            "rank": str(row.get("peak_memory_rank", "")),
+        }
+    memory = (row.get("published") or {}).get("memory_gib")
+    return {"gib": memory, "kind": "reserved"} if memory is not None else None
+
+
+def measured_document(data: dict[str, Any]) -> dict[str, Any]:
+    """A MEASURED.yaml document (dict) from a published-runs document: usable rows only (module docstring)."""
+    models = data.get("models") or {}
+    runs = []
+    for row in data["runs"]:
+        stack = row.get("stack") or {}
+        if row.get("precision", "bf16") == "fp8" or stack.get("precision") == "fp8":
+            continue
+        shape = dict(models.get(row["model"], {}))
+        if row.get("learned_positions"):
+            shape["learned_positions"] = row["learned_positions"]
+        run: dict[str, Any] = {
+            "id": row["id"],
+            "source": row.get("source_id") or row.get("source"),
+            "model": {"name": row["model"], **shape} if shape else row["model"],
+            "gpu": row["gpu"],
+            "n_gpus": row["n_gpus"],
+            "seq_len": row["seq_len"],
+            "layout": _layout(row),
+            "stack": _stack(row, stack),
+            "measured": _measured(row),
+            "fit": bool(row.get("fit", True) or row.get("pending_stack", False)),
+        }
+        for key in ("schedule_layers", "global_batch", "global_batch_tokens", "attention_kernel"):
+            if row.get(key) is not None:
+                run[key] = row[key]
+        memory = _peak_memory(row)
+        if memory is not None:
+            run["peak_memory"] = memory
+        runs.append(run)
+    ids = {run["id"] for run in runs}
+    for run in runs:  # a speedup whose baseline was skipped cannot be compared
+        if run["measured"].get("speedup_over") not in (None, *ids):
+            run["fit"] = False
+    runs = [r for r in runs if r["measured"].get("speedup_over") in (None, *ids)]
+    return {"gpus": data.get("gpus") or {}, "runs": runs}

@@ -1,0 +1,154 @@
+"""One calibration, end to end: measured runs in, a :class:`Calibration` and its per-run report out."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runplan.calibrate.calibration import Calibration, FamilyCalibration, Residuals, shipped_calibration
+from runplan.calibrate.constants import ATTENTION_FRACTION_OF_GEMM, PRIORS
+from runplan.calibrate.fit import (
+    calibrate,
+    leave_one_out,
+    memory_error,
+    predict,
+    run_efficiency,
+    step_error,
+    summary,
+)
+from runplan.parallel.layout import Efficiency, Layout
+from runplan.parallel.timing import COLLECTIVE_LATENCY_SECONDS
+
+if TYPE_CHECKING:
+    from runplan.calibrate.fit import Prepared
+
+
+class RunResidual(BaseModel):
+    """One run: what was measured, what the calibrated model predicts, and the errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    source: str
+    family: str
+    fit: bool
+    layout: str = Field(
+        description="The layout evaluated (completed by the search where the run left axes open)."
+    )
+    step_error: float = Field(description="Predicted / measured step time − 1 (a speedup run: of its ratio).")
+    leave_one_out_error: float | None = Field(None, description="The same, from a fit without this run.")
+    memory_error: float | None = Field(None, description="Predicted / measured peak memory − 1.")
+
+
+class CalibrationReport(BaseModel):
+    """What ``runplan calibrate`` prints (``--json``) and writes (``calibration``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    calibration: Calibration
+    runs: list[RunResidual]
+    condition_number: float = Field(description="Of the column-scaled Jacobian over the fitted constants.")
+    warnings: list[str] = Field(default_factory=list)
+
+
+def prior_efficiencies() -> dict[str, Efficiency]:
+    """The uncalibrated planning values (:data:`~runplan.calibrate.constants.PRIORS`) for every family."""
+    eff = Efficiency(
+        **PRIORS,
+        attention_fraction=ATTENTION_FRACTION_OF_GEMM * PRIORS["gemm_peak_fraction"],
+        collective_latency_seconds=COLLECTIVE_LATENCY_SECONDS,
+    )
+    return {"ampere": eff, "hopper": eff}
+
+
+def base_efficiencies(base: Literal["shipped", "priors"] | Calibration) -> tuple[dict[str, Efficiency], str]:
+    """(Efficiency per family the held constants come from, its name)."""
+    if base == "priors":
+        return prior_efficiencies(), "priors"
+    shipped = shipped_calibration()
+    effs = {family: c.efficiency for family, c in shipped.families.items()}
+    if base == "shipped":
+        return effs, f"shipped ({shipped.name})"
+    assert isinstance(base, Calibration)
+    effs.update({family: c.efficiency for family, c in base.families.items()})
+    return effs, base.source or base.name
+
+
+def _layout_text(layout: Layout) -> str:
+    return (
+        f"TP{layout.tp} PP{layout.pp} DP{layout.dp} CP{layout.cp} ZeRO-{layout.zero} mbs{layout.micro_batch} "
+        f"m{layout.microbatches} v{layout.vpp} {layout.recompute}{' SP' if layout.sequence_parallel else ''}"
+    )
+
+
+def run_calibration(
+    prepared: list[Prepared],
+    *,
+    name: str,
+    measured_file: str,
+    base: Literal["shipped", "priors"] | Calibration = "shipped",
+    created: str | None = None,
+) -> CalibrationReport:
+    """Fit, leave-one-out, and the calibration file with its provenance."""
+    base_effs, base_name = base_efficiencies(base)
+    result = calibrate(prepared, base_effs)
+    loo, loo_method = leave_one_out(prepared, result)
+    effs = result.efficiencies()
+    rows = []
+    for i, p in enumerate(prepared):
+        eff = run_efficiency(p, effs, result.values, result.space)
+        memory = memory_error(p, predict(p, result.layouts[i], eff)[1])
+        rows.append(
+            RunResidual(
+                id=p.id,
+                source=p.run.source_id,
+                family=p.family,
+                fit=p.run.fit,
+                layout=_layout_text(result.layouts[i]),
+                step_error=step_error(float(result.log_errors[i])),
+                leave_one_out_error=step_error(loo[p.id]) if p.id in loo else None,
+                memory_error=memory,
+            )
+        )
+    fitted = [r for r in rows if r.fit]
+    median, worst = summary([r.step_error for r in fitted])
+    loo_errors = [r.leave_one_out_error for r in fitted if r.leave_one_out_error is not None]
+    loo_median, loo_worst = summary(loo_errors) if loo_errors else (None, None)
+    families = {}
+    for family in sorted({p.family for p in prepared if p.run.fit}):
+        keys = [k for k in result.space.keys if not k.startswith("attention_kernel")]
+        mine = [k for k in keys if "[" not in k or k.endswith(f"[{family}]")]
+        families[family] = FamilyCalibration(
+            efficiency=effs[family],
+            runs=[p.id for p in prepared if p.run.fit and p.family == family],
+            fitted=[k.split("[")[0] for k in mine if k in result.identified],
+            held=[k.split("[")[0] for k in mine if k in result.held],
+        )
+    kernels = {
+        k[len("attention_kernel[") : -1]: v
+        for k, v in result.values.items()
+        if k.startswith("attention_kernel")
+    }
+    calibration = Calibration(
+        name=name,
+        created=created or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        measured_file=measured_file,
+        base=base_name,
+        families=families,
+        attention_kernels=kernels,
+        residuals=Residuals(
+            runs=len(fitted),
+            median_abs_error=median,
+            worst_abs_error=worst,
+            leave_one_out_median_abs_error=loo_median,
+            leave_one_out_worst_abs_error=loo_worst,
+            leave_one_out_method=loo_method,
+            per_run={r.id: round(r.step_error, 6) for r in fitted},
+        ),
+        warnings=result.warnings,
+    )
+    return CalibrationReport(
+        calibration=calibration, runs=rows, condition_number=result.condition, warnings=result.warnings
+    )

@@ -1,0 +1,136 @@
+"""`runplan calibrate MEASURED.yaml -o calibration.yaml`: fit the time model's constants to measured runs.
+
+Parses flags, calls ``runplan.calibrate``, renders. The file it writes is what ``plan``, ``parallelize`` and
+``check`` take with ``--calibration`` (plan key ``calibration:``). Nothing heavy is imported at module level.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from runplan.cli.common import handle_errors, print_json
+
+HEADER = (
+    "# runplan calibration: time-model constants per GPU family, fitted by `runplan calibrate` on the runs\n"
+    "# listed under each family (provenance below). Use it with `runplan plan|parallelize|check --calibration`\n"
+    "# or the plan key `calibration:`. What each constant means and its bounds: runplan.calibrate.constants,\n"
+    "# docs/calibration.md.\n"
+)
+
+
+def load_measured(path: Path, catalog_files: list[str]) -> tuple[list[Any], str]:
+    """(prepared runs, display name) of a MEASURED.yaml or a published-runs file; errors at file:line."""
+    from runplan.calibrate.fit import prepare
+    from runplan.calibrate.measured import MeasuredFile, parse_measured
+    from runplan.calibrate.published import is_published, measured_document
+    from runplan.catalog import load_catalog
+    from runplan.cli.common import located
+    from runplan.yamlio import load_yaml_file
+
+    loaded = load_yaml_file(path)
+    catalog = load_catalog(catalog_files)
+    if is_published(loaded.data):
+        measured = MeasuredFile.model_validate(measured_document(loaded.data))
+    else:
+        measured = parse_measured(loaded)
+    with located(loaded):
+        return prepare(measured, catalog), path.stem
+
+
+def render(report: Any, written: Path | None) -> None:
+    from rich.table import Table
+
+    from runplan.cli.common import console
+
+    out = console()
+    cal = report.calibration
+    table = Table(title=f"Calibration on {cal.measured_file}", title_justify="left")
+    for column in ("run", "source", "layout evaluated", "step error", "leave-one-out", "memory error"):
+        table.add_column(
+            column, justify="left" if column in ("run", "source", "layout evaluated") else "right"
+        )
+    for r in report.runs:
+        table.add_row(
+            r.id + ("" if r.fit else " (not fitted)"),
+            r.source,
+            r.layout,
+            f"{r.step_error:+.1%}",
+            "" if r.leave_one_out_error is None else f"{r.leave_one_out_error:+.1%}",
+            "" if r.memory_error is None else f"{r.memory_error:+.1%}",
+        )
+    out.print(table)
+    res = cal.residuals
+    out.print(
+        f"step time, predicted / measured − 1 over {res.runs} fitted runs: median |error| {res.median_abs_error:.1%}, "
+        f"worst {res.worst_abs_error:.1%}"
+    )
+    if res.leave_one_out_median_abs_error is not None:
+        out.print(
+            f"leave-one-out ({res.leave_one_out_method}): median |error| {res.leave_one_out_median_abs_error:.1%}, "
+            f"worst {res.leave_one_out_worst_abs_error:.1%}"
+        )
+    constants = Table(
+        title="Constants (fitted = identified by these runs; held = base values)", title_justify="left"
+    )
+    constants.add_column("constant")
+    for family in cal.families:
+        constants.add_column(family, justify="right")
+    for name in type(next(iter(cal.families.values())).efficiency).model_fields:
+        cells = []
+        for fam in cal.families.values():
+            value = getattr(fam.efficiency, name)
+            mark = " (held)" if name in fam.held else (" (fitted)" if name in fam.fitted else "")
+            cells.append(("-" if value is None else f"{value:.4g}") + mark)
+        constants.add_row(name, *cells)
+    out.print(constants)
+    out.print(f"condition number of the fitted constants: {report.condition_number:.3g}; base: {cal.base}")
+    err = console(stderr=True)
+    for warning in report.warnings:
+        err.print(f"warning: {warning}")
+    if written is not None:
+        out.print(f"wrote {written}")
+
+
+@handle_errors
+def calibrate(
+    measured: Path = typer.Argument(
+        ..., help="MEASURED.yaml: runs timed on your cluster (docs/calibration.md)."
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the calibration YAML here."),
+    base: str = typer.Option(
+        "shipped",
+        "--base",
+        help="Where constants the runs cannot identify come from: shipped, priors, or a calibration file.",
+    ),
+    name: str | None = typer.Option(
+        None, "--name", help="Name recorded in the file (default: the file stem)."
+    ),
+    catalog_file: list[str] = typer.Option([], "--catalog", help="Extra catalog YAML file(s)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Fit the time model's physical constants to step times measured on your cluster."""
+    from runplan.calibrate.calibration import dump_calibration, load_calibration
+    from runplan.calibrate.run import run_calibration
+    from runplan.cli.common import check_output_path, write_output
+
+    if output is not None:
+        check_output_path(output, "--output", not_over=measured)
+    base_choice: Any = base if base in ("shipped", "priors") else load_calibration(base)
+    prepared, stem = load_measured(measured, catalog_file)
+    report = run_calibration(prepared, name=name or stem, measured_file=str(measured), base=base_choice)
+    written = None
+    if output is not None:
+        written = write_output(
+            dump_calibration(report.calibration, HEADER), output, "--output", not_over=measured
+        )
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+        return
+    render(report, written)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="calibrate")(calibrate)

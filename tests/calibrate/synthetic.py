@@ -1,0 +1,92 @@
+"""Measured runs generated from known constants (for the recovery test)."""
+
+from __future__ import annotations
+
+from runplan.calibrate.fit import Prepared, predict, prepare
+from runplan.calibrate.measured import MeasuredFile
+from runplan.catalog import load_catalog
+from runplan.parallel.layout import Efficiency, Layout
+
+#: The constants the synthetic runs are generated with (none equal to a prior or to the shipped value).
+TRUTH = {
+    "gemm_peak_fraction": 0.66,
+    "gemm_half_dim": 40.0,
+    "network_efficiency": 0.85,
+    "inter_node_network_efficiency": 0.55,
+    "step_overhead_seconds": 0.3,
+    "elementwise_traffic_factor": 7.5,
+    "tp_overlap_fraction": 0.6,
+    "dp_overlap_interference": 0.3,
+}
+
+# (model, GPUs, seq, global batch, tp, pp, dp, zero, mbs, vpp, recompute, sp, tp overlap)
+LAYOUTS = [
+    ("llama-3.1-8b", 8, 8192, 32, 1, 1, 8, 1, 1, 1, "none", False, False),
+    ("llama-3.1-8b", 8, 2048, 256, 1, 1, 8, 1, 1, 1, "none", False, False),
+    ("llama-3.1-8b", 8, 8192, 16, 8, 1, 1, 0, 1, 1, "none", True, False),
+    ("llama-3.1-8b", 8, 8192, 16, 8, 1, 1, 0, 1, 1, "none", True, True),
+    ("llama-3.1-8b", 16, 8192, 16, 8, 1, 2, 0, 1, 1, "selective", True, True),
+    ("llama-3.1-8b", 64, 4096, 64, 1, 1, 64, 3, 1, 1, "full", False, False),
+    ("llama-3.1-8b", 128, 4096, 128, 1, 1, 128, 1, 1, 1, "none", False, False),
+    ("llama-3.1-8b", 128, 4096, 1024, 1, 1, 128, 1, 2, 1, "none", False, False),
+    ("llama-3.1-8b", 1, 1024, 8, 1, 1, 1, 0, 8, 1, "none", False, False),
+    ("llama-3.1-8b", 1, 512, 4, 1, 1, 1, 0, 1, 1, "none", False, False),
+    ("llama-3.1-70b", 64, 8192, 64, 8, 4, 2, 1, 1, 5, "none", True, True),
+    ("llama-3.1-70b", 64, 8192, 64, 8, 4, 2, 1, 1, 5, "none", True, False),
+    ("llama-3.1-70b", 256, 4096, 256, 4, 8, 8, 1, 1, 1, "full", True, True),
+    ("llama-3.1-70b", 512, 4096, 1024, 8, 8, 8, 1, 1, 5, "selective", True, True),
+    ("llama-3.1-70b", 128, 4096, 128, 8, 2, 8, 1, 1, 1, "full", True, False),
+    ("llama-3.1-70b", 128, 2048, 512, 8, 1, 16, 0, 2, 1, "full", True, False),
+]
+
+
+def synthetic_runs(truth: dict[str, float] = TRUTH, gpu: str = "h100-sxm") -> list[Prepared]:
+    """One measured run per row of LAYOUTS, its step time predicted with ``truth``."""
+    runs = []
+    for i, (model, n, seq, batch, tp, pp, dp, zero, mbs, vpp, recompute, sp, overlap) in enumerate(LAYOUTS):
+        layout = Layout(
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            cp=1,
+            ep=1,
+            zero=zero,
+            micro_batch=mbs,
+            microbatches=batch // (dp * mbs),
+            vpp=vpp,
+            recompute=recompute,
+            sequence_parallel=sp,
+        )
+        runs.append(
+            {
+                "id": f"run{i}",
+                "model": model,
+                "gpu": gpu,
+                "n_gpus": n,
+                "seq_len": seq,
+                "global_batch": batch,
+                "layout": layout.model_dump(),
+                "stack": {"tp_comm_overlap": overlap},
+                "measured": {"step_seconds": 1.0},
+            }
+        )
+    prepared = prepare(MeasuredFile.model_validate({"runs": runs}), load_catalog([]))
+    eff = Efficiency(
+        **truth, attention_fraction=0.5 * truth["gemm_peak_fraction"], collective_latency_seconds=2e-5
+    )
+    out = []
+    for p in prepared:
+        layout = Layout(**p.request.pins.pinned())
+        tps = predict(p, layout, eff)[0]
+        step = float(p.request.global_batch_tokens or 0) / tps / p.request.n_gpus
+        run = p.run.model_copy(update={"measured": p.run.measured.model_copy(update={"step_seconds": step})})
+        out.append(
+            Prepared(
+                p.index,
+                run,
+                p.request,
+                p.family,
+                float(p.request.global_batch_tokens or 0) / step / p.request.n_gpus,
+            )
+        )
+    return out
