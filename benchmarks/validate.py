@@ -40,7 +40,7 @@ from runplan.calibrate.measured import MeasuredFile
 from runplan.calibrate.published import measured_document
 from runplan.calibrate.run import prior_efficiencies
 from runplan.catalog import load_catalog
-from runplan.parallel.layout import Efficiency, Layout, ParallelRequest, Pins
+from runplan.parallel.layout import Constraints, Efficiency, Layout, ParallelRequest, Pins
 from runplan.parallel.search import search
 from runplan.parallel.stack import Stack
 from runplan.parallel.timing import HOPPER_ISOLATED_8192_GEMM_FRACTION, default_efficiency
@@ -376,6 +376,7 @@ def layout_agreement(prepared: list[Prepared]) -> tuple[list[str], list[dict]]:
             global_batch_tolerance=0.05,
             stack=base.stack,
             efficiency=default_efficiency(base.gpu),
+            constraints=Constraints(throughput_tolerance=0),  # speeds compared: the fastest, not the roomiest
             top=1,
         )
         best = search(request).layouts[0]

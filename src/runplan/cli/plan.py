@@ -140,9 +140,8 @@ def check(
     changes = [] if spec.resolved is None else diff_changes(spec.resolved, resolved_section(result), rtol)
     if update:
         from runplan.cli.common import write_output
-        from runplan.resolved import updated_text
-
         from runplan.fileio import read_text, reset_inputs
+        from runplan.resolved import updated_text
         from runplan.yamlio import MAX_FILE_BYTES
 
         original = read_text(plan_file, MAX_FILE_BYTES)
