@@ -78,6 +78,52 @@ def _section(name: str, cls: type[BaseModel], values: dict[str, Any], descriptio
     return lines
 
 
+def _checked_budget(
+    flops: str | None, model: str | None, tokens: str | None, gpus: str | None, days: str | None
+) -> tuple[str | None, str | None, bool]:
+    """(flops, days, placeholder): the budget flags checked, and a visible placeholder when none was given
+    (``days: 30`` when a GPU count was given, a cluster's budget being time; else ``flops: 2e23``)."""
+    if flops is not None:
+        parse_number(flops, where="budget.flops")
+    if days is not None:
+        parse_number(days, where="budget.days")
+    if tokens is not None:
+        parse_number(tokens, where="budget.tokens")
+        if model is None:
+            raise SpecError(
+                "--tokens needs --model", where="budget.tokens", hint="or give --flops for a new model"
+            )
+    if sum(x is not None for x in (flops, tokens, days)) > 1:
+        raise SpecError(
+            "give one of --flops, --days or --tokens", where="budget.days" if days else "budget.tokens"
+        )
+    placeholder = flops is None and tokens is None and days is None
+    if placeholder and gpus is not None:
+        days = str(DEFAULT_INIT_DAYS)
+    elif placeholder:
+        flops = DEFAULT_INIT_FLOPS
+    return flops, days, placeholder
+
+
+def _check_names(gpus: str, gpu: str, model: str | None, seq_len: str, name: str) -> None:
+    """The cluster, model, sequence and run name checked now (unknown names fail here with a did-you-mean, not
+    later in `check`)."""
+    parse_count(gpus, where="cluster.gpus")
+    parse_token_length(seq_len, where="training.seq_len")
+    from runplan.escape import run_name_problem
+
+    problem = run_name_problem(name)
+    if problem:
+        raise SpecError(f"the run name {problem}", where="name", hint="e.g. llama-70b-ablation")
+    from runplan.architect import resolve_model
+    from runplan.catalog import load_catalog
+
+    catalog = load_catalog()
+    catalog.gpu(gpu, where="cluster.gpu")
+    if model is not None:
+        resolve_model(model, catalog, where="model")
+
+
 def starter_plan(
     *,
     flops: str | None,
@@ -94,41 +140,11 @@ def starter_plan(
     Without a budget the file gets a visible placeholder: ``days: 30`` on the cluster when a GPU count was
     given (a cluster's budget is time), else ``flops: 2e23``; either is marked as one to replace.
     """
-    if flops is not None:
-        parse_number(flops, where="budget.flops")
-    if days is not None:
-        parse_number(days, where="budget.days")
-    if tokens is not None:
-        parse_number(tokens, where="budget.tokens")
-        if model is None:
-            raise SpecError(
-                "--tokens needs --model", where="budget.tokens", hint="or give --flops for a new model"
-            )
-    placeholder = flops is None and tokens is None and days is None
-    if placeholder and gpus is not None:
-        days = str(DEFAULT_INIT_DAYS)
-    elif placeholder:
-        flops = DEFAULT_INIT_FLOPS
+    flops, days, placeholder = _checked_budget(flops, model, tokens, gpus, days)
     gpus = DEFAULT_INIT_GPUS if gpus is None else gpus
-    parse_count(gpus, where="cluster.gpus")
-    parse_token_length(seq_len, where="training.seq_len")
-    from runplan.escape import run_name_problem, yaml_scalar
+    _check_names(gpus, gpu, model, seq_len, name)
+    from runplan.escape import yaml_scalar
 
-    problem = run_name_problem(name)
-    if problem:
-        raise SpecError(f"the run name {problem}", where="name", hint="e.g. llama-70b-ablation")
-    from runplan.architect import resolve_model
-    from runplan.catalog import load_catalog
-
-    catalog = load_catalog()
-    # unknown names fail here, with a did-you-mean, not later in `check`
-    catalog.gpu(gpu, where="cluster.gpu")
-    if model is not None:
-        resolve_model(model, catalog, where="model")
-    if sum(x is not None for x in (flops, tokens, days)) > 1:
-        raise SpecError(
-            "give one of --flops, --days or --tokens", where="budget.days" if days else "budget.tokens"
-        )
     chosen: dict[str, dict[str, Any]] = {
         "budget": {"flops": flops, "days": days, "tokens": tokens},
         "cluster": {"gpu": gpu, "gpus": gpus},

@@ -210,14 +210,7 @@ def parallelize(
              "--seq-len": seq_len, "--global-batch": global_batch, "--training-tokens": training_tokens,
              "--catalog": catalog_file or None}
         )  # fmt: skip
-        from runplan.cli.common import load_plan_file, located
-
-        loaded, spec = load_plan_file(plan_file)
-        with located(loaded):  # the search's errors about plan keys point at the plan file's lines
-            request, resolution, label = _request_from_plan(
-                plan_file, spec, pins, constraints, overrides.top, overrides.mfu_override, stack, calibration
-            )
-            _answer(request, resolution, as_json, label)
+        _answer_plan_file(plan_file, pins, constraints, overrides, stack, calibration, as_json)
         return
     request, resolution = _request_from_flags(
         _required(model, "--model"), gpu, catalog_file, pins, constraints, overrides, stack,
@@ -226,6 +219,26 @@ def parallelize(
     )  # fmt: skip
     request, label = _calibrated(request, calibration)
     _answer(request, resolution, as_json, label)
+
+
+def _answer_plan_file(
+    plan_file: Path,
+    pins: Pins,
+    constraints: Constraints,
+    overrides: Any,
+    stack: dict[str, Any],
+    calibration: Path | None,
+    as_json: bool,
+) -> None:
+    """Search the layout `runplan plan` would search for the plan file, with the flags laid over it."""
+    from runplan.cli.common import load_plan_file, located
+
+    loaded, spec = load_plan_file(plan_file)
+    with located(loaded):  # the search's errors about plan keys point at the plan file's lines
+        request, resolution, label = _request_from_plan(
+            plan_file, spec, pins, constraints, overrides.top, overrides.mfu_override, stack, calibration
+        )
+        _answer(request, resolution, as_json, label)
 
 
 def _calibrated(request: ParallelRequest, calibration: Path | None) -> tuple[ParallelRequest, str]:
