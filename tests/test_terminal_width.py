@@ -91,3 +91,33 @@ def test_stacked_rows_pack_pairs_without_splitting_one():
     assert pack(["a 1", "bb 22", "ccc 333"], 9, separator="   ") == ["a 1", "bb 22", "ccc 333"]
     assert pack(["a 1", "bb 22"], 11, separator="   ") == ["a 1   bb 22"]
     assert pack(["a very long pair"], 4, separator=" ") == ["a very long pair"]
+
+
+MEASURED_RUN = """\
+  - id: r{i}
+    model: llama-3.1-8b
+    gpu: h100-sxm
+    n_gpus: 8
+    seq_len: 8192
+    global_batch: {batch}
+    layout: {{tp: 1, pp: 1, dp: 8, cp: 1, ep: 1, zero: 1, micro_batch: 1, microbatches: {m}, vpp: 1,
+             recompute: none, sequence_parallel: false}}
+    measured: {{step_seconds: {step}}}
+"""
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_monitor_and_calibrate_views_fit(columns, tmp_path, shared_data_dir):
+    log = shared_data_dir / "training_logs" / "bigscience" / "tr11-176B-ml.spike-31214.log"
+    runs = [(16, 2, 5.0), (32, 4, 9.5), (64, 8, 18.0), (8, 1, 2.7)]
+    measured = tmp_path / "measured.yaml"
+    measured.write_text(
+        "runs:\n"
+        + "".join(MEASURED_RUN.format(i=i, batch=b, m=m, step=s) for i, (b, m, s) in enumerate(runs))
+    )
+    for args in (["monitor", str(log), "--checkpoint-interval", "100"], ["calibrate", str(measured)]):
+        result = CliRunner().invoke(app, args, env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+        text = result.stdout
+        assert text.strip(), args
+        assert "…" not in text
+        assert not [line for line in text.splitlines() if len(line) > columns], args

@@ -41,9 +41,8 @@ def headline(report: Report) -> str:
 
 
 def terminal(report: Report) -> None:
-    from rich.table import Table
-
     from runplan.cli.common import console
+    from runplan.report.tables import fitted_table
 
     out = console()
     style = {"healthy": "green", "watch": "yellow", "act": "bold red"}[report.verdict]
@@ -57,21 +56,21 @@ def terminal(report: Report) -> None:
     shown = [e for e in report.events if e.action != "none" or e.kind == "restart"]
     quiet = [e for e in report.events if e not in shown]
     if shown:
-        table = Table(show_header=True, box=None, padding=(0, 1))
-        for column in ("start", "peak", "end", "event", "action", "rollback to", "why"):
-            table.add_column(column, overflow="fold")
-        for e in shown:
-            action = e.action + (f" {e.wait_until_step:,}" if e.wait_until_step else "")
-            table.add_row(
+        rows = [
+            [
                 f"{e.start_step:,}",
                 f"{e.peak_step:,}",
                 _step(e.end_step),
                 e.kind,
-                action,
+                e.action + (f" {e.wait_until_step:,}" if e.wait_until_step else ""),
                 "" if e.rollback_to_step is None else f"{e.rollback_to_step:,}",
                 e.why,
-            )
-        out.print(table)
+            ]
+            for e in shown
+        ]
+        headers = ("start", "peak", "end", "event", "action", "rollback to", "why")
+        # the shared table rule: names and numbers whole, prose folds, rows stacked when even that cannot fit
+        out.print(fitted_table(out, headers, rows, left=("event", "action", "why")))
     if quiet:
         kinds = sorted({e.kind.replace("_", " ") for e in quiet})
         out.print(f"{len(quiet)} events needing nothing ({', '.join(kinds)}); --json or --report lists them")
