@@ -246,7 +246,7 @@ def constants_section() -> list[str]:
     cal = shipped_calibration()
     families = list(cal.families)
     lines = [
-        "## Shipped constants (`src/runplan/configs/calibration.yaml`)",
+        "## Shipped constants (`configs/calibration.yaml`)",
         "",
         f"`runplan calibrate benchmarks/published_runs.yaml --base priors`: {cal.residuals.runs} runs, in-fit median "
         f"{100 * cal.residuals.median_abs_error:.1f}%, worst {100 * cal.residuals.worst_abs_error:.1f}%. What each "

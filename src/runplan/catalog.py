@@ -1,6 +1,7 @@
 """GPU and model catalogs: typed loading, user files merged over the shipped ones, lookup with did-you-mean.
 
-The shipped catalogs are package data (``runplan/configs/gpus.yaml`` and ``models.yaml``, read with
+The shipped catalogs are package data (``configs/gpus.yaml`` and ``models.yaml`` at the repository top level,
+packaged as ``runplan/configs``, read with
 importlib.resources, parsed once per process with the C YAML loader when available). A user catalog is a
 YAML file with optional ``gpus:`` and ``models:`` lists in the same entry format; an entry whose name equals a
 shipped name replaces it, any other is added. Lookup is case-insensitive, treats ``_`` and spaces as ``-``,
