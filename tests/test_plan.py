@@ -296,3 +296,17 @@ def test_fmt_value_reads_units_from_field_names():
     assert fmt_value("billed_gpu_hours", 491679.4) == "491,679"
     assert fmt_value("failures_per_1000_node_days", 3.7887) == "3.79"
     assert fmt_value("canary_overhead_fraction", 0.00064) == "0.064%"
+
+
+def test_memory_plot_labels_tell_every_ranked_layout_apart():
+    from runplan.cli.common import plan_from_file
+    from runplan.report.plots import layout_label
+
+    plan = plan_from_file(str(Path(__file__).resolve().parents[1] / "examples" / "70b-512-h100.yaml"))[2]
+    layouts = [plan.layout.best, *plan.layout.runners_up]
+    labels = [layout_label(x, chosen=i == 0) for i, x in enumerate(layouts)]
+    assert len(set(labels)) == len(labels)  # no two bars share a position
+    assert all(
+        f"CP{x.cp}" in label and f"v{x.vpp}" in label for x, label in zip(layouts, labels, strict=True)
+    )
+    assert labels[0].endswith("(chosen)")

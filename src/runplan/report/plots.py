@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from runplan.errors import SpecError
+from runplan.parallel.layout import LayoutEstimate
 from runplan.plan import RunPlan
 from runplan.scaling.laws import ParametricLaw
 
@@ -28,6 +29,24 @@ def pyplot(where: str = "plan.plots") -> Any:
     return plt
 
 
+def layout_label(layout: LayoutEstimate, *, chosen: bool = False) -> str:
+    """Every axis that tells two ranked layouts apart (TP, PP, DP, CP, EP, v, ZeRO, micro-batch, recompute), on two
+    lines, and which one the plan chose."""
+    ep = f" EP{layout.ep}" if layout.ep > 1 else ""
+    head = f"TP{layout.tp} PP{layout.pp} DP{layout.dp} CP{layout.cp}{ep} v{layout.vpp}"
+    tail = f"Z{layout.zero} mbs{layout.micro_batch} {layout.recompute}"
+    return f"{head}\n{tail}" + ("\n(chosen)" if chosen else "")
+
+
+def quiet_minor_log_ticks(ax: Any) -> None:
+    """Label only the decades of a log axis: matplotlib labels minor ticks when a range spans less than a decade
+    or two, and those labels overlap (`runplan fit --plot`)."""
+    from matplotlib.ticker import NullFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_minor_formatter(NullFormatter())
+
+
 def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dict[str, str]:
     """Write the PNGs into ``directory``; return {title: file name}."""
     import numpy as np
@@ -42,17 +61,18 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
 
     # 1. memory breakdown of the top layouts, against the limit
     layouts = [plan.layout.best, *plan.layout.runners_up]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    labels = [f"TP{x.tp} PP{x.pp} DP{x.dp}\nZ{x.zero} mbs{x.micro_batch} {x.recompute}" for x in layouts]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    positions = np.arange(len(layouts))  # one bar each: layouts that share a label never draw over each other
     bottom = np.zeros(len(layouts))
     for part in MEMORY_PARTS:
         values = np.array([getattr(x.memory_bytes, part) for x in layouts]) / 1e9
-        ax.bar(labels, values, bottom=bottom, label=part)
+        ax.bar(positions, values, bottom=bottom, label=part)
         bottom += values
+    ax.set_xticks(positions, [layout_label(x, chosen=i == 0) for i, x in enumerate(layouts)])
     ax.axhline(plan.layout.best.memory_limit_bytes / 1e9, color="black", linestyle="--", label="limit")
     ax.set_ylabel("GB per GPU (most loaded stage)")
     ax.set_title("Memory breakdown of the top layouts")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over one
     ax.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
     written["Memory breakdown of the top layouts"] = "memory.png"

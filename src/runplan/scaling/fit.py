@@ -1109,6 +1109,10 @@ def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
         right.plot(c, iso.k_params * c**iso.a.value, "--", label=f"Approach 2: a = {iso.a.value:.3f}")
     right.set_xscale("log")
     right.set_yscale("log")
+    from runplan.report.plots import quiet_minor_log_ticks
+
+    quiet_minor_log_ticks(left)
+    quiet_minor_log_ticks(right)
     right.set_xlabel("training FLOPs C")
     right.set_ylabel("compute-optimal N")
     right.legend()
