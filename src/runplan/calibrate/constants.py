@@ -5,7 +5,7 @@ Fitted (each a field of :class:`~runplan.parallel.layout.Efficiency`; docs/paral
 * ``gemm_peak_fraction`` (per GPU family): large-GEMM fraction of the datasheet bf16 peak *inside a training
   loop* (clocks under sustained power, launch gaps, allocator and stream synchronisation folded in). Bounds
   0.2-1. Consistency check, not a bound: an isolated 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 = 80% of
-  989 (REFERENCES §3), so a training-loop fit above that is suspect.
+  989 (docs/parallel.md, Time per step), so a training-loop fit above that is suspect.
 * ``gemm_half_dim``: d0 in eta = eta_max / (1 + d0/M + d0/N + d0/K), tile and wave quantisation of small GEMMs.
 * ``network_efficiency`` / ``inter_node_network_efficiency``: NCCL bus bandwidth over link bandwidth inside a
   node (NVLink) and across nodes (NICs). NVIDIA's nccl-tests report bus bandwidths somewhat below the link

@@ -3,7 +3,7 @@
 | threshold | default | source |
 |---|---|---|
 | grad-norm alert | 5 × its rolling mean over 1,000 steps | docs/operations.md §4 (monitoring) (runplan's plan, `monitoring.grad_norm_factor`, `grad_norm_window_steps`) |
-| grad-norm pause | 100 × the same mean | design brief (issue 13): "pause and inspect the data at 100×"; BLOOM-176B's first spike reached 960 against a 0.24 level (tr11 chronicles) |
+| grad-norm pause | 100 × the same mean | issue 13: "pause and inspect the data at 100×"; BLOOM-176B's first spike reached 960 against a 0.24 level (tr11 chronicles) |
 | loss spike | loss above its pre-spike mean by more than 5% and by more than 4 noise σ | the same 5% that ends a spike (below); 4σ (σ from successive differences of the 100 steps before) is runplan's choice so that a small-batch run's jitter alone does not fire: a 4σ excursion happens once in ~30,000 Gaussian points |
 | spike over | back within 5% of the pre-spike mean | docs/operations.md §4 (monitoring) (`monitoring.spike_recovery_fraction`) |
 | divergence | not back within 200 steps | docs/operations.md §4 (monitoring) (`monitoring.spike_recovery_steps`) |

@@ -1,6 +1,6 @@
 """Monitoring: per-step metrics, the canary batch, alert thresholds, the spike rule and the rollback recipe.
 
-Sources (docs/operations.md §4): the design brief's thresholds (grad norm above 5× its 1,000-step rolling mean;
+Sources (docs/operations.md §4): the planning thresholds (grad norm above 5× its 1,000-step rolling mean;
 canary loss outside 2σ of its 500-step rolling mean; a spike that has not come back within 5% of the pre-spike
 loss in 200 steps is a divergence) and PaLM (Chowdhery et al. 2022, arXiv 2204.02311, §5.1: "restart from a
 checkpoint roughly 100 steps before the spike started, and skip roughly 200-500 data batches"). A canary is a
