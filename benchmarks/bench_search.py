@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,10 +35,10 @@ TARGETS = {
     "405B on 16,384 H100": "ParallelRequest(model=LLAMA_405B, gpu=H100, n_gpus=16384, seq_len=8192)",
 }
 
-#: Timed in a fresh interpreter against the source tree on sys.path[0]: best of 7 searches per target.
+#: Timed in a fresh interpreter (no site hooks) against the source tree on sys.path[0]: best of 7 per target.
 _TIMER = """
 import json, sys, time
-sys.path[:0] = [{src!r}, {repo!r}]
+sys.path[:0] = [{src!r}, {repo!r}, *{site!r}]
 from tests.parallel.shapes import H100, LLAMA_70B, LLAMA_405B
 from runplan.parallel.layout import ParallelRequest
 from runplan.parallel.search import search
@@ -56,24 +57,29 @@ print(json.dumps(out))
 
 
 def layouts_per_second(src: Path) -> dict[str, float]:
-    code = _TIMER.format(src=str(src), repo=str(REPO), targets=TARGETS)
-    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    import site
+
+    code = _TIMER.format(src=str(src), repo=str(REPO), site=site.getsitepackages(), targets=TARGETS)
+    # -S: no .pth files, so an editable install of this checkout cannot stand in for the revision's source
+    done = subprocess.run([sys.executable, "-S", "-c", code], check=True, capture_output=True, text=True)
     return json.loads(done.stdout)
 
 
-def against(revision: str, rounds: int = 3) -> None:
-    """Layouts/s now and at ``revision``, alternating subprocesses, best of ``rounds`` each."""
+def against(revision: str, rounds: int = 5) -> None:
+    """Layouts/s now and at ``revision``: ``rounds`` pairs of fresh subprocesses, alternating, and the median of
+    each side's rates (on a shared machine one process can run far faster or slower than the next)."""
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(
             ["git", "-C", str(REPO), "archive", revision, "src"], check=True, capture_output=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        now: dict[str, float] = {}
-        then: dict[str, float] = {}
+        samples: dict[str, dict[str, list[float]]] = {"now": {}, "then": {}}
         for _ in range(rounds):
-            for store, src in ((now, REPO / "src"), (then, Path(tmp) / "src")):
+            for side, src in (("now", REPO / "src"), ("then", Path(tmp) / "src")):
                 for name, rate in layouts_per_second(src).items():
-                    store[name] = max(store.get(name, 0.0), rate)
+                    samples[side].setdefault(name, []).append(rate)
+    now = {name: statistics.median(rates) for name, rates in samples["now"].items()}
+    then = {name: statistics.median(rates) for name, rates in samples["then"].items()}
     for name in TARGETS:
         print(
             f"{name}: {now[name]:,.0f} layouts/s now, {then[name]:,.0f} at {revision}: "
