@@ -97,20 +97,27 @@ def _steps(rows_in: list[dict[str, Any]], step: str | None, notes: list[str], wh
     return out
 
 
+def _mapped_rows(
+    steps: Any, values: Any, present: Any, used: dict[str, Any], ignored: Any, notes: list[str] | None = None
+) -> Rows:
+    """Rows whose columns came through the alias map ``used`` (source name -> (metric, factor))."""
+    return Rows(
+        steps=steps,
+        values=values,
+        present=present,
+        notes=list(notes or []),
+        ignored_names=ignored,
+        source_names={target: name for name, (target, _) in used.items()},
+    )
+
+
 def rows_from_dicts(rows_in: list[dict[str, Any]], where: str, notes: list[str] | None = None) -> Rows:
     names = list(dict.fromkeys(name for row in rows_in for name in row))
     used, ignored, step = _map_names(names)
     notes = list(notes or [])
     steps = _steps(rows_in, step, notes, where)
     values, present = _columns(rows_in, used, where)
-    return Rows(
-        steps=steps,
-        values=values,
-        present=present,
-        notes=notes,
-        ignored_names=ignored,
-        source_names={target: name for name, (target, _) in used.items()},
-    )
+    return _mapped_rows(steps, values, present, used, ignored, notes)
 
 
 def read_jsonl(body: str, where: str) -> Rows:
@@ -142,14 +149,7 @@ def read_jsonl(body: str, where: str) -> Rows:
         has = raw[name] != MISSING
         values[target] = np.where(has, raw[name], np.nan) * factor
         present[target] = has
-    return Rows(
-        steps=steps,
-        values=values,
-        present=present,
-        notes=notes,
-        ignored_names=ignored,
-        source_names={target: name for name, (target, _) in used.items()},
-    )
+    return _mapped_rows(steps, values, present, used, ignored, notes)
 
 
 def read_csv(text: str, where: str) -> Rows:
@@ -220,13 +220,7 @@ def _fast_numeric(text: str, header: list[str]) -> Rows | None:
         column = table[:, index[name]]
         present[target] = column != MISSING
         values[target] = np.where(present[target], column, np.nan) * factor
-    return Rows(
-        steps=steps.astype(np.int64),
-        values=values,
-        present=present,
-        ignored_names=ignored,
-        source_names={target: name for name, (target, _) in used.items()},
-    )
+    return _mapped_rows(steps.astype(np.int64), values, present, used, ignored)
 
 
 def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
