@@ -7,6 +7,11 @@ Run: ``.venv/bin/python benchmarks/bench_search.py [--against REV]``. Prints, fo
   same rows, and the speed-up;
 * with ``--against REV`` (a git revision, e.g. the commit before a refactor), the layouts/s of that revision's
   search measured in the same run, in alternating subprocesses, and the ratio now / then;
+  both sides run with glibc's mmap threshold pinned (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``):
+  the grid's arrays (0.2-0.5 MB each) sit right at glibc's dynamic mmap threshold, which moves with the order
+  in which earlier arrays were freed. Left to move, one process serves them from the heap and the next maps
+  fresh pages for every temporary, and the 405B search takes 17 ms or 32 ms from the same source. Pinned, the
+  comparison measures the code and not the allocator's history;
 * the wall time of ``runplan parallelize --json`` (interpreter start-up included).
 """
 
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -56,12 +62,22 @@ print(json.dumps(out))
 """
 
 
+#: Large blocks from the heap, never returned: the same allocator behaviour for every subprocess (module doc).
+_PINNED_MALLOC = {
+    **os.environ,
+    "MALLOC_MMAP_THRESHOLD_": str(256 * 2**20),
+    "MALLOC_TRIM_THRESHOLD_": str(2**30),
+}
+
+
 def layouts_per_second(src: Path) -> dict[str, float]:
     import site
 
     code = _TIMER.format(src=str(src), repo=str(REPO), site=site.getsitepackages(), targets=TARGETS)
     # -S: no .pth files, so an editable install of this checkout cannot stand in for the revision's source
-    done = subprocess.run([sys.executable, "-S", "-c", code], check=True, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code], check=True, capture_output=True, text=True, env=_PINNED_MALLOC
+    )
     return json.loads(done.stdout)
 
 
