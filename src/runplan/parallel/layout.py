@@ -24,11 +24,13 @@ from pydantic import (
     create_model,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from runplan.defaults import DEFAULT_SEQ_LEN
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
+from runplan.parallel.request_rules import check_request
 from runplan.parallel.stack import Stack
 from runplan.units import Fraction, NonNegativeBytes, PositiveCount, PositiveNumber, TokenLength
 
@@ -294,6 +296,13 @@ class ParallelRequest(BaseModel):
     @classmethod
     def _readable_top(cls, top: int) -> int:
         return checked_top(top)
+
+    @model_validator(mode="after")
+    def _answerable(self) -> ParallelRequest:
+        # bounds and cross-field rules, each raising a one-line SpecError with its plan-key path
+        # (a SpecError is not a ValueError, so pydantic lets it through unwrapped)
+        check_request(self)
+        return self
 
     @property
     def node_size(self) -> int:

@@ -1,0 +1,205 @@
+"""The rules a layout request must meet before any search: bounds and cross-field checks, stated once.
+
+:class:`~runplan.parallel.layout.ParallelRequest` runs :func:`check_request` as its model validator, so a
+request that breaks one is never built, whoever builds it (the CLI's flags, a plan file, a calibration's
+measured runs). Each refusal is a one-line :class:`~runplan.errors.SpecError` naming the plan-file key path
+(:data:`FIELD_PATHS`); the CLI maps the path to its flag (``runplan.cli.flags``), the plan loader to
+``file:line``. ``search`` calls it again for requests changed with ``model_copy`` (flags laid over a plan's
+request), which pydantic does not validate.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runplan.defaults import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_SEQ_LEN
+from runplan.errors import SpecError
+from runplan.scaling.budget import MIN_MFU
+
+if TYPE_CHECKING:
+    from runplan.parallel.layout import ParallelRequest
+
+# Bounds on a layout request (check_request): far beyond any real run, so only typos are refused, and low
+# enough that the integer grid arithmetic (int64) and the float time model stay finite.
+# MAX_GPUS, MAX_GPUS_PER_NODE and MAX_SEQ_LEN are shared with the plan file (runplan.defaults).
+#: 1e10 tokens per step: about 150× the largest batch reported (DeepSeek-V3 ramps to 15,360 sequences of
+#: 4,096 = 63M tokens, arXiv 2412.19437 §4.2; Llama 3 405B uses 16M).
+MAX_GLOBAL_BATCH_TOKENS = 1e10
+#: 1e20 training tokens: millions of times the largest pre-training sets reported by 2025 (Qwen3: 36T).
+MAX_TRAINING_TOKENS = 1e20
+
+#: The plan-file key path of each request field :func:`check_request` checks: its SpecErrors name these
+#: paths; the CLI maps a path to its flag (``runplan.cli``) and the plan loader to ``file:line``.
+FIELD_PATHS = {
+    "n_gpus": "cluster.gpus",
+    "gpus_per_node": "cluster.gpus_per_node",
+    "global_batch_tokens": "schedule.global_batch_tokens",
+    "training_tokens": "budget",
+    "min_global_batch_tokens": "constraints.min_global_batch_tokens",
+    "max_global_batch_tokens": "constraints.max_global_batch_tokens",
+    "mfu_override": "parallelize.mfu",
+    "seq_len": "training.seq_len",
+    "reserve_bytes": "constraints.reserve_bytes",
+    "gpu": "cluster.gpu",
+    **{
+        axis: f"parallel.{axis}"
+        for axis in ("tp", "pp", "dp", "ep", "cp", "vpp", "micro_batch", "microbatches")
+    },
+}
+
+
+def check_request(request: ParallelRequest) -> None:
+    """Refuse requests no layout search can answer sensibly, with a SpecError naming the key path
+    (:data:`FIELD_PATHS`). Checks:
+    whole nodes (a job of more than one node uses every GPU of each node), a target batch of at least one
+    sequence and at most the training tokens (else the run is less than one step), a batch range with
+    min ≤ max, an MFU override of at least MIN_MFU (it divides the step time), and the bounds above
+    (MAX_GPUS, MAX_SEQ_LEN, MAX_GLOBAL_BATCH_TOKENS, MAX_TRAINING_TOKENS).
+    """
+    name = FIELD_PATHS
+    n, node = request.n_gpus, request.node_size
+    if n > MAX_GPUS:
+        raise SpecError(
+            f"{float(n):.4g} GPUs is beyond any cluster (limit {MAX_GPUS:,}; the largest reported by 2025 "
+            "hold a few hundred thousand)",
+            where=name["n_gpus"],
+            hint="check the number, e.g. 512 or 16k",
+        )
+    if request.gpus_per_node is not None and request.gpus_per_node > MAX_GPUS_PER_NODE:
+        raise SpecError(
+            f"{float(request.gpus_per_node):.4g} GPUs per node is beyond any NVLink domain (limit "
+            f"{MAX_GPUS_PER_NODE:,}; HGX nodes have 8, GB200 NVL72 racks 72)",
+            where=name["gpus_per_node"],
+            hint="e.g. 8",
+        )
+    if request.seq_len > MAX_SEQ_LEN:
+        raise SpecError(
+            f"a sequence of {float(request.seq_len):.3g} tokens is beyond any trained context (limit "
+            f"{MAX_SEQ_LEN:.0e}; the longest advertised by 2025 is 10M)",
+            where=name["seq_len"],
+            hint="e.g. 8192 or 128k",
+        )
+    if n > node and n % node:
+        raise SpecError(
+            f"{n} GPUs do not fill whole nodes of {node}",
+            where=name["n_gpus"],
+            hint=f"use a multiple of {node}, e.g. {n - n % node or node}, or set GPUs per node",
+        )
+    _validate_gpu(request, name)
+    _validate_pins(request, name)
+    _validate_batch(request, name)
+
+
+def _validate_batch(request: ParallelRequest, name: dict[str, str]) -> None:
+    """The reserve below HBM, a batch of at least one sequence and at most the run, min <= max, the bounds."""
+    reserve = request.constraints.reserve_bytes
+    if reserve >= request.gpu.hbm_bytes:
+        raise SpecError(
+            f"a reserve of {reserve:.3g} bytes is not below the {request.gpu.name}'s "
+            f"{request.gpu.hbm_bytes / 1e9:.0f} GB of HBM: nothing would be left for the model",
+            where=name["reserve_bytes"],
+            hint="typical: 2GB to 5GB",
+        )
+    batch, tokens = request.global_batch_tokens, request.training_tokens
+    if batch is not None and batch < request.seq_len:
+        raise SpecError(
+            f"a global batch of {batch:,.0f} tokens is less than one sequence of {request.seq_len:,}",
+            where=name["global_batch_tokens"],
+            hint=f"use a multiple of the sequence length, e.g. {request.seq_len * 256:,}",
+        )
+    if batch is not None and tokens is not None and batch > tokens:
+        raise SpecError(
+            f"a global batch of {batch:.4g} tokens is more than the {tokens:.4g} training tokens "
+            "(the run would be less than one step)",
+            where=name["global_batch_tokens"],
+            hint="typical batches are 1M to 16M tokens",
+        )
+    cons = request.constraints
+    low, high = cons.min_global_batch_tokens, cons.max_global_batch_tokens
+    if low is not None and high is not None and low > high:
+        raise SpecError(
+            f"the smallest batch {low:.4g} is above the largest {high:.4g}",
+            where=name["min_global_batch_tokens"],
+            hint="swap them, or lower the smallest batch",
+        )
+    for field, value, limit in (
+        ("global_batch_tokens", request.global_batch_tokens, MAX_GLOBAL_BATCH_TOKENS),
+        ("min_global_batch_tokens", request.constraints.min_global_batch_tokens, MAX_GLOBAL_BATCH_TOKENS),
+        ("max_global_batch_tokens", request.constraints.max_global_batch_tokens, MAX_GLOBAL_BATCH_TOKENS),
+        ("training_tokens", request.training_tokens, MAX_TRAINING_TOKENS),
+    ):
+        if value is not None and value > limit:
+            what = "training tokens" if field == "training_tokens" else "tokens per step"
+            raise SpecError(
+                f"{value:.3g} {what} is beyond any real run (limit {limit:.0e})",
+                where=name[field],
+                hint="check the exponent; batches of 1M to 64M tokens and 1T to 40T training tokens are usual"
+                if field != "training_tokens"
+                else "check the exponent; 1T to 40T training tokens are usual",
+            )
+    if request.mfu_override is not None and request.mfu_override < MIN_MFU:
+        raise SpecError(
+            f"must be at least {MIN_MFU:g}, got {request.mfu_override:g}",
+            where=name["mfu_override"],
+            hint="typical: 0.3 to 0.5",
+        )
+
+
+#: Ranges of a GPU spec the time and memory models accept (an inline or catalog GPU far outside them is a
+#: typo): peak bf16 FLOP/s from a 2016 P100 (~2e13) to beyond any announced part (B200 dense ~2.3e15); HBM
+#: from 1 GB to 100 TB; every bandwidth at least 100 MB/s; board power 1 W to 100 kW.
+GPU_RANGES = {
+    "bf16_flops": (1e12, 1e18, "FLOP/s"),
+    "hbm_bytes": (1e9, 1e14, "bytes"),
+    "hbm_bandwidth_bytes_per_s": (1e8, 1e15, "bytes/s"),
+    "intra_node_bandwidth_bytes_per_s": (1e8, 1e15, "bytes/s"),
+    "inter_node_bandwidth_bytes_per_s": (1e8, 1e15, "bytes/s"),
+    "tdp_watts": (1.0, 1e5, "W"),
+}
+
+
+def _validate_gpu(request: ParallelRequest, name: dict[str, str]) -> None:
+    """A GPU spec whose numbers lie far outside any accelerator (GPU_RANGES) is refused, naming the field."""
+    gpu = request.gpu
+    for field, (low, high, unit) in GPU_RANGES.items():
+        value = getattr(gpu, field)
+        if not low <= value <= high:
+            raise SpecError(
+                f"GPU '{gpu.name}': {field} {value:.3g} {unit} is outside [{low:.0e}, {high:.0e}]",
+                where=f"{name['gpu']}.{field}",
+                hint="check the units; an H100 SXM has 989e12 FLOP/s, 80GB, 3.35e12 B/s and 700 W",
+            )
+
+
+def _validate_pins(request: ParallelRequest, name: dict[str, str]) -> None:
+    """Pinned degrees above the GPU count (or layers, for vpp), and a pinned micro-batch or count of
+    micro-batches above MAX_GLOBAL_BATCH_TOKENS, are typos: refused here, before the int64 grid."""
+    pins, n = request.pins, request.n_gpus
+    for axis in ("tp", "pp", "dp", "ep", "cp"):
+        value = getattr(pins, axis)
+        if value is not None and value > n:
+            raise SpecError(
+                f"{axis}={float(value):.4g} is more than the {n:,} GPUs of the job",
+                where=name[axis],
+                hint=f"a parallel degree divides the GPU count, e.g. {axis} 8",
+            )
+    if pins.vpp is not None and pins.vpp > request.model.n_layers:
+        raise SpecError(
+            f"vpp={float(pins.vpp):.4g} is more chunks than the {request.model.n_layers} layers",
+            where=name["vpp"],
+            hint="interleaving splits each stage's layers into v chunks, e.g. vpp 2",
+        )
+    s = request.seq_len
+    b, m = pins.micro_batch, pins.microbatches
+    for field, value in (
+        ("micro_batch", b),
+        ("microbatches", m),
+        ("microbatches", b * m if b and m else None),
+    ):
+        if value is not None and value * s > MAX_GLOBAL_BATCH_TOKENS:
+            raise SpecError(
+                f"{float(value):.4g} sequences of {s:,} tokens per data-parallel rank is beyond any real step "
+                f"(limit {MAX_GLOBAL_BATCH_TOKENS:.0e} tokens per step)",
+                where=name[field],
+                hint="micro-batches of 1 to 16 sequences and tens of micro-batches per step are usual",
+            )
