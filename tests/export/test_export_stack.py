@@ -68,3 +68,20 @@ def test_torchtitan_refuses_dropout_and_follows_tp_overlap():
     assert "enable_async_tensor_parallel = true" in export_plan(plan, "torchtitan").text
     bf16 = export_plan(_with_stack(plan, gradient_dtype="bf16"), "torchtitan").text
     assert 'mixed_precision_reduce = "bfloat16"' in bf16
+
+
+def test_megatron_runs_fsdp_mixed_precision_as_torch_fsdp2_and_refuses_it_with_pipelines():
+    fsdp = _with_stack(
+        with_layout(golden_plan("70b-512-h100"), zero=3, pp=1, vpp=1), fsdp_mixed_precision=True
+    )
+    args = _megatron_args(fsdp)
+    assert "--use-torch-fsdp2" in args and "--no-gradient-accumulation-fusion" in args
+    assert "--use-megatron-fsdp" not in args and _value(args, "--ckpt-format") == ["torch_dist"]
+    assert "CUDA_DEVICE_MAX_CONNECTIONS=1" not in export_plan(fsdp, "megatron").text
+    # without the stack fact, ZeRO-3 stays Megatron FSDP (bf16 shards beside the fp32 master)
+    megatron_fsdp = _megatron_args(_with_stack(with_layout(golden_plan("70b-512-h100"), zero=3, pp=1, vpp=1)))
+    assert "--use-megatron-fsdp" in megatron_fsdp and "--use-torch-fsdp2" not in megatron_fsdp
+    piped = _with_stack(with_layout(golden_plan("70b-512-h100"), zero=3), fsdp_mixed_precision=True)
+    with pytest.raises(SpecError, match="pipeline parallelism") as info:
+        export_plan(piped, "megatron")
+    assert info.value.where == "stack.fsdp_mixed_precision"

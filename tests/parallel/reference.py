@@ -118,6 +118,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         everything = dense_params + expert_params
         weights = 2 * (sharded if lay.zero == 3 else everything)
         grads = g * (sharded if lay.zero >= 2 else everything)
+        if lay.zero == 3 and req.stack.fsdp_mixed_precision:  # the fp32 shard is the master, its grads fp32
+            weights, grads = 0.0, 4 * sharded
         opt = 12 * (sharded if lay.zero >= 1 else everything)
         kept_d, none_d = _layer_bytes(req, lay, False)
         kept_m, none_m = _layer_bytes(req, lay, True) if sh.is_moe else (0.0, 0.0)

@@ -32,6 +32,23 @@ def test_zero_stages_match_rajbhandari():
         assert float(w + g + o) / psi == pytest.approx(expected)
 
 
+def test_fsdp_keeps_fp32_shards_as_the_master_copy():
+    # MPT-30B (2.998e10 params) on 8 GPUs, ZeRO-3 (FULL_SHARD), fp32 gradient reduction. Megatron/DeepSpeed
+    # style: 2 (bf16 shard) + 4 (grads) + 12 (fp32 master, m, v) = 18 bytes per param over 8 GPUs = 67.4 GB;
+    # FSDP: the fp32 shard is the master, so 4 (grads) + 12 = 16 bytes = 60.0 GB; with bf16 reduction the
+    # gradient shard is still fp32 (FSDP casts it to the parameter's dtype).
+    psi, d = 2.9975e10, 8
+    w, g, o = model_state_bytes(psi, 0.0, 3, d, 1, 1, 4)
+    assert float(w + g + o) == pytest.approx(18 * psi / d)
+    for reduce_bytes in (4, 2):
+        w, g, o = model_state_bytes(psi, 0.0, 3, d, 1, 1, reduce_bytes, fsdp_mixed_precision=True)
+        assert (float(w), float(g), float(o)) == pytest.approx((0.0, 4 * psi / d, 12 * psi / d))
+        assert float(w + g + o) / 1e9 == pytest.approx(59.95, abs=0.01)
+    # below ZeRO-3 the rule does not apply: FSDP's NO_SHARD / SHARD_GRAD_OP keep gathered bf16 weights
+    fsdp_zero2 = model_state_bytes(psi, 0.0, 2, d, 1, 1, 4, fsdp_mixed_precision=True)
+    assert [float(x) for x in fsdp_zero2] == [float(x) for x in model_state_bytes(psi, 0.0, 2, d, 1, 1, 4)]
+
+
 @pytest.mark.parametrize(("vpp", "expected"), [(1, 7 / 32), (2, 7 / 64)])
 def test_bubble_paper_formula(vpp, expected):
     req = ParallelRequest(

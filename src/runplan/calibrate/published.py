@@ -6,8 +6,8 @@ is converted here row by row, so both files go through the same fit. Per row:
 * the throughput compared is tokens/s per GPU where printed or derived, else step seconds, else model TFLOP/s
   per GPU, else MFU; a ``speedup`` row is compared as its ratio over its ``baseline`` row;
 * stack facts (``_stack``): ``flash_attention`` (null = not stated: on), ``tp_comm_overlap`` (null: off),
-  gradient bytes, dropout, the selective recompute kind, the distributed optimizer, and Megatron-LM 2021-22's
-  scatter/gather of pipeline sends for its sources;
+  gradient bytes, dropout, the selective recompute kind, the distributed optimizer, Megatron-LM 2021-22's
+  scatter/gather of pipeline sends for its sources, and FSDP mixed precision for the PyTorch FSDP groups;
   ``sequence_parallel`` and ``recompute`` fill the layout where the pins leave them open (every selective
   variant is runplan's selective recompute);
 * fp8 rows are skipped (the time model is bf16); fp16 runs at the bf16 tensor-core rate on A100 and H100;
@@ -38,6 +38,9 @@ _SELECTIVE_MODULES = {
 }
 #: Sources whose Megatron-LM (2021-22) scattered pipeline sends over the TP ranks (Narayanan et al. 2021 §4.1).
 _SCATTER_GATHER_SOURCES = ("nvidia-megatron-2021", "nvidia-megatron-2022", "bigscience-bloom-2022")
+#: Source groups that train with PyTorch FSDP mixed precision (Composer FSDP1, IBM fms-fsdp FSDP1, torchtitan
+#: FSDP2): under ZeRO-3 their fp32 shards are the master copy (``Stack.fsdp_mixed_precision``).
+_FSDP_GROUPS = ("mosaicml-composer-fsdp", "pytorch-fsdp-ibm", "pytorch-torchtitan")
 
 
 def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
@@ -47,6 +50,7 @@ def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
         "tp_comm_overlap": bool(row.get("tp_comm_overlap") or stack.get("tp_comm_overlap")),
         "gradient_dtype": "fp32" if row.get("gradient_bytes", 4) == 4 else "bf16",
         "pipeline_scatter_gather": (row.get("source_id") or "") in _SCATTER_GATHER_SOURCES,
+        "fsdp_mixed_precision": (row.get("source_group") or "") in _FSDP_GROUPS,
     }
     if stack.get("dropout"):
         out["hidden_dropout"] = out["attention_dropout"] = float(stack["dropout"])

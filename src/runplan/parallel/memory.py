@@ -59,6 +59,7 @@ from runplan.parallel.stack import Stack
 DEFAULT_STACK = Stack()
 
 BF16_BYTES = 2.0
+FP32_BYTES = 4.0
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
 LOGIT_BYTES = 4.0  # fp32 logits in the cross-entropy
 
@@ -152,14 +153,24 @@ def stage_params(terms: ShapeTerms, t, p, e, *, last: bool):
     return dense_params, expert_params
 
 
-def model_state_bytes(dense_params, expert_params, zero, d, c, e, gradient_bytes: float):
-    """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero`` (Rajbhandari 2020 §5)."""
+def model_state_bytes(
+    dense_params, expert_params, zero, d, c, e, gradient_bytes: float, *, fsdp_mixed_precision: bool = False
+):
+    """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero`` (Rajbhandari 2020 §5).
+
+    ``fsdp_mixed_precision`` (PyTorch FSDP/FSDP2, ``Stack.fsdp_mixed_precision``): under ZeRO-3 the sharded
+    parameters stay fp32 and are the optimizer's master copy, so no sharded bf16 copy is kept (the gathered bf16
+    layers are ``zero3_buffer_bytes``), and their gradients are fp32 whatever dtype they are reduced in (FSDP
+    casts the reduced shard to the parameter's dtype). torch.distributed.fsdp ``MixedPrecisionPolicy``: FSDP
+    "does not require any extra memory to keep a high-precision copy of the parameters for the optimizer step".
+    """
     zero = np.asarray(zero)
     dense_group = np.asarray(d) * c
     sharded = dense_params / dense_group + expert_params * e / dense_group
     full = dense_params + expert_params
-    weights = BF16_BYTES * np.where(zero >= 3, sharded, full)
-    gradients = gradient_bytes * np.where(zero >= 2, sharded, full)
+    fsdp = (zero >= 3) & fsdp_mixed_precision
+    weights = BF16_BYTES * np.where(zero >= 3, np.where(fsdp, 0.0, sharded), full)
+    gradients = np.where(fsdp, FP32_BYTES * sharded, gradient_bytes * np.where(zero >= 2, sharded, full))
     optimizer = OPTIMIZER_BYTES_PER_PARAM * np.where(zero >= 1, sharded, full)
     return weights, gradients, optimizer
 
@@ -320,7 +331,16 @@ def memory_breakdown(
     out = {}
     for name, last in (("first", False), ("last", True)):
         dense, expert = stage_params(terms, g.tp, g.pp, g.ep, last=last)
-        weights, grads, opt = model_state_bytes(dense, expert, g.zero, g.dp, g.cp, g.ep, stack.gradient_bytes)
+        weights, grads, opt = model_state_bytes(
+            dense,
+            expert,
+            g.zero,
+            g.dp,
+            g.cp,
+            g.ep,
+            stack.gradient_bytes,
+            fsdp_mixed_precision=stack.fsdp_mixed_precision,
+        )
         act = activation_bytes(
             terms,
             g.tp,

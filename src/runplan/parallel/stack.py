@@ -86,6 +86,13 @@ class Stack(BaseModel):
         description="Gradient buffer and reduction dtype: fp32 (Megatron's default with bf16, "
         "--accumulate-allreduce-grads-in-fp32) or bf16 (FSDP mixed precision 'pure', NeMo's H100 recipes).",
     )
+    fsdp_mixed_precision: bool = Field(
+        False,
+        description="PyTorch FSDP/FSDP2 mixed precision (torchtitan, Composer, fms-fsdp): under ZeRO-3 the "
+        "sharded fp32 parameters are the optimizer's master copy and keep fp32 gradients, and bf16 weights "
+        "exist only in the gathered layers (torch.distributed.fsdp MixedPrecisionPolicy: no extra "
+        "high-precision copy). Off: a sharded bf16 copy beside the fp32 master (Megatron, DeepSpeed ZeRO-3).",
+    )
     distributed_optimizer: bool | None = Field(
         None,
         description="True: optimizer states sharded (ZeRO >= 1, Megatron --use-distributed-optimizer); "
@@ -135,11 +142,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # DeepSpeed (Megatron-DeepSpeed / ZeRO): AutoTP does not overlap TP communication; ZeRO stage searched.
     "deepspeed": {"tp_comm_overlap": False},
-    # torchtitan with FSDP2: SDPA flash kernels, async TP off unless enabled, bf16 reduce ('pure'), selective
-    # op-level activation checkpointing of the MLP activation.
+    # torchtitan with FSDP2: SDPA flash kernels, async TP off unless enabled, bf16 reduce ('pure'), fp32 sharded
+    # parameters as the master copy, selective op-level activation checkpointing of the MLP activation.
     "torchtitan-fsdp2": {
         "tp_comm_overlap": False,
         "gradient_dtype": "bf16",
+        "fsdp_mixed_precision": True,
         "selective_recompute": ("mlp_act", "moe_act"),
     },
 }
