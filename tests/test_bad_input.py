@@ -696,6 +696,13 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["16 bytes/param: 2 weights + 2 gradients + 12 optimizer", "need at least 89 h100-sxm GPUs"],
     ),
     (
+        "par-oom-fsdp-states",  # FSDP's fp32 shard is the master: no bf16 shard, fp32 gradient shards
+        ["parallelize", "--model", "llama-3.1-405b", "--gpus", "8", "--stack", "torchtitan-fsdp2"],
+        {},
+        1,
+        ["16 bytes/param: 0 weights + 4 gradients + 12 optimizer", "need at least 89 h100-sxm GPUs"],
+    ),
+    (
         "plan-failures-1e300",
         ["plan", "{p}"],
         {"p": ops_plan("{failures_per_1000_node_days: 1e300}")},

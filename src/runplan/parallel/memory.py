@@ -7,7 +7,8 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   ``g`` bytes/param (4 = fp32 accumulation, Megatron-LM's default with bf16: ``--accumulate-allreduce-grads-
   in-fp32``; 2 = bf16), optimizer 12 bytes/param (fp32 master 4 + Adam m 4 + v 4).
   ZeRO-1 (= Megatron's distributed optimizer) shards the 12 optimizer bytes over the data-parallel group;
-  ZeRO-2 also the gradients; ZeRO-3 also the weights. The data-parallel group of dense weights is d·c (CP
+  ZeRO-2 also the gradients; ZeRO-3 also the weights. PyTorch FSDP mixed precision (``Stack.fsdp_mixed_precision``)
+  keeps no bf16 shard under ZeRO-3: its fp32 shard is the master and its gradient shard fp32. The data-parallel group of dense weights is d·c (CP
   ranks hold the same weights, Megatron shards the distributed optimizer over DP×CP); expert weights are
   replicated on d·c/e ranks (expert data parallel). The brief's worked example (7.0e9 params, TP8 PP8 DP8,
   ZeRO-1) follows: weights 2·7e9/64 = 219 MB, optimizer 12·7e9/512 = 164 MB, gradients 4·7e9/64 = 438 MB

@@ -36,7 +36,7 @@ from runplan.parallel.layout import (
     TpBest,
     searched_domain,
 )
-from runplan.parallel.memory import ShapeTerms, memory_breakdown
+from runplan.parallel.memory import ShapeTerms, memory_breakdown, model_state_bytes
 from runplan.parallel.request_rules import MAX_GLOBAL_BATCH_TOKENS, check_request
 from runplan.parallel.timing import default_efficiency, step_time
 from runplan.units import SECONDS_PER_DAY
@@ -555,10 +555,23 @@ def _suggestions(
     pinned = list(pins.pinned())
     if not ok["memory"].any():
         best = float(ev.memory.total.min())
-        # bf16 weights (2) + gradients (request.stack.gradient_bytes: 4 fp32, 2 bf16) + Adam's fp32 master weights,
-        # momentum and variance (12) per parameter: the mixed-precision model states of ZeRO (Rajbhandari et
-        # al. 2020, §3.1: 2 + 2 + 12 = 16 with bf16 gradients); activations come on top
-        per_param = 2 + request.stack.gradient_bytes + 12
+        # the model states of one parameter fully sharded, as the memory model counts them: bf16 weights (2; none
+        # under FSDP mixed precision) + gradients (the stack's) + Adam's fp32 master, momentum and variance (12),
+        # Rajbhandari et al. 2020 §3.1 (2 + 2 + 12 = 16 with bf16 gradients); activations come on top
+        weights, grads, optimizer = (
+            float(x)
+            for x in model_state_bytes(
+                1.0,
+                0.0,
+                3,
+                1,
+                1,
+                1,
+                request.stack.gradient_bytes,
+                fsdp_mixed_precision=request.stack.fsdp_mixed_precision,
+            )
+        )
+        per_param = weights + grads + optimizer
         states = per_param * float(shape.total_params)
         usable = limit - request.constraints.reserve_bytes
         need = math.ceil(states / max(usable, 1.0))
@@ -566,8 +579,8 @@ def _suggestions(
             f"the smallest memory of any layout is {best / 1e9:.1f} GB against {limit / 1e9:.1f} GB usable"
         )
         out.append(
-            f"more GPUs: model states alone ({per_param} bytes/param: 2 weights + {request.stack.gradient_bytes} "
-            f"gradients + 12 optimizer, fully sharded) need at least {need:,} {gpu.name} GPUs"
+            f"more GPUs: model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
+            f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {gpu.name} GPUs"
         )
         tips = [
             (pins.zero != 3, f"ZeRO-3 ({flag('zero')} 3)"),
