@@ -18,7 +18,8 @@ multiple_of 256) and are checked against configs/models.yaml by tests/test_archi
   Published: Llama 3 32/64/128, GPT-3 175B 96, Mixtral 8x22B 48 query heads.
   Hence the width grid: h = 128..896 step 128 (2..14 heads of 64), 1024, 1536, 2048, 2560 (16, 24, 32, 40
   heads of 64), then h = 128·a for a = 8·m, m ∈ {3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 15, 16, 18, 20, 21, 24, 25,
-  27, 28, 30, 32} (3072 … 32768: 4096, 5120, 8192, 12288 and 16384 are on it).
+  27, 28, 30, 32} (3072 … 32768: 4096, 5120, 8192, 12288 and 16384 are on it; 1280 and 1792, 20 and 28
+  heads of 64, are not).
 * **KV heads**: multi-head attention below 16 query heads; from 16 on, 8 KV heads (every Llama 3 model,
   Llama 2 70B; Ainslie et al. 2023, GQA).
 * **FFN** (SwiGLU): Llama 3's rule F = multiple_of · ⌈⌊multiplier · ⌊8h/3⌋⌋ / multiple_of⌉ with multiplier
@@ -40,14 +41,17 @@ multiple_of 256) and are checked against configs/models.yaml by tests/test_archi
   while Levine et al. 2020 argue the best depth grows only logarithmically with width, hence r* rising with h.
 
 **How a target is hit.** Every (h, L) on the two grids is a candidate with an exact parameter count (built
-as a ``ModelShape``). Sorted by count, a *ladder* of rungs is chosen by dynamic programming: consecutive
-rungs at most 15% apart (unless the grid itself has a wider gap), every candidate whose h/L is within a
-factor 1.5 of r*(h) taken, and where none is, the fewest and least-off candidates that bridge the gap
-(cost: squared log-excess of h/L beyond the factor 1.5). The answer is the rung nearest the target in log
-space. Hence: deterministic; monotone (a larger target never gives a smaller model); within
-``TOLERANCE`` = 7.5% of the target (√1.15 − 1 = 7.2%, measured over 1e8..2e12 total and 2e7..1e12
-non-embedding parameters in tests/test_architect.py; the old ladder on every L was within 2.7%, the price of
-buildable depths and head counts). Left out: tied embeddings (small Llama 3.2 models tie them), MoE layouts.
+as a ``ModelShape``). Sorted by count, a *ladder* of rungs is chosen by dynamic programming (a cheapest path
+from the smallest to the largest candidate): consecutive rungs at most 15% apart unless the grid itself has
+a wider gap; every candidate whose h/L is within a factor 1.5 of r*(h) is a rung (each rung earns a small
+reward), and where none is, the bridging candidates minimise the summed squared log-excess of h/L beyond
+that factor. The answer is the rung nearest the target in log space. Hence: deterministic; monotone (a
+larger target never gives a smaller model); within ``TOLERANCE`` = 7.5% of the target from 1e8 (total,
+V = 128256) or 2e7 (non-embedding) up to 2e12 parameters: √1.15 − 1 = 7.2% between rungs, 7.46% measured at
+2.3e7 non-embedding where the grid's own gap is 15.5% (tests/test_architect.py scans a dense grid; the
+typical miss is 2-3%). The old ladder, on every depth and a finer width grid, was within 2.7%: the wider
+bound is the price of buildable depths and head counts. Left out: tied embeddings (small Llama 3.2 models
+tie them), MoE layouts.
 """
 
 from __future__ import annotations
