@@ -1080,7 +1080,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         1,
         ["at least 4.9e+16"],
     ),
-    ("sweep-model-too-big", ["sweep", "--flops", "1e26", "--fraction", "0.9"], {}, 2, ["lower --fraction"]),
+    ("sweep-model-too-big", ["sweep", "--flops", "1e27", "--fraction", "0.9"], {}, 2, ["lower --fraction"]),
     # ---- init ----------------------------------------------------------------------------------------
     ("init-gpus-zero", ["init", "--gpus", "0"], {}, 2, ["cluster.gpus", "greater than 0"]),
     ("init-tokens-without-model", ["init", "--tokens", "1T"], {}, 2, ["--tokens"]),

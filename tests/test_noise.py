@@ -31,6 +31,20 @@ def test_a_plan_carries_no_sweep_note_it_cannot_act_on():
     assert not any("budgets" in w for w in plan.warnings)
 
 
+def test_the_sweep_note_filter_is_structured_not_a_text_match():
+    """Sweep.plan_warnings drops exactly the notes flag_notes makes (one budget, with and without WSD) and
+    keeps every other caution, whatever its words."""
+    from runplan.scaling.sweep import flag_notes
+
+    plan = _plan(EXAMPLES / "70b-512-h100.yaml")
+    sweep = plan.sweep.model_copy(update={"warnings": [*plan.sweep.warnings, "a caution about budgets 3"]})
+    assert len(flag_notes(True, 1)) == 2 and len(flag_notes(False, 1)) == 1 and flag_notes(True, 3) == []
+    assert sweep.plan_warnings == [w for w in sweep.warnings if w not in flag_notes(sweep.wsd, 1)]
+    assert "a caution about budgets 3" in sweep.plan_warnings
+    three = sweep.model_copy(update={"budgets": [1e21, 1e20, 1e19]})
+    assert three.plan_warnings == three.warnings  # with three budgets no note suggests the flag
+
+
 def test_a_compute_optimal_plan_does_not_explain_itself_as_a_fixed_model():
     result = run("plan", str(EXAMPLES / "2e23-compute-optimal.yaml"), "--detail", columns=200)
     line = next(x for x in result.stdout.splitlines() if x.strip().startswith("objective"))

@@ -117,6 +117,13 @@ def test_shipped_schema_file_is_current():
     )
 
 
+def test_schema_id_names_no_unpublished_domain():
+    """Issue 15: the $id was https://runplan.dev/..., a domain the project does not publish."""
+    schema = plan_json_schema()
+    assert schema["$id"] == "urn:runplan:plan-schema:v1"
+    assert "runplan.dev" not in json.dumps(schema)
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_examples_validate_against_schema_and_model(path):
     validator = jsonschema.Draft202012Validator(plan_json_schema())

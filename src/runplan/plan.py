@@ -552,10 +552,10 @@ def _plan_warnings(
     warnings.extend(f"allocation: {w}" for w in allocation.warnings)
     warnings.extend(f"operations: {w}" for w in operations.warnings)
     warnings.extend(f"schedule: {w}" for w in schedule.warnings)
-    # a plan file cannot set the sweep's budget count (`runplan sweep --budgets` can): a note that only
-    # suggests more budgets is one the plan's reader cannot act on
-    sweep_notes = sweep.warnings if sweep is not None else [no_sweep] if no_sweep else []
-    warnings.extend(f"sweep: {w}" for w in sweep_notes if "budgets 3" not in w)
+    # a plan file cannot set the sweep's budget count (`runplan sweep --budgets` can): the notes that only
+    # suggest that flag are left out (Sweep.plan_warnings)
+    sweep_notes = sweep.plan_warnings if sweep is not None else [no_sweep] if no_sweep else []
+    warnings.extend(f"sweep: {w}" for w in sweep_notes)
     return warnings
 
 

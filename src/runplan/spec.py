@@ -42,7 +42,9 @@ from runplan.validation import spec_error_from_validation
 from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
 
 SCHEMA_VERSION = 1
-SCHEMA_URL = "https://runplan.dev/schema/plan-v1.json"
+#: The schema's ``$id``: a URN, not a URL, because the project publishes no web site (issue 15); editors find
+#: the schema by path (``# yaml-language-server: $schema=docs/plan.schema.json``, runplan.starter).
+SCHEMA_URL = f"urn:runplan:plan-schema:v{SCHEMA_VERSION}"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 

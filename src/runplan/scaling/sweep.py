@@ -87,6 +87,12 @@ class Sweep(BaseModel):
     cost_usd: float | None = Field(None, description="gpu_hours × price per GPU-hour.")
     warnings: list[str] = Field(default_factory=list, description="Cautions and remarks.")
 
+    @property
+    def plan_warnings(self) -> list[str]:
+        """``warnings`` less the :func:`flag_notes` (a ``runplan sweep`` flag a plan file cannot set)."""
+        flags = flag_notes(self.wsd, len(self.budgets))
+        return [w for w in self.warnings if w not in flags]
+
     def to_csv(self) -> str:
         """CSV for `runplan fit` (columns params, tokens, flops, loss; loss left empty to fill in).
 
@@ -326,18 +332,25 @@ def _share_trunks(
     return total, total_model
 
 
-def _notes(request: SweepRequest, runs: list[SweepRun]) -> list[str]:
+def flag_notes(wsd: bool, budgets: int) -> list[str]:
+    """Notes that only suggest a ``runplan sweep`` flag (``--budgets``): a plan, whose file cannot set the
+    sweep, leaves them out (:attr:`Sweep.plan_warnings`)."""
     notes: list[str] = []
-    if request.wsd and request.budgets == 1:
+    if wsd and budgets == 1:
         notes.append(
             "with one budget every size has one run, so WSD saves nothing; --budgets 3 lets each "
             "stable run serve three budgets through cooldown branches"
         )
-    if request.budgets == 1:
+    if budgets == 1:
         notes.append(
             "one budget gives the compute-optimal size at that budget only; --budgets 3 lets "
             "Approach 2 fit the exponents a and b"
         )
+    return notes
+
+
+def _notes(request: SweepRequest, runs: list[SweepRun]) -> list[str]:
+    notes = flag_notes(request.wsd, request.budgets)
     if runs:
         biggest = max(r.params for r in runs)
         if note := request.law.extrapolation_note(biggest, max(r.tokens for r in runs)):
@@ -388,5 +401,5 @@ def design_sweep(request: SweepRequest) -> Sweep:
     )
 
 
-__all__ = ["Sweep", "SweepRequest", "SweepRun", "design_sweep"]
+__all__ = ["Sweep", "SweepRequest", "SweepRun", "design_sweep", "flag_notes"]
 _ = np  # numpy is used by the law's vectorized loss
