@@ -316,5 +316,11 @@ def test_cli_flags_never_crash(capsys, monkeypatch, tmp_path_factory, command, d
     assert code in (0, 1, 2), (argv, code, err)
     assert "Traceback" not in err and "internal error" not in err, (argv, err)
     if code:
-        last = err.splitlines()[-1] if err else ""
-        assert last.startswith(("runplan: error: ", "runplan: infeasible: ")), (argv, err)
+        # one answer at the end: its head line, then (infeasible answers only) indented lines of what would help
+        lines = err.splitlines()
+        tail = len(lines)
+        while tail and lines[tail - 1].startswith("  "):
+            tail -= 1
+        head = lines[tail - 1] if tail else ""
+        assert head.startswith(("runplan: error: ", "runplan: infeasible: ")), (argv, err)
+        assert tail == len(lines) or head.startswith("runplan: infeasible: "), (argv, err)
