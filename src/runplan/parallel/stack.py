@@ -23,6 +23,13 @@ from runplan.errors import SpecError
 #: selective op-level checkpointing for the SwiGLU product).
 RecomputeModule = Literal["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]
 
+#: FP8 scaling recipes, named as the engines name them: Megatron-LM ``--fp8-recipe`` offers delayed, tensorwise,
+#: blockwise and mxfp8 (megatron/training/arguments.py, _add_transformer_engine_args; TransformerEngine's
+#: DelayedScaling, Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling); torchtitan 0.2.2 offers
+#: tensorwise and rowwise (``[quantize.linear.float8] recipe_name``, torchao Float8LinearConfig) and mxfp8
+#: (``[quantize.linear.mx]``). mxfp8 needs Blackwell tensor cores (TransformerEngine MXFP8BlockScaling).
+Fp8Recipe = Literal["delayed", "tensorwise", "rowwise", "blockwise", "mxfp8"]
+
 PresetName = Literal["default", "megatron-core", "megatron-2022", "deepspeed", "torchtitan-fsdp2"]
 
 
@@ -85,6 +92,18 @@ class Stack(BaseModel):
         "fp32",
         description="Gradient buffer and reduction dtype: fp32 (Megatron's default with bf16, "
         "--accumulate-allreduce-grads-in-fp32) or bf16 (FSDP mixed precision 'pure', NeMo's H100 recipes).",
+    )
+    precision: Literal["bf16", "fp8"] = Field(
+        "bf16",
+        description="GEMM input precision of the linear layers (QKV, output projection, MLP, experts): bf16, or "
+        "fp8 at the GPU's fp8 tensor-core peak with the casts of fp8_recipe (docs/parallel.md, 'FP8'). "
+        "Attention core, norms, the output head and the optimizer stay bf16/fp32 in every recipe.",
+    )
+    fp8_recipe: Fp8Recipe = Field(
+        "tensorwise",
+        description="FP8 scaling recipe (precision fp8 only): tensorwise (dynamic per-tensor scale, both "
+        "engines), delayed (TransformerEngine amax history), rowwise (torchao), blockwise (TransformerEngine "
+        "1x128/128x128 blocks), mxfp8 (32-element blocks, Blackwell).",
     )
     distributed_optimizer: bool | None = Field(
         None,
