@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from runplan.errors import SpecError
 
@@ -114,6 +121,14 @@ class Stack(BaseModel):
     @property
     def gradient_bytes(self) -> int:
         return 4 if self.gradient_dtype == "fp32" else 2
+
+    @model_serializer(mode="wrap")
+    def _without_unused_recipe(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A bf16 stack is written without fp8_recipe (it only means something with precision fp8)."""
+        data: dict[str, Any] = handler(self)
+        if self.precision != "fp8":
+            data.pop("fp8_recipe", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod
