@@ -110,7 +110,7 @@ def test_torchtitan_fp8_keys_are_in_the_checked_in_job_config():
     plan = _with_stack(golden_plan("70b-512-h100"), precision="fp8", fp8_recipe="rowwise")
     tables = _flat_toml(tomllib.loads(export_plan(plan, "torchtitan").text))
     assert tables["model"]["converters"] == ["quantize.linear.float8"]
-    assert tables["quantize.linear.float8"] == {"recipe_name": "rowwise"}
+    assert tables["quantize.linear.float8"] == {"recipe_name": "rowwise", "filter_fqns": ["output"]}
     assert "rowwise" in sections["quantize.linear.float8"]["recipe_name"]["choices"]
     assert tables["compile"]["enable"] is True  # torchtitan's float8 needs torch.compile to be fast
     for name, values in tables.items():
@@ -126,6 +126,7 @@ def test_torchtitan_tensorwise_under_fsdp_gathers_fp8_weights_and_refuses_delaye
     assert tables["quantize.linear.float8"] == {
         "enable_fsdp_float8_all_gather": True,
         "precompute_float8_dynamic_scale_for_fsdp": True,
+        "filter_fqns": ["output"],  # the head stays bf16 (the time model's assumption)
     }
     with pytest.raises(SpecError, match="no 'delayed' fp8 recipe") as info:
         export_plan(_with_stack(plan, precision="fp8", fp8_recipe="delayed"), "torchtitan")

@@ -19,9 +19,10 @@ from runplan.parallel.timing import default_efficiency
 #: Rank by speed alone (no memory-margin tie, constraints.throughput_tolerance): agreement with tuned recipes.
 FASTEST = Constraints(throughput_tolerance=0)
 
-#: Any stack: a preset with any selective modules, dropout, scatter/gather, DP overlap and full-recompute rule.
+#: Any stack: a preset with any selective modules, dropout, scatter/gather, DP overlap, full-recompute rule and
+#: precision (bf16, or fp8 with any recipe Hopper runs).
 STACKS = st.builds(
-    lambda preset, modules, dropout, scatter, overlap_dp, method, layers: Stack(
+    lambda preset, modules, dropout, scatter, overlap_dp, method, layers, precision: Stack(
         preset=preset,
         selective_recompute=modules,
         hidden_dropout=dropout,
@@ -30,6 +31,8 @@ STACKS = st.builds(
         overlap_grad_reduce=overlap_dp,
         full_recompute_method=method,
         full_recompute_layers=layers,
+        precision=precision[0],
+        fp8_recipe=precision[1],
     ),
     st.sampled_from(list(PRESETS)),
     st.lists(st.sampled_from(["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]), unique=True).map(
@@ -40,6 +43,9 @@ STACKS = st.builds(
     st.booleans(),
     st.sampled_from(["uniform", "block"]),
     st.integers(1, 5),
+    st.sampled_from(
+        [("bf16", "tensorwise")] + [("fp8", r) for r in ("tensorwise", "delayed", "rowwise", "blockwise")]
+    ),
 )
 
 KEYS = ("weights", "gradients", "optimizer", "activations", "other", "total")

@@ -431,7 +431,9 @@ def _fp8_sections(f: Facts, warnings: list[str]) -> tuple[list[Entry], list[tupl
         )
     if recipe == "mxfp8":
         return [("converters", ["quantize.linear.mx"], "mxfp8 linear layers (stack fp8_recipe)")], []
-    converters: list[Entry] = [("converters", ["quantize.linear.float8"], "torchao Float8Linear (stack precision)")]
+    converters: list[Entry] = [
+        ("converters", ["quantize.linear.float8"], "torchao Float8Linear (stack precision)")
+    ]
     if recipe == "tensorwise" and f.layout.zero == 3:  # torchtitan refuses recipe_name with fp8 all-gather
         entries: list[Entry] = [
             ("enable_fsdp_float8_all_gather", True, "tensorwise scaling; FSDP gathers the fp8 weights"),
@@ -439,6 +441,7 @@ def _fp8_sections(f: Facts, warnings: list[str]) -> tuple[list[Entry], list[tupl
         ]
     else:
         entries = [("recipe_name", recipe, "stack fp8_recipe")]
+    entries.append(("filter_fqns", ["output"], "the output head stays bf16, as the plan's time assumes"))
     return converters, [("quantize.linear.float8", entries)]
 
 
@@ -468,7 +471,11 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
     ]
     sections += fp8_sections
     if async_tp or fp8_sections or fp8_model:  # async TP needs torch.compile; float8 needs it to be fast
-        why = "async TP requires torch.compile" if async_tp else "fuses the fp8 casts (torchtitan docs/float8.md)"
+        why = (
+            "async TP requires torch.compile"
+            if async_tp
+            else "fuses the fp8 casts (torchtitan docs/float8.md)"
+        )
         compile_entries: list[Entry] = [("enable", True, why), ("components", ["model", "loss"], "")]
         sections.append(("compile", compile_entries))
     sections.append(("checkpoint", _checkpoint_entries(f, warnings)))

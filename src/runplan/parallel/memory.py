@@ -350,9 +350,7 @@ def memory_breakdown(
         dense, expert = stage_params(terms, g.tp, g.pp, g.ep, last=last)
         weights, grads, opt = model_state_bytes(dense, expert, g.zero, g.dp, g.cp, g.ep, stack.gradient_bytes)
         if stack.precision == "fp8":
-            weights = weights + fp8_weight_copy_bytes(
-                terms, g.tp, g.pp, g.ep, g.zero, g.dp, g.cp, last=last
-            )
+            weights = weights + fp8_weight_copy_bytes(terms, g.tp, g.pp, g.ep, g.zero, g.dp, g.cp, last=last)
         act = activation_bytes(
             terms,
             g.tp,
