@@ -140,7 +140,12 @@ def test_precision_fp8_flag_speeds_up_a_pinned_layout_and_a100_is_refused():
     pinned = ["parallelize", "--model", "8b", "--gpus", "64", "--gpu", "h100-sxm", "--seq-len", "8192"]
     pinned += ["--tp", "2", "--pp", "1", "--zero", "1", "--mbs", "1", "--recompute", "selective", "--json"]
     bf16 = json.loads(runner.invoke(app, pinned).stdout)["layouts"][0]
-    fp8 = json.loads(runner.invoke(app, [*pinned, "--precision", "fp8"]).stdout)["layouts"][0]
+    fp8_doc = json.loads(runner.invoke(app, [*pinned, "--precision", "fp8"]).stdout)
+    fp8 = fp8_doc["layouts"][0]
+    assert any(
+        w.startswith("fp8 (tensorwise): linear-layer GEMMs at the fp8 peak 1,979")
+        for w in fp8_doc["warnings"]
+    )
     # the linear GEMMs run at 1,979 instead of 989 TFLOP/s, less the casts: faster, but not 2x
     assert 1.1 < fp8["tokens_per_second"] / bf16["tokens_per_second"] < 1.6
     assert fp8["memory_bytes"]["weights"] > bf16["memory_bytes"]["weights"]  # + the fp8 weight copy

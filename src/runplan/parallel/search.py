@@ -38,7 +38,7 @@ from runplan.parallel.layout import (
     searched_domain,
 )
 from runplan.parallel.memory import ShapeTerms, memory_breakdown
-from runplan.parallel.timing import default_efficiency, step_time
+from runplan.parallel.timing import default_efficiency, precision_notes, step_time
 from runplan.scaling.budget import MIN_MFU
 from runplan.units import SECONDS_PER_DAY
 
@@ -631,7 +631,8 @@ def search(request: ParallelRequest) -> SearchResult:
         critical_batch=crit,
         warnings=[
             f"critical batch {crit.tokens:,.0f} tokens: {crit.law}"
-            + (" with D = 20·N assumed" if crit.assumed_training_tokens else "")
+            + (" with D = 20·N assumed" if crit.assumed_training_tokens else ""),
+            *precision_notes(request.gpu, request.stack),
         ],
     )
     if grid is None:

@@ -47,11 +47,16 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   times with full recompute). Hidden behind one micro-batch's compute (ZeRO-0/1: the last backward and the
   next forward) or behind all micro-batches (ZeRO-2/3); only the excess is exposed.
 * **Optimizer**: Adam update HBM-bound, (2·12 + g + 2) bytes per locally held parameter.
+* **fp8** (stack precision fp8; docs/parallel.md, FP8): the linear layers' GEMMs (QKV, output projection, MLP,
+  experts) run at the catalog's fp8 peak with the same eta (a prior), plus the HBM traffic of their casts to
+  fp8 per recipe (:func:`fp8_cast_bytes`, derived, not fitted); attention core, router, head, communication
+  and optimizer stay as in bf16. A GPU without fp8 is refused (:func:`check_precision`).
 
 MFU is PaLM's (Chowdhery et al. 2022 §4.1, App. B): model FLOPs per token
 (``ModelShape.model_flops_per_token``,
 no recomputation, causal mask not discounted) × tokens/s ÷ (GPUs × peak). HFU adds recomputation FLOPs.
-Leaves out: kernel launch gaps, stragglers, data loading, checkpoint saves, MoE load imbalance, FP8.
+Leaves out: kernel launch gaps, stragglers, data loading, checkpoint saves, MoE load imbalance, fp8
+communication (FSDP/TP fp8 all-gathers).
 """
 
 from __future__ import annotations
@@ -162,6 +167,17 @@ def check_precision(gpu: GpuSpec, stack: Stack) -> None:
             where="stack.fp8_recipe",
             hint="use tensorwise, delayed, rowwise or blockwise, or a Blackwell GPU",
         )
+
+
+def precision_notes(gpu: GpuSpec, stack: Stack) -> list[str]:
+    """The one-line explanation of an fp8 stack's time for the user (empty in bf16)."""
+    if stack.precision != "fp8":
+        return []
+    return [
+        f"fp8 ({stack.fp8_recipe}): linear-layer GEMMs at the fp8 peak "
+        f"{float(gpu.fp8_flops or 0.0) / 1e12:,.0f} TFLOP/s plus their cast traffic (docs/parallel.md, FP8); "
+        "attention, head and communication stay bf16; MFU is against the bf16 peak"
+    ]
 
 
 def fp8_cast_bytes(m, n, k, recipe: str):
