@@ -231,9 +231,13 @@ def test_published_rows_read_as_measured_runs():
     doc = measured_document(data)
     rows = {row["id"]: row for row in data["runs"]}
     runs = {run["id"]: run for run in doc["runs"]}
-    # fp8 rows are skipped: the time model is bf16
-    assert all(rows[i].get("precision") != "fp8" for i in runs)
-    assert any(row.get("precision") == "fp8" for row in rows.values())
+    # fp8 rows are timed in fp8 with their recipe and predicted, never fitted (docs/parallel.md, FP8)
+    fp8 = [i for i, row in rows.items() if row.get("precision") == "fp8"]
+    assert len(fp8) == 6 and all(i in runs for i in fp8)
+    for i in fp8:
+        assert runs[i]["stack"]["precision"] == "fp8" and runs[i]["stack"]["fp8_recipe"] == "tensorwise"
+        assert runs[i]["fit"] is False
+    assert all("precision" not in run["stack"] for i, run in runs.items() if i not in fp8)
     # stack facts: Narayanan et al. 2021 ran without FlashAttention and TP overlap; a pending_stack row is fitted
     narayanan = runs["narayanan-1.7b-32gpu"]
     stack = narayanan["stack"]

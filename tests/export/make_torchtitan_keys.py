@@ -17,21 +17,38 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parents[2] / "src" / "runplan" / "export" / "data" / "torchtitan_keys.json"
 
 
+def _literal(annotation: ast.expr) -> ast.Subscript | None:
+    """The ``Literal[...]`` of an annotation, bare or in a union (``Literal[...] | None``)."""
+    if isinstance(annotation, ast.Subscript) and ast.unparse(annotation.value) == "Literal":
+        return annotation
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _literal(annotation.left) or _literal(annotation.right)
+    return None
+
+
 def _fields(node: ast.ClassDef) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for item in node.body:
         if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
             ann = ast.unparse(item.annotation)
             entry: dict = {"type": ann}
-            if isinstance(item.annotation, ast.Subscript) and ast.unparse(item.annotation.value) == "Literal":
-                elts = (
-                    item.annotation.slice.elts
-                    if isinstance(item.annotation.slice, ast.Tuple)
-                    else [item.annotation.slice]
-                )
+            literal = _literal(item.annotation)
+            if literal is not None:
+                elts = literal.slice.elts if isinstance(literal.slice, ast.Tuple) else [literal.slice]
                 entry["choices"] = [ast.literal_eval(e) for e in elts]
             out[item.target.id] = entry
     return out
+
+
+def _add_section(sections: dict[str, dict], classes: dict[str, ast.ClassDef], name: str, cls: str) -> None:
+    """Section ``name`` from dataclass ``cls``; nested dataclasses (e.g. [training.dataloader],
+    [quantize.linear.float8]) become dotted sections, at any depth."""
+    fields = _fields(classes[cls])
+    for key, sub in list(fields.items()):
+        if sub["type"] in classes:
+            _add_section(sections, classes, f"{name}.{key}", sub["type"])
+            del fields[key]
+    sections[name] = fields
 
 
 def main(path: str, version: str) -> None:
@@ -41,13 +58,7 @@ def main(path: str, version: str) -> None:
     for name, spec in _fields(classes["JobConfig"]).items():
         cls = spec["type"]
         if cls in classes:
-            fields = _fields(classes[cls])
-            # nested dataclasses (e.g. [training.dataloader]) become dotted sections
-            for key, sub in list(fields.items()):
-                if sub["type"] in classes:
-                    sections[f"{name}.{key}"] = _fields(classes[sub["type"]])
-                    del fields[key]
-            sections[name] = fields
+            _add_section(sections, classes, name, cls)
     data = {
         "engine": "torchtitan",
         "version": version,

@@ -85,3 +85,73 @@ def test_megatron_runs_fsdp_mixed_precision_as_torch_fsdp2_and_refuses_it_with_p
     with pytest.raises(SpecError, match="pipeline parallelism") as info:
         export_plan(piped, "megatron")
     assert info.value.where == "stack.fsdp_mixed_precision"
+
+
+# ---------------------------------------------------------------- fp8 (stack precision) -----------------------
+def _flat_toml(doc: dict, prefix: str = "") -> dict[str, dict]:
+    """TOML tables by dotted name ([quantize.linear.float8] nests three deep in tomllib's output)."""
+    out: dict[str, dict] = {}
+    leaves = {k: v for k, v in doc.items() if not isinstance(v, dict)}
+    if prefix:
+        out[prefix] = leaves
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            out.update(_flat_toml(value, f"{prefix}.{key}" if prefix else key))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("recipe", "fmt"), [("tensorwise", "hybrid"), ("delayed", "hybrid"), ("blockwise", "e4m3")]
+)
+def test_megatron_fp8_flags_parse_with_the_checked_in_arguments(recipe, fmt):
+    from tests.export.test_export_keys import megatron_args
+
+    a = megatron_args(_with_stack(golden_plan("70b-512-h100"), precision="fp8", fp8_recipe=recipe))
+    assert a.fp8 == fmt and a.fp8_recipe == recipe and a.bf16
+
+
+def test_megatron_bf16_plan_has_no_fp8_flags_and_rowwise_is_refused():
+    assert "--fp8-format" not in _megatron_args(golden_plan("70b-512-h100"))
+    plan = _with_stack(golden_plan("70b-512-h100"), precision="fp8", fp8_recipe="rowwise")
+    with pytest.raises(SpecError, match="no 'rowwise' fp8 recipe") as info:
+        export_plan(plan, "megatron")
+    assert info.value.where == "stack.fp8_recipe"
+
+
+def test_torchtitan_fp8_keys_are_in_the_checked_in_job_config():
+    import tomllib
+
+    from runplan.export._common import engine_data
+
+    sections = engine_data("torchtitan_keys")["sections"]
+    plan = _with_stack(golden_plan("70b-512-h100"), precision="fp8", fp8_recipe="rowwise")
+    tables = _flat_toml(tomllib.loads(export_plan(plan, "torchtitan").text))
+    assert tables["model"]["converters"] == ["quantize.linear.float8"]
+    assert tables["quantize.linear.float8"] == {"recipe_name": "rowwise", "filter_fqns": ["output"]}
+    assert "rowwise" in sections["quantize.linear.float8"]["recipe_name"]["choices"]
+    assert tables["compile"]["enable"] is True  # torchtitan's float8 needs torch.compile to be fast
+    for name, values in tables.items():
+        assert set(values) <= set(sections[name]), name
+
+
+def test_torchtitan_tensorwise_under_fsdp_gathers_fp8_weights_and_refuses_delayed():
+    import tomllib
+
+    plan = with_layout(golden_plan("70b-512-h100"), zero=3)
+    tables = _flat_toml(tomllib.loads(export_plan(_with_stack(plan, precision="fp8"), "torchtitan").text))
+    # torchtitan asserts recipe_name and the fp8 all-gather are not both set
+    assert tables["quantize.linear.float8"] == {
+        "enable_fsdp_float8_all_gather": True,
+        "precompute_float8_dynamic_scale_for_fsdp": True,
+        "filter_fqns": ["output"],  # the head stays bf16 (the time model's assumption)
+    }
+    with pytest.raises(SpecError, match="no 'delayed' fp8 recipe") as info:
+        export_plan(_with_stack(plan, precision="fp8", fp8_recipe="delayed"), "torchtitan")
+    assert info.value.where == "stack.fp8_recipe"
+
+
+def test_deepspeed_refuses_fp8_in_one_line():
+    plan = _with_stack(golden_plan("70b-512-h100"), precision="fp8")
+    with pytest.raises(SpecError, match="no fp8 training key") as info:
+        export_plan(plan, "deepspeed")
+    assert info.value.where == "stack.precision" and "\n" not in str(info.value)

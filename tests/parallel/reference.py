@@ -28,11 +28,27 @@ def layout(*axes: Any) -> Layout:
     return Layout(**dict(zip(Layout.model_fields, axes, strict=True)))
 
 
-def _gemm(m: float, n: float, k: float, gpu, eff: Efficiency) -> float:
+# docs/parallel.md, FP8: per element, (cast to fp8, copy in the other operand layout) bytes by recipe
+FP8_CAST = {"tensorwise": (5, 2), "delayed": (3, 2), "rowwise": (3, 3), "blockwise": (3, 3), "mxfp8": (3, 3)}
+
+
+def _gemm(m: float, n: float, k: float, gpu, eff: Efficiency, fp8: bool = False) -> float:
     eta = eff.gemm_peak_fraction / (1 + eff.gemm_half_dim / m + eff.gemm_half_dim / n + eff.gemm_half_dim / k)
+    if fp8:  # 1-byte inputs, bf16 output, the fp8 peak, the same eta
+        return max(
+            2 * m * n * k / (eta * gpu.fp8_flops), (m * k + k * n + 2 * m * n) / gpu.hbm_bandwidth_bytes_per_s
+        )
     return max(
         2 * m * n * k / (eta * gpu.bf16_flops), 2 * (m * k + k * n + m * n) / gpu.hbm_bandwidth_bytes_per_s
     )
+
+
+def _casts(gemms: list[tuple[float, float, float, float]], recipe: str) -> tuple[float, float]:
+    """(forward, backward) cast bytes of linear GEMMs given as (count, M, N, K) (docs/parallel.md, FP8)."""
+    c, r = FP8_CAST[recipe]
+    fwd = sum(n_ * c * (m * k + k * n) for n_, m, n, k in gemms)
+    bwd = sum(n_ * (c * m * n + r * (m * k + k * n + m * n)) for n_, m, n, k in gemms)
+    return fwd, bwd
 
 
 def _layer_bytes(req: ParallelRequest, lay: Layout, moe: bool) -> tuple[float, float]:
@@ -120,6 +136,16 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         grads = g * (sharded if lay.zero >= 2 else everything)
         if lay.zero == 3 and req.stack.fsdp_mixed_precision:  # the fp32 shard is the master, its grads fp32
             weights, grads = 0.0, 4 * sharded
+        if (
+            req.stack.precision == "fp8"
+        ):  # 1-byte copy of the linear layers' weights (not norms, embedding, head)
+            attn_linear = sh.attention_params_per_layer
+            lin_dense = (layers * attn_linear + dense * sh.dense_mlp_params + moe * common) / t
+            lin_expert = moe * expert_layer / (t * e)
+            if lay.zero == 3:
+                weights += lin_dense / group + lin_expert / (group / e)
+            else:
+                weights += lin_dense + lin_expert
         opt = 12 * (sharded if lay.zero >= 1 else everything)
         kept_d, none_d = _layer_bytes(req, lay, False)
         kept_m, none_m = _layer_bytes(req, lay, True) if sh.is_moe else (0.0, 0.0)
@@ -161,24 +187,39 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
 
     # ---- time of one micro-batch on the slowest (last) stage ----
     width = 2 if sh.mlp == "swiglu" else 1
+    f8 = req.stack.precision == "fp8"  # linear layers in fp8; router, head and attention core stay bf16
     attn_in = (sh.attention_params_per_layer - sh.n_heads * sh.value_dim * h) / h
-    proj = _gemm(tokens, attn_in / t, h, gpu, eff) + _gemm(tokens, h, sh.n_heads * sh.value_dim / t, gpu, eff)
-    dense_mlp = _gemm(tokens, width * sh.ffn_hidden / t, h, gpu, eff) + _gemm(
-        tokens, h, sh.ffn_hidden / t, gpu, eff
+    attn_gemms = [(1, tokens, attn_in / t, h), (1, tokens, h, sh.n_heads * sh.value_dim / t)]
+    dense_gemms = attn_gemms + [(1, tokens, width * sh.ffn_hidden / t, h), (1, tokens, h, sh.ffn_hidden / t)]
+    proj = _gemm(tokens, attn_in / t, h, gpu, eff, f8) + _gemm(
+        tokens, h, sh.n_heads * sh.value_dim / t, gpu, eff, f8
+    )
+    dense_mlp = _gemm(tokens, width * sh.ffn_hidden / t, h, gpu, eff, f8) + _gemm(
+        tokens, h, sh.ffn_hidden / t, gpu, eff, f8
     )
     moe_mlp = 0.0
+    moe_gemms = list(attn_gemms)
     if sh.is_moe:
         fe = sh.expert_ffn_hidden
         te = tokens * sh.top_k * e / sh.n_experts
         moe_mlp = (sh.n_experts / e) * (
-            _gemm(te, width * fe / t, h, gpu, eff) + _gemm(te, h, fe / t, gpu, eff)
+            _gemm(te, width * fe / t, h, gpu, eff, f8) + _gemm(te, h, fe / t, gpu, eff, f8)
         )
+        moe_gemms += [(sh.n_experts / e, te, width * fe / t, h), (sh.n_experts / e, te, h, fe / t)]
         moe_mlp += _gemm(tokens, sh.n_experts, h, gpu, eff)
         if sh.n_shared_experts:
             ns = sh.n_shared_experts
-            moe_mlp += _gemm(tokens, width * ns * fe / t, h, gpu, eff) + _gemm(
-                tokens, h, ns * fe / t, gpu, eff
+            moe_mlp += _gemm(tokens, width * ns * fe / t, h, gpu, eff, f8) + _gemm(
+                tokens, h, ns * fe / t, gpu, eff, f8
             )
+            moe_gemms += [(1, tokens, width * ns * fe / t, h), (1, tokens, h, ns * fe / t)]
+    cast_fwd = cast_bwd = 0.0
+    if f8:
+        for count, gemms in ((dense, dense_gemms), (moe, moe_gemms)):
+            if count:
+                fwd_b, bwd_b = _casts(gemms, req.stack.fp8_recipe)
+                cast_fwd += count * fwd_b / gpu.hbm_bandwidth_bytes_per_s
+                cast_bwd += count * bwd_b / gpu.hbm_bandwidth_bytes_per_s
     if req.stack.flash_attention:
         core = (
             2
@@ -208,8 +249,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         else (SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE if lay.recompute == "selective" else 1.0)
     )
     elementwise = eff.elementwise_traffic_factor * act_bytes * share / gpu.hbm_bandwidth_bytes_per_s
-    if full:
-        redo = fwd * (
+    if full:  # the forward again, with its fp8 casts
+        redo = (fwd + cast_fwd) * (
             min(req.stack.full_recompute_layers, layers) / layers
             if req.stack.full_recompute_method == "block"
             else 1
@@ -222,7 +263,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         ) + (dense * dense_mlp if "mlp" in req.stack.selective_recompute else 0.0)
     else:
         redo = 0.0
-    compute = fwd + logits + bwd + redo + elementwise
+    compute = fwd + logits + bwd + redo + elementwise + cast_fwd + cast_bwd
 
     node = req.node_size
     lat = eff.collective_latency_seconds

@@ -7,6 +7,7 @@ H100 = GpuSpec(
     name="h100-sxm",
     hbm_bytes=80e9,
     bf16_flops=989e12,
+    fp8_flops=1979e12,  # H100 SXM datasheet, dense
     hbm_bandwidth_bytes_per_s=3.35e12,
     intra_node_bandwidth_bytes_per_s=450e9,
     inter_node_bandwidth_bytes_per_s=50e9,

@@ -20,9 +20,9 @@ from runplan.parallel.timing import default_efficiency
 FASTEST = Constraints(throughput_tolerance=0)
 
 #: Any stack: a preset with any selective modules, dropout, scatter/gather, DP overlap, full-recompute rule and
-#: FSDP mixed precision.
+#: FSDP mixed precision, precision (bf16, or fp8 with any recipe Hopper runs).
 STACKS = st.builds(
-    lambda preset, modules, dropout, scatter, overlap_dp, method, layers, fsdp: Stack(
+    lambda preset, modules, dropout, scatter, overlap_dp, method, layers, fsdp, precision: Stack(
         preset=preset,
         selective_recompute=modules,
         hidden_dropout=dropout,
@@ -32,6 +32,8 @@ STACKS = st.builds(
         full_recompute_method=method,
         full_recompute_layers=layers,
         fsdp_mixed_precision=fsdp,
+        precision=precision[0],
+        fp8_recipe=precision[1],
     ),
     st.sampled_from(list(PRESETS)),
     st.lists(st.sampled_from(["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]), unique=True).map(
@@ -43,6 +45,9 @@ STACKS = st.builds(
     st.sampled_from(["uniform", "block"]),
     st.integers(1, 5),
     st.booleans(),
+    st.sampled_from(
+        [("bf16", "tensorwise")] + [("fp8", r) for r in ("tensorwise", "delayed", "rowwise", "blockwise")]
+    ),
 )
 
 KEYS = ("weights", "gradients", "optimizer", "activations", "other", "total")

@@ -10,7 +10,10 @@ is converted here row by row, so both files go through the same fit. Per row:
   scatter/gather of pipeline sends for its sources, and FSDP mixed precision for the PyTorch FSDP groups;
   ``sequence_parallel`` and ``recompute`` fill the layout where the pins leave them open (every selective
   variant is runplan's selective recompute);
-* fp8 rows are skipped (the time model is bf16); fp16 runs at the bf16 tensor-core rate on A100 and H100;
+* precision: an fp8 row (``precision: fp8`` on the row or in its ``stack:``) is timed with stack precision fp8
+  and its ``fp8_recipe`` (tensorwise when not stated: the recipe torchao and torchtitan default to); fp8 rows
+  are predicted, never fitted (``fit`` is forced false: they come from one source, and no calibrated constant
+  is specific to fp8, docs/parallel.md, FP8); fp16 runs at the bf16 tensor-core rate on A100 and H100;
 * rows marked ``fit: false`` are predicted, not fitted, except rows held out only because their stack facts
   could not be expressed before (``pending_stack``), which now are.
 """
@@ -58,7 +61,14 @@ def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
         out["selective_recompute"] = _SELECTIVE_MODULES[stack["recompute"]]
     if stack.get("distributed_optimizer") is not None:
         out["distributed_optimizer"] = bool(stack["distributed_optimizer"])
+    if _is_fp8(row):
+        out["precision"] = "fp8"
+        out["fp8_recipe"] = stack.get("fp8_recipe") or row.get("fp8_recipe") or "tensorwise"
     return out
+
+
+def _is_fp8(row: dict[str, Any]) -> bool:
+    return row.get("precision", "bf16") == "fp8" or (row.get("stack") or {}).get("precision") == "fp8"
 
 
 def is_published(data: Any) -> bool:
@@ -109,8 +119,6 @@ def measured_document(data: dict[str, Any]) -> dict[str, Any]:
     runs = []
     for row in data["runs"]:
         stack = row.get("stack") or {}
-        if row.get("precision", "bf16") == "fp8" or stack.get("precision") == "fp8":
-            continue
         shape = dict(models.get(row["model"], {}))
         if row.get("learned_positions"):
             shape["learned_positions"] = row["learned_positions"]
@@ -124,7 +132,7 @@ def measured_document(data: dict[str, Any]) -> dict[str, Any]:
             "layout": _layout(row),
             "stack": _stack(row, stack),
             "measured": _measured(row),
-            "fit": bool(row.get("fit", True) or row.get("pending_stack", False)),
+            "fit": bool(row.get("fit", True) or row.get("pending_stack", False)) and not _is_fp8(row),
         }
         for key in ("schedule_layers", "global_batch", "global_batch_tokens", "attention_kernel"):
             if row.get(key) is not None:

@@ -75,6 +75,8 @@ FLAG_FOR_PATH: dict[str, str] = {
     "stack.hidden_dropout": "--dropout",
     "stack.attention_dropout": "--dropout",
     "stack.gradient_dtype": "--bf16-grads",
+    "stack.precision": "--precision",
+    "stack.fp8_recipe": "--fp8-recipe",
     "parallelize.catalog": "--catalog",
     # sweep
     "sweep.flops": "--flops",

@@ -124,6 +124,16 @@ Bf16Grads = Annotated[
     bool,
     typer.Option("--bf16-grads", help="bf16 gradients instead of fp32 accumulation (stack gradient_dtype)."),
 ]
+Precision = Annotated[
+    Text, _opt("--precision", help="Linear-layer GEMM precision: bf16 or fp8 (stack precision).")
+]
+Fp8Recipe = Annotated[
+    Text,
+    _opt(
+        "--fp8-recipe",
+        help="fp8 scaling recipe: tensorwise, delayed, rowwise, blockwise, mxfp8 (stack fp8_recipe).",
+    ),
+]
 Mfu = Annotated[Text, _opt("--mfu", help="Use this MFU instead of predicting step time.")]
 PinKeyValue = Annotated[
     list[str],
@@ -176,6 +186,8 @@ def parallelize(
     selective_recompute: SelectiveRecompute = None,
     dropout: Dropout = None,
     bf16_grads: Bf16Grads = False,
+    precision: Precision = None,
+    fp8_recipe: Fp8Recipe = None,
     mfu: Mfu = None,
     pin: PinKeyValue = [],  # noqa: B006 (typer's way to declare a repeatable option)
     catalog_file: Catalogs = [],  # noqa: B006 (typer's way to declare a repeatable option)
@@ -203,7 +215,7 @@ def parallelize(
     overrides = build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
     stack = _stack_flags(
         stack_preset, flash_attention, tp_comm_overlap, selective_recompute, dropout, bf16_grads
-    )
+    ) | {k: v for k, v in (("precision", precision), ("fp8_recipe", fp8_recipe)) if v is not None}
     if plan_file is not None:
         _no_input_flags(
             {"--model": model, "--gpus": gpus, "--gpu": gpu, "--gpus-per-node": gpus_per_node,

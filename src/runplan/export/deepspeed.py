@@ -257,12 +257,25 @@ def _user_code_warnings(f: Facts, warnings: list[str]) -> None:
     )
 
 
+def _refuse_fp8(f: Facts) -> None:
+    """DeepSpeed's config has no fp8 key (fp8 runs through TransformerEngine modules in user code)."""
+    from runplan.errors import SpecError
+
+    if f.stack.precision == "fp8":
+        raise SpecError(
+            "DeepSpeed's config has no fp8 training key (its ds_config sets bf16 or fp16 only)",
+            where="stack.precision",
+            hint="set stack precision: bf16, or export to megatron or torchtitan",
+        )
+
+
 def export_deepspeed(plan: RunPlan) -> ExportResult:
     """Render ``plan`` as a DeepSpeed ds_config (pure; see the module docstring)."""
     from runplan.export import ExportResult
 
     f = facts(plan)
     _refuse_pipeline_zero(f)
+    _refuse_fp8(f)
     warnings: list[str] = [f"optimizer: {ASSUMED_OPTIMIZER_SOURCE}"]
     scheduler, lr_record = _scheduler(f, warnings)
     b, m, d = f.layout.micro_batch, f.layout.microbatches, f.layout.dp

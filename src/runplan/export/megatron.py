@@ -549,12 +549,37 @@ def _stack_model_args(f: Facts) -> list[Arg]:
     ]
 
 
+#: fp8 format per recipe: hybrid (e4m3 forward, e5m2 gradients) is TransformerEngine's DelayedScaling and
+#: Float8CurrentScaling default for training; its block-scaled recipes (Float8BlockScaling, MXFP8BlockScaling)
+#: use e4m3 throughout (transformer_engine/common/recipe.py defaults).
+_FP8_FORMAT = {"delayed": "hybrid", "tensorwise": "hybrid", "blockwise": "e4m3", "mxfp8": "e4m3"}
+
+
+def _fp8_args(f: Facts) -> list[Arg]:
+    """``--fp8-format``/``--fp8-recipe`` for stack precision fp8 (Megatron-LM _add_transformer_engine_args)."""
+    stack = f.stack
+    if stack.precision != "fp8":
+        return []
+    recipe = stack.fp8_recipe
+    if recipe not in _FP8_FORMAT:
+        raise SpecError(
+            f"Megatron-LM has no '{recipe}' fp8 recipe (--fp8-recipe: delayed, tensorwise, blockwise, mxfp8)",
+            where="stack.fp8_recipe",
+            hint="use fp8_recipe tensorwise, delayed or blockwise, or export to torchtitan",
+        )
+    return [
+        ("--fp8-format", [_FP8_FORMAT[recipe]], "stack precision fp8 (TransformerEngine linear layers)"),
+        ("--fp8-recipe", [recipe], "stack fp8_recipe"),
+    ]
+
+
 def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
     """Optimizer, learning-rate schedule and run length."""
     ramped = bool(f.ramp)
     g = f.global_batch_sequences
     lr: list[Arg] = [
         ("--bf16", [], "bf16 compute, fp32 master weights"),
+        *_fp8_args(f),
         *(
             [("--grad-reduce-in-bf16", [], "stack gradient_dtype bf16")]
             if f.stack.gradient_dtype == "bf16"

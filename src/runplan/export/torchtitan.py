@@ -410,6 +410,41 @@ def _stack_warnings(f: Facts) -> list[str]:
     return warnings
 
 
+def _fp8_sections(f: Facts, warnings: list[str]) -> tuple[list[Entry], list[tuple[str, list[Entry]]]]:
+    """(``[model]`` entries, sections) of the plan's fp8 recipe (stack precision fp8; torchtitan 0.2.2
+    ``[quantize.linear.float8]``/``[quantize.linear.mx]`` with ``model.converters``). torchtitan offers
+    tensorwise and rowwise float8 (torchao) and mxfp8; it has no delayed or block-scaled fp8 recipe."""
+    stack = f.stack
+    if stack.precision != "fp8":
+        return [], []
+    recipe = stack.fp8_recipe
+    if recipe in ("delayed", "blockwise"):
+        raise SpecError(
+            f"torchtitan 0.2.2 has no '{recipe}' fp8 recipe (its float8 recipes: tensorwise, rowwise; mxfp8)",
+            where="stack.fp8_recipe",
+            hint="use fp8_recipe tensorwise or rowwise, or export to megatron",
+        )
+    if f.n_experts:
+        warnings.append(
+            "fp8: torchtitan 0.2.2 quantizes nn.Linear only; the experts' grouped GEMMs "
+            "([quantize.grouped_mm], a prototype) stay bf16, the plan's time assumes them fp8"
+        )
+    if recipe == "mxfp8":
+        return [("converters", ["quantize.linear.mx"], "mxfp8 linear layers (stack fp8_recipe)")], []
+    converters: list[Entry] = [
+        ("converters", ["quantize.linear.float8"], "torchao Float8Linear (stack precision)")
+    ]
+    if recipe == "tensorwise" and f.layout.zero == 3:  # torchtitan refuses recipe_name with fp8 all-gather
+        entries: list[Entry] = [
+            ("enable_fsdp_float8_all_gather", True, "tensorwise scaling; FSDP gathers the fp8 weights"),
+            ("precompute_float8_dynamic_scale_for_fsdp", True, "one all-reduce for every weight's scale"),
+        ]
+    else:
+        entries = [("recipe_name", recipe, "stack fp8_recipe")]
+    entries.append(("filter_fqns", ["output"], "the output head stays bf16, as the plan's time assumes"))
+    return converters, [("quantize.linear.float8", entries)]
+
+
 def export_torchtitan(plan: RunPlan) -> ExportResult:
     """Render ``plan`` as a torchtitan 0.2.x TOML job config (pure; see the module docstring)."""
     from runplan.export import ExportResult
@@ -422,6 +457,8 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
         ("dump_folder", "./outputs", "checkpoints go to <dump_folder>/<checkpoint.folder>"),
     ]
     model = _model_entries(f, arch, warnings)
+    fp8_model, fp8_sections = _fp8_sections(f, warnings)
+    model += fp8_model
     steps, warmup, cooldown, steps_note = _steps(f, warnings)
     parallelism, async_tp = _parallelism_entries(f, warnings)
     sections: list[tuple[str, list[Entry]]] = [
@@ -432,11 +469,14 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
         ("training", _training_entries(f, steps, steps_note)),
         ("parallelism", parallelism),
     ]
-    if async_tp:  # torchtitan refuses async TP unless the model is compiled
-        compile_entries: list[Entry] = [
-            ("enable", True, "async TP requires torch.compile"),
-            ("components", ["model", "loss"], ""),
-        ]
+    sections += fp8_sections
+    if async_tp or fp8_sections or fp8_model:  # async TP needs torch.compile; float8 needs it to be fast
+        why = (
+            "async TP requires torch.compile"
+            if async_tp
+            else "fuses the fp8 casts (torchtitan docs/float8.md)"
+        )
+        compile_entries: list[Entry] = [("enable", True, why), ("components", ["model", "loss"], "")]
         sections.append(("compile", compile_entries))
     sections.append(("checkpoint", _checkpoint_entries(f, warnings)))
     sections.append(("activation_checkpoint", _recompute_entries(f, warnings)))

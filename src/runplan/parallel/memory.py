@@ -42,8 +42,15 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   Megatron-LM issues #525 and PR #482 report estimate-vs-measured gaps both ways) and, under ZeRO-3, two
   gathered layers of bf16 weights (current + prefetched).
 
+* **fp8** (stack precision fp8): the weights term adds a 1-byte copy of the linear layers' weights
+  (:func:`fp8_weight_copy_bytes`). Activations stay counted in bf16, an upper bound: TransformerEngine and
+  torchao save a linear layer's input for the backward as its 1-byte fp8 cast, but which of Table 2's bf16
+  tensors that frees depends on what else keeps the bf16 tensor (the norm's and activation's own backward,
+  TransformerEngine's fused LayerNormLinear, torch.compile's fusions), which is not modelled here.
+
 Leaves out: MoE routing imbalance (capacity factor), MLA's latent caches (treated with GQA widths),
-ring-attention KV double buffers, FP8 transient copies, and the embedding's activations on stage 1.
+ring-attention KV double buffers, fp8 transient casts and transposes, and the embedding's activations on
+stage 1.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ DEFAULT_STACK = Stack()
 
 BF16_BYTES = 2.0
 FP32_BYTES = 4.0
+FP8_BYTES = 1.0
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
 LOGIT_BYTES = 4.0  # fp32 logits in the cross-entropy
 
@@ -174,6 +182,26 @@ def model_state_bytes(
     gradients = np.where(fsdp, FP32_BYTES * sharded, gradient_bytes * np.where(zero >= 2, sharded, full))
     optimizer = OPTIMIZER_BYTES_PER_PARAM * np.where(zero >= 1, sharded, full)
     return weights, gradients, optimizer
+
+
+def fp8_weight_copy_bytes(terms: ShapeTerms, t, p, e, zero, d, c, *, last: bool):
+    """fp8 copy of the linear-layer weights on the stage, per GPU (stack precision fp8; module docstring).
+
+    1 byte per parameter of the layers' linear projections (attention QKV and output, dense MLP, shared and
+    routed experts; not the embedding, head, norms: they stay bf16). TransformerEngine casts the weights
+    once per step and keeps the fp8 copy for every micro-batch (its first-micro-batch weight caching);
+    torchao casts them in each forward and saves the fp8 copy for the backward. Under ZeRO-3 the shard is cast
+    before the gather (torchtitan's fp8 all-gather), so the copy is sharded like the bf16 weights. Assumed:
+    one layout of the copy (the transposed copy of the backward is transient).
+    """
+    layers, moe, dense = stage_layers(terms, p)
+    attn_linear = (terms.attn_in_width + terms.a * terms.d_v) * terms.h
+    dense_linear = (layers * attn_linear + dense * terms.dense_mlp_params + moe * terms.moe_common_params) / t
+    expert_linear = moe * terms.expert_layer_params / (np.asarray(t) * e)
+    group = np.asarray(d) * c
+    sharded = dense_linear / group + expert_linear * e / group
+    del last  # the layers (not the embedding or head) carry the fp8 copy: same on the first and last stage
+    return FP8_BYTES * np.where(np.asarray(zero) >= 3, sharded, dense_linear + expert_linear)
 
 
 def _mlp_bytes(terms: ShapeTerms, inner: float, keep_only: bool):
@@ -342,6 +370,8 @@ def memory_breakdown(
             stack.gradient_bytes,
             fsdp_mixed_precision=stack.fsdp_mixed_precision,
         )
+        if stack.precision == "fp8":
+            weights = weights + fp8_weight_copy_bytes(terms, g.tp, g.pp, g.ep, g.zero, g.dp, g.cp, last=last)
         act = activation_bytes(
             terms,
             g.tp,

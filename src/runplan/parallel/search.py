@@ -38,7 +38,7 @@ from runplan.parallel.layout import (
 )
 from runplan.parallel.memory import ShapeTerms, memory_breakdown, model_state_bytes
 from runplan.parallel.request_rules import MAX_GLOBAL_BATCH_TOKENS, check_request
-from runplan.parallel.timing import default_efficiency, step_time
+from runplan.parallel.timing import default_efficiency, precision_notes, step_time
 from runplan.units import SECONDS_PER_DAY
 
 #: Most candidate layouts one search evaluates: about 0.5 GB and 1.5 s per million rows on one core (8.8M
@@ -445,7 +445,8 @@ def search(request: ParallelRequest) -> SearchResult:
         critical_batch=crit,
         warnings=[
             f"critical batch {crit.tokens:,.0f} tokens: {crit.law}"
-            + (" with D = 20·N assumed" if crit.assumed_training_tokens else "")
+            + (" with D = 20·N assumed" if crit.assumed_training_tokens else ""),
+            *precision_notes(request.gpu, request.stack),
         ],
     )
     if grid is None:

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from runplan.errors import SpecError
 
@@ -22,6 +29,13 @@ from runplan.errors import SpecError
 #: dense MLP's activation output alone (what Megatron-core's ``moe_act`` does for experts, and torchtitan's
 #: selective op-level checkpointing for the SwiGLU product).
 RecomputeModule = Literal["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]
+
+#: FP8 scaling recipes, named as the engines name them: Megatron-LM ``--fp8-recipe`` offers delayed, tensorwise,
+#: blockwise and mxfp8 (megatron/training/arguments.py, _add_transformer_engine_args; TransformerEngine's
+#: DelayedScaling, Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling); torchtitan 0.2.2 offers
+#: tensorwise and rowwise (``[quantize.linear.float8] recipe_name``, torchao Float8LinearConfig) and mxfp8
+#: (``[quantize.linear.mx]``). mxfp8 needs Blackwell tensor cores (TransformerEngine MXFP8BlockScaling).
+Fp8Recipe = Literal["delayed", "tensorwise", "rowwise", "blockwise", "mxfp8"]
 
 PresetName = Literal["default", "megatron-core", "megatron-2022", "deepspeed", "torchtitan-fsdp2"]
 
@@ -93,6 +107,18 @@ class Stack(BaseModel):
         "exist only in the gathered layers (torch.distributed.fsdp MixedPrecisionPolicy: no extra "
         "high-precision copy). Off: a sharded bf16 copy beside the fp32 master (Megatron, DeepSpeed ZeRO-3).",
     )
+    precision: Literal["bf16", "fp8"] = Field(
+        "bf16",
+        description="GEMM input precision of the linear layers (QKV, output projection, MLP, experts): bf16, or "
+        "fp8 at the GPU's fp8 tensor-core peak with the casts of fp8_recipe (docs/parallel.md, 'FP8'). "
+        "Attention core, norms, the output head and the optimizer stay bf16/fp32 in every recipe.",
+    )
+    fp8_recipe: Fp8Recipe = Field(
+        "tensorwise",
+        description="FP8 scaling recipe (precision fp8 only): tensorwise (dynamic per-tensor scale, both "
+        "engines), delayed (TransformerEngine amax history), rowwise (torchao), blockwise (TransformerEngine "
+        "1x128/128x128 blocks), mxfp8 (32-element blocks, Blackwell).",
+    )
     distributed_optimizer: bool | None = Field(
         None,
         description="True: optimizer states sharded (ZeRO >= 1, Megatron --use-distributed-optimizer); "
@@ -102,6 +128,14 @@ class Stack(BaseModel):
     @property
     def gradient_bytes(self) -> int:
         return 4 if self.gradient_dtype == "fp32" else 2
+
+    @model_serializer(mode="wrap")
+    def _without_unused_recipe(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A bf16 stack is written without fp8_recipe (it only means something with precision fp8)."""
+        data: dict[str, Any] = handler(self)
+        if self.precision != "fp8":
+            data.pop("fp8_recipe", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -47,11 +47,16 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   times with full recompute). Hidden behind one micro-batch's compute (ZeRO-0/1: the last backward and the
   next forward) or behind all micro-batches (ZeRO-2/3); only the excess is exposed.
 * **Optimizer**: Adam update HBM-bound, (2·12 + g + 2) bytes per locally held parameter.
+* **fp8** (stack precision fp8; docs/parallel.md, FP8): the linear layers' GEMMs (QKV, output projection, MLP,
+  experts) run at the catalog's fp8 peak with the same eta (a prior), plus the HBM traffic of their casts to
+  fp8 per recipe (:func:`fp8_cast_bytes`, derived, not fitted); attention core, router, head, communication
+  and optimizer stay as in bf16. A GPU without fp8 is refused (:func:`check_precision`).
 
 MFU is PaLM's (Chowdhery et al. 2022 §4.1, App. B): model FLOPs per token
 (``ModelShape.model_flops_per_token``,
 no recomputation, causal mask not discounted) × tokens/s ÷ (GPUs × peak). HFU adds recomputation FLOPs.
-Leaves out: kernel launch gaps, stragglers, data loading, checkpoint saves, MoE load imbalance, FP8.
+Leaves out: kernel launch gaps, stragglers, data loading, checkpoint saves, MoE load imbalance, fp8
+communication (FSDP/TP fp8 all-gathers).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from typing import Any
 
 import numpy as np
 
+from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
 from runplan.parallel.grid import Columns, LayoutGrid
 from runplan.parallel.layout import Efficiency, TimeSeconds
@@ -93,6 +99,18 @@ CAUSAL_FRACTION = 0.5
 #: only (about half of those: 1 + 1/6 = 7/6). Derived from the fitted factor's split, not measured.
 FULL_RECOMPUTE_ELEMENTWISE_SHARE = 4.0 / 3.0
 SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
+#: fp8 recipe -> (bytes per element of a cast to fp8, bytes per element of the operand's other-layout copy),
+#: derived from the data types and passes (fp8_cast_bytes): tensorwise (dynamic per-tensor scale: amax read 2
+#: + cast 2 + 1; transpose 1 + 1), delayed (TransformerEngine: the scale comes from the amax history and the
+#: new amax is taken inside the cast kernel: 2 + 1; transpose 1 + 1), rowwise/blockwise/mxfp8 (the local
+#: scale is taken in the cast kernel: 2 + 1; the other layout is a second cast along the other axis: 2 + 1).
+FP8_CAST_BYTES_PER_ELEMENT: dict[str, tuple[float, float]] = {
+    "tensorwise": (5.0, 2.0),
+    "delayed": (3.0, 2.0),
+    "rowwise": (3.0, 3.0),
+    "blockwise": (3.0, 3.0),
+    "mxfp8": (3.0, 3.0),
+}
 
 
 def gpu_family(gpu: GpuSpec) -> str:
@@ -112,15 +130,73 @@ def default_efficiency(gpu: GpuSpec, **overrides: float) -> Efficiency:
     return eff.model_copy(update=overrides) if overrides else eff
 
 
-def gemm_seconds(m, n, k, gpu: GpuSpec, eff: Efficiency):
-    """One (M×K)·(K×N) bf16 GEMM: roofline of the shape-dependent compute rate and the HBM traffic."""
+def gemm_seconds(m, n, k, gpu: GpuSpec, eff: Efficiency, *, fp8: bool = False):
+    """One (M×K)·(K×N) GEMM: roofline of the shape-dependent compute rate and the HBM traffic.
+
+    bf16: inputs and output 2 bytes per element, at the bf16 peak. ``fp8``: 1-byte inputs and a bf16 output at
+    the fp8 tensor-core peak (``GpuSpec.fp8_flops``; the caller checks it exists: :func:`check_precision`),
+    with the same eta: an fp8 GEMM is assumed to reach the same fraction of its datasheet peak as a bf16 one
+    (a prior, not fitted: docs/parallel.md, FP8). The casts to fp8 are a separate term (:func:`fp8_cast_bytes`).
+    """
     m = np.asarray(m, dtype=float)
     eta = eff.gemm_peak_fraction / (
         1.0 + eff.gemm_half_dim / m + eff.gemm_half_dim / n + eff.gemm_half_dim / k
     )
+    if fp8:
+        compute = 2.0 * m * n * k / (eta * float(gpu.fp8_flops or 0.0))
+        traffic = (m * k + k * n + 2.0 * m * n) / gpu.hbm_bandwidth_bytes_per_s
+        return np.maximum(compute, traffic)
     compute = 2.0 * m * n * k / (eta * gpu.bf16_flops)
     traffic = 2.0 * (m * k + k * n + m * n) / gpu.hbm_bandwidth_bytes_per_s
     return np.maximum(compute, traffic)
+
+
+def check_precision(gpu: GpuSpec, stack: Stack) -> None:
+    """SpecError when the stack's precision or fp8 recipe needs tensor cores ``gpu`` does not have."""
+    if stack.precision != "fp8":
+        return
+    if gpu.fp8_flops is None:
+        raise SpecError(
+            f"{gpu.name} has no fp8 tensor cores (the catalog lists no fp8 FLOP/s)",
+            where="stack.precision",
+            hint="use precision bf16, or a GPU with fp8 (H100, H200, B200)",
+        )
+    if stack.fp8_recipe == "mxfp8" and gpu.family != "blackwell":
+        raise SpecError(
+            f"fp8 recipe mxfp8 needs Blackwell tensor cores; {gpu.name} is not Blackwell",
+            where="stack.fp8_recipe",
+            hint="use tensorwise, delayed, rowwise or blockwise, or a Blackwell GPU",
+        )
+
+
+def precision_notes(gpu: GpuSpec, stack: Stack) -> list[str]:
+    """The one-line explanation of an fp8 stack's time for the user (empty in bf16)."""
+    if stack.precision != "fp8":
+        return []
+    return [
+        f"fp8 ({stack.fp8_recipe}): linear-layer GEMMs at the fp8 peak "
+        f"{float(gpu.fp8_flops or 0.0) / 1e12:,.0f} TFLOP/s plus their cast traffic (docs/parallel.md, FP8); "
+        "attention, head and communication stay bf16; MFU is against the bf16 peak"
+    ]
+
+
+def fp8_cast_bytes(m, n, k, recipe: str):
+    """(forward, backward) HBM bytes of the fp8 casts around one linear layer's GEMM Y = X·W (M×K · K×N).
+
+    Forward casts X (M·K) and W (K·N); backward casts dY (M·N) and needs X, W and dY in the other operand
+    layout for the weight- and input-gradient GEMMs (Hopper's fp8 tensor cores take only the "TN" layout:
+    cuBLASLt documentation, cublasLtMatmul FP8 requirements; torchao and TransformerEngine both make the
+    transposed copies). Per element (:data:`FP8_CAST_BYTES_PER_ELEMENT`): a cast reads bf16 (2) and writes
+    fp8 (1); a dynamic per-tensor scale (tensorwise) first needs the tensor's absolute maximum, one more read
+    (2); the transposed copy of a per-tensor-scaled tensor reads and writes fp8 (1 + 1), while per-row/block
+    scales (rowwise, blockwise, mxfp8) are taken along the other axis, a second cast from bf16 (2 + 1).
+    Unfused counts: torch.compile or TransformerEngine may fuse the amax into the producing kernel.
+    """
+    cast, relayout = FP8_CAST_BYTES_PER_ELEMENT[recipe]
+    m = np.asarray(m, dtype=float)
+    forward = cast * (m * k + k * n)
+    backward = cast * m * n + relayout * (m * k + k * n + m * n)
+    return forward, backward
 
 
 def _link(gpu: GpuSpec, inside_node):
@@ -193,6 +269,11 @@ class _Step:
             **inputs,
         )
 
+    @property
+    def fp8(self) -> bool:
+        """Whether the linear layers' GEMMs run in fp8 (stack precision)."""
+        return self.stack.precision == "fp8"
+
     def link(self, inside_node) -> np.ndarray:
         """Achieved bytes/s of a collective inside one node (NVLink) or across nodes."""
         return _link(self.gpu, inside_node) * self.network_efficiency(inside_node)
@@ -210,15 +291,50 @@ class _Step:
 
 def _mlp_gemm_seconds(st: _Step, tokens, inner: float, width: float):
     """Up (and gate) projection plus down projection of one MLP of inner size ``inner``, forward."""
-    h, t, gpu, eff = st.terms.h, st.t, st.gpu, st.eff
-    return gemm_seconds(tokens, width * inner / t, h, gpu, eff) + gemm_seconds(tokens, h, inner / t, gpu, eff)
+    h, t, gpu, eff, fp8 = st.terms.h, st.t, st.gpu, st.eff, st.fp8
+    return gemm_seconds(tokens, width * inner / t, h, gpu, eff, fp8=fp8) + gemm_seconds(
+        tokens, h, inner / t, gpu, eff, fp8=fp8
+    )
+
+
+def _linear_gemms(st: _Step, *, moe: bool):
+    """The linear layers of one dense or MoE layer as (count, M, N, K): what fp8 runs in fp8 (the router and
+    the output head stay bf16: Megatron-core builds them outside TransformerEngine's fp8 modules)."""
+    terms, t, tokens, h = st.terms, st.t, st.tokens, st.terms.h
+    width = 2.0 if terms.gated else 1.0
+    gemms = [(1.0, tokens, terms.attn_in_width / t, h), (1.0, tokens, h, terms.a * terms.d_v / t)]
+
+    def mlp(count, m, inner):
+        return [(count, m, width * inner / t, h), (count, m, h, inner / t)]
+
+    if not moe:
+        return gemms + mlp(1.0, tokens, terms.ffn)
+    gemms += mlp(terms.n_experts / st.e, tokens * terms.top_k * st.e / terms.n_experts, terms.expert_ffn)
+    return gemms + (mlp(1.0, tokens, terms.n_shared * terms.expert_ffn) if terms.n_shared else [])
+
+
+def _fp8_cast_seconds(st: _Step):
+    """(forward, backward) seconds of the fp8 casts of the stage's layers, one micro-batch (fp8_cast_bytes);
+    0 in bf16."""
+    if not st.fp8:
+        return 0.0, 0.0
+    forward = backward = 0.0
+    for moe, layers in ((False, st.dense), (True, st.moe)):
+        if moe and not st.terms.moe_layers:
+            continue
+        for count, m, n, k in _linear_gemms(st, moe=moe):
+            fwd, bwd = fp8_cast_bytes(m, n, k, st.stack.fp8_recipe)
+            forward = forward + layers * count * fwd
+            backward = backward + layers * count * bwd
+    bandwidth = st.gpu.hbm_bandwidth_bytes_per_s
+    return forward / bandwidth, backward / bandwidth
 
 
 def _gemm_forward(st: _Step):
     """(attention projections, dense MLP, MoE MLP) forward seconds of one layer, one micro-batch."""
     terms, t, e, tokens, gpu, eff, h = st.terms, st.t, st.e, st.tokens, st.gpu, st.eff, st.terms.h
-    attn_proj = gemm_seconds(tokens, terms.attn_in_width / t, h, gpu, eff) + gemm_seconds(
-        tokens, h, terms.a * terms.d_v / t, gpu, eff
+    attn_proj = gemm_seconds(tokens, terms.attn_in_width / t, h, gpu, eff, fp8=st.fp8) + gemm_seconds(
+        tokens, h, terms.a * terms.d_v / t, gpu, eff, fp8=st.fp8
     )
     width = 2.0 if terms.gated else 1.0
     dense_mlp = _mlp_gemm_seconds(st, tokens, terms.ffn, width)
@@ -312,7 +428,10 @@ def _compute(st: _Step) -> _Compute:
     logits_fwd = gemm_seconds(st.tokens, st.terms.vocab / st.t, st.terms.h, st.gpu, st.eff)
     backward = 2.0 * layers_gemm_fwd + attn_bwd_ratio * layers * attn_core_fwd + 2.0 * logits_fwd
     recompute = _recompute_seconds(st, layers_fwd, attn_core_fwd, dense * dense_mlp)
-    seconds = layers_fwd + logits_fwd + backward + recompute + _elementwise_seconds(st)
+    cast_fwd, cast_bwd = _fp8_cast_seconds(st)
+    if st.fp8:  # full recompute repeats the forward casts too
+        recompute = recompute + _recompute_seconds(st, cast_fwd, 0.0, 0.0)
+    seconds = layers_fwd + logits_fwd + backward + recompute + _elementwise_seconds(st) + cast_fwd + cast_bwd
     return _Compute(seconds, layers_gemm_fwd, attn_core_fwd, attn_bwd_ratio)
 
 
@@ -428,6 +547,7 @@ def step_time(
     stack: Stack,
 ) -> tuple[Columns[TimeSeconds], np.ndarray]:
     """Where one optimizer step's time goes, term by term, and the step's seconds (module docstring)."""
+    check_precision(gpu, stack)
     st = _Step.of(terms, grid, gpu, eff, seq_len=seq_len, node_size=node_size, stack=stack)
     compute = _compute(st)
     compute_mb = compute.seconds

@@ -1,0 +1,121 @@
+"""fp8 precision (docs/parallel.md, FP8): hand-derived GEMM and cast costs, one whole step by hand, the A100
+refusal, the fp8 weight copy, and the vectorized model against the reference on fp8 stacks."""
+
+import pytest
+from tests.parallel.reference import evaluate_layout as reference_layout
+from tests.parallel.shapes import H100, LLAMA_8B, MIXTRAL, TINY_MOE
+
+from runplan.errors import SpecError
+from runplan.parallel.layout import Layout as _Layout
+from runplan.parallel.layout import ParallelRequest
+from runplan.parallel.search import evaluate_layout
+from runplan.parallel.stack import Stack
+from runplan.parallel.timing import default_efficiency, fp8_cast_bytes, gemm_seconds
+
+FP8 = Stack(precision="fp8")  # tensorwise
+
+
+def Layout(**axes):
+    """A Layout with ep, cp 1, zero 0, no interleaving or recompute, SP on with TP, unless given."""
+    base = dict(ep=1, cp=1, zero=0, vpp=1, recompute="none", sequence_parallel=axes.get("tp", 1) > 1)
+    return _Layout(**{**base, **axes})
+
+
+A100 = H100.model_copy(
+    update={"name": "a100-80gb", "bf16_flops": 312e12, "fp8_flops": None, "family": "ampere"}
+)
+
+
+def test_fp8_gemm_runs_at_the_fp8_peak_with_the_same_eta():
+    # 8192 x 4096 x 4096 on H100 SXM: compute-bound in both precisions, so fp8 takes exactly half the time
+    eff = default_efficiency(H100).model_copy(update={"gemm_half_dim": 0.0})  # eta = eta_max
+    flops = 2 * 8192 * 4096 * 4096
+    fp8 = float(gemm_seconds(8192, 4096, 4096, H100, eff, fp8=True))
+    assert fp8 == pytest.approx(flops / (eff.gemm_peak_fraction * 1979e12))
+    assert float(gemm_seconds(8192, 4096, 4096, H100, eff)) == pytest.approx(2 * fp8, rel=1e-3)  # 1979/989
+
+
+def test_tensorwise_cast_bytes_worked_example():
+    # docs/parallel.md worked example: 5(MK + KN) = 252 MB forward; 5MN + 2(MK + KN + MN) = 336 MB backward
+    fwd, bwd = fp8_cast_bytes(8192, 4096, 4096, "tensorwise")
+    assert float(fwd) == pytest.approx(251.66e6, rel=1e-4)
+    assert float(bwd) == pytest.approx(335.54e6, rel=1e-4)
+    # delayed: the amax pass is fused into the cast (3 B); rowwise: the other layout is a second cast (3 B)
+    assert float(fp8_cast_bytes(8192, 4096, 4096, "delayed")[0]) == pytest.approx(3 / 5 * 251.66e6, rel=1e-4)
+    assert float(fp8_cast_bytes(1, 1, 1, "rowwise")[1]) == 3 + 3 * 3
+
+
+def test_fp8_step_time_hand_derived():
+    # Llama 3.1 8B, one GPU (TP 1, PP 1, DP 1), b = 1, s = 8192, no recompute, eta = eta_max exactly.
+    # fp8 changes only the linear layers: step_fp8 - step_bf16 = linear FLOPs x (1/fp8 - 1/bf16 peak)/eta_max
+    # + the tensorwise casts / HBM bandwidth. Attention core, head, elementwise, optimizer are unchanged.
+    eff = default_efficiency(H100).model_copy(update={"gemm_half_dim": 0.0})
+    lay = Layout(tp=1, pp=1, dp=1, zero=0, micro_batch=1, microbatches=1, recompute="none")
+
+    def step(stack):
+        req = ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=1, seq_len=8192, stack=stack, efficiency=eff)
+        return evaluate_layout(req, lay).step_seconds
+
+    T, h, F, L = 8192, 4096, 14336, 32
+    linear_params = h * (h + 2 * 8 * 128) + h * h + 3 * h * F  # QKV, output projection, SwiGLU up/gate/down
+    assert linear_params == 218_103_808
+    gemm_flops = 3 * 2 * T * linear_params * L  # forward + two backward GEMMs
+    gemm_delta = gemm_flops / eff.gemm_peak_fraction * (1 / 1979e12 - 1 / 989e12)
+    shapes = [(T, 6144, h), (T, h, h), (T, 2 * F, h), (T, h, F)]  # (M, N, K)
+    casts = L * sum(5 * (m * k + k * n) + 5 * m * n + 2 * (m * k + k * n + m * n) for m, n, k in shapes)
+    # 176.6 GB of cast traffic per step (52.7 ms at 3.35 TB/s) against 3.43e14 linear FLOPs, whose time drops
+    # from 0.510 s (bf16) to 0.255 s (fp8) at eta_max = 0.68: net 0.202 s faster per 8k-token step
+    assert casts == 176_630_530_048 and gemm_flops == pytest.approx(3.4305e14, rel=1e-4)
+    expected = gemm_delta + casts / 3.35e12
+    assert expected == pytest.approx(-0.2551 + 0.0527, abs=2e-4)
+    assert step(FP8) - step(Stack()) == pytest.approx(expected, rel=1e-6)
+
+
+def test_fp8_on_a100_is_refused_naming_stack_precision():
+    req = ParallelRequest(model=LLAMA_8B, gpu=A100, n_gpus=8, seq_len=4096, stack=FP8)
+    with pytest.raises(SpecError, match="no fp8 tensor cores") as info:
+        evaluate_layout(req, Layout(tp=8, pp=1, dp=1, micro_batch=1, microbatches=1))
+    assert info.value.where == "stack.precision" and "\n" not in str(info.value)
+
+
+def test_mxfp8_needs_blackwell():
+    req = ParallelRequest(
+        model=LLAMA_8B, gpu=H100, n_gpus=8, seq_len=4096, stack=Stack(precision="fp8", fp8_recipe="mxfp8")
+    )
+    with pytest.raises(SpecError, match="Blackwell") as info:
+        evaluate_layout(req, Layout(tp=8, pp=1, dp=1, micro_batch=1, microbatches=1))
+    assert info.value.where == "stack.fp8_recipe"
+
+
+@pytest.mark.parametrize("zero", [1, 3])
+def test_fp8_weight_copy_is_one_byte_per_linear_weight(zero):
+    lay = Layout(tp=2, pp=1, dp=4, zero=zero, micro_batch=1, microbatches=2, recompute="full")
+
+    def weights(stack):
+        req = ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=8, seq_len=4096, stack=stack)
+        return evaluate_layout(req, lay).memory_bytes.weights
+
+    copy = 32 * 218_103_808 / 2 / (4 if zero == 3 else 1)  # layers' linear weights / t (/ d under ZeRO-3)
+    assert weights(FP8) - weights(Stack()) == pytest.approx(copy)
+
+
+@pytest.mark.parametrize("recipe", ["tensorwise", "delayed", "rowwise", "blockwise"])
+@pytest.mark.parametrize(
+    ("shape", "lay"),
+    [
+        (MIXTRAL, Layout(tp=2, pp=2, dp=2, ep=2, zero=1, micro_batch=1, microbatches=4, recompute="full")),
+        (TINY_MOE, Layout(tp=1, pp=1, dp=8, ep=4, zero=3, micro_batch=2, microbatches=1, recompute="none")),
+        (
+            LLAMA_8B,
+            Layout(tp=4, pp=2, dp=1, zero=0, micro_batch=1, microbatches=8, vpp=2, recompute="selective"),
+        ),
+    ],
+)
+def test_fp8_agrees_with_the_reference(recipe, shape, lay):
+    stack = Stack(precision="fp8", fp8_recipe=recipe, full_recompute_method="block", full_recompute_layers=2)
+    req = ParallelRequest(model=shape, gpu=H100, n_gpus=8, seq_len=4096, stack=stack)
+    got = evaluate_layout(req, lay)
+    ref = reference_layout(req, lay)
+    assert got.step_seconds == pytest.approx(ref["step_seconds"], rel=1e-9)
+    assert got.memory_bytes.total == pytest.approx(ref["total"], rel=1e-9)
+    assert got.memory_bytes.weights == pytest.approx(ref["weights"], rel=1e-9)
