@@ -71,7 +71,7 @@ def test_a_wide_terminal_gets_a_table_and_a_narrow_one_stacked_rows():
     wide = _run(["parallelize", "--model", "70b", "--gpus", "512"], 200)
     narrow = _run(["parallelize", "--model", "70b", "--gpus", "512"], 80)
     assert "tok/s/GPU" in wide and "┃ # ┃ TP ┃" in wide
-    assert "┃" not in narrow and "\n# 1\n  TP 4" in narrow  # the chosen TP4 layout, as pairs
+    assert "┃" not in narrow and "\n# 1\n  TP 8" in narrow  # the chosen TP8 layout, as pairs
 
 
 def test_plan_prints_one_screen_and_detail_every_table():
