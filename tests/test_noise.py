@@ -91,3 +91,21 @@ def test_shell_completion_can_be_shown_and_installed():
     result = run("--show-completion", "bash")
     assert result.exit_code == 0 and "_runplan_completion" in result.stdout
     assert "--install-completion" in run("--help").stdout
+
+
+def test_a_plan_sets_its_sweep_and_names_the_key_that_acts_on_a_note(tmp_path):
+    """The plan file's `sweep:` section shapes the plan's proxy sweep; a bad key is one located line; the
+    one-budget suggestion stays out of the warnings and, in the sweep section, names the plan key."""
+    base = "schema_version: 1\nbudget: {flops: 2e23}\ncluster: {gpu: h100-sxm, gpus: 512}\n"
+    three = build_plan(load_plan_text(base + "sweep: {budgets: 3, sizes: 5}\n", "p.yaml"), tmp_path)
+    assert len(three.sweep.budgets) == 3 and len(three.sweep.runs) == 15
+    one = build_plan(load_plan_text(base, "p.yaml"), tmp_path)
+    assert len(one.sweep.budgets) == 1 and not any("budgets" in w for w in one.warnings)
+    from runplan.report.markdown import render_markdown
+
+    assert "sweep: {budgets: 3} in the plan file lets Approach 2 fit" in render_markdown(one)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(base + "sweep:\n  budgets: 9\n")
+    result = run("plan", str(bad))
+    assert result.exit_code == 2
+    assert f"{bad}:5: sweep.budgets: need 1 to 6 budgets, got 9" in result.output

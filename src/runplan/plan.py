@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runplan.defaults import DEFAULT_MFU
 from runplan.errors import SpecError
@@ -36,6 +36,7 @@ from runplan.scaling.laws import ParametricLaw
 from runplan.scaling.sweep import Sweep
 from runplan.spec import ModelChoice, PlanSpec
 from runplan.units import SECONDS_PER_DAY
+from runplan.validation import spec_error_from_validation
 
 _OUT = ConfigDict(extra="forbid", frozen=True)
 
@@ -493,26 +494,33 @@ def _sweep_and_cost(
     from runplan.scaling.sweep import SweepRequest, design_sweep
 
     gpu = inputs.gpu
-    request = SweepRequest(
-        flops=stage.allocation.budget_flops or stage.flops,
-        law=stage.law,
-        gpu=gpu,
-        mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
-        seq_len=inputs.seq_len,
-        vocab_size=spec.training.vocab_size,
-        price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
-    )
+    chosen = spec.sweep.request_fields()
+    try:
+        request = SweepRequest(
+            flops=stage.allocation.budget_flops or stage.flops,
+            law=stage.law,
+            gpu=gpu,
+            mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
+            seq_len=inputs.seq_len,
+            vocab_size=spec.training.vocab_size,
+            price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
+            **chosen,
+        )
+    except ValidationError as error:  # a bad sweep: key, pointed at its file:line by the caller
+        raise spec_error_from_validation(error, SweepRequest, prefix=("sweep",)) from None
     no_sweep: str | None = None
     try:
         sweep: Sweep | None = design_sweep(request)
     except SpecError as error:
-        # The plan's sweep uses the defaults (a plan file has no sweep: key), so nothing the plan's user can set
-        # would change it: the plan goes on without one and says why (issue 17: it used to fail naming a flag
-        # `plan` does not have).
-        if not (error.where or "").startswith("sweep."):
+        # With the default sweep (no sweep: keys set) the plan goes on without one and says why, rather than fail
+        # on a choice the user did not make (issue 17); keys the user set are theirs to fix.
+        if chosen or not (error.where or "").startswith("sweep."):
             raise
         sweep = None
-        no_sweep = f"no proxy sweep at the default {request.fraction:.0%} of the budget: {error.message}"
+        no_sweep = (
+            f"no proxy sweep at the default {request.fraction:.0%} of the budget: {error.message} "
+            "(set sweep.fraction or sweep.span_decades)"
+        )
     cost = estimate_cost(
         CostRequest(
             n_gpus=inputs.n_gpus,
@@ -552,8 +560,7 @@ def _plan_warnings(
     warnings.extend(f"allocation: {w}" for w in allocation.warnings)
     warnings.extend(f"operations: {w}" for w in operations.warnings)
     warnings.extend(f"schedule: {w}" for w in schedule.warnings)
-    # a plan file cannot set the sweep's budget count (`runplan sweep --budgets` can): the notes that only
-    # suggest that flag are left out (Sweep.plan_warnings)
+    # suggestions to sweep more budgets are not cautions: the sweep section shows them (Sweep.plan_warnings)
     sweep_notes = sweep.plan_warnings if sweep is not None else [no_sweep] if no_sweep else []
     warnings.extend(f"sweep: {w}" for w in sweep_notes)
     return warnings

@@ -37,6 +37,7 @@ from runplan.parallel.stack import Stack
 from runplan.scaling.allocate import Objective
 from runplan.scaling.budget import MIN_MFU, checked_mfu
 from runplan.scaling.laws import LawSpec
+from runplan.scaling.sweep import SweepSpec
 from runplan.units import PositiveCount, PositiveNumber, TokenLength, at_most
 from runplan.validation import spec_error_from_validation
 from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
@@ -247,6 +248,10 @@ class PlanSpec(BaseModel):
         default_factory=MonitoringSpec, description="Canary, alerts, rollback rule."
     )
     cost: CostSpec = Field(default_factory=CostSpec, description="Energy and cost inputs.")
+    sweep: SweepSpec = Field(
+        default_factory=SweepSpec,
+        description="Shape of the proxy isoFLOP sweep the plan designs and costs (`runplan sweep`'s options).",
+    )
     resolved: dict[str, Any] | None = Field(
         None,
         description="Derived numbers written by `runplan plan --format yaml`; `runplan check` diffs against them.",

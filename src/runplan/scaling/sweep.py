@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -89,7 +90,8 @@ class Sweep(BaseModel):
 
     @property
     def plan_warnings(self) -> list[str]:
-        """``warnings`` less the :func:`flag_notes` (a ``runplan sweep`` flag a plan file cannot set)."""
+        """``warnings`` less the :func:`flag_notes` (suggestions, not cautions: the plan's sweep section shows them
+        with the plan key)."""
         flags = flag_notes(self.wsd, len(self.budgets))
         return [w for w in self.warnings if w not in flags]
 
@@ -245,6 +247,36 @@ class SweepRequest(BaseModel):
         return value
 
 
+class SweepSpec(BaseModel):
+    """Plan-file section ``sweep:``: the shape of the proxy sweep a plan designs and costs, as ``runplan sweep``'s
+    options; a key left out keeps that command's default. Bounds are :class:`SweepRequest`'s, checked when the
+    plan builds its request (a bad value is a one-line error at ``sweep.<key>``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fraction: float | None = Field(
+        None, description="Largest proxy budget as a fraction of C (default 0.01)."
+    )
+    sizes: int | None = Field(None, description="Model sizes per budget, 3 to 15 (default 7).")
+    budgets: int | None = Field(
+        None, description="Proxy budgets, 1 to 6 (default 1; 3 lets Approach 2 fit a, b)."
+    )
+    wsd: bool | None = Field(
+        None, description="One WSD stable run per size with a cooldown branch per budget."
+    )
+    span_decades: float | None = Field(
+        None, description="Decades of N around each optimum, (0, 3] (default 1)."
+    )
+    budget_spacing_decades: float | None = Field(None, description="Decades between budgets (default 1).")
+    cooldown_fraction: float | None = Field(
+        None, description="WSD cooldown share of a branch, (0, 1) (default 0.2)."
+    )
+
+    def request_fields(self) -> dict[str, Any]:
+        """The keys the plan sets, as :class:`SweepRequest` fields."""
+        return self.model_dump(exclude_none=True)
+
+
 def _shape(target: float, law: ParametricLaw, vocab_size: int) -> ModelShape:
     from runplan.architect import shape_for_params
 
@@ -332,18 +364,19 @@ def _share_trunks(
     return total, total_model
 
 
-def flag_notes(wsd: bool, budgets: int) -> list[str]:
-    """Notes that only suggest a ``runplan sweep`` flag (``--budgets``): a plan, whose file cannot set the
-    sweep, leaves them out (:attr:`Sweep.plan_warnings`)."""
+def flag_notes(wsd: bool, budgets: int, setting: str = "--budgets 3") -> list[str]:
+    """Notes that suggest more budgets, naming how to set them (``runplan sweep``'s flag, or a plan's
+    ``sweep.budgets`` key: the plan shows them in its sweep section, not among its warnings,
+    :attr:`Sweep.plan_warnings`)."""
     notes: list[str] = []
     if wsd and budgets == 1:
         notes.append(
-            "with one budget every size has one run, so WSD saves nothing; --budgets 3 lets each "
+            f"with one budget every size has one run, so WSD saves nothing; {setting} lets each "
             "stable run serve three budgets through cooldown branches"
         )
     if budgets == 1:
         notes.append(
-            "one budget gives the compute-optimal size at that budget only; --budgets 3 lets "
+            f"one budget gives the compute-optimal size at that budget only; {setting} lets "
             "Approach 2 fit the exponents a and b"
         )
     return notes
@@ -401,5 +434,5 @@ def design_sweep(request: SweepRequest) -> Sweep:
     )
 
 
-__all__ = ["Sweep", "SweepRequest", "SweepRun", "design_sweep", "flag_notes"]
+__all__ = ["Sweep", "SweepRequest", "SweepRun", "SweepSpec", "design_sweep", "flag_notes"]
 _ = np  # numpy is used by the law's vectorized loss
