@@ -406,3 +406,37 @@ def test_within_the_throughput_tolerance_the_most_memory_margin_ranks_first():
     assert chosen.tokens_per_second >= 0.99 * top
     assert chosen.memory_bytes.total <= min(x.memory_bytes.total for x in near)
     assert chosen.memory_bytes.total < fastest[0].memory_bytes.total
+
+
+@pytest.mark.parametrize("tolerance", [0.0, 0.01, 0.2])
+@pytest.mark.parametrize("mfu", [None, 0.45])
+def test_ranking_only_the_contenders_gives_the_full_ranking_head(tolerance, mfu):
+    # search ranks only the rows that can reach the top (search._contenders); its head must equal the head of
+    # ranking every feasible row, ties and the throughput tolerance included
+    from runplan.parallel.search import _best_by_tp, _bounds, _near, _ranked
+
+    request = ParallelRequest(
+        model=LLAMA_70B,
+        gpu=H100,
+        n_gpus=512,
+        seq_len=4096,
+        mfu_override=mfu,
+        constraints=Constraints(throughput_tolerance=tolerance),
+    )
+    grid, _ = build_grid(request)
+    bounds, _ = _bounds(request)
+    m, batch_ok, _ = choose_microbatches(request, grid, bounds.low_tokens, bounds.high_tokens)
+    grid = grid.replace(microbatches=m)
+    ev = evaluate(request, grid)
+    idx = np.flatnonzero(batch_ok & (ev.memory.total <= bounds.memory_limit_bytes))
+    full = _ranked(grid, ev, idx, tolerance)
+    for top in (1, 5, 50, 2000):
+        assert list(_ranked(grid, ev, idx, tolerance, top)) == list(full[:top])
+    # the best row of each TP degree is its first row in the full ranking
+    first = {}
+    for i in full:
+        first.setdefault(int(grid.tp[i]), int(i))
+    best = _best_by_tp(grid, ev, idx, _near(ev, idx, tolerance))
+    assert [(b.tp, b.tokens_per_second) for b in best] == [
+        (t, float(ev.tokens_per_second[first[t]])) for t in sorted(first)
+    ]

@@ -375,13 +375,29 @@ def _violations(
     return broken
 
 
-def _ranked(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
-    """Feasible rows ``idx`` best first. Rows within ``tolerance`` of the fastest predicted tokens/s are a tie
-    (the model's error is larger than that, docs/validation.md) and come first, least memory first: the one
-    with the most margin under the limit. The rest follow by tokens/s; then the time model under --mfu, then
-    less memory, then the simpler layout (smaller t, p, c, e, ZeRO stage, micro-batch, v, less recomputation)."""
+def _ranked(
+    grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, tolerance: float = 0.0, top: int | None = None
+) -> np.ndarray:
+    """Feasible rows ``idx`` best first (the first ``top`` of them when given). Rows within ``tolerance`` of the
+    fastest predicted tokens/s are a tie (the model's error is larger than that, docs/validation.md) and come
+    first, least memory first: the one with the most margin under the limit. The rest follow by tokens/s; then
+    the time model under --mfu, then less memory, then the simpler layout (smaller t, p, c, e, ZeRO stage,
+    micro-batch, v, less recomputation)."""
+    return _order(grid, ev, idx, _near(ev, idx, tolerance), top)
+
+
+def _near(ev: Evaluation, idx: np.ndarray, tolerance: float) -> np.ndarray:
+    """Which rows of ``idx`` tie with the fastest within ``tolerance`` (:func:`_ranked`)."""
     speed = ev.model_tokens_per_second[idx]  # the time model's, so that --mfu keeps the same choice
-    near = speed >= speed.max() * (1.0 - tolerance)
+    return speed >= speed.max() * (1.0 - tolerance)
+
+
+def _order(
+    grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, near: np.ndarray, top: int | None
+) -> np.ndarray:
+    """:func:`_ranked` with its ties ``near`` given (a subset of rows keeps the whole ranking's ties)."""
+    if top is not None and top < idx.size:
+        idx, near = _contenders(ev, idx, near, top)
     keys = (
         grid.recompute[idx],
         grid.vpp[idx],
@@ -397,7 +413,27 @@ def _ranked(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, tolerance: float 
         np.where(near, ev.memory.total[idx], 0.0),
         ~near,
     )
-    return idx[np.lexsort(keys)]
+    order = idx[np.lexsort(keys)]
+    return order if top is None else order[:top]
+
+
+def _contenders(ev: Evaluation, idx: np.ndarray, near: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows that can be among the first ``top`` of :func:`_ranked`, ties included: its two leading keys are
+    (near first, then least memory among the near rows) and (most tokens/s among the others), so a row worse on
+    them than ``top`` others cannot make it. Sorting only these keeps the ranking exact and its cost off the
+    full grid."""
+    memory = ev.memory.total[idx]
+    n_near = int(near.sum())
+    if n_near >= top:
+        cut = np.partition(memory[near], top - 1)[top - 1]
+        keep = near & (memory <= cut)
+    else:
+        speed = ev.tokens_per_second[idx]
+        cut = np.partition(speed[~near], speed.size - n_near - (top - n_near))[
+            speed.size - n_near - (top - n_near)
+        ]
+        keep = near | (speed >= cut)
+    return idx[keep], near[keep]
 
 
 def _nearest_misses(
@@ -476,7 +512,8 @@ def search(request: ParallelRequest) -> SearchResult:
     if pinned_one is not None:
         idx, warnings = pinned_one
         common["warnings"] = [*common["warnings"], *warnings]
-    ranked = _ranked(grid, ev, idx, cons.throughput_tolerance) if idx.size else idx
+    near = _near(ev, idx, cons.throughput_tolerance) if idx.size else idx.astype(bool)
+    ranked = _order(grid, ev, idx, near, request.top)
     return SearchResult(
         candidates=n_rows,
         space_size=int(np.maximum(count, 1).sum()),
@@ -491,7 +528,7 @@ def search(request: ParallelRequest) -> SearchResult:
         },
         nearest_misses=[] if idx.size else _nearest_misses(request, grid, ev, batch_ok, bounds),
         suggestions=[] if idx.size else _suggestions(request, grid, ev, ok, bounds),
-        best_by_tp=[] if request.mfu_override is not None else _best_by_tp(grid, ev, ranked),
+        best_by_tp=[] if request.mfu_override is not None else _best_by_tp(grid, ev, idx, near),
         search_seconds=time.perf_counter() - start,
         **common,
     )
@@ -515,15 +552,17 @@ def _pinned_layout(
     return np.array([0]), [f"the pinned layout breaks a constraint: {text}" for text in broken]
 
 
-def _best_by_tp(grid: LayoutGrid, ev: Evaluation, ranked: np.ndarray) -> list[TpBest]:
-    """The first row of each TP degree in the full ranking (users ask 'how far behind is TP 8?')."""
-    if not ranked.size:
+def _best_by_tp(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, near: np.ndarray) -> list[TpBest]:
+    """The first row of each TP degree in the ranking of the feasible rows ``idx`` (users ask 'how far behind is
+    TP 8?'), with the whole ranking's ties ``near``."""
+    if not idx.size:
         return []
-    top = float(ev.tokens_per_second[ranked[0]])
-    # first occurrence of each TP degree in the ranking = its best row under the ranking's tie-breaks
-    degrees, first = np.unique(grid.tp[ranked], return_index=True)
+    top = float(ev.tokens_per_second[_order(grid, ev, idx, near, 1)[0]])
+    tps = grid.tp[idx]
+    degrees = np.unique(tps)
+    firsts = [_order(grid, ev, idx[tps == t], near[tps == t], 1)[0] for t in degrees]
     out = []
-    for tp, i in zip(degrees, ranked[first], strict=True):
+    for tp, i in zip(degrees, firsts, strict=True):
         x = grid.row(int(i))
         layout = (
             f"PP{x.pp} DP{x.dp} CP{x.cp} EP{x.ep} ZeRO-{x.zero} mbs{x.micro_batch} v{x.vpp} {x.recompute}"
