@@ -94,7 +94,7 @@ def test_stacked_rows_pack_pairs_without_splitting_one():
 
 
 MEASURED_RUN = """\
-  - id: r{i}
+  - id: llama-3.1-8b-on-our-h100-cluster-run-{i}
     model: llama-3.1-8b
     gpu: h100-sxm
     n_gpus: 8

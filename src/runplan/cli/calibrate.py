@@ -41,19 +41,14 @@ def load_measured(path: Path, catalog_files: list[str]) -> tuple[list[Any], str]
 
 
 def render(report: Any, written: Path | None) -> None:
-    from rich.table import Table
-
     from runplan.cli.common import console
+    from runplan.report.tables import fitted_table
 
     out = console()
     cal = report.calibration
-    table = Table(title=f"Calibration on {cal.measured_file}", title_justify="left")
-    for column in ("run", "source", "layout evaluated", "step error", "leave-one-out", "memory error"):
-        table.add_column(
-            column, justify="left" if column in ("run", "source", "layout evaluated") else "right"
-        )
-    for r in report.runs:
-        table.add_row(
+    headers = ("run", "source", "layout evaluated", "step error", "leave-one-out", "memory error")
+    rows = [
+        (
             r.id + ("" if r.fit else " (not fitted)"),
             r.source,
             r.layout,
@@ -61,7 +56,10 @@ def render(report: Any, written: Path | None) -> None:
             "" if r.leave_one_out_error is None else f"{r.leave_one_out_error:+.1%}",
             "" if r.memory_error is None else f"{r.memory_error:+.1%}",
         )
-    out.print(table)
+        for r in report.runs
+    ]
+    title = f"Calibration on {cal.measured_file}"
+    out.print(fitted_table(out, headers, rows, title=title, left=headers[:3], box_style="HEAVY_HEAD"))
     res = cal.residuals
     out.print(
         f"step time, predicted / measured − 1 over {res.runs} fitted runs: median |error| {res.median_abs_error:.1%}, "
@@ -72,20 +70,24 @@ def render(report: Any, written: Path | None) -> None:
             f"leave-one-out ({res.leave_one_out_method}): median |error| {res.leave_one_out_median_abs_error:.1%}, "
             f"worst {res.leave_one_out_worst_abs_error:.1%}"
         )
-    constants = Table(
-        title="Constants (fitted = identified by these runs; held = base values)", title_justify="left"
-    )
-    constants.add_column("constant")
-    for family in cal.families:
-        constants.add_column(family, justify="right")
+    constant_rows = []
     for name in type(next(iter(cal.families.values())).efficiency).model_fields:
         cells = []
         for fam in cal.families.values():
             value = getattr(fam.efficiency, name)
             mark = " (held)" if name in fam.held else (" (fitted)" if name in fam.fitted else "")
             cells.append(("-" if value is None else f"{value:.4g}") + mark)
-        constants.add_row(name, *cells)
-    out.print(constants)
+        constant_rows.append((name, *cells))
+    out.print(
+        fitted_table(
+            out,
+            ("constant", *cal.families),
+            constant_rows,
+            title="Constants (fitted = identified by these runs; held = base values)",
+            left=("constant",),
+            box_style="HEAVY_HEAD",
+        )
+    )
     out.print(f"condition number of the fitted constants: {report.condition_number:.3g}; base: {cal.base}")
     err = console(stderr=True)
     for warning in report.warnings:
