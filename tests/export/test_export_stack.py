@@ -155,3 +155,13 @@ def test_deepspeed_refuses_fp8_in_one_line():
     with pytest.raises(SpecError, match="no fp8 training key") as info:
         export_plan(plan, "deepspeed")
     assert info.value.where == "stack.precision" and "\n" not in str(info.value)
+
+
+def test_parameter_gather_overlap_follows_the_stack():
+    plan = with_layout(golden_plan("70b-512-h100"), zero=1)
+    assert "--overlap-param-gather" in _megatron_args(plan)
+    assert "--overlap-param-gather" not in _megatron_args(_with_stack(plan, overlap_param_gather=False))
+    flat = with_layout(plan, pp=1, vpp=1)  # DeepSpeed's pipeline engine is refused with ZeRO >= 2 only
+    assert any("parameter all-gather" in w for w in export_plan(flat, "deepspeed").warnings)
+    quiet = export_plan(_with_stack(flat, preset="deepspeed"), "deepspeed").warnings
+    assert not any("parameter all-gather" in w for w in quiet)

@@ -323,8 +323,17 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             min(gpu.intra_node_bandwidth_bytes_per_s, members * gpu.inter_node_bandwidth_bytes_per_s) * inter
         )
     dp_s = volume / dp_link + 2 * lat if group > 1 else 0.0
+    # docs/parallel.md, overlap_param_gather off: ZeRO-1/2's 2-byte parameter all-gather is never hidden
+    late = 0.0
+    if lay.zero in (1, 2) and not req.stack.overlap_param_gather and group > 1:
+        late = 2 * (
+            (group - 1) / group * last["dense_params"] + (egroup - 1) / egroup * last["expert_params"]
+        )
+        late /= dp_link
     window = (m * compute if lay.zero >= 2 else compute) if req.stack.overlap_grad_reduce else 0.0
-    dp_exposed = max(0.0, dp_s - window) + eff.dp_overlap_interference * min(dp_s, window)
+    dp_exposed = (
+        max(0.0, dp_s - late - window) + eff.dp_overlap_interference * min(dp_s - late, window) + late
+    )
     if lay.zero >= 1:
         local = last["dense_params"] / group + last["expert_params"] / egroup
     else:

@@ -20,9 +20,9 @@ from runplan.parallel.timing import default_efficiency
 FASTEST = Constraints(throughput_tolerance=0)
 
 #: Any stack: a preset with any selective modules, dropout, scatter/gather, DP overlap, full-recompute rule and
-#: FSDP mixed precision, precision (bf16, or fp8 with any recipe Hopper runs).
+#: FSDP mixed precision, precision (bf16, or fp8 with any recipe Hopper runs), parameter-gather overlap.
 STACKS = st.builds(
-    lambda preset, modules, dropout, scatter, overlap_dp, method, layers, fsdp, precision: Stack(
+    lambda preset, modules, dropout, scatter, overlap_dp, method, layers, fsdp, precision, gather: Stack(
         preset=preset,
         selective_recompute=modules,
         hidden_dropout=dropout,
@@ -34,6 +34,7 @@ STACKS = st.builds(
         fsdp_mixed_precision=fsdp,
         precision=precision[0],
         fp8_recipe=precision[1],
+        overlap_param_gather=gather,
     ),
     st.sampled_from(list(PRESETS)),
     st.lists(st.sampled_from(["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]), unique=True).map(
@@ -48,6 +49,7 @@ STACKS = st.builds(
     st.sampled_from(
         [("bf16", "tensorwise")] + [("fp8", r) for r in ("tensorwise", "delayed", "rowwise", "blockwise")]
     ),
+    st.booleans(),
 )
 
 KEYS = ("weights", "gradients", "optimizer", "activations", "other", "total")

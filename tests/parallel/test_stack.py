@@ -246,3 +246,42 @@ def test_zero_activation_terms_stay_finite():
         terms, np.array([1, 2]), np.array([True, False]), np.array([2, 1]), moe=False, seq_len=4096
     )
     assert np.all(np.isfinite(kept)) and np.all(kept <= none)
+
+
+def test_parameter_gather_without_overlap_is_exposed_after_the_step():
+    # 70B, TP 8 PP 1 DP 64 ZeRO-1, one micro-batch of 8 sequences, so the whole DP traffic fits in the overlap
+    # window (ZeRO-1 overlaps with one micro-batch): without --overlap-param-gather the 2-byte all-gather of the
+    # updated parameters leaves the window and is paid in full, so the step grows by gather x (1 - interference).
+    # (Where the traffic overflows the window anyway, moving the gather out changes nothing.)
+    from tests.parallel.shapes import LLAMA_70B
+
+    from runplan.parallel.timing import default_efficiency, dp_bandwidth
+
+    layout = Layout(
+        tp=8,
+        pp=1,
+        dp=64,
+        ep=1,
+        cp=1,
+        zero=1,
+        micro_batch=8,
+        microbatches=1,
+        vpp=1,
+        recompute="selective",
+        sequence_parallel=True,
+    )
+
+    def estimate(stack):
+        request = ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, stack=stack)
+        return evaluate_layout(request, layout), request
+
+    on, request = estimate(Stack())
+    off, _ = estimate(Stack(overlap_param_gather=False))
+    eff = request.efficiency or default_efficiency(H100)
+    params = LLAMA_70B.total_params / 8  # every stage's weights on one TP rank (PP 1)
+    bandwidth = float(dp_bandwidth(H100, 8, 64, 8)) * eff.inter_node_network_efficiency
+    gather = 2 * params * 63 / 64 / bandwidth
+    assert 0.1 < gather < 1.0  # seconds: a real share of the step
+    expected = gather * (1 - eff.dp_overlap_interference)
+    assert off.step_seconds - on.step_seconds == pytest.approx(expected, rel=1e-3)
+    assert Stack(preset="deepspeed").overlap_param_gather is False

@@ -299,6 +299,12 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
         "scheduler": scheduler,
     }
     _parallel_warnings(f, config, warnings)
+    if f.layout.zero in (1, 2) and f.stack.overlap_param_gather and f.layout.dp > 1:
+        warnings.append(
+            "parameter all-gather: DeepSpeed ZeRO-1/2 gathers the updated parameters after the optimizer step, "
+            "where the plan hid it under the next forward pass; plan with stack preset deepspeed (or "
+            "overlap_param_gather: false) for its step time"
+        )
     _user_code_warnings(f, warnings)
     arch = architecture(plan)
     config["runplan"] = {

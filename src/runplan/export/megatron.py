@@ -442,7 +442,8 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
         )
         if f.stack.overlap_grad_reduce:
             layout.append(("--overlap-grad-reduce", [], "DP gradient reduction under the backward pass"))
-        layout.append(("--overlap-param-gather", [], ""))
+        if f.stack.overlap_param_gather:
+            layout.append(("--overlap-param-gather", [], "parameter all-gather under the next forward pass"))
         if f.layout.zero == 2:
             full_grad = 2 * f.weights_bytes_per_gpu  # fp32 main grads: 4 B/param vs bf16 weights 2 B/param
             warnings.append(

@@ -64,6 +64,12 @@ class Stack(BaseModel):
         description="Gradient reduce-scatter/all-reduce overlapped with the backward pass (Megatron "
         "--overlap-grad-reduce, DDP/FSDP buckets); off: the whole DP gradient traffic is exposed.",
     )
+    overlap_param_gather: bool = Field(
+        True,
+        description="ZeRO-1/2: the all-gather of the updated bf16 parameters overlapped with the next forward "
+        "pass (Megatron --overlap-param-gather); off: it runs after the optimizer step, fully exposed "
+        "(DeepSpeed ZeRO-1/2 gathers there).",
+    )
     pipeline_scatter_gather: bool = Field(
         False,
         description="Megatron-LM 2021-22's scatter/gather of pipeline sends across the TP ranks (Narayanan et "
@@ -174,8 +180,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "selective_recompute": ("core_attn",),
         "pipeline_scatter_gather": True,
     },
-    # DeepSpeed (Megatron-DeepSpeed / ZeRO): AutoTP does not overlap TP communication; ZeRO stage searched.
-    "deepspeed": {"tp_comm_overlap": False},
+    # DeepSpeed (Megatron-DeepSpeed / ZeRO): AutoTP does not overlap TP communication; ZeRO-1/2 gather the updated
+    # parameters at the end of the optimizer step (not under the next forward); ZeRO stage searched.
+    "deepspeed": {"tp_comm_overlap": False, "overlap_param_gather": False},
     # torchtitan with FSDP2: SDPA flash kernels, async TP off unless enabled, bf16 reduce ('pure'), fp32 sharded
     # parameters as the master copy, selective op-level activation checkpointing of the MLP activation.
     "torchtitan-fsdp2": {

@@ -522,11 +522,18 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     dp_bw = dp_bandwidth(st.gpu, st.t, group, st.node_size) * st.network_efficiency(
         st.t * group <= st.node_size
     )
-    dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0)
+    # ZeRO-1/2's all-gather of the updated bf16 parameters (2 bytes each) without --overlap-param-gather: after
+    # the optimizer step, before the next forward (DeepSpeed ZeRO-1/2 gathers there too), so never hidden
+    late_gather = 0.0 if st.stack.overlap_param_gather else np.where((zero == 1) | (zero == 2), 2.0, 0.0)
+    ring_params = ring_dense * dense_params + ring_expert * expert_params
+    gather_seconds = np.where(group > 1, late_gather * ring_params / dp_bw, 0.0)
+    dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0) - gather_seconds
     # no overlap (--overlap-grad-reduce off): the whole DP traffic waits for the backward pass to end
     window = np.where(zero >= 2, m * compute_mb, compute_mb) if st.stack.overlap_grad_reduce else 0.0
-    dp_exposed = np.maximum(0.0, dp_seconds - window) + st.eff.dp_overlap_interference * np.minimum(
-        dp_seconds, window
+    dp_exposed = (
+        np.maximum(0.0, dp_seconds - window)
+        + st.eff.dp_overlap_interference * np.minimum(dp_seconds, window)
+        + gather_seconds
     )
     local = np.where(
         zero >= 1, dense_params / group + expert_params / expert_group, dense_params + expert_params

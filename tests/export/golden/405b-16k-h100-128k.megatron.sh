@@ -68,7 +68,7 @@ ARGS=(
   --tp-comm-overlap  # TP all-gather/reduce-scatter pipelined under the GEMMs (Transformer Engine); the step time assumes it
   --use-distributed-optimizer  # ZeRO-1: optimizer state sharded over d·c
   --overlap-grad-reduce  # DP gradient reduction under the backward pass
-  --overlap-param-gather
+  --overlap-param-gather  # parameter all-gather under the next forward pass
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 128  # d*b*m = 8*1*16 = 128 sequences = 16,777,216 tokens

@@ -66,7 +66,7 @@ ARGS=(
   --expert-model-parallel-size 8  # e (taken from the d = 256 data ranks)
   --use-distributed-optimizer  # ZeRO-1: optimizer state sharded over d·c
   --overlap-grad-reduce  # DP gradient reduction under the backward pass
-  --overlap-param-gather
+  --overlap-param-gather  # parameter all-gather under the next forward pass
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 3072  # d*b*m = 256*1*12 = 3,072 sequences = 12,582,912 tokens
