@@ -7,7 +7,8 @@ is converted here row by row, so both files go through the same fit. Per row:
   per GPU, else MFU; a ``speedup`` row is compared as its ratio over its ``baseline`` row;
 * stack facts (``_stack``): ``flash_attention`` (null = not stated: on), ``tp_comm_overlap`` (null: off),
   gradient bytes, dropout, the selective recompute kind, the distributed optimizer, Megatron-LM 2021-22's
-  scatter/gather of pipeline sends for its sources, and FSDP mixed precision for the PyTorch FSDP groups;
+  scatter/gather of pipeline sends for its sources, FSDP mixed precision for the PyTorch FSDP groups, and the
+  parameter gather after the step for DeepSpeed's and PyTorch's ZeRO optimizers;
   ``sequence_parallel`` and ``recompute`` fill the layout where the pins leave them open (every selective
   variant is runplan's selective recompute);
 * precision: an fp8 row (``precision: fp8`` on the row or in its ``stack:``) is timed with stack precision fp8
@@ -44,6 +45,10 @@ _SCATTER_GATHER_SOURCES = ("nvidia-megatron-2021", "nvidia-megatron-2022", "bigs
 #: Source groups that train with PyTorch FSDP mixed precision (Composer FSDP1, IBM fms-fsdp FSDP1, torchtitan
 #: FSDP2): under ZeRO-3 their fp32 shards are the master copy (``Stack.fsdp_mixed_precision``).
 _FSDP_GROUPS = ("mosaicml-composer-fsdp", "pytorch-fsdp-ibm", "pytorch-torchtitan")
+#: Source groups whose ZeRO-1 gathers the updated parameters after the optimizer step, not under the next forward
+#: (Megatron-DeepSpeed: DeepSpeed ZeRO-1/2; the FlashAttention training scripts: PyTorch ZeroRedundancyOptimizer
+#: without overlap_with_ddp, Lightning's DDPStrategyZero1): ``Stack.overlap_param_gather`` off.
+_GATHER_AFTER_STEP_GROUPS = ("megatron-deepspeed", "hazy-flash-attn-training")
 
 
 def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +59,7 @@ def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
         "gradient_dtype": "fp32" if row.get("gradient_bytes", 4) == 4 else "bf16",
         "pipeline_scatter_gather": (row.get("source_id") or "") in _SCATTER_GATHER_SOURCES,
         "fsdp_mixed_precision": (row.get("source_group") or "") in _FSDP_GROUPS,
+        "overlap_param_gather": (row.get("source_group") or "") not in _GATHER_AFTER_STEP_GROUPS,
     }
     if stack.get("dropout"):
         out["hidden_dropout"] = out["attention_dropout"] = float(stack["dropout"])
