@@ -1,4 +1,5 @@
-"""The wheel carries the top-level configs/ (GPUs, models, laws, calibration) and runs from outside the checkout."""
+"""The wheel carries the top-level configs/ (GPUs, models, laws, stack presets, calibration) and runs from outside
+the checkout."""
 
 from __future__ import annotations
 

@@ -285,3 +285,17 @@ def test_parameter_gather_without_overlap_is_exposed_after_the_step():
     expected = gather * (1 - eff.dp_overlap_interference)
     assert off.step_seconds - on.step_seconds == pytest.approx(expected, rel=1e-3)
     assert Stack(preset="deepspeed").overlap_param_gather is False
+
+
+def test_presets_ship_as_yaml_with_the_names_the_schema_offers():
+    # configs/stacks.yaml is what a user reads and copies; the plan schema's enum of preset names must match it,
+    # and every preset must build a Stack (an unknown field in the file is an error here, not at a user's plan)
+    import typing
+
+    from runplan.parallel.stack import PresetName
+
+    assert list(PRESETS) == list(typing.get_args(PresetName))
+    for name, fields in PRESETS.items():
+        stack = Stack(preset=name)
+        assert all(getattr(stack, key) == value for key, value in fields.items()), name
+    assert PRESETS["megatron-2022"]["selective_recompute"] == ("core_attn",)  # YAML lists become tuples

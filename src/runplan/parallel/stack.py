@@ -157,41 +157,23 @@ class Stack(BaseModel):
         return value
 
 
-#: Engine defaults each preset copies (fields not named keep the Stack defaults above).
-PRESETS: dict[str, dict[str, Any]] = {
-    # runplan's own default: the calibrated H100 stack of the shipped time model.
-    "default": {},
-    # Megatron-core / NeMo 2024-25 H100 recipes: TransformerEngine flash attention, --tp-comm-overlap,
-    # --overlap-grad-reduce/--overlap-param-gather, distributed optimizer, bf16 grads in NeMo's recipes
-    # (grad_reduce_in_fp32 False), selective recompute = Megatron-core's default module core_attn.
-    "megatron-core": {
-        "selective_recompute": ("core_attn",),
-        "gradient_dtype": "bf16",
-        "distributed_optimizer": True,
-    },
-    # Megatron-LM 2021-22 (Narayanan et al. 2021; Korthikanti et al. 2022): no FlashAttention, no TP overlap,
-    # dropout 0.1 (GPT-3 style), selective = attention core (the paper's), fp32 gradient accumulation,
-    # scatter/gather of pipeline sends over the TP ranks (Narayanan et al. 2021 §4.1).
-    "megatron-2022": {
-        "flash_attention": False,
-        "tp_comm_overlap": False,
-        "hidden_dropout": 0.1,
-        "attention_dropout": 0.1,
-        "selective_recompute": ("core_attn",),
-        "pipeline_scatter_gather": True,
-    },
-    # DeepSpeed (Megatron-DeepSpeed / ZeRO): AutoTP does not overlap TP communication; ZeRO-1/2 gather the updated
-    # parameters at the end of the optimizer step (not under the next forward); ZeRO stage searched.
-    "deepspeed": {"tp_comm_overlap": False, "overlap_param_gather": False},
-    # torchtitan with FSDP2: SDPA flash kernels, async TP off unless enabled, bf16 reduce ('pure'), fp32 sharded
-    # parameters as the master copy, selective op-level activation checkpointing of the MLP activation.
-    "torchtitan-fsdp2": {
-        "tp_comm_overlap": False,
-        "gradient_dtype": "bf16",
-        "fsdp_mixed_precision": True,
-        "selective_recompute": ("mlp_act", "moe_act"),
-    },
-}
+def _load_presets() -> dict[str, dict[str, Any]]:
+    """The shipped presets, ``configs/stacks.yaml`` (package data ``runplan/configs``): a mapping of preset name
+    to the Stack fields it sets, each with the engine defaults it copies cited in the file."""
+    from importlib import resources
+
+    from runplan.yamlio import load_yaml_text
+
+    text = resources.files("runplan").joinpath("configs", "stacks.yaml").read_text("utf-8")
+    presets = load_yaml_text(text, "runplan/configs/stacks.yaml").data["presets"]
+    return {
+        name: {key: tuple(v) if isinstance(v, list) else v for key, v in (fields or {}).items()}
+        for name, fields in presets.items()
+    }
+
+
+#: Engine defaults each preset copies (fields not named keep the Stack defaults above), from configs/stacks.yaml.
+PRESETS: dict[str, dict[str, Any]] = _load_presets()
 
 
 def resolve_stack(value: Stack | str | dict[str, Any] | None, *, where: str = "stack") -> Stack:
