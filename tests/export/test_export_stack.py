@@ -85,6 +85,12 @@ def test_megatron_runs_fsdp_mixed_precision_as_torch_fsdp2_and_refuses_it_with_p
     with pytest.raises(SpecError, match="pipeline parallelism") as info:
         export_plan(piped, "megatron")
     assert info.value.where == "stack.fsdp_mixed_precision"
+    # Megatron's validate_args: FSDP2 runs without expert parallelism only
+    experts = _with_stack(
+        with_layout(golden_plan("moe-mixtral-8x7b"), zero=3, pp=1, vpp=1, ep=8), fsdp_mixed_precision=True
+    )
+    with pytest.raises(SpecError, match="expert parallelism"):
+        export_plan(experts, "megatron")
 
 
 # ---------------------------------------------------------------- fp8 (stack precision) -----------------------
@@ -165,3 +171,9 @@ def test_parameter_gather_overlap_follows_the_stack():
     assert any("parameter all-gather" in w for w in export_plan(flat, "deepspeed").warnings)
     quiet = export_plan(_with_stack(flat, preset="deepspeed"), "deepspeed").warnings
     assert not any("parameter all-gather" in w for w in quiet)
+    # Megatron's validate_args: --overlap-param-gather needs --overlap-grad-reduce
+    with pytest.raises(SpecError, match="only together with the gradient reduction") as info:
+        export_plan(_with_stack(plan, overlap_grad_reduce=False), "megatron")
+    assert info.value.where == "stack.overlap_param_gather"
+    lone = _megatron_args(_with_stack(plan, overlap_grad_reduce=False, overlap_param_gather=False))
+    assert "--overlap-grad-reduce" not in lone and "--overlap-param-gather" not in lone

@@ -443,6 +443,15 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
         if f.stack.overlap_grad_reduce:
             layout.append(("--overlap-grad-reduce", [], "DP gradient reduction under the backward pass"))
         if f.stack.overlap_param_gather:
+            if (
+                not f.stack.overlap_grad_reduce
+            ):  # validate_args: --overlap-param-gather needs --overlap-grad-reduce
+                raise SpecError(
+                    "Megatron overlaps the parameter all-gather only together with the gradient reduction, and the "
+                    "plan's stack overlaps the gather but not the reduction",
+                    where="stack.overlap_param_gather",
+                    hint="set stack.overlap_param_gather: false, or stack.overlap_grad_reduce: true",
+                )
             layout.append(("--overlap-param-gather", [], "parameter all-gather under the next forward pass"))
         if f.layout.zero == 2:
             full_grad = 2 * f.weights_bytes_per_gpu  # fp32 main grads: 4 B/param vs bf16 weights 2 B/param
@@ -453,13 +462,7 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
                 "--grad-reduce-in-bf16 to halve the buffer"
             )
     elif f.layout.zero == 3 and f.stack.fsdp_mixed_precision:
-        if f.layout.pp > 1:
-            raise SpecError(
-                "Megatron's PyTorch FSDP2 path (--use-torch-fsdp2) does not run with pipeline parallelism "
-                f"(its help text), and the plan has ZeRO-3 as FSDP2 with p = {f.layout.pp}",
-                where="stack.fsdp_mixed_precision",
-                hint="pin parallel.pp: 1, or set stack.fsdp_mixed_precision: false for Megatron FSDP",
-            )
+        _refuse_torch_fsdp2(f)
         # Megatron-LM docs (FSDP2): --use-torch-fsdp2 with --no-gradient-accumulation-fusion and torch_dist
         layout += [
             ("--use-torch-fsdp2", [], "ZeRO-3 as PyTorch FSDP2: fp32 shards are the master copy, as planned"),
@@ -477,6 +480,26 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
                 "consider ZeRO-1 (--use-distributed-optimizer)"
             )
     return layout
+
+
+def _refuse_torch_fsdp2(f: Facts) -> None:
+    """Megatron's validate_args for --use-torch-fsdp2: no pipeline or expert parallelism, untied embeddings."""
+    broken = [
+        text
+        for text, bad in (
+            (f"pipeline parallelism (p = {f.layout.pp})", f.layout.pp > 1),
+            (f"expert parallelism (e = {f.layout.ep})", f.layout.ep > 1),
+            ("tied embeddings (it requires --untie-embeddings-and-output-weights)", f.tied_embeddings),
+        )
+        if bad
+    ]
+    if broken:
+        raise SpecError(
+            "Megatron's PyTorch FSDP2 path (--use-torch-fsdp2), the plan's ZeRO-3 with FSDP mixed precision, "
+            f"does not run with {' or '.join(broken)}",
+            where="stack.fsdp_mixed_precision",
+            hint="set stack.fsdp_mixed_precision: false for Megatron FSDP, or pin parallel.pp: 1 and parallel.ep: 1",
+        )
 
 
 def _batch_args(f: Facts, warnings: list[str]) -> list[Arg]:
