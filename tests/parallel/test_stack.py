@@ -253,23 +253,12 @@ def test_parameter_gather_without_overlap_is_exposed_after_the_step():
     # window (ZeRO-1 overlaps with one micro-batch): without --overlap-param-gather the 2-byte all-gather of the
     # updated parameters leaves the window and is paid in full, so the step grows by gather x (1 - interference).
     # (Where the traffic overflows the window anyway, moving the gather out changes nothing.)
+    from tests.parallel.reference import layout as axes
     from tests.parallel.shapes import LLAMA_70B
 
     from runplan.parallel.timing import default_efficiency, dp_bandwidth
 
-    layout = Layout(
-        tp=8,
-        pp=1,
-        dp=64,
-        ep=1,
-        cp=1,
-        zero=1,
-        micro_batch=8,
-        microbatches=1,
-        vpp=1,
-        recompute="selective",
-        sequence_parallel=True,
-    )
+    layout = axes(8, 1, 64, 1, 1, 1, 8, 1, 1, "selective", True)  # tp pp dp ep cp zero b m v recompute sp
 
     def estimate(stack):
         request = ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, stack=stack)
