@@ -25,21 +25,24 @@ def _plan(path: Path):
 
 def test_a_plan_carries_no_sweep_note_it_cannot_act_on():
     plan = _plan(EXAMPLES / "70b-512-h100.yaml")
-    assert plan.sweep.warnings and any(
-        "budgets 3" in w for w in plan.sweep.warnings
-    )  # `runplan sweep` keeps it
+    # the plan's sweep keeps the suggestion, worded with the plan key (not `runplan sweep --budgets`) ...
+    assert any("sweep: {budgets: 3} in the plan file" in w for w in plan.sweep.warnings)
+    assert not any("--budgets" in w for w in plan.sweep.warnings)
+    # ... and it is not one of the plan's cautions
     assert not any("budgets" in w for w in plan.warnings)
 
 
 def test_the_sweep_note_filter_is_structured_not_a_text_match():
     """Sweep.plan_warnings drops exactly the notes flag_notes makes (one budget, with and without WSD) and
     keeps every other caution, whatever its words."""
-    from runplan.scaling.sweep import flag_notes
+    from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes
 
     plan = _plan(EXAMPLES / "70b-512-h100.yaml")
     sweep = plan.sweep.model_copy(update={"warnings": [*plan.sweep.warnings, "a caution about budgets 3"]})
     assert len(flag_notes(True, 1)) == 2 and len(flag_notes(False, 1)) == 1 and flag_notes(True, 3) == []
-    assert sweep.plan_warnings == [w for w in sweep.warnings if w not in flag_notes(sweep.wsd, 1)]
+    suggestions = flag_notes(sweep.wsd, 1) + flag_notes(sweep.wsd, 1, PLAN_BUDGETS)
+    assert sweep.plan_warnings == [w for w in sweep.warnings if w not in suggestions]
+    assert len(sweep.plan_warnings) == len(sweep.warnings) - 1  # the one-budget suggestion, in plan words
     assert "a caution about budgets 3" in sweep.plan_warnings
     three = sweep.model_copy(update={"budgets": [1e21, 1e20, 1e19]})
     assert three.plan_warnings == three.warnings  # with three budgets no note suggests the flag

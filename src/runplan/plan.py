@@ -510,7 +510,7 @@ def _sweep_and_cost(
         raise spec_error_from_validation(error, SweepRequest, prefix=("sweep",)) from None
     no_sweep: str | None = None
     try:
-        sweep: Sweep | None = design_sweep(request)
+        sweep: Sweep | None = _in_plan_words(design_sweep(request))
     except SpecError as error:
         # With the default sweep (no sweep: keys set) the plan goes on without one and says why, rather than fail
         # on a choice the user did not make (issue 17); keys the user set are theirs to fix.
@@ -534,6 +534,17 @@ def _sweep_and_cost(
         )
     )
     return sweep, cost, no_sweep
+
+
+def _in_plan_words(sweep: Sweep) -> Sweep:
+    """The sweep with its suggestions naming the plan key (``sweep: {budgets: 3}``), not ``runplan sweep``'s flag."""
+    from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes
+
+    budgets = len(sweep.budgets)
+    plan_words = dict(
+        zip(flag_notes(sweep.wsd, budgets), flag_notes(sweep.wsd, budgets, PLAN_BUDGETS), strict=True)
+    )
+    return sweep.model_copy(update={"warnings": [plan_words.get(w, w) for w in sweep.warnings]})
 
 
 def _plan_warnings(

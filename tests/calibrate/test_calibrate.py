@@ -88,6 +88,11 @@ def test_three_runs_warn_under_determined(tmp_path):
         (lambda t: t.replace("llama-3.1-8b", "llama-9b-nope", 1), "runs[0].model"),
         (lambda t: t.replace("id: r1", "id: r0"), "duplicate run id"),
         (lambda t: t.replace("dp: 8", "dp: 3", 1), "runs[0].layout"),
+        # the layout request's own rules, located at the run's key (not at a plan key the file does not have)
+        (
+            lambda t: t.replace("n_gpus: 8", "n_gpus: 12", 1),
+            ":5: runs[0].n_gpus: 12 GPUs do not fill whole nodes",
+        ),
         (lambda t: "runs: []\n", "runs"),
         (lambda t: "- just a list\n", "a mapping with a 'runs:' list"),
     ],

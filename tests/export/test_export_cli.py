@@ -82,3 +82,15 @@ def test_library_error_names_the_field_path_not_the_flag() -> None:
     with pytest.raises(SpecError) as caught:
         export_plan(golden_plan("70b-512-h100"), "nemo")
     assert caught.value.where == "export.target"
+
+
+def test_an_engine_refusal_names_the_plan_key_at_its_line(tmp_path) -> None:
+    # `runplan export` has no --precision flag: the refusal points into the plan file, not at a flag
+    plan = tmp_path / "fp8.yaml"
+    plan.write_text(
+        "schema_version: 1\nbudget: {flops: 2e23}\ncluster: {gpu: h100-sxm, gpus: 512}\n"
+        "stack: {precision: fp8}\n"
+    )
+    res = _run(str(plan), "--to", "deepspeed")
+    assert res.exit_code == 2
+    assert f"{plan}:4: stack.precision: DeepSpeed's config has no fp8 training key" in res.output

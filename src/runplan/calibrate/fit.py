@@ -66,13 +66,37 @@ def _measured_tps(run: MeasuredRun, request: ParallelRequest, flops_per_token: f
     return None
 
 
+#: A layout request's plan-file keys (parallel/request_rules.FIELD_PATHS) as a measured run's keys.
+_RUN_KEYS = {
+    "cluster.gpus_per_node": "gpus_per_node",
+    "cluster.gpus": "n_gpus",
+    "cluster.gpu": "gpu",
+    "training.seq_len": "seq_len",
+    "schedule.global_batch_tokens": "global_batch",
+    "parallel.": "layout.",
+}
+
+
+def _at_run(error: SpecError, index: int) -> SpecError:
+    """``error`` about a layout request, pointed at the measured run it came from (``runs[i].key``)."""
+    where = error.where or ""
+    for plan_key, run_key in _RUN_KEYS.items():
+        if where.startswith(plan_key):
+            where = run_key + where[len(plan_key) :]
+            break
+    return SpecError(error.message, where=f"runs[{index}].{where}".rstrip("."), hint=error.hint)
+
+
 def prepare(measured: MeasuredFile, catalog: Catalog) -> list[Prepared]:
     """Every run with its request (:func:`~runplan.calibrate.measured.measured_request`) and measured rate."""
     out = []
     for i, run in enumerate(measured.runs):
         shape, scheduled = resolve_shape(run, i, measured, catalog)
         gpu = resolve_gpu(run, i, measured, catalog)
-        request = measured_request(run, scheduled, gpu)
+        try:  # the request's rules (whole nodes, bounds) run as it is built
+            request = measured_request(run, scheduled, gpu)
+        except SpecError as error:
+            raise _at_run(error, i) from None
         tps = _measured_tps(run, request, shape.model_flops_per_token(run.seq_len))
         out.append(Prepared(i, run, request, gpu_family(gpu), tps))
     return out
@@ -181,10 +205,7 @@ def complete_layout(p: Prepared, eff: Efficiency) -> Layout:
             roomy = request.gpu.model_copy(update={"hbm_bytes": 9e13})
             result = search(request.model_copy(update={"gpu": roomy}))
     except SpecError as error:
-        where = (error.where or "").replace("parallel.", "layout.")
-        raise SpecError(
-            error.message, where=f"runs[{p.index}].{where}".rstrip("."), hint=error.hint
-        ) from None
+        raise _at_run(error, p.index) from None
     if not result.layouts:
         raise SpecError(
             "no layout matches this run's layout, GPU count and global batch",

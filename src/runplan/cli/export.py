@@ -48,7 +48,7 @@ def export_command(
             f"no plan file at '{plan_file}'", where="PLAN_FILE", hint="give the path to a plan YAML"
         )
 
-    from runplan.cli.common import check_output_path, plan_from_file, write_output
+    from runplan.cli.common import check_output_path, located, plan_from_file, write_output
 
     to_file = output if output is not None and str(output) != "-" else None
     if to_file is not None:
@@ -57,8 +57,11 @@ def export_command(
         check_name(to_file, "--output")  # before is_dir(), which raises on a name over 255 bytes
     if to_file is not None and not to_file.is_dir():  # refuse a bad -o before the work, not after it
         check_output_path(to_file, "--output", not_over=plan_file)
-    _, _, plan = plan_from_file(plan_file)
-    result = export_plan(plan, target)
+    loaded, _, plan = plan_from_file(plan_file)
+    with located(
+        loaded
+    ):  # an engine's refusal names the plan's key (stack.fp8_recipe) at file:line, not a flag
+        result = export_plan(plan, target)
 
     if as_json or to_file is None:
         _warn(result.warnings, target)

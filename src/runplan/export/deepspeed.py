@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from runplan.escape import file_slug
 from runplan.export._architecture import architecture
-from runplan.export._common import ASSUMED_OPTIMIZER, ASSUMED_OPTIMIZER_SOURCE, Facts, facts
+from runplan.export._common import ASSUMED_OPTIMIZER, ASSUMED_OPTIMIZER_SOURCE, Facts, facts, fmt_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -299,6 +299,14 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
         "scheduler": scheduler,
     }
     _parallel_warnings(f, config, warnings)
+    if f.layout.zero == 3 and f.stack.fsdp_mixed_precision:
+        bf16_shard = (
+            f.gradients_bytes_per_gpu / 2
+        )  # the plan's fp32 gradient shard is 4 B per sharded parameter
+        warnings.append(
+            "ZeRO-3: the plan counted PyTorch FSDP's fp32 shards as the master copy (stack fsdp_mixed_precision); "
+            f"DeepSpeed keeps a bf16 shard beside its fp32 master, about {fmt_bytes(bf16_shard)} more per GPU"
+        )
     if f.layout.zero in (1, 2) and f.stack.overlap_param_gather and f.layout.dp > 1:
         warnings.append(
             "parameter all-gather: DeepSpeed ZeRO-1/2 gathers the updated parameters after the optimizer step, "

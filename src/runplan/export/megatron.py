@@ -442,16 +442,9 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
         )
         if f.stack.overlap_grad_reduce:
             layout.append(("--overlap-grad-reduce", [], "DP gradient reduction under the backward pass"))
-        if f.stack.overlap_param_gather:
-            if (
-                not f.stack.overlap_grad_reduce
-            ):  # validate_args: --overlap-param-gather needs --overlap-grad-reduce
-                raise SpecError(
-                    "Megatron overlaps the parameter all-gather only together with the gradient reduction, and the "
-                    "plan's stack overlaps the gather but not the reduction",
-                    where="stack.overlap_param_gather",
-                    hint="set stack.overlap_param_gather: false, or stack.overlap_grad_reduce: true",
-                )
+        # validate_args: --overlap-param-gather needs --overlap-grad-reduce. Without the reduction's overlap the
+        # plan's window is empty anyway (timing._data_parallel_seconds), so leaving the gather out changes nothing
+        if f.stack.overlap_param_gather and f.stack.overlap_grad_reduce:
             layout.append(("--overlap-param-gather", [], "parameter all-gather under the next forward pass"))
         if f.layout.zero == 2:
             full_grad = 2 * f.weights_bytes_per_gpu  # fp32 main grads: 4 B/param vs bf16 weights 2 B/param

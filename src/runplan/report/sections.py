@@ -11,7 +11,7 @@ from typing import Any
 
 from runplan.plan import RunPlan
 from runplan.report.format import fmt_bytes, fmt_count, fmt_duration, fmt_value, label
-from runplan.scaling.sweep import flag_notes
+from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes
 
 
 @dataclass
@@ -453,7 +453,7 @@ def _sweep(plan: RunPlan) -> Section:
     if s.gpu_hours is not None:
         section.rows.append(("GPU-hours", fmt_count(round(s.gpu_hours)), f"at MFU {s.mfu:.0%} on {s.gpu}"))
     # the suggestions the plan keeps out of its warnings, named by the plan key that acts on them
-    section.bullets += flag_notes(s.wsd, len(s.budgets), "sweep: {budgets: 3} in the plan file")
+    section.bullets += flag_notes(s.wsd, len(s.budgets), PLAN_BUDGETS)
     section.tables.append(
         Table(
             "Runs",

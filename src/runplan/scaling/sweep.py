@@ -92,7 +92,9 @@ class Sweep(BaseModel):
     def plan_warnings(self) -> list[str]:
         """``warnings`` less the :func:`flag_notes` (suggestions, not cautions: the plan's sweep section shows them
         with the plan key)."""
-        flags = flag_notes(self.wsd, len(self.budgets))
+        flags = flag_notes(self.wsd, len(self.budgets)) + flag_notes(
+            self.wsd, len(self.budgets), PLAN_BUDGETS
+        )
         return [w for w in self.warnings if w not in flags]
 
     def to_csv(self) -> str:
@@ -289,7 +291,7 @@ def _shape(target: float, law: ParametricLaw, vocab_size: int) -> ModelShape:
             where="sweep.fraction",
             hint="lower sweep.fraction or narrow sweep.span_decades"
             if too_big
-            else "raise sweep.fraction, narrow sweep.span_decades, or lower sweep.vocab_size (embeddings "
+            else "raise sweep.fraction, narrow sweep.span_decades, or use a smaller vocabulary (embeddings "
             "dominate small models)",
         ) from None
 
@@ -364,6 +366,10 @@ def _share_trunks(
     return total, total_model
 
 
+#: How a plan file asks for more proxy budgets (the plan's wording of :func:`flag_notes`).
+PLAN_BUDGETS = "sweep: {budgets: 3} in the plan file"
+
+
 def flag_notes(wsd: bool, budgets: int, setting: str = "--budgets 3") -> list[str]:
     """Notes that suggest more budgets, naming how to set them (``runplan sweep``'s flag, or a plan's
     ``sweep.budgets`` key: the plan shows them in its sweep section, not among its warnings,
@@ -434,5 +440,5 @@ def design_sweep(request: SweepRequest) -> Sweep:
     )
 
 
-__all__ = ["Sweep", "SweepRequest", "SweepRun", "SweepSpec", "design_sweep", "flag_notes"]
+__all__ = ["PLAN_BUDGETS", "Sweep", "SweepRequest", "SweepRun", "SweepSpec", "design_sweep", "flag_notes"]
 _ = np  # numpy is used by the law's vectorized loss
