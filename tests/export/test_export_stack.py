@@ -185,3 +185,12 @@ def test_deepspeed_warns_that_it_keeps_the_bf16_shard_fsdp_did_not_count():
     assert any("DeepSpeed keeps a bf16 shard beside its fp32 master" in w for w in warnings)
     plain = _with_stack(with_layout(golden_plan("70b-512-h100"), zero=3, pp=1, vpp=1))
     assert not any("bf16 shard" in w for w in export_plan(plain, "deepspeed").warnings)
+
+
+def test_torchtitan_warns_when_the_plan_cached_fp8_weights_torchao_recasts():
+    plan = _with_stack(
+        golden_plan("70b-512-h100"), precision="fp8"
+    )  # default stack: the TransformerEngine cache
+    assert any("torchao recasts each weight" in w for w in export_plan(plan, "torchtitan").warnings)
+    recast = _with_stack(golden_plan("70b-512-h100"), precision="fp8", fp8_weight_cache=False)
+    assert not any("torchao recasts" in w for w in export_plan(recast, "torchtitan").warnings)

@@ -43,11 +43,14 @@ def _gemm(m: float, n: float, k: float, gpu, eff: Efficiency, fp8: bool = False)
     )
 
 
-def _casts(gemms: list[tuple[float, float, float, float]], recipe: str) -> tuple[float, float]:
-    """(forward, backward) cast bytes of linear GEMMs given as (count, M, N, K) (docs/parallel.md, FP8)."""
+def _casts(
+    gemms: list[tuple[float, float, float, float]], recipe: str, w: float = 1.0
+) -> tuple[float, float]:
+    """(forward, backward) cast bytes of linear GEMMs given as (count, M, N, K) (docs/parallel.md, FP8); ``w``
+    the share of the weight (K·N) terms paid per micro-batch (1/m with the fp8 weight cache)."""
     c, r = FP8_CAST[recipe]
-    fwd = sum(n_ * c * (m * k + k * n) for n_, m, n, k in gemms)
-    bwd = sum(n_ * (c * m * n + r * (m * k + k * n + m * n)) for n_, m, n, k in gemms)
+    fwd = sum(n_ * c * (m * k + w * k * n) for n_, m, n, k in gemms)
+    bwd = sum(n_ * (c * m * n + r * (m * k + w * k * n + m * n)) for n_, m, n, k in gemms)
     return fwd, bwd
 
 
@@ -217,7 +220,9 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     if f8:
         for count, gemms in ((dense, dense_gemms), (moe, moe_gemms)):
             if count:
-                fwd_b, bwd_b = _casts(gemms, req.stack.fp8_recipe)
+                fwd_b, bwd_b = _casts(
+                    gemms, req.stack.fp8_recipe, 1 / m if req.stack.fp8_weight_cache else 1.0
+                )
                 cast_fwd += count * fwd_b / gpu.hbm_bandwidth_bytes_per_s
                 cast_bwd += count * bwd_b / gpu.hbm_bandwidth_bytes_per_s
     if req.stack.flash_attention:

@@ -60,6 +60,8 @@ def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
         "pipeline_scatter_gather": (row.get("source_id") or "") in _SCATTER_GATHER_SOURCES,
         "fsdp_mixed_precision": (row.get("source_group") or "") in _FSDP_GROUPS,
         "overlap_param_gather": (row.get("source_group") or "") not in _GATHER_AFTER_STEP_GROUPS,
+        # torchao's Float8Linear (torchtitan's fp8) recasts its weights every forward; TransformerEngine caches them
+        "fp8_weight_cache": (row.get("source_group") or "") != "pytorch-torchtitan",
     }
     if stack.get("dropout"):
         out["hidden_dropout"] = out["attention_dropout"] = float(stack["dropout"])

@@ -429,6 +429,12 @@ def _fp8_sections(f: Facts, warnings: list[str]) -> tuple[list[Entry], list[tupl
             "fp8: torchtitan 0.2.2 quantizes nn.Linear only; the experts' grouped GEMMs "
             "([quantize.grouped_mm], a prototype) stay bf16, the plan's time assumes them fp8"
         )
+    if stack.fp8_weight_cache and f.layout.microbatches > 1:
+        warnings.append(
+            "fp8: torchao recasts each weight on every micro-batch, where the plan cast it once per step (stack "
+            "fp8_weight_cache, TransformerEngine's behaviour); plan with fp8_weight_cache: false (the "
+            "torchtitan-fsdp2 preset) for torchtitan's step time"
+        )
     if recipe == "mxfp8":
         return [("converters", ["quantize.linear.mx"], "mxfp8 linear layers (stack fp8_recipe)")], []
     converters: list[Entry] = [

@@ -125,6 +125,12 @@ class Stack(BaseModel):
         "engines), delayed (TransformerEngine amax history), rowwise (torchao), blockwise (TransformerEngine "
         "1x128/128x128 blocks), mxfp8 (32-element blocks, Blackwell).",
     )
+    fp8_weight_cache: bool = Field(
+        True,
+        description="fp8 only: each weight's fp8 copy (and its transpose) is made once per step and reused by every "
+        "micro-batch (TransformerEngine under Megatron, is_first_microbatch); off: recast every micro-batch "
+        "(torchao Float8Linear, torchtitan).",
+    )
     distributed_optimizer: bool | None = Field(
         None,
         description="True: optimizer states sharded (ZeRO >= 1, Megatron --use-distributed-optimizer); "

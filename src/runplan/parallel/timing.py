@@ -180,7 +180,7 @@ def precision_notes(gpu: GpuSpec, stack: Stack) -> list[str]:
     ]
 
 
-def fp8_cast_bytes(m, n, k, recipe: str):
+def fp8_cast_bytes(m, n, k, recipe: str, weight_share=1.0):
     """(forward, backward) HBM bytes of the fp8 casts around one linear layer's GEMM Y = X·W (M×K · K×N).
 
     Forward casts X (M·K) and W (K·N); backward casts dY (M·N) and needs X, W and dY in the other operand
@@ -191,11 +191,15 @@ def fp8_cast_bytes(m, n, k, recipe: str):
     (2); the transposed copy of a per-tensor-scaled tensor reads and writes fp8 (1 + 1), while per-row/block
     scales (rowwise, blockwise, mxfp8) are taken along the other axis, a second cast from bf16 (2 + 1).
     Unfused counts: torch.compile or TransformerEngine may fuse the amax into the producing kernel.
+    ``weight_share`` scales the weight's terms (K·N): 1/m when the weight's fp8 copy and its transpose are made
+    once per step and reused by all m micro-batches (``Stack.fp8_weight_cache``: TransformerEngine casts on the
+    first micro-batch only, Megatron passing ``is_first_microbatch``), 1 when every micro-batch recasts (torchao).
     """
     cast, relayout = FP8_CAST_BYTES_PER_ELEMENT[recipe]
     m = np.asarray(m, dtype=float)
-    forward = cast * (m * k + k * n)
-    backward = cast * m * n + relayout * (m * k + k * n + m * n)
+    weight = weight_share * k * n
+    forward = cast * (m * k + weight)
+    backward = cast * m * n + relayout * (m * k + weight + m * n)
     return forward, backward
 
 
@@ -319,11 +323,12 @@ def _fp8_cast_seconds(st: _Step):
     if not st.fp8:
         return 0.0, 0.0
     forward = backward = 0.0
+    weight_share = 1.0 / st.m if st.stack.fp8_weight_cache else 1.0  # cast once per step, or per micro-batch
     for moe, layers in ((False, st.dense), (True, st.moe)):
         if moe and not st.terms.moe_layers:
             continue
         for count, m, n, k in _linear_gemms(st, moe=moe):
-            fwd, bwd = fp8_cast_bytes(m, n, k, st.stack.fp8_recipe)
+            fwd, bwd = fp8_cast_bytes(m, n, k, st.stack.fp8_recipe, weight_share)
             forward = forward + layers * count * fwd
             backward = backward + layers * count * bwd
     bandwidth = st.gpu.hbm_bandwidth_bytes_per_s
