@@ -25,10 +25,11 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   userbuffers, which overlap the same collectives with a few SMs instead of copy engines.
 * **DP overlap is not free**: every second of DP communication hidden under compute still costs
   ``dp_overlap_interference`` seconds (NCCL ring kernels occupy SMs and HBM bandwidth beside the GEMMs, the
-  contention Rashidi et al. 2021, ISCA, "Enabling compute-communication overlap...", describe; fitted). The
-  fit puts it at its bound 1: hidden DP communication costs its full time (see
-  runplan/configs/calibration.yaml). TP overlap does not share this parameter: its net effect is measured
-  directly (torchtitan's symmetric-memory transfers run on copy engines, not SM-based rings).
+  contention Rashidi et al. 2021, ISCA, "Enabling compute-communication overlap...", describe; fitted, value
+  in runplan/configs/calibration.yaml). TP overlap does not share this parameter: its net effect is measured
+  directly (torchtitan's symmetric-memory transfers run on copy engines, not SM-based rings). Without
+  ``overlap_grad_reduce`` no DP traffic is hidden; without ``overlap_param_gather`` the 2-byte parameter
+  all-gather of ZeRO-1/2 is paid after the optimizer step, outside the window.
 * **PP**: per micro-batch and chunk, one activation send forward and one gradient send backward of 2·T·h
   bytes (÷t with SP, Megatron's scatter/gather optimisation), over the scale-out network when the job spans
   nodes; not overlapped (conservative). Bubble (Narayanan et al. 2021 §2.2): (p-1)/v micro-batch times, i.e.
