@@ -703,6 +703,22 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["16 bytes/param: 0 weights + 4 gradients + 12 optimizer", "need at least 89 h100-sxm GPUs"],
     ),
     (
+        "par-plan-flag-fp8-on-a100",  # a flag laid over a plan file: the error names the flag, not a line
+        ["parallelize", "{p}", "--precision", "fp8"],
+        {"p": "schema_version: 1\nbudget: {flops: 2e23}\ncluster: {gpu: a100-80gb, gpus: 512}\n"},
+        2,
+        ["--precision: a100-80gb has no fp8 tensor cores"],
+    ),
+    (
+        "par-plan-key-fp8-on-a100",  # the same value from the plan file: the error names its line
+        ["parallelize", "{p}"],
+        {
+            "p": "schema_version: 1\nbudget: {flops: 2e23}\ncluster: {gpu: a100-80gb, gpus: 512}\nstack: {precision: fp8}\n"
+        },
+        2,
+        ["p.yaml:4: stack.precision: a100-80gb has no fp8 tensor cores"],
+    ),
+    (
         "plan-failures-1e300",
         ["plan", "{p}"],
         {"p": ops_plan("{failures_per_1000_node_days: 1e300}")},

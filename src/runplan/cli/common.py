@@ -12,7 +12,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
@@ -176,14 +176,18 @@ def plan_from_file(
 
 
 @contextlib.contextmanager
-def located(loaded: LoadedYaml) -> Iterator[None]:
-    """Point SpecErrors about plan keys (raised after validation) at their ``file:line``."""
+def located(loaded: LoadedYaml, from_flags: Sequence[str] = ()) -> Iterator[None]:
+    """Point SpecErrors about plan keys (raised after validation) at their ``file:line``; an error about a key in
+    ``from_flags`` (set by a flag laid over the file) is left for the CLI to name by its flag."""
     try:
         yield
     except RunplanError as error:
         from runplan.errors import SpecError
 
         if isinstance(error, SpecError):
+            where = error.where or ""
+            if any(where == key or where.startswith(key + ".") for key in from_flags):
+                raise
             raise loaded.locate(error) from None
         raise
 

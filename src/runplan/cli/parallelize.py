@@ -246,7 +246,14 @@ def _answer_plan_file(
     from runplan.cli.common import load_plan_file, located
 
     loaded, spec = load_plan_file(plan_file)
-    with located(loaded):  # the search's errors about plan keys point at the plan file's lines
+    from_flags = [  # plan keys the flags set: their errors name the flag, not a line of the file
+        *(f"parallel.{axis}" for axis in pins.model_dump(exclude_unset=True)),
+        *(f"constraints.{key}" for key in constraints.model_dump(exclude_unset=True)),
+        *(f"stack.{key}" for key in stack),
+        *(["parallelize.top"] if overrides.top is not None else []),
+        *(["parallelize.mfu"] if overrides.mfu_override is not None else []),
+    ]
+    with located(loaded, from_flags):  # the search's errors about plan keys point at the plan file's lines
         request, resolution, label = _request_from_plan(
             plan_file, spec, pins, constraints, overrides.top, overrides.mfu_override, stack, calibration
         )
