@@ -143,7 +143,9 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             req.stack.precision == "fp8"
         ):  # 1-byte copy of the linear layers' weights (not norms, embedding, head)
             attn_linear = sh.attention_params_per_layer
-            lin_dense = (layers * attn_linear + dense * sh.dense_mlp_params + moe * common) / t
+            lin_dense = (
+                layers * attn_linear + dense * sh.dense_mlp_params + moe * sh.shared_expert_params
+            ) / t
             lin_expert = moe * expert_layer / (t * e)
             if lay.zero == 3:
                 weights += lin_dense / group + lin_expert / (group / e)

@@ -138,3 +138,19 @@ def test_cached_fp8_weights_are_cast_once_per_step():
     assert expected == pytest.approx(0.04371, rel=1e-3)
     assert step(False) - step(True) == pytest.approx(expected, rel=1e-6)
     assert Stack(preset="torchtitan-fsdp2").fp8_weight_cache is False and Stack().fp8_weight_cache
+
+
+def test_fp8_weight_copy_of_a_moe_leaves_the_router_in_bf16():
+    # Mixtral 8x7B on one GPU, ZeRO 0: the copy is 1 byte per attention, expert and shared-expert weight of every
+    # layer; the router (h x E per layer) stays bf16 (docs/parallel.md, FP8), as do embedding, head and norms
+    lay = Layout(tp=1, pp=1, dp=1, zero=0, micro_batch=1, microbatches=1, recompute="full")
+
+    def weights(stack):
+        req = ParallelRequest(model=MIXTRAL, gpu=H100, n_gpus=1, seq_len=4096, stack=stack)
+        return evaluate_layout(req, lay).memory_bytes.weights
+
+    m = MIXTRAL
+    attention = m.d_model * (m.n_heads * m.head_dim * 2 + 2 * m.n_kv_heads * m.head_dim)  # q, o and k, v
+    per_layer = attention + m.n_experts * m.expert_params + m.shared_expert_params
+    assert m.router_params == m.d_model * m.n_experts  # what is left out
+    assert weights(FP8) - weights(Stack()) == pytest.approx(m.n_layers * per_layer)

@@ -95,6 +95,7 @@ class ShapeTerms:
     attn_in_width: float  # output width of the fused input projections (q, k, v or MLA's)
     dense_mlp_params: float
     moe_common_params: float  # router + shared experts of one MoE layer
+    shared_expert_params: float  # shared experts of one MoE layer (linear layers: fp8 with precision fp8)
     expert_layer_params: float  # all routed experts of one MoE layer
     embed_params: float  # token embedding + learned positions
     head_params: float  # V·h output projection (a copy when tied and p > 1)
@@ -125,6 +126,7 @@ class ShapeTerms:
             attn_in_width=(attn - out_proj) / h,
             dense_mlp_params=shape.dense_mlp_params,
             moe_common_params=shape.router_params + shape.shared_expert_params,
+            shared_expert_params=shape.shared_expert_params,
             expert_layer_params=shape.n_experts * shape.expert_params,
             embed_params=(shape.vocab_size + shape.learned_positions) * h,
             head_params=shape.vocab_size * h,
@@ -196,7 +198,10 @@ def fp8_weight_copy_bytes(terms: ShapeTerms, t, p, e, zero, d, c, *, last: bool)
     """
     layers, moe, dense = stage_layers(terms, p)
     attn_linear = (terms.attn_in_width + terms.a * terms.d_v) * terms.h
-    dense_linear = (layers * attn_linear + dense * terms.dense_mlp_params + moe * terms.moe_common_params) / t
+    # the router stays bf16 (docs/parallel.md, FP8): only the shared experts of the MoE layer's common part
+    dense_linear = (
+        layers * attn_linear + dense * terms.dense_mlp_params + moe * terms.shared_expert_params
+    ) / t
     expert_linear = moe * terms.expert_layer_params / (np.asarray(t) * e)
     group = np.asarray(d) * c
     sharded = dense_linear / group + expert_linear * e / group
