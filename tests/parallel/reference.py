@@ -139,6 +139,10 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         grads = g * (sharded if lay.zero >= 2 else everything)
         if lay.zero == 3 and req.stack.fsdp_mixed_precision:  # the fp32 shard is the master, its grads fp32
             weights, grads = 0.0, 4 * sharded
+        held = lay.zero == 3 and p > 1  # docs/parallel.md: the stage stays gathered, its grads unsharded
+        if held:
+            weights += 2 * everything
+            grads += g * everything
         if (
             req.stack.precision == "fp8"
         ):  # 1-byte copy of the linear layers' weights (not norms, embedding, head)
@@ -174,7 +178,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         if which == "last" or p == 1:
             act += 4 * tokens * sh.vocab_size / t
         other = req.constraints.reserve_bytes
-        if lay.zero == 3:
+        if lay.zero == 3 and not held:
             layer = attn_norm + max(sh.dense_mlp_params, common + expert_layer / e)
             other += 4 * layer / t
         stages[which] = {
@@ -313,7 +317,9 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     egroup = group / e
     if lay.zero == 0:
         per_param = 2 * g
-    elif lay.zero == 1:
+    elif lay.zero == 1 or (
+        lay.zero == 3 and p > 1
+    ):  # ZeRO-3 with stages: one gather, one reduce-scatter per step
         per_param = g + 2
     elif lay.zero == 2:
         per_param = m * g + 2
@@ -337,7 +343,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             (group - 1) / group * last["dense_params"] + (egroup - 1) / egroup * last["expert_params"]
         )
         late /= dp_link
-    window = (m * compute if lay.zero >= 2 else compute) if req.stack.overlap_grad_reduce else 0.0
+    spread = lay.zero == 2 or (lay.zero == 3 and p == 1)  # hidden behind every micro-batch
+    window = (m * compute if spread else compute) if req.stack.overlap_grad_reduce else 0.0
     dp_exposed = (
         max(0.0, dp_s - late - window) + eff.dp_overlap_interference * min(dp_s - late, window) + late
     )

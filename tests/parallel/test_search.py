@@ -217,7 +217,10 @@ def test_memory_monotone(tp, pp, zero, b, rc):
     here = _mem(**cur)
     assert _mem(**{**cur, "tp": tp * 2, "sequence_parallel": True}) < here
     assert _mem(**{**cur, "pp": pp * 2}) < here  # 1F1B: in-flight micro-batches × layers stays ~L
-    assert _mem(**{**cur, "zero": zero + 1}) < here
+    if zero + 1 == 3 and pp > 1:  # torchtitan holds a gathered stage and its unsharded gradients (memory.py)
+        assert _mem(**{**cur, "zero": 3}) > here
+    else:
+        assert _mem(**{**cur, "zero": zero + 1}) < here
     assert _mem(**{**cur, "micro_batch": b * 2}) > here
     order = ["none", "selective", "full"]
     if rc != "full":

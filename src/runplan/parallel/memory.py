@@ -7,7 +7,8 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   ``g`` bytes/param (4 = fp32 accumulation, Megatron-LM's default with bf16: ``--accumulate-allreduce-grads-
   in-fp32``; 2 = bf16), optimizer 12 bytes/param (fp32 master 4 + Adam m 4 + v 4).
   ZeRO-1 (= Megatron's distributed optimizer) shards the 12 optimizer bytes over the data-parallel group;
-  ZeRO-2 also the gradients; ZeRO-3 also the weights. PyTorch FSDP mixed precision (``Stack.fsdp_mixed_precision``)
+  ZeRO-2 also the gradients; ZeRO-3 also the weights (with pipeline stages, as torchtitan runs it, the
+  stage's bf16 weights and unsharded gradients are also held for the whole step: :func:`model_state_bytes`). PyTorch FSDP mixed precision (``Stack.fsdp_mixed_precision``)
   keeps no bf16 shard under ZeRO-3: its fp32 shard is the master and its gradient shard fp32. The data-parallel group of dense weights is d·c (CP
   ranks hold the same weights, Megatron shards the distributed optimizer over DP×CP); expert weights are
   replicated on d·c/e ranks (expert data parallel). The brief's worked example (7.0e9 params, TP8 PP8 DP8,
@@ -39,8 +40,8 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
 * **Logits**: fp32 logits kept by the vocab-parallel cross-entropy, 4·b·(s/c)·V/t on the last stage
   (docs/parallel.md, Memory per GPU), for the micro-batch being processed.
 * **Other**: the configurable reserve (CUDA context, NCCL buffers, cuBLAS workspace, fragmentation;
-  Megatron-LM issues #525 and PR #482 report estimate-vs-measured gaps both ways) and, under ZeRO-3, two
-  gathered layers of bf16 weights (current + prefetched).
+  Megatron-LM issues #525 and PR #482 report estimate-vs-measured gaps both ways) and, under ZeRO-3 without
+  pipeline stages, two gathered layers of bf16 weights (current + prefetched).
 
 * **fp8** (stack precision fp8): the weights term adds a 1-byte copy of the linear layers' weights
   (:func:`fp8_weight_copy_bytes`). Activations stay counted in bf16, an upper bound: TransformerEngine and
@@ -165,9 +166,26 @@ def stage_params(terms: ShapeTerms, t, p, e, *, last: bool):
 
 
 def model_state_bytes(
-    dense_params, expert_params, zero, d, c, e, gradient_bytes: float, *, fsdp_mixed_precision: bool = False
+    dense_params,
+    expert_params,
+    zero,
+    d,
+    c,
+    e,
+    gradient_bytes: float,
+    *,
+    fsdp_mixed_precision: bool = False,
+    p=1,
 ):
     """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero`` (Rajbhandari 2020 §5).
+
+    ZeRO-3 with pipeline stages (``p`` > 1; only torchtitan runs it: DeepSpeed's pipeline engine and Megatron's
+    FSDP refuse it) holds the stage unsharded for the whole step: torchtitan does not reshard after forward
+    under PP (``parallelize_llama.py`` @ 9dec370: "avoid per-microbatch all-gathers"), and PyTorch's
+    pipelining stage turns off resharding after backward and the gradient reduce-scatter for every micro-batch
+    but the last (``torch/distributed/pipelining/stage.py``, ``backward_maybe_with_nosync``). So the bf16
+    weights of the stage stay gathered and its gradients accumulate unsharded in the reduce dtype (FSDP2
+    upcasts them to it, ``FSDPParam.to_accumulated_grad_if_needed``), on top of the shards.
 
     ``fsdp_mixed_precision`` (PyTorch FSDP/FSDP2, ``Stack.fsdp_mixed_precision``): under ZeRO-3 the sharded
     parameters stay fp32 and are the optimizer's master copy, so no sharded bf16 copy is kept (the gathered bf16
@@ -180,10 +198,19 @@ def model_state_bytes(
     sharded = dense_params / dense_group + expert_params * e / dense_group
     full = dense_params + expert_params
     fsdp = (zero >= 3) & fsdp_mixed_precision
-    weights = BF16_BYTES * np.where(zero >= 3, np.where(fsdp, 0.0, sharded), full)
+    held = zero3_held(zero, p)
+    weights = BF16_BYTES * (
+        np.where(zero >= 3, np.where(fsdp, 0.0, sharded), full) + np.where(held, full, 0.0)
+    )
     gradients = np.where(fsdp, FP32_BYTES * sharded, gradient_bytes * np.where(zero >= 2, sharded, full))
+    gradients = gradients + np.where(held, gradient_bytes * full, 0.0)
     optimizer = OPTIMIZER_BYTES_PER_PARAM * np.where(zero >= 1, sharded, full)
     return weights, gradients, optimizer
+
+
+def zero3_held(zero, p):
+    """Where ZeRO-3 keeps the stage gathered for the whole step: with pipeline stages (:func:`model_state_bytes`)."""
+    return (np.asarray(zero) >= 3) & (np.asarray(p) > 1)
 
 
 def fp8_weight_copy_bytes(terms: ShapeTerms, t, p, e, zero, d, c, *, last: bool):
@@ -343,12 +370,14 @@ def activation_bytes(
     return total
 
 
-def zero3_buffer_bytes(terms: ShapeTerms, t, e, zero):
-    """Two gathered layers of bf16 weights (current + prefetch) under ZeRO-3, per GPU."""
+def zero3_buffer_bytes(terms: ShapeTerms, t, e, zero, p=1):
+    """Two gathered layers of bf16 weights (current + prefetch) under ZeRO-3, per GPU; none where the whole
+    stage stays gathered (pipeline stages, :func:`zero3_held`: counted in the weights)."""
     layer = terms.attn_norm_params + np.maximum(
         terms.dense_mlp_params, terms.moe_common_params + terms.expert_layer_params / np.asarray(e)
     )
-    return np.where(np.asarray(zero) == 3, 2.0 * BF16_BYTES * layer / t, 0.0)
+    streamed = (np.asarray(zero) == 3) & ~zero3_held(zero, p)
+    return np.where(streamed, 2.0 * BF16_BYTES * layer / t, 0.0)
 
 
 def memory_breakdown(
@@ -374,6 +403,7 @@ def memory_breakdown(
             g.ep,
             stack.gradient_bytes,
             fsdp_mixed_precision=stack.fsdp_mixed_precision,
+            p=g.pp,
         )
         if stack.precision == "fp8":
             weights = weights + fp8_weight_copy_bytes(terms, g.tp, g.pp, g.ep, g.zero, g.dp, g.cp, last=last)
@@ -391,7 +421,7 @@ def memory_breakdown(
             last=last,
             stack=stack,
         )
-        other = reserve_bytes + zero3_buffer_bytes(terms, g.tp, g.ep, g.zero)
+        other = reserve_bytes + zero3_buffer_bytes(terms, g.tp, g.ep, g.zero, g.pp)
         out[name] = (weights, grads, opt, act, other, weights + grads + opt + act + other)
     last_is_max = out["last"][5] > out["first"][5]
     keys = ("weights", "gradients", "optimizer", "activations", "other", "total")

@@ -164,6 +164,12 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         name: rows[:, i] for i, name in enumerate(("tp", "pp", "cp", "dp", "ep", "vpp"))
     }
     columns |= {name: tail[:, i] for i, name in enumerate(inner_axes)}
+    if not (request.stack.fsdp_mixed_precision or (pins.zero == 3 and pins.pp not in (None, 1))):
+        # ZeRO-3 under pipeline stages is PyTorch FSDP's (torchtitan; memory.model_state_bytes): DeepSpeed's
+        # pipeline engine and Megatron's FSDP refuse it, so other stacks search it only when both are pinned
+        runnable = ~((columns["zero"] == 3) & (columns["pp"] > 1))
+        columns = {name: values[runnable] for name, values in columns.items()}
+        rows = rows[runnable]
     columns["microbatches"] = np.zeros(len(rows), dtype=np.int64)
     columns["sequence_parallel"] = (
         np.full(len(rows), pins.sequence_parallel, dtype=bool)

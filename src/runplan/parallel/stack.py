@@ -111,7 +111,9 @@ class Stack(BaseModel):
         description="PyTorch FSDP/FSDP2 mixed precision (torchtitan, Composer, fms-fsdp): under ZeRO-3 the "
         "sharded fp32 parameters are the optimizer's master copy and keep fp32 gradients, and bf16 weights "
         "exist only in the gathered layers (torch.distributed.fsdp MixedPrecisionPolicy: no extra "
-        "high-precision copy). Off: a sharded bf16 copy beside the fp32 master (Megatron, DeepSpeed ZeRO-3).",
+        "high-precision copy). Off: a sharded bf16 copy beside the fp32 master (Megatron, DeepSpeed ZeRO-3). "
+        "On, ZeRO-3 is also searched with pipeline stages (torchtitan: FSDP2 under PyTorch pipelining, the "
+        "stage kept gathered all step); off, only when both parallel.zero: 3 and parallel.pp are pinned.",
     )
     precision: Literal["bf16", "fp8"] = Field(
         "bf16",

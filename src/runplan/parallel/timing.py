@@ -45,8 +45,10 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
 * **DP** (docs/parallel.md, Time per step; Rajbhandari et al. 2020 §7): ring traffic (d'-1)/d' × volume over the group of
   d' = d·c ranks (d·c/e for experts): ZeRO-0 all-reduce 2·g·Ψ; ZeRO-1 reduce-scatter g·Ψ + all-gather 2Ψ;
   ZeRO-2 reduce-scatter every micro-batch; ZeRO-3 also all-gathers bf16 weights twice per micro-batch (three
-  times with full recompute). Hidden behind one micro-batch's compute (ZeRO-0/1: the last backward and the
-  next forward) or behind all micro-batches (ZeRO-2/3); only the excess is exposed.
+  times with full recompute), but with pipeline stages once per step with one reduce-scatter, as ZeRO-1
+  (torchtitan keeps the stage gathered; memory.model_state_bytes). Hidden behind one micro-batch's compute
+  (ZeRO-0/1 and ZeRO-3 with stages: the last backward and the next forward) or behind all micro-batches
+  (ZeRO-2/3); only the excess is exposed.
 * **Optimizer**: Adam update HBM-bound, (2·12 + g + 2) bytes per locally held parameter.
 * **fp8** (stack precision fp8; docs/parallel.md, FP8): the linear layers' GEMMs (QKV, output projection, MLP,
   experts) run at the catalog's fp8 peak with the same eta (a prior), plus the HBM traffic of their casts to
@@ -71,7 +73,13 @@ from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
 from runplan.parallel.grid import Columns, LayoutGrid
 from runplan.parallel.layout import Efficiency, TimeSeconds
-from runplan.parallel.memory import ShapeTerms, layer_activation_bytes_per_token, stage_layers, stage_params
+from runplan.parallel.memory import (
+    ShapeTerms,
+    layer_activation_bytes_per_token,
+    stage_layers,
+    stage_params,
+    zero3_held,
+)
 from runplan.parallel.stack import Stack
 
 #: docs/parallel.md, Time per step: an isolated 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 (989 peak): a
@@ -515,11 +523,14 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     ring_dense = (group - 1.0) / group
     ring_expert = (expert_group - 1.0) / expert_group
     gathers = np.where(full, 3.0, 2.0)
+    # ZeRO-3 with pipeline stages keeps the stage gathered all step (memory.model_state_bytes): one gather and
+    # one reduce-scatter per step, as ZeRO-1, in the first forward and the last backward
+    held = zero3_held(zero, st.p)
     per_param = np.where(
-        zero == 0,
+        (zero == 0),
         2.0 * gradient_bytes,
         np.where(
-            zero == 1,
+            (zero == 1) | held,
             gradient_bytes + 2.0,
             np.where(zero == 2, m * gradient_bytes + 2.0, m * (gathers * 2.0 + gradient_bytes)),
         ),
@@ -535,7 +546,9 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     gather_seconds = np.where(group > 1, late_gather * ring_params / dp_bw, 0.0)
     dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0) - gather_seconds
     # no overlap (--overlap-grad-reduce off): the whole DP traffic waits for the backward pass to end
-    window = np.where(zero >= 2, m * compute_mb, compute_mb) if st.stack.overlap_grad_reduce else 0.0
+    window = (
+        np.where((zero >= 2) & ~held, m * compute_mb, compute_mb) if st.stack.overlap_grad_reduce else 0.0
+    )
     dp_exposed = (
         np.maximum(0.0, dp_seconds - window)
         + st.eff.dp_overlap_interference * np.minimum(dp_seconds, window)

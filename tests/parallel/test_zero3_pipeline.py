@@ -1,0 +1,82 @@
+"""ZeRO-3 under pipeline stages (torchtitan: FSDP2 + PyTorch pipelining): the stage stays gathered for the whole
+step (memory.model_state_bytes, docs/parallel.md), hand-derived, and the search offers it only to the stack that
+can run it."""
+
+import pytest
+from tests.parallel.shapes import H100, LLAMA_70B
+
+from runplan.parallel.layout import Layout, ParallelRequest, Pins
+from runplan.parallel.memory import model_state_bytes
+from runplan.parallel.search import evaluate_layout, search
+from runplan.parallel.stack import Stack, resolve_stack
+
+PSI, D = 1e9, 8  # stage params per GPU (after TP), data-parallel ranks
+
+
+def test_held_stage_states_hand_derived():
+    # ZeRO-3 without stages: 2/d bf16 + 4/d fp32 grads + 12/d optimizer = 18 bytes / 8 per parameter
+    flat = [float(x) for x in model_state_bytes(PSI, 0.0, 3, D, 1, 1, 4)]
+    assert flat == pytest.approx([2 * PSI / D, 4 * PSI / D, 12 * PSI / D])
+    # with stages: + 2 bytes of the gathered stage (reshard_after_forward False) + 4 of its unsharded gradient
+    held = [float(x) for x in model_state_bytes(PSI, 0.0, 3, D, 1, 1, 4, p=8)]
+    assert held == pytest.approx([2 * PSI / D + 2 * PSI, 4 * PSI / D + 4 * PSI, 12 * PSI / D])
+    # FSDP mixed precision, bf16 reduction: no bf16 shard; the unsharded gradient accumulates in bf16
+    fsdp = [float(x) for x in model_state_bytes(PSI, 0.0, 3, D, 1, 1, 2, fsdp_mixed_precision=True, p=8)]
+    assert fsdp == pytest.approx([2 * PSI, 4 * PSI / D + 2 * PSI, 12 * PSI / D])
+    # ZeRO-1 and ZeRO-2 do not depend on the stage count
+    for zero in (0, 1, 2):
+        assert [float(x) for x in model_state_bytes(PSI, 0.0, zero, D, 1, 1, 4, p=8)] == [
+            float(x) for x in model_state_bytes(PSI, 0.0, zero, D, 1, 1, 4)
+        ]
+
+
+def _layout(zero: int, pp: int) -> Layout:
+    return Layout(
+        tp=8,
+        pp=pp,
+        dp=64 // pp,
+        ep=1,
+        cp=1,
+        zero=zero,
+        micro_batch=1,
+        microbatches=16,
+        vpp=1,
+        recompute="full",
+        sequence_parallel=True,
+    )
+
+
+def test_held_stage_pays_zero1_traffic_once_per_step():
+    request = ParallelRequest(
+        model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, stack=resolve_stack("torchtitan-fsdp2")
+    )
+    zero1, zero3 = (evaluate_layout(request, _layout(z, 4)) for z in (1, 3))
+    # one gather + one reduce-scatter per step, hidden behind one micro-batch, as ZeRO-1 with the gather overlapped
+    assert zero3.time_seconds.data_parallel == pytest.approx(zero1.time_seconds.data_parallel, rel=1e-12)
+    assert zero3.step_seconds == pytest.approx(zero1.step_seconds, rel=1e-12)
+    # without stages, FSDP gathers every layer three times per micro-batch (full recompute): 16 micro-batches
+    flat1, flat3 = (evaluate_layout(request, _layout(z, 1)) for z in (1, 3))
+    assert flat3.time_seconds.data_parallel > flat1.time_seconds.data_parallel
+    # memory: the held bf16 stage is ZeRO-1's weights; its unsharded gradients come on top of the fp32 shard's
+    assert zero3.memory_bytes.weights == zero1.memory_bytes.weights
+    assert zero3.memory_bytes.gradients == pytest.approx(zero1.memory_bytes.gradients * (1 + 2 / 16))
+
+
+@pytest.mark.parametrize(
+    ("stack", "pins", "offered"),
+    [
+        (Stack(), Pins(), False),  # Megatron, DeepSpeed: refused by the engine, not searched
+        (Stack(), Pins(zero=3), False),  # ZeRO-3 pinned, stages searched: only p = 1
+        (Stack(), Pins(zero=3, pp=4), True),  # both pinned: the user asked, it is evaluated
+        (resolve_stack("torchtitan-fsdp2"), Pins(), True),
+    ],
+)
+def test_zero3_with_stages_is_searched_only_where_it_runs(stack, pins, offered):
+    from runplan.parallel.search import build_grid
+
+    request = ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, stack=stack, pins=pins)
+    grid, _ = build_grid(request)
+    assert grid is not None
+    assert bool(((grid.zero == 3) & (grid.pp > 1)).any()) == offered
+    if pins.pp == 4:
+        assert search(request).layouts[0].zero == 3
