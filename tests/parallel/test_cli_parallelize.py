@@ -155,3 +155,19 @@ def test_precision_fp8_flag_speeds_up_a_pinned_layout_and_a100_is_refused():
     )
     assert a100.exit_code == 2 and "no fp8 tensor cores" in a100.output
     assert len([line for line in a100.output.splitlines() if line.strip()]) == 1
+
+
+def test_fp8_recipe_without_fp8_is_an_error_not_ignored(tmp_path):
+    # --fp8-recipe alone used to plan in bf16 silently; a plan's fp8 recipe under --precision bf16 is dropped
+    alone = runner.invoke(app, ["parallelize", "--model", "8b", "--gpus", "8", "--fp8-recipe", "rowwise"])
+    assert alone.exit_code == 2
+    assert alone.stderr.startswith("runplan: error: --fp8-recipe: rowwise applies only with precision fp8")
+    plan = tmp_path / "p.yaml"
+    plan.write_text(
+        "schema_version: 1\nbudget: {flops: 2e22}\ncluster: {gpu: h100-sxm, gpus: 64}\n"
+        "stack:\n  fp8_recipe: rowwise\n"
+    )
+    in_file = runner.invoke(app, ["parallelize", str(plan)])
+    assert in_file.exit_code == 2 and f"{plan}:5: stack.fp8_recipe: rowwise applies only" in in_file.stderr
+    plan.write_text(plan.read_text().replace("stack:\n", "stack:\n  precision: fp8\n"))
+    assert runner.invoke(app, ["parallelize", str(plan), "--precision", "bf16"]).exit_code == 0

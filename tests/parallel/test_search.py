@@ -32,9 +32,8 @@ STACKS = st.builds(
         full_recompute_method=method,
         full_recompute_layers=layers,
         fsdp_mixed_precision=fsdp,
-        precision=precision[0],
-        fp8_recipe=precision[1],
         overlap_param_gather=gather,
+        **dict(zip(("precision", "fp8_recipe"), precision, strict=False)),
     ),
     st.sampled_from(list(PRESETS)),
     st.lists(st.sampled_from(["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]), unique=True).map(
@@ -46,9 +45,7 @@ STACKS = st.builds(
     st.sampled_from(["uniform", "block"]),
     st.integers(1, 5),
     st.booleans(),
-    st.sampled_from(
-        [("bf16", "tensorwise")] + [("fp8", r) for r in ("tensorwise", "delayed", "rowwise", "blockwise")]
-    ),
+    st.sampled_from([("bf16",)] + [("fp8", r) for r in ("tensorwise", "delayed", "rowwise", "blockwise")]),
     st.booleans(),
 )
 

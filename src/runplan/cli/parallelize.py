@@ -564,6 +564,8 @@ def stack_from_flags(flags: dict[str, Any], base: Stack | None) -> Stack:
     from runplan.validation import spec_error_from_validation
 
     start = {} if base is None or "preset" in flags else base.model_dump()
+    if flags.get("precision", "fp8") != "fp8":  # --precision bf16 over an fp8 plan drops the plan's recipe
+        start.pop("fp8_recipe", None)
     try:
         return Stack.model_validate({**start, **flags})
     except ValidationError as error:

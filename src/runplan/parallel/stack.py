@@ -18,6 +18,8 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -150,6 +152,19 @@ class Stack(BaseModel):
         if self.precision != "fp8":
             data.pop("fp8_recipe", None)
         return data
+
+    @field_validator("fp8_recipe")
+    @classmethod
+    def _recipe_needs_fp8(cls, recipe: str, info: ValidationInfo) -> str:
+        """A recipe given for a bf16 stack would be silently ignored: say so instead (runs only when given;
+        ``precision`` is declared before it, so it is in ``info.data``)."""
+        precision = info.data.get("precision", "bf16")
+        if precision != "fp8":
+            raise ValueError(
+                f"{recipe} applies only with precision fp8 (this stack is {precision}); "
+                "set precision: fp8 (--precision fp8) or leave the recipe out"
+            )
+        return recipe
 
     @model_validator(mode="before")
     @classmethod
