@@ -222,15 +222,17 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
                 tokens, h, ns * fe / t, gpu, eff, f8
             )
             moe_gemms += [(1, tokens, width * ns * fe / t, h), (1, tokens, h, ns * fe / t)]
-    cast_fwd = cast_bwd = 0.0
+    cast_fwd = cast_bwd = mlp_cast_fwd = 0.0
     if f8:
+        share = 1 / m if req.stack.fp8_weight_cache else 1.0
         for count, gemms in ((dense, dense_gemms), (moe, moe_gemms)):
             if count:
-                fwd_b, bwd_b = _casts(
-                    gemms, req.stack.fp8_recipe, 1 / m if req.stack.fp8_weight_cache else 1.0
-                )
+                fwd_b, bwd_b = _casts(gemms, req.stack.fp8_recipe, share)
                 cast_fwd += count * fwd_b / gpu.hbm_bandwidth_bytes_per_s
                 cast_bwd += count * bwd_b / gpu.hbm_bandwidth_bytes_per_s
+        # docs/parallel.md, FP8: selective mlp recompute repeats the dense MLP's forward casts with its GEMMs
+        mlp_cast_fwd = dense * _casts(dense_gemms[2:], req.stack.fp8_recipe, share)[0]
+        mlp_cast_fwd /= gpu.hbm_bandwidth_bytes_per_s
     if req.stack.flash_attention:
         core = (
             2
@@ -271,7 +273,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             layers * core
             if "core_attn" in req.stack.selective_recompute and not req.stack.flash_attention
             else 0.0
-        ) + (dense * dense_mlp if "mlp" in req.stack.selective_recompute else 0.0)
+        ) + (dense * dense_mlp + mlp_cast_fwd if "mlp" in req.stack.selective_recompute else 0.0)
     else:
         redo = 0.0
     compute = fwd + logits + bwd + redo + elementwise + cast_fwd + cast_bwd

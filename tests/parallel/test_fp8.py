@@ -154,3 +154,21 @@ def test_fp8_weight_copy_of_a_moe_leaves_the_router_in_bf16():
     per_layer = attention + m.n_experts * m.expert_params + m.shared_expert_params
     assert m.router_params == m.d_model * m.n_experts  # what is left out
     assert weights(FP8) - weights(Stack()) == pytest.approx(m.n_layers * per_layer)
+
+
+def test_selective_mlp_recompute_repeats_the_mlp_forward_and_its_casts():
+    # Llama 3.1 8B on one GPU, b = 1, s = 8192, one micro-batch (so the weight cast counts whole): recomputing
+    # `mlp` adds, per layer, the MLP's two forward GEMMs at the fp8 peak and their tensorwise casts, 5 bytes per
+    # element of X and W (docs/parallel.md, FP8): 5(T·h + h·2F) + 5(T·F + F·h).
+    eff = default_efficiency(H100).model_copy(update={"gemm_half_dim": 0.0, "gemm_peak_fraction": 0.68})
+    lay = Layout(tp=1, pp=1, dp=1, micro_batch=1, microbatches=1, recompute="selective")
+
+    def step(modules):
+        stack = FP8.model_copy(update={"selective_recompute": modules})
+        req = ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=1, seq_len=8192, stack=stack, efficiency=eff)
+        return evaluate_layout(req, lay).step_seconds
+
+    T, h, F, L = 8192, 4096, 14336, 32
+    gemms = float(gemm_seconds(T, 2 * F, h, H100, eff, fp8=True) + gemm_seconds(T, h, F, H100, eff, fp8=True))
+    casts = (5 * (T * h + h * 2 * F) + 5 * (T * F + F * h)) / H100.hbm_bandwidth_bytes_per_s
+    assert step(("mlp",)) - step(()) == pytest.approx(L * (gemms + casts), rel=1e-9)

@@ -327,21 +327,23 @@ def _linear_gemms(st: _Step, *, moe: bool):
 
 
 def _fp8_cast_seconds(st: _Step):
-    """(forward, backward) seconds of the fp8 casts of the stage's layers, one micro-batch (fp8_cast_bytes);
-    0 in bf16."""
+    """(forward, backward, the dense MLPs' forward) seconds of the fp8 casts of the stage's layers, one
+    micro-batch (fp8_cast_bytes); 0 in bf16. The third is what selective ``mlp`` recomputation repeats."""
     if not st.fp8:
-        return 0.0, 0.0
-    forward = backward = 0.0
+        return 0.0, 0.0, 0.0
+    forward = backward = dense_mlp = 0.0
     weight_share = 1.0 / st.m if st.stack.fp8_weight_cache else 1.0  # cast once per step, or per micro-batch
     for moe, layers in ((False, st.dense), (True, st.moe)):
         if moe and not st.terms.moe_layers:
             continue
-        for count, m, n, k in _linear_gemms(st, moe=moe):
+        for i, (count, m, n, k) in enumerate(_linear_gemms(st, moe=moe)):
             fwd, bwd = fp8_cast_bytes(m, n, k, st.stack.fp8_recipe, weight_share)
             forward = forward + layers * count * fwd
             backward = backward + layers * count * bwd
+            if not moe and i >= 2:  # the dense layer's MLP projections follow its two attention ones
+                dense_mlp = dense_mlp + layers * count * fwd
     bandwidth = st.gpu.hbm_bandwidth_bytes_per_s
-    return forward / bandwidth, backward / bandwidth
+    return forward / bandwidth, backward / bandwidth, dense_mlp / bandwidth
 
 
 def _gemm_forward(st: _Step):
@@ -442,9 +444,11 @@ def _compute(st: _Step) -> _Compute:
     logits_fwd = gemm_seconds(st.tokens, st.terms.vocab / st.t, st.terms.h, st.gpu, st.eff)
     backward = 2.0 * layers_gemm_fwd + attn_bwd_ratio * layers * attn_core_fwd + 2.0 * logits_fwd
     recompute = _recompute_seconds(st, layers_fwd, attn_core_fwd, dense * dense_mlp)
-    cast_fwd, cast_bwd = _fp8_cast_seconds(st)
-    if st.fp8:  # full recompute repeats the forward casts too
-        recompute = recompute + _recompute_seconds(st, cast_fwd, 0.0, 0.0)
+    cast_fwd, cast_bwd, cast_dense_mlp = _fp8_cast_seconds(st)
+    if (
+        st.fp8
+    ):  # recomputation repeats the forward casts of what it recomputes (all layers, or the dense MLPs)
+        recompute = recompute + _recompute_seconds(st, cast_fwd, 0.0, cast_dense_mlp)
     seconds = layers_fwd + logits_fwd + backward + recompute + _elementwise_seconds(st) + cast_fwd + cast_bwd
     return _Compute(seconds, layers_gemm_fwd, attn_core_fwd, attn_bwd_ratio)
 
