@@ -80,6 +80,16 @@ def _layer_bytes(req: ParallelRequest, lay: Layout, moe: bool) -> tuple[float, f
     none = 4 * h * shard + 4 * h * shard + core + mlp_all + scores + masks
     if lay.recompute == "none":
         return none, none
+    if lay.recompute == "selective" and "every_other_mm" in stack.selective_recompute:
+        # docs/parallel.md: torchtitan's op-level policy keeps the block input, Q, V, the attention output
+        # (+ LSE), the reduce-scatter outputs (SP, t > 1) and, of the MLP, w1 and w2's outputs (GeLU: fc1)
+        rs = 2 * h / t if lay.sequence_parallel and t > 1 else 0.0
+        attn = 2 * h * shard + (2 * (a * dqk + kv * dv + a * dv) + lse) / t + rs
+        if moe:
+            mlp = mlp_keep if "moe_act" in stack.selective_recompute else mlp_all
+        else:
+            mlp = 2 * sh.ffn_hidden / t + rs + (2 * h if gated else 0.0)
+        return attn + mlp + (0.0 if "core_attn" in stack.selective_recompute else scores) + masks, none
     if lay.recompute == "selective":
         modules = stack.selective_recompute
         kept = 4 * h * shard + (0.0 if "layernorm" in modules else 4 * h * shard) + core
@@ -176,7 +186,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             working = tokens * min(n_group, layers) * layer_none
         act = flight * per_mb + working
         if which == "last" or p == 1:
-            act += 4 * tokens * sh.vocab_size / t
+            # docs/parallel.md: 4 bytes per logit in place, 12 with PyTorch's uncompiled cross-entropy
+            act += (12 if req.stack.cross_entropy == "unfused" else 4) * tokens * sh.vocab_size / t
         other = req.constraints.reserve_bytes
         if lay.zero == 3 and not held:
             layer = attn_norm + max(sh.dense_mlp_params, common + expert_layer / e)
@@ -222,17 +233,15 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
                 tokens, h, ns * fe / t, gpu, eff, f8
             )
             moe_gemms += [(1, tokens, width * ns * fe / t, h), (1, tokens, h, ns * fe / t)]
-    cast_fwd = cast_bwd = mlp_cast_fwd = 0.0
+    cast_fwd = cast_bwd = 0.0
+    share = 1 / m if req.stack.fp8_weight_cache else 1.0
     if f8:
-        share = 1 / m if req.stack.fp8_weight_cache else 1.0
         for count, gemms in ((dense, dense_gemms), (moe, moe_gemms)):
             if count:
                 fwd_b, bwd_b = _casts(gemms, req.stack.fp8_recipe, share)
                 cast_fwd += count * fwd_b / gpu.hbm_bandwidth_bytes_per_s
                 cast_bwd += count * bwd_b / gpu.hbm_bandwidth_bytes_per_s
-        # docs/parallel.md, FP8: selective mlp recompute repeats the dense MLP's forward casts with its GEMMs
-        mlp_cast_fwd = dense * _casts(dense_gemms[2:], req.stack.fp8_recipe, share)[0]
-        mlp_cast_fwd /= gpu.hbm_bandwidth_bytes_per_s
+
     if req.stack.flash_attention:
         core = (
             2
@@ -256,12 +265,13 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     act_bytes = tokens * dense * none_d
     if sh.is_moe:
         act_bytes += tokens * moe * _layer_bytes(req, lay, True)[1]
-    share = (
+    op_sac = lay.recompute == "selective" and "every_other_mm" in req.stack.selective_recompute
+    ew_share = (
         FULL_RECOMPUTE_ELEMENTWISE_SHARE
-        if full
+        if full or op_sac  # the op-level policy recomputes every norm and activation
         else (SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE if lay.recompute == "selective" else 1.0)
     )
-    elementwise = eff.elementwise_traffic_factor * act_bytes * share / gpu.hbm_bandwidth_bytes_per_s
+    elementwise = eff.elementwise_traffic_factor * act_bytes * ew_share / gpu.hbm_bandwidth_bytes_per_s
     if full:  # the forward again, with its fp8 casts
         redo = (fwd + cast_fwd) * (
             min(req.stack.full_recompute_layers, layers) / layers
@@ -269,11 +279,25 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             else 1
         )
     elif lay.recompute == "selective":
-        redo = (
-            layers * core
-            if "core_attn" in req.stack.selective_recompute and not req.stack.flash_attention
-            else 0.0
-        ) + (dense * dense_mlp + mlp_cast_fwd if "mlp" in req.stack.selective_recompute else 0.0)
+        # docs/parallel.md: the products selective recomputation reruns, with their fp8 forward casts: the dense
+        # MLP (mlp); K, O and w3 (GeLU: fc2) of every layer, w3/fc2 in dense layers only (every_other_mm)
+        modules = req.stack.selective_recompute
+        k_o = [(1, tokens, sh.n_kv_heads * sh.qk_dim / t, h), (1, tokens, h, sh.n_heads * sh.value_dim / t)]
+        third = (1, tokens, sh.ffn_hidden / t, h) if width == 2 else (1, tokens, h, sh.ffn_hidden / t)
+        rerun_dense = (k_o if "every_other_mm" in modules else []) + (
+            dense_gemms[2:] if "mlp" in modules else ([third] if "every_other_mm" in modules else [])
+        )
+        rerun_moe = k_o if "every_other_mm" in modules else []
+
+        def rerun(gemms):
+            secs = sum(c * _gemm(mm, n, k, gpu, eff, f8) for c, mm, n, k in gemms)
+            if f8 and gemms:
+                secs += _casts(gemms, req.stack.fp8_recipe, share)[0] / gpu.hbm_bandwidth_bytes_per_s
+            return secs
+
+        redo = dense * rerun(rerun_dense) + moe * rerun(rerun_moe)
+        if "core_attn" in modules and not req.stack.flash_attention:
+            redo += layers * core
     else:
         redo = 0.0
     compute = fwd + logits + bwd + redo + elementwise + cast_fwd + cast_bwd

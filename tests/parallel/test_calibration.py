@@ -146,11 +146,11 @@ def test_search_agrees_with_nvidia_tuned_layouts(validate, published):
 #: over-estimates by 1-15% of the limit (the FlashAttention-2 paper leaves micro-batch and recompute of its 2.7B
 #: runs at 8k open: none of its choices fits). Known, listed so that a fix or a regression shows. MosaicML's
 #: MPT-30B on 8 A100 (five sequence lengths) left this list when FSDP's fp32 shards became the master copy
-#: (Stack.fsdp_mixed_precision): 2 bytes per parameter less under ZeRO-3.
+#: (Stack.fsdp_mixed_precision): 2 bytes per parameter less under ZeRO-3; torchtitan's Llama 2 70B on 64 A100 with
+#: op-level selective checkpointing left it when that policy was modelled as torchtitan runs it (every_other_mm).
 KNOWN_MEMORY_OVER = {
     "fa2paper-gpt3-2.7b-s8192-fa1",
     "fa2paper-gpt3-2.7b-s8192-fa2",
-    "torchtitan-a100-llama2-70b-sel-op-64gpu",
 }
 
 
@@ -172,3 +172,17 @@ def test_torchtitan_405b_pipeline_schedules_reproduced(shipped):
     ratio = math.exp(interleaved.log_error - one.log_error) * 128 / 100
     assert ratio == pytest.approx(1.28, rel=0.05)
     assert -0.2 < one.memory_error < 0.0 and abs(interleaved.memory_error) < 0.1
+
+
+def test_torchtitan_memory_rows_reproduced(shipped):
+    # torchtitan's reserved peaks (Tables 1-6, 8B to 405B, 8 to 512 GPUs, 8k to 256k tokens): -2% to -23% with
+    # its own recomputation policy and uncompiled loss modelled (every_other_mm, cross_entropy unfused); they
+    # were -24% to -56% before, with the MLP-activation stand-in and 4 bytes per logit (docs/validation.md)
+    errors = [
+        s.memory_error
+        for key, s in shipped.items()
+        if s.prepared.run.source_id == "pytorch-torchtitan" and s.memory_error is not None
+    ]
+    assert len(errors) == 18
+    assert statistics.median(abs(e) for e in errors) <= 0.10
+    assert max(abs(e) for e in errors) <= 0.25

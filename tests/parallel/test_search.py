@@ -36,9 +36,10 @@ STACKS = st.builds(
         **dict(zip(("precision", "fp8_recipe"), precision, strict=False)),
     ),
     st.sampled_from(list(PRESETS)),
-    st.lists(st.sampled_from(["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]), unique=True).map(
-        tuple
-    ),
+    st.lists(
+        st.sampled_from(["core_attn", "layernorm", "mlp_act", "mlp", "moe_act", "every_other_mm"]),
+        unique=True,
+    ).map(tuple),
     st.sampled_from([0.0, 0.1]),
     st.booleans(),
     st.booleans(),

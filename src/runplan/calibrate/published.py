@@ -38,7 +38,7 @@ _RECOMPUTE = {
 _SELECTIVE_MODULES = {
     "selective-paper": ("core_attn",),  # Korthikanti et al. 2022 §5: the attention core
     "selective-core": ("core_attn",),  # Megatron-core's default --recompute-modules
-    "torchtitan-op-sac": ("mlp_act", "moe_act"),  # op-level SAC of the MLP activation
+    "torchtitan-op-sac": ("every_other_mm", "moe_act"),  # torchtitan's op-level SAC (stack.py)
 }
 #: Sources whose Megatron-LM (2021-22) scattered pipeline sends over the TP ranks (Narayanan et al. 2021 §4.1).
 _SCATTER_GATHER_SOURCES = ("nvidia-megatron-2021", "nvidia-megatron-2022", "bigscience-bloom-2022")
@@ -62,6 +62,9 @@ def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
         "overlap_param_gather": (row.get("source_group") or "") not in _GATHER_AFTER_STEP_GROUPS,
         # torchao's Float8Linear (torchtitan's fp8) recasts its weights every forward; TransformerEngine caches them
         "fp8_weight_cache": (row.get("source_group") or "") != "pytorch-torchtitan",
+        # torchtitan @ 9dec370 leaves its F.cross_entropy(pred.float()) uncompiled ("compiling loss function
+        # causes CUDA errors"): 12 bytes per logit at the backward's start (Stack.cross_entropy)
+        "cross_entropy": "unfused" if (row.get("source_group") or "") == "pytorch-torchtitan" else "fused",
     }
     if stack.get("dropout"):
         out["hidden_dropout"] = out["attention_dropout"] = float(stack["dropout"])

@@ -116,7 +116,8 @@ SelectiveRecompute = Annotated[
     Text,
     _opt(
         "--selective-recompute",
-        help="What 'selective' recomputes, comma-separated: core_attn, layernorm, mlp_act, mlp, moe_act.",
+        help="What 'selective' recomputes, comma-separated: core_attn, layernorm, mlp_act, mlp, moe_act, "
+        "every_other_mm (torchtitan's op-level policy).",
     ),
 ]
 Dropout = Annotated[Text, _opt("--dropout", help="Hidden and attention dropout probability.")]

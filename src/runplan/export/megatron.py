@@ -527,13 +527,20 @@ def _recompute_args(f: Facts, warnings: list[str]) -> list[Arg]:
     if f.layout.recompute != "selective":
         return []
     wanted: list[str] = [
-        m for m in stack.selective_recompute if m != "mlp_act" and (m != "moe_act" or f.n_experts)
+        m
+        for m in stack.selective_recompute
+        if m not in ("mlp_act", "every_other_mm") and (m != "moe_act" or f.n_experts)
     ]
     if "mlp_act" in stack.selective_recompute and not f.n_experts:
         warnings.append(
             "recompute: the plan's selective mode also recomputes the dense MLP activation; "
             "Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: "
             "activation memory is higher than planned"
+        )
+    if "every_other_mm" in stack.selective_recompute:
+        warnings.append(
+            "recompute: the plan's selective mode is torchtitan's op-level policy (every second matmul "
+            "saved); Megatron has no such module, so it is not set: activation memory is higher than planned"
         )
     if not wanted:
         return []

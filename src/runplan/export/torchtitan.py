@@ -27,7 +27,8 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
 * ``[checkpoint]``: ``interval``, ``keep_latest_k`` (torchtitan refuses 1: raised to 2), ``async_mode``
   ``async_with_pinned_mem`` when the plan stages through pinned host memory.
 * ``[activation_checkpoint]``: ``mode`` none/selective/full; selective as op-level (``selective_ac_option =
-  "op"``), which is torchtitan's policy, not the plan's per-module one: a warning says so.
+  "op"``), torchtitan's policy, which the plan models as ``every_other_mm``; for other modules a warning says
+  the memory will differ.
 * required values torchtitan would otherwise default silently (its ``c4_test`` data set, a test tokenizer):
   ``training.dataset`` and ``model.hf_assets_path`` are ``SET-ME`` placeholders that make it stop at start-up.
 * model: a registered flavor (``_FLAVORS``); the catalog's architecture is listed in the header and each field
@@ -381,10 +382,14 @@ def _recompute_entries(f: Facts, warnings: list[str]) -> list[Entry]:
     ac: list[Entry] = [("mode", f.layout.recompute, "")]
     if f.layout.recompute == "selective":
         ac.append(("selective_ac_option", "op", "op-level selective recomputation"))
-        warnings.append(
-            "recompute: torchtitan's selective mode (op-level policy) is not the plan's (norm outputs "
-            "+ MLP activation); activation memory will differ"
-        )
+        if set(f.stack.selective_recompute) - {"every_other_mm", "moe_act"} or (
+            "every_other_mm" not in f.stack.selective_recompute
+        ):
+            warnings.append(
+                "recompute: torchtitan's selective mode (op-level policy: every second matmul saved) is not "
+                "the plan's (stack.selective_recompute: every_other_mm is torchtitan's); activation memory "
+                "will differ"
+            )
     return ac
 
 

@@ -38,7 +38,8 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   2(p-1) + (v-1)p + 1 chunks of L/(p·v) layers in flight, i.e. p + (p-1)/v stage-equivalents (the paper's
   factor 1 + (p-1)/(p·v)); the last stage holds 1 (v = 1) or ((v-1)p + 1)/v.
 * **Logits**: fp32 logits kept by the vocab-parallel cross-entropy, 4·b·(s/c)·V/t on the last stage
-  (docs/parallel.md, Memory per GPU), for the micro-batch being processed.
+  (docs/parallel.md, Memory per GPU), for the micro-batch being processed; 12 bytes per logit with PyTorch's
+  uncompiled cross-entropy (``Stack.cross_entropy``, :data:`LOGIT_BYTES`).
 * **Other**: the configurable reserve (CUDA context, NCCL buffers, cuBLAS workspace, fragmentation;
   Megatron-LM issues #525 and PR #482 report estimate-vs-measured gaps both ways) and, under ZeRO-3 without
   pipeline stages, two gathered layers of bf16 weights (current + prefetched).
@@ -71,7 +72,10 @@ BF16_BYTES = 2.0
 FP32_BYTES = 4.0
 FP8_BYTES = 1.0
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
-LOGIT_BYTES = 4.0  # fp32 logits in the cross-entropy
+#: Bytes per logit the loss holds at the backward's start (Stack.cross_entropy): the fp32 softmax computed and
+#: differentiated in place (Megatron's vocab-parallel cross-entropy), or PyTorch's uncompiled
+#: F.cross_entropy(logits.float()): saved fp32 log-softmax + the gradient arriving at it + the gradient it returns.
+LOGIT_BYTES = {"fused": 4.0, "unfused": 12.0}
 
 
 @dataclass(frozen=True)
@@ -288,9 +292,35 @@ def layer_activation_bytes_per_token(
     selective = _selective_bytes(
         stack, moe, norm_inputs, norm_outputs, attn_core, (mlp_all, mlp_keep), scores
     )
+    if "every_other_mm" in stack.selective_recompute:
+        selective = _every_other_mm_bytes(terms, t, x, moe, (mlp_all, mlp_keep), stack)
+        selective = selective + (0.0 if "core_attn" in stack.selective_recompute else scores)
     selective = selective + masks
     full = 2.0 * h * x
     return np.where(rc == 0, none, np.where(rc == 1, selective, full)), none
+
+
+def _every_other_mm_bytes(terms: ShapeTerms, t, x, moe: bool, mlp, stack: Stack):
+    """Bytes per token torchtitan's op-level selective checkpointing keeps of one layer (``every_other_mm``,
+    stack.py): the block input 2h·x; the 1st and 3rd products Q 2·a·d_qk/t and V 2·kv·d_v/t; the attention
+    kernel's output 2·a·d_v/t and fp32 log-sum-exp 4a/t; with SP across t > 1, each sublayer's reduce-scatter
+    output 2h/t; a gated MLP's 5th and 7th products, up (w1) 2F/t and down (w2, before its reduce: 2h), a GeLU
+    MLP's up projection 2F/t (its down projection is the 6th, recomputed). Products counted as torchtitan's Llama
+    issues them (Q, K, V, O, w1, w3, w2). MoE layers keep their MLP as the
+    other modules say (moe_act or all): torchtitan's policy counts aten.mm only, not grouped expert GEMMs."""
+    h = terms.h
+    reduce_scatter = np.where((x < 1.0) & (t > 1), 2.0 * h / t, 0.0)
+    attention = (
+        2.0 * h * x
+        + 2.0 * (terms.a * terms.d_qk + terms.kv * terms.d_v + terms.a * terms.d_v) / t
+        + (4.0 * terms.a / t if stack.flash_attention else 0.0)
+        + reduce_scatter
+    )
+    mlp_all, mlp_keep = mlp
+    if moe:
+        return attention + (mlp_keep if "moe_act" in stack.selective_recompute else mlp_all)
+    mlp_kept = 2.0 * terms.ffn / t + reduce_scatter + (2.0 * h if terms.gated else 0.0)
+    return attention + mlp_kept
 
 
 def _selective_bytes(stack: Stack, moe: bool, norm_inputs, norm_outputs, attn_core, mlp, scores):
@@ -365,7 +395,7 @@ def activation_bytes(
         working = np.where(full, tokens * layer_none, 0.0)
     total = in_flight(p, m, v, last=last) * per_microbatch + working
     single = np.asarray(p) == 1
-    logits = LOGIT_BYTES * tokens * terms.vocab / t
+    logits = LOGIT_BYTES[stack.cross_entropy] * tokens * terms.vocab / t
     total = total + logits if last else total + np.where(single, logits, 0.0)
     return total
 

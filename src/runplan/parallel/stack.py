@@ -28,9 +28,13 @@ from runplan.errors import SpecError
 
 #: Recomputation units, named as Megatron-core's ``--recompute-modules`` where it has one (``core_attn``,
 #: ``layernorm``, ``mlp``, ``moe_act``; megatron/core/transformer/transformer_config.py), plus ``mlp_act``: the
-#: dense MLP's activation output alone (what Megatron-core's ``moe_act`` does for experts, and torchtitan's
-#: selective op-level checkpointing for the SwiGLU product).
-RecomputeModule = Literal["core_attn", "layernorm", "mlp_act", "mlp", "moe_act"]
+#: dense MLP's activation output alone (what Megatron-core's ``moe_act`` does for experts), and
+#: ``every_other_mm``: torchtitan's op-level selective checkpointing (``selective_ac_option = "op"``,
+#: parallelize_llama.py @ 9dec370, still its policy in 0.2.x), which saves the block input, the outputs of the
+#: 1st, 3rd, 5th, ... matrix product of a block (Q, V, the MLP's up/gate-1 and down projections), the attention
+#: kernel's outputs and TP reduce-scatters, and recomputes everything else (K, O, the second up projection, every
+#: norm and activation) during backward.
+RecomputeModule = Literal["core_attn", "layernorm", "mlp_act", "mlp", "moe_act", "every_other_mm"]
 
 #: FP8 scaling recipes, named as the engines name them: Megatron-LM ``--fp8-recipe`` offers delayed, tensorwise,
 #: blockwise and mxfp8 (megatron/training/arguments.py, _add_transformer_engine_args; TransformerEngine's
@@ -134,6 +138,14 @@ class Stack(BaseModel):
         description="fp8 only: each weight's fp8 copy (and its transpose) is made once per step and reused by every "
         "micro-batch (TransformerEngine under Megatron, is_first_microbatch); off: recast every micro-batch "
         "(torchao Float8Linear, torchtitan).",
+    )
+    cross_entropy: Literal["fused", "unfused"] = Field(
+        "fused",
+        description="How the loss holds the logits at the backward's start, bytes per logit (÷t with a "
+        "vocab-parallel head). fused: 4, the fp32 softmax computed and differentiated in place (Megatron's "
+        "vocab_parallel_cross_entropy, FlashAttention's CrossEntropyLoss). unfused: 12, PyTorch "
+        "F.cross_entropy(logits.float()) uncompiled (torchtitan @ 9dec370: its saved fp32 log-softmax, the "
+        "gradient arriving at it and the gradient it passes on); a compiled loss fuses it.",
     )
     distributed_optimizer: bool | None = Field(
         None,

@@ -327,23 +327,59 @@ def _linear_gemms(st: _Step, *, moe: bool):
 
 
 def _fp8_cast_seconds(st: _Step):
-    """(forward, backward, the dense MLPs' forward) seconds of the fp8 casts of the stage's layers, one
-    micro-batch (fp8_cast_bytes); 0 in bf16. The third is what selective ``mlp`` recomputation repeats."""
+    """(forward, backward) seconds of the fp8 casts of the stage's layers, one micro-batch (fp8_cast_bytes);
+    0 in bf16."""
     if not st.fp8:
-        return 0.0, 0.0, 0.0
-    forward = backward = dense_mlp = 0.0
-    weight_share = 1.0 / st.m if st.stack.fp8_weight_cache else 1.0  # cast once per step, or per micro-batch
+        return 0.0, 0.0
+    forward = backward = 0.0
     for moe, layers in ((False, st.dense), (True, st.moe)):
         if moe and not st.terms.moe_layers:
             continue
-        for i, (count, m, n, k) in enumerate(_linear_gemms(st, moe=moe)):
-            fwd, bwd = fp8_cast_bytes(m, n, k, st.stack.fp8_recipe, weight_share)
+        for count, m, n, k in _linear_gemms(st, moe=moe):
+            fwd, bwd = fp8_cast_bytes(m, n, k, st.stack.fp8_recipe, _weight_share(st))
             forward = forward + layers * count * fwd
             backward = backward + layers * count * bwd
-            if not moe and i >= 2:  # the dense layer's MLP projections follow its two attention ones
-                dense_mlp = dense_mlp + layers * count * fwd
     bandwidth = st.gpu.hbm_bandwidth_bytes_per_s
-    return forward / bandwidth, backward / bandwidth, dense_mlp / bandwidth
+    return forward / bandwidth, backward / bandwidth
+
+
+def _weight_share(st: _Step) -> Any:
+    """Share of a weight's fp8 cast paid per micro-batch: once per step with the cache, else every one."""
+    return 1.0 / st.m if st.stack.fp8_weight_cache else 1.0
+
+
+def _selective_gemms(st: _Step, *, moe: bool) -> list[tuple[float, Any, Any, Any]]:
+    """The linear products selective recomputation reruns in one layer, as (count, M, N, K): the whole dense
+    MLP for ``mlp``; K, O and the MLP's second up projection (a GeLU MLP's down projection) for
+    ``every_other_mm`` (torchtitan's op-level policy: every second aten.mm of the block; memory.py)."""
+    terms, t, tokens, h = st.terms, st.t, st.tokens, st.terms.h
+    modules = set(st.stack.selective_recompute)
+    gemms: list[tuple[float, Any, Any, Any]] = []
+    if "every_other_mm" in modules:
+        gemms += [(1.0, tokens, terms.kv * terms.d_qk / t, h), (1.0, tokens, h, terms.a * terms.d_v / t)]
+    if moe:
+        return gemms
+    if "mlp" in modules:
+        return gemms + _linear_gemms(st, moe=False)[2:]
+    if "every_other_mm" in modules:
+        gemms.append((1.0, tokens, terms.ffn / t, h) if terms.gated else (1.0, tokens, h, terms.ffn / t))
+    return gemms
+
+
+def _selective_seconds(st: _Step) -> Any:
+    """Forward seconds of the products selective recomputation reruns on the stage (with their fp8 casts), one
+    micro-batch (:func:`_selective_gemms`)."""
+    total: Any = 0.0
+    for moe, layers in ((False, st.dense), (True, st.moe)):
+        if moe and not st.terms.moe_layers:
+            continue
+        for count, m, n, k in _selective_gemms(st, moe=moe):
+            seconds = gemm_seconds(m, n, k, st.gpu, st.eff, fp8=st.fp8)
+            if st.fp8:
+                forward, _ = fp8_cast_bytes(m, n, k, st.stack.fp8_recipe, _weight_share(st))
+                seconds = seconds + forward / st.gpu.hbm_bandwidth_bytes_per_s
+            total = total + layers * count * seconds
+    return total
 
 
 def _gemm_forward(st: _Step):
@@ -399,29 +435,30 @@ def _elementwise_seconds(st: _Step):
             terms, st.t, g.sequence_parallel, g.recompute, moe=True, seq_len=st.seq_len, stack=st.stack
         )
         act = act + st.tokens * st.moe * moe_none
+    # torchtitan's op-level policy (every_other_mm) recomputes every norm and activation, as full recomputation
+    selective = np.asarray(g.recompute) == 1
+    everything = st.full | (selective & ("every_other_mm" in st.stack.selective_recompute))
     share = np.where(
-        st.full,
+        everything,
         FULL_RECOMPUTE_ELEMENTWISE_SHARE,
-        np.where(np.asarray(g.recompute) == 1, SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE, 1.0),
+        np.where(selective, SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE, 1.0),
     )
     return st.eff.elementwise_traffic_factor * act * share / st.gpu.hbm_bandwidth_bytes_per_s
 
 
-def _recompute_seconds(st: _Step, layers_fwd, attn_core_fwd, dense_mlp_fwd):
+def _recompute_seconds(st: _Step, layers_fwd, attn_core_fwd):
     """Forward work repeated by recomputation, one micro-batch: full repeats every layer's forward (with
     'block', only the first full_recompute_layers of the stage); selective repeats the attention core when it
-    recomputes core_attn without FlashAttention (FlashAttention recomputes it anyway) and the dense MLP when it
-    recomputes mlp. Norms and activations are elementwise (see the elementwise share)."""
+    recomputes core_attn without FlashAttention (FlashAttention recomputes it anyway) and the linear products
+    its modules recompute (:func:`_selective_gemms`). Norms and activations are elementwise (see the elementwise
+    share)."""
     stack = st.stack
     full = layers_fwd
     if stack.full_recompute_method == "block":
         full = layers_fwd * np.minimum(float(stack.full_recompute_layers), st.layers) / st.layers
-    modules = set(stack.selective_recompute)
-    selective = 0.0
-    if "core_attn" in modules and not stack.flash_attention:
+    selective = _selective_seconds(st)
+    if "core_attn" in stack.selective_recompute and not stack.flash_attention:
         selective = selective + st.layers * attn_core_fwd
-    if "mlp" in modules:
-        selective = selective + dense_mlp_fwd
     return np.where(st.full, full, np.where(np.asarray(st.grid.recompute) == 1, selective, 0.0))
 
 
@@ -443,12 +480,9 @@ def _compute(st: _Step) -> _Compute:
     layers_gemm_fwd = dense * (attn_proj + dense_mlp) + moe * (attn_proj + moe_mlp)
     logits_fwd = gemm_seconds(st.tokens, st.terms.vocab / st.t, st.terms.h, st.gpu, st.eff)
     backward = 2.0 * layers_gemm_fwd + attn_bwd_ratio * layers * attn_core_fwd + 2.0 * logits_fwd
-    recompute = _recompute_seconds(st, layers_fwd, attn_core_fwd, dense * dense_mlp)
-    cast_fwd, cast_bwd, cast_dense_mlp = _fp8_cast_seconds(st)
-    if (
-        st.fp8
-    ):  # recomputation repeats the forward casts of what it recomputes (all layers, or the dense MLPs)
-        recompute = recompute + _recompute_seconds(st, cast_fwd, 0.0, cast_dense_mlp)
+    cast_fwd, cast_bwd = _fp8_cast_seconds(st)
+    # recomputation repeats the forward casts of what it recomputes (full: all; selective: _selective_seconds)
+    recompute = _recompute_seconds(st, layers_fwd + cast_fwd, attn_core_fwd)
     seconds = layers_fwd + logits_fwd + backward + recompute + _elementwise_seconds(st) + cast_fwd + cast_bwd
     return _Compute(seconds, layers_gemm_fwd, attn_core_fwd, attn_bwd_ratio)
 
