@@ -3,11 +3,12 @@ step (memory.model_state_bytes, docs/parallel.md), hand-derived, and the search 
 can run it."""
 
 import pytest
-from tests.parallel.shapes import H100, LLAMA_70B
+from tests.parallel.shapes import H100, LLAMA_70B, LLAMA_405B
 
+from runplan.errors import Infeasible
 from runplan.parallel.layout import Layout, ParallelRequest, Pins
 from runplan.parallel.memory import model_state_bytes
-from runplan.parallel.search import evaluate_layout, search
+from runplan.parallel.search import ensure_feasible, evaluate_layout, search
 from runplan.parallel.stack import Stack, resolve_stack
 
 PSI, D = 1e9, 8  # stage params per GPU (after TP), data-parallel ranks
@@ -80,3 +81,23 @@ def test_zero3_with_stages_is_searched_only_where_it_runs(stack, pins, offered):
     assert bool(((grid.zero == 3) & (grid.pp > 1)).any()) == offered
     if pins.pp == 4:
         assert search(request).layouts[0].zero == 3
+
+
+def test_infeasible_with_pinned_stages_does_not_suggest_zero3_there():
+    # 405B on 64 H100 with --pp 8: ZeRO-3 with the stages pinned holds each stage gathered (+2 + 4 bytes per stage
+    # parameter), so it needs more memory than the ZeRO-1 the search found; the tip must not send the user there
+    def run(pins: Pins):
+        request = ParallelRequest(model=LLAMA_405B, gpu=H100, n_gpus=64, seq_len=4096, pins=pins)
+        result = search(request)
+        with pytest.raises(Infeasible):
+            ensure_feasible(result)
+        return result
+
+    staged = run(Pins(pp=8))
+    pinned_zero3 = run(Pins(pp=8, zero=3))
+    smallest = min(x.memory_bytes.total for x in staged.nearest_misses)
+    assert min(x.memory_bytes.total for x in pinned_zero3.nearest_misses) > smallest
+    tips = " ".join(staged.suggestions)
+    assert "ZeRO-3 (--zero 3)" not in tips
+    assert "ZeRO-3 without pipeline stages (--zero 3 --pp 1)" in tips
+    assert "ZeRO-3 (--zero 3)" in " ".join(run(Pins(micro_batch=8, recompute="none")).suggestions)

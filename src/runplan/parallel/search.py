@@ -628,8 +628,12 @@ def _suggestions(
             f"more GPUs: model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
             f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {gpu.name} GPUs"
         )
+        # ZeRO-3 under pinned pipeline stages holds the whole stage gathered (memory.model_state_bytes): it never
+        # needs less memory than ZeRO-1 there, so it is offered only together with one stage
+        staged = pins.pp is not None and pins.pp > 1
         tips = [
-            (pins.zero != 3, f"ZeRO-3 ({flag('zero')} 3)"),
+            (pins.zero != 3 and not staged, f"ZeRO-3 ({flag('zero')} 3)"),
+            (staged, f"ZeRO-3 without pipeline stages ({flag('zero')} 3 {flag('pp')} 1)"),
             (pins.recompute != "full", f"full recomputation ({flag('recompute')} full)"),
             (pins.micro_batch != 1, f"a smaller micro-batch ({flag('micro_batch')} 1)"),
             (
