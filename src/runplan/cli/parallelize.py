@@ -117,7 +117,7 @@ SelectiveRecompute = Annotated[
     _opt(
         "--selective-recompute",
         help="What 'selective' recomputes, comma-separated: core_attn, layernorm, mlp_act, mlp, moe_act, "
-        "every_other_mm (torchtitan's op-level policy).",
+        "every_other_mm (torchtitan's op-level policy; alone or with moe_act).",
     ),
 ]
 Dropout = Annotated[Text, _opt("--dropout", help="Hidden and attention dropout probability.")]

@@ -178,6 +178,21 @@ class Stack(BaseModel):
             )
         return recipe
 
+    @field_validator("selective_recompute")
+    @classmethod
+    def _op_policy_alone(cls, modules: tuple[str, ...]) -> tuple[str, ...]:
+        """``every_other_mm`` is torchtitan's policy for the whole block (memory._every_other_mm_bytes): the
+        memory model ignores the per-module units beside it while the time model would rerun them (``mlp``:
+        the whole MLP's GEMMs for no memory saved), so only ``moe_act`` (MoE layers, which it leaves alone)
+        may go with it."""
+        others = [m for m in modules if m not in ("every_other_mm", "moe_act")]
+        if "every_other_mm" in modules and others:
+            raise ValueError(
+                f"every_other_mm (torchtitan's op-level policy for the whole block) does not combine with "
+                f"{', '.join(others)}; use every_other_mm alone (or with moe_act), or the other modules without it"
+            )
+        return modules
+
     @model_validator(mode="before")
     @classmethod
     def _preset_defaults(cls, value: Any) -> Any:
