@@ -194,3 +194,21 @@ def test_torchtitan_warns_when_the_plan_cached_fp8_weights_torchao_recasts():
     assert any("torchao recasts each weight" in w for w in export_plan(plan, "torchtitan").warnings)
     recast = _with_stack(golden_plan("70b-512-h100"), precision="fp8", fp8_weight_cache=False)
     assert not any("torchao recasts" in w for w in export_plan(recast, "torchtitan").warnings)
+
+
+def test_torchtitan_zero12_under_pipeline_stages_is_the_held_stage():
+    # FSDP2 under PyTorch pipelining keeps the stage gathered and its gradients unsharded until the last
+    # micro-batch (the plan's ZeRO-3 with stages): no per-micro-batch gathers, and ZeRO-2's sharded gradients
+    # do not hold there; without stages the old reading (gathered from forward to backward, like ZeRO-2) stays
+    base = golden_plan("405b-16k-h100-8k")
+    assert base.layout.best.pp == 16 and base.layout.best.zero == 1
+
+    def warning(plan) -> str:
+        (found,) = [w for w in export_plan(plan, "torchtitan").warnings if w.startswith("ZeRO-")]
+        return found
+
+    zero1 = warning(base)
+    assert "keeps the stage gathered and its gradients unsharded" in zero1
+    assert "did not time" not in zero1 and "under-count" not in zero1
+    assert "under-count" in warning(with_layout(base, zero=2))
+    assert "like ZeRO-2" in warning(with_layout(base, pp=1))

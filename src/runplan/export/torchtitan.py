@@ -8,7 +8,8 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
   c, ``expert_parallel_degree`` e, and DP as ``data_parallel_shard_degree`` d (FSDP2) or, for ZeRO-0,
   ``data_parallel_replicate_degree`` d (DDP). torchtitan shards with FSDP2 only, which is ZeRO-3; ZeRO-1/2
   become FSDP2 with ``fsdp_reshard_after_forward = "never"`` (parameters stay gathered from forward to
-  backward, the memory of ZeRO-2), with a warning. Pipeline: ``pipeline_parallel_schedule`` 1F1B or
+  backward, the memory of ZeRO-2; with pipeline stages the stage and its unsharded gradients stay all step,
+  the plan's ZeRO-3 with stages), with a warning. Pipeline: ``pipeline_parallel_schedule`` 1F1B or
   Interleaved1F1B, and the stage split chosen under torchtitan's own rule (``virtual_stages``, ``stage_layers``)
   to give the plan's p·v stages and its busiest rank, with ``pipeline_parallel_first/last_stage_less_layers``
   always written (their default 1 made ⌈(80 + 2)/10⌉ = 9 stages for the 70B example, which torchtitan refuses
@@ -312,12 +313,29 @@ def _data_parallel_entries(f: Facts, warnings: list[str]) -> list[Entry]:
     ]
     if f.layout.zero in (1, 2):
         entries.append(("fsdp_reshard_after_forward", "never", f"closest to ZeRO-{f.layout.zero}"))
-        warnings.append(
-            f"ZeRO-{f.layout.zero}: torchtitan shards with FSDP2 only; exported as FSDP2 with "
-            "fsdp_reshard_after_forward = never (parameters stay gathered from forward to backward, like "
-            "ZeRO-2); parameter all-gathers each step are extra communication the plan did not time"
-        )
+        warnings.append(_zero12_warning(f.layout.zero, f.layout.pp))
     return entries
+
+
+def _zero12_warning(zero: int, pp: int) -> str:
+    """What FSDP2 makes of the plan's ZeRO-1/2. Under a pipeline schedule it is the plan's ZeRO-3 with stages
+    (memory.model_state_bytes: PyTorch pipelining defers resharding and the reduce-scatter to the last
+    micro-batch), whatever fsdp_reshard_after_forward says: ZeRO-1's traffic, gradients unsharded all step."""
+    head = f"ZeRO-{zero}: torchtitan shards with FSDP2 only"
+    if pp == 1:
+        return (
+            f"{head}; exported as FSDP2 with fsdp_reshard_after_forward = never (parameters stay gathered from "
+            "forward to backward, like ZeRO-2); parameter all-gathers each step are extra communication the "
+            "plan did not time"
+        )
+    held = (
+        f"{head}; under its pipeline schedule FSDP2 keeps the stage gathered and its gradients unsharded until "
+        "the last micro-batch (one all-gather and one reduce-scatter per step, as ZeRO-1): the plan's ZeRO-3 "
+        "with pipeline stages, which counts its memory (pin parallel.zero: 3 and parallel.pp)"
+    )
+    if zero == 2:
+        return held + "; the plan's sharded ZeRO-2 gradients under-count it"
+    return held
 
 
 def _parallelism_entries(f: Facts, warnings: list[str]) -> tuple[list[Entry], bool]:
