@@ -67,7 +67,7 @@ def test_torchtitan_refuses_dropout_and_follows_tp_overlap():
     assert "enable_async_tensor_parallel" not in text
     assert "enable_async_tensor_parallel = true" in export_plan(plan, "torchtitan").text
     bf16 = export_plan(_with_stack(plan, gradient_dtype="bf16"), "torchtitan").text
-    assert 'mixed_precision_reduce = "bfloat16"' in bf16
+    assert 'mixed_precision_reduce = "float32"' in bf16  # torchtitan's only choice (warned)
 
 
 def test_megatron_runs_fsdp_mixed_precision_as_torch_fsdp2_and_refuses_it_with_pipelines():
@@ -212,3 +212,22 @@ def test_torchtitan_zero12_under_pipeline_stages_is_the_held_stage():
     assert "did not time" not in zero1 and "under-count" not in zero1
     assert "under-count" in warning(with_layout(base, zero=2))
     assert "like ZeRO-2" in warning(with_layout(base, pp=1))
+
+
+@pytest.mark.parametrize("preset", ["torchtitan-fsdp2", "megatron-core"])
+def test_torchtitan_reduces_in_float32_only(preset):
+    # torchtitan (@ 9dec370 and 0.2.2) types mixed_precision_reduce as Literal["float32"]: a bf16 value is refused
+    # at start-up, so the torchtitan preset reduces in fp32 and a bf16-gradient plan exports float32 with a warning
+    import tomllib
+
+    from runplan.export._common import engine_data
+    from runplan.parallel.stack import Stack
+
+    assert Stack(preset="torchtitan-fsdp2").gradient_dtype == "fp32"
+    result = export_plan(_with_stack(golden_plan("70b-512-h100"), preset=preset), "torchtitan")
+    value = tomllib.loads(result.text)["training"]["mixed_precision_reduce"]
+    assert (
+        value in engine_data("torchtitan_keys")["sections"]["training"]["mixed_precision_reduce"]["choices"]
+    )
+    bf16 = Stack(preset=preset).gradient_dtype == "bf16"
+    assert any("reduces gradients in float32 only" in w for w in result.warnings) == bf16

@@ -293,8 +293,10 @@ def _training_entries(f: Facts, steps: int, steps_note: str) -> list[Entry]:
         ("mixed_precision_param", "bfloat16", "bf16 compute under FSDP"),
         (
             "mixed_precision_reduce",
-            "float32" if f.stack.gradient_dtype == "fp32" else "bfloat16",
-            "stack gradient_dtype: the dtype FSDP reduces gradients in",
+            "float32",  # torchtitan's only choice (Literal["float32"]); a bf16 plan is warned (_stack_warnings)
+            "stack gradient_dtype: the dtype FSDP reduces gradients in"
+            if f.stack.gradient_dtype == "fp32"
+            else "torchtitan's only choice; the plan's stack reduces in bf16",
         ),
         ("dataset", DATASET_PLACEHOLDER, "REQUIRED: a dataset registered in torchtitan/hf_datasets"),
     ]
@@ -429,6 +431,12 @@ def _stack_warnings(f: Facts) -> list[str]:
     if not stack.overlap_grad_reduce:
         warnings.append(
             "data parallel: FSDP2 always overlaps gradient reduction; the plan assumed it exposed"
+        )
+    if stack.gradient_dtype == "bf16" and f.layout.zero >= 1:
+        # torchtitan's JobConfig types mixed_precision_reduce as Literal["float32"] (@ 9dec370 and 0.2.2)
+        warnings.append(
+            "gradients: torchtitan reduces gradients in float32 only (mixed_precision_reduce); the plan's bf16 "
+            "gradients (stack gradient_dtype) under-count their memory and DP traffic"
         )
     return warnings
 
