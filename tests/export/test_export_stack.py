@@ -231,3 +231,27 @@ def test_torchtitan_reduces_in_float32_only(preset):
     )
     bf16 = Stack(preset=preset).gradient_dtype == "bf16"
     assert any("reduces gradients in float32 only" in w for w in result.warnings) == bf16
+
+
+def test_torchtitan_export_without_compile_warns_of_the_unfused_loss():
+    # torchtitan compiles its loss only under [compile] (components ["model", "loss"]); without it
+    # F.cross_entropy(pred.float()) holds 12 bytes per logit where a fused-loss plan counted 4
+    # (memory.LOGIT_BYTES): 8 · b · s/c · V/t more on the last stage
+    plan = with_layout(golden_plan("70b-512-h100"), tp=1, sequence_parallel=False)  # no async TP: no compile
+    lay = plan.layout.best
+    assert lay.cp == 1
+    text_and_warnings = export_plan(plan, "torchtitan")
+    assert "\n[compile]\n" not in text_and_warnings.text
+    (loss,) = [w for w in text_and_warnings.warnings if w.startswith("loss:")]
+    extra = 8 * lay.micro_batch * 4096 * 128256
+    from runplan.export._common import fmt_bytes
+
+    assert f"{fmt_bytes(extra)} more on the last stage" in loss
+    assert not [
+        w
+        for w in export_plan(_with_stack(plan, preset="torchtitan-fsdp2"), "torchtitan").warnings
+        if w.startswith("loss:")
+    ]
+    assert not [
+        w for w in export_plan(golden_plan("70b-512-h100"), "torchtitan").warnings if w.startswith("loss:")
+    ]

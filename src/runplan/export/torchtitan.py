@@ -52,6 +52,7 @@ from runplan.export._common import (
     Facts,
     engine_data,
     facts,
+    fmt_bytes,
     fmt_float,
     runplan_version,
 )
@@ -515,11 +516,25 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
         )
         compile_entries: list[Entry] = [("enable", True, why), ("components", ["model", "loss"], "")]
         sections.append(("compile", compile_entries))
+    elif f.stack.cross_entropy == "fused":
+        warnings.append(_uncompiled_loss_warning(f))
     sections.append(("checkpoint", _checkpoint_entries(f, warnings)))
     sections.append(("activation_checkpoint", _recompute_entries(f, warnings)))
     text = _render(f, arch, engine_data(DATA), sections, warnings)
     return ExportResult(
         target="torchtitan", text=text, warnings=warnings, filename=f"{file_slug(f.name)}.torchtitan.toml"
+    )
+
+
+def _uncompiled_loss_warning(f: Facts) -> str:
+    """Without [compile], torchtitan's F.cross_entropy(pred.float()) runs unfused: 12 bytes per logit where a
+    plan with stack cross_entropy fused counted 4 (memory.LOGIT_BYTES) on the last stage."""
+    lay = f.layout
+    extra = 8.0 * lay.micro_batch * (f.seq_len / lay.cp) * f.vocab_size / lay.tp
+    return (
+        f"loss: without [compile] torchtitan's cross-entropy runs unfused, 12 bytes per logit where the plan "
+        f"counted 4 (stack cross_entropy fused): {fmt_bytes(extra)} more on the last stage; plan with "
+        'cross_entropy: unfused, or enable [compile] with components ["loss"]'
     )
 
 
