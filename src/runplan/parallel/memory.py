@@ -183,8 +183,8 @@ def model_state_bytes(
 ):
     """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero`` (Rajbhandari 2020 §5).
 
-    ZeRO-3 with pipeline stages (``p`` > 1; only torchtitan runs it: DeepSpeed's pipeline engine and Megatron's
-    FSDP refuse it) holds the stage unsharded for the whole step: torchtitan does not reshard after forward
+    ZeRO-3 with pipeline stages (``p`` > 1; only torchtitan runs it: DeepSpeed's pipeline engine, Megatron's
+    --use-torch-fsdp2 and Megatron-FSDP v2 refuse it, megatron/training/arguments.py and mcore_fsdp_adapter.py) holds the stage unsharded for the whole step: torchtitan does not reshard after forward
     under PP (``parallelize_llama.py`` @ 9dec370: "avoid per-microbatch all-gathers"), and PyTorch's
     pipelining stage turns off resharding after backward and the gradient reduce-scatter for every micro-batch
     but the last (``torch/distributed/pipelining/stage.py``, ``backward_maybe_with_nosync``). So the bf16

@@ -166,7 +166,7 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
     columns |= {name: tail[:, i] for i, name in enumerate(inner_axes)}
     if not (request.stack.fsdp_mixed_precision or (pins.zero == 3 and pins.pp not in (None, 1))):
         # ZeRO-3 under pipeline stages is PyTorch FSDP's (torchtitan; memory.model_state_bytes): DeepSpeed's
-        # pipeline engine and Megatron's FSDP refuse it, so other stacks search it only when both are pinned
+        # pipeline engine and Megatron's FSDP2 paths refuse it, so other stacks search it only when both are pinned
         runnable = ~((columns["zero"] == 3) & (columns["pp"] > 1))
         columns = {name: values[runnable] for name, values in columns.items()}
         rows = rows[runnable]
