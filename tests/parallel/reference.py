@@ -364,8 +364,12 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     dp_s = volume / dp_link + 2 * lat if group > 1 else 0.0
     # docs/parallel.md, overlap_param_gather off: ZeRO-1/2's 2-byte parameter all-gather is never hidden
     late = 0.0
-    if lay.zero in (1, 2) and not req.stack.overlap_param_gather and group > 1:
-        late = 2 * (
+    if group > 1:
+        # docs/parallel.md: ZeRO-1/2's 2-byte gather without overlap_param_gather, and the held ZeRO-3 stage's
+        # gradient reduce-scatter (after the last backward under PyTorch pipelining) are never hidden
+        late_bytes = 2 if lay.zero in (1, 2) and not req.stack.overlap_param_gather else 0
+        late_bytes += g if lay.zero == 3 and p > 1 else 0
+        late = late_bytes * (
             (group - 1) / group * last["dense_params"] + (egroup - 1) / egroup * last["expert_params"]
         )
         late /= dp_link

@@ -46,7 +46,8 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   d' = d·c ranks (d·c/e for experts): ZeRO-0 all-reduce 2·g·Ψ; ZeRO-1 reduce-scatter g·Ψ + all-gather 2Ψ;
   ZeRO-2 reduce-scatter every micro-batch; ZeRO-3 also all-gathers bf16 weights twice per micro-batch (three
   times with full recompute), but with pipeline stages once per step with one reduce-scatter, as ZeRO-1
-  (torchtitan keeps the stage gathered; memory.model_state_bytes). Hidden behind one micro-batch's compute
+  (torchtitan keeps the stage gathered; memory.model_state_bytes), the reduce-scatter exposed after the last
+  backward (PyTorch's pipelining starts it only then). Hidden behind one micro-batch's compute
   (ZeRO-0/1 and ZeRO-3 with stages: the last backward and the next forward) or behind all micro-batches
   (ZeRO-2/3); only the excess is exposed.
 * **Optimizer**: Adam update HBM-bound, (2·12 + g + 2) bytes per locally held parameter.
@@ -562,7 +563,9 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     ring_expert = (expert_group - 1.0) / expert_group
     gathers = np.where(full, 3.0, 2.0)
     # ZeRO-3 with pipeline stages keeps the stage gathered all step (memory.model_state_bytes): one gather and
-    # one reduce-scatter per step, as ZeRO-1, in the first forward and the last backward
+    # one reduce-scatter per step, as ZeRO-1; the gather is prefetched under the first forward, but PyTorch's
+    # pipelining reduce-scatters only after the last backward has finished (stage.py, backward_maybe_with_nosync
+    # runs FSDP's post-backward by hand then), so that part is never hidden
     held = zero3_held(zero, st.p)
     per_param = np.where(
         (zero == 0),
@@ -580,6 +583,7 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     # ZeRO-1/2's all-gather of the updated bf16 parameters (2 bytes each) without --overlap-param-gather: after
     # the optimizer step, before the next forward (DeepSpeed ZeRO-1/2 gathers there too), so never hidden
     late_gather = 0.0 if st.stack.overlap_param_gather else np.where((zero == 1) | (zero == 2), 2.0, 0.0)
+    late_gather = late_gather + np.where(held, gradient_bytes, 0.0)  # (the held stage's reduce-scatter)
     ring_params = ring_dense * dense_params + ring_expert * expert_params
     gather_seconds = np.where(group > 1, late_gather * ring_params / dp_bw, 0.0)
     dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0) - gather_seconds
