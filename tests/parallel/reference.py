@@ -314,6 +314,10 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         return gpu.inter_node_bandwidth_bytes_per_s * inter
 
     colls = 6 if full else 4
+    if lay.recompute == "selective" and "every_other_mm" in req.stack.selective_recompute:
+        # docs/parallel.md: the op-level recompute reruns the SP all-gathers (1 all-reduce's worth) or, without
+        # SP, both all-reduces; reduce-scatter outputs are saved
+        colls = 5 if lay.sequence_parallel else 6
     tp_c = layers * colls * (2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat) if t > 1 else 0.0
     if req.stack.tp_comm_overlap and lay.sequence_parallel and t <= node:
         hidden = min(eff.tp_overlap_fraction * tp_c, gemm_fwd * (4 if full else 3))
@@ -321,7 +325,12 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     shard = 1 / t if lay.sequence_parallel else 1.0
     ep_c = 0.0
     if e > 1:
-        ep_c = moe * colls * ((e - 1) / e * 2 * tokens * sh.top_k * h * shard / link(t * c * e <= node) + lat)
+        # all-to-alls: 4, 6 with full recompute (docs/parallel.md; every_other_mm's rerun is TP-only)
+        ep_c = (
+            moe
+            * (6 if full else 4)
+            * ((e - 1) / e * 2 * tokens * sh.top_k * h * shard / link(t * c * e <= node) + lat)
+        )
     cp_c = 0.0
     if c > 1:
         kv = 2 * tokens * sh.n_kv_heads * (sh.qk_dim + sh.value_dim) / t

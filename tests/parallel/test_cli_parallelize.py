@@ -62,8 +62,11 @@ def test_terminal_names_the_cost_of_each_tp_degree():
     assert "TP8" in line and "(chosen)" in line and "fewer tokens/s" in line
 
 
-# TP 8 best for 70B on 512 H100 (issue 4); an expected failure from the stack-aware refit until the Lambda rows'
-# correction (their optimizer step is 512 sequences, not one micro-batch) moved the shared constants
+# TP 8 best for 70B on 512 H100 (issue 4, which records that published evidence contradicts it: NVIDIA's tuned H100
+# recipe for Llama 3 70B is TP 4). The model ties TP 4 and TP 8 within 0.3% (inside the 1% throughput tolerance;
+# the tie goes to the layout with more memory margin, TP 4 since torchtitan's op-level recompute re-weighted the
+# fitted TP overlap fraction 0.78 -> 0.74). Strict: it shows if the choice flips back. Not tuned to pass.
+@pytest.mark.xfail(strict=True, reason="issue 4: published evidence (NVIDIA's tuned 70B recipe) is TP 4")
 def test_cli_70b_512_best_tp_is_8():
     res = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "512", "--json"])
     assert json.loads(res.stdout)["layouts"][0]["tp"] == 8

@@ -98,3 +98,22 @@ def test_every_other_mm_does_not_combine_with_per_module_units():
     assert result.exit_code == 2
     assert result.stderr.startswith("runplan: error: --selective-recompute: every_other_mm (torchtitan's")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("sp", "extra"), [(True, 1), (False, 2)])
+def test_every_other_mm_reruns_the_tp_collectives_it_does_not_save(sp, extra):
+    # 4 all-reduce-sized collectives per layer and micro-batch (2 forward, 2 backward); the op-level recompute
+    # reruns the two SP all-gathers (+1 all-reduce's worth; reduce-scatter outputs are saved) or, without SP,
+    # both all-reduces (+2). TP overlap off so that every collective is exposed.
+    stack = OP_SAC.model_copy(update={"tp_comm_overlap": False})
+    lay = Layout(
+        tp=8, pp=1, dp=1, ep=1, cp=1, zero=0, micro_batch=1, microbatches=1, vpp=1, recompute="selective",
+        sequence_parallel=sp,
+    )  # fmt: skip
+
+    def tp_seconds(s):
+        req = ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=8, seq_len=8192, stack=s)
+        return evaluate_layout(req, lay).time_seconds.tensor_parallel
+
+    plain = tp_seconds(stack.model_copy(update={"selective_recompute": ()}))
+    assert tp_seconds(stack) == pytest.approx(plain * (4 + extra) / 4, rel=1e-12)

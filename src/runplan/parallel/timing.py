@@ -14,7 +14,8 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   the layer's stored activations (forward + backward), + 1/3 of that for full recompute, + 1/6 for selective.
 * **Recomputation**: full recompute repeats each layer's forward (GEMMs, attention, TP collectives).
 * **TP** (Narayanan et al. 2021 §3.2 / Korthikanti et al. 2022 §4.2.2): 2 all-reduces forward and 2 backward
-  of 2·T·h bytes per layer (with SP an all-gather + reduce-scatter pair, same bus traffic); ring cost
+  of 2·T·h bytes per layer (full recompute 2 more; ``every_other_mm`` reruns the SP all-gathers, 1 more, or
+  without SP both all-reduces, 2 more) (with SP an all-gather + reduce-scatter pair, same bus traffic); ring cost
   2(t-1)/t·bytes / (link bandwidth × network efficiency) + a fixed latency. Intra-node bandwidth when t ≤ GPUs
   per node. With ``tp_comm_overlap`` and SP (torchtitan async TP; Megatron-core ``--tp-comm-overlap`` with
   Transformer Engine userbuffers: the collective is split into per-peer chunks moved under the partial
@@ -492,6 +493,13 @@ def _tensor_parallel_seconds(st: _Step, compute: _Compute):
     """Exposed TP collectives of one micro-batch (module docstring, TP)."""
     t, lat = st.t, st.eff.collective_latency_seconds
     collectives = np.where(st.full, 6.0, 4.0)
+    if "every_other_mm" in st.stack.selective_recompute:
+        # torchtitan's op-level recompute reruns the block's forward collectives its save list lacks: the two
+        # SP all-gathers (their reduce-scatters are saved: one all-reduce's worth) or, without SP, both
+        # all-reduces (parallelize_llama.py @ 9dec370 saves reduce_scatter_tensor only)
+        sp = np.asarray(st.grid.sequence_parallel, dtype=bool)
+        rerun = np.where(sp, 1.0, 2.0)
+        collectives = np.where(np.asarray(st.grid.recompute) == 1, 4.0 + rerun, collectives)
     tp_one = 2.0 * (t - 1.0) / t * (2.0 * st.tokens * st.terms.h) / st.link(t <= st.node_size) + lat
     tp_mb = np.where(t > 1, st.layers * collectives * tp_one, 0.0)
     if (
