@@ -236,7 +236,7 @@ def test_torchtitan_reduces_in_float32_only(preset):
 def test_torchtitan_export_without_compile_warns_of_the_unfused_loss():
     # torchtitan compiles its loss only under [compile] (components ["model", "loss"]); without it
     # F.cross_entropy(pred.float()) holds 12 bytes per logit where a fused-loss plan counted 4
-    # (memory.LOGIT_BYTES): 8 · b · s/c · V/t more on the last stage
+    # (stack.LOSS_LOGIT_BYTES): 8 · b · s/c · V/t more on the last stage
     plan = with_layout(golden_plan("70b-512-h100"), tp=1, sequence_parallel=False)  # no async TP: no compile
     lay = plan.layout.best
     assert lay.cp == 1

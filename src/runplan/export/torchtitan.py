@@ -403,9 +403,7 @@ def _recompute_entries(f: Facts, warnings: list[str]) -> list[Entry]:
     ac: list[Entry] = [("mode", f.layout.recompute, "")]
     if f.layout.recompute == "selective":
         ac.append(("selective_ac_option", "op", "op-level selective recomputation"))
-        if set(f.stack.selective_recompute) - {"every_other_mm", "moe_act"} or (
-            "every_other_mm" not in f.stack.selective_recompute
-        ):
+        if "every_other_mm" not in f.stack.selective_recompute:  # alone or with moe_act (Stack validates)
             warnings.append(
                 "recompute: torchtitan's selective mode (op-level policy: every second matmul saved) is not "
                 "the plan's (stack.selective_recompute: every_other_mm is torchtitan's); activation memory "
@@ -528,9 +526,17 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
 
 def _uncompiled_loss_warning(f: Facts) -> str:
     """Without [compile], torchtitan's F.cross_entropy(pred.float()) runs unfused: 12 bytes per logit where a
-    plan with stack cross_entropy fused counted 4 (memory.LOGIT_BYTES) on the last stage."""
+    plan with stack cross_entropy fused counted 4 (stack.LOSS_LOGIT_BYTES) on the last stage."""
+    from runplan.parallel.stack import LOSS_LOGIT_BYTES  # loaded with the plan's Stack already
+
     lay = f.layout
-    extra = 8.0 * lay.micro_batch * (f.seq_len / lay.cp) * f.vocab_size / lay.tp
+    extra = (
+        (LOSS_LOGIT_BYTES["unfused"] - LOSS_LOGIT_BYTES["fused"])
+        * lay.micro_batch
+        * (f.seq_len / lay.cp)
+        * f.vocab_size
+        / lay.tp
+    )
     return (
         f"loss: without [compile] torchtitan's cross-entropy runs unfused, 12 bytes per logit where the plan "
         f"counted 4 (stack cross_entropy fused): {fmt_bytes(extra)} more on the last stage; plan with "

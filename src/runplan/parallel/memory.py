@@ -39,7 +39,7 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   factor 1 + (p-1)/(p·v)); the last stage holds 1 (v = 1) or ((v-1)p + 1)/v.
 * **Logits**: fp32 logits kept by the vocab-parallel cross-entropy, 4·b·(s/c)·V/t on the last stage
   (docs/parallel.md, Memory per GPU), for the micro-batch being processed; 12 bytes per logit with PyTorch's
-  uncompiled cross-entropy (``Stack.cross_entropy``, :data:`LOGIT_BYTES`).
+  uncompiled cross-entropy (``Stack.cross_entropy``, ``stack.LOSS_LOGIT_BYTES``).
 * **Other**: the configurable reserve (CUDA context, NCCL buffers, cuBLAS workspace, fragmentation;
   Megatron-LM issues #525 and PR #482 report estimate-vs-measured gaps both ways) and, under ZeRO-3 without
   pipeline stages, two gathered layers of bf16 weights (current + prefetched).
@@ -64,7 +64,7 @@ import numpy as np
 from runplan.model import ModelShape
 from runplan.parallel.grid import Columns, LayoutGrid
 from runplan.parallel.layout import MemoryBytes
-from runplan.parallel.stack import Stack
+from runplan.parallel.stack import LOSS_LOGIT_BYTES, Stack
 
 DEFAULT_STACK = Stack()
 
@@ -72,10 +72,6 @@ BF16_BYTES = 2.0
 FP32_BYTES = 4.0
 FP8_BYTES = 1.0
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
-#: Bytes per logit the loss holds at the backward's start (Stack.cross_entropy): the fp32 softmax computed and
-#: differentiated in place (Megatron's vocab-parallel cross-entropy), or PyTorch's uncompiled
-#: F.cross_entropy(logits.float()): saved fp32 log-softmax + the gradient arriving at it + the gradient it returns.
-LOGIT_BYTES = {"fused": 4.0, "unfused": 12.0}
 
 
 @dataclass(frozen=True)
@@ -289,12 +285,12 @@ def layer_activation_bytes_per_token(
     scores = 0.0 if stack.flash_attention else score_bytes * terms.a * seq_len / t
     masks = 2.0 * h * x if stack.hidden_dropout > 0 else 0.0  # two 1-byte masks (after attention and MLP)
     none = norm_inputs + norm_outputs + attn_core + mlp_all + scores + masks
-    selective = _selective_bytes(
-        stack, moe, norm_inputs, norm_outputs, attn_core, (mlp_all, mlp_keep), scores
-    )
-    if "every_other_mm" in stack.selective_recompute:
-        selective = _every_other_mm_bytes(terms, t, x, moe, (mlp_all, mlp_keep), stack)
-        selective = selective + (0.0 if "core_attn" in stack.selective_recompute else scores)
+    if "every_other_mm" in stack.selective_recompute:  # alone or with moe_act (Stack validates)
+        selective = _every_other_mm_bytes(terms, t, x, moe, (mlp_all, mlp_keep), stack) + scores
+    else:
+        selective = _selective_bytes(
+            stack, moe, norm_inputs, norm_outputs, attn_core, (mlp_all, mlp_keep), scores
+        )
     selective = selective + masks
     full = 2.0 * h * x
     return np.where(rc == 0, none, np.where(rc == 1, selective, full)), none
@@ -395,7 +391,7 @@ def activation_bytes(
         working = np.where(full, tokens * layer_none, 0.0)
     total = in_flight(p, m, v, last=last) * per_microbatch + working
     single = np.asarray(p) == 1
-    logits = LOGIT_BYTES[stack.cross_entropy] * tokens * terms.vocab / t
+    logits = LOSS_LOGIT_BYTES[stack.cross_entropy] * tokens * terms.vocab / t
     total = total + logits if last else total + np.where(single, logits, 0.0)
     return total
 

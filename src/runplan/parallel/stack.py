@@ -36,6 +36,11 @@ from runplan.errors import SpecError
 #: norm and activation) during backward.
 RecomputeModule = Literal["core_attn", "layernorm", "mlp_act", "mlp", "moe_act", "every_other_mm"]
 
+#: Bytes per logit the loss holds at the backward's start, by ``Stack.cross_entropy``: the fp32 softmax computed
+#: and differentiated in place (Megatron's vocab-parallel cross-entropy), or PyTorch's uncompiled
+#: F.cross_entropy(logits.float()): saved fp32 log-softmax + the gradient arriving at it + the gradient it returns.
+LOSS_LOGIT_BYTES = {"fused": 4.0, "unfused": 12.0}
+
 #: FP8 scaling recipes, named as the engines name them: Megatron-LM ``--fp8-recipe`` offers delayed, tensorwise,
 #: blockwise and mxfp8 (megatron/training/arguments.py, _add_transformer_engine_args; TransformerEngine's
 #: DelayedScaling, Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling); torchtitan 0.2.2 offers

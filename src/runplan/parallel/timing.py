@@ -590,11 +590,11 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     )
     # ZeRO-1/2's all-gather of the updated bf16 parameters (2 bytes each) without --overlap-param-gather: after
     # the optimizer step, before the next forward (DeepSpeed ZeRO-1/2 gathers there too), so never hidden
-    late_gather = 0.0 if st.stack.overlap_param_gather else np.where((zero == 1) | (zero == 2), 2.0, 0.0)
-    late_gather = late_gather + np.where(held, gradient_bytes, 0.0)  # (the held stage's reduce-scatter)
+    late_bytes = 0.0 if st.stack.overlap_param_gather else np.where((zero == 1) | (zero == 2), 2.0, 0.0)
+    late_bytes = late_bytes + np.where(held, gradient_bytes, 0.0)  # (the held stage's reduce-scatter)
     ring_params = ring_dense * dense_params + ring_expert * expert_params
-    gather_seconds = np.where(group > 1, late_gather * ring_params / dp_bw, 0.0)
-    dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0) - gather_seconds
+    late_seconds = np.where(group > 1, late_bytes * ring_params / dp_bw, 0.0)
+    dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0) - late_seconds
     # no overlap (--overlap-grad-reduce off): the whole DP traffic waits for the backward pass to end
     window = (
         np.where((zero >= 2) & ~held, m * compute_mb, compute_mb) if st.stack.overlap_grad_reduce else 0.0
@@ -602,7 +602,7 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     dp_exposed = (
         np.maximum(0.0, dp_seconds - window)
         + st.eff.dp_overlap_interference * np.minimum(dp_seconds, window)
-        + gather_seconds
+        + late_seconds
     )
     local = np.where(
         zero >= 1, dense_params / group + expert_params / expert_group, dense_params + expert_params
