@@ -35,6 +35,7 @@ from runplan.calibrate.fit import (
     predict,
     prepare,
     step_error,
+    with_kernel,
 )
 from runplan.calibrate.measured import MeasuredFile
 from runplan.calibrate.published import measured_document
@@ -82,8 +83,7 @@ def shipped_efficiency(p: Prepared) -> Efficiency:
     cal = shipped_calibration()
     eff = cal.families[p.family].efficiency
     if p.run.attention_kernel and p.run.attention_kernel in cal.attention_kernels:
-        ratio = cal.attention_kernels[p.run.attention_kernel]
-        eff = eff.model_copy(update={"attention_fraction": min(1.0, ratio * eff.gemm_peak_fraction)})
+        eff = with_kernel(eff, cal.attention_kernels[p.run.attention_kernel])
     return eff
 
 
@@ -263,7 +263,9 @@ def constants_section() -> list[str]:
             cells.append(("-" if v is None else f"{v:.4g}") + tag)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     for kernel, ratio in cal.attention_kernels.items():
-        lines.append(f"| attention rate / GEMM rate of `{kernel}` (reported only) | {ratio:.3f} | |")
+        lines.append(
+            f"| attention rate / FlashAttention-2 rate of `{kernel}` (reported only) | {ratio:.3f} | |"
+        )
     eta = cal.families["hopper"].efficiency
     iso = eta.gemm_peak_fraction / (1 + 3 * eta.gemm_half_dim / 8192)
     lines += [

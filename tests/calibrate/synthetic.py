@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runplan.calibrate.fit import Prepared, predict, prepare
+from runplan.calibrate.fit import Prepared, predict, prepare, with_attention
 from runplan.calibrate.measured import MeasuredFile
 from runplan.catalog import load_catalog
 from runplan.parallel.layout import Efficiency, Layout
@@ -71,13 +71,11 @@ def synthetic_runs(truth: dict[str, float] = TRUTH, gpu: str = "h100-sxm") -> li
             }
         )
     prepared = prepare(MeasuredFile.model_validate({"runs": runs}), load_catalog([]))
-    eff = Efficiency(
-        **truth, attention_fraction=0.5 * truth["gemm_peak_fraction"], collective_latency_seconds=2e-5
-    )
+    eff = Efficiency(**truth, attention_fraction=1.0, collective_latency_seconds=2e-5)
     out = []
     for p in prepared:
         layout = Layout(**p.request.pins.pinned())
-        tps = predict(p, layout, eff)[0]
+        tps = predict(p, layout, with_attention(eff, p.family))[0]
         step = float(p.request.global_batch_tokens or 0) / tps / p.request.n_gpus
         run = p.run.model_copy(update={"measured": p.run.measured.model_copy(update={"step_seconds": step})})
         out.append(

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from runplan.calibrate.calibration import load_calibration, shipped_calibration
-from runplan.calibrate.fit import calibrate, complete_layout, predict, prepare, step_error
+from runplan.calibrate.fit import calibrate, complete_layout, predict, prepare, step_error, with_kernel
 from runplan.calibrate.measured import MeasuredFile
 from runplan.calibrate.published import measured_document
 from runplan.calibrate.run import prior_efficiencies, run_calibration
@@ -134,8 +134,7 @@ def test_shipped_residuals_reproduced_on_a_subset():
     for p in prepared:
         eff = shipped.families[p.family].efficiency
         if p.run.attention_kernel:
-            ratio = shipped.attention_kernels[p.run.attention_kernel]
-            eff = eff.model_copy(update={"attention_fraction": min(1.0, ratio * eff.gemm_peak_fraction)})
+            eff = with_kernel(eff, shipped.attention_kernels[p.run.attention_kernel])
         if p.run.measured.speedup is not None:
             continue
         tps = predict(p, complete_layout(p, eff), eff)[0]

@@ -34,10 +34,23 @@ def test_megatron_2022_stack_becomes_unfused_attention_dropout_and_core_attn():
     assert "--tp-comm-overlap" not in args  # the stack does not overlap TP
 
 
-def test_default_stack_is_flash_with_tp_overlap_and_fp32_grads():
+def test_default_stack_is_te_attention_with_tp_overlap_and_fp32_grads():
     args = _megatron_args(golden_plan("70b-512-h100"))
-    assert _value(args, "--attention-backend") == ["flash"]
+    assert _value(args, "--attention-backend") == ["auto"]  # TransformerEngine picks (cuDNN on Hopper)
     assert "--tp-comm-overlap" in args and "--grad-reduce-in-bf16" not in args
+
+
+@pytest.mark.parametrize(("kernel", "backend"), [("flash-attention-2", "flash"), ("cudnn", "fused")])
+def test_attention_kernel_becomes_megatron_attention_backend(kernel, backend):
+    args = _megatron_args(_with_stack(golden_plan("70b-512-h100"), attention_kernel=kernel))
+    assert _value(args, "--attention-backend") == [backend]
+
+
+def test_torchtitan_warns_when_the_plan_timed_cudnn_attention():
+    plan = golden_plan("70b-512-h100")  # H100, default stack: attention_kernel auto = cuDNN on Hopper
+    assert any("cuDNN" in w for w in export_plan(plan, "torchtitan").warnings)
+    fa2 = _with_stack(plan, attention_kernel="flash-attention-2")
+    assert not any("cuDNN" in w for w in export_plan(fa2, "torchtitan").warnings)
 
 
 def test_megatron_core_stack_reduces_in_bf16():

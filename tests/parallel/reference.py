@@ -17,6 +17,9 @@ from runplan.parallel.timing import default_efficiency
 # The constants of docs/parallel.md, written here again on purpose: the oracle shares no formula with timing.py.
 ATTENTION_BACKWARD_RATIO = 2.5  # FlashAttention backward FLOPs / forward (FlashAttention-2 §3.1-3.2)
 CAUSAL_FRACTION = 0.5  # causal mask: half the score blocks are skipped
+CUDNN_OVER_FA2_ON_HOPPER = (
+    1.58  # FlashAttention-3 paper Figs. 5-6, forward + 2.5 x backward (docs/parallel.md)
+)
 CP_MERGE_BYTES_PER_ELEMENT = 10.0  # fp32 accumulator read + bf16 partial read + fp32 write
 FULL_RECOMPUTE_ELEMENTWISE_SHARE = 4.0 / 3.0
 SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
@@ -250,8 +253,11 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             * (sh.n_heads / t)
             * (sh.qk_dim + sh.value_dim)
             * CAUSAL_FRACTION
-            / (eff.attention_fraction * gpu.bf16_flops)
+            / (eff.attention_fraction * gpu.bf16_flops / (1 + eff.attention_half_seq / (s / c)))
         )
+        # TransformerEngine ('auto') and 'cudnn' run cuDNN's fused attention on Hopper; Ampere keeps flash-attn
+        if req.stack.attention_kernel != "flash-attention-2" and gpu.family not in ("ampere", "cdna3"):
+            core /= CUDNN_OVER_FA2_ON_HOPPER
         core_bwd = ATTENTION_BACKWARD_RATIO
     else:
         heads = b * sh.n_heads / t / c

@@ -68,7 +68,7 @@ class Calibration(BaseModel):
     families: dict[str, FamilyCalibration] = Field(description="Constants per GPU family (ampere, hopper).")
     attention_kernels: dict[str, float] = Field(
         default_factory=dict,
-        description="Fitted attention rate / GEMM rate of named kernels (reported only, never planned with).",
+        description="Fitted attention rate / FlashAttention-2 rate of named kernels (reported only, never planned with).",
     )
     residuals: Residuals
     warnings: list[str] = Field(default_factory=list)

@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runplan.calibrate.calibration import gpu_family
-from runplan.calibrate.constants import ATTENTION_FRACTION_OF_GEMM, FITTED_CONSTANTS, KERNEL_RATIO_BOUNDS
+from runplan.calibrate.constants import (
+    FITTED_CONSTANTS,
+    KERNEL_RATIO_BOUNDS,
+    attention_fraction,
+    attention_half_seq,
+)
 from runplan.calibrate.measured import MeasuredFile, MeasuredRun, measured_request, resolve_gpu, resolve_shape
 from runplan.errors import SpecError
 from runplan.parallel.layout import Efficiency, Layout, ParallelRequest
@@ -111,7 +116,6 @@ class Space:
     lows: np.ndarray
     highs: np.ndarray
     base: dict[str, Efficiency]
-    base_kernel_ratio: float = ATTENTION_FRACTION_OF_GEMM
 
     def values(self, u: np.ndarray) -> dict[str, float]:
         return {
@@ -137,7 +141,7 @@ def base_value(space: Space, key: str) -> float:
     """The value a constant takes when the runs cannot identify it."""
     name, family = _split(key)
     if name == "attention_kernel":
-        return space.base_kernel_ratio
+        return kernel_prior_ratio(family)
     eff = space.base[family] if family else next(iter(space.base.values()))
     value = getattr(eff, name)
     if value is None:  # inter-node efficiency None = the NVLink value
@@ -175,8 +179,7 @@ def efficiencies(space: Space, values: dict[str, float]) -> dict[str, Efficiency
             if name != "attention_kernel" and fam in (None, family):
                 update[name] = value
         merged = eff.model_copy(update=update)
-        attention = min(1.0, ATTENTION_FRACTION_OF_GEMM * merged.gemm_peak_fraction)
-        out[family] = Efficiency.model_validate({**merged.model_dump(), "attention_fraction": attention})
+        out[family] = with_attention(merged, family)
     return out
 
 
@@ -188,8 +191,30 @@ def run_efficiency(
     kernel = p.run.attention_kernel
     if not kernel:
         return eff
-    ratio = values.get(f"attention_kernel[{kernel}]", space.base_kernel_ratio)
-    return eff.model_copy(update={"attention_fraction": min(1.0, ratio * eff.gemm_peak_fraction)})
+    ratio = values.get(f"attention_kernel[{kernel}]", kernel_prior_ratio(kernel))
+    return with_kernel(eff, ratio)
+
+
+def kernel_prior_ratio(kernel: str | None) -> float:
+    """A named kernel's rate / FlashAttention-2's before any fit: 1 (constants.KERNEL_BENCHMARK_RATIOS says why
+    the kernel benchmark's ratios are not used)."""
+    del kernel
+    return 1.0
+
+
+def with_attention(eff: Efficiency, family: str) -> Efficiency:
+    """``eff`` with FlashAttention-2's rate on ``family`` (the published kernel benchmark derated as the GEMMs)."""
+    return eff.model_copy(
+        update={
+            "attention_fraction": attention_fraction(family, eff.gemm_peak_fraction),
+            "attention_half_seq": attention_half_seq(family),
+        }
+    )
+
+
+def with_kernel(eff: Efficiency, ratio: float) -> Efficiency:
+    """``eff`` running a named attention kernel at ``ratio`` × FlashAttention-2's rate."""
+    return eff.model_copy(update={"attention_fraction": min(1.0, ratio * eff.attention_fraction)})
 
 
 # ---------------------------------------------------------------- prediction -----------------------------

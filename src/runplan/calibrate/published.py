@@ -49,12 +49,20 @@ _FSDP_GROUPS = ("mosaicml-composer-fsdp", "pytorch-fsdp-ibm", "pytorch-torchtita
 #: (Megatron-DeepSpeed: DeepSpeed ZeRO-1/2; the FlashAttention training scripts: PyTorch ZeroRedundancyOptimizer
 #: without overlap_with_ddp, Lightning's DDPStrategyZero1): ``Stack.overlap_param_gather`` off.
 _GATHER_AFTER_STEP_GROUPS = ("megatron-deepspeed", "hazy-flash-attn-training")
+#: Source groups whose attention runs through TransformerEngine (Megatron-core, NeMo): cuDNN fused attention on
+#: Hopper, flash-attn on Ampere (``Stack.attention_kernel`` auto). Every other group calls FlashAttention-2 (the
+#: flash-attn package, PyTorch SDPA's flash backend, xformers' FA2 path) or a named kernel (``attention_kernel``);
+#: Meta's Llama 3 stack does not say, so it keeps FlashAttention-2.
+_TRANSFORMER_ENGINE_GROUPS = ("nvidia-megatron",)
 
 
 def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
     """The row's stated stack facts as a runplan Stack mapping (facts not stated keep the default stack)."""
     out: dict[str, Any] = {
         "flash_attention": stack.get("flash_attention") is not False,
+        "attention_kernel": "auto"
+        if (row.get("source_group") or "") in _TRANSFORMER_ENGINE_GROUPS
+        else "flash-attention-2",
         "tp_comm_overlap": bool(row.get("tp_comm_overlap") or stack.get("tp_comm_overlap")),
         "gradient_dtype": "fp32" if row.get("gradient_bytes", 4) == 4 else "bf16",
         "pipeline_scatter_gather": (row.get("source_id") or "") in _SCATTER_GATHER_SOURCES,

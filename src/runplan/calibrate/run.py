@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.calibrate.calibration import Calibration, FamilyCalibration, Residuals, shipped_calibration
-from runplan.calibrate.constants import ATTENTION_FRACTION_OF_GEMM, PRIORS
+from runplan.calibrate.constants import PRIORS
 from runplan.calibrate.fit import (
     calibrate,
     leave_one_out,
@@ -55,12 +55,10 @@ class CalibrationReport(BaseModel):
 
 def prior_efficiencies() -> dict[str, Efficiency]:
     """The uncalibrated planning values (:data:`~runplan.calibrate.constants.PRIORS`) for every family."""
-    eff = Efficiency(
-        **PRIORS,
-        attention_fraction=ATTENTION_FRACTION_OF_GEMM * PRIORS["gemm_peak_fraction"],
-        collective_latency_seconds=COLLECTIVE_LATENCY_SECONDS,
-    )
-    return {"ampere": eff, "hopper": eff}
+    from runplan.calibrate.fit import with_attention
+
+    eff = Efficiency(**PRIORS, attention_fraction=1.0, collective_latency_seconds=COLLECTIVE_LATENCY_SECONDS)
+    return {family: with_attention(eff, family) for family in ("ampere", "hopper")}
 
 
 def base_efficiencies(base: Literal["shipped", "priors"] | Calibration) -> tuple[dict[str, Efficiency], str]:

@@ -77,6 +77,7 @@ FLAG_FOR_PATH: dict[str, str] = {
     "stack.gradient_dtype": "--bf16-grads",
     "stack.precision": "--precision",
     "stack.fp8_recipe": "--fp8-recipe",
+    "stack.attention_kernel": "--attention-kernel",
     "parallelize.catalog": "--catalog",
     # sweep
     "sweep.flops": "--flops",

@@ -135,6 +135,14 @@ Fp8Recipe = Annotated[
         help="fp8 scaling recipe: tensorwise, delayed, rowwise, blockwise, mxfp8 (stack fp8_recipe).",
     ),
 ]
+AttentionKernel = Annotated[
+    Text,
+    _opt(
+        "--attention-kernel",
+        help="Attention kernel: auto (TransformerEngine's choice: cuDNN on Hopper, FlashAttention-2 before), "
+        "flash-attention-2, cudnn (stack attention_kernel).",
+    ),
+]
 Mfu = Annotated[Text, _opt("--mfu", help="Use this MFU instead of predicting step time.")]
 PinKeyValue = Annotated[
     list[str],
@@ -189,6 +197,7 @@ def parallelize(
     bf16_grads: Bf16Grads = False,
     precision: Precision = None,
     fp8_recipe: Fp8Recipe = None,
+    attention_kernel: AttentionKernel = None,
     mfu: Mfu = None,
     pin: PinKeyValue = [],  # noqa: B006 (typer's way to declare a repeatable option)
     catalog_file: Catalogs = [],  # noqa: B006 (typer's way to declare a repeatable option)
@@ -216,7 +225,15 @@ def parallelize(
     overrides = build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
     stack = _stack_flags(
         stack_preset, flash_attention, tp_comm_overlap, selective_recompute, dropout, bf16_grads
-    ) | {k: v for k, v in (("precision", precision), ("fp8_recipe", fp8_recipe)) if v is not None}
+    ) | {
+        k: v
+        for k, v in (
+            ("precision", precision),
+            ("fp8_recipe", fp8_recipe),
+            ("attention_kernel", attention_kernel),
+        )
+        if v is not None
+    }
     if plan_file is not None:
         _no_input_flags(
             {"--model": model, "--gpus": gpus, "--gpu": gpu, "--gpus-per-node": gpus_per_node,

@@ -113,6 +113,7 @@ class Facts:
     weights_bytes_per_gpu: float
     gradients_bytes_per_gpu: float
     # cluster
+    hopper_or_newer: bool  # NVIDIA Hopper or newer: TransformerEngine's 'auto' attention runs cuDNN there
     n_gpus: int
     gpus_per_node: int
     n_nodes: int
@@ -176,6 +177,21 @@ def _merged_stages(batch_stages) -> tuple[Stage, ...]:
     return tuple(merged)
 
 
+def _hopper_or_newer(plan: RunPlan) -> bool:
+    """Whether the plan's GPU gets cuDNN attention under TransformerEngine's 'auto' (timing.attention_kernel_speedup)."""
+    from runplan.catalog import load_catalog
+    from runplan.errors import SpecError
+    from runplan.parallel.stack import Stack
+    from runplan.parallel.timing import attention_kernel_speedup
+
+    name = str((plan.inputs.get("cluster") or {}).get("gpu") or "")
+    try:  # the shipped catalog: a GPU only a user catalog names is taken as Hopper-class, as the time model does
+        gpu = load_catalog([]).gpu(name)
+    except SpecError:
+        return True
+    return attention_kernel_speedup(Stack(attention_kernel="cudnn"), gpu) > 1.0
+
+
 def facts(plan: RunPlan) -> Facts:
     """Collect the numbers every exporter reads (pure)."""
     from runplan.parallel.stack import resolve_stack
@@ -225,6 +241,7 @@ def facts(plan: RunPlan) -> Facts:
         uneven_stages=best.uneven_stages,
         weights_bytes_per_gpu=float(best.memory_bytes.weights),
         gradients_bytes_per_gpu=float(best.memory_bytes.gradients),
+        hopper_or_newer=_hopper_or_newer(plan),
         n_gpus=world,
         gpus_per_node=max(world // n_nodes, 1),
         n_nodes=n_nodes,

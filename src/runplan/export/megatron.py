@@ -565,13 +565,17 @@ def _stack_model_args(f: Facts) -> list[Arg]:
             where="stack.pipeline_scatter_gather",
             hint="set stack.pipeline_scatter_gather: false, or turn sequence parallelism on",
         )
-    backend = "flash" if stack.flash_attention else "unfused"
+    # Megatron-core's AttnBackend: flash = flash-attn, fused = cuDNN (TE FusedAttention), auto = TE's own choice
+    backend = _ATTENTION_BACKEND[stack.attention_kernel] if stack.flash_attention else "unfused"
     return [
-        ("--attention-backend", [backend], "stack flash_attention"),
+        ("--attention-backend", [backend], "stack flash_attention, attention_kernel"),
         ("--attention-dropout", [fmt_float(stack.attention_dropout)], "stack attention_dropout"),
         ("--hidden-dropout", [fmt_float(stack.hidden_dropout)], "stack hidden_dropout"),
     ]
 
+
+#: Stack.attention_kernel -> Megatron-core --attention-backend (megatron/core/transformer/enums.py AttnBackend)
+_ATTENTION_BACKEND = {"auto": "auto", "flash-attention-2": "flash", "cudnn": "fused"}
 
 #: fp8 format per recipe: hybrid (e4m3 forward, e5m2 gradients) is TransformerEngine's DelayedScaling and
 #: Float8CurrentScaling default for training; its block-scaled recipes (Float8BlockScaling, MXFP8BlockScaling)

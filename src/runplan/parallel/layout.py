@@ -193,7 +193,15 @@ class Efficiency(BaseModel):
         ge=0, description="d0 in eta = eta_max / (1 + d0/M + d0/N + d0/K): GEMM-shape penalty (tiles, waves)."
     )
     attention_fraction: float = Field(
-        gt=0, le=1, description="Fraction of the bf16 peak FlashAttention reaches (forward and backward)."
+        gt=0,
+        le=1,
+        description="Fraction of the bf16 peak FlashAttention reaches on long sequences (forward and backward).",
+    )
+    attention_half_seq: float = Field(
+        0.0,
+        ge=0,
+        description="s0 in rate = attention_fraction·peak / (1 + s0/s): the sequence length (tokens per kernel "
+        "call) at which FlashAttention reaches half its long-sequence rate; 0 = no length dependence.",
     )
     network_efficiency: float = Field(
         gt=0,

@@ -65,6 +65,12 @@ class Stack(BaseModel):
         description="FlashAttention (Dao et al. 2022): no s x s score, softmax or dropout tensors are stored or "
         "moved; off: the materialised softmax of Megatron-LM 2021-22 (Korthikanti et al. 2022, Table 2).",
     )
+    attention_kernel: Literal["auto", "flash-attention-2", "cudnn"] = Field(
+        "auto",
+        description="Which FlashAttention-class kernel: 'flash-attention-2' (Dao 2023; PyTorch SDPA's flash "
+        "backend), 'cudnn' (cuDNN fused attention, TransformerEngine's FusedAttention), or 'auto' = "
+        "TransformerEngine's choice: cuDNN on Hopper and newer, FlashAttention-2 before (Megatron-core, NeMo).",
+    )
     tp_comm_overlap: bool = Field(
         True,
         description="TP all-gather/reduce-scatter overlapped with the adjacent GEMMs (Megatron-core "

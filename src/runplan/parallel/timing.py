@@ -9,7 +9,8 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   ~790 TFLOP/s on H100 = 80% of 989). Backward = 2 GEMMs of the forward's size. MoE experts are grouped GEMMs
   of T·top_k·e/E tokens each, E/e of them per GPU.
 * **Attention core** (FlashAttention): executed FLOPs 2·T·s·(a/t)·(d_qk + d_v)·½ (causal mask skipped)
-  forward, 2.5× that backward (the kernel recomputes the scores), at ``attention_fraction`` of peak.
+  forward, 2.5× that backward (the kernel recomputes the scores), at ``attention_fraction`` of peak over
+  (1 + ``attention_half_seq`` / (s/c)): FlashAttention-2's published rate rises with the length of a call.
 * **Elementwise** (norms, activation, residual, rotary): HBM-bound; bytes = ``elementwise_traffic_factor`` ×
   the layer's stored activations (forward + backward), + 1/3 of that for full recompute, + 1/6 for selective.
 * **Recomputation**: full recompute repeats each layer's forward (GEMMs, attention, TP collectives).
@@ -83,6 +84,24 @@ from runplan.parallel.memory import (
     zero3_held,
 )
 from runplan.parallel.stack import Stack
+
+#: cuDNN fused attention (TransformerEngine's FusedAttention) over FlashAttention-2 on Hopper, forward + backward:
+#: 1.49 at 512 tokens, 1.57-1.62 from 1k to 16k, mean 1.58 (Shah et al. 2024, arXiv 2407.08608, Fig. 5(d) causal
+#: forward, head dim 128: 315-539 against 191-335 TFLOP/s; Fig. 6 backward, head dim 128: 305-516 against
+#: 214-322; combined as forward + 2.5× backward FLOPs). No published A100 comparison: there it keeps
+#: FlashAttention-2's rate (TransformerEngine itself runs flash-attn on Ampere).
+CUDNN_OVER_FLASH_ATTENTION_2_HOPPER = 1.58
+
+
+def attention_kernel_speedup(stack: Stack, gpu: GpuSpec) -> float:
+    """The stack's attention kernel's rate over FlashAttention-2's on ``gpu`` (``Stack.attention_kernel``; 'auto'
+    is TransformerEngine's choice, cuDNN on Hopper and newer: dot_product_attention/utils.py, "FusedAttention
+    preference on Hopper+", since TE's cuDNN frontend v1 integration, Dec 2023)."""
+    # measured on Hopper only; Ampere runs flash-attn under TE, and AMD GPUs have no cuDNN
+    if stack.attention_kernel == "flash-attention-2" or gpu.family in ("ampere", "cdna3"):
+        return 1.0
+    return CUDNN_OVER_FLASH_ATTENTION_2_HOPPER
+
 
 #: docs/parallel.md, Time per step: an isolated 8192³ bf16 GEMM measured ~790 TFLOP/s on H100 (989 peak): a
 #: consistency check on the calibrated GEMM fraction (an isolated GEMM runs at least as fast as the training loop).
@@ -413,7 +432,9 @@ def _attention_core_forward(st: _Step):
             * (terms.a / t)
             * (terms.d_qk + terms.d_v)
             * CAUSAL_FRACTION
-            / (eff.attention_fraction * gpu.bf16_flops)
+            / (eff.attention_fraction * attention_kernel_speedup(st.stack, gpu) * gpu.bf16_flops)
+            # short calls run slower (constants.FLASH_ATTENTION_2); CP ranks call it on s/c-token blocks
+            * (1.0 + eff.attention_half_seq * st.c / seq_len)
         )
         return forward, ATTENTION_BACKWARD_RATIO
     # batched GEMMs over the full s x s score matrix (mask applied afterwards), per head

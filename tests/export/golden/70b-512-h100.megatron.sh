@@ -48,7 +48,7 @@ ARGS=(
   --swiglu  # gated SiLU MLP
   --disable-bias-linear  # no biases in linear layers
   --untie-embeddings-and-output-weights  # separate output head
-  --attention-backend flash  # stack flash_attention
+  --attention-backend auto  # stack flash_attention, attention_kernel
   --attention-dropout 0.0  # stack attention_dropout
   --hidden-dropout 0.0  # stack hidden_dropout
   # architecture (catalog: every field, see the header)

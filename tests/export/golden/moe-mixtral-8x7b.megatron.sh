@@ -46,7 +46,7 @@ ARGS=(
   --swiglu  # gated SiLU MLP
   --disable-bias-linear  # no biases in linear layers
   --untie-embeddings-and-output-weights  # separate output head
-  --attention-backend flash  # stack flash_attention
+  --attention-backend auto  # stack flash_attention, attention_kernel
   --attention-dropout 0.0  # stack attention_dropout
   --hidden-dropout 0.0  # stack hidden_dropout
   --num-experts 8  # E
