@@ -54,6 +54,9 @@ FLASH_ATTENTION_2: dict[str, tuple[float, float]] = {
 ISOLATED_GEMM_FRACTION: dict[str, float] = {"ampere": 0.869, "hopper": 0.803}
 #: named kernel -> its forward+backward rate / FlashAttention-2's in the kernel benchmark (Dao 2023 Fig. 4(d), above).
 KERNEL_BENCHMARK_RATIOS: dict[str, float] = {"flash-attention-1": 0.42, "triton-flash-2023": 0.42}
+#: A named kernel's rate / FlashAttention-2's before any fit (and in a fold that holds out every run of it): 1,
+#: not the benchmark ratio above (the docstring says why).
+UNSEEN_KERNEL_RATIO = 1.0
 COLLECTIVE_LATENCY_SECONDS = 2e-5
 
 

@@ -23,6 +23,7 @@ from runplan.calibrate.calibration import gpu_family
 from runplan.calibrate.constants import (
     FITTED_CONSTANTS,
     KERNEL_RATIO_BOUNDS,
+    UNSEEN_KERNEL_RATIO,
     attention_fraction,
     attention_half_seq,
 )
@@ -141,7 +142,7 @@ def base_value(space: Space, key: str) -> float:
     """The value a constant takes when the runs cannot identify it."""
     name, family = _split(key)
     if name == "attention_kernel":
-        return kernel_prior_ratio(family)
+        return UNSEEN_KERNEL_RATIO
     eff = space.base[family] if family else next(iter(space.base.values()))
     value = getattr(eff, name)
     if value is None:  # inter-node efficiency None = the NVLink value
@@ -191,15 +192,8 @@ def run_efficiency(
     kernel = p.run.attention_kernel
     if not kernel:
         return eff
-    ratio = values.get(f"attention_kernel[{kernel}]", kernel_prior_ratio(kernel))
+    ratio = values.get(f"attention_kernel[{kernel}]", UNSEEN_KERNEL_RATIO)
     return with_kernel(eff, ratio)
-
-
-def kernel_prior_ratio(kernel: str | None) -> float:
-    """A named kernel's rate / FlashAttention-2's before any fit: 1 (constants.KERNEL_BENCHMARK_RATIOS says why
-    the kernel benchmark's ratios are not used)."""
-    del kernel
-    return 1.0
 
 
 def with_attention(eff: Efficiency, family: str) -> Efficiency:

@@ -113,7 +113,7 @@ class Facts:
     weights_bytes_per_gpu: float
     gradients_bytes_per_gpu: float
     # cluster
-    hopper_or_newer: bool  # NVIDIA Hopper or newer: TransformerEngine's 'auto' attention runs cuDNN there
+    attention_speedup: float  # the plan's attention kernel over FlashAttention-2 on its GPU (timing)
     n_gpus: int
     gpus_per_node: int
     n_nodes: int
@@ -177,19 +177,18 @@ def _merged_stages(batch_stages) -> tuple[Stage, ...]:
     return tuple(merged)
 
 
-def _hopper_or_newer(plan: RunPlan) -> bool:
-    """Whether the plan's GPU gets cuDNN attention under TransformerEngine's 'auto' (timing.attention_kernel_speedup)."""
+def _attention_speedup(plan: RunPlan, stack: Stack) -> float:
+    """The rate the plan timed its attention kernel at, over FlashAttention-2's (timing.attention_kernel_speedup)."""
     from runplan.catalog import load_catalog
     from runplan.errors import SpecError
-    from runplan.parallel.stack import Stack
-    from runplan.parallel.timing import attention_kernel_speedup
+    from runplan.parallel.timing import CUDNN_OVER_FLASH_ATTENTION_2_HOPPER, attention_kernel_speedup
 
     name = str((plan.inputs.get("cluster") or {}).get("gpu") or "")
     try:  # the shipped catalog: a GPU only a user catalog names is taken as Hopper-class, as the time model does
         gpu = load_catalog([]).gpu(name)
     except SpecError:
-        return True
-    return attention_kernel_speedup(Stack(attention_kernel="cudnn"), gpu) > 1.0
+        return 1.0 if stack.attention_kernel == "flash-attention-2" else CUDNN_OVER_FLASH_ATTENTION_2_HOPPER
+    return attention_kernel_speedup(stack, gpu)
 
 
 def facts(plan: RunPlan) -> Facts:
@@ -207,6 +206,7 @@ def facts(plan: RunPlan) -> Facts:
     cooldown_tokens = phases["cooldown"].tokens if "cooldown" in phases else 0.0
     n_nodes = max(int(ckpt.n_nodes), 1)
     world = best.tp * best.pp * best.dp * best.cp
+    stack = resolve_stack(inputs.get("stack"))
     return Facts(
         name=str(inputs.get("name") or shape.name or "runplan"),
         n_layers=shape.n_layers,
@@ -236,12 +236,12 @@ def facts(plan: RunPlan) -> Facts:
         model_name=str(shape.name or ""),
         total_params=shape.total_params,
         layout=best.layout.model_copy(update={"sequence_parallel": best.sequence_parallel and best.tp > 1}),
-        stack=resolve_stack(inputs.get("stack")),
+        stack=stack,
         layers_per_stage=best.layers_per_stage,
         uneven_stages=best.uneven_stages,
         weights_bytes_per_gpu=float(best.memory_bytes.weights),
         gradients_bytes_per_gpu=float(best.memory_bytes.gradients),
-        hopper_or_newer=_hopper_or_newer(plan),
+        attention_speedup=_attention_speedup(plan, stack),
         n_gpus=world,
         gpus_per_node=max(world // n_nodes, 1),
         n_nodes=n_nodes,

@@ -427,7 +427,7 @@ def _stack_warnings(f: Facts) -> list[str]:
         warnings.append(
             "attention: torchtitan always runs SDPA's fused kernels; the plan assumed no FlashAttention"
         )
-    if stack.attention_kernel == "cudnn" or (stack.attention_kernel == "auto" and f.hopper_or_newer):
+    if f.attention_speedup > 1.0:
         warnings.append(
             "attention: torchtitan calls SDPA's FlashAttention-2 kernel; the plan timed cuDNN's fused attention "
             "(TransformerEngine's choice on Hopper, 1.58x faster): set stack.attention_kernel: "
