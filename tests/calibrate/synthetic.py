@@ -17,6 +17,7 @@ TRUTH = {
     "elementwise_traffic_factor": 7.5,
     "tp_overlap_fraction": 0.6,
     "dp_overlap_interference": 0.3,
+    "eager_elementwise_share": 0.45,
 }
 
 # (model, GPUs, seq, global batch, tp, pp, dp, zero, mbs, vpp, recompute, sp, tp overlap)
@@ -43,7 +44,10 @@ LAYOUTS = [
 def synthetic_runs(truth: dict[str, float] = TRUTH, gpu: str = "h100-sxm") -> list[Prepared]:
     """One measured run per row of LAYOUTS, its step time predicted with ``truth``."""
     runs = []
-    for i, (model, n, seq, batch, tp, pp, dp, zero, mbs, vpp, recompute, sp, overlap) in enumerate(LAYOUTS):
+    # the first and the ZeRO-3 run again with eager elementwise kernels: the pairs that identify their share
+    rows = [(row, True) for row in LAYOUTS] + [(LAYOUTS[0], False), (LAYOUTS[5], False)]
+    for i, (row, fused) in enumerate(rows):
+        model, n, seq, batch, tp, pp, dp, zero, mbs, vpp, recompute, sp, overlap = row
         layout = Layout(
             tp=tp,
             pp=pp,
@@ -66,7 +70,7 @@ def synthetic_runs(truth: dict[str, float] = TRUTH, gpu: str = "h100-sxm") -> li
                 "seq_len": seq,
                 "global_batch": batch,
                 "layout": layout.model_dump(),
-                "stack": {"tp_comm_overlap": overlap},
+                "stack": {"tp_comm_overlap": overlap, "fused_elementwise": fused},
                 "measured": {"step_seconds": 1.0},
             }
         )

@@ -250,7 +250,10 @@ def test_torchtitan_export_without_compile_warns_of_the_unfused_loss():
     # torchtitan compiles its loss only under [compile] (components ["model", "loss"]); without it
     # F.cross_entropy(pred.float()) holds 12 bytes per logit where a fused-loss plan counted 4
     # (stack.LOSS_LOGIT_BYTES): 8 · b · s/c · V/t more on the last stage
-    plan = with_layout(golden_plan("70b-512-h100"), tp=1, sequence_parallel=False)  # no async TP: no compile
+    # no async TP, eager elementwise kernels: nothing asks for [compile]
+    plan = _with_stack(
+        with_layout(golden_plan("70b-512-h100"), tp=1, sequence_parallel=False), fused_elementwise=False
+    )
     lay = plan.layout.best
     assert lay.cp == 1
     text_and_warnings = export_plan(plan, "torchtitan")
@@ -268,3 +271,16 @@ def test_torchtitan_export_without_compile_warns_of_the_unfused_loss():
     assert not [
         w for w in export_plan(golden_plan("70b-512-h100"), "torchtitan").warnings if w.startswith("loss:")
     ]
+
+
+def test_fused_elementwise_turns_torchtitan_compile_on_and_megatron_warns_when_off():
+    # the plan timed fused norms, activations and RoPE: torchtitan fuses them only under torch.compile
+    plan = with_layout(golden_plan("70b-512-h100"), tp=1, sequence_parallel=False)  # no async TP, bf16
+    fused = export_plan(plan, "torchtitan").text
+    assert "\n[compile]\n" in fused and "stack fused_elementwise" in fused
+    eager = export_plan(_with_stack(plan, fused_elementwise=False), "torchtitan").text
+    assert "\n[compile]\n" not in eager
+    # Megatron-core always fuses them: an eager plan over-states its step time, said in one warning
+    warned = export_plan(_with_stack(plan, fused_elementwise=False), "megatron").warnings
+    assert [w for w in warned if w.startswith("elementwise:")]
+    assert not [w for w in export_plan(plan, "megatron").warnings if w.startswith("elementwise:")]

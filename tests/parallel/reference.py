@@ -21,6 +21,45 @@ CUDNN_OVER_FA2_ON_HOPPER = (
     1.58  # FlashAttention-3 paper Figs. 5-6, forward + 2.5 x backward (docs/parallel.md)
 )
 CP_MERGE_BYTES_PER_ELEMENT = 10.0  # fp32 accumulator read + bf16 partial read + fp32 write
+# docs/parallel.md, "Eager elementwise kernels": forward bytes per element, PyTorch eager then fused
+EAGER_FUSED_BYTES = {
+    "rmsnorm": (2 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2 + 2, 2 + 2),
+    "layernorm": (4, 4),
+    "rope": (2 + 4 + 4 + 4 + 4 + 2, 2 + 2),
+    "swiglu": (2 + 2 + 2 + 2 + 2, 2 + 2 + 2),
+    "gelu": (4, 4),
+    "add": (6, 6),
+    "dropout_add": (2 + 2 + 1 + 2 + 2 + 2, 2 + 2 + 2 + 1),
+}
+
+
+def _eager_over_fused(req: ParallelRequest, eff: Efficiency, moe: bool) -> float:
+    """Elementwise traffic of one layer over its fused kernels' (1 when the stack fuses them)."""
+    if req.stack.fused_elementwise:
+        return 1.0
+    sh = req.model
+    norm = EAGER_FUSED_BYTES[sh.norm]
+    act = EAGER_FUSED_BYTES[sh.mlp]
+    add = EAGER_FUSED_BYTES["dropout_add" if req.stack.hidden_dropout > 0 else "add"]
+    if sh.learned_positions:
+        rope_elements = 0.0
+    elif sh.attention == "mla":
+        rope_elements = (sh.n_heads + 1) * sh.qk_rope_head_dim
+    else:
+        rope_elements = (sh.n_heads + sh.n_kv_heads) * sh.qk_dim
+    qk_norm_elements = (sh.n_heads + sh.n_kv_heads) * sh.qk_dim if sh.qk_norm else 0.0
+    mlp_elements = (sh.top_k + sh.n_shared_experts) * sh.expert_ffn_hidden if moe else sh.ffn_hidden
+    per_op = [
+        (2 * sh.d_model, norm),
+        (2 * sh.d_model, add),
+        (qk_norm_elements, EAGER_FUSED_BYTES["rmsnorm"]),
+        (rope_elements, EAGER_FUSED_BYTES["rope"]),
+        (mlp_elements, act),
+    ]
+    rho = sum(n * b[0] for n, b in per_op) / sum(n * b[1] for n, b in per_op)
+    return 1.0 + eff.eager_elementwise_share * (rho - 1.0)  # the fitted share of the counted excess
+
+
 FULL_RECOMPUTE_ELEMENTWISE_SHARE = 4.0 / 3.0
 SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
 
@@ -268,9 +307,9 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     logits = _gemm(tokens, sh.vocab_size / t, h, gpu, eff)
     bwd = 2 * gemm_fwd + core_bwd * layers * core + 2 * logits
     _, none_d = _layer_bytes(req, lay, False)
-    act_bytes = tokens * dense * none_d
+    act_bytes = tokens * dense * none_d * _eager_over_fused(req, eff, False)
     if sh.is_moe:
-        act_bytes += tokens * moe * _layer_bytes(req, lay, True)[1]
+        act_bytes += tokens * moe * _layer_bytes(req, lay, True)[1] * _eager_over_fused(req, eff, True)
     op_sac = lay.recompute == "selective" and "every_other_mm" in req.stack.selective_recompute
     ew_share = (
         FULL_RECOMPUTE_ELEMENTWISE_SHARE

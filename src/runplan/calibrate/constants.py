@@ -13,7 +13,12 @@ Fitted (each a field of :class:`~runplan.parallel.layout.Efficiency`; docs/paral
 * ``step_overhead_seconds``: fixed seconds per step outside the modelled terms (data loading, logging,
   host synchronisation).
 * ``elementwise_traffic_factor``: HBM bytes moved by norms, activations, residuals and rotary per stored
-  activation byte, forward + backward (~2 forward and ~4 backward if every op read and wrote once: 6).
+  activation byte, forward + backward (~2 forward and ~4 backward if every op read and wrote once: 6), with
+  fused elementwise kernels.
+* ``eager_elementwise_share``: share of the derived eager excess (``timing.eager_elementwise_ratio`` − 1,
+  counted kernel by kernel per architecture) a stack running its elementwise ops in PyTorch eager pays;
+  identified by paired runs of one job compiled and eager (torchtitan's benchmark, Tables 1 and 3). 1 = the
+  derived count exactly; the eager kernels' backward, cache reuse and launch overlap move it.
 * ``tp_overlap_fraction``: net share of TP communication taken off the critical path by TP overlap; identified
   by paired runs of one job with and without it (torchtitan's async-TP benchmark).
 * ``dp_overlap_interference``: compute seconds lost per second of DP communication hidden under it (NCCL ring
@@ -80,6 +85,7 @@ FITTED_CONSTANTS: tuple[Constant, ...] = (
     Constant("elementwise_traffic_factor", 0.0, 20.0),
     Constant("tp_overlap_fraction", 0.0, 1.0),
     Constant("dp_overlap_interference", 0.0, 1.0),
+    Constant("eager_elementwise_share", 0.0, 1.0),
 )
 #: Bounds of a named kernel's attention rate relative to FlashAttention-2's.
 KERNEL_RATIO_BOUNDS = (0.02, 1.0)
@@ -96,6 +102,7 @@ PRIORS: dict[str, float] = {
     "elementwise_traffic_factor": 6.0,
     "tp_overlap_fraction": 0.5,
     "dp_overlap_interference": 0.5,
+    "eager_elementwise_share": 1.0,
 }
 
 

@@ -8,7 +8,8 @@ is converted here row by row, so both files go through the same fit. Per row:
 * stack facts (``_stack``): ``flash_attention`` (null = not stated: on), ``tp_comm_overlap`` (null: off),
   gradient bytes, dropout, the selective recompute kind, the distributed optimizer, Megatron-LM 2021-22's
   scatter/gather of pipeline sends for its sources, FSDP mixed precision for the PyTorch FSDP groups, and the
-  parameter gather after the step for DeepSpeed's and PyTorch's ZeRO optimizers;
+  parameter gather after the step for DeepSpeed's and PyTorch's ZeRO optimizers, eager elementwise kernels for
+  the PyTorch groups that ran without torch.compile;
   ``sequence_parallel`` and ``recompute`` fill the layout where the pins leave them open (every selective
   variant is runplan's selective recompute);
 * precision: an fp8 row (``precision: fp8`` on the row or in its ``stack:``) is timed with stack precision fp8
@@ -54,6 +55,13 @@ _GATHER_AFTER_STEP_GROUPS = ("megatron-deepspeed", "hazy-flash-attn-training")
 #: flash-attn package, PyTorch SDPA's flash backend, xformers' FA2 path) or a named kernel (``attention_kernel``);
 #: Meta's Llama 3 stack does not say, so it keeps FlashAttention-2.
 _TRANSFORMER_ENGINE_GROUPS = ("nvidia-megatron",)
+#: Source groups whose norms, activations, RoPE and residual adds run in PyTorch eager (``Stack.fused_elementwise``
+#: off) unless the row ran under torch.compile (``torch_compile: true`` in its stack): torchtitan (compile off by
+#: default, llama3_8b.toml @ 9dec370; RMSNorm and complex RoPE in plain PyTorch), IBM fms-fsdp (its README table
+#: predates torch.compile) and llm-foundry's MPT benchmarks (no compile_config in their YAMLs). Megatron-LM and
+#: Megatron-DeepSpeed (fused bias-GeLU, bias-dropout-add, apex/TE norms), flash-attn's training code (fused dense,
+#: dropout-add-LayerNorm, rotary) and the Meta stacks (not stated) keep the fused default.
+_EAGER_GROUPS = ("pytorch-torchtitan", "pytorch-fsdp-ibm", "mosaicml-composer-fsdp")
 
 
 def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
@@ -73,6 +81,8 @@ def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
         # torchtitan @ 9dec370 leaves its F.cross_entropy(pred.float()) uncompiled ("compiling loss function
         # causes CUDA errors"): 12 bytes per logit at the backward's start (Stack.cross_entropy)
         "cross_entropy": "unfused" if (row.get("source_group") or "") == "pytorch-torchtitan" else "fused",
+        "fused_elementwise": (row.get("source_group") or "") not in _EAGER_GROUPS
+        or bool(stack.get("torch_compile")),
     }
     if stack.get("dropout"):
         out["hidden_dropout"] = out["attention_dropout"] = float(stack["dropout"])

@@ -78,6 +78,7 @@ FLAG_FOR_PATH: dict[str, str] = {
     "stack.precision": "--precision",
     "stack.fp8_recipe": "--fp8-recipe",
     "stack.attention_kernel": "--attention-kernel",
+    "stack.fused_elementwise": "--fused-elementwise",
     "parallelize.catalog": "--catalog",
     # sweep
     "sweep.flops": "--flops",

@@ -143,6 +143,14 @@ AttentionKernel = Annotated[
         "flash-attention-2, cudnn (stack attention_kernel).",
     ),
 ]
+FusedElementwise = Annotated[
+    bool | None,
+    typer.Option(
+        "--fused-elementwise/--no-fused-elementwise",
+        help="Norms, activations, RoPE and residual adds as fused kernels (Megatron/TE, torch.compile) or "
+        "PyTorch eager (stack fused_elementwise).",
+    ),
+]
 Mfu = Annotated[Text, _opt("--mfu", help="Use this MFU instead of predicting step time.")]
 PinKeyValue = Annotated[
     list[str],
@@ -198,6 +206,7 @@ def parallelize(
     precision: Precision = None,
     fp8_recipe: Fp8Recipe = None,
     attention_kernel: AttentionKernel = None,
+    fused_elementwise: FusedElementwise = None,
     mfu: Mfu = None,
     pin: PinKeyValue = [],  # noqa: B006 (typer's way to declare a repeatable option)
     catalog_file: Catalogs = [],  # noqa: B006 (typer's way to declare a repeatable option)
@@ -231,6 +240,7 @@ def parallelize(
             ("precision", precision),
             ("fp8_recipe", fp8_recipe),
             ("attention_kernel", attention_kernel),
+            ("fused_elementwise", fused_elementwise),
         )
         if v is not None
     }

@@ -265,6 +265,12 @@ def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
     if not f.tied_embeddings:
         model.append(("--untie-embeddings-and-output-weights", [], "separate output head"))
     model += _stack_model_args(f)
+    if not f.stack.fused_elementwise:
+        warnings.append(
+            "elementwise: Megatron-core fuses norms, activations and RoPE (TransformerEngine, bias-activation "
+            "fusion); the plan timed them as PyTorch eager kernels, so its step time is high: set stack "
+            "fused_elementwise: true"
+        )
     if f.n_experts:
         model += [
             ("--num-experts", [str(f.n_experts)], "E"),

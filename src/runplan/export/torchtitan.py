@@ -512,12 +512,14 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
         ("parallelism", parallelism),
     ]
     sections += fp8_sections
-    if async_tp or fp8_sections or fp8_model:  # async TP needs torch.compile; float8 needs it to be fast
-        why = (
-            "async TP requires torch.compile"
-            if async_tp
-            else "fuses the fp8 casts (torchtitan docs/float8.md)"
-        )
+    # async TP needs torch.compile; float8 needs it to be fast; the plan timed fused elementwise kernels
+    if async_tp or fp8_sections or fp8_model or f.stack.fused_elementwise:
+        if async_tp:
+            why = "async TP requires torch.compile"
+        elif fp8_sections or fp8_model:
+            why = "fuses the fp8 casts (torchtitan docs/float8.md)"
+        else:
+            why = "stack fused_elementwise: the plan timed fused norms, activations and RoPE"
         compile_entries: list[Entry] = [("enable", True, why), ("components", ["model", "loss"], "")]
         sections.append(("compile", compile_entries))
     elif f.stack.cross_entropy == "fused":

@@ -241,6 +241,13 @@ class Efficiency(BaseModel):
         description="HBM bytes moved by norms/activations/residuals per stored activation byte, "
         "forward + backward.",
     )
+    eager_elementwise_share: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="Share of the derived eager-over-fused elementwise excess (timing.eager_elementwise_ratio - 1) "
+        "a stack without fused elementwise kernels pays; fitted on paired compiled / eager runs.",
+    )
 
 
 #: Most ranked layouts returned: a table past a few hundred rows is not read, and layouts that far down differ

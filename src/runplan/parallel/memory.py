@@ -102,6 +102,11 @@ class ShapeTerms:
     head_params: float  # V·h output projection (a copy when tied and p > 1)
     tied: bool
     final_norm_params: float
+    rmsnorm: (
+        bool  # RMSNorm (else LayerNorm): decides the eager elementwise traffic (timing.ELEMENTWISE_OP_BYTES)
+    )
+    rotary_width: float  # elements per token RoPE rotates in one layer (0 with learned positions)
+    qk_norm_width: float  # elements per token the per-head q/k norms see (0 without qk_norm)
 
     @classmethod
     def from_shape(cls, shape: ModelShape) -> ShapeTerms:
@@ -133,7 +138,20 @@ class ShapeTerms:
             head_params=shape.vocab_size * h,
             tied=shape.tied_embeddings,
             final_norm_params=(2 if shape.norm == "layernorm" else 1) * h,
+            rmsnorm=shape.norm == "rmsnorm",
+            rotary_width=_rotary_width(shape),
+            qk_norm_width=(shape.n_heads + shape.n_kv_heads) * shape.qk_dim if shape.qk_norm else 0.0,
         )
+
+
+def _rotary_width(shape: ModelShape) -> float:
+    """Elements per token one layer's RoPE rotates: every query and key head (MLA: the decoupled rope part of
+    each query head and the one shared rope key); none with learned positions (GPT-2/3, MPT as benchmarked)."""
+    if shape.learned_positions:
+        return 0.0
+    if shape.attention == "mla":
+        return (shape.n_heads + 1.0) * shape.qk_rope_head_dim
+    return (shape.n_heads + shape.n_kv_heads) * float(shape.qk_dim)
 
 
 def stage_layers(terms: ShapeTerms, p):

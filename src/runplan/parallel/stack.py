@@ -158,6 +158,14 @@ class Stack(BaseModel):
         "F.cross_entropy(logits.float()) uncompiled (torchtitan @ 9dec370: its saved fp32 log-softmax, the "
         "gradient arriving at it and the gradient it passes on); a compiled loss fuses it.",
     )
+    fused_elementwise: bool = Field(
+        True,
+        description="Norms, rotary embedding, MLP activation and residual adds run as fused kernels, one HBM "
+        "pass per op (Megatron-core / TransformerEngine fusions, flash-attn's fused training ops, "
+        "torch.compile). Off: PyTorch eager, one kernel per primitive (torchtitan and FSDP without "
+        "torch.compile: RMSNorm and complex-number RoPE run as 5-7 kernels each through fp32), timed with "
+        "timing.eager_elementwise_ratio x the fused traffic.",
+    )
     distributed_optimizer: bool | None = Field(
         None,
         description="True: optimizer states sharded (ZeRO >= 1, Megatron --use-distributed-optimizer); "

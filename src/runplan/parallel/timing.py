@@ -12,7 +12,10 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   forward, 2.5× that backward (the kernel recomputes the scores), at ``attention_fraction`` of peak over
   (1 + ``attention_half_seq`` / (s/c)): FlashAttention-2's published rate rises with the length of a call.
 * **Elementwise** (norms, activation, residual, rotary): HBM-bound; bytes = ``elementwise_traffic_factor`` ×
-  the layer's stored activations (forward + backward), + 1/3 of that for full recompute, + 1/6 for selective.
+  the layer's stored activations (forward + backward), + 1/3 of that for full recompute, + 1/6 for selective;
+  with PyTorch eager kernels (``Stack.fused_elementwise`` off) × 1 + ``eager_elementwise_share`` ×
+  (:func:`eager_elementwise_ratio` − 1): the excess is derived kernel by kernel, the share of it a step pays is
+  fitted on paired compiled / eager runs (torchtitan's benchmark).
 * **Recomputation**: full recompute repeats each layer's forward (GEMMs, attention, TP collectives).
 * **TP** (Narayanan et al. 2021 §3.2 / Korthikanti et al. 2022 §4.2.2): 2 all-reduces forward and 2 backward
   of 2·T·h bytes per layer (full recompute 2 more; ``every_other_mm`` reruns the SP all-gathers, 1 more, or
@@ -129,6 +132,48 @@ CAUSAL_FRACTION = 0.5
 #: only (about half of those: 1 + 1/6 = 7/6). Derived from the fitted factor's split, not measured.
 FULL_RECOMPUTE_ELEMENTWISE_SHARE = 4.0 / 3.0
 SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
+#: HBM bytes per element of one layer's forward elementwise ops, (PyTorch eager, fused kernel), bf16 tensors.
+#: Eager counts every kernel PyTorch launches, as torchtitan's Llama issues them (@ 9dec370, llama/model.py and
+#: models/norms.py): RMSNorm = x.float() 2+4, pow 4+4, mean 4, x·rsqrt 4+4, type_as 4+2, ·weight 2+2 = 36;
+#: RoPE on q and k = .float() 2+4, complex multiply 4+4, type_as 4+2 = 20; SwiGLU per output element = silu 2+2,
+#: multiply 2+2+2 = 10; dropout 2+2+1 (mask) then add 2+2+2 = 11. Fused: one kernel reads its inputs and writes
+#: its output once (norm 2+2; rope 2+2; SwiGLU 2+2+2; Megatron's bias-dropout-add 2+2+2+1). LayerNorm, GeLU and
+#: a plain residual add are one kernel either way (PyTorch's native layer_norm; 2+2, 2+2, 2+2+2). Derived from
+#: the kernels' data types, not measured.
+ELEMENTWISE_OP_BYTES: dict[str, tuple[float, float]] = {
+    "rmsnorm": (36.0, 4.0),
+    "layernorm": (4.0, 4.0),
+    "rotary": (20.0, 4.0),
+    "swiglu": (10.0, 6.0),
+    "gelu": (4.0, 4.0),
+    "residual": (6.0, 6.0),
+    "dropout_residual": (11.0, 7.0),
+}
+
+
+def eager_elementwise_ratio(terms: ShapeTerms, stack: Stack, *, moe: bool = False) -> float:
+    """HBM traffic of one layer's elementwise ops in PyTorch eager over the same ops fused
+    (:data:`ELEMENTWISE_OP_BYTES`; per token: two norms of h, the q/k norms, RoPE over the rotated width, the
+    MLP activation over its output width, two residual adds of h). The fitted elementwise traffic factor
+    describes fused kernels; ``Stack.fused_elementwise`` off multiplies it by this ratio (Llama 3 8B: 3.13;
+    a GPT with LayerNorm, GeLU and learned positions: 1.0). The forward's ratio is applied to the backward too."""
+    norm = ELEMENTWISE_OP_BYTES["rmsnorm" if terms.rmsnorm else "layernorm"]
+    act = ELEMENTWISE_OP_BYTES["swiglu" if terms.gated else "gelu"]
+    residual = ELEMENTWISE_OP_BYTES["dropout_residual" if stack.hidden_dropout > 0 else "residual"]
+    rotary, qk_norm = ELEMENTWISE_OP_BYTES["rotary"], ELEMENTWISE_OP_BYTES["rmsnorm"]
+    width = terms.top_k * terms.expert_ffn + terms.n_shared * terms.expert_ffn if moe else terms.ffn
+
+    def traffic(k: int) -> float:
+        return (
+            2.0 * terms.h * (norm[k] + residual[k])
+            + terms.qk_norm_width * qk_norm[k]
+            + terms.rotary_width * rotary[k]
+            + width * act[k]
+        )
+
+    return traffic(0) / traffic(1)
+
+
 #: fp8 recipe -> (bytes per element of a cast to fp8, bytes per element of the operand's other-layout copy),
 #: derived from the data types and passes (fp8_cast_bytes): tensorwise (dynamic per-tensor scale: amax read 2
 #: + cast 2 + 1; transpose 1 + 1), delayed (TransformerEngine: the scale comes from the amax history and the
@@ -446,18 +491,27 @@ def _attention_core_forward(st: _Step):
     return forward, 2.0
 
 
+def _eager_factor(st: _Step, *, moe: bool) -> float:
+    """Elementwise traffic of the stack over the fused kernels': 1 fused; eager 1 + share × (ratio − 1), the
+    fitted share (``Efficiency.eager_elementwise_share``) of the derived excess :func:`eager_elementwise_ratio`."""
+    if st.stack.fused_elementwise:
+        return 1.0
+    excess = eager_elementwise_ratio(st.terms, st.stack, moe=moe) - 1.0
+    return 1.0 + st.eff.eager_elementwise_share * excess
+
+
 def _elementwise_seconds(st: _Step):
     """HBM-bound norms, activations and residuals of the stage's layers, forward + backward (+ recompute)."""
     terms, g = st.terms, st.grid
     _, dense_none = layer_activation_bytes_per_token(
         terms, st.t, g.sequence_parallel, g.recompute, moe=False, seq_len=st.seq_len, stack=st.stack
     )
-    act = st.tokens * st.dense * dense_none
+    act = st.tokens * st.dense * dense_none * _eager_factor(st, moe=False)
     if terms.moe_layers:
         _, moe_none = layer_activation_bytes_per_token(
             terms, st.t, g.sequence_parallel, g.recompute, moe=True, seq_len=st.seq_len, stack=st.stack
         )
-        act = act + st.tokens * st.moe * moe_none
+        act = act + st.tokens * st.moe * moe_none * _eager_factor(st, moe=True)
     # torchtitan's op-level policy (every_other_mm) recomputes every norm and activation, as full recomputation
     selective = np.asarray(g.recompute) == 1
     everything = st.full | (selective & ("every_other_mm" in st.stack.selective_recompute))
