@@ -14,7 +14,7 @@ TRUTH = {
     "network_efficiency": 0.85,
     "inter_node_network_efficiency": 0.55,
     "step_overhead_seconds": 0.3,
-    "elementwise_traffic_factor": 7.5,
+    "elementwise_time_factor": 2.5,
     "tp_overlap_fraction": 0.6,
     "dp_overlap_interference": 0.3,
     "eager_elementwise_share": 0.45,

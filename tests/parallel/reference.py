@@ -33,14 +33,12 @@ EAGER_FUSED_BYTES = {
 }
 
 
-def _eager_over_fused(req: ParallelRequest, eff: Efficiency, moe: bool) -> float:
-    """Elementwise traffic of one layer over its fused kernels' (1 when the stack fuses them)."""
-    if req.stack.fused_elementwise:
-        return 1.0
-    sh = req.model
-    norm = EAGER_FUSED_BYTES[sh.norm]
-    act = EAGER_FUSED_BYTES[sh.mlp]
-    add = EAGER_FUSED_BYTES["dropout_add" if req.stack.hidden_dropout > 0 else "add"]
+def _elementwise_forward(req: ParallelRequest, lay: Layout, moe: bool, eager: bool) -> float:
+    """docs/parallel.md, Time per step: forward elementwise bytes per token of one layer, op by op."""
+    sh, stack, t = req.model, req.stack, lay.tp
+    pick = 0 if eager else 1
+    norm = EAGER_FUSED_BYTES[sh.norm][pick]
+    add = EAGER_FUSED_BYTES["dropout_add" if stack.hidden_dropout > 0 else "add"][pick]
     if sh.learned_positions:
         rope_elements = 0.0
     elif sh.attention == "mla":
@@ -49,15 +47,23 @@ def _eager_over_fused(req: ParallelRequest, eff: Efficiency, moe: bool) -> float
         rope_elements = (sh.n_heads + sh.n_kv_heads) * sh.qk_dim
     qk_norm_elements = (sh.n_heads + sh.n_kv_heads) * sh.qk_dim if sh.qk_norm else 0.0
     mlp_elements = (sh.top_k + sh.n_shared_experts) * sh.expert_ffn_hidden if moe else sh.ffn_hidden
-    per_op = [
-        (2 * sh.d_model, norm),
-        (2 * sh.d_model, add),
-        (qk_norm_elements, EAGER_FUSED_BYTES["rmsnorm"]),
-        (rope_elements, EAGER_FUSED_BYTES["rope"]),
-        (mlp_elements, act),
-    ]
-    rho = sum(n * b[0] for n, b in per_op) / sum(n * b[1] for n, b in per_op)
-    return 1.0 + eff.eager_elementwise_share * (rho - 1.0)  # the fitted share of the counted excess
+    inside = (
+        qk_norm_elements * EAGER_FUSED_BYTES["rmsnorm"][pick]
+        + rope_elements * EAGER_FUSED_BYTES["rope"][pick]
+        + mlp_elements * EAGER_FUSED_BYTES[sh.mlp][pick]
+    )
+    if not stack.flash_attention:  # scale-mask-softmax 2 + 2, dropout on the probabilities 2 + 2 + 1
+        inside += sh.n_heads * req.seq_len * (4 + (5 if stack.attention_dropout > 0 else 0))
+    shard = 1 / t if lay.sequence_parallel else 1.0
+    return 2 * sh.d_model * shard * (norm + add) + inside / t
+
+
+def _elementwise_bytes(req: ParallelRequest, lay: Layout, eff: Efficiency, moe: bool) -> float:
+    """Forward + backward (2x) elementwise bytes per token of one layer; eager pays the fitted share of its excess."""
+    fused = _elementwise_forward(req, lay, moe, eager=False)
+    if not req.stack.fused_elementwise:
+        fused += eff.eager_elementwise_share * (_elementwise_forward(req, lay, moe, eager=True) - fused)
+    return 3 * fused
 
 
 FULL_RECOMPUTE_ELEMENTWISE_SHARE = 4.0 / 3.0
@@ -306,17 +312,16 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     fwd = gemm_fwd + layers * core
     logits = _gemm(tokens, sh.vocab_size / t, h, gpu, eff)
     bwd = 2 * gemm_fwd + core_bwd * layers * core + 2 * logits
-    _, none_d = _layer_bytes(req, lay, False)
-    act_bytes = tokens * dense * none_d * _eager_over_fused(req, eff, False)
+    act_bytes = tokens * dense * _elementwise_bytes(req, lay, eff, False)
     if sh.is_moe:
-        act_bytes += tokens * moe * _layer_bytes(req, lay, True)[1] * _eager_over_fused(req, eff, True)
+        act_bytes += tokens * moe * _elementwise_bytes(req, lay, eff, True)
     op_sac = lay.recompute == "selective" and "every_other_mm" in req.stack.selective_recompute
     ew_share = (
         FULL_RECOMPUTE_ELEMENTWISE_SHARE
         if full or op_sac  # the op-level policy recomputes every norm and activation
         else (SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE if lay.recompute == "selective" else 1.0)
     )
-    elementwise = eff.elementwise_traffic_factor * act_bytes * ew_share / gpu.hbm_bandwidth_bytes_per_s
+    elementwise = eff.elementwise_time_factor * act_bytes * ew_share / gpu.hbm_bandwidth_bytes_per_s
     if full:  # the forward again, with its fp8 casts
         redo = (fwd + cast_fwd) * (
             min(req.stack.full_recompute_layers, layers) / layers

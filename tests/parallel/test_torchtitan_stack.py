@@ -50,10 +50,13 @@ def test_every_other_mm_recomputes_k_o_w3_and_every_elementwise_op():
 
     T, L = 8192, 32
     gemms = sum(float(gemm_seconds(*mnk, H100, eff)) for mnk in ((T, kv * d, h), (T, h, a * d), (T, F, h)))
-    _, none = layer_activation_bytes_per_token(ShapeTerms.from_shape(LLAMA_8B), 1, False, 1, moe=False)
+    # fused elementwise forward bytes per token of a Llama 3 8B layer (docs/parallel.md): two RMSNorms 2·4096·4,
+    # two residual adds 2·4096·6, RoPE over 40·128 elements 4, SwiGLU over 14,336 outputs 6 = 188,416; backward 2x
+    forward_bytes = 2 * 4096 * 4 + 2 * 4096 * 6 + 40 * 128 * 4 + 14336 * 6
+    assert forward_bytes == 188416
     elementwise = (
-        eff.elementwise_traffic_factor
-        * T * L * float(none)
+        eff.elementwise_time_factor
+        * T * L * 3 * forward_bytes
         * (FULL_RECOMPUTE_ELEMENTWISE_SHARE - SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE)
         / H100.hbm_bandwidth_bytes_per_s
     )  # fmt: skip

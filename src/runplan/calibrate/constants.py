@@ -12,13 +12,14 @@ Fitted (each a field of :class:`~runplan.parallel.layout.Efficiency`; docs/paral
   rate for large all-reduce / all-gather messages; 0.8 is the planning value.
 * ``step_overhead_seconds``: fixed seconds per step outside the modelled terms (data loading, logging,
   host synchronisation).
-* ``elementwise_traffic_factor``: HBM bytes moved by norms, activations, residuals and rotary per stored
-  activation byte, forward + backward (~2 forward and ~4 backward if every op read and wrote once: 6), with
-  fused elementwise kernels.
-* ``eager_elementwise_share``: share of the derived eager excess (``timing.eager_elementwise_ratio`` − 1,
-  counted kernel by kernel per architecture) a stack running its elementwise ops in PyTorch eager pays;
-  identified by paired runs of one job compiled and eager (torchtitan's benchmark, Tables 1 and 3). 1 = the
-  derived count exactly; the eager kernels' backward, cache reuse and launch overlap move it.
+* ``elementwise_time_factor``: time of the elementwise ops over their bytes counted op by op
+  (``timing.elementwise_forward_bytes``: one read and one write per fused kernel; backward twice the forward)
+  at the full HBM bandwidth: 1 if every kernel streamed at the bandwidth peak; more for kernels below it and
+  ops not counted (embedding, loss, casts, copies).
+* ``eager_elementwise_share``: share of the bytes PyTorch eager kernels move beyond fused ones (counted kernel
+  by kernel, ``timing.ELEMENTWISE_OP_BYTES``) that a stack running its elementwise ops eagerly pays; identified
+  by paired runs of one job compiled and eager (torchtitan's benchmark, Tables 1 and 3). 1 = the count
+  exactly; the eager kernels' cache reuse and launch overlap move it.
 * ``tp_overlap_fraction``: net share of TP communication taken off the critical path by TP overlap; identified
   by paired runs of one job with and without it (torchtitan's async-TP benchmark).
 * ``dp_overlap_interference``: compute seconds lost per second of DP communication hidden under it (NCCL ring
@@ -82,7 +83,7 @@ FITTED_CONSTANTS: tuple[Constant, ...] = (
     Constant("network_efficiency", 0.2, 1.0),
     Constant("inter_node_network_efficiency", 0.1, 1.0),
     Constant("step_overhead_seconds", 0.0, 30.0, unit="s"),
-    Constant("elementwise_traffic_factor", 0.0, 20.0),
+    Constant("elementwise_time_factor", 0.0, 20.0),
     Constant("tp_overlap_fraction", 0.0, 1.0),
     Constant("dp_overlap_interference", 0.0, 1.0),
     Constant("eager_elementwise_share", 0.0, 1.0),
@@ -99,7 +100,7 @@ PRIORS: dict[str, float] = {
     "network_efficiency": 0.8,
     "inter_node_network_efficiency": 0.8,
     "step_overhead_seconds": 0.0,
-    "elementwise_traffic_factor": 6.0,
+    "elementwise_time_factor": 1.0,
     "tp_overlap_fraction": 0.5,
     "dp_overlap_interference": 0.5,
     "eager_elementwise_share": 1.0,

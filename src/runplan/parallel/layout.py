@@ -236,17 +236,18 @@ class Efficiency(BaseModel):
     collective_latency_seconds: float = Field(
         ge=0, description="Fixed cost of one collective or point-to-point call, seconds."
     )
-    elementwise_traffic_factor: float = Field(
+    elementwise_time_factor: float = Field(
         ge=0,
-        description="HBM bytes moved by norms/activations/residuals per stored activation byte, "
-        "forward + backward.",
+        description="Time of the elementwise ops (norms, activations, residual adds, RoPE) over their bytes "
+        "counted op by op at the full HBM bandwidth; 1 = every kernel at the bandwidth peak.",
     )
     eager_elementwise_share: float = Field(
         1.0,
         ge=0,
         le=1,
-        description="Share of the derived eager-over-fused elementwise excess (timing.eager_elementwise_ratio - 1) "
-        "a stack without fused elementwise kernels pays; fitted on paired compiled / eager runs.",
+        description="Share of the bytes PyTorch eager kernels move beyond fused ones (counted op by op, "
+        "timing.ELEMENTWISE_OP_BYTES) that a stack without fused elementwise kernels pays; fitted on paired "
+        "compiled / eager runs.",
     )
 
 

@@ -163,8 +163,8 @@ class Stack(BaseModel):
         description="Norms, rotary embedding, MLP activation and residual adds run as fused kernels, one HBM "
         "pass per op (Megatron-core / TransformerEngine fusions, flash-attn's fused training ops, "
         "torch.compile). Off: PyTorch eager, one kernel per primitive (torchtitan and FSDP without "
-        "torch.compile: RMSNorm and complex-number RoPE run as 5-7 kernels each through fp32), timed with "
-        "timing.eager_elementwise_ratio x the fused traffic.",
+        "torch.compile: RMSNorm and complex-number RoPE run as 5-7 kernels each through fp32), timed with the "
+        "bytes those kernels move (timing.ELEMENTWISE_OP_BYTES).",
     )
     distributed_optimizer: bool | None = Field(
         None,

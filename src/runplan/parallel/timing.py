@@ -11,11 +11,12 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
 * **Attention core** (FlashAttention): executed FLOPs 2·T·s·(a/t)·(d_qk + d_v)·½ (causal mask skipped)
   forward, 2.5× that backward (the kernel recomputes the scores), at ``attention_fraction`` of peak over
   (1 + ``attention_half_seq`` / (s/c)): FlashAttention-2's published rate rises with the length of a call.
-* **Elementwise** (norms, activation, residual, rotary): HBM-bound; bytes = ``elementwise_traffic_factor`` ×
-  the layer's stored activations (forward + backward), + 1/3 of that for full recompute, + 1/6 for selective;
-  with PyTorch eager kernels (``Stack.fused_elementwise`` off) × 1 + ``eager_elementwise_share`` ×
-  (:func:`eager_elementwise_ratio` − 1): the excess is derived kernel by kernel, the share of it a step pays is
-  fitted on paired compiled / eager runs (torchtitan's benchmark).
+* **Elementwise** (norms, activation, residual, rotary; the softmax without FlashAttention): HBM-bound; the
+  forward's bytes counted op by op (:func:`elementwise_forward_bytes`, one read and one write per fused kernel,
+  every kernel PyTorch launches when eager), the backward twice that, + 1/3 of the total for full recompute and
+  ``every_other_mm``, + 1/6 for selective; × ``elementwise_time_factor`` (fitted: kernels below the HBM peak
+  and ops not counted). An eager stack (``Stack.fused_elementwise`` off) pays the fitted
+  ``eager_elementwise_share`` of its excess over the fused kernels.
 * **Recomputation**: full recompute repeats each layer's forward (GEMMs, attention, TP collectives).
 * **TP** (Narayanan et al. 2021 §3.2 / Korthikanti et al. 2022 §4.2.2): 2 all-reduces forward and 2 backward
   of 2·T·h bytes per layer (full recompute 2 more; ``every_other_mm`` reruns the SP all-gathers, 1 more, or
@@ -81,7 +82,6 @@ from runplan.parallel.grid import Columns, LayoutGrid
 from runplan.parallel.layout import Efficiency, TimeSeconds
 from runplan.parallel.memory import (
     ShapeTerms,
-    layer_activation_bytes_per_token,
     stage_layers,
     stage_params,
     zero3_held,
@@ -151,27 +151,43 @@ ELEMENTWISE_OP_BYTES: dict[str, tuple[float, float]] = {
 }
 
 
+#: HBM bytes per element of the score tensor without FlashAttention (a·s per token): Megatron's fused
+#: scale-mask-softmax reads the scores and writes the probabilities (2 + 2); attention dropout on them writes a
+#: 1-byte mask and the dropped probabilities (2 + 2 + 1). Same derivation as the table above.
+SOFTMAX_BYTES = 4.0
+ATTENTION_DROPOUT_BYTES = 5.0
+#: An elementwise op's backward reads the incoming gradient and the input(s) it saved and writes one gradient:
+#: about twice its forward's one read and one write (norms: 2 reads + reductions + 1 write). Derived, not measured.
+ELEMENTWISE_BACKWARD_RATIO = 2.0
+
+
+def elementwise_forward_bytes(terms: ShapeTerms, stack: Stack, t, x, seq_len: int, *, moe: bool, eager: bool):
+    """HBM bytes per token of one layer's elementwise forward (:data:`ELEMENTWISE_OP_BYTES`), sharded as the ops
+    run: two norms and two residual adds over h (÷t with sequence parallelism: ``x``), the q/k norms, RoPE and the
+    MLP activation inside the TP region (÷t), and without FlashAttention the softmax (and its dropout) over the
+    a·s scores (÷t). ``eager``: PyTorch eager kernels instead of fused ones."""
+    k = 0 if eager else 1
+    norm = ELEMENTWISE_OP_BYTES["rmsnorm" if terms.rmsnorm else "layernorm"][k]
+    residual = ELEMENTWISE_OP_BYTES["dropout_residual" if stack.hidden_dropout > 0 else "residual"][k]
+    activation = ELEMENTWISE_OP_BYTES["swiglu" if terms.gated else "gelu"][k]
+    width = (terms.top_k + terms.n_shared) * terms.expert_ffn if moe else terms.ffn
+    tp_region = (
+        terms.qk_norm_width * ELEMENTWISE_OP_BYTES["rmsnorm"][k]
+        + terms.rotary_width * ELEMENTWISE_OP_BYTES["rotary"][k]
+        + width * activation
+    )
+    if not stack.flash_attention:
+        scores = SOFTMAX_BYTES + (ATTENTION_DROPOUT_BYTES if stack.attention_dropout > 0 else 0.0)
+        tp_region = tp_region + terms.a * seq_len * scores
+    return 2.0 * terms.h * x * (norm + residual) + tp_region / t
+
+
 def eager_elementwise_ratio(terms: ShapeTerms, stack: Stack, *, moe: bool = False) -> float:
-    """HBM traffic of one layer's elementwise ops in PyTorch eager over the same ops fused
-    (:data:`ELEMENTWISE_OP_BYTES`; per token: two norms of h, the q/k norms, RoPE over the rotated width, the
-    MLP activation over its output width, two residual adds of h). The fitted elementwise traffic factor
-    describes fused kernels; ``Stack.fused_elementwise`` off multiplies it by this ratio (Llama 3 8B: 3.13;
-    a GPT with LayerNorm, GeLU and learned positions: 1.0). The forward's ratio is applied to the backward too."""
-    norm = ELEMENTWISE_OP_BYTES["rmsnorm" if terms.rmsnorm else "layernorm"]
-    act = ELEMENTWISE_OP_BYTES["swiglu" if terms.gated else "gelu"]
-    residual = ELEMENTWISE_OP_BYTES["dropout_residual" if stack.hidden_dropout > 0 else "residual"]
-    rotary, qk_norm = ELEMENTWISE_OP_BYTES["rotary"], ELEMENTWISE_OP_BYTES["rmsnorm"]
-    width = terms.top_k * terms.expert_ffn + terms.n_shared * terms.expert_ffn if moe else terms.ffn
-
-    def traffic(k: int) -> float:
-        return (
-            2.0 * terms.h * (norm[k] + residual[k])
-            + terms.qk_norm_width * qk_norm[k]
-            + terms.rotary_width * rotary[k]
-            + width * act[k]
-        )
-
-    return traffic(0) / traffic(1)
+    """Eager over fused elementwise traffic of one unsharded layer with FlashAttention (Llama 3 8B: 3.13; a GPT
+    with LayerNorm, GeLU and learned positions: 1.0): what torch.compile saves, before the fitted share."""
+    flash = stack.model_copy(update={"flash_attention": True})
+    eager = elementwise_forward_bytes(terms, flash, 1.0, 1.0, 0, moe=moe, eager=True)
+    return float(eager / elementwise_forward_bytes(terms, flash, 1.0, 1.0, 0, moe=moe, eager=False))
 
 
 #: fp8 recipe -> (bytes per element of a cast to fp8, bytes per element of the operand's other-layout copy),
@@ -491,36 +507,31 @@ def _attention_core_forward(st: _Step):
     return forward, 2.0
 
 
-def _eager_factor(st: _Step, *, moe: bool) -> float:
-    """Elementwise traffic of the stack over the fused kernels': 1 fused; eager 1 + share × (ratio − 1), the
-    fitted share (``Efficiency.eager_elementwise_share``) of the derived excess :func:`eager_elementwise_ratio`."""
+def _elementwise_layer_bytes(st: _Step, *, moe: bool):
+    """Forward elementwise bytes per token of one layer on this stack: fused, or fused + the fitted share
+    (``Efficiency.eager_elementwise_share``) of what PyTorch eager kernels move beyond them."""
+    fused = elementwise_forward_bytes(st.terms, st.stack, st.t, st.x, st.seq_len, moe=moe, eager=False)
     if st.stack.fused_elementwise:
-        return 1.0
-    excess = eager_elementwise_ratio(st.terms, st.stack, moe=moe) - 1.0
-    return 1.0 + st.eff.eager_elementwise_share * excess
+        return fused
+    eager = elementwise_forward_bytes(st.terms, st.stack, st.t, st.x, st.seq_len, moe=moe, eager=True)
+    return fused + st.eff.eager_elementwise_share * (eager - fused)
 
 
 def _elementwise_seconds(st: _Step):
     """HBM-bound norms, activations and residuals of the stage's layers, forward + backward (+ recompute)."""
-    terms, g = st.terms, st.grid
-    _, dense_none = layer_activation_bytes_per_token(
-        terms, st.t, g.sequence_parallel, g.recompute, moe=False, seq_len=st.seq_len, stack=st.stack
-    )
-    act = st.tokens * st.dense * dense_none * _eager_factor(st, moe=False)
-    if terms.moe_layers:
-        _, moe_none = layer_activation_bytes_per_token(
-            terms, st.t, g.sequence_parallel, g.recompute, moe=True, seq_len=st.seq_len, stack=st.stack
-        )
-        act = act + st.tokens * st.moe * moe_none * _eager_factor(st, moe=True)
+    per_token = st.dense * _elementwise_layer_bytes(st, moe=False)
+    if st.terms.moe_layers:
+        per_token = per_token + st.moe * _elementwise_layer_bytes(st, moe=True)
+    moved = (1.0 + ELEMENTWISE_BACKWARD_RATIO) * st.tokens * per_token
     # torchtitan's op-level policy (every_other_mm) recomputes every norm and activation, as full recomputation
-    selective = np.asarray(g.recompute) == 1
+    selective = np.asarray(st.grid.recompute) == 1
     everything = st.full | (selective & ("every_other_mm" in st.stack.selective_recompute))
     share = np.where(
         everything,
         FULL_RECOMPUTE_ELEMENTWISE_SHARE,
         np.where(selective, SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE, 1.0),
     )
-    return st.eff.elementwise_traffic_factor * act * share / st.gpu.hbm_bandwidth_bytes_per_s
+    return st.eff.elementwise_time_factor * moved * share / st.gpu.hbm_bandwidth_bytes_per_s
 
 
 def _recompute_seconds(st: _Step, layers_fwd, attn_core_fwd):
