@@ -256,3 +256,22 @@ def test_published_rows_read_as_measured_runs():
     # a throughput printed (or derived) per GPU is preferred over TFLOP/s
     assert "tokens_per_second_per_gpu" in narayanan["measured"]
     assert MeasuredFile.model_validate(doc).runs
+
+
+def test_calibration_file_with_a_replaced_constant_is_refused_with_a_hint(tmp_path):
+    # a file fitted when elementwise traffic was a multiple of the stored activations (elementwise_traffic_factor
+    # about 16) would time the op-by-op bytes 5x too slow: refused in one line, saying how to fix it
+    path = Path(__file__).resolve().parents[2] / "configs" / "calibration.yaml"
+    data = yaml.safe_load(path.read_text())
+    for family in data["families"].values():
+        family["efficiency"]["elementwise_traffic_factor"] = 16.7
+        del family["efficiency"]["elementwise_time_factor"]
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump(data))
+    res = runner.invoke(
+        app, ["parallelize", "--model", "llama-3.1-8b", "--gpus", "8", "--calibration", str(old)]
+    )
+    assert res.exit_code == 2
+    (line,) = [x for x in res.output.splitlines() if x.strip()]
+    assert "elementwise_time_factor" in line and "elementwise_traffic_factor" in line
+    assert "runplan calibrate" in line

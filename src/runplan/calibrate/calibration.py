@@ -102,9 +102,24 @@ def parse_calibration(data: object, source: str) -> Calibration:
     try:
         return Calibration.model_validate(data).model_copy(update={"source": source})
     except ValidationError as error:
-        first = error.errors()[0]
+        errors = error.errors()
+        replaced = [e for e in errors if e["type"] == "missing" and str(e["loc"][-1]) in _RENAMED_CONSTANTS]
+        first = (replaced or errors)[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise SpecError(first["msg"], source=source, where=where or None) from None
+        hint = None
+        if replaced:
+            old = _RENAMED_CONSTANTS[str(first["loc"][-1])]
+            hint = (
+                f"written before '{old}' was replaced with a constant of another meaning: run `runplan "
+                "calibrate` on its measured runs again"
+            )
+        raise SpecError(first["msg"], source=source, where=where or None, hint=hint) from None
+
+
+#: Constants that replaced one of another meaning (new name -> old name): a file fitted under the old meaning is
+#: refused with this hint rather than read with wrong numbers (elementwise traffic counted op by op, not as a
+#: multiple of the stored activations).
+_RENAMED_CONSTANTS = {"elementwise_time_factor": "elementwise_traffic_factor"}
 
 
 def load_calibration(path: str | Path) -> Calibration:
