@@ -174,3 +174,28 @@ def test_fp8_recipe_without_fp8_is_an_error_not_ignored(tmp_path):
     assert in_file.exit_code == 2 and f"{plan}:5: stack.fp8_recipe: rowwise applies only" in in_file.stderr
     plan.write_text(plan.read_text().replace("stack:\n", "stack:\n  precision: fp8\n"))
     assert runner.invoke(app, ["parallelize", str(plan), "--precision", "bf16"]).exit_code == 0
+
+
+def test_the_answer_names_the_training_stack_behind_its_times():
+    args = [
+        "parallelize",
+        "--model",
+        "llama-3.1-8b",
+        "--gpus",
+        "8",
+        "--stack",
+        "torchtitan-fsdp2",
+        "--top",
+        "1",
+    ]
+    text = runner.invoke(app, args).stdout
+    line = " ".join(text.split())  # rich wraps at the terminal width
+    assert "training stack: torchtitan-fsdp2: attention_kernel flash-attention-2" in line
+    assert "fused_elementwise off" in line
+    default = " ".join(runner.invoke(app, [*args[:5], "--top", "1"]).stdout.split())
+    assert "training stack: default global batch" in default  # nothing differs from the default stack
+    data = json.loads(runner.invoke(app, [*args, "--no-fused-elementwise", "--json"]).stdout)
+    assert data["stack"]["preset"] == "torchtitan-fsdp2" and data["stack"]["fused_elementwise"] is False
+    fused = json.loads(runner.invoke(app, [*args, "--fused-elementwise", "--json"]).stdout)
+    assert fused["stack"]["fused_elementwise"] is True
+    assert fused["layouts"][0]["tokens_per_second"] > data["layouts"][0]["tokens_per_second"]

@@ -462,17 +462,35 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
     from runplan.parallel.search import ensure_feasible, search
 
     result = ensure_feasible(search(request))
+    # the stack the times assume: its preset and every field that differs from runplan's default stack
+    stack = request.stack.model_dump(mode="json", exclude_defaults=True)
     if as_json:
         data = result.model_dump(mode="json")
         data["model"]["resolution"] = resolution
+        data["stack"] = request.stack.model_dump(mode="json")
         print_json(data)
         return
-    _render(result, resolution, request.constraints.throughput_tolerance, calibration)
+    _render(result, resolution, request.constraints.throughput_tolerance, calibration, _stack_line(stack))
     for line in result.warnings[1:]:  # the first (the critical batch) is in the header
         print(f"runplan: warning: {line}", file=sys.stderr)
 
 
-def _render(result: SearchResult, resolution: str, tolerance: float, calibration: str = "") -> None:
+def _stack_line(fields: dict[str, Any]) -> str:
+    """One line naming the stack behind the times: its preset, then the fields it or the flags set."""
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return "+".join(value) if isinstance(value, list) else str(value)
+
+    preset = fields.pop("preset", "default")
+    changed = ", ".join(f"{key} {text(value)}" for key, value in fields.items())
+    return f"training stack: {preset}" + (f": {changed}" if changed else "")
+
+
+def _render(
+    result: SearchResult, resolution: str, tolerance: float, calibration: str = "", stack: str = ""
+) -> None:
     from runplan.cli.common import console
     from runplan.report.tables import fitted_table
     from runplan.units import format_si
@@ -489,6 +507,8 @@ def _render(result: SearchResult, resolution: str, tolerance: float, calibration
     )
     if calibration:
         out.print(f"time-model constants: {calibration}")
+    if stack:
+        out.print(stack, markup=False)
     low, high = result.batch_range_tokens
     out.print(f"global batch range {format_si(low)} to {format_si(high)} tokens; {result.warnings[0]}")
     headers = [
