@@ -1,5 +1,7 @@
 """Exports write the plan's training stack as engine flags, and refuse what an engine cannot do (issue 12)."""
 
+import tomllib
+
 import pytest
 from tests.export._plans import golden_plan, parse_script_args, with_layout
 
@@ -280,6 +282,12 @@ def test_fused_elementwise_turns_torchtitan_compile_on_and_megatron_warns_when_o
     assert "\n[compile]\n" in fused and "stack fused_elementwise" in fused
     eager = export_plan(_with_stack(plan, fused_elementwise=False), "torchtitan").text
     assert "\n[compile]\n" not in eager
+    # the loss is compiled only when the plan counted it fused (torchtitan's preset counts it unfused)
+    doc = tomllib.loads(
+        export_plan(_with_stack(plan, preset="torchtitan-fsdp2", fused_elementwise=True), "torchtitan").text
+    )
+    assert doc["compile"] == {"enable": True, "components": ["model"]}
+    assert tomllib.loads(fused)["compile"]["components"] == ["model", "loss"]
     # Megatron-core always fuses them: an eager plan over-states its step time, said in one warning
     warned = export_plan(_with_stack(plan, fused_elementwise=False), "megatron").warnings
     assert [w for w in warned if w.startswith("elementwise:")]

@@ -520,7 +520,9 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
             why = "fuses the fp8 casts (torchtitan docs/float8.md)"
         else:
             why = "stack fused_elementwise: the plan timed fused norms, activations and RoPE"
-        compile_entries: list[Entry] = [("enable", True, why), ("components", ["model", "loss"], "")]
+        # the loss is compiled (fused) only when the plan counted a fused loss (stack cross_entropy)
+        components = ["model", "loss"] if f.stack.cross_entropy == "fused" else ["model"]
+        compile_entries: list[Entry] = [("enable", True, why), ("components", components, "")]
         sections.append(("compile", compile_entries))
     elif f.stack.cross_entropy == "fused":
         warnings.append(_uncompiled_loss_warning(f))
