@@ -288,6 +288,11 @@ def test_fused_elementwise_turns_torchtitan_compile_on_and_megatron_warns_when_o
     )
     assert doc["compile"] == {"enable": True, "components": ["model"]}
     assert tomllib.loads(fused)["compile"]["components"] == ["model", "loss"]
+    # an eager plan that needs compile for async TP still gets it, with a warning that it will run faster
+    async_tp = golden_plan("70b-512-h100")  # TP 8 with TP overlap: async TP
+    warned_compile = export_plan(_with_stack(async_tp, fused_elementwise=False), "torchtitan").warnings
+    assert [w for w in warned_compile if w.startswith("compile:")]
+    assert not [w for w in export_plan(async_tp, "torchtitan").warnings if w.startswith("compile:")]
     # Megatron-core always fuses them: an eager plan over-states its step time, said in one warning
     warned = export_plan(_with_stack(plan, fused_elementwise=False), "megatron").warnings
     assert [w for w in warned if w.startswith("elementwise:")]

@@ -30,6 +30,7 @@ EAGER_FUSED_BYTES = {
     "gelu": (4, 4),
     "add": (6, 6),
     "dropout_add": (2 + 2 + 1 + 2 + 2 + 2, 2 + 2 + 2 + 1),
+    "moe_permute_and_combine": (2 + 2 + 2 + 2, 2 + 2 + 2 + 2),  # per routed copy of h
 }
 
 
@@ -55,7 +56,8 @@ def _elementwise_forward(req: ParallelRequest, lay: Layout, moe: bool, eager: bo
     if not stack.flash_attention:  # scale-mask-softmax 2 + 2, dropout on the probabilities 2 + 2 + 1
         inside += sh.n_heads * req.seq_len * (4 + (5 if stack.attention_dropout > 0 else 0))
     shard = 1 / t if lay.sequence_parallel else 1.0
-    return 2 * sh.d_model * shard * (norm + add) + inside / t
+    routed = sh.top_k * sh.d_model * EAGER_FUSED_BYTES["moe_permute_and_combine"][pick] if moe else 0.0
+    return (2 * sh.d_model * (norm + add) + routed) * shard + inside / t
 
 
 def _elementwise_bytes(req: ParallelRequest, lay: Layout, eff: Efficiency, moe: bool) -> float:

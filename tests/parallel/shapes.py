@@ -33,6 +33,8 @@ def _llama_style(
 LLAMA_70B = _llama_style("llama-3.1-70b", 80, 8192, 64, 28672)
 LLAMA_8B = _llama_style("llama-3.1-8b", 32, 4096, 32, 14336)
 LLAMA_405B = _llama_style("llama-3.1-405b", 126, 16384, 128, 53248)
+#: a small Qwen3-style block: per-head q/k RMSNorm (the elementwise count's qk_norm branch)
+QK_NORM = _llama_style("tiny-qk-norm", 8, 1024, 16, 2816, vocab_size=32000, qk_norm=True)
 MIXTRAL = _llama_style(
     "mixtral-8x7b", 32, 4096, 32, 14336, vocab_size=32000, n_experts=8, top_k=2, expert_ffn_hidden=14336
 )

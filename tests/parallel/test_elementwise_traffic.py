@@ -58,10 +58,15 @@ def test_tp_and_sp_shard_the_ops_and_the_softmax_counts_without_flash_attention(
 
 def test_moe_layers_count_their_routed_and_shared_expert_widths():
     terms = ShapeTerms.from_shape(MIXTRAL)
-    # Mixtral: top-2 of experts with F = 14,336, no shared expert: SwiGLU over 2·14,336 outputs per token
-    eager = 2 * 4096 * 36 + 2 * 4096 * 6 + 40 * 128 * 20 + 2 * 14336 * 10
-    fused = 2 * 4096 * 4 + 2 * 4096 * 6 + 40 * 128 * 4 + 2 * 14336 * 6
+    # Mixtral: top-2 of experts with F = 14,336, no shared expert: SwiGLU over 2·14,336 outputs per token, and
+    # each of the 2 routed copies of h permuted into expert order and combined back (2+2 each way: 8 bytes)
+    dispatch = 2 * 4096 * 8
+    eager = 2 * 4096 * 36 + 2 * 4096 * 6 + 40 * 128 * 20 + 2 * 14336 * 10 + dispatch
+    fused = 2 * 4096 * 4 + 2 * 4096 * 6 + 40 * 128 * 4 + 2 * 14336 * 6 + dispatch
     assert eager_elementwise_ratio(terms, Stack(), moe=True) == pytest.approx(eager / fused, rel=1e-12)
+    assert float(
+        elementwise_forward_bytes(terms, Stack(), 1.0, 1.0, 4096, moe=True, eager=False)
+    ) == pytest.approx(fused, rel=1e-12)
 
 
 # torchtitan's Table 1 layout: FSDP over 8 GPUs, local batch 2, selective (op-level) recompute
@@ -124,3 +129,20 @@ def test_fitted_share_reproduces_torchtitans_compile_speedup():
 
     assert speedup(eff.eager_elementwise_share) == pytest.approx(6667 / 5762, rel=0.08)
     assert speedup(1.0) > 1.4
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_qk_norm_model_agrees_with_the_oracle_at_tp_2_with_sp(fused):
+    # the per-head q/k norms sit inside the TP region (÷t); the block norms and adds are ÷t with SP
+    from tests.parallel.reference import evaluate_layout
+    from tests.parallel.shapes import QK_NORM
+
+    stack = Stack(preset="torchtitan-fsdp2", fused_elementwise=fused)
+    request = ParallelRequest(model=QK_NORM, gpu=H100, n_gpus=8, seq_len=4096, global_batch_tokens=32 * 4096)
+    request = request.model_copy(update={"stack": stack})
+    layout = Layout(
+        tp=2, pp=1, dp=4, cp=1, ep=1, zero=1, micro_batch=2, microbatches=4, vpp=1, recompute="none",
+        sequence_parallel=True,
+    )  # fmt: skip
+    got = float(evaluate(request, LayoutGrid.of([layout])).step_seconds[0])
+    assert got == pytest.approx(evaluate_layout(request, layout)["step_seconds"], rel=1e-9)

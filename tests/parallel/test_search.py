@@ -8,7 +8,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.parallel.reference import evaluate_layout, layout
-from tests.parallel.shapes import GPT_SMALL, H100, LLAMA_8B, LLAMA_70B, LLAMA_405B, MIXTRAL, TINY_MOE
+from tests.parallel.shapes import (
+    GPT_SMALL,
+    H100,
+    LLAMA_8B,
+    LLAMA_70B,
+    LLAMA_405B,
+    MIXTRAL,
+    QK_NORM,
+    TINY_MOE,
+)
 
 from runplan.errors import Infeasible
 from runplan.parallel.layout import Constraints, Layout, ParallelRequest, Pins
@@ -72,7 +81,7 @@ def _row(grid, ev, i):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    shape=st.sampled_from([LLAMA_8B, GPT_SMALL, TINY_MOE, MIXTRAL]),
+    shape=st.sampled_from([LLAMA_8B, GPT_SMALL, TINY_MOE, MIXTRAL, QK_NORM]),
     n_gpus=st.sampled_from([8, 16, 64, 96]),
     seq=st.sampled_from([1024, 4096, 32768]),
     flash=st.booleans(),

@@ -103,7 +103,12 @@ def parse_calibration(data: object, source: str) -> Calibration:
         return Calibration.model_validate(data).model_copy(update={"source": source})
     except ValidationError as error:
         errors = error.errors()
-        replaced = [e for e in errors if e["type"] == "missing" and str(e["loc"][-1]) in _RENAMED_CONSTANTS]
+        given_old = {str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden"}
+        replaced = [
+            e
+            for e in errors
+            if e["type"] == "missing" and _RENAMED_CONSTANTS.get(str(e["loc"][-1])) in given_old
+        ]
         first = (replaced or errors)[0]
         where = ".".join(str(p) for p in first["loc"])
         hint = None

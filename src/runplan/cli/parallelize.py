@@ -462,8 +462,15 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
     from runplan.parallel.search import ensure_feasible, search
 
     result = ensure_feasible(search(request))
-    # the stack the times assume: its preset and every field that differs from runplan's default stack
-    stack = request.stack.model_dump(mode="json", exclude_defaults=True)
+    # the stack the times assume: its preset and every field that differs from runplan's default stack or from
+    # the preset (a flag that sets a preset's field back to the default is shown too)
+    from runplan.parallel.stack import Stack
+
+    chosen = request.stack.model_dump(mode="json")
+    default = Stack().model_dump(mode="json")
+    preset = Stack(preset=request.stack.preset).model_dump(mode="json")
+    # (a bf16 stack's dump leaves its unused fp8 recipe out: .get)
+    stack = {k: v for k, v in chosen.items() if k == "preset" or v != default.get(k) or v != preset.get(k)}
     if as_json:
         data = result.model_dump(mode="json")
         data["model"]["resolution"] = resolution
@@ -481,7 +488,9 @@ def _stack_line(fields: dict[str, Any]) -> str:
     def text(value: Any) -> str:
         if isinstance(value, bool):
             return "on" if value else "off"
-        return "+".join(value) if isinstance(value, list) else str(value)
+        if isinstance(value, list):
+            return "+".join(value) or "none"
+        return str(value)
 
     preset = fields.pop("preset", "default")
     changed = ", ".join(f"{key} {text(value)}" for key, value in fields.items())

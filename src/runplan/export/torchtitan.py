@@ -520,6 +520,12 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
             why = "fuses the fp8 casts (torchtitan docs/float8.md)"
         else:
             why = "stack fused_elementwise: the plan timed fused norms, activations and RoPE"
+        if not f.stack.fused_elementwise:
+            warnings.append(
+                "compile: torch.compile, which async TP or float8 needs, also fuses the norms, activations and "
+                "RoPE the plan timed as eager kernels, so torchtitan will run faster than planned: set stack "
+                "fused_elementwise: true"
+            )
         # the loss is compiled (fused) only when the plan counted a fused loss (stack cross_entropy)
         components = ["model", "loss"] if f.stack.cross_entropy == "fused" else ["model"]
         compile_entries: list[Entry] = [("enable", True, why), ("components", components, "")]

@@ -163,7 +163,7 @@ class Stack(BaseModel):
         description="Norms, rotary embedding, MLP activation and residual adds run as fused kernels, one HBM "
         "pass per op (Megatron-core / TransformerEngine fusions, flash-attn's fused training ops, "
         "torch.compile). Off: PyTorch eager, one kernel per primitive (torchtitan and FSDP without "
-        "torch.compile: RMSNorm and complex-number RoPE run as 5-7 kernels each through fp32), timed with the "
+        "torch.compile: RMSNorm runs as 6 kernels and complex-number RoPE as 3, through fp32), timed with the "
         "bytes those kernels move (timing.ELEMENTWISE_OP_BYTES).",
     )
     distributed_optimizer: bool | None = Field(

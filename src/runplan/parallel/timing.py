@@ -128,8 +128,8 @@ ATTENTION_BACKWARD_RATIO = 2.5
 #: (Dao 2023, FlashAttention-2, §3.1.1).
 CAUSAL_FRACTION = 0.5
 #: Elementwise HBM traffic with recomputation, relative to none: full recompute repeats the forward's elementwise
-#: ops (about 2 of the ~6 forward+backward units: 1 + 2/6 = 4/3); selective repeats the attention-side ones
-#: only (about half of those: 1 + 1/6 = 7/6). Derived from the fitted factor's split, not measured.
+#: ops, one unit of forward + backward = 1 + 2 (ELEMENTWISE_BACKWARD_RATIO): 1 + 1/3 = 4/3; selective repeats
+#: about half of them (the norms or the activation): 1 + 1/6 = 7/6. Derived, not measured.
 FULL_RECOMPUTE_ELEMENTWISE_SHARE = 4.0 / 3.0
 SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
 #: HBM bytes per element of one layer's forward elementwise ops, (PyTorch eager, fused kernel), bf16 tensors.
@@ -139,7 +139,9 @@ SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
 #: multiply 2+2+2 = 10; dropout 2+2+1 (mask) then add 2+2+2 = 11. Fused: one kernel reads its inputs and writes
 #: its output once (norm 2+2; rope 2+2; SwiGLU 2+2+2; Megatron's bias-dropout-add 2+2+2+1). LayerNorm, GeLU and
 #: a plain residual add are one kernel either way (PyTorch's native layer_norm; 2+2, 2+2, 2+2+2). Derived from
-#: the kernels' data types, not measured.
+#: the kernels' data types, not measured. An MoE layer also permutes each token's top_k copies into expert order
+#: and combines them back (about 2+2 each way per routed element of h, moe_dispatch). The softmax without
+#: FlashAttention is counted as Megatron's fused kernel for every stack (SOFTMAX_BYTES).
 ELEMENTWISE_OP_BYTES: dict[str, tuple[float, float]] = {
     "rmsnorm": (36.0, 4.0),
     "layernorm": (4.0, 4.0),
@@ -148,6 +150,7 @@ ELEMENTWISE_OP_BYTES: dict[str, tuple[float, float]] = {
     "gelu": (4.0, 4.0),
     "residual": (6.0, 6.0),
     "dropout_residual": (11.0, 7.0),
+    "moe_dispatch": (8.0, 8.0),
 }
 
 
@@ -163,9 +166,10 @@ ELEMENTWISE_BACKWARD_RATIO = 2.0
 
 def elementwise_forward_bytes(terms: ShapeTerms, stack: Stack, t, x, seq_len: int, *, moe: bool, eager: bool):
     """HBM bytes per token of one layer's elementwise forward (:data:`ELEMENTWISE_OP_BYTES`), sharded as the ops
-    run: two norms and two residual adds over h (÷t with sequence parallelism: ``x``), the q/k norms, RoPE and the
-    MLP activation inside the TP region (÷t), and without FlashAttention the softmax (and its dropout) over the
-    a·s scores (÷t). ``eager``: PyTorch eager kernels instead of fused ones."""
+    run: two norms and two residual adds over h (÷t with sequence parallelism: ``x``; MoE layers also permute
+    and combine top_k copies of h), the q/k norms, RoPE and the MLP activation inside the TP region (÷t), and
+    without FlashAttention the softmax (and its dropout) over the a·s scores (÷t). ``eager``: PyTorch eager
+    kernels instead of fused ones."""
     k = 0 if eager else 1
     norm = ELEMENTWISE_OP_BYTES["rmsnorm" if terms.rmsnorm else "layernorm"][k]
     residual = ELEMENTWISE_OP_BYTES["dropout_residual" if stack.hidden_dropout > 0 else "residual"][k]
@@ -179,7 +183,8 @@ def elementwise_forward_bytes(terms: ShapeTerms, stack: Stack, t, x, seq_len: in
     if not stack.flash_attention:
         scores = SOFTMAX_BYTES + (ATTENTION_DROPOUT_BYTES if stack.attention_dropout > 0 else 0.0)
         tp_region = tp_region + terms.a * seq_len * scores
-    return 2.0 * terms.h * x * (norm + residual) + tp_region / t
+    per_h = norm + residual + (terms.top_k * ELEMENTWISE_OP_BYTES["moe_dispatch"][k] / 2.0 if moe else 0.0)
+    return 2.0 * terms.h * x * per_h + tp_region / t
 
 
 def eager_elementwise_ratio(terms: ShapeTerms, stack: Stack, *, moe: bool = False) -> float:
