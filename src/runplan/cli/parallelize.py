@@ -233,23 +233,13 @@ def parallelize(
     )  # fmt: skip
     overrides = build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
     stack = _stack_flags(
-        stack_preset, flash_attention, tp_comm_overlap, selective_recompute, dropout, bf16_grads
-    ) | {
-        k: v
-        for k, v in (
-            ("precision", precision),
-            ("fp8_recipe", fp8_recipe),
-            ("attention_kernel", attention_kernel),
-            ("fused_elementwise", fused_elementwise),
-        )
-        if v is not None
-    }
+        stack_preset, flash_attention, tp_comm_overlap, selective_recompute, dropout, bf16_grads, precision=precision,
+        fp8_recipe=fp8_recipe, attention_kernel=attention_kernel, fused_elementwise=fused_elementwise,
+    )  # fmt: skip
     if plan_file is not None:
-        _no_input_flags(
-            {"--model": model, "--gpus": gpus, "--gpu": gpu, "--gpus-per-node": gpus_per_node,
-             "--seq-len": seq_len, "--global-batch": global_batch, "--training-tokens": training_tokens,
-             "--catalog": catalog_file or None}
-        )  # fmt: skip
+        _no_input_flags({"--model": model, "--gpus": gpus, "--gpu": gpu, "--gpus-per-node": gpus_per_node,
+                         "--seq-len": seq_len, "--global-batch": global_batch,
+                         "--training-tokens": training_tokens, "--catalog": catalog_file or None})  # fmt: skip
         _answer_plan_file(plan_file, pins, constraints, overrides, stack, calibration, as_json)
         return
     request, resolution = _request_from_flags(
@@ -350,8 +340,10 @@ def _stack_flags(
     selective_recompute: str | None,
     dropout: str | None,
     bf16_grads: bool,
+    **fields_as_given: str | bool | None,
 ) -> dict[str, Any]:
-    """The stack fields the flags set (empty: the plan's or the default stack stands)."""
+    """The stack fields the flags set (empty: the plan's or the default stack stands); ``fields_as_given``: flags
+    whose value is the field's (precision, fp8_recipe, attention_kernel, fused_elementwise)."""
     from runplan.cli.common import flag_value
 
     probability = None if dropout is None else flag_value(dropout, "--dropout")
@@ -368,6 +360,7 @@ def _stack_flags(
         "hidden_dropout": probability,
         "attention_dropout": probability,
         "gradient_dtype": "bf16" if bf16_grads else None,
+        **fields_as_given,
     }
     return {key: value for key, value in fields.items() if value is not None}
 
