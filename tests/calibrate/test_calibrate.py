@@ -275,3 +275,24 @@ def test_calibration_file_with_a_replaced_constant_is_refused_with_a_hint(tmp_pa
     (line,) = [x for x in res.output.splitlines() if x.strip()]
     assert "elementwise_time_factor" in line and "elementwise_traffic_factor" in line
     assert "runplan calibrate" in line
+
+
+def test_a_kernel_ratio_resting_on_one_source_is_warned():
+    # a named kernel's rate fitted on one source absorbs that source's other differences (leave-one-source-out
+    # on the published runs: a ratio resting on one LLaMA 1 row went to its bound)
+    from dataclasses import replace
+
+    from runplan.calibrate.fit import kernel_warnings
+
+    def labelled(p, source):
+        return replace(p, run=p.run.model_copy(update={"attention_kernel": "k", "source": source}))
+
+    runs = synthetic_runs()
+    one = [labelled(runs[0], "a"), labelled(runs[1], "a"), *runs[2:]]
+    (warning,) = kernel_warnings(one, ["attention_kernel[k]", "gemm_half_dim"])
+    assert warning.startswith("attention_kernel[k] rests on 2 run(s) of one source (a)")
+    two = [labelled(runs[0], "a"), labelled(runs[1], "b"), *runs[2:]]
+    assert kernel_warnings(two, ["attention_kernel[k]"]) == []
+    assert kernel_warnings(one, ["gemm_half_dim"]) == []  # not fitted: nothing to warn about
+    # the shipped calibration says it of both named kernels of the published runs (one source each)
+    assert len([w for w in shipped_calibration().warnings if "rests on" in w]) == 2

@@ -403,8 +403,29 @@ def calibrate(
         lambda x: (weights * log_errors(prepared, layouts, space, space.values(x)))[weights > 0], u
     )
     result = FitResult(space, values, identified, held, layouts, errors, condition, jacobian=jac[:, chosen])
-    result.warnings = fit_warnings(len(fit_runs), space, identified, held)
+    result.warnings = fit_warnings(len(fit_runs), space, identified, held) + kernel_warnings(
+        fit_runs, identified
+    )
     return result
+
+
+def kernel_warnings(fit_runs: Sequence[Prepared], identified: list[str]) -> list[str]:
+    """Say when a named attention kernel's rate rests on the runs of one source: fitted there, it absorbs that
+    source's other differences (leave-one-source-out on the published runs: a kernel ratio fitted on a single
+    LLaMA 1 row went to its bound and put the FlashAttention-2 paper's FlashAttention-1 rows 143% off)."""
+    out = []
+    for key in identified:
+        name, kernel = _split(key)
+        if name != "attention_kernel":
+            continue
+        runs = [p for p in fit_runs if p.run.attention_kernel == kernel]
+        sources = sorted({p.run.source_id for p in runs})
+        if len(sources) == 1:
+            out.append(
+                f"{key} rests on {len(runs)} run(s) of one source ({sources[0]}): it absorbs whatever else differs "
+                "there; check it with runs of the kernel from another source"
+            )
+    return out
 
 
 def fit_warnings(n_runs: int, space: Space, identified: list[str], held: list[str]) -> list[str]:

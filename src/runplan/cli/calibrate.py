@@ -91,7 +91,7 @@ def render(report: Any, written: Path | None) -> None:
     out.print(f"condition number of the fitted constants: {report.condition_number:.3g}; base: {cal.base}")
     err = console(stderr=True)
     for warning in report.warnings:
-        err.print(f"warning: {warning}")
+        err.print(f"warning: {warning}", markup=False)
     if written is not None:
         out.print(f"wrote {written}")
 
