@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.parallel.reference import layout
 from tests.parallel.shapes import H100, LLAMA_70B
 
 from runplan.calibrate.constants import (
@@ -15,7 +16,7 @@ from runplan.calibrate.constants import (
 )
 from runplan.calibrate.fit import with_attention, with_kernel
 from runplan.parallel.grid import LayoutGrid
-from runplan.parallel.layout import Layout, ParallelRequest
+from runplan.parallel.layout import ParallelRequest
 from runplan.parallel.search import evaluate
 from runplan.parallel.stack import Stack
 from runplan.parallel.timing import attention_kernel_speedup, default_efficiency
@@ -74,20 +75,8 @@ def _compute_seconds(eff, seq_len, cp=1, kernel="auto"):
         efficiency=eff,
         stack=Stack(attention_kernel=kernel),
     )
-    layout = Layout(
-        tp=8,
-        pp=1,
-        dp=1,
-        cp=cp,
-        ep=1,
-        zero=1,
-        micro_batch=1,
-        microbatches=1,
-        vpp=1,
-        recompute="none",
-        sequence_parallel=True,
-    )
-    return float(evaluate(request, LayoutGrid.of([layout]), eff).time.compute[0])
+    tp8 = layout(8, 1, 1, 1, cp, 1, 1, 1, 1, "none", True)
+    return float(evaluate(request, LayoutGrid.of([tp8]), eff).time.compute[0])
 
 
 @pytest.mark.parametrize(("seq_len", "cp"), [(4096, 1), (8192, 2)])

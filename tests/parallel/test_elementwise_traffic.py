@@ -4,16 +4,25 @@ applying it (docs/parallel.md, Time per step)."""
 from pathlib import Path
 
 import pytest
+from tests.parallel.reference import layout
 from tests.parallel.shapes import GPT_SMALL, H100, LLAMA_8B, MIXTRAL
 
 from runplan.parallel.grid import LayoutGrid
-from runplan.parallel.layout import Layout, ParallelRequest
+from runplan.parallel.layout import ParallelRequest
 from runplan.parallel.memory import ShapeTerms
 from runplan.parallel.search import evaluate
 from runplan.parallel.stack import Stack
-from runplan.parallel.timing import default_efficiency, eager_elementwise_ratio, elementwise_forward_bytes
+from runplan.parallel.timing import default_efficiency, elementwise_forward_bytes
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def eager_elementwise_ratio(terms: ShapeTerms, stack: Stack, *, moe: bool = False) -> float:
+    """Eager over fused elementwise bytes of one unsharded layer with FlashAttention: what torch.compile saves,
+    before the fitted share."""
+    flash = stack.model_copy(update={"flash_attention": True})
+    eager = elementwise_forward_bytes(terms, flash, 1.0, 1.0, 0, moe=moe, eager=True)
+    return float(eager / elementwise_forward_bytes(terms, flash, 1.0, 1.0, 0, moe=moe, eager=False))
 
 
 def test_llama_3_8b_eager_ratio_hand_counted():
@@ -70,10 +79,7 @@ def test_moe_layers_count_their_routed_and_shared_expert_widths():
 
 
 # torchtitan's Table 1 layout: FSDP over 8 GPUs, local batch 2, selective (op-level) recompute
-_LAYOUT = Layout(
-    tp=1, pp=1, dp=8, cp=1, ep=1, zero=3, micro_batch=2, microbatches=1, vpp=1, recompute="selective",
-    sequence_parallel=False,
-)  # fmt: skip
+_LAYOUT = layout(1, 1, 8, 1, 1, 3, 2, 1, 1, "selective", False)
 
 
 def _compute(stack: Stack, share: float, factor: float | None = None) -> float:
@@ -140,9 +146,6 @@ def test_qk_norm_model_agrees_with_the_oracle_at_tp_2_with_sp(fused):
     stack = Stack(preset="torchtitan-fsdp2", fused_elementwise=fused)
     request = ParallelRequest(model=QK_NORM, gpu=H100, n_gpus=8, seq_len=4096, global_batch_tokens=32 * 4096)
     request = request.model_copy(update={"stack": stack})
-    layout = Layout(
-        tp=2, pp=1, dp=4, cp=1, ep=1, zero=1, micro_batch=2, microbatches=4, vpp=1, recompute="none",
-        sequence_parallel=True,
-    )  # fmt: skip
-    got = float(evaluate(request, LayoutGrid.of([layout])).step_seconds[0])
-    assert got == pytest.approx(evaluate_layout(request, layout)["step_seconds"], rel=1e-9)
+    tp2 = layout(2, 1, 4, 1, 1, 1, 2, 4, 1, "none", True)
+    got = float(evaluate(request, LayoutGrid.of([tp2])).step_seconds[0])
+    assert got == pytest.approx(evaluate_layout(request, tp2)["step_seconds"], rel=1e-9)

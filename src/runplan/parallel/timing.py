@@ -187,14 +187,6 @@ def elementwise_forward_bytes(terms: ShapeTerms, stack: Stack, t, x, seq_len: in
     return 2.0 * terms.h * x * per_h + tp_region / t
 
 
-def eager_elementwise_ratio(terms: ShapeTerms, stack: Stack, *, moe: bool = False) -> float:
-    """Eager over fused elementwise traffic of one unsharded layer with FlashAttention (Llama 3 8B: 3.13; a GPT
-    with LayerNorm, GeLU and learned positions: 1.0): what torch.compile saves, before the fitted share."""
-    flash = stack.model_copy(update={"flash_attention": True})
-    eager = elementwise_forward_bytes(terms, flash, 1.0, 1.0, 0, moe=moe, eager=True)
-    return float(eager / elementwise_forward_bytes(terms, flash, 1.0, 1.0, 0, moe=moe, eager=False))
-
-
 #: fp8 recipe -> (bytes per element of a cast to fp8, bytes per element of the operand's other-layout copy),
 #: derived from the data types and passes (fp8_cast_bytes): tensorwise (dynamic per-tensor scale: amax read 2
 #: + cast 2 + 1; transpose 1 + 1), delayed (TransformerEngine: the scale comes from the amax history and the
