@@ -10,7 +10,17 @@ import yaml
 from typer.testing import CliRunner
 
 from runplan.calibrate.calibration import load_calibration, shipped_calibration
-from runplan.calibrate.fit import calibrate, complete_layout, predict, prepare, step_error, with_kernel
+from runplan.calibrate.fit import (
+    Prepared,
+    SourceFold,
+    calibrate,
+    complete_layout,
+    own_runs_leave_one_out,
+    predict,
+    prepare,
+    step_error,
+    with_kernel,
+)
 from runplan.calibrate.measured import MeasuredFile
 from runplan.calibrate.published import measured_document
 from runplan.calibrate.run import prior_efficiencies, run_calibration
@@ -296,3 +306,21 @@ def test_a_kernel_ratio_resting_on_one_source_is_warned():
     assert kernel_warnings(one, ["gemm_half_dim"]) == []  # not fitted: nothing to warn about
     # the shipped calibration says it of both named kernels of the published runs (one source each)
     assert len([w for w in shipped_calibration().warnings if "rests on" in w]) == 2
+
+
+def test_a_users_own_runs_are_predicted_by_refits_on_their_other_runs():
+    # benchmarks/validate.py's "user's own runs": one source's runs calibrated from the constants fitted
+    # without it. Generated from TRUTH, started from constants fitted on runs generated elsewhere: every run
+    # left out is predicted exactly by the refit on the others (the model is exact and each refit holds what
+    # its runs no longer identify at the full fit's value).
+    mine = [
+        Prepared(p.index, p.run.model_copy(update={"source": "mine"}), p.request, p.family, p.measured_tps)
+        for p in synthetic_runs()
+    ]
+    elsewhere = calibrate(synthetic_runs({**TRUTH, "gemm_peak_fraction": 0.8}), prior_efficiencies())
+    own = own_runs_leave_one_out(mine, SourceFold("mine", mine, elsewhere))
+    assert own is not None
+    assert own.fitted_runs == len(mine) == len(own.log_errors)
+    assert own.method == "exact refits"
+    assert max(abs(e) for e in own.log_errors.values()) < 1e-4
+    assert own_runs_leave_one_out(mine[:2], SourceFold("mine", mine[:2], elsewhere)) is None

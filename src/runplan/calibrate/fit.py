@@ -497,23 +497,65 @@ class HeldOut:
     memory_error: float | None
 
 
-def leave_one_source_out(prepared: Sequence[Prepared], base: dict[str, Efficiency]) -> list[HeldOut]:
+@dataclass(frozen=True)
+class SourceFold:
+    """One source held out: every run, that source's unfitted, and the fit on every other source."""
+
+    source: str
+    prepared: list[Prepared]
+    result: FitResult
+
+
+def source_folds(prepared: Sequence[Prepared], base: dict[str, Efficiency]) -> list[SourceFold]:
+    """One fold per source that leaves some fitted run outside it, fitted from ``base``."""
+    folds = []
+    for source in sorted({p.run.source_id for p in prepared}):
+        fold = [_unfitted(p) if p.run.source_id == source else p for p in prepared]
+        if any(p.run.fit for p in fold):
+            folds.append(SourceFold(source, fold, calibrate(fold, base)))
+    return folds
+
+
+def leave_one_source_out(
+    prepared: Sequence[Prepared], base: dict[str, Efficiency], folds: Sequence[SourceFold] | None = None
+) -> list[HeldOut]:
     """Every run predicted by a fit on the runs of every other source (their layouts searched anew with the
     fold's constants when not fully stated). A source with no fitted run is predicted by the full fit."""
     out: list[HeldOut] = []
-    for source in sorted({p.run.source_id for p in prepared}):
-        fold = [_unfitted(p) if p.run.source_id == source else p for p in prepared]
-        if not any(p.run.fit for p in fold):
-            continue
-        result = calibrate(fold, base)
-        effs = result.efficiencies()
-        for i, p in enumerate(fold):
-            if p.run.source_id != source:
+    for f in source_folds(prepared, base) if folds is None else folds:
+        effs = f.result.efficiencies()
+        for i, p in enumerate(f.prepared):
+            if p.run.source_id != f.source:
                 continue
-            eff = run_efficiency(p, effs, result.values, result.space)
-            memory = memory_error(p, predict(p, result.layouts[i], eff)[1])
-            out.append(HeldOut(p.id, source, p.family, float(result.log_errors[i]), memory))
+            eff = run_efficiency(p, effs, f.result.values, f.result.space)
+            memory = memory_error(p, predict(p, f.result.layouts[i], eff)[1])
+            out.append(HeldOut(p.id, f.source, p.family, float(f.result.log_errors[i]), memory))
     return out
+
+
+@dataclass(frozen=True)
+class OwnRuns:
+    """A source's runs treated as a user's own: calibrated on them, each predicted by a fit on the others."""
+
+    source: str
+    fitted_runs: int
+    identified: list[str]
+    log_errors: dict[str, float]
+    method: str
+
+
+def own_runs_leave_one_out(prepared: Sequence[Prepared], fold: SourceFold) -> OwnRuns | None:
+    """What ``runplan calibrate`` on one source's runs gives its user: the fit starts from (and holds what the
+    runs cannot identify at) ``fold``'s constants, fitted without that source, as a user's shipped default saw
+    none of their runs; each fitted run is then predicted by a refit on the source's other runs
+    (:func:`leave_one_out`). None when the source has fewer than 3 fitted runs (nothing to leave out)."""
+    own = [p for p in prepared if p.run.source_id == fold.source]
+    fitted = sum(p.run.fit for p in own)
+    if fitted < 3:
+        return None
+    result = calibrate(own, fold.result.efficiencies())
+    errors, method = leave_one_out(own, result)
+    return OwnRuns(fold.source, fitted, result.identified, errors, method)
 
 
 def memory_error(p: Prepared, predicted_bytes: float) -> float | None:
