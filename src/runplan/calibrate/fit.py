@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 IDENTIFY_TOLERANCE = 1e-3
 #: Runs up to which leave-one-out refits every fold; above it the linearised r/(1-h) estimate is used.
 EXACT_LOO_MAX_RUNS = 40
+#: A fitted run is named as resting on itself when the fit without it misses it by at least this much and by at
+#: least LONE_RUN_RATIO times its in-fit error: its in-fit error then says nothing about the next such run.
+LONE_RUN_LOO_ERROR = 0.15
+LONE_RUN_RATIO = 2.0
 
 
 @dataclass(frozen=True)
@@ -470,6 +474,22 @@ def leave_one_out(prepared: Sequence[Prepared], result: FitResult) -> tuple[dict
         {prepared[i].id: float(result.log_errors[i] / (1.0 - leverage[k])) for k, i in enumerate(fit_idx)},
         "linearised r/(1-h)",
     )
+
+
+def lone_run_warnings(in_fit: dict[str, float], loo: dict[str, float]) -> list[str]:
+    """Name each run the other runs cannot predict (log errors in, step errors shown): left out, it is missed by
+    LONE_RUN_LOO_ERROR or more, LONE_RUN_RATIO times its in-fit error or more. Such a run alone pins some
+    direction of the constants (high leverage), so the fit's accuracy on runs like it is unknown."""
+    out = []
+    for run_id, log_error in loo.items():
+        alone, fitted = step_error(log_error), step_error(in_fit[run_id])
+        if abs(alone) >= LONE_RUN_LOO_ERROR and abs(alone) >= LONE_RUN_RATIO * abs(fitted):
+            out.append(
+                f"run {run_id} rests on itself: {fitted:+.1%} in the fit, {alone:+.1%} by the fit without it; "
+                "add runs like it (the same TP degree, node count and overlap settings) before trusting "
+                "predictions near it"
+            )
+    return out
 
 
 def _unfitted(p: Prepared) -> Prepared:

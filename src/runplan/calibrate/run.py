@@ -12,6 +12,7 @@ from runplan.calibrate.constants import PRIORS
 from runplan.calibrate.fit import (
     calibrate,
     leave_one_out,
+    lone_run_warnings,
     memory_error,
     predict,
     run_efficiency,
@@ -93,6 +94,8 @@ def run_calibration(
     base_effs, base_name = base_efficiencies(base)
     result = calibrate(prepared, base_effs)
     loo, loo_method = leave_one_out(prepared, result)
+    in_fit = {p.id: float(e) for p, e in zip(prepared, result.log_errors, strict=True)}
+    warnings = result.warnings + lone_run_warnings(in_fit, loo)
     effs = result.efficiencies()
     rows = []
     for i, p in enumerate(prepared):
@@ -145,8 +148,8 @@ def run_calibration(
             leave_one_out_method=loo_method,
             per_run={r.id: round(r.step_error, 6) for r in fitted},
         ),
-        warnings=result.warnings,
+        warnings=warnings,
     )
     return CalibrationReport(
-        calibration=calibration, runs=rows, condition_number=result.condition, warnings=result.warnings
+        calibration=calibration, runs=rows, condition_number=result.condition, warnings=warnings
     )
