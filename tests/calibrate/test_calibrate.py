@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from runplan.calibrate.calibration import load_calibration, shipped_calibration
+from runplan.calibrate.constants import PRIORS
 from runplan.calibrate.fit import (
     Prepared,
     SourceFold,
@@ -341,3 +342,19 @@ def test_a_run_the_others_cannot_predict_is_named():
     # the published runs: only the LLaMA 1 row (its own source, the one 2,048-GPU A100 run) -14% / -42%
     lone = [w for w in shipped_calibration().warnings if w.startswith("run ")]
     assert len(lone) == 1 and lone[0].startswith("run llama1-65b-2048gpu rests on itself: -14.1%")
+
+
+def test_held_constants_keep_the_base_value(tmp_path):
+    # --hold: a constant the runs identify is kept at the base value anyway, and the file says so
+    report = run_calibration(
+        synthetic_runs(), name="t", measured_file="m.yaml", base="priors", hold=["gemm_half_dim"]
+    )
+    hopper = report.calibration.families["hopper"]
+    assert hopper.held == ["gemm_half_dim"] and "gemm_half_dim" not in hopper.fitted
+    assert hopper.efficiency.gemm_half_dim == PRIORS["gemm_half_dim"]
+    assert hopper.efficiency.gemm_peak_fraction != pytest.approx(PRIORS["gemm_peak_fraction"], rel=1e-3)
+    text = "runs:\n" + RUN.format(id="r0", batch=16, m=2, step=2.0)
+    res = runner.invoke(app, ["calibrate", str(_file(tmp_path, text)), "--hold", "gemm_efficiency"])
+    assert res.exit_code == 2
+    assert "--hold: 'gemm_efficiency' is not a fitted constant" in res.output
+    assert len(res.output.strip().splitlines()) == 1

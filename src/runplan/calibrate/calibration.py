@@ -37,7 +37,9 @@ class FamilyCalibration(BaseModel):
     efficiency: Efficiency = Field(description="Every Efficiency field, fitted or held.")
     runs: list[str] = Field(description="Ids of the measured runs of this family in the fit.")
     fitted: list[str] = Field(description="Constants the runs identified (fitted).")
-    held: list[str] = Field(description="Constants the runs could not identify, held at the base values.")
+    held: list[str] = Field(
+        description="Constants held at the base values: the runs could not identify them, or `--hold` named them."
+    )
 
 
 class Residuals(BaseModel):

@@ -23,6 +23,8 @@ from runplan.parallel.layout import Efficiency, Layout
 from runplan.parallel.timing import COLLECTIVE_LATENCY_SECONDS
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from runplan.calibrate.fit import Prepared
 
 
@@ -89,10 +91,12 @@ def run_calibration(
     measured_file: str,
     base: Literal["shipped", "priors"] | Calibration = "shipped",
     created: str | None = None,
+    hold: Sequence[str] = (),
 ) -> CalibrationReport:
-    """Fit, leave-one-out, and the calibration file with its provenance."""
+    """Fit, leave-one-out, and the calibration file with its provenance; ``hold`` names constants kept at the
+    base values even where the runs could identify them."""
     base_effs, base_name = base_efficiencies(base)
-    result = calibrate(prepared, base_effs)
+    result = calibrate(prepared, base_effs, hold=hold)
     loo, loo_method = leave_one_out(prepared, result)
     in_fit = {p.id: float(e) for p, e in zip(prepared, result.log_errors, strict=True)}
     warnings = result.warnings + lone_run_warnings(in_fit, loo)
@@ -125,7 +129,7 @@ def run_calibration(
             efficiency=effs[family],
             runs=[p.id for p in prepared if p.run.fit and p.family == family],
             fitted=[k.split("[")[0] for k in mine if k in result.identified],
-            held=[k.split("[")[0] for k in mine if k in result.held],
+            held=[k.split("[")[0] for k in mine if k in result.held] + list(dict.fromkeys(hold)),
         )
     kernels = {
         k[len("attention_kernel[") : -1]: v

@@ -40,6 +40,18 @@ def load_measured(path: Path, catalog_files: list[str]) -> tuple[list[Any], str]
         return prepare(measured, catalog), path.stem
 
 
+def _check_held(names: list[str]) -> None:
+    from runplan.calibrate.constants import FITTED_CONSTANTS
+    from runplan.errors import SpecError
+
+    known = [c.name for c in FITTED_CONSTANTS]
+    for name in names:
+        if name not in known:
+            raise SpecError(
+                f"'{name}' is not a fitted constant", where="--hold", hint="one of " + ", ".join(known)
+            )
+
+
 def render(report: Any, written: Path | None) -> None:
     from runplan.cli.common import console
     from runplan.report.tables import fitted_table
@@ -110,6 +122,12 @@ def calibrate(
     name: str | None = typer.Option(
         None, "--name", help="Name recorded in the file (default: the file stem)."
     ),
+    hold: list[str] = typer.Option(
+        [],
+        "--hold",
+        help="Keep this constant at its base value instead of fitting it (repeat the flag for more); "
+        "e.g. a bus efficiency you measured, or one your runs barely move.",
+    ),
     catalog_file: list[str] = typer.Option([], "--catalog", help="Extra catalog YAML file(s)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
@@ -120,9 +138,12 @@ def calibrate(
 
     if output is not None:
         check_output_path(output, "--output", not_over=measured)
+    _check_held(hold)
     base_choice: Any = base if base in ("shipped", "priors") else load_calibration(base)
     prepared, stem = load_measured(measured, catalog_file)
-    report = run_calibration(prepared, name=name or stem, measured_file=str(measured), base=base_choice)
+    report = run_calibration(
+        prepared, name=name or stem, measured_file=str(measured), base=base_choice, hold=hold
+    )
     written = None
     if output is not None:
         written = write_output(
