@@ -259,7 +259,7 @@ def own_runs_section(own: list[OwnRuns]) -> tuple[list[str], dict[str, float]]:
     ]
     for o in own:
         median, worst, _ = _stats([step_error(e) for e in o.log_errors.values()])
-        worst_run = max(o.log_errors, key=lambda run: abs(o.log_errors[run]))
+        worst_run = max(o.log_errors, key=lambda run: abs(step_error(o.log_errors[run])))
         lines.append(
             f"| {o.source} | {o.fitted_runs} | {len(o.identified)} | {median} | {worst} | {worst_run} | "
             f"{o.method} |"
@@ -525,9 +525,11 @@ def main(argv: list[str] | None = None) -> int:
         head, numbers = headline(held, prepared)
         print("LOSO:", numbers, file=sys.stderr)
         own = [o for o in (own_runs_leave_one_out(prepared, f) for f in folds) if o is not None]
-        own_lines, own_numbers = own_runs_section(own)
-        print("own runs:", own_numbers, file=sys.stderr)
-        lines += head + per_source(held, prepared, data) + own_lines
+        lines += head + per_source(held, prepared, data)
+        if own:
+            own_lines, own_numbers = own_runs_section(own)
+            print("own runs:", own_numbers, file=sys.stderr)
+            lines += own_lines
     else:
         lines += ["(Leave-one-source-out skipped: `--no-fit`.)", ""]
     shipped = predict_shipped(prepared)

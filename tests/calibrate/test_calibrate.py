@@ -315,17 +315,31 @@ def test_a_users_own_runs_are_predicted_by_refits_on_their_other_runs():
     # without it. Generated from TRUTH, started from constants fitted on runs generated elsewhere: every run
     # left out is predicted exactly by the refit on the others (the model is exact and each refit holds what
     # its runs no longer identify at the full fit's value).
-    mine = [
-        Prepared(p.index, p.run.model_copy(update={"source": "mine"}), p.request, p.family, p.measured_tps)
-        for p in synthetic_runs()
-    ]
-    elsewhere = calibrate(synthetic_runs({**TRUTH, "gemm_peak_fraction": 0.8}), prior_efficiencies())
-    own = own_runs_leave_one_out(mine, SourceFold("mine", mine, elsewhere))
+    def mine(runs):
+        return [
+            Prepared(
+                p.index, p.run.model_copy(update={"source": "mine"}), p.request, p.family, p.measured_tps
+            )
+            for p in runs
+        ]
+
+    elsewhere = calibrate(
+        synthetic_runs({**TRUTH, "gemm_peak_fraction": 0.8, "eager_elementwise_share": 0.7}),
+        prior_efficiencies(),
+    )
+    runs = mine(synthetic_runs())
+    own = own_runs_leave_one_out(runs, SourceFold("mine", runs, elsewhere))
     assert own is not None
-    assert own.fitted_runs == len(mine) == len(own.log_errors)
+    assert own.fitted_runs == len(runs) == len(own.log_errors)
     assert own.method == "exact refits"
     assert max(abs(e) for e in own.log_errors.values()) < 1e-4
-    assert own_runs_leave_one_out(mine[:2], SourceFold("mine", mine[:2], elsewhere)) is None
+    assert own.values["gemm_peak_fraction[hopper]"] == pytest.approx(TRUTH["gemm_peak_fraction"], rel=1e-3)
+    # without the eager runs (the last two) their share is not identified: it keeps the value fitted elsewhere
+    fused = runs[:-2]
+    own = own_runs_leave_one_out(fused, SourceFold("mine", fused, elsewhere))
+    assert own is not None and "eager_elementwise_share" not in own.identified
+    assert own.values["eager_elementwise_share"] == pytest.approx(0.7, rel=1e-3)
+    assert own_runs_leave_one_out(runs[:2], SourceFold("mine", runs[:2], elsewhere)) is None
 
 
 def test_a_run_the_others_cannot_predict_is_named():
@@ -353,7 +367,29 @@ def test_held_constants_keep_the_base_value(tmp_path):
     assert hopper.held == ["gemm_half_dim"] and "gemm_half_dim" not in hopper.fitted
     assert hopper.efficiency.gemm_half_dim == PRIORS["gemm_half_dim"]
     assert hopper.efficiency.gemm_peak_fraction != pytest.approx(PRIORS["gemm_peak_fraction"], rel=1e-3)
-    text = "runs:\n" + RUN.format(id="r0", batch=16, m=2, step=2.0)
+    # an unset inter-node efficiency stands for the NVLink one: held, it keeps the base NVLink value, not the
+    # fitted one
+    unset = {
+        f: e.model_copy(update={"inter_node_network_efficiency": None})
+        for f, e in prior_efficiencies().items()
+    }
+    held = calibrate(synthetic_runs(), unset, hold="inter_node_network_efficiency").efficiencies()["hopper"]
+    assert held.inter_node_network_efficiency == PRIORS["network_efficiency"]
+    assert held.network_efficiency != pytest.approx(PRIORS["network_efficiency"], rel=1e-3)
+    # from the command line, a per-family constant is held for every family and written under held
+    text = "runs:\n" + "".join(
+        RUN.format(id=f"r{i}", batch=8 * m, m=m, step=step)
+        for i, (m, step) in enumerate([(2, 2.0), (4, 3.9), (8, 7.6)])
+    )
+    out = tmp_path / "cal.yaml"
+    res = runner.invoke(
+        app, ["calibrate", str(_file(tmp_path, text)), "--hold", "gemm_peak_fraction", "-o", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    written = load_calibration(out).families["hopper"]
+    assert "gemm_peak_fraction" in written.held and "gemm_peak_fraction" not in written.fitted
+    shipped = shipped_calibration().families["hopper"].efficiency
+    assert written.efficiency.gemm_peak_fraction == shipped.gemm_peak_fraction
     res = runner.invoke(app, ["calibrate", str(_file(tmp_path, text)), "--hold", "gemm_efficiency"])
     assert res.exit_code == 2
     assert "--hold: 'gemm_efficiency' is not a fitted constant" in res.output

@@ -38,7 +38,7 @@ class FamilyCalibration(BaseModel):
     runs: list[str] = Field(description="Ids of the measured runs of this family in the fit.")
     fitted: list[str] = Field(description="Constants the runs identified (fitted).")
     held: list[str] = Field(
-        description="Constants held at the base values: the runs could not identify them, or `--hold` named them."
+        description="Constants held at the base values: the runs could not identify them, or the caller asked."
     )
 
 

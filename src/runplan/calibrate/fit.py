@@ -40,9 +40,10 @@ if TYPE_CHECKING:
 IDENTIFY_TOLERANCE = 1e-3
 #: Runs up to which leave-one-out refits every fold; above it the linearised r/(1-h) estimate is used.
 EXACT_LOO_MAX_RUNS = 40
-#: A fitted run is named as resting on itself when the fit without it misses it by at least this much and by at
-#: least LONE_RUN_RATIO times its in-fit error: its in-fit error then says nothing about the next such run.
-LONE_RUN_LOO_ERROR = 0.15
+#: A fitted run is named as resting on itself when the fit without it misses its step time by at least this
+#: fraction and by at least LONE_RUN_RATIO times its in-fit error: its in-fit error then says nothing about the
+#: next such run.
+LONE_RUN_MIN_STEP_ERROR = 0.15
 LONE_RUN_RATIO = 2.0
 
 
@@ -375,6 +376,19 @@ def fit_fixed(
     return _solve(prepared, layouts, space, chosen, start), chosen, condition, jac
 
 
+def _pin_held(base: dict[str, Efficiency], hold: Sequence[str]) -> dict[str, Efficiency]:
+    """``base`` with a held inter-node efficiency set to the value it stands for: unset, it follows the NVLink
+    efficiency, which the fit may move."""
+    if "inter_node_network_efficiency" not in hold:
+        return base
+    pinned = {}
+    for family, eff in base.items():
+        value = eff.inter_node_network_efficiency
+        update = {"inter_node_network_efficiency": eff.network_efficiency if value is None else value}
+        pinned[family] = eff.model_copy(update=update)
+    return pinned
+
+
 def calibrate(
     prepared: Sequence[Prepared], base: dict[str, Efficiency], hold: Sequence[str] = ()
 ) -> FitResult:
@@ -382,7 +396,8 @@ def calibrate(
     fit_runs = [p for p in prepared if p.run.fit]
     if not fit_runs:
         raise SpecError("no run has fit: true", where="runs", hint="mark the runs to fit with fit: true")
-    space = make_space(prepared, base, hold)
+    hold = (hold,) if isinstance(hold, str) else tuple(hold)
+    space = make_space(prepared, _pin_held(base, hold), hold)
     start = space.start()
     start_values = space.values(start)
     start_effs = efficiencies(space, start_values)
@@ -442,6 +457,8 @@ def fit_warnings(n_runs: int, space: Space, identified: list[str], held: list[st
         )
     if held:
         out.append("not identified by these runs, held at the base values: " + ", ".join(held))
+    if not identified:
+        out.append("no constant was fitted: every one is held at its base value")
     if identified and n_runs <= len(identified):
         out.append(
             f"as many constants fitted as runs ({n_runs}): the in-fit residuals say nothing about accuracy (see leave-one-out)"
@@ -478,12 +495,12 @@ def leave_one_out(prepared: Sequence[Prepared], result: FitResult) -> tuple[dict
 
 def lone_run_warnings(in_fit: dict[str, float], loo: dict[str, float]) -> list[str]:
     """Name each run the other runs cannot predict (log errors in, step errors shown): left out, it is missed by
-    LONE_RUN_LOO_ERROR or more, LONE_RUN_RATIO times its in-fit error or more. Such a run alone pins some
+    LONE_RUN_MIN_STEP_ERROR or more, LONE_RUN_RATIO times its in-fit error or more. Such a run alone pins some
     direction of the constants (high leverage), so the fit's accuracy on runs like it is unknown."""
     out = []
     for run_id, log_error in loo.items():
         alone, fitted = step_error(log_error), step_error(in_fit[run_id])
-        if abs(alone) >= LONE_RUN_LOO_ERROR and abs(alone) >= LONE_RUN_RATIO * abs(fitted):
+        if abs(alone) >= LONE_RUN_MIN_STEP_ERROR and abs(alone) >= LONE_RUN_RATIO * abs(fitted):
             out.append(
                 f"run {run_id} rests on itself: {fitted:+.1%} in the fit, {alone:+.1%} by the fit without it; "
                 "add runs like it (the same TP degree, node count and overlap settings) before trusting "
@@ -560,6 +577,7 @@ class OwnRuns:
     source: str
     fitted_runs: int
     identified: list[str]
+    values: dict[str, float]
     log_errors: dict[str, float]
     method: str
 
@@ -568,14 +586,15 @@ def own_runs_leave_one_out(prepared: Sequence[Prepared], fold: SourceFold) -> Ow
     """What ``runplan calibrate`` on one source's runs gives its user: the fit starts from (and holds what the
     runs cannot identify at) ``fold``'s constants, fitted without that source, as a user's shipped default saw
     none of their runs; each fitted run is then predicted by a refit on the source's other runs
-    (:func:`leave_one_out`). None when the source has fewer than 3 fitted runs (nothing to leave out)."""
+    (:func:`leave_one_out`). None when the source has fewer than 3 fitted runs (too few to refit without one).
+    ``values``: the constants fitted on all of the source's runs."""
     own = [p for p in prepared if p.run.source_id == fold.source]
     fitted = sum(p.run.fit for p in own)
     if fitted < 3:
         return None
     result = calibrate(own, fold.result.efficiencies())
     errors, method = leave_one_out(own, result)
-    return OwnRuns(fold.source, fitted, result.identified, errors, method)
+    return OwnRuns(fold.source, fitted, result.identified, result.values, errors, method)
 
 
 def memory_error(p: Prepared, predicted_bytes: float) -> float | None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.calibrate.calibration import Calibration, FamilyCalibration, Residuals, shipped_calibration
-from runplan.calibrate.constants import PRIORS
+from runplan.calibrate.constants import FITTED_CONSTANTS, PRIORS
 from runplan.calibrate.fit import (
     calibrate,
     leave_one_out,
@@ -129,7 +129,11 @@ def run_calibration(
             efficiency=effs[family],
             runs=[p.id for p in prepared if p.run.fit and p.family == family],
             fitted=[k.split("[")[0] for k in mine if k in result.identified],
-            held=[k.split("[")[0] for k in mine if k in result.held] + list(dict.fromkeys(hold)),
+            held=[
+                c.name
+                for c in FITTED_CONSTANTS
+                if c.name in hold or any(k.split("[")[0] == c.name for k in mine if k in result.held)
+            ],
         )
     kernels = {
         k[len("attention_kernel[") : -1]: v
