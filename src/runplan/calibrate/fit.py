@@ -148,11 +148,13 @@ def base_value(space: Space, key: str) -> float:
     name, family = _split(key)
     if name == "attention_kernel":
         return UNSEEN_KERNEL_RATIO
-    eff = space.base[family] if family else next(iter(space.base.values()))
+    return _constant_value(space.base[family] if family else next(iter(space.base.values())), name)
+
+
+def _constant_value(eff: Efficiency, name: str) -> float:
+    """The value ``eff`` gives constant ``name`` (an unset inter-node efficiency is the NVLink one)."""
     value = getattr(eff, name)
-    if value is None:  # inter-node efficiency None = the NVLink value
-        value = eff.network_efficiency
-    return float(value)
+    return float(eff.network_efficiency if value is None else value)
 
 
 def make_space(prepared: Sequence[Prepared], base: dict[str, Efficiency], hold: Sequence[str] = ()) -> Space:
@@ -381,12 +383,8 @@ def _pin_held(base: dict[str, Efficiency], hold: Sequence[str]) -> dict[str, Eff
     efficiency, which the fit may move."""
     if "inter_node_network_efficiency" not in hold:
         return base
-    pinned = {}
-    for family, eff in base.items():
-        value = eff.inter_node_network_efficiency
-        update = {"inter_node_network_efficiency": eff.network_efficiency if value is None else value}
-        pinned[family] = eff.model_copy(update=update)
-    return pinned
+    name = "inter_node_network_efficiency"
+    return {family: eff.model_copy(update={name: _constant_value(eff, name)}) for family, eff in base.items()}
 
 
 def calibrate(

@@ -128,12 +128,8 @@ def run_calibration(
         families[family] = FamilyCalibration(
             efficiency=effs[family],
             runs=[p.id for p in prepared if p.run.fit and p.family == family],
-            fitted=[k.split("[")[0] for k in mine if k in result.identified],
-            held=[
-                c.name
-                for c in FITTED_CONSTANTS
-                if c.name in hold or any(k.split("[")[0] == c.name for k in mine if k in result.held)
-            ],
+            fitted=_names(mine, result.identified),
+            held=[c.name for c in FITTED_CONSTANTS if c.name in {*hold, *_names(mine, result.held)}],
         )
     kernels = {
         k[len("attention_kernel[") : -1]: v
@@ -161,3 +157,8 @@ def run_calibration(
     return CalibrationReport(
         calibration=calibration, runs=rows, condition_number=result.condition, warnings=warnings
     )
+
+
+def _names(keys: list[str], chosen: list[str]) -> list[str]:
+    """Constant names of the fit keys in ``chosen`` (``gemm_peak_fraction[hopper]`` → ``gemm_peak_fraction``)."""
+    return [k.split("[")[0] for k in keys if k in chosen]
