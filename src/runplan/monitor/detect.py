@@ -284,12 +284,22 @@ def nan_events(ctx: Context) -> list[Event]:
 
 
 def loss_scale_events(ctx: Context) -> list[Event]:
+    """Falls of the fp16 dynamic loss scale to its floor or 2¹⁰ below its running maximum (thresholds.py).
+
+    A dynamic scaler only lowers the scale on overflow: Megatron's ``DynamicGradScaler``
+    (``megatron/core/optimizer/grad_scaler.py``, ``backoff_factor=0.5``) and apex halve it per overflow. A
+    collapse is therefore a fall below the running maximum; a scale that never fell had no overflows, however
+    low it sits. bf16 runs have no scaler and Megatron logs ``get_loss_scale()`` = a constant 1.0 for them
+    (``megatron/core/optimizer/optimizer.py``, ``_scale_one``); a static fp16 scale is constant too.
+    """
     log, t = ctx.log, ctx.thresholds
     if not log.has("loss_scale"):
         return []
     steps, scale = log.points("loss_scale")
     running = np.maximum.accumulate(scale)
-    collapsed = (scale <= t.loss_scale_floor) | (scale <= running / t.loss_scale_drop_factor)
+    # the floor alone would fire on bf16's constant 1.0: require an actual fall below the maximum seen
+    fell = scale < running
+    collapsed = fell & ((scale <= t.loss_scale_floor) | (scale <= running / t.loss_scale_drop_factor))
     events = []
     for first, last in runs(collapsed, bridge=0):
         at_max = np.flatnonzero(scale[: first + 1] >= running[first])
