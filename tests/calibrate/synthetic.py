@@ -71,7 +71,8 @@ def synthetic_runs(truth: dict[str, float] = TRUTH, gpu: str = "h100-sxm") -> li
                 "global_batch": batch,
                 "layout": layout.model_dump(),
                 "stack": {"tp_comm_overlap": overlap, "fused_elementwise": fused},
-                "measured": {"step_seconds": 1.0},
+                # a placeholder, replaced below by the time ``truth`` predicts; slow enough to be possible
+                "measured": {"step_seconds": 1e3},
             }
         )
     prepared = prepare(MeasuredFile.model_validate({"runs": runs}), load_catalog([]))

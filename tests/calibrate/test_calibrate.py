@@ -101,8 +101,13 @@ def test_three_runs_warn_under_determined(tmp_path):
         (lambda t: t.replace("id: r1", "id: r0"), "duplicate run id"),
         (lambda t: t.replace("dp: 8", "dp: 3", 1), "runs[0].layout"),
         # the layout request's own rules, located at the run's key (not at a plan key the file does not have)
+        # (dp and microbatches left to the search: pinned, dp 8 would not fill 12 GPUs, refused first)
         (
-            lambda t: t.replace("n_gpus: 8", "n_gpus: 12", 1),
+            lambda t: (
+                t.replace("n_gpus: 8", "n_gpus: 12", 1)
+                .replace("dp: 8, ", "", 1)
+                .replace("microbatches: 2, ", "", 1)
+            ),
             ":5: runs[0].n_gpus: 12 GPUs do not fill whole nodes",
         ),
         (lambda t: "runs: []\n", "runs"),
@@ -394,3 +399,126 @@ def test_held_constants_keep_the_base_value(tmp_path):
     assert res.exit_code == 2
     assert "--hold: 'gemm_efficiency' is not a fitted constant" in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- impossible or inconsistent runs -----------
+RUN_70B = """\
+runs:
+  - id: big
+    model: llama-3.1-70b
+    gpu: h100-sxm
+    n_gpus: 64
+    seq_len: 8192
+    global_batch: 128
+    layout: {tp: 4, pp: 4, dp: 4, cp: 1, ep: 1, zero: 1, micro_batch: 1, microbatches: 32, vpp: 5,
+             recompute: none, sequence_parallel: true}
+    stack: {preset: megatron-core, tp_comm_overlap: true}
+    measured: {step_seconds: 14.2}
+"""
+
+
+def _one_line_error(tmp_path: Path, text: str, *flags: str) -> str:
+    """The one stderr line of `runplan calibrate` on ``text``, asserting exit code 2 and no traceback."""
+    res = runner.invoke(app, ["calibrate", str(_file(tmp_path, text)), *flags])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    (line,) = [x for x in res.output.splitlines() if x.strip()]
+    return line
+
+
+def test_an_mfu_above_one_is_refused(tmp_path):
+    line = _one_line_error(tmp_path, RUN_70B.replace("step_seconds: 14.2", "mfu: 1.5"))
+    assert ":11: runs[0].measured.mfu: an MFU is a fraction in (0, 1], got 1.5" in line
+    assert "give 0.45 for 45%" in line
+    assert MeasuredFile.model_validate(
+        yaml.safe_load(RUN_70B.replace("step_seconds: 14.2", "mfu: 1.0"))
+    ).runs[0].measured.mfu == pytest.approx(1.0)  # 1 is the bound, allowed
+
+
+def test_a_global_batch_the_pinned_layout_does_not_make_is_refused(tmp_path):
+    # dp·micro_batch·microbatches = 4·1·32 = 128 sequences, not 100
+    line = _one_line_error(tmp_path, RUN_70B.replace("global_batch: 128", "global_batch: 100"))
+    assert ":7: runs[0].global_batch: global_batch 100 sequences does not match the layout's " in line
+    assert "dp·micro_batch·microbatches = 4·1·32 = 128" in line
+    # in tokens: outside 5% of 128·8192 = 1,048,576 refused, inside accepted
+    tokens = RUN_70B.replace("global_batch: 128", "global_batch_tokens: 9.0e5")
+    assert "runs[0].global_batch_tokens: global_batch_tokens 9e+05 is not within 5%" in _one_line_error(
+        tmp_path, tokens
+    )
+    near = yaml.safe_load(RUN_70B.replace("global_batch: 128", "global_batch_tokens: 1.0e6"))
+    assert MeasuredFile.model_validate(near).runs[0].global_batch_tokens == pytest.approx(1.0e6)
+    # not fully determined (microbatches, or dp with cp open, left to the search): no check
+    open_m = yaml.safe_load(RUN_70B.replace("global_batch: 128", "global_batch: 100"))
+    del open_m["runs"][0]["layout"]["microbatches"]
+    assert MeasuredFile.model_validate(open_m).runs[0].global_batch == 100
+    open_dp = yaml.safe_load(RUN_70B.replace("global_batch: 128", "global_batch: 100"))
+    del open_dp["runs"][0]["layout"]["dp"], open_dp["runs"][0]["layout"]["cp"]
+    assert MeasuredFile.model_validate(open_dp).runs[0].layout.dp is None
+    # dp follows from tp·pp·cp and the GPU count: 64 / (4·4·1) = 4, so 100 ≠ 4·1·32 is refused
+    derived = yaml.safe_load(RUN_70B.replace("global_batch: 128", "global_batch: 100"))
+    del derived["runs"][0]["layout"]["dp"]
+    with pytest.raises(ValueError, match="4·1·32 = 128"):
+        MeasuredFile.model_validate(derived)
+
+
+@pytest.mark.parametrize(
+    ("measured", "key", "hint"),
+    [
+        ("step_seconds: 0.001", "step_seconds", "milliseconds"),
+        # 64 GPUs' total tokens/s given as per GPU: 128·8192 / 14.2 s = 73,800 tokens/s in all
+        ("tokens_per_second_per_gpu: 73800", "tokens_per_second_per_gpu", "the total over all 64 GPUs"),
+        ("tflops_per_gpu: 2000", "tflops_per_gpu", "the total over all 64 GPUs"),
+    ],
+)
+def test_a_run_faster_than_the_gpu_peak_is_refused(tmp_path, measured, key, hint):
+    shape = load_catalog([]).model("llama-3.1-70b")
+    flops_per_token = shape.model_flops_per_token(8192)
+    per_gpu = {
+        "step_seconds": 128 * 8192 / 0.001 / 64 * flops_per_token,
+        "tokens_per_second_per_gpu": 73800 * flops_per_token,
+        "tflops_per_gpu": 2000e12,
+    }[key]
+    out = tmp_path / "cal.yaml"
+    line = _one_line_error(tmp_path, RUN_70B.replace("step_seconds: 14.2", measured), "-o", str(out))
+    assert f":11: runs[0].measured.{key}: implies MFU {per_gpu / 989e12:,.1f}: " in line
+    assert "above the bf16 dense peak of h100-sxm (989 TFLOP/s)" in line and hint in line
+    assert not out.exists()
+    # an fp8 run is held to the fp8 peak (1,979 TFLOP/s on H100): 1,500 TFLOP/s is possible there
+    fp8 = RUN_70B.replace("step_seconds: 14.2", "tflops_per_gpu: 1500").replace(
+        "tp_comm_overlap: true", "tp_comm_overlap: true, precision: fp8"
+    )
+    (prepared,) = prepare(MeasuredFile.model_validate(yaml.safe_load(fp8)), load_catalog([]))
+    assert prepared.measured_tps == pytest.approx(1500e12 / flops_per_token)
+
+
+def test_an_unreadable_base_names_the_flag_and_its_values(tmp_path):
+    line = _one_line_error(tmp_path, RUN_70B, "--base", "foo")
+    assert line.startswith("runplan: error: --base: 'foo' is neither shipped nor priors")
+    assert "cannot read file" in line and "--base takes shipped, priors, or a calibration file" in line
+
+
+def test_output_over_the_measured_file_is_refused(tmp_path):
+    path = _file(tmp_path, RUN_70B)
+    line = _one_line_error(tmp_path, RUN_70B, "-o", str(path))
+    assert f"--output: '{path}' is the input file being read" in line
+    assert "plan file" not in line
+    assert path.read_text() == RUN_70B
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        # the pins multiply to 128 GPUs, not 64: refused as the file is read
+        (("tp: 4, pp: 4", "tp: 8, pp: 4"), "tp·pp·dp·cp = 8·4·4·1 = 128 GPUs, but n_gpus is 64"),
+        (("tp: 4, pp: 4, dp: 4, cp: 1", "tp: 3, pp: 4"), "tp·pp = 3·4 = 12 does not divide n_gpus (64)"),
+        # TP 16 does not divide the 8 KV heads: found by the search, still at the run's line
+        (
+            ("tp: 4, pp: 4, dp: 4", "tp: 16, pp: 4, dp: 1"),
+            "no TP degree divides 64 GPUs, 64 heads and 8 KV heads with tp=16",
+        ),
+    ],
+)
+def test_a_layout_error_is_at_the_runs_line(tmp_path, edit, expected):
+    # microbatches 128: under TP 16, dp·micro_batch·microbatches = 1·1·128 = global_batch (only the layout is off)
+    line = _one_line_error(tmp_path, RUN_70B.replace(*edit).replace("microbatches: 32", "microbatches: 128"))
+    assert f"measured.yaml:8: runs[0].layout: {expected}" in line

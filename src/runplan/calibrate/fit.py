@@ -27,7 +27,14 @@ from runplan.calibrate.constants import (
     attention_fraction,
     attention_half_seq,
 )
-from runplan.calibrate.measured import MeasuredFile, MeasuredRun, measured_request, resolve_gpu, resolve_shape
+from runplan.calibrate.measured import (
+    THROUGHPUT_KEYS,
+    MeasuredFile,
+    MeasuredRun,
+    measured_request,
+    resolve_gpu,
+    resolve_shape,
+)
 from runplan.errors import SpecError
 from runplan.parallel.layout import Efficiency, Layout, ParallelRequest
 
@@ -35,6 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from runplan.catalog import Catalog
+    from runplan.hardware import GpuSpec
 
 #: A pivot below this fraction of the largest leaves its constant unidentified (condition number ≤ 1e3).
 IDENTIFY_TOLERANCE = 1e-3
@@ -77,6 +85,33 @@ def _measured_tps(run: MeasuredRun, request: ParallelRequest, flops_per_token: f
     return None
 
 
+#: Per measured key: the unit mistakes that most often make a run faster than its GPU's peak.
+_LIKELY_MISTAKE = {
+    "step_seconds": "step_seconds is seconds per optimizer step: check the milliseconds-to-seconds conversion, "
+    "that it is not one micro-batch's time, and that global_batch counts sequences, not tokens",
+    "tokens_per_second_per_gpu": "tokens_per_second_per_gpu is per GPU: was it the total over all {n} GPUs?",
+    "tflops_per_gpu": "tflops_per_gpu is model TFLOP/s per GPU: was it the total over all {n} GPUs?",
+    "mfu": "mfu is a fraction of the bf16 peak",
+}
+
+
+def _check_possible(run: MeasuredRun, index: int, gpu: GpuSpec, model_flops_per_second: float) -> None:
+    """A SpecError at the measured key when the run implies more model FLOP/s per GPU than the GPU's dense peak
+    (bf16, or fp8 for an fp8 stack): MFU above 1 is a unit mistake, not a measurement."""
+    fp8 = run.stack.precision == "fp8" and gpu.fp8_flops is not None
+    peak = float(gpu.fp8_flops if fp8 and gpu.fp8_flops is not None else gpu.bf16_flops)
+    mfu = model_flops_per_second / peak
+    if mfu <= 1.0:
+        return
+    key = next(k for k in THROUGHPUT_KEYS if getattr(run.measured, k) is not None)
+    raise SpecError(
+        f"implies MFU {mfu:,.1f}: {model_flops_per_second / 1e12:,.0f} model TFLOP/s per GPU, above the "
+        f"{'fp8' if fp8 else 'bf16'} dense peak of {gpu.name} ({peak / 1e12:,.0f} TFLOP/s), which no run reaches",
+        where=f"runs[{index}].measured.{key}",
+        hint=_LIKELY_MISTAKE[key].format(n=run.n_gpus),
+    )
+
+
 #: A layout request's plan-file keys (parallel/request_rules.FIELD_PATHS) as a measured run's keys.
 _RUN_KEYS = {
     "cluster.gpus_per_node": "gpus_per_node",
@@ -108,7 +143,10 @@ def prepare(measured: MeasuredFile, catalog: Catalog) -> list[Prepared]:
             request = measured_request(run, scheduled, gpu)
         except SpecError as error:
             raise _at_run(error, i) from None
-        tps = _measured_tps(run, request, shape.model_flops_per_token(run.seq_len))
+        flops_per_token = shape.model_flops_per_token(run.seq_len)
+        tps = _measured_tps(run, request, flops_per_token)
+        if tps is not None:
+            _check_possible(run, i, gpu, tps * flops_per_token)
         out.append(Prepared(i, run, request, gpu_family(gpu), tps))
     return out
 
@@ -233,10 +271,13 @@ def complete_layout(p: Prepared, eff: Efficiency) -> Layout:
     except SpecError as error:
         raise _at_run(error, p.index) from None
     if not result.layouts:
+        structural = result.suggestions if not result.candidates else []  # why the grid is empty: tp vs heads
         raise SpecError(
-            "no layout matches this run's layout, GPU count and global batch",
+            "; ".join(structural) or "no layout matches this run's layout, GPU count and global batch",
             where=f"runs[{p.index}].layout",
-            hint="check that tp·pp·dp·cp = n_gpus and dp·micro_batch·microbatches = global_batch",
+            hint="give the layout that ran"
+            if structural
+            else "check that tp·pp·dp·cp = n_gpus and dp·micro_batch·microbatches = global_batch",
         )
     return result.layouts[0].layout
 

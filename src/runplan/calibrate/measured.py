@@ -8,9 +8,11 @@ docs/calibration.md shows a complete file.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
@@ -25,6 +27,17 @@ if TYPE_CHECKING:
 
 #: The throughput a run may state (one of them), each convertible to tokens per second per GPU.
 THROUGHPUT_KEYS = ("step_seconds", "tokens_per_second_per_gpu", "tflops_per_gpu", "mfu")
+#: A run that states its batch in tokens matches layouts whose batch is within this fraction of it.
+BATCH_TOKENS_TOLERANCE = 0.05
+
+
+def _field_error(model: str, field: str, value: object, message: str) -> ValidationError:
+    """A validation error at ``field`` of the model being validated (a model validator's own errors sit at the
+    model, so a check across fields names the one to fix this way: ``runs[i].global_batch``)."""
+    error = PydanticCustomError("value_error", "{message}", {"message": message})
+    return ValidationError.from_exception_data(
+        model, [InitErrorDetails(type=error, loc=(field,), input=value)]
+    )
 
 
 class Measured(BaseModel):
@@ -41,6 +54,13 @@ class Measured(BaseModel):
     mfu: PositiveNumber | None = Field(None, description="Model FLOPs utilisation (PaLM, App. B).")
     speedup: PositiveNumber | None = Field(None, description="Throughput / throughput of `speedup_over`.")
     speedup_over: str | None = Field(None, description="Id of the run the speedup is measured against.")
+
+    @field_validator("mfu")
+    @classmethod
+    def _mfu_is_a_fraction(cls, mfu: float | None) -> float | None:
+        if mfu is not None and mfu > 1:
+            raise ValueError(f"an MFU is a fraction in (0, 1], got {mfu:g}: give 0.45 for 45%")
+        return mfu
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Measured:
@@ -108,6 +128,49 @@ class MeasuredRun(BaseModel):
     def _one_batch(self) -> MeasuredRun:
         if (self.global_batch is None) == (self.global_batch_tokens is None):
             raise ValueError("give exactly one of global_batch (sequences) or global_batch_tokens")
+        return self
+
+    @model_validator(mode="after")
+    def _layout_fits(self) -> MeasuredRun:
+        """The pinned axes fit the GPU count (t·p·d·c = n_gpus) and, where dp, micro_batch and microbatches are
+        all determined, make the stated global batch (d·b·m sequences); axes left open are the search's."""
+        pins, n = self.layout, self.n_gpus
+        mesh = {
+            axis: getattr(pins, axis) for axis in ("tp", "pp", "dp", "cp") if getattr(pins, axis) is not None
+        }
+        product = math.prod(mesh.values())
+        if n % product or (len(mesh) == 4 and product != n):
+            text = f"{'·'.join(mesh)} = {'·'.join(map(str, mesh.values()))} = {product}"
+            problem = (
+                f"{text} GPUs, but n_gpus is {n}"
+                if len(mesh) == 4
+                else f"{text} does not divide n_gpus ({n})"
+            )
+            fix = "give the layout that ran (tp·pp·dp·cp = n_gpus)"
+            raise _field_error("MeasuredRun", "layout", pins, f"{problem}: {fix}")
+        dp = pins.dp if pins.dp is not None else (n // product if len(mesh) == 3 else None)
+        if dp is None or pins.micro_batch is None or pins.microbatches is None:
+            return self
+        sequences = dp * pins.micro_batch * pins.microbatches
+        stated = f"dp·micro_batch·microbatches = {dp}·{pins.micro_batch}·{pins.microbatches} = {sequences}"
+        if self.global_batch is not None and sequences != self.global_batch:
+            raise _field_error(
+                "MeasuredRun",
+                "global_batch",
+                self.global_batch,
+                f"global_batch {self.global_batch} sequences does not match the layout's {stated}: "
+                "give the sequences per optimizer step that ran, or fix the layout",
+            )
+        tokens = self.global_batch_tokens
+        if tokens is not None and abs(sequences * self.seq_len / tokens - 1) > BATCH_TOKENS_TOLERANCE:
+            raise _field_error(
+                "MeasuredRun",
+                "global_batch_tokens",
+                tokens,
+                f"global_batch_tokens {tokens:.4g} is not within {BATCH_TOKENS_TOLERANCE:.0%} of the layout's "
+                f"{stated} sequences of {self.seq_len} tokens ({sequences * self.seq_len:.4g}): "
+                "give the tokens per optimizer step that ran, or fix the layout",
+            )
         return self
 
     @property
@@ -190,7 +253,7 @@ def measured_request(run: MeasuredRun, shape: ModelShape, gpu: GpuSpec) -> Paral
     if run.global_batch is not None:
         batch_tokens, tolerance = float(run.global_batch * run.seq_len), 0.0
     else:
-        batch_tokens, tolerance = float(run.global_batch_tokens or 0.0), 0.05
+        batch_tokens, tolerance = float(run.global_batch_tokens or 0.0), BATCH_TOKENS_TOLERANCE
     return ParallelRequest(
         model=shape,
         gpu=gpu,

@@ -7,11 +7,15 @@ Parses flags, calls ``runplan.calibrate``, renders. The file it writes is what `
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json
+
+if TYPE_CHECKING:
+    from runplan.calibrate.calibration import Calibration
+    from runplan.yamlio import LoadedYaml
 
 HEADER = (
     "# runplan calibration: time-model constants per GPU family, fitted by `runplan calibrate` on the runs\n"
@@ -21,8 +25,8 @@ HEADER = (
 )
 
 
-def load_measured(path: Path, catalog_files: list[str]) -> tuple[list[Any], str]:
-    """(prepared runs, display name) of a MEASURED.yaml or a published-runs file; errors at file:line."""
+def load_measured(path: Path, catalog_files: list[str]) -> tuple[list[Any], LoadedYaml]:
+    """(prepared runs, the loaded file) of a MEASURED.yaml or a published-runs file; errors at file:line."""
     from runplan.calibrate.fit import prepare
     from runplan.calibrate.measured import MeasuredFile, parse_measured
     from runplan.calibrate.published import is_published, measured_document
@@ -37,7 +41,26 @@ def load_measured(path: Path, catalog_files: list[str]) -> tuple[list[Any], str]
     else:
         measured = parse_measured(loaded)
     with located(loaded):
-        return prepare(measured, catalog), path.stem
+        return prepare(measured, catalog), loaded
+
+
+def _base_choice(base: str) -> Literal["shipped", "priors"] | Calibration:
+    """``--base``: shipped, priors, or a calibration file; a file that cannot be read names the flag."""
+    from runplan.calibrate.calibration import load_calibration
+    from runplan.errors import SpecError
+
+    if base in ("shipped", "priors"):
+        return cast('Literal["shipped", "priors"]', base)
+    try:
+        return load_calibration(base)
+    except SpecError as error:
+        if error.where:  # a key inside the file, at its file:line
+            raise
+        raise SpecError(
+            f"'{base}' is neither shipped nor priors, nor a readable calibration file: {error.message}",
+            where="--base",
+            hint="--base takes shipped, priors, or a calibration file written by `runplan calibrate -o`",
+        ) from None
 
 
 def _check_held(names: list[str]) -> None:
@@ -132,18 +155,19 @@ def calibrate(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Fit the time model's physical constants to step times measured on your cluster."""
-    from runplan.calibrate.calibration import dump_calibration, load_calibration
+    from runplan.calibrate.calibration import dump_calibration
     from runplan.calibrate.run import run_calibration
-    from runplan.cli.common import check_output_path, write_output
+    from runplan.cli.common import check_output_path, located, write_output
 
     if output is not None:
         check_output_path(output, "--output", not_over=measured)
     _check_held(hold)
-    base_choice: Any = base if base in ("shipped", "priors") else load_calibration(base)
-    prepared, stem = load_measured(measured, catalog_file)
-    report = run_calibration(
-        prepared, name=name or stem, measured_file=str(measured), base=base_choice, hold=hold
-    )
+    base_choice = _base_choice(base)
+    prepared, loaded = load_measured(measured, catalog_file)
+    with located(loaded):  # a run the search cannot lay out: at its file:line
+        report = run_calibration(
+            prepared, name=name or measured.stem, measured_file=str(measured), base=base_choice, hold=hold
+        )
     written = None
     if output is not None:
         written = write_output(

@@ -171,7 +171,7 @@ def plan_from_file(
     loaded, spec = load_plan_file(path)
     if calibration is not None:
         spec = spec.model_copy(update={"calibration": str(Path(calibration).resolve())})
-    with located(loaded):
+    with located(loaded, from_flags=("calibration",) if calibration is not None else ()):
         return loaded, spec, build_plan(spec, Path(path).resolve().parent)
 
 
@@ -273,7 +273,7 @@ def check_output_path(
     target = Path(path)
     if not_over is not None and _same_file(target, Path(not_over)):
         raise SpecError(
-            f"'{target}' is the plan file being read; writing there would overwrite it",
+            f"'{target}' is the input file being read; writing there would overwrite it",
             where=flag,
             hint="give another file name",
         )
@@ -336,7 +336,7 @@ def write_output(
 
     Every command that writes a file goes through here, so each refuses the same things with one line that
     names ``flag``: a directory, a place it cannot create or write, a file the command read, and ``not_over``
-    (the plan file being read: ``-o`` pointing at it would overwrite the input). Missing parent directories are
+    (the input file being read: ``-o`` pointing at it would overwrite it). Missing parent directories are
     created. The file is replaced atomically (:func:`runplan.fileio.write_file`): a failed write leaves an
     existing file byte-identical.
     """
