@@ -258,3 +258,44 @@ def test_fit_takes_non_embedding_column_when_present(tmp_path):
     column, count, warnings = choose_param_count(plain, "params", None)
     assert (column, count) == ("params", "total") and "total parameters" in warnings[0]
     assert choose_param_count(plain, "params", "non_embedding") == ("params", "non_embedding", [])
+
+
+#: Row c2e+19-n1e+08 of `runplan sweep --flops 2e23 --budgets 3` (besiroglu2024, total count): 103,434,496
+#: total and 37,767,424 non-embedding parameters, tokens = round(2e19 / (6 · 103,434,496)) = 32,226,514,966
+SWEEP_HEADER = "run,params,tokens,flops,loss,total_params,non_embedding_params\n"
+SWEEP_ROW = "c2e+19-n1e+08,{n},32226514966,2.000000e+19,2.9,103434496,37767424\n"
+
+
+def test_fit_takes_the_n_a_sweep_computed_its_flops_from(tmp_path):
+    """A sweep's `params` repeats its law's count column: that is N (C = 6·params·tokens by construction)."""
+    from runplan.scaling.fit import choose_param_count
+
+    total = tmp_path / "total.csv"
+    total.write_text(SWEEP_HEADER + SWEEP_ROW.format(n=103434496) + ",,,,,,\n")  # a blank record is skipped
+    assert choose_param_count(total, "params", None) == ("params", "total", [])
+    non_embedding = tmp_path / "non_embedding.csv"
+    non_embedding.write_text(SWEEP_HEADER + SWEEP_ROW.format(n=37767424))
+    assert choose_param_count(non_embedding, "params", None) == ("params", "non_embedding", [])
+    # an explicit count picks that count's column of a sweep CSV, not `params` relabelled
+    assert choose_param_count(total, "params", "non_embedding") == (
+        "non_embedding_params",
+        "non_embedding",
+        [],
+    )
+    assert choose_param_count(non_embedding, "params", "total") == ("total_params", "total", [])
+    # `params` edited to match neither column: the non-embedding column, as before
+    edited = tmp_path / "edited.csv"
+    edited.write_text(SWEEP_HEADER + SWEEP_ROW.format(n=5e7))
+    assert choose_param_count(edited, "params", None) == ("non_embedding_params", "non_embedding", [])
+
+
+def test_flops_check_on_the_sweep_row_hand_derived(tmp_path):
+    """C / 6ND for that row: 2e19 / (6 · 103,434,496 · 32,226,514,966) = 1.000 with total N (no warning);
+    2e19 / (6 · 37,767,424 · 32,226,514,966) = 2.74 with non-embedding N (the reviewer's warning)."""
+    from runplan.scaling.fit import flops_warnings, read_runs
+
+    path = tmp_path / "row.csv"
+    path.write_text(SWEEP_HEADER + SWEEP_ROW.format(n=103434496))
+    assert flops_warnings(read_runs(path)) == []
+    warnings = flops_warnings(read_runs(path, params_col="non_embedding_params"))
+    assert len(warnings) == 1 and "1 of 1 rows" in warnings[0] and "C / 6ND = 2.74" in warnings[0]

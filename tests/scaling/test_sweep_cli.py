@@ -68,6 +68,51 @@ def test_sweep_csv_reads_back_into_fit(tmp_path):
     assert law.compute_optimal(1e23)[0] == pytest.approx(LAW.compute_optimal(1e23)[0], rel=0.05)
 
 
+def _fill_losses(path, law):
+    """Write each row's loss as ``law`` predicts it at the row's (params, tokens), as a finished sweep would."""
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
+    for row in rows:
+        row["loss"] = f"{law.loss(float(row['params']), float(row['tokens'])):.4f}"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_sweep_then_fit_agree_on_n(tmp_path):
+    """The reviewer's round trip `sweep --flops 2e23 --budgets 3 -o s.csv`, losses filled in, `fit s.csv`: no
+    "2x from 6·N·D" warning (fit reads the N the sweep computed flops from), N counts total as besiroglu2024
+    does, and both approaches return the law the losses came from (Besiroglu et al. 2024, arXiv 2404.10102:
+    E 1.8172, α 0.3478, β 0.3658; a = β/(α+β) = 0.5126)."""
+    path = tmp_path / "s.csv"
+    code, out, _ = _run("sweep", "--flops", "2e23", "--budgets", "3", "-o", str(path))
+    assert code == 0, out
+    _fill_losses(path, LAW)
+    code, out, err = _run("fit", str(path), "--bootstrap", "0", "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["warnings"] == [] and "6·N·D" not in err
+    assert data["param_count"] == "total" and data["runs"] == 21
+    law = data["parametric"]["law"]
+    assert (law["E"], law["alpha"], law["beta"]) == pytest.approx((1.8172, 0.3478, 0.3658), abs=2e-3)
+    assert data["isoflop"]["a"]["value"] == pytest.approx(0.5126, abs=0.01)
+
+
+def test_sweep_with_a_non_embedding_law_fits_non_embedding(tmp_path):
+    """A law counting non-embedding parameters sizes the sweep in that count; fit reads the same N back."""
+    law = LAW.model_copy(update={"name": "non-embedding-test", "param_count": "non_embedding"})
+    sweep = design_sweep(SweepRequest(flops=2e23, law=law, budgets=3))
+    path = tmp_path / "s.csv"
+    path.write_text(sweep.to_csv())
+    _fill_losses(path, law)
+    code, out, _ = _run("fit", str(path), "--bootstrap", "0", "--method", "parametric", "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["warnings"] == [] and data["param_count"] == "non_embedding"
+    fitted = data["parametric"]["law"]
+    assert (fitted["alpha"], fitted["beta"]) == pytest.approx((0.3478, 0.3658), abs=2e-3)
+
+
 def _run(*args):
     result = runner.invoke(app, list(args))
     return result.exit_code, result.stdout, result.stderr if result.stderr_bytes is not None else ""

@@ -139,8 +139,9 @@ def fit_command(
     param_count: str | None = typer.Option(
         None,
         "--param-count",
-        help="What N counts: total or non_embedding (default: non_embedding from a non_embedding_params "
-        "column when the CSV has one, as `runplan sweep` writes; else total, with a warning).",
+        help="What N counts: total or non_embedding (a `runplan sweep` CSV: that count's column; default: the "
+        "count its params column repeats, the N its tokens and flops were computed from; else non_embedding "
+        "from a non_embedding_params column; else total, with a warning).",
     ),
     drop_highest: int = typer.Option(0, "--drop-highest", help="Drop the N highest-loss runs (Epoch: 5)."),
     bootstrap: int = typer.Option(
@@ -309,7 +310,7 @@ def _fit_runs(
     from runplan.cli.flags import flags_in_text
     from runplan.scaling.fit import flops_warnings
 
-    count_warnings = [*count_warnings, *(flags_in_text(w, "fit") for w in flops_warnings(runs))]
+    count_warnings = [flags_in_text(w, "fit") for w in (*count_warnings, *flops_warnings(runs))]
     boot, pct, at = options.bootstrap, options.percentiles, options.at_flops
     parametric = isoflop = isoflop_error = None
     if options.method in ("both", "isoflop"):

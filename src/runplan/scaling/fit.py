@@ -450,8 +450,9 @@ def flops_warnings(runs: Runs) -> list[str]:
     return [
         f"{off.size} of {runs.size} rows have a flops value more than {MAX_FLOPS_RATIO:g}x from 6·N·D (Kaplan et "
         f"al. 2020 §2.1; worst: line {int(runs.lines[k])}, C / 6ND = {ratio[k]:.3g}): Approach 2 groups budgets "
-        "by that column while Approach 3 fits N and D; check the column's units, or leave it out so C is "
-        "derived as 6·N·D"
+        "by that column while Approach 3 fits N and D; check the column's units and that N is the parameter "
+        "count C was computed with (a runplan sweep CSV computed it from its 'params' column), or leave it out "
+        "so C is derived as 6·N·D"
     ]
 
 
@@ -1015,8 +1016,14 @@ class FitReport(BaseModel):
     )
 
 
-#: The column `runplan sweep -o` writes with each proxy's non-embedding parameter count.
+#: The columns `runplan sweep -o` writes with each proxy's parameter counts, beside ``params``, the N in the
+#: sweep law's count from which it computed ``tokens`` = C/(6N) and ``flops`` = C (runplan.scaling.sweep).
 NON_EMBEDDING_COLUMN = "non_embedding_params"
+TOTAL_COLUMN = "total_params"
+COUNT_COLUMNS: dict[Literal["total", "non_embedding"], str] = {
+    "total": TOTAL_COLUMN,
+    "non_embedding": NON_EMBEDDING_COLUMN,
+}
 
 
 def choose_param_count(
@@ -1025,16 +1032,24 @@ def choose_param_count(
     """Which column is N and which count it is: (column, count, warnings).
 
     Kaplan et al. 2020 (§2.1) fit on non-embedding parameters, which gives cleaner power laws at small N;
-    Chinchilla counted embeddings. An explicit ``param_count`` is taken as given. Otherwise a CSV with a
-    ``non_embedding_params`` column (a `runplan sweep` CSV) is fitted on it; without one N is taken as total,
-    with a warning, since a CSV of totals fitted as non-embedding (or the reverse) shifts every small model.
+    Chinchilla counted embeddings. Either way C = 6·N·D must use the law's own N (docs/scaling.md), so the N
+    fitted is the N the flops column was computed from. A `runplan sweep` CSV says which: its ``params``
+    column repeats ``total_params`` or ``non_embedding_params`` (the sweep law's count), and its ``tokens``
+    and ``flops`` were computed from it; fitting the other count against those budgets shifts every small
+    model (a 103M-total proxy has 38M non-embedding parameters) and no longer recovers the sweep's own law.
+    An explicit ``param_count`` is taken as given (on a sweep CSV, N is then that count's column). Otherwise
+    a CSV with only a ``non_embedding_params`` column is fitted on it; without one N is taken as total, with a
+    warning, since a CSV of totals fitted as non-embedding (or the reverse) shifts every small model.
     """
-    if param_count == "total":
-        return params_col, "total", []
-    if param_count == "non_embedding":
-        return params_col, "non_embedding", []
-    header = _header(path)
-    if NON_EMBEDDING_COLUMN in header and params_col == "params":
+    header = _header(path) if params_col == "params" else []
+    if param_count in COUNT_COLUMNS:
+        count: Literal["total", "non_embedding"] = "total" if param_count == "total" else "non_embedding"
+        column = COUNT_COLUMNS[count]
+        return (column if column in header else params_col), count, []
+    repeated = _count_params_repeats(path, header)
+    if repeated is not None:
+        return params_col, repeated, []
+    if NON_EMBEDDING_COLUMN in header:
         return NON_EMBEDDING_COLUMN, "non_embedding", []
     return (
         params_col,
@@ -1042,9 +1057,29 @@ def choose_param_count(
         [
             f"N ('{params_col}') is taken as total parameters, embeddings included (Chinchilla's convention); "
             f"add a '{NON_EMBEDDING_COLUMN}' column (runplan sweep writes one) to fit on non-embedding "
-            "parameters (Kaplan et al. 2020), or state which count N is (the param_count option)"
+            "parameters (Kaplan et al. 2020), or state which count N is (fit.param_count)"
         ],
     )
+
+
+def _count_params_repeats(path: str | Path, header: list[str]) -> Literal["total", "non_embedding"] | None:
+    """The count column whose every value ``params`` repeats (a `runplan sweep` CSV), else None."""
+    if not {"params", TOTAL_COLUMN, NON_EMBEDDING_COLUMN} <= set(header):
+        return None
+    text, _ = read_csv_text(path)
+    reader = csv.reader(text.splitlines())
+    next(reader, None)
+    rows = [r for r in reader if "".join(r).strip()]  # blank records are skipped, as read_runs does
+    i_n = header.index("params")
+    for count, column in COUNT_COLUMNS.items():
+        i_c = header.index(column)
+        try:
+            same = all(math.isclose(float(r[i_n]), float(r[i_c]), rel_tol=1e-9) for r in rows)
+        except (IndexError, ValueError):
+            return None  # a short row or a non-numeric cell: read_runs names it
+        if rows and same:
+            return count
+    return None
 
 
 def _header(path: str | Path) -> list[str]:

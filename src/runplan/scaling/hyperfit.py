@@ -59,7 +59,7 @@ def read_hyperparam_runs(
                 f"missing column '{name}'",
                 source=source,
                 hint=f"columns are {', '.join(header) or 'none'}; a hyperparameter sweep needs flops, lr, batch "
-                "(tokens) and loss (other column names are fit options: flops_col, lr_col, batch_col, loss_col)",
+                "(tokens) and loss (name other columns with --flops-col, --lr-col, --batch-col, --loss-col)",
             )
         columns.append((name, header.index(name)))
     rows, lines = [], []

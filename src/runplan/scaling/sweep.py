@@ -279,21 +279,36 @@ class SweepSpec(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
-def _shape(target: float, law: ParametricLaw, vocab_size: int) -> ModelShape:
+def _shape(target: float, request: SweepRequest) -> ModelShape:
     from runplan.architect import shape_for_params
 
     try:
-        return shape_for_params(target, vocab_size=vocab_size, count=law.param_count)
+        return shape_for_params(target, vocab_size=request.vocab_size, count=request.law.param_count)
     except SpecError as error:
         too_big = target > 1e9  # shape_for_params builds up to 1e12; a failure above 1e9 is at the top
+        # N_opt grows about as √C (Hoffmann et al. 2022): the largest fraction (1) raises a proxy's N by at most
+        # √(1/fraction); when even that stays below a buildable shape, the main budget itself is too small
+        hopeless = not too_big and not _buildable(target / math.sqrt(request.fraction), request)
         raise SpecError(
             f"no proxy shape for {target:.3g} parameters: {error.message}",
-            where="sweep.fraction",
-            hint="lower sweep.fraction or narrow sweep.span_decades"
+            where="sweep.flops" if hopeless else "sweep.fraction",
+            hint="a budget this small trains no proxy model; give the main run's compute (e.g. 2e23)"
+            if hopeless
+            else "lower sweep.fraction or narrow sweep.span_decades"
             if too_big
             else "raise sweep.fraction, narrow sweep.span_decades, or use a smaller vocabulary (embeddings "
             "dominate small models)",
         ) from None
+
+
+def _buildable(target: float, request: SweepRequest) -> bool:
+    from runplan.architect import shape_for_params
+
+    try:
+        shape_for_params(target, vocab_size=request.vocab_size, count=request.law.param_count)
+    except SpecError:
+        return False
+    return True
 
 
 def _size_targets(request: SweepRequest) -> tuple[list[float], list[tuple[float, float]]]:
@@ -401,7 +416,7 @@ def design_sweep(request: SweepRequest) -> Sweep:
     """The proxy sweep for ``request`` (see the module docstring)."""
     r = request
     budget_list, pairs = _size_targets(r)
-    shapes = {target: _shape(target, r.law, r.vocab_size) for target in sorted({t for _, t in pairs})}
+    shapes = {target: _shape(target, r) for target in sorted({t for _, t in pairs})}
     peak = r.gpu.bf16_flops * r.mfu if r.gpu is not None else None
 
     runs: list[SweepRun] = []
