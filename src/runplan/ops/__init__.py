@@ -193,7 +193,9 @@ def operate(request: OperationsRequest) -> Operations:
         ReliabilityRequest(
             n_nodes=n_nodes,
             useful_seconds=useful,
-            interval_seconds=checkpoint.interval_seconds,
+            # the saves come every interval_steps steps, ramp steps included: τ is their average work, so the
+            # failure model counts the checkpoint stage's saves (⌈steps / interval⌉), not W / main-batch τ
+            interval_seconds=useful * min(1.0, checkpoint.interval_steps / schedule.total_steps),
             save_blocking_seconds=checkpoint.save_blocking_seconds,
             spec=spec,
         )

@@ -370,7 +370,9 @@ def _saves_and_storage(
             steps * tps, f"{steps:,} steps × {fmt(tps)} tokens = {fmt(steps * tps)} tokens"
         ),
         checkpoints_per_run=Reasoned(
-            r.total_steps // steps, f"⌊{r.total_steps:,} / {steps:,}⌋ = {r.total_steps // steps:,} saves"
+            -(-r.total_steps // steps),
+            f"⌈{r.total_steps:,} / {steps:,}⌉ = {-(-r.total_steps // steps):,} saves (every {steps:,} steps and "
+            "at the end)",
         ),
         retention_generations=Reasoned(
             gens, f"{gens} rolling generations kept (operations.retention_generations)"

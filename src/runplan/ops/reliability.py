@@ -231,8 +231,9 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
     spec, w = request.spec, request.useful_seconds
     m = job_mtbf_seconds(spec.failures_per_1000_node_days, request.n_nodes)
     tau, delta, r = min(request.interval_seconds, w), request.save_blocking_seconds, spec.restart_seconds
-    full = math.floor(w / tau)
-    rest = w - full * tau
+    full = math.floor(w / tau * (1.0 + 1e-12))  # (τ = W·k/S from steps: W/τ is whole up to rounding)
+    rest = max(0.0, w - full * tau)
+    rest = 0.0 if rest < 1e-9 * w else rest
     segments = full + (1 if rest > 0 else 0)
     seg_exact, elapsed = _run_seconds(expected_segment_seconds, full, rest, (tau, delta, r, m))
     seg_first, elapsed_first = _run_seconds(first_order_segment_seconds, full, rest, (tau, delta, r, m))
@@ -302,7 +303,8 @@ def _segment_inputs(r: float, tau: float, delta: float) -> dict[str, Reasoned[fl
             r, f"R = {fmt_seconds(r)} (detect, reschedule, load; operations.restart_seconds)"
         ),
         interval_seconds=Reasoned(
-            tau, f"τ = {fmt_seconds(tau)} of work between checkpoints (rounded to whole steps)"
+            tau,
+            f"τ = {fmt_seconds(tau)} of work between checkpoints (whole steps; averaged over the batch stages)",
         ),
         save_blocking_seconds=Reasoned(delta, f"δ = {fmt_seconds(delta)} of blocking per save"),
     )
