@@ -401,3 +401,12 @@ def test_gpu_family_is_a_catalog_field_and_picks_the_efficiencies():
     assert default_efficiency(unnamed).gemm_peak_fraction == fitted["hopper"]
     renamed = shipped_catalog().gpu("h100").model_copy(update={"name": "a100-lookalike"})
     assert default_efficiency(renamed).gemm_peak_fraction == fitted["hopper"]
+
+
+def test_bandwidths_take_the_byte_units_the_catalog_header_promises(tmp_path):
+    # configs/gpus.yaml: "the loader also accepts 80e9 or 80GB" -- for bandwidths (bytes per second) too
+    text = USER.replace("hbm_bandwidth_bytes_per_s: 1e12", "hbm_bandwidth_bytes_per_s: 1TB").replace(
+        "intra_node_bandwidth_bytes_per_s: 32e9", "intra_node_bandwidth_bytes_per_s: 32GB"
+    )
+    gpu = load_catalog([_write(tmp_path, text)]).gpu("tiny-gpu")
+    assert gpu.hbm_bandwidth_bytes_per_s == 1e12 and gpu.intra_node_bandwidth_bytes_per_s == 32e9

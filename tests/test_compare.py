@@ -49,3 +49,32 @@ def test_whatif_gives_one_row_per_cluster_size():
 def test_whatif_refuses_a_bad_list():
     result = run("whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", "256,x")
     assert result.exit_code == 2 and "--gpus" in result.stderr
+
+
+def test_whatif_refuses_a_count_the_cluster_section_refuses_in_one_line():
+    for gpus in ("0", "64,0", "512,,1024"):
+        result = run("whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", gpus)
+        assert result.exit_code == 2, (gpus, result.output)
+        assert result.stderr.startswith("runplan: error: --gpus:") and result.stderr.count("\n") == 1
+
+
+def test_whatif_shows_an_infeasible_size_as_a_row_and_fails_only_when_every_size_is():
+    plan70 = str(EXAMPLES / "70b-512-h100.yaml")
+    result = run("whatif", plan70, "--gpus", "8,512", "--json")
+    assert result.exit_code == 0, result.output
+    small, large = json.loads(result.stdout)
+    assert small["gpus"] == 8 and "memory" in small["infeasible"] and "wall_clock_days" not in small
+    assert large["gpus"] == 512 and large["wall_clock_days"] > 0
+    # what would make it feasible names plan keys (a plan file is the input), not parallelize's flags
+    assert "parallel.zero: 3" in small["infeasible"] and "--zero" not in small["infeasible"]
+    table = run("whatif", plan70, "--gpus", "8,512").stdout
+    assert "infeasible at 8 GPUs" in table
+    everywhere = run("whatif", plan70, "--gpus", "8,16")
+    assert everywhere.exit_code == 1 and "at 8 GPUs" in everywhere.stderr
+
+
+def test_diff_names_the_file_whose_plan_is_infeasible(tmp_path):
+    small = tmp_path / "small.yaml"
+    small.write_text((EXAMPLES / "70b-512-h100.yaml").read_text().replace("gpus: 512", "gpus: 8"))
+    result = run("diff", str(EXAMPLES / "70b-512-h100.yaml"), str(small))
+    assert result.exit_code == 1 and f"infeasible: {small}:" in result.stderr

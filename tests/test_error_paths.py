@@ -97,3 +97,72 @@ def test_sweep_flag_errors_print_the_flag():
     result = CliRunner().invoke(app, ["sweep", "--flops", "2e23", "--span", "4"])
     assert result.exit_code == 2
     assert result.stderr == "runplan: error: --span: span must be in (0, 3] decades, got 4\n"
+
+
+def test_suggestions_name_flags_for_parallelize_and_plan_keys_for_plan_files():
+    from runplan.cli.flags import paths_for_user
+
+    text = "ZeRO-3 (parallel.zero=3), a smaller micro-batch (parallel.micro_batch=1); unpin parallel.tp"
+    assert (
+        paths_for_user(text, "parallelize")
+        == "ZeRO-3 (--zero 3), a smaller micro-batch (--mbs 1); unpin --tp"
+    )
+    assert paths_for_user(text, "plan") == (
+        "ZeRO-3 (parallel.zero: 3), a smaller micro-batch (parallel.micro_batch: 1); unpin parallel.tp"
+    )
+    plan70 = str(Path(__file__).resolve().parents[1] / "examples" / "70b-512-h100.yaml")
+    runner = CliRunner()
+    flags = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "8"])
+    assert flags.exit_code == 1 and "(--zero 3)" in flags.stderr and "parallel." not in flags.stderr
+    keys = runner.invoke(app, ["whatif", plan70, "--gpus", "8"])
+    assert keys.exit_code == 1 and "(parallel.zero: 3)" in keys.stderr and "--zero" not in keys.stderr
+
+
+def test_a_request_only_the_constraints_together_rule_out_says_how_far_each_is():
+    result = CliRunner().invoke(app, ["parallelize", "--model", "70b", "--gpus", "1e6"])
+    assert result.exit_code == 1
+    assert "to make it feasible" in result.stderr and "the smallest global batch of a layout" in result.stderr
+    misses = [line for line in result.stderr.splitlines() if line.startswith("    tp")]
+    assert len(misses) == 3 and len(set(misses)) == 3
+
+
+def test_init_names_the_flag_its_value_came_from_and_writes_defaults_that_parse():
+    from runplan.spec import load_plan_text
+
+    runner = CliRunner()
+    for flag in ("--flops", "--days", "--gpus", "--seq-len"):
+        result = runner.invoke(app, ["init", flag, "0"])
+        assert result.exit_code == 2 and result.stderr.startswith(f"runplan: error: {flag}:"), result.stderr
+    text = runner.invoke(app, ["init"]).stdout
+    assert '# batch_ramp: [{"batch_fraction": 0.5, "token_fraction": 0.015}]' in text
+    uncommented = text.replace("# schedule:", "schedule:").replace("  # batch_ramp:", "  batch_ramp:")
+    ramp = load_plan_text(uncommented).schedule.batch_ramp
+    assert [(s.batch_fraction, s.token_fraction) for s in ramp] == [(0.5, 0.015)]
+
+
+def test_runplan_alone_prints_the_help_as_written(capsys):
+    from runplan.cli.app import main
+
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Usage: runplan") and "\n  plan " in err and len(err.splitlines()) > 10
+
+
+def test_a_calibration_flag_error_names_the_flag_not_the_plan_file(tmp_path):
+    plan70 = str(Path(__file__).resolve().parents[1] / "examples" / "70b-512-h100.yaml")
+    for command in ("plan", "check"):
+        result = CliRunner().invoke(app, [command, plan70, "--calibration", str(tmp_path / "none.yaml")])
+        assert result.exit_code == 2 and result.stderr.startswith("runplan: error: --calibration:"), (
+            result.stderr
+        )
+
+
+def test_a_sweep_budget_too_small_for_any_proxy_blames_the_budget_not_the_fraction():
+    runner = CliRunner()
+    tiny = runner.invoke(app, ["sweep", "--flops", "1"])
+    assert tiny.exit_code == 2 and tiny.stderr.startswith("runplan: error: --flops:"), tiny.stderr
+    # a budget whose proxies fit at a larger fraction: raising --fraction is the fix
+    small = runner.invoke(app, ["sweep", "--flops", "1e19"])
+    assert small.exit_code == 2 and small.stderr.startswith("runplan: error: --fraction:"), small.stderr

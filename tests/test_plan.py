@@ -310,3 +310,23 @@ def test_memory_plot_labels_tell_every_ranked_layout_apart():
         f"CP{x.cp}" in label and f"v{x.vpp}" in label for x, label in zip(layouts, labels, strict=True)
     )
     assert labels[0].endswith("(chosen)")
+
+
+def test_the_batch_constraints_bound_the_batch_the_plan_aims_for(tmp_path):
+    text = (EXAMPLES_DIR / "70b-512-h100.yaml").read_text()
+    # a floor above the law's batch (and the critical batch): the plan aims at the floor and warns
+    floor = tmp_path / "floor.yaml"
+    floor.write_text(text.replace("constraints:\n", "constraints:\n  min_global_batch_tokens: 1e8\n"))
+    planned = build_plan(load_plan(floor), tmp_path)
+    assert planned.layout.target_global_batch_tokens == 1e8
+    assert planned.layout.best.global_batch_tokens >= 1e8
+    assert any("critical batch" in w for w in planned.warnings)
+    # a stated batch outside the stated range is a contradiction in the file: exit 2 at the batch's key
+    clash = tmp_path / "clash.yaml"
+    clash.write_text(
+        text.replace("constraints:\n", "constraints:\n  min_global_batch_tokens: 1e7\n")
+        + "schedule:\n  global_batch_tokens: 4M\n"
+    )
+    result = run("plan", str(clash))
+    assert result.exit_code == 2 and "schedule.global_batch_tokens" in result.stderr, result.stderr
+    assert "clash.yaml:" in result.stderr

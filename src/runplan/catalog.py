@@ -189,7 +189,7 @@ def _convert_numbers(
         try:
             if kind == "int":
                 out[key] = parse_count(value, where=dotted)
-            elif key.endswith("_bytes"):
+            elif key.endswith(("_bytes", "_bytes_per_s")):  # a bandwidth per second: "3350GB" as bytes
                 out[key] = parse_bytes(value, where=dotted)
             else:
                 out[key] = parse_number(value, where=dotted)

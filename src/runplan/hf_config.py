@@ -76,16 +76,24 @@ def shape_from_config(
         raise SpecError(f"config.json ({kind}) gives an impossible shape: {first}", where=where) from None
 
 
+def _int(c: dict[str, Any], key: str) -> int:
+    """``c[key]`` as a whole positive number; anything else is a one-line error naming the key."""
+    value = c[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value <= 0:
+        raise ValueError(f"{key} must be a whole number above 0, got {value!r}")
+    return int(value)
+
+
 def _common(c: dict[str, Any]) -> dict[str, Any]:
-    heads = int(c["num_attention_heads"])
+    heads = _int(c, "num_attention_heads")
     return {
-        "n_layers": int(c["num_hidden_layers"]),
-        "d_model": int(c["hidden_size"]),
+        "n_layers": _int(c, "num_hidden_layers"),
+        "d_model": _int(c, "hidden_size"),
         "n_heads": heads,
         "n_kv_heads": int(c.get("num_key_value_heads") or heads),
-        "head_dim": int(c.get("head_dim") or int(c["hidden_size"]) // heads),
-        "ffn_hidden": int(c["intermediate_size"]),
-        "vocab_size": int(c["vocab_size"]),
+        "head_dim": int(c.get("head_dim") or _int(c, "hidden_size") // heads),
+        "ffn_hidden": _int(c, "intermediate_size"),
+        "vocab_size": _int(c, "vocab_size"),
         "tied_embeddings": bool(c.get("tie_word_embeddings", False)),
         "rope_theta": float(c.get("rope_theta") or c.get("rotary_emb_base") or 10000.0),
         "norm_eps": c.get("rms_norm_eps") or c.get("layer_norm_eps"),
@@ -125,7 +133,7 @@ def _family(kind: str, c: dict[str, Any]) -> dict[str, Any]:
         return swiglu | {
             "qk_norm": kind == "qwen3_moe",
             "n_experts": experts,
-            "top_k": int(c["num_experts_per_tok"]),
+            "top_k": _int(c, "num_experts_per_tok"),
             "expert_ffn_hidden": expert_ffn,
         }
     return swiglu | _deepseek(kind, c)
@@ -136,15 +144,15 @@ def _deepseek(kind: str, c: dict[str, Any]) -> dict[str, Any]:
     v3 = kind == "deepseek_v3"
     return {
         "attention": "mla",
-        "n_kv_heads": int(c["num_attention_heads"]),  # MLA: every head has its own (decompressed) K and V
-        "head_dim": int(c["qk_nope_head_dim"]),
+        "n_kv_heads": _int(c, "num_attention_heads"),  # MLA: every head has its own (decompressed) K and V
+        "head_dim": _int(c, "qk_nope_head_dim"),
         "q_lora_rank": int(c.get("q_lora_rank") or 0),  # null in V2-Lite: a full-rank q projection
-        "kv_lora_rank": int(c["kv_lora_rank"]),
-        "qk_rope_head_dim": int(c["qk_rope_head_dim"]),
-        "v_head_dim": int(c["v_head_dim"]),
-        "n_experts": int(c["n_routed_experts"]),
-        "top_k": int(c["num_experts_per_tok"]),
-        "expert_ffn_hidden": int(c["moe_intermediate_size"]),
+        "kv_lora_rank": _int(c, "kv_lora_rank"),
+        "qk_rope_head_dim": _int(c, "qk_rope_head_dim"),
+        "v_head_dim": _int(c, "v_head_dim"),
+        "n_experts": _int(c, "n_routed_experts"),
+        "top_k": _int(c, "num_experts_per_tok"),
+        "expert_ffn_hidden": _int(c, "moe_intermediate_size"),
         "n_shared_experts": int(c.get("n_shared_experts") or 0),
         "n_dense_layers": int(c.get("first_k_dense_replace") or 0),
         "router_score": "sigmoid" if c.get("scoring_func") == "sigmoid" else "softmax",

@@ -18,6 +18,7 @@ Order and the choices between stages, each stated where a reviewer reads the pla
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -364,12 +365,25 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
 
     crit = critical_batch(shape, inputs.seq_len, tokens)  # DeepSeek B_opt at C = M·D: target and ceiling
     compute = crit.compute_flops
+    low = spec.constraints.min_global_batch_tokens
+    high = spec.constraints.max_global_batch_tokens
     if spec.schedule.global_batch_tokens:
         target, reason = spec.schedule.global_batch_tokens, "plan file schedule.global_batch_tokens"
+        if (low is not None and target < low) or (high is not None and target > high):
+            raise SpecError(
+                f"{target:.4g} tokens is outside the batch range the constraints allow "
+                f"[{low or 0:.4g}, {high or math.inf:.4g}]",
+                where="schedule.global_batch_tokens",
+                hint="change it or constraints.min/max_global_batch_tokens",
+            )
     else:
         # at least one sequence, at most the whole run (tiny runs: the law's batch can exceed D)
         target = min(max(crit.tokens, float(inputs.seq_len)), max(tokens, float(inputs.seq_len)))
         reason = f"DeepSeek B_opt = 0.2920·C^0.3271 at C = M·D = {compute:.3g} (Bi et al. 2024, Eq. 1)"
+        if low is not None and target < low:  # the user's floor wins over the law (a warning follows)
+            target, reason = low, f"{reason}, raised to constraints.min_global_batch_tokens"
+        elif high is not None and target > high:
+            target, reason = high, f"{reason}, lowered to constraints.max_global_batch_tokens"
     request = ParallelRequest(
         model=shape,
         gpu=inputs.gpu,

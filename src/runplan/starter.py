@@ -25,6 +25,8 @@ SCHEMA_PATH = "docs/plan.schema.json"
 DEFAULT_INIT_DAYS = 30
 DEFAULT_INIT_FLOPS = "2e23"
 DEFAULT_INIT_GPUS = "1024"
+#: What a commented top-level key that is neither a section nor a list shows as its value.
+_EXAMPLES = {"calibration": "calibration.yaml"}
 
 
 def _model_class(annotation: Any) -> type[BaseModel] | None:
@@ -47,8 +49,8 @@ def _scalar(value: Any) -> str:
         return f"{value:g}" if isinstance(value, float) else str(value)
     if isinstance(value, BaseModel):
         return json.dumps(value.model_dump(mode="json", exclude_none=True))
-    if isinstance(value, list | tuple | dict):
-        return json.dumps(value, default=str)
+    if isinstance(value, list | tuple | dict):  # (a list of models, e.g. batch_ramp, as their mappings)
+        return json.dumps(value, default=lambda item: item.model_dump(mode="json", exclude_none=True))
     return str(value)
 
 
@@ -174,11 +176,15 @@ def starter_plan(
             continue
         cls = _model_class(field.annotation)
         if cls is None:
-            lines += ["", f"# {field.description}", f"# {key}: []"]
+            example = "[]" if typing.get_origin(field.annotation) is list else _EXAMPLES.get(key, "")
+            lines += ["", f"# {field.description}", f"# {key}: {example}".rstrip()]
             continue
         lines += _section(key, cls, chosen.get(key, {}), field.description or key)
     text = "\n".join(lines) + "\n"
     from runplan.spec import load_plan_text
 
-    load_plan_text(text, "<runplan init>")  # the starter must itself be a valid plan
+    try:  # the starter must itself be a valid plan; what it refuses came from a flag, which the CLI names
+        load_plan_text(text, "<runplan init>")
+    except SpecError as error:
+        raise SpecError(error.message, where=error.where, hint=error.hint) from None
     return text

@@ -109,6 +109,6 @@ def test_infeasible_with_pinned_stages_does_not_suggest_zero3_there():
     smallest = min(x.memory_bytes.total for x in staged.nearest_misses)
     assert min(x.memory_bytes.total for x in pinned_zero3.nearest_misses) > smallest
     tips = " ".join(staged.suggestions)
-    assert "ZeRO-3 (--zero 3)" not in tips
-    assert "ZeRO-3 without pipeline stages (--zero 3 --pp 1)" in tips
-    assert "ZeRO-3 (--zero 3)" in " ".join(run(Pins(micro_batch=8, recompute="none")).suggestions)
+    assert "ZeRO-3 (parallel.zero=3)" not in tips
+    assert "ZeRO-3 without pipeline stages (parallel.zero=3 parallel.pp=1)" in tips
+    assert "ZeRO-3 (parallel.zero=3)" in " ".join(run(Pins(micro_batch=8, recompute="none")).suggestions)

@@ -101,7 +101,10 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
     rows += [
         ("parameters N", f"{format_si(a.params)} ({a.params:.4g})"),
         ("tokens D", f"{format_si(a.tokens)} ({a.tokens:.4g})"),
-        ("tokens per parameter", f"{a.tokens_per_param:.1f}"),
+        (
+            "tokens per parameter",
+            f"{a.tokens_per_param:.1f}" if a.tokens_per_param >= 0.1 else f"{a.tokens_per_param:.2g}",
+        ),
         ("training FLOPs 6ND", f"{a.flops:.3g}"),
         ("predicted loss", f"{a.loss:.4f}"),
     ]

@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # click's UsageError/BadParameter (typer vendors click; no public name)
         if not hasattr(error, "format_message") or not hasattr(error, "exit_code"):
             raise
+        if type(error).__name__ == "NoArgsIsHelpError":  # `runplan` (or a group) alone: the help, as written
+            print(error.format_message(), file=sys.stderr)
+            raise SystemExit(error.exit_code) from None
         where = ""
         ctx = getattr(error, "ctx", None)
         if ctx is not None and ctx.info_name and ctx.info_name != "runplan":

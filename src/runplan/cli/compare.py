@@ -12,6 +12,7 @@ from runplan.cli.common import handle_errors, print_json
 
 if TYPE_CHECKING:
     from runplan.plan import RunPlan
+    from runplan.spec import PlanSpec
 
 
 @handle_errors
@@ -23,11 +24,10 @@ def diff(
     ),
 ) -> None:
     """The inputs and the headline numbers (days, cost, size, loss, MFU) that differ between two plans."""
-    from runplan.cli.common import plan_from_file
     from runplan.resolved import diff_changes, resolved_section
 
-    _, spec_a, plan_a = plan_from_file(first)
-    _, spec_b, plan_b = plan_from_file(second)
+    _, spec_a, plan_a = _named_plan(first)
+    _, spec_b, plan_b = _named_plan(second)
     inputs = diff_changes(
         spec_a.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
         spec_b.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
@@ -50,33 +50,69 @@ def diff(
         echo_wrapped(f"  {change.text()}", indent="      ")
 
 
+def _named_plan(path: Path) -> tuple[Any, PlanSpec, RunPlan]:
+    """:func:`runplan.cli.common.plan_from_file`, an infeasible plan named by its file (diff reads two)."""
+    from runplan.cli.common import plan_from_file
+    from runplan.errors import Infeasible
+
+    try:
+        return plan_from_file(path)
+    except Infeasible as error:
+        raise Infeasible(f"{path}: {error.reason}", suggestions=error.suggestions) from None
+
+
 @handle_errors
 def whatif(
     plan_file: Path = typer.Argument(..., help="A plan file.", show_default=False),
     gpus: str = typer.Option(..., "--gpus", help="Cluster sizes to compare, e.g. 256,512,1024."),
     as_json: bool = typer.Option(False, "--json", help="Print one record per cluster size."),
 ) -> None:
-    """The plan at each cluster size: days, cost, MFU, goodput and the chosen layout, in one table."""
+    """The plan at each cluster size: days, cost, MFU, goodput and the chosen layout, in one table. A size no
+    layout fits is a row that says why (exit 1 only when no size is feasible)."""
     from runplan.cli.common import flag_value, load_plan_file, located
-    from runplan.errors import SpecError
-    from runplan.plan import build_plan
+    from runplan.cli.flags import with_flag
+    from runplan.errors import Infeasible, SpecError
 
-    counts = [flag_value(text.strip(), "--gpus", "count") for text in gpus.split(",") if text.strip()]
+    counts = [flag_value(text.strip(), "--gpus", "count") for text in gpus.split(",")]
     if not counts or len(counts) > 12:
         raise SpecError(
             f"expected 1 to 12 GPU counts, got {gpus!r}", where="--gpus", hint="e.g. 256,512,1024"
         )
     loaded, spec = load_plan_file(plan_file)
-    records = []
+    records, refused = [], []
     with located(loaded):
         for count in counts:
-            cluster = spec.cluster.model_copy(update={"gpus": count})
-            plan = build_plan(spec.model_copy(update={"cluster": cluster}), plan_file.resolve().parent)
-            records.append(_record(count, plan))
+            try:
+                records.append(_record(count, _plan_at(spec, count, plan_file)))
+            except Infeasible as error:
+                refused.append(error)
+                records.append({"gpus": count, "infeasible": with_flag(error, "whatif").one_line()})
+    if len(refused) == len(counts):
+        first = refused[0]
+        raise Infeasible(
+            f"at every size; at {counts[0]:,} GPUs: {first.reason}", suggestions=first.suggestions
+        )
     if as_json:
         print_json(records)
         return
     _render(records, plan_file)
+
+
+def _plan_at(spec: PlanSpec, count: int, plan_file: Path) -> RunPlan:
+    """The plan of ``spec`` on ``count`` GPUs; a count the cluster section refuses is a ``--gpus`` error."""
+    from pydantic import ValidationError
+
+    from runplan.errors import SpecError
+    from runplan.plan import build_plan
+    from runplan.validation import spec_error_from_validation
+
+    model = type(spec.cluster)
+    try:
+        cluster = model.model_validate({**spec.cluster.model_dump(exclude_unset=True), "gpus": count})
+    except ValidationError as error:
+        found = spec_error_from_validation(error, model)
+        raise SpecError(found.message, where="--gpus", hint=found.hint) from None
+    return build_plan(spec.model_copy(update={"cluster": cluster}), plan_file.resolve().parent)
 
 
 def _record(count: int, plan: RunPlan) -> dict[str, Any]:
@@ -99,13 +135,16 @@ def _record(count: int, plan: RunPlan) -> dict[str, Any]:
 
 def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
     from runplan.cli.common import console
+    from runplan.cli.plan import echo_wrapped
     from runplan.report.format import fmt_count
     from runplan.report.tables import fitted_table
 
     out = console()
     headers = ["GPUs", "N", "D", "days", "cost", "MFU", "goodput", "layout", "warnings"]
     rows = [
-        [
+        [f"{r['gpus']:,}", *[""] * 6, "infeasible (below)", ""]
+        if "infeasible" in r
+        else [
             f"{r['gpus']:,}",
             fmt_count(r["params"]),
             fmt_count(r["tokens"]),
@@ -120,6 +159,9 @@ def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
     ]
     title = f"{plan_file}: the plan at each cluster size (days with goodput; MFU of the chosen layout)"
     out.print(fitted_table(out, headers, rows, title=title, left=("layout",)))
+    for r in records:
+        if "infeasible" in r:
+            echo_wrapped(f"infeasible at {r['gpus']:,} GPUs: {r['infeasible']}", indent="    ")
 
 
 def register(app: typer.Typer) -> None:

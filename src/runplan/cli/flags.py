@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from runplan.errors import RunplanError, SpecError
+from runplan.errors import Infeasible, RunplanError, SpecError
 
 #: Field path -> flag, for every command. Plan keys first (a flag and a key fill the same model field), then
 #: ``<command>.<option>`` paths for options that have no plan key.
@@ -60,6 +60,7 @@ FLAG_FOR_PATH: dict[str, str] = {
     "constraints.max_global_batch_tokens": "--max-batch",
     "constraints.allow_cross_node_tp": "--allow-cross-node-tp",
     "schedule.global_batch_tokens": "--global-batch",
+    "calibration": "--calibration",
     # parallelize options without a plan key
     "parallelize.global_batch_tolerance": "--batch-tolerance",
     "parallelize.training_tokens": "--training-tokens",
@@ -160,9 +161,31 @@ def flags_in_text(text: str, command: str | None = None) -> str:
     return _DOTTED_PATH.sub(flag, text)
 
 
+#: Commands that read a plan file and take no layout flags: their users change a plan key, not a flag.
+PLAN_FILE_COMMANDS = frozenset({"plan", "check", "export", "whatif", "diff"})
+_PATH_SETTING = re.compile(r"\b([a-z][a-z_]*(?:\.[a-z_]+)+)=([^\s,;)]+)")
+
+
+def paths_for_user(text: str, command: str | None = None) -> str:
+    """``text`` with the settings library code writes as plan paths (``parallel.zero=3``, or a bare path) shown
+    as ``command``'s user types them: the plan key (``parallel.zero: 3``) for the plan-file commands, else the
+    flag (``--zero 3``)."""
+    if command in PLAN_FILE_COMMANDS:
+        return _PATH_SETTING.sub(r"\1: \2", text)
+    with_values = _PATH_SETTING.sub(lambda m: f"{m.group(1)} {m.group(2)}", text)
+    return flags_in_text(with_values, command)
+
+
 def with_flag(error: RunplanError, command: str | None = None) -> RunplanError:
     """``error`` with its field path, and the paths its hint names, renamed to flags, when it came from flags
-    (no ``file:line``)."""
+    (no ``file:line``); an infeasible request's reason and suggestions name what its user can change
+    (:func:`paths_for_user`)."""
+    if isinstance(error, Infeasible):
+        reason = paths_for_user(error.reason, command)
+        suggestions = [paths_for_user(text, command) for text in error.suggestions]
+        if reason == error.reason and suggestions == error.suggestions:
+            return error
+        return Infeasible(reason, suggestions=suggestions)
     if not isinstance(error, SpecError) or error.source:
         return error
     flag = flag_for(error.where, command)
@@ -172,4 +195,12 @@ def with_flag(error: RunplanError, command: str | None = None) -> RunplanError:
     return SpecError(error.message, where=flag, hint=hint)
 
 
-__all__ = ["COMMAND_FLAG_FOR_PATH", "FLAG_FOR_PATH", "flag_for", "flags_in_text", "with_flag"]
+__all__ = [
+    "COMMAND_FLAG_FOR_PATH",
+    "FLAG_FOR_PATH",
+    "PLAN_FILE_COMMANDS",
+    "flag_for",
+    "flags_in_text",
+    "paths_for_user",
+    "with_flag",
+]

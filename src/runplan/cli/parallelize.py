@@ -49,7 +49,7 @@ Text = str | None
 PlanFile = Annotated[
     Path | None,
     typer.Argument(
-        help="A plan file: its model (or allocated shape), cluster, constraints and pins; flags override."
+        help="A plan file: its model (or allocated shape), cluster, constraints and pins; the layout, constraint and stack flags override it (--model, --gpus, --seq-len and --global-batch come from the file)."
     ),
 ]
 Model = Annotated[Text, _opt("--model", help="Catalog name (llama-3.1-70b) or a size (70b).")]

@@ -93,10 +93,12 @@ def check_request(request: ParallelRequest) -> None:
 def _validate_batch(request: ParallelRequest, name: dict[str, str]) -> None:
     """The reserve below HBM, a batch of at least one sequence and at most the run, min <= max, the bounds."""
     reserve = request.constraints.reserve_bytes
-    if reserve >= request.gpu.hbm_bytes:
+    # the search's limit is HBM less the headroom (search._bounds); the reserve comes out of that limit
+    usable = request.gpu.hbm_bytes * (1.0 - request.constraints.memory_headroom_fraction)
+    if reserve >= usable:
         raise SpecError(
-            f"a reserve of {reserve:.3g} bytes is not below the {request.gpu.name}'s "
-            f"{request.gpu.hbm_bytes / 1e9:.0f} GB of HBM: nothing would be left for the model",
+            f"a reserve of {reserve / 1e9:.3g} GB is not below the {usable / 1e9:.3g} GB the "
+            f"{request.gpu.name}'s HBM leaves after the headroom: nothing would be left for the model",
             where=name["reserve_bytes"],
             hint="typical: 2GB to 5GB",
         )

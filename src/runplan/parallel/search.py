@@ -454,10 +454,18 @@ def _nearest_misses(
         + np.maximum(0.0, ev.bubble_fraction / max(cons.max_bubble_fraction, 1e-9) - 1.0)
         + np.where(batch_ok, 0.0, np.maximum(0.0, low - tokens) / low + np.maximum(0.0, tokens - high) / high)
     )
-    order = np.lexsort((-ev.tokens_per_second, score))[:3]
+    picked: dict[
+        tuple[object, ...], int
+    ] = {}  # three rows that read differently (vpp and SP are not printed)
+    for i in np.lexsort((-ev.tokens_per_second, score)):
+        row = grid.row(int(i))
+        key = (row.tp, row.pp, row.dp, row.cp, row.ep, row.zero, row.micro_batch, row.recompute)
+        picked.setdefault(key, int(i))
+        if len(picked) == 3:
+            break
     return [
-        _estimate(request, grid, ev, int(i), bounds, _violations(request, ev, int(i), bounds, batch_ok))
-        for i in order
+        _estimate(request, grid, ev, i, bounds, _violations(request, ev, i, bounds, batch_ok))
+        for i in picked.values()
     ]
 
 
@@ -589,11 +597,12 @@ def _best_by_tp(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, near: np.ndar
 def _suggestions(
     request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, ok: dict[str, np.ndarray], bounds: _Bounds
 ) -> list[str]:
-    """What would make the request feasible, from which constraint removed the candidates."""
-    from runplan.cli.flags import flag_for  # the suggestions name the flags a user types (one table)
+    """What would make the request feasible, from which constraint removed the candidates. Settings are written
+    as plan-file paths (``parallel.zero=3``); the CLI shows them as the flags or keys its user types
+    (:func:`runplan.cli.flags.paths_for_user`)."""
 
     def flag(axis: str) -> str:
-        return flag_for(f"parallel.{axis}") or axis
+        return f"parallel.{axis}"
 
     shape, gpu, pins = request.model, request.gpu, request.pins
     limit, high = bounds.memory_limit_bytes, bounds.high_tokens
@@ -632,10 +641,10 @@ def _suggestions(
         # needs less memory than ZeRO-1 there, so it is offered only together with one stage
         staged = pins.pp is not None and pins.pp > 1
         tips = [
-            (pins.zero != 3 and not staged, f"ZeRO-3 ({flag('zero')} 3)"),
-            (staged, f"ZeRO-3 without pipeline stages ({flag('zero')} 3 {flag('pp')} 1)"),
-            (pins.recompute != "full", f"full recomputation ({flag('recompute')} full)"),
-            (pins.micro_batch != 1, f"a smaller micro-batch ({flag('micro_batch')} 1)"),
+            (pins.zero != 3 and not staged, f"ZeRO-3 ({flag('zero')}=3)"),
+            (staged, f"ZeRO-3 without pipeline stages ({flag('zero')}=3 {flag('pp')}=1)"),
+            (pins.recompute != "full", f"full recomputation ({flag('recompute')}=full)"),
+            (pins.micro_batch != 1, f"a smaller micro-batch ({flag('micro_batch')}=1)"),
             (
                 request.seq_len >= 32768 and pins.cp is None,
                 f"context parallelism ({flag('cp')}) for this long sequence",
@@ -646,18 +655,51 @@ def _suggestions(
             out.append(", ".join(useful))
     if not ok["bubble"].any():
         out.append(
-            "more micro-batches per step (a larger --global-batch), interleaving (--vpp 2+), "
-            "fewer pipeline stages, or a larger --max-bubble"
+            "more micro-batches per step (a larger schedule.global_batch_tokens), interleaving "
+            "(parallel.vpp=2+), fewer pipeline stages, or a larger constraints.max_bubble_fraction"
         )
     if not ok["global_batch"].any():
         smallest = float((grid.dp * request.seq_len).min())
         out.append(
             f"the smallest global batch any layout can run is {smallest:,.0f} tokens (d*1*1*s) against "
             f"a ceiling of {high:,.0f}: use fewer GPUs, more TP/PP/CP to shrink DP, or raise the batch "
-            "(--global-batch / --max-batch)"
+            "(schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
         )
+    if all(v.any() for v in ok.values()):  # each constraint alone leaves rows, no row passes all three
+        out += _joint_suggestions(request, ev, ok, bounds)
     if pinned:
         out.append("unpin " + ", ".join(flag(k) for k in pinned) + " to widen the search")
+    return out
+
+
+def _joint_suggestions(
+    request: ParallelRequest, ev: Evaluation, ok: dict[str, np.ndarray], bounds: _Bounds
+) -> list[str]:
+    """When only the constraints together rule every row out: how far each one is from passing among the rows
+    that pass the other two."""
+    out = []
+    fits = ok["memory"] & ok["bubble"]
+    if fits.any():
+        smallest = float(ev.tokens_per_step[fits].min())
+        out.append(
+            f"the smallest global batch of a layout within memory and the bubble cap is {smallest:,.0f} tokens "
+            f"against a ceiling of {bounds.high_tokens:,.0f}: use fewer GPUs, or a larger batch "
+            "(schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
+        )
+    batched = ok["memory"] & ok["global_batch"]
+    if batched.any():
+        least = float(ev.bubble_fraction[batched].min())
+        out.append(
+            f"the smallest bubble of a layout within memory and the batch range is {least:.0%} against a cap of "
+            f"{request.constraints.max_bubble_fraction:.0%}: a larger constraints.max_bubble_fraction or batch"
+        )
+    light = ok["bubble"] & ok["global_batch"]
+    if light.any():
+        least = float(ev.memory.total[light].min())
+        out.append(
+            f"the least memory of a layout within the bubble cap and the batch range is {least / 1e9:.1f} GB "
+            f"against {bounds.memory_limit_bytes / 1e9:.1f} GB usable: more GPUs or less memory per GPU"
+        )
     return out
 
 

@@ -59,7 +59,11 @@ def _allocation(plan: RunPlan) -> Section:
         ("compute C", f"{a.flops:.3g} FLOPs", "C = 6·N·D (Kaplan et al. 2020, Hoffmann et al. 2022)"),
         ("parameters N", fmt_count(a.params), _params_why(a, count)),
         ("tokens D", fmt_count(a.tokens), "C / (6·N)"),
-        ("tokens per parameter", f"{a.tokens_per_param:.1f}", "D / N (Chinchilla-optimal ≈ 20)"),
+        (
+            "tokens per parameter",
+            f"{a.tokens_per_param:.1f}" if a.tokens_per_param >= 0.1 else f"{a.tokens_per_param:.2g}",
+            "D / N (Chinchilla-optimal ≈ 20)",
+        ),
         ("predicted loss", f"{a.loss:.4f}", "L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"),
     ]
     if a.days is not None and a.mfu is not None:  # a GPU-time budget, sized to fill (plan.build_plan)
