@@ -330,3 +330,14 @@ def test_the_batch_constraints_bound_the_batch_the_plan_aims_for(tmp_path):
     result = run("plan", str(clash))
     assert result.exit_code == 2 and "schedule.global_batch_tokens" in result.stderr, result.stderr
     assert "clash.yaml:" in result.stderr
+
+
+def test_a_run_longer_than_a_year_is_flagged(tmp_path):
+    text = run("init", "--model", "8b", "--tokens", "1T", "--gpus", "8", "--seq-len", "128k").stdout
+    path = tmp_path / "long.yaml"
+    path.write_text(text)
+    planned = build_plan(load_plan(path), tmp_path)
+    days = planned.reliability.effective_days
+    assert days > 365 and any(w.startswith(f"time: the run takes {days:,.0f} days") for w in planned.warnings)
+    # the shipped examples all finish within a year and say nothing
+    assert not any(w.startswith("time:") for w in build_plan(load_plan(EXAMPLES[0]), EXAMPLES_DIR).warnings)

@@ -68,7 +68,7 @@ def _section(name: str, cls: type[BaseModel], values: dict[str, Any], descriptio
     active = {k: v for k, v in values.items() if v is not None}
     lines.append(f"{name}:" if active else f"# {name}:")
     for key, field in cls.model_fields.items():
-        lines.append(f"  # {field.description or key}")
+        lines.append(f"  # {' '.join((field.description or key).split())}")  # a comment is one line
         if key in active:
             lines.append(f"  {key}: {_scalar(active[key])}")
             continue

@@ -176,3 +176,10 @@ def test_operate_invariants(step, gpn):
     assert 0 < ops.reliability.goodput <= 1
     assert ops.reliability.useful_seconds == pytest.approx(ops.useful_seconds)
     assert ops.checkpointing.interval_steps >= 1
+
+
+def test_a_grad_norm_factor_at_or_below_one_is_refused():
+    # the alert fires when the norm exceeds factor x its rolling mean: at 1 or below, about half of all steps
+    with pytest.raises(ValidationError, match="greater than 1"):
+        MonitoringSpec(grad_norm_factor=0.5)
+    assert MonitoringSpec(grad_norm_factor=1.5).grad_norm_factor == 1.5

@@ -141,6 +141,10 @@ def test_law_file_round_trip(tmp_path):
         ("params,tokens,loss\n1e9,2e10,\n", r"row 1 \(line 2\), column 'loss': empty value"),
         ("parms,tokens,loss\n1e9,2e10,3\n", "did you mean 'parms'"),
         ("", "empty file"),
+        (
+            "params,tokens,loss\n1e9,2e10,3.0\n2e9,1,000e10,2.9\n",
+            "line 3: 4 values for the header's 3 columns",
+        ),
     ],
 )
 def test_bad_csv_is_one_line_naming_row_and_column(tmp_path, text, match):

@@ -30,6 +30,14 @@ def test_sweep_for_2e23_brackets_the_optimum():
         assert r.total_params == r.params  # the law counts total parameters
         assert r.non_embedding_params < r.total_params
     assert sweep.total_fraction == pytest.approx(0.07, rel=1e-6)
+    assert not any("of the main run's compute" in w for w in sweep.warnings)
+
+
+def test_a_sweep_costing_more_than_a_quarter_of_the_run_says_so():
+    # 7 runs of 0.5·C each: 3.5 C, the reviewer's case (`runplan sweep --flops 2e23 --fraction 0.5`)
+    sweep = design_sweep(SweepRequest(flops=2e23, law=LAW, fraction=0.5))
+    assert sweep.total_fraction == pytest.approx(3.5, rel=1e-6)
+    assert any("the sweep costs 350% of the main run's compute" in w for w in sweep.warnings)
 
 
 def test_wsd_shares_trunks_across_budgets():

@@ -76,8 +76,10 @@ def render(sweep: Sweep) -> None:
             f"branch; FLOPs {sweep.total_flops:.3g} vs {sweep.independent_flops:.3g} independent "
             f"({1 - sweep.total_flops / sweep.independent_flops:.0%} less)"
         )
+    from runplan.cli.flags import flags_in_text
+
     for warning in sweep.warnings:
-        console(stderr=True).print(f"warning: {warning}")
+        console(stderr=True).print(f"warning: {flags_in_text(warning, 'sweep')}")
 
 
 def sweep_command(

@@ -35,8 +35,9 @@ class MonitoringSpec(BaseModel):
     """Evaluate the canary every this many steps; raised when it would cost over the budget."""
     max_canary_overhead_fraction: Fraction = 0.01
     """Most of the training time the canary may take (0.01 = 1%)."""
-    grad_norm_factor: PositiveNumber = 5.0
-    """Alert when the unclipped gradient norm exceeds this many times its rolling mean."""
+    grad_norm_factor: PositiveNumber = Field(5.0, gt=1)
+    """Alert when the unclipped gradient norm exceeds this many times its rolling mean (above 1: at or below 1,
+    half of all steps would alert)."""
     grad_norm_window_steps: PositiveCount = 1000
     """Steps in the gradient-norm rolling mean."""
     canary_sigma: PositiveNumber = 2.0

@@ -137,6 +137,13 @@ def read_runs(
     rows, lines = _records(reader, text)
     if not rows:
         raise SpecError("no runs after the header row", source=source)
+    for row, line in zip(rows, lines, strict=True):
+        if len(row) > len(header):  # a cell too many shifts every later column: refuse, do not guess
+            raise SpecError(
+                f"line {line}: {len(row)} values for the header's {len(header)} columns",
+                source=source,
+                hint="remove the extra value, or quote a value that contains a comma",
+            )
     values_np = _fast_parse(rows, columns)
     if values_np is None:
         values_np = _parse_rows(rows, lines, columns, source, loss_col)

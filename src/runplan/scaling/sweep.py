@@ -403,8 +403,19 @@ def flag_notes(wsd: bool, budgets: int, setting: str = "--budgets 3") -> list[st
     return notes
 
 
-def _notes(request: SweepRequest, runs: list[SweepRun]) -> list[str]:
+#: A sweep costing more than this share of the main run's compute is flagged (a planning choice: the default
+#: fraction 0.01 gives a few percent, and a sweep that costs a quarter of the run delays it by as much).
+MAX_SWEEP_SHARE = 0.25
+
+
+def _notes(request: SweepRequest, runs: list[SweepRun], total_flops: float) -> list[str]:
     notes = flag_notes(request.wsd, request.budgets)
+    share = total_flops / request.flops
+    if share > MAX_SWEEP_SHARE:
+        notes.append(
+            f"the sweep costs {share:.0%} of the main run's compute (more than {MAX_SWEEP_SHARE:.0%}); a smaller "
+            "sweep.fraction keeps it to a few percent"
+        )
     if runs:
         biggest = max(r.params for r in runs)
         if note := request.law.extrapolation_note(biggest, max(r.tokens for r in runs)):
@@ -451,7 +462,7 @@ def design_sweep(request: SweepRequest) -> Sweep:
         mfu=r.mfu if r.gpu else None,
         gpu_hours=gpu_hours,
         cost_usd=gpu_hours * r.price_per_gpu_hour if gpu_hours is not None and r.price_per_gpu_hour else None,
-        warnings=_notes(r, runs),
+        warnings=_notes(r, runs, total),
     )
 
 
