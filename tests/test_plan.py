@@ -341,3 +341,16 @@ def test_a_run_longer_than_a_year_is_flagged(tmp_path):
     assert days > 365 and any(w.startswith(f"time: the run takes {days:,.0f} days") for w in planned.warnings)
     # the shipped examples all finish within a year and say nothing
     assert not any(w.startswith("time:") for w in build_plan(load_plan(EXAMPLES[0]), EXAMPLES_DIR).warnings)
+
+
+def test_the_batch_note_says_where_the_batch_came_from():
+    plan70 = build_plan(load_plan(EXAMPLES_DIR / "70b-512-h100.yaml"), EXAMPLES_DIR)  # no schedule batch set
+    note = plan70.schedule.notes["target_batch_tokens"]
+    best = plan70.layout.best
+    assert "plan file" not in note and f"{best.dp}·{best.micro_batch}·{best.microbatches}·4096" in note
+    assert "DeepSeek B_opt" in note
+    plan405 = build_plan(load_plan(EXAMPLES_DIR / "405b-16k-h100-8k.yaml"), EXAMPLES_DIR)  # sets 16M
+    assert (
+        "aimed at 1.6e+07: plan file schedule.global_batch_tokens"
+        in plan405.schedule.notes["target_batch_tokens"]
+    )

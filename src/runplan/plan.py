@@ -465,6 +465,8 @@ def _schedule(
             microbatch_multiple=best.pp if best.vpp > 1 else 1,
             critical_batch_tokens=None,
             spec=schedule_spec,
+            batch_source=f"= d·b·m·s = {best.dp}·{best.micro_batch}·{best.microbatches}·{seq_len}, the chosen "
+            f"layout's batch (the layout search aimed at {planned.target_batch_tokens:.4g}: {planned.target_reason})",
         )
     )
 

@@ -461,3 +461,14 @@ def test_ranking_only_the_contenders_gives_the_full_ranking_head(tolerance, mfu)
     assert [(b.tp, b.tokens_per_second) for b in best] == [
         (t, float(ev.tokens_per_second[first[t]])) for t in sorted(first)
     ]
+
+
+@pytest.mark.parametrize("model", [LLAMA_70B, MIXTRAL])
+def test_the_time_terms_add_up_to_the_step(model):
+    # every number printed is explained: the breakdown (fixed per-step overhead included) is the step time
+    result = search(ParallelRequest(model=model, gpu=H100, n_gpus=512, seq_len=4096, top=20))
+    assert result.layouts
+    for x in result.layouts:
+        terms = x.time_seconds.model_dump()
+        assert terms["overhead"] == default_efficiency(H100).step_overhead_seconds
+        assert sum(terms.values()) == pytest.approx(x.step_seconds, rel=1e-12)

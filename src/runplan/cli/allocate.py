@@ -146,7 +146,7 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
         if a.days is not None:
             rows.append(("wall-clock", f"{a.days:.1f} days on {a.gpus} GPUs"))
         if a.cost_usd is not None:
-            rows.append(("cost", f"${a.cost_usd:,.0f}"))
+            rows.append(("cost", f"{a.cost_usd:,.0f} USD"))
     for key, value in rows:
         table.add_row(key, value)
     out.print(table)

@@ -67,7 +67,7 @@ def render(sweep: Sweep) -> None:
             if sweep.gpu_hours is not None
             else ""
         )
-        + (f"; ${sweep.cost_usd:,.0f}" if sweep.cost_usd is not None else "")
+        + (f"; {sweep.cost_usd:,.0f} USD" if sweep.cost_usd is not None else "")
     )
     if sweep.wsd:
         out.print(

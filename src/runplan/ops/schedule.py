@@ -146,6 +146,10 @@ class ScheduleRequest(BaseModel):
         None, description="Critical batch in tokens; the law's batch is capped at it (None: no cap)."
     )
     spec: ScheduleSpec = Field(default_factory=ScheduleSpec, description="The plan file's schedule section.")
+    batch_source: str = Field(
+        "set in the plan file (schedule.global_batch_tokens)",
+        description="Where spec.global_batch_tokens came from, for its reason (the plan passes its layout's).",
+    )
 
 
 # ---- outputs ------------------------------------------------------------------------------------------
@@ -229,7 +233,7 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
     """
     spec, c, crit = request.spec, request.compute_flops, request.critical_batch_tokens
     law_batch = deepseek_batch_tokens(c)
-    target, capped = _target_batch(spec, law_batch, crit)
+    target, capped = _target_batch(spec, law_batch, crit, request.batch_source)
     unit = request.dp * request.micro_batch
     main_seqs, units, batch_warnings = _main_batch(request, target.value, capped)
     stages, ramp_warnings = _batch_stages(request, main_seqs.value)
@@ -268,14 +272,16 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
     )
 
 
-def _target_batch(spec: ScheduleSpec, law_batch: float, crit: float | None) -> tuple[Reasoned[float], bool]:
+def _target_batch(
+    spec: ScheduleSpec, law_batch: float, crit: float | None, source: str
+) -> tuple[Reasoned[float], bool]:
     """The batch the plan aims for: the plan file's, else the law's capped at the critical batch.
 
     Also says whether the cap applied (then the batch is rounded down, never above the critical batch).
     """
     if spec.global_batch_tokens is not None:
         target = spec.global_batch_tokens
-        why = f"{fmt(target)} tokens set in the plan file (schedule.global_batch_tokens)"
+        why = f"{fmt(target)} tokens {source}"
         return Reasoned(target, why), False
     if crit is not None and crit < law_batch:
         why = (

@@ -728,5 +728,6 @@ def step_time(
         "bubble": bubble,
         "data_parallel": dp_exposed,
         "optimizer": optimizer,
+        "overhead": np.broadcast_to(np.asarray(st.eff.step_overhead_seconds, dtype=float), np.shape(step)),
     }
     return Columns(TimeSeconds, breakdown), step

@@ -455,7 +455,13 @@ def _sweep(plan: RunPlan) -> Section:
         ("proxy FLOPs", f"{s.total_flops:.3g}", f"{s.total_fraction:.1%} of the main run's 6ND compute"),
     ]
     if s.gpu_hours is not None:
-        section.rows.append(("GPU-hours", fmt_count(round(s.gpu_hours)), f"at MFU {s.mfu:.0%} on {s.gpu}"))
+        section.rows.append(
+            (
+                "GPU-hours",
+                fmt_count(round(s.gpu_hours)),
+                f"model FLOPs (6N plus attention at sequence {s.seq_len:,}) / (MFU {s.mfu:.0%} × {s.gpu} peak)",
+            )
+        )
     # the suggestions the plan keeps out of its warnings, named by the plan key that acts on them
     section.bullets += flag_notes(s.wsd, len(s.budgets), PLAN_BUDGETS)
     section.tables.append(
