@@ -354,3 +354,19 @@ def test_the_batch_note_says_where_the_batch_came_from():
         "aimed at 1.6e+07: plan file schedule.global_batch_tokens"
         in plan405.schedule.notes["target_batch_tokens"]
     )
+
+
+def test_mfu_says_what_it_reads_under_the_other_flop_counts():
+    plan = build_plan(load_plan(EXAMPLES_DIR / "405b-16k-h100-8k.yaml"), EXAMPLES_DIR)
+    shape, best = plan.model.shape, plan.layout.best
+    # hand-derived: 405B at 8,192 tokens: 6N = 6 x matmul weights per token; attention 6·L·s·a·(d_qk + d_v)
+    dense = 6 * shape.matmul_params_per_token()
+    attention = 6 * shape.n_layers * 8192 * shape.n_heads * (shape.qk_dim + shape.value_dim)
+    assert plan.model.flops_per_token == pytest.approx(dense + attention, rel=1e-12)
+    rows = {row[0]: row for section in plan_sections(plan) for row in section.rows}
+    reason = rows["MFU"][2]
+    causal = best.mfu * (dense + attention / 2) / (dense + attention)
+    assert (
+        f"causal attention {causal:.1%}" in reason
+        and f"6N alone {best.mfu * dense / (dense + attention):.1%}" in reason
+    )
