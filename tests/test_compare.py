@@ -78,3 +78,9 @@ def test_diff_names_the_file_whose_plan_is_infeasible(tmp_path):
     small.write_text((EXAMPLES / "70b-512-h100.yaml").read_text().replace("gpus: 512", "gpus: 8"))
     result = run("diff", str(EXAMPLES / "70b-512-h100.yaml"), str(small))
     assert result.exit_code == 1 and f"infeasible: {small}:" in result.stderr
+
+
+def test_whatif_blames_a_size_the_cluster_refuses_on_the_flag_not_the_file():
+    result = run("whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", "12")
+    assert result.exit_code == 2 and result.stderr.startswith("runplan: error: --gpus:"), result.stderr
+    assert "whole nodes" in result.stderr

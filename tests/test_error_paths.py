@@ -166,3 +166,14 @@ def test_a_sweep_budget_too_small_for_any_proxy_blames_the_budget_not_the_fracti
     # a budget whose proxies fit at a larger fraction: raising --fraction is the fix
     small = runner.invoke(app, ["sweep", "--flops", "1e19"])
     assert small.exit_code == 2 and small.stderr.startswith("runplan: error: --fraction:"), small.stderr
+
+
+def test_batches_stepping_over_the_range_name_the_nearest_on_both_sides():
+    result = CliRunner().invoke(
+        app, ["parallelize", "--model", "70b", "--gpus", "100000", "--global-batch", "20M"]
+    )
+    assert result.exit_code == 1
+    assert (
+        "step over [18,000,000, 22,000,000]: the nearest are 12,800,000 or 25,600,000 tokens" in result.stderr
+    )
+    assert "--batch-tolerance" in result.stderr

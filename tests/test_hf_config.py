@@ -134,6 +134,8 @@ def test_model_flag_and_plan_key_read_a_config_file(tmp_path):
         ({**LLAMA_31_8B, "num_hidden_layers": 0}, "num_hidden_layers must be a whole number above 0, got 0"),
         ({**LLAMA_31_8B, "hidden_size": "big"}, "hidden_size must be a whole number above 0, got 'big'"),
         ({**LLAMA_31_8B, "vocab_size": 1.5}, "vocab_size must be a whole number above 0"),
+        ({**LLAMA_31_8B, "hidden_size": float("inf")}, "hidden_size must be a whole number above 0, got inf"),
+        ({**LLAMA_31_8B, "num_key_value_heads": 0.5}, "num_key_value_heads must be a whole number above 0"),
         ({**LLAMA_31_8B, "rope_scaling": {"type": "linear", "factor": 2.0}}, "'linear' is not modelled"),
         ({**QWEN3_30B_A3B, "mlp_only_layers": [0]}, "dense layers among the MoE layers"),
     ],

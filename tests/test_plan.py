@@ -370,3 +370,22 @@ def test_mfu_says_what_it_reads_under_the_other_flop_counts():
         f"causal attention {causal:.1%}" in reason
         and f"6N alone {best.mfu * dense / (dense + attention):.1%}" in reason
     )
+
+
+def test_a_batch_floor_above_the_training_tokens_is_refused_at_its_key(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(
+        "schema_version: 1\nmodel: llama-3.1-8b\nbudget: {tokens: 3M}\ncluster: {gpus: 8}\n"
+        "constraints: {min_global_batch_tokens: 8M}\n"
+    )
+    result = run("plan", str(path))
+    assert result.exit_code == 2 and "tiny.yaml:5: constraints.min_global_batch_tokens" in result.stderr, (
+        result.stderr
+    )
+
+
+def test_parallelize_lays_the_batch_flags_over_a_plan_file_before_aiming_the_batch():
+    # the plan aims at ~21.5M tokens; --max-batch 4M must move the aim, not leave an empty range
+    result = run("parallelize", str(EXAMPLES_DIR / "70b-512-h100.yaml"), "--max-batch", "4M", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["layouts"][0]["global_batch_tokens"] <= 4e6

@@ -11,6 +11,7 @@ own size, GPT-NeoX's partial rotary) is refused or noted, never guessed.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,23 @@ def shape_from_config(
 
 def _int(c: dict[str, Any], key: str) -> int:
     """``c[key]`` as a whole positive number; anything else is a one-line error naming the key."""
-    value = c[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value <= 0:
+    return _whole(c[key], key)
+
+
+def _int_or(c: dict[str, Any], key: str, default: int) -> int:
+    """``c[key]`` as :func:`_int`, or ``default`` when the key is absent or null (as Hugging Face does)."""
+    value = c.get(key)
+    return default if value is None else _whole(value, key)
+
+
+def _whole(value: Any, key: str) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+        or value <= 0
+    ):
         raise ValueError(f"{key} must be a whole number above 0, got {value!r}")
     return int(value)
 
@@ -90,8 +106,8 @@ def _common(c: dict[str, Any]) -> dict[str, Any]:
         "n_layers": _int(c, "num_hidden_layers"),
         "d_model": _int(c, "hidden_size"),
         "n_heads": heads,
-        "n_kv_heads": int(c.get("num_key_value_heads") or heads),
-        "head_dim": int(c.get("head_dim") or _int(c, "hidden_size") // heads),
+        "n_kv_heads": _int_or(c, "num_key_value_heads", heads),
+        "head_dim": _int_or(c, "head_dim", _int(c, "hidden_size") // heads),
         "ffn_hidden": _int(c, "intermediate_size"),
         "vocab_size": _int(c, "vocab_size"),
         "tied_embeddings": bool(c.get("tie_word_embeddings", False)),

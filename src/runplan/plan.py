@@ -380,6 +380,13 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
         # at least one sequence, at most the whole run (tiny runs: the law's batch can exceed D)
         target = min(max(crit.tokens, float(inputs.seq_len)), max(tokens, float(inputs.seq_len)))
         reason = f"DeepSeek B_opt = 0.2920·C^0.3271 at C = M·D = {compute:.3g} (Bi et al. 2024, Eq. 1)"
+        if low is not None and low > tokens:
+            raise SpecError(
+                f"the smallest batch {low:.4g} tokens is more than the {tokens:.4g} training tokens (the run would "
+                "be less than one step)",
+                where="constraints.min_global_batch_tokens",
+                hint="lower it below the training tokens",
+            )
         if low is not None and target < low:  # the user's floor wins over the law (a warning follows)
             target, reason = low, f"{reason}, raised to constraints.min_global_batch_tokens"
         elif high is not None and target > high:

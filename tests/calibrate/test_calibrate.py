@@ -522,3 +522,14 @@ def test_a_layout_error_is_at_the_runs_line(tmp_path, edit, expected):
     # microbatches 128: under TP 16, dp·micro_batch·microbatches = 1·1·128 = global_batch (only the layout is off)
     line = _one_line_error(tmp_path, RUN_70B.replace(*edit).replace("microbatches: 32", "microbatches: 128"))
     assert f"measured.yaml:8: runs[0].layout: {expected}" in line
+
+
+def test_a_published_row_the_run_model_refuses_is_one_line_naming_the_run(tmp_path):
+    text = PUBLISHED.read_text()
+    start = text.index("id: mpt-a100-7b-s65536-8gpu")
+    at = text.index("global_batch: 16", start)
+    bad = tmp_path / "published.yaml"
+    bad.write_text(text[:at] + "global_batch: 17" + text[at + len("global_batch: 16") :])
+    result = CliRunner().invoke(app, ["calibrate", str(bad), "-o", str(tmp_path / "cal.yaml")])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "run 'mpt-a100-7b-s65536-8gpu': global_batch 17 sequences does not match" in result.stderr

@@ -74,11 +74,32 @@ def _count_phrase(param_count: str, moe_total: float | None = None) -> str:
     return "N counts non-embedding parameters (Kaplan et al. 2020's convention)"
 
 
+def _against_compute_optimal(a: Allocation) -> list[tuple[str, str]]:
+    """Rows comparing a fixed-ratio or fixed-size allocation with the compute-optimal one at its budget."""
+    rows = [
+        (
+            "compute-optimal at this budget",
+            f"N {_si(a.compute_optimal_params)}, D {_si(a.compute_optimal_tokens)}, "
+            f"loss {a.compute_optimal_loss:.4f}",
+        ),
+        ("loss penalty", f"{a.loss_penalty:+.4f}"),
+    ]
+    if a.compute_overhead is not None:
+        rows.append(
+            (
+                "compute-optimal FLOPs for the same loss",
+                f"{a.compute_optimal_flops_same_loss:.3g} ({a.compute_overhead:+.1%} spent here)",
+            )
+        )
+    return rows
+
+
 def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = True) -> None:
     """Human-readable allocation on stdout (rich)."""
     from rich.table import Table
 
     from runplan.cli.common import console
+    from runplan.report.format import fmt_ratio
     from runplan.units import format_si
 
     out = console()
@@ -101,10 +122,7 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
     rows += [
         ("parameters N", f"{format_si(a.params)} ({a.params:.4g})"),
         ("tokens D", f"{format_si(a.tokens)} ({a.tokens:.4g})"),
-        (
-            "tokens per parameter",
-            f"{a.tokens_per_param:.1f}" if a.tokens_per_param >= 0.1 else f"{a.tokens_per_param:.2g}",
-        ),
+        ("tokens per parameter", fmt_ratio(a.tokens_per_param)),
         ("training FLOPs 6ND", f"{a.flops:.3g}"),
         ("predicted loss", f"{a.loss:.4f}"),
     ]
@@ -113,21 +131,7 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
     if a.objective == "inference_optimal":
         rows = [row for row in rows if row[0] != "training FLOPs 6ND"]
     if a.objective in ("tokens_per_param", "fixed_params"):
-        rows += [
-            (
-                "compute-optimal at this budget",
-                f"N {_si(a.compute_optimal_params)}, D {_si(a.compute_optimal_tokens)}, "
-                f"loss {a.compute_optimal_loss:.4f}",
-            ),
-            ("loss penalty", f"{a.loss_penalty:+.4f}"),
-        ]
-        if a.compute_overhead is not None:
-            rows.append(
-                (
-                    "compute-optimal FLOPs for the same loss",
-                    f"{a.compute_optimal_flops_same_loss:.3g} ({a.compute_overhead:+.1%} spent here)",
-                )
-            )
+        rows += _against_compute_optimal(a)
     if a.objective == "inference_optimal":
         rows += [
             ("target loss", f"{a.target_loss:.4f}"),

@@ -28,20 +28,39 @@ HEADER = (
 def load_measured(path: Path, catalog_files: list[str]) -> tuple[list[Any], LoadedYaml]:
     """(prepared runs, the loaded file) of a MEASURED.yaml or a published-runs file; errors at file:line."""
     from runplan.calibrate.fit import prepare
-    from runplan.calibrate.measured import MeasuredFile, parse_measured
-    from runplan.calibrate.published import is_published, measured_document
+    from runplan.calibrate.measured import parse_measured
+    from runplan.calibrate.published import is_published
     from runplan.catalog import load_catalog
     from runplan.cli.common import located
     from runplan.yamlio import load_yaml_file
 
     loaded = load_yaml_file(path)
     catalog = load_catalog(catalog_files)
-    if is_published(loaded.data):
-        measured = MeasuredFile.model_validate(measured_document(loaded.data))
-    else:
-        measured = parse_measured(loaded)
+    measured = _published_runs(loaded.data, path) if is_published(loaded.data) else parse_measured(loaded)
     with located(loaded):
         return prepare(measured, catalog), loaded
+
+
+def _published_runs(data: Any, path: Path) -> Any:
+    """A published-runs file (benchmarks/published_runs.yaml's layout) as a MeasuredFile; a row the measured-run
+    model refuses is one line naming the file and ``runs[i].key`` (its index among the usable rows)."""
+    import re
+
+    from pydantic import ValidationError
+
+    from runplan.calibrate.measured import MeasuredFile
+    from runplan.calibrate.published import measured_document
+    from runplan.errors import SpecError
+    from runplan.validation import spec_error_from_validation
+
+    document = measured_document(data)
+    try:
+        return MeasuredFile.model_validate(document)
+    except ValidationError as error:
+        found = spec_error_from_validation(error, MeasuredFile)
+        index = re.match(r"runs\[(\d+)\]", found.where or "")
+        run = f"run {document['runs'][int(index.group(1))].get('id')!r}: " if index else ""
+        raise SpecError(run + found.message, where=found.where, source=str(path), hint=found.hint) from None
 
 
 def _base_choice(base: str) -> Literal["shipped", "priors"] | Calibration:

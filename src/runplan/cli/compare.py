@@ -80,7 +80,7 @@ def whatif(
         )
     loaded, spec = load_plan_file(plan_file)
     records, refused = [], []
-    with located(loaded):
+    with located(loaded, from_flags=("cluster.gpus",)):  # a size --gpus gave is the flag's, not the file's
         for count in counts:
             try:
                 records.append(_record(count, _plan_at(spec, count, plan_file)))

@@ -436,12 +436,14 @@ def _request_from_plan(
 
     if calibration is not None:
         spec = spec.model_copy(update={"calibration": str(calibration.resolve())})
+    # the constraint flags first: the plan's batch target is clamped into their range (plan.layout_request)
+    merged_constraints = spec.constraints.model_copy(update=constraints.model_dump(exclude_unset=True))
+    spec = spec.model_copy(update={"constraints": merged_constraints})
     inputs = resolve_inputs(spec, plan_file.resolve().parent)
     stage = allocation_stage(spec, inputs)
     request = layout_request(spec, inputs, stage.shape, stage.allocation.tokens).request
     merged_pins = request.pins.model_copy(update=pins.model_dump(exclude_unset=True))
-    merged_constraints = request.constraints.model_copy(update=constraints.model_dump(exclude_unset=True))
-    update: dict[str, Any] = {"pins": merged_pins, "constraints": merged_constraints}
+    update: dict[str, Any] = {"pins": merged_pins}
     if top is not None:
         update["top"] = top
     if mfu is not None:

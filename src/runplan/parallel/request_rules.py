@@ -100,7 +100,7 @@ def _validate_batch(request: ParallelRequest, name: dict[str, str]) -> None:
             f"a reserve of {reserve / 1e9:.3g} GB is not below the {usable / 1e9:.3g} GB the "
             f"{request.gpu.name}'s HBM leaves after the headroom: nothing would be left for the model",
             where=name["reserve_bytes"],
-            hint="typical: 2GB to 5GB",
+            hint="typical: 2GB to 5GB, with constraints.memory_headroom_fraction 0.05",
         )
     batch, tokens = request.global_batch_tokens, request.training_tokens
     if batch is not None and batch < request.seq_len:

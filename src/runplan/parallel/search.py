@@ -680,12 +680,23 @@ def _joint_suggestions(
     out = []
     fits = ok["memory"] & ok["bubble"]
     if fits.any():
-        smallest = float(ev.tokens_per_step[fits].min())
-        out.append(
-            f"the smallest global batch of a layout within memory and the bubble cap is {smallest:,.0f} tokens "
-            f"against a ceiling of {bounds.high_tokens:,.0f}: use fewer GPUs, or a larger batch "
-            "(schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
-        )
+        batches = ev.tokens_per_step[fits]
+        low, high = bounds.low_tokens, bounds.high_tokens
+        below, above = batches[batches < low], batches[batches > high]
+        if not below.size:  # every such batch is too large
+            out.append(
+                f"the smallest global batch of a layout within memory and the bubble cap is {above.min():,.0f} "
+                f"tokens against a ceiling of {high:,.0f}: use fewer GPUs, or a larger batch "
+                "(schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
+            )
+        else:  # the batches step over the range: d·b·m·s moves in steps of d·s
+            nearest = f"{below.max():,.0f}" + (f" or {above.min():,.0f}" if above.size else "")
+            out.append(
+                f"the global batches of layouts within memory and the bubble cap step over [{low:,.0f}, "
+                f"{high:,.0f}]: the nearest are {nearest} tokens; a batch target there, or a wider range "
+                "(parallelize.global_batch_tolerance, constraints.min_global_batch_tokens, "
+                "constraints.max_global_batch_tokens)"
+            )
     batched = ok["memory"] & ok["global_batch"]
     if batched.any():
         least = float(ev.bubble_fraction[batched].min())

@@ -7,6 +7,11 @@ import math
 from runplan.units import format_bytes as fmt_bytes
 
 
+def fmt_ratio(value: float) -> str:
+    """A ratio such as tokens per parameter: ``18.9``; below 0.1 two significant digits (``3.3e-08``), not ``0.0``."""
+    return f"{value:.1f}" if value >= 0.1 else f"{value:.2g}"
+
+
 def fmt_count(value: float) -> str:
     """``70553706496`` → ``70.55 B``; below a million, thousands separators (``491,679``, ``28.3``)."""
     if abs(value) >= 1e6:

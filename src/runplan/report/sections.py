@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runplan.plan import RunPlan
-from runplan.report.format import fmt_bytes, fmt_count, fmt_duration, fmt_value, label
+from runplan.report.format import fmt_bytes, fmt_count, fmt_duration, fmt_ratio, fmt_value, label
 from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes
 
 
@@ -61,7 +61,7 @@ def _allocation(plan: RunPlan) -> Section:
         ("tokens D", fmt_count(a.tokens), "C / (6·N)"),
         (
             "tokens per parameter",
-            f"{a.tokens_per_param:.1f}" if a.tokens_per_param >= 0.1 else f"{a.tokens_per_param:.2g}",
+            fmt_ratio(a.tokens_per_param),
             "D / N (Chinchilla-optimal ≈ 20)",
         ),
         ("predicted loss", f"{a.loss:.4f}", "L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"),

@@ -286,9 +286,9 @@ def _shape(target: float, request: SweepRequest) -> ModelShape:
         return shape_for_params(target, vocab_size=request.vocab_size, count=request.law.param_count)
     except SpecError as error:
         too_big = target > 1e9  # shape_for_params builds up to 1e12; a failure above 1e9 is at the top
-        # N_opt grows about as √C (Hoffmann et al. 2022): the largest fraction (1) raises a proxy's N by at most
-        # √(1/fraction); when even that stays below a buildable shape, the main budget itself is too small
-        hopeless = not too_big and not _buildable(target / math.sqrt(request.fraction), request)
+        # when not even the main run's own compute-optimal N can be built, no fraction or span helps: the main
+        # budget itself is too small for proxy runs
+        hopeless = not too_big and not _buildable(request.law.compute_optimal(request.flops)[0], request)
         raise SpecError(
             f"no proxy shape for {target:.3g} parameters: {error.message}",
             where="sweep.flops" if hopeless else "sweep.fraction",
