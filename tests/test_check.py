@@ -72,6 +72,7 @@ def test_drift_lists_days_and_cost_first_and_json_records(plan_copy):
     assert lines[0].startswith("drift: ")
     assert lines[1].startswith("  ") and "derived number(s) changed" in lines[1]
     assert lines[2].startswith("  cost.main.wall_clock_days: ") and lines[3].startswith("  cost.main.cost: ")
+    assert "`runplan check --update" in result.stderr  # how to accept an intended change
     data = json.loads(run("check", str(plan_copy), "--json").stdout)
     first = data["changes"][0]
     assert first["path"] == "cost.main.wall_clock_days" and first["section"] == "cost"

@@ -389,3 +389,36 @@ def test_parallelize_lays_the_batch_flags_over_a_plan_file_before_aiming_the_bat
     result = run("parallelize", str(EXAMPLES_DIR / "70b-512-h100.yaml"), "--max-batch", "4M", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["layouts"][0]["global_batch_tokens"] <= 4e6
+
+
+def test_the_plan_names_its_calibration_and_warns_when_it_lacks_the_gpu(tmp_path):
+    data = yaml.safe_load((EXAMPLES_DIR.parent / "configs" / "calibration.yaml").read_text())
+    del data["families"]["ampere"]
+    cal = tmp_path / "hopper-only.yaml"
+    cal.write_text(yaml.safe_dump(data))
+    a100 = tmp_path / "a100.yaml"
+    a100.write_text(
+        (EXAMPLES_DIR / "70b-512-h100.yaml").read_text().replace("gpu: h100-sxm", "gpu: a100-80gb")
+    )
+    result = run("plan", str(a100), "--calibration", str(cal))
+    assert result.exit_code == 0, result.stderr
+    assert "times from" in result.stdout and "has no ampere runs" in result.stdout
+    plan = build_plan(load_plan(a100).model_copy(update={"calibration": str(cal)}), tmp_path)
+    assert any(w.startswith("calibration:") and "has no ampere runs" in w for w in plan.warnings)
+    # on its own family, or with the shipped file, no such warning
+    assert not any(
+        w.startswith("calibration:") for w in build_plan(load_plan(EXAMPLES[0]), EXAMPLES_DIR).warnings
+    )
+
+
+def test_a_set_batch_the_layout_does_not_run_exactly_is_flagged():
+    # the 405B example sets 16M (16,000,000) tokens: 1,953.125 sequences of 8,192, so the layout runs 2,048
+    plan = build_plan(load_plan(EXAMPLES_DIR / "405b-16k-h100-8k.yaml"), EXAMPLES_DIR)
+    (warning,) = [w for w in plan.warnings if w.startswith("batch: the layout runs")]
+    assert f"{plan.layout.best.global_batch_tokens:,} tokens per step, +4.9% from the 16,000,000" in warning
+    assert "1953.125 sequences of 8,192 tokens, so no layout runs it exactly" in warning
+    # a batch the plan aims at by law is not the user's: no such warning
+    assert not any(
+        w.startswith("batch: the layout runs")
+        for w in build_plan(load_plan(EXAMPLES[0]), EXAMPLES_DIR).warnings
+    )

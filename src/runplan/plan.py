@@ -690,5 +690,33 @@ def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> 
         cost=cost,
         warnings=_plan_warnings(
             best, result.critical_batch, stage.allocation, operations, schedule, sweep, no_sweep
-        ),
+        )
+        + _calibration_warnings(inputs)
+        + _batch_warnings(planned, best),
     ), stage.flops
+
+
+def _batch_warnings(planned: LayoutStage, best: LayoutEstimate) -> list[str]:
+    """A batch the plan file set that the chosen layout does not run exactly (the search allows ±10%)."""
+    target = planned.target_batch_tokens
+    if not planned.target_reason.startswith("plan file") or best.global_batch_tokens == target:
+        return []
+    seq_len = best.global_batch_tokens // (best.dp * best.micro_batch * best.microbatches)
+    sequences = target / seq_len
+    fix = (
+        "pin parallel.micro_batch and parallel.microbatches to run it exactly"
+        if sequences == int(sequences)
+        else f"it is {sequences:.7g} sequences of {seq_len:,} tokens, so no layout runs it exactly"
+    )
+    return [
+        f"batch: the layout runs {best.global_batch_tokens:,} tokens per step, "
+        f"{best.global_batch_tokens / target - 1:+.1%} from the {target:,.0f} set in schedule.global_batch_tokens "
+        f"(the search accepts ±10%: d·b·m·s = {best.dp}·{best.micro_batch}·{best.microbatches}·{seq_len:,}); {fix}"
+    ]
+
+
+def _calibration_warnings(inputs: ResolvedInputs) -> list[str]:
+    """A calibration file without the plan's GPU family: its times fall back to the shipped constants."""
+    if inputs.calibration is None or inputs.calibration.efficiency(inputs.gpu) is not None:
+        return []
+    return [f"calibration: {inputs.calibration_label()}; calibrate runs on this GPU to use your own"]

@@ -533,3 +533,30 @@ def test_a_published_row_the_run_model_refuses_is_one_line_naming_the_run(tmp_pa
     result = CliRunner().invoke(app, ["calibrate", str(bad), "-o", str(tmp_path / "cal.yaml")])
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "run 'mpt-a100-7b-s65536-8gpu': global_batch 17 sequences does not match" in result.stderr
+
+
+def test_a_fitted_constant_on_its_bound_is_named():
+    import numpy as np
+
+    from runplan.calibrate.fit import Space, bound_warnings
+
+    space = Space(
+        ("network_efficiency", "gemm_peak_fraction[hopper]", "step_overhead_seconds"),
+        np.array([0.2, 0.2, 0.0]),
+        np.array([1.0, 1.0, 30.0]),
+        {},
+    )
+    values = {"network_efficiency": 1.0, "gemm_peak_fraction[hopper]": 0.66, "step_overhead_seconds": 0.0}
+    warnings = bound_warnings(space, values, ["network_efficiency", "gemm_peak_fraction[hopper]"])
+    # the held step overhead sits on its bound too, but it was not fitted: only the fitted one is named
+    assert len(warnings) == 1 and warnings[0].startswith("network_efficiency = 1 sits on its upper bound 1")
+    assert "--hold network_efficiency" in warnings[0]
+    per_family = bound_warnings(
+        space, {**values, "gemm_peak_fraction[hopper]": 0.2}, ["gemm_peak_fraction[hopper]"]
+    )
+    assert per_family[0].startswith("gemm_peak_fraction[hopper] = 0.2 sits on its lower bound 0.2")
+    assert "--hold gemm_peak_fraction)" in per_family[0]
+    # the shipped file carries the warning for its own bound constant
+    assert any(
+        w.startswith("network_efficiency = 1 sits on its upper bound") for w in shipped_calibration().warnings
+    )

@@ -147,6 +147,27 @@ def test_plan_comparison(tmp_path, capsys):
     assert vs["mfu"] == pytest.approx(vs["planned_mfu"] * vs["planned_step_seconds"] / vs["step_seconds"])
     assert vs["step_seconds"] == pytest.approx(1.0, rel=0.01)
     assert vs["remaining_steps"] == vs["planned_total_steps"] - 600
+    # a 1 s step against a ~37 s plan implies MFU near 1,900%: the log is not this plan's run, and it says so
+    assert vs["mfu"] > 1 and len(vs["warnings"]) == 1 and "above 100%" in vs["warnings"][0]
+
+
+def test_plan_comparison_warns_only_when_the_log_cannot_be_this_plans_run(tmp_path, capsys):
+    from runplan.cli.common import plan_from_file
+
+    planned = plan_from_file("examples/70b-512-h100.yaml")[2].layout.best.step_seconds
+    for factor, warned in (
+        (1.1, False),
+        (0.4, True),
+    ):  # 10% slower: within the model's error; 2.5x faster: not
+        data = series("clean", steps=600, seed=3)
+        data["step_seconds"] = data["step_seconds"] * planned * factor
+        data["tokens_per_second"] = data["tokens_per_second"] / (planned * factor)
+        path = write("jsonl", data, tmp_path / f"run{factor}.jsonl")
+        with pytest.raises(SystemExit):
+            main(["monitor", str(path), "--json", "--plan", "examples/70b-512-h100.yaml"])
+        vs = json.loads(capsys.readouterr().out)["vs_plan"]
+        assert vs["speed_ratio"] == pytest.approx(1 / factor, rel=0.01)
+        assert bool(vs["warnings"]) is warned, vs["warnings"]
 
 
 def test_follow_waits_for_the_log_and_prints_events_as_it_grows(tmp_path):

@@ -461,10 +461,33 @@ def calibrate(
         lambda x: (weights * log_errors(prepared, layouts, space, space.values(x)))[weights > 0], u
     )
     result = FitResult(space, values, identified, held, layouts, errors, condition, jacobian=jac[:, chosen])
-    result.warnings = fit_warnings(len(fit_runs), space, identified, held) + kernel_warnings(
-        fit_runs, identified
+    result.warnings = (
+        fit_warnings(len(fit_runs), space, identified, held)
+        + kernel_warnings(fit_runs, identified)
+        + bound_warnings(space, values, identified)
     )
     return result
+
+
+#: A fitted constant this close to an end of its range (as a fraction of the range) sits on the bound.
+AT_BOUND = 1e-3
+
+
+def bound_warnings(space: Space, values: dict[str, float], identified: list[str]) -> list[str]:
+    """Name the fitted constants that ended on a bound of their physical range: the runs pushed them past what
+    the model allows, so each absorbs something the model leaves out, and its value is a limit, not a fit."""
+    out = []
+    for key, low, high in zip(space.keys, space.lows, space.highs, strict=True):
+        if key not in identified:
+            continue
+        where = (values[key] - low) / (high - low)
+        if where <= AT_BOUND or where >= 1 - AT_BOUND:
+            edge = f"{'lower' if where <= AT_BOUND else 'upper'} bound {low if where <= AT_BOUND else high:g}"
+            out.append(
+                f"{key} = {values[key]:.4g} sits on its {edge}: these runs push it past what the model allows, "
+                f"so it absorbs something else; check the runs that pin it, or hold it (--hold {_split(key)[0]})"
+            )
+    return out
 
 
 def kernel_warnings(fit_runs: Sequence[Prepared], identified: list[str]) -> list[str]:

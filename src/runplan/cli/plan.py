@@ -204,6 +204,11 @@ def _report_check(plan_file: Path, status: str, changes: list[Change], rtol: flo
             lines.append(f"    and {len(items) - CHANGES_PER_SECTION} more (--json lists every one)")
     for line in lines:
         echo_wrapped(line, err=status == "drift", indent=line[: len(line) - len(line.lstrip())] + "    ")
+    if status == "drift":
+        echo_wrapped(
+            f"  if the change is intended: `runplan check --update {plan_file}` writes the recomputed numbers",
+            err=True,
+        )
 
 
 def echo_wrapped(text: str, *, err: bool = False, indent: str = "  ") -> None:

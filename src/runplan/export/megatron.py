@@ -290,6 +290,12 @@ def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
         if f.n_dense_layers:
             pattern = f"([0]*{f.n_dense_layers}+[1]*{f.n_layers - f.n_dense_layers})"
             model.append(("--moe-layer-freq", [pattern], f"first {f.n_dense_layers} layers dense"))
+        warnings.append(
+            "load balancing: the plan does not set the router's auxiliary loss and Megatron's "
+            "--moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral 8x7B "
+            "release run uses 1e-2, tests/functional_tests/test_cases/mixtral/"
+            "mixtral_8x7b_alltoall_tp2pp4ep4_release) unless the router balances by an expert bias"
+        )
     return model
 
 

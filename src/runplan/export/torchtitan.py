@@ -188,6 +188,12 @@ def _model_entries(f: Facts, arch: Architecture, warnings: list[str]) -> list[En
             f"F={f.ffn_hidden}, V={f.vocab_size}"
             + (f", {f.n_experts} experts top-{f.top_k}" if f.n_experts else "")
             + " and the architecture in the header (torchtitan/models/<model>/__init__.py)"
+            + (
+                "; llama3 has no MoE layers: register it under one of 0.2.x's MoE models (llama4, qwen3, "
+                "deepseek_v3, which build on torchtitan/models/moe) and set [model] name to that model"
+                if f.n_experts
+                else ""
+            )
         )
     else:
         warnings += _flavor_differences(f, arch, flavor, flavors[flavor])

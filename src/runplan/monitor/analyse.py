@@ -110,7 +110,8 @@ def _link_grad_norm(events: list[Event]) -> None:
         for alert in alerts:
             if spike.start_step - 50 <= alert.start_step <= spike.peak_step:
                 lead = spike.peak_step - alert.start_step
-                spike.why += f". The grad-norm alert at step {alert.start_step:,} came {lead:,} steps before the loss peak"
+                when = f"came {lead:,} step{'s' if lead != 1 else ''} before" if lead else "came at"
+                spike.why += f". The grad-norm alert at step {alert.start_step:,} {when} the loss peak"
                 break
 
 

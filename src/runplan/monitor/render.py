@@ -91,6 +91,7 @@ def vs_plan_text(vs: dict[str, Any]) -> str:
         f"{vs['speed_ratio']:.2f}× the planned speed), {vs['tokens_per_second']:,.0f} tokens/s, MFU "
         f"{vs['mfu']:.1%} (planned {vs['planned_mfu']:.1%}); {vs['remaining_steps']:,} steps left, ETA "
         f"{eta_days:.1f} days; goodput so far {goodput} (planned {vs['planned_goodput']:.1%})"
+        + "".join(f"\nwarning: {w}" for w in vs.get("warnings", []))
     )
 
 

@@ -57,6 +57,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "eta_seconds": None,
         "goodput": None,
         "notes": {},
+        "warnings": [],
     }
     if found is None:
         out["notes"]["step_seconds"] = "the log has no step time or throughput: nothing to compare"
@@ -83,7 +84,29 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "goodput": "useful step time ÷ time of every logged step (redone and slow steps included; restart "
         "downtime is not in the log)",
     }
+    out["warnings"] = _mismatch(best.mfu * ratio, ratio)
     return out
+
+
+#: A log this many times faster or slower than the plan is taken for another run (the time model's worst miss on
+#: published runs it never saw is about 30%, docs/validation.md).
+MISMATCH_SPEED_RATIO = 2.0
+
+
+def _mismatch(mfu: float, ratio: float) -> list[str]:
+    """Warnings when the log cannot be a run of this plan: the measured time implies an MFU above 100%, or a
+    speed far from the plan (another model, batch, GPU count or sequence length)."""
+    if mfu > 1.0:
+        return [
+            f"the logged step time implies MFU {mfu:.0%} for this plan, above 100%: the log is not a run of this "
+            "plan (another model, batch, GPU count or sequence length), so these numbers mean nothing"
+        ]
+    if ratio > MISMATCH_SPEED_RATIO or ratio < 1 / MISMATCH_SPEED_RATIO:
+        return [
+            f"the log runs at {ratio:.2g}× the planned speed, beyond the time model's error: check that it is this "
+            "plan's run (model, global batch, GPU count, sequence length) before reading the comparison"
+        ]
+    return []
 
 
 def _goodput(log: MetricLog, steps: np.ndarray, seconds: np.ndarray, median: float) -> float | None:

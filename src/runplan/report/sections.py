@@ -550,6 +550,7 @@ def summary_lines(plan: RunPlan) -> list[str]:
         f"{c.main.wall_clock_days:.1f} days on {c.main.gpus:,} GPUs (goodput {c.main.goodput:.1%}), "
         f"{c.main.cost:,.0f} {c.currency}, {c.main.energy_mwh:,.0f} MWh; proxy sweep "
         + (f"{c.sweep.cost:,.0f} {c.currency}" if c.sweep else "none"),
+        f"times from {plan.layout.calibration}",
         f"{len(plan.warnings)} warning(s)",
     ]
 

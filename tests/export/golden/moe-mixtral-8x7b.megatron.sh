@@ -23,6 +23,7 @@
 #   router_topk_scale = 1.0
 #
 # WARNINGS (what this engine cannot express as planned):
+#   - load balancing: the plan does not set the router's auxiliary loss and Megatron's --moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral 8x7B release run uses 1e-2, tests/functional_tests/test_cases/mixtral/mixtral_8x7b_alltoall_tp2pp4ep4_release) unless the router balances by an expert bias
 #   - checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the plan's 3 rolling generations need an external cleanup job
 set -euo pipefail
 
