@@ -88,3 +88,13 @@ def test_diff_changes_orders_headline_then_path():
     assert paths == ["cost.main.wall_clock_days", "cost.main.cost", "b", "z.a"]
     assert HEADLINE_PATHS[:2] == ("cost.main.wall_clock_days", "cost.main.cost")
     assert diff_changes(old, new)[0].record()["relative_change"] == pytest.approx(-0.5)
+
+
+def test_check_json_gives_ci_a_record_for_an_infeasible_plan(tmp_path):
+    plan = tmp_path / "small.yaml"
+    plan.write_text((EXAMPLE.parent / "70b-512-h100.yaml").read_text().replace("gpus: 512", "gpus: 8"))
+    result = run("check", str(plan), "--json")
+    assert result.exit_code == 1
+    record = json.loads(result.stdout)
+    assert record["status"] == "infeasible" and "memory" in record["reason"]
+    assert any("parallel.zero: 3" in s for s in record["suggestions"])  # plan keys, not parallelize's flags

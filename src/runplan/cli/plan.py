@@ -112,7 +112,8 @@ def check(
         False,
         "--json",
         help='Print {"file", "status": ok|drift|unresolved|updated, "resolved", "rtol", "changes": '
-        "[{path, section, kind, old, new, relative_change}]}.",
+        '[{path, section, kind, old, new, relative_change}]}; an infeasible plan: {"file", "status": '
+        '"infeasible", "reason", "suggestions"} (exit 1).',
     ),
     update: bool = typer.Option(
         False,
@@ -127,7 +128,8 @@ def check(
 ) -> None:
     """For CI: validate, recompute, check feasibility, and diff against the file's resolved numbers (exit 1 on
     drift; --update rewrites them)."""
-    from runplan.errors import SpecError
+    from runplan.cli.flags import paths_for_user
+    from runplan.errors import Infeasible, SpecError
     from runplan.resolved import diff_changes, resolved_section
 
     if not 0 < rtol < 1:  # inf or 1 would accept any change: `check` must be able to fail (issue 17)
@@ -136,7 +138,19 @@ def check(
             where="--rtol",
             hint="a relative tolerance, e.g. 1e-4",
         )
-    _, spec, result = plan_from_file(plan_file, calibration)  # raises Infeasible (exit 1) when nothing fits
+    try:
+        _, spec, result = plan_from_file(plan_file, calibration)
+    except Infeasible as error:  # exit 1 either way; --json still gives CI a record to parse
+        if as_json:
+            print_json(
+                {
+                    "file": str(plan_file),
+                    "status": "infeasible",
+                    "reason": paths_for_user(error.reason, "check"),
+                    "suggestions": [paths_for_user(text, "check") for text in error.suggestions],
+                }
+            )
+        raise
     changes = [] if spec.resolved is None else diff_changes(spec.resolved, resolved_section(result), rtol)
     if update:
         from runplan.cli.common import write_output

@@ -135,6 +135,9 @@ class Facts:
     retention_generations: int
     milestone_every_steps: int
     async_checkpoint: bool
+    # monitoring: the canary batch (ops/monitoring.py)
+    canary_examples: int
+    canary_every_steps: int
 
     @property
     def global_batch_sequences(self) -> int:
@@ -261,6 +264,8 @@ def facts(plan: RunPlan) -> Facts:
         retention_generations=int(ckpt.retention_generations),
         milestone_every_steps=int(ckpt.milestone_every_steps),
         async_checkpoint=bool(ckpt.host_staging),
+        canary_examples=int(plan.monitoring.canary_examples),
+        canary_every_steps=int(plan.monitoring.canary_every_steps),
     )
 
 

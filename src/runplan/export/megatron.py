@@ -693,6 +693,28 @@ def _checkpoint_args(f: Facts, warnings: list[str]) -> list[Arg]:
     return ck
 
 
+def _eval_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """The plan's canary as Megatron's evaluation (otherwise its defaults: 100 global batches every 1,000 steps,
+    a cost the plan does not count). Megatron evaluates whole global batches of the validation split."""
+    sequences = f.global_batch_sequences
+    iters = -(-f.canary_examples // sequences)
+    if iters * sequences > 1.5 * f.canary_examples:
+        warnings.append(
+            f"evaluation: Megatron evaluates whole global batches, so the canary's {f.canary_examples:,} sequences "
+            f"become {iters} x {sequences:,}; each evaluation costs {iters * sequences / f.canary_examples:.1f}x "
+            "the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences "
+            "(Megatron draws the next validation batches each time)"
+        )
+    return [
+        ("--eval-interval", [str(f.canary_every_steps)], "the plan's canary cadence (monitoring)"),
+        (
+            "--eval-iters",
+            [str(iters)],
+            f"the canary's {f.canary_examples:,} sequences, in whole global batches",
+        ),
+    ]
+
+
 def _data_args(f: Facts) -> list[Arg]:
     """Data and tokenizer: placeholders the script refuses to run without."""
     return [
@@ -720,6 +742,7 @@ def export_megatron(plan: RunPlan) -> ExportResult:
         ("batch and recomputation", _batch_args(f, warnings)),
         ("learning rate and length", _lr_args(f, warnings)),
         ("checkpoints", _checkpoint_args(f, warnings)),
+        ("evaluation (the plan's canary)", _eval_args(f, warnings)),
         ("data (placeholders)", _data_args(f)),
     ]
     text = _render(f, arch, data, groups, warnings)

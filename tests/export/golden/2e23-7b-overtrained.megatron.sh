@@ -20,6 +20,7 @@
 # WARNINGS (what this engine cannot express as planned):
 #   - RoPE base: the model gives none (its source publishes no RoPE theta), so Megatron's default --rotary-base 10000 applies
 #   - checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the plan's 3 rolling generations need an external cleanup job
+#   - evaluation: Megatron evaluates whole global batches, so the canary's 1,024 sequences become 1 x 3,072; each evaluation costs 3.0x the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences (Megatron draws the next validation batches each time)
 set -euo pipefail
 
 : "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}"
@@ -82,6 +83,9 @@ ARGS=(
   --ckpt-format torch_dist  # distributed checkpoint (needed for --async-save)
   --async-save  # the plan stages the save through pinned host memory
   --save-retain-interval 37818  # keep these permanently (the plan's milestones)
+  # evaluation (the plan's canary)
+  --eval-interval 100  # the plan's canary cadence (monitoring)
+  --eval-iters 1  # the canary's 1,024 sequences, in whole global batches
   # data (placeholders)
   --data-path "$DATA_PATH"  # your tokenized data prefix(es)
   --split 99,1,0  # train/valid/test

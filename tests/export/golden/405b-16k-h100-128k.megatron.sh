@@ -99,6 +99,9 @@ ARGS=(
   --ckpt-format torch_dist  # distributed checkpoint (needed for --async-save)
   --async-save  # the plan stages the save through pinned host memory
   --save-retain-interval 4760  # keep these permanently (the plan's milestones)
+  # evaluation (the plan's canary)
+  --eval-interval 300  # the plan's canary cadence (monitoring)
+  --eval-iters 8  # the canary's 1,024 sequences, in whole global batches
   # data (placeholders)
   --data-path "$DATA_PATH"  # your tokenized data prefix(es)
   --split 99,1,0  # train/valid/test
