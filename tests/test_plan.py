@@ -160,13 +160,20 @@ def test_init_writes_a_valid_commented_plan():
     assert bad.exit_code == 2 and "--tokens" in bad.stderr
 
 
+def _plan_text(tmp_path: Path, name: str, text: str):
+    """`runplan plan` on a plan file written from ``text``."""
+    path = tmp_path / name
+    path.write_text(text)
+    return run("plan", str(path))
+
+
 def test_objective_that_contradicts_a_fixed_model_is_bad_input(tmp_path):
-    path = tmp_path / "p.yaml"
-    path.write_text(
+    result = _plan_text(
+        tmp_path,
+        "p.yaml",
         "schema_version: 1\nmodel: llama-3.1-8b\nobjective:\n  kind: compute_optimal\n"
-        "budget:\n  tokens: 1T\ncluster:\n  gpus: 64\n"
+        "budget:\n  tokens: 1T\ncluster:\n  gpus: 64\n",
     )
-    result = run("plan", str(path))
     assert result.exit_code == 2
     assert "p.yaml:4: objective.kind:" in result.stderr
 
@@ -373,12 +380,12 @@ def test_mfu_says_what_it_reads_under_the_other_flop_counts():
 
 
 def test_a_batch_floor_above_the_training_tokens_is_refused_at_its_key(tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text(
+    result = _plan_text(
+        tmp_path,
+        "tiny.yaml",
         "schema_version: 1\nmodel: llama-3.1-8b\nbudget: {tokens: 3M}\ncluster: {gpus: 8}\n"
-        "constraints: {min_global_batch_tokens: 8M}\n"
+        "constraints: {min_global_batch_tokens: 8M}\n",
     )
-    result = run("plan", str(path))
     assert result.exit_code == 2 and "tiny.yaml:5: constraints.min_global_batch_tokens" in result.stderr, (
         result.stderr
     )
