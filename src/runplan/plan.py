@@ -570,9 +570,9 @@ def _in_plan_words(sweep: Sweep) -> Sweep:
     return sweep.model_copy(update={"warnings": [plan_words.get(w, w) for w in sweep.warnings]})
 
 
-#: Wall-clock days beyond which a plan warns (a planning choice: a year, about three times the longest published
-#: pre-training run, BLOOM-176B's March-July 2022, bigscience-workshop tr11 chronicles; a GPU generation lasts
-#: about two years, so a run planned longer risks ending on hardware a generation old).
+#: Wall-clock days beyond which a plan warns (a planning choice: a year, about three times BLOOM-176B's
+#: pre-training, March-July 2022, bigscience-workshop tr11 chronicles, one of the longest published; a GPU
+#: generation lasts about two years, so a run planned longer risks ending on hardware a generation old).
 MAX_PLANNED_DAYS = 365.0
 
 
@@ -600,7 +600,7 @@ def _plan_warnings(
     days = operations.reliability.effective_days
     if days > MAX_PLANNED_DAYS:
         warnings.append(
-            f"time: the run takes {days:,.0f} days of wall clock, longer than any published pre-training run "
+            f"time: the run takes {days:,.0f} days of wall clock, far longer than published pre-training runs "
             "(BLOOM-176B trained about 4 months, March to July 2022); more GPUs, or fewer tokens"
         )
     warnings.extend(f"allocation: {w}" for w in allocation.warnings)
