@@ -59,3 +59,17 @@ def test_t5_no_divergence(logs):
     _, report = _report(logs / "megatron/t5_release.dgx_h100.json")
     assert not [e for e in report.events if e.kind in ("divergence", "nan")]
     assert report.verdict in ("healthy", "watch")
+
+
+def test_plan_comparison_reads_the_logs_global_batch(logs):
+    # BLOOM's lines print "global batch size:  2048"; the 70B example plans d·b·m = 32·1·164 = 5,248 sequences
+    from runplan.cli.common import plan_from_file
+    from runplan.monitor.vs_plan import compare
+
+    log = read_logs([logs / "bigscience/tr11-176B-ml.throughput-42780.log"])
+    plan = plan_from_file("examples/70b-512-h100.yaml")[2]
+    best = plan.layout.best
+    assert log.has("global_batch") and set(log.points("global_batch")[1]) == {2048.0}
+    planned = best.dp * best.micro_batch * best.microbatches
+    warnings = compare(log, plan)["warnings"]
+    assert warnings[0].startswith(f"the log's global batch is 2,048 sequences, the plan's {planned:,}")

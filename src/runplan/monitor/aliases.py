@@ -15,6 +15,7 @@ Canonical names (SI units: seconds, tokens per second; fractions in [0, 1]):
 | `canary_loss` | loss of a fixed held-out batch | `canary_loss`, `canary`, `canary/loss` |
 | `val_loss` | validation loss | `val_loss`, `eval_loss` (HF), `tel` (llm.c), `lm_loss_value` (Megatron validation line), `validation_metrics/loss` (torchtitan) |
 | `loss_scale` | fp16 dynamic loss scale | `loss_scale`, `loss-scale`, `scaler/scale` |
+| `global_batch` | sequences per optimizer step (checked against the plan's by `monitor --plan`) | `global batch size` (Megatron), `global_batch_size` |
 | `grad_norm_replica_<r>` | gradient norm of data-parallel replica r | `grad_norm_replica_<r>`, `grad_norm/replica_<r>`, `grad_norm_rank<r>`, `replica_<r>/grad_norm` |
 
 Anything else is kept out and listed in the log's notes, so a misspelt column is visible.
@@ -104,6 +105,7 @@ _add(
     ),
 )
 _add("loss_scale", ("loss_scale", "loss scale", "loss-scale", "scaler/scale"))
+_add("global_batch", ("global batch size", "global_batch_size"))
 
 _REPLICA = re.compile(
     r"^(?:grad_norm(?:/|_)(?:replica|rank|dp)_?(?P<a>\d+)|(?:replica|rank|dp)_?(?P<b>\d+)/grad_norm)$"

@@ -84,8 +84,25 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "goodput": "useful step time ÷ time of every logged step (redone and slow steps included; restart "
         "downtime is not in the log)",
     }
-    out["warnings"] = _mismatch(best.mfu * ratio, ratio)
+    out["warnings"] = _batch_mismatch(log, plan) + _mismatch(best.mfu * ratio, ratio)
     return out
+
+
+def _batch_mismatch(log: MetricLog, plan: RunPlan) -> list[str]:
+    """A warning when the log prints its global batch (Megatron) and the last one is not the plan's: tokens/s,
+    MFU and the ETA above assume the plan's batch."""
+    if not log.has("global_batch"):
+        return []
+    best = plan.layout.best
+    planned = best.dp * best.micro_batch * best.microbatches  # sequences: d·b·m
+    _, batches = log.points("global_batch")
+    logged = float(batches[-1])
+    if abs(logged / planned - 1) <= 0.01:
+        return []
+    return [
+        f"the log's global batch is {logged:,.0f} sequences, the plan's {planned:,.0f}: tokens/s, MFU and the ETA "
+        "here assume the plan's batch, so compare step times only after matching the batch"
+    ]
 
 
 #: A log this many times faster or slower than the plan is taken for another run (the time model's worst miss on
