@@ -340,6 +340,12 @@ class MemoryBytes(BaseModel):
     total: float = Field(description="Sum of the above.")
 
 
+_OVERHEAD = (
+    "Fixed per-step overhead (the calibrated step_overhead_seconds: kernel-launch gaps, data loading, logging, "
+    "host work), so that the terms add up to the step time."
+)
+
+
 class TimeSeconds(BaseModel):
     """Where one optimizer step's time goes (seconds; the exposed, non-overlapped parts)."""
 
@@ -358,11 +364,7 @@ class TimeSeconds(BaseModel):
     bubble: float = Field(description="Pipeline fill and drain: (p-1)/v micro-batch times.")
     data_parallel: float = Field(description="Gradient reduction / parameter gathers not hidden by backward.")
     optimizer: float = Field(description="Adam update, HBM-bound.")
-    overhead: float = Field(
-        0.0,
-        description="Fixed per-step overhead (the calibrated step_overhead_seconds: kernel-launch gaps, data "
-        "loading, logging, host work), so that the terms add up to the step time.",
-    )
+    overhead: float = Field(default=0.0, description=_OVERHEAD)
 
 
 #: JSON key order of a ranked layout (docs/json.md): the documented keys first, extras after. The axes come
