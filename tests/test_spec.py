@@ -132,3 +132,17 @@ def test_examples_validate_against_schema_and_model(path):
     assert errors == []
     assert path.read_text().startswith("# yaml-language-server: $schema=../docs/plan.schema.json")
     load_plan(path)
+
+
+def test_a_scalar_where_a_section_goes_names_yaml_not_a_python_class(tmp_path):
+    from runplan.errors import SpecError
+
+    for text, where in (
+        ("budget: 5\n", "budget"),
+        ("budget: {tokens: 1T}\nschedule: {batch_ramp: ['x']}\n", "schedule.batch_ramp[0]"),
+    ):
+        with pytest.raises(SpecError) as info:
+            load_plan_text("schema_version: 1\nmodel: llama-3.1-8b\ncluster: {gpus: 8}\n" + text)
+        assert info.value.where == where
+        assert "must be a mapping of keys (key: value)" in info.value.message
+        assert "instance of" not in info.value.message

@@ -177,6 +177,9 @@ def spec_error_from_validation(
         choices = [c.strip(" '") for c in str(expected).replace(" or ", ",").split(",")]
         guess = suggest(str(given), choices)
         hint = f"did you mean '{guess}'?" if guess else None
+    elif first["type"] in ("model_type", "dict_type", "model_attributes_type"):
+        # pydantic names the class ("a valid dictionary or instance of RampStage"): the user wrote YAML
+        message = f"must be {_KINDS[first['type']]} (key: value), got {_compact(first.get('input'))}"
     elif message.startswith("Input should be"):
         message = (
             "must be" + message.removeprefix("Input should be") + f", got {_compact(first.get('input'))}"
