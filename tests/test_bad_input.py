@@ -908,7 +908,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
             )
         },
         2,
-        ["--gpu", "inter_node_bandwidth_bytes_per_s 1e-300"],
+        ["cat.yaml:", "gpus[0].inter_node_bandwidth_bytes_per_s: 1e-300 bytes/s is outside"],
     ),
     (
         "plan-inline-law-A-1e300",

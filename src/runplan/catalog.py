@@ -221,7 +221,7 @@ def _raise_validation(
         hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(allowed)}"
     elif first["type"] == "missing":
         message = "required field is missing"
-    elif not loc and message.startswith("Value error, "):
+    elif message.startswith("Value error, "):
         message = message.removeprefix("Value error, ")
     raise SpecError(message, where=_dotted(full), source=loaded.where(full), hint=hint) from None
 

@@ -8,9 +8,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from runplan.units import PositiveBytes, PositiveCount, PositiveNumber
+
+#: Field -> (low, high, unit): numbers far outside any accelerator are a units mistake (e.g. TFLOP/s written as
+#: FLOP/s), refused where the spec is read, naming the field (a catalog file's line, a plan's cluster.gpu).
+GPU_RANGES = {
+    "bf16_flops": (1e12, 1e18, "FLOP/s"),
+    "hbm_bytes": (1e9, 1e14, "bytes"),
+    "hbm_bandwidth_bytes_per_s": (1e8, 1e15, "bytes/s"),
+    "intra_node_bandwidth_bytes_per_s": (1e8, 1e15, "bytes/s"),
+    "inter_node_bandwidth_bytes_per_s": (1e8, 1e15, "bytes/s"),
+    "tdp_watts": (1.0, 1e5, "W"),
+}
 
 
 class GpuSpec(BaseModel):
@@ -39,3 +50,14 @@ class GpuSpec(BaseModel):
         "other family uses Hopper's: docs/validation.md). Unset: Hopper's.",
     )
     source: str | None = Field(None, description="Datasheet or paper the numbers come from.")
+
+    @field_validator(*GPU_RANGES)
+    @classmethod
+    def _within_any_accelerator(cls, value: float, info: ValidationInfo) -> float:
+        low, high, unit = GPU_RANGES[str(info.field_name)]
+        if not low <= value <= high:
+            raise ValueError(
+                f"{value:.3g} {unit} is outside [{low:.0e}, {high:.0e}]: check the units (an H100 SXM has "
+                "989e12 FLOP/s, 80GB, 3.35e12 B/s and 700 W)"
+            )
+        return value
