@@ -412,9 +412,11 @@ def test_the_plan_names_its_calibration_and_warns_when_it_lacks_the_gpu(tmp_path
     assert "times from" in result.stdout and "has no ampere runs" in result.stdout
     plan = build_plan(load_plan(a100).model_copy(update={"calibration": str(cal)}), tmp_path)
     assert any(w.startswith("calibration:") and "has no ampere runs" in w for w in plan.warnings)
-    # on its own family, or with the shipped file, no such warning
-    assert not any(
-        w.startswith("calibration:") for w in build_plan(load_plan(EXAMPLES[0]), EXAMPLES_DIR).warnings
+    # on its own family (the H100 example with the same Hopper-only file), no such warning
+    h100 = load_plan(EXAMPLES_DIR / "70b-512-h100.yaml").model_copy(update={"calibration": str(cal)})
+    own = build_plan(h100, tmp_path)
+    assert own.layout.calibration.startswith(str(cal)) and not any(
+        w.startswith("calibration:") for w in own.warnings
     )
 
 
@@ -429,3 +431,15 @@ def test_a_set_batch_the_layout_does_not_run_exactly_is_flagged():
         w.startswith("batch: the layout runs")
         for w in build_plan(load_plan(EXAMPLES[0]), EXAMPLES_DIR).warnings
     )
+
+
+def test_a_set_batch_that_does_not_divide_by_dp_says_so(tmp_path):
+    # 16,388,096 tokens = 4,001 sequences of 4,096: a whole number, but not a multiple of the layout's DP
+    path = tmp_path / "odd.yaml"
+    path.write_text(
+        (EXAMPLES_DIR / "70b-512-h100.yaml").read_text() + "schedule:\n  global_batch_tokens: 16388096\n"
+    )
+    plan = build_plan(load_plan(path), tmp_path)
+    (warning,) = [w for w in plan.warnings if w.startswith("batch: the layout runs")]
+    assert f"its 4,001 sequences do not divide by this layout's DP {plan.layout.best.dp}" in warning
+    assert "pin parallel.micro_batch" not in warning

@@ -14,6 +14,8 @@ from runplan.units import PositiveBytes, PositiveCount, PositiveNumber
 
 #: Field -> (low, high, unit): numbers far outside any accelerator are a units mistake (e.g. TFLOP/s written as
 #: FLOP/s), refused where the spec is read, naming the field (a catalog file's line, a plan's cluster.gpu).
+#: Peak bf16 FLOP/s from a 2016 P100 (~2e13) to beyond any announced part (B200 dense ~2.3e15); HBM from 1 GB to
+#: 100 TB; every bandwidth at least 100 MB/s; board power 1 W to 100 kW.
 GPU_RANGES = {
     "bf16_flops": (1e12, 1e18, "FLOP/s"),
     "hbm_bytes": (1e9, 1e14, "bytes"),

@@ -703,11 +703,13 @@ def _batch_warnings(planned: LayoutStage, best: LayoutEstimate) -> list[str]:
         return []
     seq_len = best.global_batch_tokens // (best.dp * best.micro_batch * best.microbatches)
     sequences = target / seq_len
-    fix = (
-        "pin parallel.micro_batch and parallel.microbatches to run it exactly"
-        if sequences == int(sequences)
-        else f"it is {sequences:.7g} sequences of {seq_len:,} tokens, so no layout runs it exactly"
-    )
+    if sequences != int(sequences):
+        fix = f"it is {sequences:.7g} sequences of {seq_len:,} tokens, so no layout runs it exactly"
+    elif int(sequences) % best.dp:
+        fix = f"its {int(sequences):,} sequences do not divide by this layout's DP {best.dp}"
+    else:
+        per_replica = int(sequences) // best.dp
+        fix = f"pin parallel.micro_batch and parallel.microbatches to a product of {per_replica:,} to run it exactly"
     return [
         f"batch: the layout runs {best.global_batch_tokens:,} tokens per step, "
         f"{best.global_batch_tokens / target - 1:+.1%} from the {target:,.0f} set in schedule.global_batch_tokens "

@@ -555,7 +555,13 @@ def test_a_fitted_constant_on_its_bound_is_named():
         space, {**values, "gemm_peak_fraction[hopper]": 0.2}, ["gemm_peak_fraction[hopper]"]
     )
     assert per_family[0].startswith("gemm_peak_fraction[hopper] = 0.2 sits on its lower bound 0.2")
-    assert "--hold gemm_peak_fraction)" in per_family[0]
+    assert "--hold gemm_peak_fraction, for every family)" in per_family[0]
+    # a plausible value close to a wide range's end is not "on" it: 0.025 s of the step overhead's 0-30 s
+    near = bound_warnings(space, {**values, "step_overhead_seconds": 0.025}, ["step_overhead_seconds"])
+    assert near == []
+    kernel = Space(("attention_kernel[triton-flash-2023]",), np.array([0.02]), np.array([1.0]), {})
+    (on_bound,) = bound_warnings(kernel, {"attention_kernel[triton-flash-2023]": 1.0}, list(kernel.keys))
+    assert "--hold" not in on_bound  # a kernel ratio is not a constant --hold takes
     # the shipped file carries the warning for its own bound constant
     assert any(
         w.startswith("network_efficiency = 1 sits on its upper bound") for w in shipped_calibration().warnings

@@ -153,8 +153,13 @@ def test_plan_comparison(tmp_path, capsys):
 
 def test_plan_comparison_warns_only_when_the_log_cannot_be_this_plans_run(tmp_path, capsys):
     from runplan.cli.common import plan_from_file
+    from runplan.monitor.vs_plan import _stage_at
 
-    planned = plan_from_file("examples/70b-512-h100.yaml")[2].layout.best.step_seconds
+    plan = plan_from_file("examples/70b-512-h100.yaml")[2]
+    # step 600 is in the plan's batch ramp: half the main batch, so about half the main step time
+    stage = _stage_at(plan, 600)
+    assert stage.global_batch_tokens < plan.layout.best.global_batch_tokens
+    planned = plan.layout.best.step_seconds * stage.global_batch_tokens / plan.layout.best.global_batch_tokens
     for factor, warned in (
         (1.1, False),
         (0.4, True),
@@ -338,3 +343,30 @@ def test_engine_line_formats(tmp_path):
     assert megatron.saved_steps == [200] and megatron.total_steps == 5000
     hf = read_logs([tmp_path / "hf.log"])
     assert hf.checkpoint_interval_steps == 100 and hf.total_steps == 5000 and hf.steps.tolist() == [200]
+
+
+def test_plan_comparison_follows_the_plans_batch_ramp(tmp_path):
+    # Megatron lines at steps 1,000-1,009 with 1,024 sequences: the 405B example's ramp stage (half of 2,048),
+    # so neither the batch nor the speed is a mismatch
+    from runplan.cli.common import plan_from_file
+    from runplan.monitor.readers import read_logs
+    from runplan.monitor.vs_plan import compare
+
+    plan = plan_from_file("examples/405b-16k-h100-8k.yaml")[2]
+    ramp = plan.schedule.batch_stages[0]
+    assert ramp.global_batch_sequences == 1024 and ramp.start_step <= 1000 < ramp.end_step
+    planned = plan.layout.best.step_seconds * ramp.global_batch_tokens / plan.layout.best.global_batch_tokens
+    lines = [
+        f" iteration     {step}/   27895 | consumed samples: {step * 1024} | elapsed time per iteration (ms): "
+        f"{planned * 1000:.1f} | global batch size:  1024 | lm loss: 3.1E+00 | grad norm: 1.00 |"
+        for step in range(1000, 1010)
+    ]
+    path = tmp_path / "ramp.log"
+    path.write_text("\n".join(lines) + "\n")
+    vs = compare(read_logs([path]), plan)
+    assert vs["warnings"] == [] and vs["speed_ratio"] == pytest.approx(1.0, rel=1e-3)
+    assert vs["planned_step_seconds"] == pytest.approx(planned)
+    # the same lines at 2,048 sequences: the log's batch is not the plan's at this step
+    path.write_text(path.read_text().replace("global batch size:  1024", "global batch size:  2048"))
+    (warning,) = compare(read_logs([path]), plan)["warnings"]
+    assert warning.startswith("the log's global batch is 2,048 sequences, the plan's 1,024")

@@ -106,6 +106,19 @@ def test_sweep_then_fit_agree_on_n(tmp_path):
     assert data["isoflop"]["a"]["value"] == pytest.approx(0.5126, abs=0.01)
 
 
+def test_a_parametric_fit_on_one_budget_says_it_cannot_identify_the_law(tmp_path):
+    """The default sweep has one budget: every run has C = 6ND = 2e21, so D = C/6N and Approach 3's five
+    constants trade against each other (a reviewer's fit gave E 0.14 with a narrow interval)."""
+    path = tmp_path / "s.csv"
+    code, out, _ = _run("sweep", "--flops", "2e23", "-o", str(path))
+    assert code == 0, out
+    _fill_losses(path, LAW)
+    code, out, _ = _run("fit", str(path), "--bootstrap", "0", "--method", "parametric", "--json")
+    assert code == 0, out
+    warnings = json.loads(out)["parametric"]["warnings"]
+    assert any(w.startswith("Approach 3 on one compute budget") for w in warnings)
+
+
 def test_sweep_with_a_non_embedding_law_fits_non_embedding(tmp_path):
     """A law counting non-embedding parameters sizes the sweep in that count; fit reads the same N back."""
     law = LAW.model_copy(update={"name": "non-embedding-test", "param_count": "non_embedding"})

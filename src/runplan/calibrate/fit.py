@@ -469,8 +469,10 @@ def calibrate(
     return result
 
 
-#: A fitted constant this close to an end of its range (as a fraction of the range) sits on the bound.
-AT_BOUND = 1e-3
+#: A fitted constant this close to an end of its range (as a fraction of the range) sits on the bound: the
+#: solver stops there (least_squares returns bound values exactly, up to rounding), while 1e-3 of a wide range
+#: (step overhead 0-30 s: 0.03 s) is still a plausible fitted value.
+AT_BOUND = 1e-6
 
 
 def bound_warnings(space: Space, values: dict[str, float], identified: list[str]) -> list[str]:
@@ -483,9 +485,15 @@ def bound_warnings(space: Space, values: dict[str, float], identified: list[str]
         where = (values[key] - low) / (high - low)
         if where <= AT_BOUND or where >= 1 - AT_BOUND:
             edge = f"{'lower' if where <= AT_BOUND else 'upper'} bound {low if where <= AT_BOUND else high:g}"
+            name, family = _split(key)
+            hold = (
+                ""
+                if name == "attention_kernel"  # (a kernel ratio cannot be held: add runs of the kernel)
+                else f", or hold it (--hold {name}{', for every family' if family else ''})"
+            )
             out.append(
                 f"{key} = {values[key]:.4g} sits on its {edge}: these runs push it past what the model allows, "
-                f"so it absorbs something else; check the runs that pin it, or hold it (--hold {_split(key)[0]})"
+                f"so it absorbs something else; check the runs that pin it{hold}"
             )
     return out
 

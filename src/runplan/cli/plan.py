@@ -175,7 +175,7 @@ def check(
             }
         )
     else:
-        _report_check(plan_file, status, changes, rtol)
+        _report_check(plan_file, status, changes, rtol, calibration)
     if status == "drift":
         raise typer.Exit(1)
 
@@ -184,7 +184,9 @@ def check(
 CHANGES_PER_SECTION = 5
 
 
-def _report_check(plan_file: Path, status: str, changes: list[Change], rtol: float) -> None:
+def _report_check(
+    plan_file: Path, status: str, changes: list[Change], rtol: float, calibration: Path | None = None
+) -> None:
     """One line of verdict; on drift the headline changes (days and cost first), then a few per section."""
     if status == "unresolved":
         typer.echo(f"unresolved: {plan_file}")
@@ -220,7 +222,9 @@ def _report_check(plan_file: Path, status: str, changes: list[Change], rtol: flo
         echo_wrapped(line, err=status == "drift", indent=line[: len(line) - len(line.lstrip())] + "    ")
     if status == "drift":
         echo_wrapped(
-            f"  if the change is intended: `runplan check --update {plan_file}` writes the recomputed numbers",
+            "  if the change is intended: `runplan check --update "
+            + (f"--calibration {calibration} " if calibration is not None else "")
+            + f"{plan_file}` writes the recomputed numbers",
             err=True,
         )
 

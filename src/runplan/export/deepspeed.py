@@ -220,19 +220,24 @@ def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) ->
             + (f"; no interleaving (the plan has v = {f.layout.vpp})" if f.layout.vpp > 1 else "")
         )
     if f.layout.cp > 1:
-        # Ulysses splits the attention heads across the c ranks with an all-to-all (Jacobs et al. 2023, arXiv 2309.14509, §3):
-        # each TP rank's attention heads must divide by c; runplan times ring attention, not Ulysses
-        heads = f.n_heads // f.layout.tp
-        fits = heads % f.layout.cp == 0
+        # Ulysses splits the attention heads across the c ranks with an all-to-all (Jacobs et al. 2023, arXiv
+        # 2309.14509, §3); heads that do not divide by c take DeepSpeed's uneven-heads all-to-all
+        # (deepspeed/sequence/layer.py uneven_heads_all2all), which needs more heads than ranks and has no
+        # communication overlap. runplan times ring attention, not Ulysses.
+        heads, c = f.n_heads // f.layout.tp, f.layout.cp
+        limit = (
+            ""
+            if heads % c == 0
+            else f", and it cannot split {heads} attention heads per TP rank {c} ways (its uneven-heads path "
+            "needs more heads than ranks): use a ring-attention implementation (as the plan's times assume) or "
+            "a layout with c dividing the heads"
+            if heads < c
+            else f"; {heads} heads per TP rank do not divide by {c}: DeepSpeed's uneven-heads all-to-all, "
+            "without communication overlap"
+        )
         warnings.append(
-            f"context parallel: c = {f.layout.cp} has no ds_config key; DeepSpeed's Ulysses sequence "
-            "parallelism is set up in user code (sequence-parallel process groups)"
-            + (
-                ""
-                if fits
-                else f", and it cannot split {heads} attention heads per TP rank {f.layout.cp} ways: use a ring-attention "
-                "implementation (as the plan's times assume) or a layout with c dividing the heads"
-            )
+            f"context parallel: c = {c} has no ds_config key; DeepSpeed's Ulysses sequence "
+            "parallelism is set up in user code (sequence-parallel process groups)" + limit
         )
     if f.layout.ep > 1:
         warnings.append(

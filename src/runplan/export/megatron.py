@@ -271,30 +271,38 @@ def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
             "fusion); the plan timed them as PyTorch eager kernels, so its step time is high: set stack "
             "fused_elementwise: true"
         )
-    if f.n_experts:
-        model += [
-            ("--num-experts", [str(f.n_experts)], "E"),
-            ("--moe-router-topk", [str(f.top_k)], "k experts per token"),
-            ("--moe-ffn-hidden-size", [str(f.expert_ffn_hidden)], "per-expert MLP width"),
-            ("--moe-token-dispatcher-type", ["alltoall"], "Megatron's advice with expert parallelism"),
-            ("--moe-grouped-gemm", [], "several experts per rank in one grouped GEMM"),
-        ]
-        if f.n_shared_experts:
-            model.append(
-                (
-                    "--moe-shared-expert-intermediate-size",
-                    [str(f.n_shared_experts * f.expert_ffn_hidden)],
-                    f"{f.n_shared_experts} shared experts x {f.expert_ffn_hidden}",
-                )
+    return model
+
+
+def _moe_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
+    """MoE shape flags (experts, top-k, expert width, shared experts, dense first layers) and the load-balancing
+    caution: the plan does not set the router's auxiliary loss."""
+    if not f.n_experts:
+        return []
+    model: list[Arg] = [
+        ("--num-experts", [str(f.n_experts)], "E"),
+        ("--moe-router-topk", [str(f.top_k)], "k experts per token"),
+        ("--moe-ffn-hidden-size", [str(f.expert_ffn_hidden)], "per-expert MLP width"),
+        ("--moe-token-dispatcher-type", ["alltoall"], "Megatron's advice with expert parallelism"),
+        ("--moe-grouped-gemm", [], "several experts per rank in one grouped GEMM"),
+    ]
+    if f.n_shared_experts:
+        model.append(
+            (
+                "--moe-shared-expert-intermediate-size",
+                [str(f.n_shared_experts * f.expert_ffn_hidden)],
+                f"{f.n_shared_experts} shared experts x {f.expert_ffn_hidden}",
             )
-        if f.n_dense_layers:
-            pattern = f"([0]*{f.n_dense_layers}+[1]*{f.n_layers - f.n_dense_layers})"
-            model.append(("--moe-layer-freq", [pattern], f"first {f.n_dense_layers} layers dense"))
+        )
+    if f.n_dense_layers:
+        pattern = f"([0]*{f.n_dense_layers}+[1]*{f.n_layers - f.n_dense_layers})"
+        model.append(("--moe-layer-freq", [pattern], f"first {f.n_dense_layers} layers dense"))
+    if not arch.router_expert_bias:  # (an expert-bias router balances without the auxiliary loss)
         warnings.append(
             "load balancing: the plan does not set the router's auxiliary loss and Megatron's "
             "--moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral 8x7B "
             "release run uses 1e-2, tests/functional_tests/test_cases/mixtral/"
-            "mixtral_8x7b_alltoall_tp2pp4ep4_release) unless the router balances by an expert bias"
+            "mixtral_8x7b_alltoall_tp2pp4ep4_release)"
         )
     return model
 
@@ -736,7 +744,7 @@ def export_megatron(plan: RunPlan) -> ExportResult:
     warnings: list[str] = []
     layout_title = f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.layout.tp}*{f.layout.pp}*{f.layout.cp}) = {f.layout.dp})"
     groups: list[tuple[str, list[Arg]]] = [
-        ("model shape", _model_args(f, warnings)),
+        ("model shape", _model_args(f, warnings) + _moe_args(f, arch, warnings)),
         ("architecture (catalog: every field, see the header)", _architecture_args(f, arch, warnings)),
         (layout_title, _layout_args(f, warnings)),
         ("batch and recomputation", _batch_args(f, warnings)),

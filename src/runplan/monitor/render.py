@@ -76,6 +76,8 @@ def terminal(report: Report) -> None:
         out.print(f"{len(quiet)} events needing nothing ({', '.join(kinds)}); --json or --report lists them")
     if report.vs_plan:
         out.print(vs_plan_text(report.vs_plan))
+        for warning in report.vs_plan.get("warnings", []):
+            out.print(f"warning: {warning}")
     err = console(stderr=True)
     for warning in report.summary["warnings"]:
         err.print(f"note: {warning}")
@@ -91,7 +93,6 @@ def vs_plan_text(vs: dict[str, Any]) -> str:
         f"{vs['speed_ratio']:.2f}× the planned speed), {vs['tokens_per_second']:,.0f} tokens/s, MFU "
         f"{vs['mfu']:.1%} (planned {vs['planned_mfu']:.1%}); {vs['remaining_steps']:,} steps left, ETA "
         f"{eta_days:.1f} days; goodput so far {goodput} (planned {vs['planned_goodput']:.1%})"
-        + "".join(f"\nwarning: {w}" for w in vs.get("warnings", []))
     )
 
 
@@ -129,6 +130,8 @@ def markdown(report: Report) -> str:
         lines.append("None.")
     if report.vs_plan:
         lines += ["", "## Against the plan", "", vs_plan_text(report.vs_plan)]
+        if report.vs_plan.get("warnings"):
+            lines += [""] + [f"- warning: {w}" for w in report.vs_plan["warnings"]]
     if report.summary["warnings"]:
         lines += ["", "## Notes", ""] + [f"- {w}" for w in report.summary["warnings"]]
     return "\n".join(lines) + "\n"

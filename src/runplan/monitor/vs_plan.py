@@ -21,6 +21,7 @@ import numpy as np
 from runplan.monitor.series import MetricLog
 
 if TYPE_CHECKING:
+    from runplan.ops.schedule import BatchStage
     from runplan.plan import RunPlan
 
 
@@ -36,15 +37,25 @@ def _step_seconds(log: MetricLog, tokens_per_step: float, gpus: int) -> tuple[np
     return None
 
 
+def _stage_at(plan: RunPlan, step: int) -> BatchStage:
+    """The plan's batch stage (a ramp stage or the main one) that ``step`` falls in; past the end, the last."""
+    stages = plan.schedule.batch_stages
+    return next((s for s in stages if s.start_step <= step < s.end_step), stages[-1])
+
+
 def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     best = plan.layout.best
-    tokens_per_step = float(best.global_batch_tokens)
+    last = int(log.steps[-1])
+    # the batch stage the log has reached: a ramp stage runs a smaller batch in a proportionally shorter step
+    # (the plan's own assumption for its ramp, ops.operate)
+    stage = _stage_at(plan, last)
+    tokens_per_step = float(stage.global_batch_tokens)
+    planned_step = best.step_seconds * tokens_per_step / float(best.global_batch_tokens)
     total_steps = int(plan.schedule.total_steps)
     gpus = int(plan.inputs.get("cluster", {}).get("gpus", 0) or 0) or 1
     found = _step_seconds(log, tokens_per_step, gpus)
-    last = int(log.steps[-1])
     out: dict[str, Any] = {
-        "planned_step_seconds": best.step_seconds,
+        "planned_step_seconds": planned_step,
         "planned_tokens_per_second": best.tokens_per_second,
         "planned_mfu": best.mfu,
         "planned_total_steps": total_steps,
@@ -65,7 +76,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     steps, seconds = found
     recent = seconds[steps >= last - 1000]
     measured = float(np.median(recent if recent.size else seconds))
-    ratio = best.step_seconds / measured
+    ratio = planned_step / measured
     out.update(
         step_seconds=measured,
         tokens_per_second=tokens_per_step / measured,
@@ -77,24 +88,25 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     out["notes"] = {
         "step_seconds": f"median of {recent.size or seconds.size} logged step times (last 1,000 steps)",
         "tokens_per_second": f"{tokens_per_step:.4g} tokens per step ÷ {measured:.4g} s",
-        "mfu": f"planned {best.mfu:.1%} × planned {best.step_seconds:.4g} s ÷ measured {measured:.4g} s",
+        "mfu": f"planned {best.mfu:.1%} × planned {planned_step:.4g} s ÷ measured {measured:.4g} s",
+        "planned_step_seconds": f"the {stage.name} stage's batch ({stage.global_batch_sequences:,} sequences): "
+        f"{best.step_seconds:.4g} s × {tokens_per_step:.4g} / {best.global_batch_tokens:.4g} tokens",
         "speed_ratio": "planned step time ÷ measured (above 1: faster than planned)",
         "eta_seconds": f"{out['remaining_steps']:,} steps × {measured:.4g} s ÷ planned goodput "
         f"{plan.reliability.goodput:.3f}",
         "goodput": "useful step time ÷ time of every logged step (redone and slow steps included; restart "
         "downtime is not in the log)",
     }
-    out["warnings"] = _batch_mismatch(log, plan) + _mismatch(best.mfu * ratio, ratio)
+    out["warnings"] = _batch_mismatch(log, stage) + _mismatch(best.mfu * ratio, ratio)
     return out
 
 
-def _batch_mismatch(log: MetricLog, plan: RunPlan) -> list[str]:
-    """A warning when the log prints its global batch (Megatron) and the last one is not the plan's: tokens/s,
-    MFU and the ETA above assume the plan's batch."""
+def _batch_mismatch(log: MetricLog, stage: BatchStage) -> list[str]:
+    """A warning when the log prints its global batch (Megatron) and the last one is not the plan's at that step
+    (its batch stage): tokens/s, MFU and the ETA above assume the plan's batch."""
     if not log.has("global_batch"):
         return []
-    best = plan.layout.best
-    planned = best.dp * best.micro_batch * best.microbatches  # sequences: d·b·m
+    planned = stage.global_batch_sequences
     _, batches = log.points("global_batch")
     logged = float(batches[-1])
     if abs(logged / planned - 1) <= 0.01:

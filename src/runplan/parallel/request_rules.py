@@ -146,9 +146,6 @@ def _validate_batch(request: ParallelRequest, name: dict[str, str]) -> None:
         )
 
 
-#: Ranges of a GPU spec the time and memory models accept (an inline or catalog GPU far outside them is a
-#: typo): peak bf16 FLOP/s from a 2016 P100 (~2e13) to beyond any announced part (B200 dense ~2.3e15); HBM
-#: from 1 GB to 100 TB; every bandwidth at least 100 MB/s; board power 1 W to 100 kW.
 def _validate_pins(request: ParallelRequest, name: dict[str, str]) -> None:
     """Pinned degrees above the GPU count (or layers, for vpp), and a pinned micro-batch or count of
     micro-batches above MAX_GLOBAL_BATCH_TOKENS, are typos: refused here, before the int64 grid."""

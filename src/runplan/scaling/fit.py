@@ -529,7 +529,26 @@ def fit_parametric(
         percentiles=percentiles,
         seconds=time.perf_counter() - t0,
     )
-    return fit.model_copy(update={"warnings": warnings + parametric_warnings(fit, float(runs.flops.max()))})
+    warnings = warnings + one_budget_warnings(runs) + parametric_warnings(fit, float(runs.flops.max()))
+    return fit.model_copy(update={"warnings": warnings})
+
+
+#: Runs whose compute 6·N·D spans less than this (decades, a factor of 2) lie on one isoFLOP curve.
+ONE_BUDGET_DECADES = 0.3
+
+
+def one_budget_warnings(runs: Runs) -> list[str]:
+    """Approach 3 on runs of a single compute budget: along one isoFLOP curve D = C/(6N), so N and D move
+    together and E, A, B, α, β trade against each other (Hoffmann et al. 2022 §3.3 fit runs of many budgets);
+    the bootstrap restarts from the same optimum, so its intervals stay narrow around a wrong law."""
+    span = float(np.ptp(np.log10(6.0 * runs.params * runs.tokens)))
+    if span >= ONE_BUDGET_DECADES:
+        return []
+    return [
+        f"Approach 3 on one compute budget: 6·N·D spans only {span:.2g} decade, so N and D are tied (D = C/6N) and "
+        "E, A, B, α and β cannot be told apart, however narrow their intervals; do not use this law file: fit "
+        "runs of several budgets (runplan sweep --budgets 3)"
+    ]
 
 
 def _subsample(runs: Runs, seed: int) -> tuple[Runs, list[str]]:
@@ -912,7 +931,10 @@ def fit_isoflop(
             + (f" ({grouping}); dropped {why}" if why else f" ({grouping})"),
             source=runs.source,
             hint="add runs at smaller and larger N around each budget's best, group budgets differently "
-            "(fit.bin_decades), or fit Approach 3 alone (fit.method parametric)",
+            "(fit.bin_decades), or fit Approach 3 alone (fit.method parametric)"
+            if dropped or len(budgets) + len(dropped) > 1
+            else "run proxies at more compute budgets (runplan sweep --budgets 3): one budget gives one "
+            "optimum, and an exponent needs two",
         )
     log_c = np.tile(np.log([b.flops for b in budgets]), (replicates, 1))
     log_n_opt = np.stack(vertices, axis=1)

@@ -23,7 +23,7 @@
 #   router_topk_scale = 1.0
 #
 # WARNINGS (what this engine cannot express as planned):
-#   - load balancing: the plan does not set the router's auxiliary loss and Megatron's --moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral 8x7B release run uses 1e-2, tests/functional_tests/test_cases/mixtral/mixtral_8x7b_alltoall_tp2pp4ep4_release) unless the router balances by an expert bias
+#   - load balancing: the plan does not set the router's auxiliary loss and Megatron's --moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral 8x7B release run uses 1e-2, tests/functional_tests/test_cases/mixtral/mixtral_8x7b_alltoall_tp2pp4ep4_release)
 #   - checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the plan's 3 rolling generations need an external cleanup job
 #   - evaluation: Megatron evaluates whole global batches, so the canary's 1,024 sequences become 1 x 3,072; each evaluation costs 3.0x the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences (Megatron draws the next validation batches each time)
 set -euo pipefail
