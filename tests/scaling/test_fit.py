@@ -303,3 +303,19 @@ def test_flops_check_on_the_sweep_row_hand_derived(tmp_path):
     assert flops_warnings(read_runs(path)) == []
     warnings = flops_warnings(read_runs(path, params_col="non_embedding_params"))
     assert len(warnings) == 1 and "1 of 1 rows" in warnings[0] and "C / 6ND = 2.74" in warnings[0]
+
+
+def test_counts_in_other_units_are_flagged(tmp_path):
+    from runplan.scaling.fit import magnitude_warnings
+
+    rows = [(7e9, 1.4e11, 2.1), (13e9, 2.6e11, 2.0), (30e9, 6e11, 1.9)]
+    plain = tmp_path / "plain.csv"
+    plain.write_text("params,tokens,loss\n" + "".join(f"{n},{d},{loss}\n" for n, d, loss in rows))
+    assert magnitude_warnings(read_runs(plain)) == []
+    billions = tmp_path / "billions.csv"  # params in billions, tokens in billions
+    billions.write_text(
+        "params,tokens,loss\n" + "".join(f"{n / 1e9},{d / 1e9},{loss}\n" for n, d, loss in rows)
+    )
+    found = magnitude_warnings(read_runs(billions))
+    assert len(found) == 2 and found[0].startswith("parameters N: the median run has 13")
+    assert found[1].startswith("tokens D: the median run has 260")

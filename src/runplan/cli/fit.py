@@ -308,9 +308,11 @@ def _fit_runs(
     )
     runs = runs.drop_highest_loss(drop_highest)
     from runplan.cli.flags import flags_in_text
-    from runplan.scaling.fit import flops_warnings
+    from runplan.scaling.fit import flops_warnings, magnitude_warnings
 
-    count_warnings = [flags_in_text(w, "fit") for w in (*count_warnings, *flops_warnings(runs))]
+    count_warnings = [
+        flags_in_text(w, "fit") for w in (*count_warnings, *flops_warnings(runs), *magnitude_warnings(runs))
+    ]
     boot, pct, at = options.bootstrap, options.percentiles, options.at_flops
     parametric = isoflop = isoflop_error = None
     if options.method in ("both", "isoflop"):
@@ -324,8 +326,11 @@ def _fit_runs(
                 seed=options.seed,
             )
         except SpecError as error:
-            if options.method == "isoflop":
-                raise
+            if (
+                options.method == "isoflop"
+            ):  # (its file is the source, so fail() keeps the hint: name the flags)
+                hint = flags_in_text(error.hint, "fit") if error.hint else None
+                raise SpecError(error.message, where=error.where, source=error.source, hint=hint) from None
             isoflop_error = flags_in_text(error.one_line(), "fit")
     if options.method in ("both", "parametric"):
         callback, close = _progress(options.bootstrap)

@@ -445,6 +445,30 @@ def _check_identifiable(runs: Runs) -> None:
         )
 
 
+#: Below these medians a column is almost surely in other units (millions or billions of parameters, PF-days):
+#: LLM proxy sweeps start near 1e7 parameters (Hoffmann et al. 2022 Fig. 3's isoFLOP points start at 57M) and
+#: 1e8 tokens; Kaplan et al. 2020 went down to 768 non-embedding parameters, but not for a median run.
+MIN_PLAUSIBLE_PARAMS = 1e5
+MIN_PLAUSIBLE_TOKENS = 1e6
+
+
+def magnitude_warnings(runs: Runs) -> list[str]:
+    """Cautions for N or D too small to be counts: a column in millions, billions or PF-days fits silently
+    into a law that means nothing."""
+    out = []
+    for what, values, low in (
+        ("parameters N", runs.params, MIN_PLAUSIBLE_PARAMS),
+        ("tokens D", runs.tokens, MIN_PLAUSIBLE_TOKENS),
+    ):
+        median = float(np.median(values))
+        if median < low:
+            out.append(
+                f"{what}: the median run has {median:.3g}, below {low:.0e}: is the column in millions or billions "
+                "(or the FLOPs in PF-days)? runplan reads plain counts (write 7e9 or 7B)"
+            )
+    return out
+
+
 def flops_warnings(runs: Runs) -> list[str]:
     """A caution when a flops column disagrees with 6·N·D beyond MAX_FLOPS_RATIO in some row: Approach 2
     groups runs into budgets by C, Approach 3 fits N and D, so the two would fit different data."""
