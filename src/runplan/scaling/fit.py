@@ -765,9 +765,7 @@ class IsoflopFit(BaseModel):
     grouping: str = Field(description="How runs were grouped into budgets.")
     ungrouped_runs: int = Field(0, description="Runs farther than the window from every budget (left out).")
     bootstrap: int = Field(description="Bootstrap resamples requested.")
-    bootstrap_failed: int = Field(
-        0, description="Resamples dropped (fewer than 2 budgets with a minimum inside their sampled sizes)."
-    )
+    bootstrap_failed: int = Field(0, description="Resamples dropped (a parabola without a minimum).")
     percentiles: tuple[float, float] = Field(description="Percentiles of the intervals.")
     warnings: list[str] = Field(
         default_factory=list, description="Cautions: dropped budgets, few budgets, wide intervals."
@@ -871,8 +869,8 @@ def _weighted_parabolas(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np
 def _power_law(log_c: np.ndarray, log_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Least squares of log y = log k + e·log C per row: (R, m) → slopes (R,), intercepts (R,).
 
-    NaN entries (a resampled budget without a vertex inside its sizes) are left out of their row; a row with
-    fewer than 2 distinct finite points gives NaN.
+    NaN entries (a resampled budget without a vertex) are left out of their row; a row with fewer than 2
+    distinct finite points gives NaN.
     """
     ok = np.isfinite(log_y) & np.isfinite(log_c)
     w = ok.astype(float)
@@ -901,13 +899,6 @@ def _fit_budget(
         vertex = np.where(coefficients[:, 2] > 0, -coefficients[:, 1] / (2 * coefficients[:, 2]), np.nan)
     n_opt = math.exp(vertex[0])
     n_min, n_max = float(runs.params[idx].min()), float(runs.params[idx].max())
-    # a resample is held to the full fit's rule: a vertex outside the sampled sizes is an extrapolated
-    # parabola, not a minimum (kept, a few such replicates put the std of a at 0.15 against a 10-90% spread of
-    # 0.04 on Chinchilla's points); it counts as a failed replicate
-    with np.errstate(invalid="ignore"):
-        vertex[1:] = np.where(
-            (vertex[1:] >= math.log(n_min)) & (vertex[1:] <= math.log(n_max)), vertex[1:], np.nan
-        )
     if not n_min <= n_opt <= n_max:
         outside = f"the minimum N = {n_opt:.3g} lies outside the sampled {n_min:.3g}..{n_max:.3g}"
         return _dropped(runs, idx, "minimum_outside", outside)
