@@ -218,6 +218,21 @@ def test_chinchilla_default_isoflop_matches_hoffmann_and_names_what_it_drops(sha
     assert any(w.startswith("dropped budget 3.3e+18 FLOPs") for w in iso.warnings)
 
 
+def test_bootstrap_std_is_not_inflated_by_extreme_replicates(chinchilla):
+    """The reported std is the bootstrap spread as IQR / 1.349: on Chinchilla's points a few resampled parabolas
+    put their vertex near N = 1e66, which made the sample SD of a 0.15 against a 10-90% width of 0.04. For a
+    normal spread the 10-90% width is 2.56 SD; allow a factor of 2 either way."""
+    from runplan.scaling.laws import interval_of
+
+    iso = fit_isoflop(chinchilla, bootstrap=200, seed=1)
+    for interval in (iso.a, iso.params_opt):
+        width = interval.high - interval.low
+        assert width / 5.12 <= interval.std <= width / 1.28, interval
+    # hand-made: 1,000 normal draws with SD 2 and one replicate at 1e66
+    draws = np.random.default_rng(0).normal(0.0, 2.0, 1000)
+    assert interval_of(0.0, np.append(draws, 1e66), (10, 90)).std == pytest.approx(2.0, rel=0.1)
+
+
 @pytest.mark.slow
 def test_beyond_chinchilla_fit_warns(shared_data_dir):
     """Sardana et al. 2024's runs (fixed tokens-per-parameter ratios, not an isoFLOP design): the old 0.1-decade
