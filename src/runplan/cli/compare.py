@@ -100,18 +100,11 @@ def whatif(
 
 def _plan_at(spec: PlanSpec, count: int, plan_file: Path) -> RunPlan:
     """The plan of ``spec`` on ``count`` GPUs; a count the cluster section refuses is a ``--gpus`` error."""
-    from pydantic import ValidationError
-
-    from runplan.errors import SpecError
+    from runplan.cli.common import build_from_flags
     from runplan.plan import build_plan
-    from runplan.validation import spec_error_from_validation
 
-    model = type(spec.cluster)
-    try:
-        cluster = model.model_validate({**spec.cluster.model_dump(exclude_unset=True), "gpus": count})
-    except ValidationError as error:
-        found = spec_error_from_validation(error, model)
-        raise SpecError(found.message, where="--gpus", hint=found.hint) from None
+    fields = {**spec.cluster.model_dump(exclude_unset=True), "gpus": count}
+    cluster = build_from_flags(type(spec.cluster), "cluster", "--gpus", **fields)
     return build_plan(spec.model_copy(update={"cluster": cluster}), plan_file.resolve().parent)
 
 

@@ -225,16 +225,18 @@ def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) ->
         # (deepspeed/sequence/layer.py uneven_heads_all2all), which needs more heads than ranks and has no
         # communication overlap. runplan times ring attention, not Ulysses.
         heads, c = f.n_heads // f.layout.tp, f.layout.cp
-        limit = (
-            ""
-            if heads % c == 0
-            else f", and it cannot split {heads} attention heads per TP rank {c} ways (its uneven-heads path "
-            "needs more heads than ranks): use a ring-attention implementation (as the plan's times assume) or "
-            "a layout with c dividing the heads"
-            if heads < c
-            else f"; {heads} heads per TP rank do not divide by {c}: DeepSpeed's uneven-heads all-to-all, "
-            "without communication overlap"
-        )
+        limit = ""
+        if heads < c:
+            limit = (
+                f", and it cannot split {heads} attention heads per TP rank {c} ways (its uneven-heads path needs "
+                "more heads than ranks): use a ring-attention implementation (as the plan's times assume) or a "
+                "layout with c dividing the heads"
+            )
+        elif heads % c:
+            limit = (
+                f"; {heads} heads per TP rank do not divide by {c}: DeepSpeed's uneven-heads all-to-all, without "
+                "communication overlap"
+            )
         warnings.append(
             f"context parallel: c = {c} has no ds_config key; DeepSpeed's Ulysses sequence "
             "parallelism is set up in user code (sequence-parallel process groups)" + limit

@@ -279,36 +279,36 @@ class SweepSpec(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
-def _shape(target: float, request: SweepRequest) -> ModelShape:
+def _built(target: float, request: SweepRequest) -> ModelShape | SpecError:
+    """The generated shape of ``target`` parameters in the law's count, or why there is none."""
     from runplan.architect import shape_for_params
 
     try:
         return shape_for_params(target, vocab_size=request.vocab_size, count=request.law.param_count)
     except SpecError as error:
-        too_big = target > 1e9  # shape_for_params builds up to 1e12; a failure above 1e9 is at the top
-        # when not even the main run's own compute-optimal N can be built, no fraction or span helps: the main
-        # budget itself is too small for proxy runs
-        hopeless = not too_big and not _buildable(request.law.compute_optimal(request.flops)[0], request)
-        raise SpecError(
-            f"no proxy shape for {target:.3g} parameters: {error.message}",
-            where="sweep.flops" if hopeless else "sweep.fraction",
-            hint="a budget this small trains no proxy model; give the main run's compute (e.g. 2e23)"
-            if hopeless
-            else "lower sweep.fraction or narrow sweep.span_decades"
-            if too_big
-            else "raise sweep.fraction, narrow sweep.span_decades, or use a smaller vocabulary (embeddings "
-            "dominate small models)",
-        ) from None
+        return error
 
 
-def _buildable(target: float, request: SweepRequest) -> bool:
-    from runplan.architect import shape_for_params
-
-    try:
-        shape_for_params(target, vocab_size=request.vocab_size, count=request.law.param_count)
-    except SpecError:
-        return False
-    return True
+def _shape(target: float, request: SweepRequest) -> ModelShape:
+    found = _built(target, request)
+    if not isinstance(found, SpecError):
+        return found
+    too_big = target > 1e9  # shape_for_params builds up to 1e12; a failure above 1e9 is at the top
+    # when not even the main run's own compute-optimal N can be built, no fraction or span helps: the main
+    # budget itself is too small for proxy runs
+    main_optimum = request.law.compute_optimal(request.flops)[0]
+    hopeless = not too_big and isinstance(_built(main_optimum, request), SpecError)
+    if hopeless:
+        where, hint = (
+            "sweep.flops",
+            "a budget this small trains no proxy model; give the main run's compute (e.g. 2e23)",
+        )
+    elif too_big:
+        where, hint = "sweep.fraction", "lower sweep.fraction or narrow sweep.span_decades"
+    else:
+        where = "sweep.fraction"
+        hint = "raise sweep.fraction, narrow sweep.span_decades, or use a smaller vocabulary (embeddings dominate small models)"
+    raise SpecError(f"no proxy shape for {target:.3g} parameters: {found.message}", where=where, hint=hint)
 
 
 def _size_targets(request: SweepRequest) -> tuple[list[float], list[tuple[float, float]]]:
