@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.optimize import check_grad
+from typer.testing import CliRunner
 
+from runplan.cli.app import app
 from runplan.errors import SpecError
 from runplan.scaling.fit import (
     fit_isoflop,
@@ -334,3 +337,27 @@ def test_counts_in_other_units_are_flagged(tmp_path):
     found = magnitude_warnings(read_runs(billions))
     assert len(found) == 2 and found[0].startswith("parameters N: the median run has 13")
     assert found[1].startswith("tokens D: the median run has 260")
+
+
+def test_a_row_pasted_twice_is_flagged_and_seed_replicates_are_not(tmp_path):
+    """Line numbers count the header as line 1: the copy of line 2 sits on line 5."""
+    from runplan.scaling.fit import duplicate_warnings
+
+    rows = ["7e9,1.4e11,2.1", "13e9,2.6e11,2.0", "13e9,2.6e11,2.03", "7e9,1.4e11,2.1"]
+    path = tmp_path / "runs.csv"
+    path.write_text("params,tokens,loss\n" + "\n".join(rows) + "\n")
+    found = duplicate_warnings(read_runs(path))
+    assert len(found) == 1 and found[0].startswith("line 5 repeats an earlier row exactly (line 2:")
+    path.write_text("params,tokens,loss\n" + "\n".join(rows[:3]) + "\n")  # two seeds of 13B: not copies
+    assert duplicate_warnings(read_runs(path)) == []
+
+
+def test_cli_fit_prints_the_duplicate_row_warning(tmp_path):
+    lines = Path("examples/isoflop_synthetic.csv").read_text().splitlines()
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join([*lines, lines[3]]) + "\n")
+    result = CliRunner().invoke(app, ["fit", str(path), "--method", "isoflop", "--json"])
+    assert result.exit_code == 0, result.output
+    assert any(
+        "line 38 repeats an earlier row exactly (line 4:" in w for w in json.loads(result.output)["warnings"]
+    )

@@ -308,11 +308,10 @@ def _fit_runs(
     )
     runs = runs.drop_highest_loss(drop_highest)
     from runplan.cli.flags import flags_in_text
-    from runplan.scaling.fit import flops_warnings, magnitude_warnings
+    from runplan.scaling.fit import duplicate_warnings, flops_warnings, magnitude_warnings
 
-    count_warnings = [
-        flags_in_text(w, "fit") for w in (*count_warnings, *flops_warnings(runs), *magnitude_warnings(runs))
-    ]
+    cautions = (*count_warnings, *flops_warnings(runs), *magnitude_warnings(runs), *duplicate_warnings(runs))
+    count_warnings = [flags_in_text(w, "fit") for w in cautions]
     boot, pct, at = options.bootstrap, options.percentiles, options.at_flops
     parametric = isoflop = isoflop_error = None
     if options.method in ("both", "isoflop"):

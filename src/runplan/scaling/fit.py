@@ -469,6 +469,27 @@ def magnitude_warnings(runs: Runs) -> list[str]:
     return out
 
 
+def duplicate_warnings(runs: Runs) -> list[str]:
+    """A caution for rows that repeat an earlier row exactly (N, D and loss): a pasted-twice row weighs double
+    in the fit and in every bootstrap resample. Replicate seeds (same N and D, another loss) are fine."""
+    seen: dict[tuple[float, float, float], int] = {}
+    copies = []
+    for n, d, loss, line in zip(runs.params, runs.tokens, runs.loss, runs.lines, strict=True):
+        key = (float(n), float(d), float(loss))
+        if key in seen:
+            copies.append((int(line), seen[key]))
+        else:
+            seen[key] = int(line)
+    if not copies:
+        return []
+    line, first = copies[0]
+    who = f"line {line} and {len(copies) - 1} more repeat" if len(copies) > 1 else f"line {line} repeats"
+    return [
+        f"{who} an earlier row exactly (line {first}: the same N, D and loss): each copy "
+        "counts again in the fit and the bootstrap; delete repeated rows (seeds of one size differ in loss)"
+    ]
+
+
 def flops_warnings(runs: Runs) -> list[str]:
     """A caution when a flops column disagrees with 6·N·D beyond MAX_FLOPS_RATIO in some row: Approach 2
     groups runs into budgets by C, Approach 3 fits N and D, so the two would fit different data."""
