@@ -72,6 +72,7 @@ def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
         if (row.get("source_group") or "") in _TRANSFORMER_ENGINE_GROUPS
         else "flash-attention-2",
         "tp_comm_overlap": bool(row.get("tp_comm_overlap") or stack.get("tp_comm_overlap")),
+        # 2 bytes: bf16, or the fp16 gradients of Megatron-LM --fp16 rows (the same traffic and memory)
         "gradient_dtype": "fp32" if row.get("gradient_bytes", 4) == 4 else "bf16",
         "pipeline_scatter_gather": (row.get("source_id") or "") in _SCATTER_GATHER_SOURCES,
         "fsdp_mixed_precision": (row.get("source_group") or "") in _FSDP_GROUPS,
