@@ -186,3 +186,27 @@ def test_torchtitan_memory_rows_reproduced(shipped):
     assert len(errors) == 18
     assert statistics.median(abs(e) for e in errors) <= 0.10
     assert max(abs(e) for e in errors) <= 0.25
+
+
+def test_breakdown_script_prints_terms_that_sum_to_the_step():
+    """benchmarks/breakdown.py on the Megatron README 32B row: its printed terms add up to the printed step, and
+    the printed error is the one docs/validation.md's in-fit column gives that row (the shipped constants)."""
+    import re
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "breakdown.py"), "megatron-readme-32b-384gpu"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    step = float(re.search(r"step ([0-9.]+) s =", out).group(1))
+    terms = [float(x) for x in re.findall(r"^ {4}\w+ +([0-9.]+) s$", out, flags=re.M)]
+    assert len(terms) >= 4 and sum(terms) == pytest.approx(step, abs=5e-4)
+    error = re.search(r"step error ([+-][0-9.]+)%", out).group(1)
+    row = next(
+        line
+        for line in (REPO / "docs" / "validation.md").read_text().splitlines()
+        if line.startswith("| megatron-readme-32b")
+    )
+    assert f"| {error}% |" in row
