@@ -547,7 +547,10 @@ def leave_one_out(prepared: Sequence[Prepared], result: FitResult) -> tuple[dict
             fold = [p if j != i else _unfitted(p) for j, p in enumerate(prepared)]
             if not any(q.run.fit for q in fold):
                 continue
-            u, _, _, _ = fit_fixed(fold, result.layouts, result.space, _coordinates(result))
+            # from the base, as a user without run i would start: started from the full fit, a refit that
+            # identifies fewer constants than the full one keeps the rest at values run i helped set (3 runs,
+            # 3 constants: every run "predicted" exactly)
+            u, _, _, _ = fit_fixed(fold, result.layouts, result.space)
             out[prepared[i].id] = float(
                 log_errors(fold, result.layouts, result.space, result.space.values(u))[i]
             )
@@ -581,16 +584,6 @@ def lone_run_warnings(in_fit: dict[str, float], loo: dict[str, float]) -> list[s
 
 def _unfitted(p: Prepared) -> Prepared:
     return Prepared(p.index, p.run.model_copy(update={"fit": False}), p.request, p.family, p.measured_tps)
-
-
-def _coordinates(result: FitResult) -> np.ndarray:
-    space = result.space
-    return np.asarray(
-        [
-            min(1.0, max(0.0, (result.values[k] - lo) / (hi - lo)))
-            for k, lo, hi in zip(space.keys, space.lows, space.highs, strict=True)
-        ]
-    )
 
 
 @dataclass(frozen=True)
