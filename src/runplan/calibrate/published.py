@@ -11,7 +11,8 @@ is converted here row by row, so both files go through the same fit. Per row:
   parameter gather after the step for DeepSpeed's and PyTorch's ZeRO optimizers, eager elementwise kernels for
   the PyTorch groups that ran without torch.compile;
   ``sequence_parallel`` and ``recompute`` fill the layout where the pins leave them open (every selective
-  variant is runplan's selective recompute);
+  variant is runplan's selective recompute, except torchtitan's layer-wise ``selective-layer``: full
+  recompute of every second block, as Megatron's ``block`` method over half of the layers);
 * precision: an fp8 row (``precision: fp8`` on the row or in its ``stack:``) is timed with stack precision fp8
   and its ``fp8_recipe`` (tensorwise when not stated: the recipe torchao and torchtitan default to); fp8 rows
   are predicted, never fitted (``fit`` is forced false: they come from one source, and no calibrated constant
@@ -31,7 +32,10 @@ _RECOMPUTE = {
     "selective-paper": "selective",
     "selective-core": "selective",
     "torchtitan-op-sac": "selective",
-    "selective-layer": "selective",
+    # torchtitan's layer-wise selective AC checkpoints every n-th block whole, n = selective_ac_option, default
+    # "2" ("checkpoint every other layer", torchtitan config_manager.py in every version): full recompute of
+    # half the blocks (``_stack`` sets the block method); fms-fsdp's block-level selective AC likewise (its rows)
+    "selective-layer": "full",
 }
 
 
@@ -64,7 +68,7 @@ _TRANSFORMER_ENGINE_GROUPS = ("nvidia-megatron",)
 _EAGER_GROUPS = ("pytorch-torchtitan", "pytorch-fsdp-ibm", "mosaicml-composer-fsdp")
 
 
-def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
+def _stack(row: dict[str, Any], stack: dict[str, Any], n_layers: int | None) -> dict[str, Any]:
     """The row's stated stack facts as a runplan Stack mapping (facts not stated keep the default stack)."""
     out: dict[str, Any] = {
         "flash_attention": stack.get("flash_attention") is not False,
@@ -87,6 +91,9 @@ def _stack(row: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
     }
     if stack.get("dropout"):
         out["hidden_dropout"] = out["attention_dropout"] = float(stack["dropout"])
+    if stack.get("recompute") == "selective-layer" and n_layers:  # every second block recomputed whole
+        out["full_recompute_method"] = "block"
+        out["full_recompute_layers"] = n_layers // 2
     if stack.get("recompute") in _SELECTIVE_MODULES:
         out["selective_recompute"] = _SELECTIVE_MODULES[stack["recompute"]]
     if stack.get("distributed_optimizer") is not None:
@@ -160,7 +167,7 @@ def measured_document(data: dict[str, Any]) -> dict[str, Any]:
             "n_gpus": row["n_gpus"],
             "seq_len": row["seq_len"],
             "layout": _layout(row),
-            "stack": _stack(row, stack),
+            "stack": _stack(row, stack, shape.get("n_layers")),
             "measured": _measured(row),
             "fit": bool(row.get("fit", True) or row.get("pending_stack", False)) and not _is_fp8(row),
         }
