@@ -329,8 +329,8 @@ def test_a_kernel_ratio_resting_on_one_source_is_warned():
 def test_a_users_own_runs_are_predicted_by_refits_on_their_other_runs():
     # benchmarks/validate.py's "user's own runs": one source's runs calibrated from the constants fitted
     # without it. Generated from TRUTH, started from constants fitted on runs generated elsewhere: every run
-    # left out is predicted exactly by the refit on the others (the model is exact and each refit holds what
-    # its runs no longer identify at the full fit's value).
+    # left out is predicted exactly by the refit on the others (the model is exact and the other runs identify
+    # the constants the run depends on; each refit starts from the base, never from the fit that saw the run).
     def mine(runs):
         return [
             Prepared(
