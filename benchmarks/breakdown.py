@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 
-from validate import load_published
+from validate import calibrated_efficiency, load_published
 
 from runplan.calibrate.calibration import load_calibration, shipped_calibration
-from runplan.calibrate.constants import UNSEEN_KERNEL_RATIO
-from runplan.calibrate.fit import complete_layout, with_kernel
-from runplan.calibrate.run import _layout_text
+from runplan.calibrate.fit import complete_layout
+from runplan.calibrate.run import layout_text
 from runplan.parallel.grid import LayoutGrid
 from runplan.parallel.layout import TimeSeconds
 from runplan.parallel.search import evaluate
@@ -35,14 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"not a usable row id: {', '.join(unknown)}")
     for p in (by_id[i] for i in args.ids):
-        eff = cal.families[p.family].efficiency
-        if p.run.attention_kernel:
-            eff = with_kernel(eff, cal.attention_kernels.get(p.run.attention_kernel, UNSEEN_KERNEL_RATIO))
+        eff = calibrated_efficiency(p, cal)
         layout = complete_layout(p, eff)
         ev = evaluate(p.request, LayoutGrid.of([layout]), eff)
         predicted = float(ev.tokens_per_second[0]) / p.request.n_gpus
         error = f"{p.measured_tps / predicted - 1:+.1%}" if p.measured_tps else "(speedup row)"
-        print(f"{p.id}: {_layout_text(layout)}")
+        print(f"{p.id}: {layout_text(layout)}")
         print(
             f"  tokens/s per GPU predicted {predicted:,.0f}, measured {p.measured_tps or 0:,.0f}; step error {error}"
         )

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from runplan.calibrate.calibration import shipped_calibration
+from runplan.calibrate.calibration import Calibration, shipped_calibration
 from runplan.calibrate.fit import (
     HeldOut,
     OwnRuns,
@@ -46,7 +46,7 @@ from runplan.calibrate.fit import (
 )
 from runplan.calibrate.measured import MeasuredFile
 from runplan.calibrate.published import measured_document
-from runplan.calibrate.run import prior_efficiencies
+from runplan.calibrate.run import layout_text, prior_efficiencies
 from runplan.catalog import load_catalog
 from runplan.parallel.layout import Constraints, Efficiency, Layout, ParallelRequest, Pins
 from runplan.parallel.search import search
@@ -86,8 +86,10 @@ class Predicted:
     memory_fits: bool
 
 
-def shipped_efficiency(p: Prepared) -> Efficiency:
-    cal = shipped_calibration()
+def calibrated_efficiency(p: Prepared, cal: Calibration | None = None) -> Efficiency:
+    """The constants run ``p`` is predicted with under ``cal`` (default: the shipped file): its GPU family's, and
+    its named attention kernel's rate."""
+    cal = cal or shipped_calibration()
     eff = cal.families[p.family].efficiency
     if p.run.attention_kernel and p.run.attention_kernel in cal.attention_kernels:
         eff = with_kernel(eff, cal.attention_kernels[p.run.attention_kernel])
@@ -98,7 +100,7 @@ def predict_shipped(prepared: list[Prepared]) -> dict[str, Predicted]:
     """Every run with the shipped constants: step-time log error, memory error, whether some layout fits."""
     tps, out = {}, {}
     for p in prepared:
-        eff = shipped_efficiency(p)
+        eff = calibrated_efficiency(p)
         layout = complete_layout(p, eff)
         tps[p.id], memory_bytes = predict(p, layout, eff)
         fits = bool(search(p.request.model_copy(update={"efficiency": eff})).layouts)
@@ -137,13 +139,6 @@ def _family_name(family: str) -> str:
 
 def _table(columns: list[str]) -> list[str]:
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-
-
-def _layout_text(x: Layout) -> str:
-    return (
-        f"TP{x.tp} PP{x.pp} DP{x.dp} CP{x.cp} ZeRO-{x.zero} mbs{x.micro_batch} m{x.microbatches} v{x.vpp} "
-        f"{x.recompute}{' SP' if x.sequence_parallel else ''}"
-    )
 
 
 def headline(held: list[HeldOut], prepared: list[Prepared]) -> tuple[list[str], dict[str, float]]:
@@ -347,7 +342,7 @@ def per_run(shipped: dict[str, Predicted], held: dict[str, HeldOut]) -> list[str
         speedup = " (speedup)" if p.run.measured.speedup is not None else ""
         lines.append(
             f"| {p.id}{speedup}{'' if p.run.fit else ' (fit: false)'} | {p.run.source_id} | {_family_name(p.family)} | "
-            f"{'yes' if p.run.stack.flash_attention else 'no'} | {_layout_text(s.layout)} | {_pct(step_error(s.log_error))} | "
+            f"{'yes' if p.run.stack.flash_attention else 'no'} | {layout_text(s.layout)} | {_pct(step_error(s.log_error))} | "
             f"{_pct(step_error(h.log_error)) if h else ''} | {memory} | {'yes' if s.memory_fits else '**no**'} |"
         )
     return [*lines, ""]
@@ -438,7 +433,7 @@ def layout_agreement(prepared: list[Prepared]) -> tuple[list[str], list[dict]]:
         outcomes.append({"case": name, "tp_agrees": best.tp == layout["tp"], "gap": gap})
         lines.append(
             f"| {name} | {request.n_gpus} | {request.seq_len} | {float(request.global_batch_tokens or 0) / 1e6:.1f}M | "
-            f"{layout['tp']}/{layout['pp']}/{layout['cp']} | {_layout_text(best.layout)} | "
+            f"{layout['tp']}/{layout['pp']}/{layout['cp']} | {layout_text(best.layout)} | "
             f"{'yes' if best.tp == layout['tp'] else 'no'} | {'fits nowhere' if not theirs else f'{100 * gap:.1f}%'} |"
         )
     agree = sum(o["tp_agrees"] for o in outcomes)
@@ -467,16 +462,14 @@ def tp_evidence() -> list[str]:
             lines.append(f"| {tp} | no feasible layout | | |")
             continue
         x = result.layouts[0]
-        lines.append(
-            f"| {tp} | {_layout_text(x.layout)} | {x.mfu:.3f} | {x.tokens_per_second_per_gpu:,.0f} |"
-        )
+        lines.append(f"| {tp} | {layout_text(x.layout)} | {x.mfu:.3f} | {x.tokens_per_second_per_gpu:,.0f} |")
     lines += ["", *_table(["TP overlap fraction", "unpinned best layout", "MFU"])]
     for overlap in (0.0, 0.4, 0.6, 0.8, 1.0):
         eff = default_efficiency(gpu, tp_overlap_fraction=overlap)
         x = search(
             ParallelRequest(model=shape, gpu=gpu, n_gpus=512, seq_len=4096, top=1, efficiency=eff)
         ).layouts[0]
-        lines.append(f"| {overlap:.1f} | {_layout_text(x.layout)} | {x.mfu:.3f} |")
+        lines.append(f"| {overlap:.1f} | {layout_text(x.layout)} | {x.mfu:.3f} |")
     return [*lines, ""]
 
 
