@@ -96,3 +96,22 @@ def test_a_missing_command_module_is_an_error_not_a_missing_command(monkeypatch)
     monkeypatch.setattr(importlib, "import_module", broken)
     with pytest.raises(ModuleNotFoundError, match=r"runplan\.cli\.sweep"):
         app_module._register_commands()
+
+
+def test_a_flag_search_does_not_import_the_plan_file_machinery():
+    """`parallelize --model --gpus` searches layouts; the plan file's models (runplan.spec) pull in every ops
+    stage (about 0.4 s of pydantic class building) and scipy is for fits: neither is on its path."""
+    probe = """
+import sys
+from runplan.cli.app import app
+try:
+    app(args=["parallelize", "--model", "7b", "--gpus", "8", "--json"], prog_name="runplan")
+except SystemExit:
+    pass
+loaded = sorted(m for m in ("runplan.spec", "runplan.ops", "runplan.scaling.allocate", "scipy") if m in sys.modules)
+print("LOADED=" + ",".join(loaded), file=sys.stderr)
+"""
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    line = [ln for ln in result.stderr.splitlines() if ln.startswith("LOADED=")]
+    assert line, result.stderr
+    assert line[0] == "LOADED=", f"`runplan parallelize --model --gpus` imported {line[0][7:]}"

@@ -5,10 +5,9 @@ Each extends or mirrors the model a plan file fills, so a flag and a key are che
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from runplan.ops.cost import PricePerGpuHour
-from runplan.parallel.layout import MfuFraction, checked_top
 from runplan.spec import Budget
 from runplan.units import PositiveCount
 
@@ -28,18 +27,4 @@ class FlagBudget(Budget):
         return self
 
 
-class SearchOverrides(BaseModel):
-    """`parallelize --top/--mfu`, typed as ParallelRequest types them: they also lay over a plan file's request."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    top: PositiveCount | None = Field(None, description="How many ranked layouts to return.")
-    mfu_override: MfuFraction | None = Field(None, description="Use this MFU instead of the time model.")
-
-    @field_validator("top")
-    @classmethod
-    def _readable_top(cls, top: int | None) -> int | None:
-        return None if top is None else checked_top(top)
-
-
-__all__ = ["FlagBudget", "SearchOverrides"]
+__all__ = ["FlagBudget"]

@@ -215,7 +215,7 @@ def parallelize(
 ) -> None:
     """Search every parallel layout exhaustively; rank the ones that fit by predicted throughput."""
     from runplan.cli.common import build_from_flags
-    from runplan.cli.flag_models import SearchOverrides
+    from runplan.cli.search_flags import SearchOverrides
 
     if plan_file is None:
         _required(model, "--model")
