@@ -98,20 +98,25 @@ def test_a_missing_command_module_is_an_error_not_a_missing_command(monkeypatch)
         app_module._register_commands()
 
 
-def test_a_flag_search_does_not_import_the_plan_file_machinery():
-    """`parallelize --model --gpus` searches layouts; the plan file's models (runplan.spec) pull in every ops
-    stage (about 0.4 s of pydantic class building) and scipy is for fits: neither is on its path."""
-    probe = """
+@pytest.mark.parametrize(
+    "args",
+    [["parallelize", "--model", "7b", "--gpus", "8", "--json"], ["allocate", "--flops", "2e23", "--json"]],
+)
+def test_flag_commands_do_not_import_the_plan_file_machinery(args):
+    """`parallelize --model --gpus` and `allocate --flops` take no plan file: the plan file's models
+    (runplan.spec) pull in every ops stage (about 0.4 s of pydantic class building) and scipy is for fits;
+    neither is on their path."""
+    probe = f"""
 import sys
 from runplan.cli.app import app
 try:
-    app(args=["parallelize", "--model", "7b", "--gpus", "8", "--json"], prog_name="runplan")
+    app(args={args!r}, prog_name="runplan")
 except SystemExit:
     pass
-loaded = sorted(m for m in ("runplan.spec", "runplan.ops", "runplan.scaling.allocate", "scipy") if m in sys.modules)
+loaded = sorted(m for m in ("runplan.spec", "runplan.ops", "scipy") if m in sys.modules)
 print("LOADED=" + ",".join(loaded), file=sys.stderr)
 """
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     line = [ln for ln in result.stderr.splitlines() if ln.startswith("LOADED=")]
     assert line, result.stderr
-    assert line[0] == "LOADED=", f"`runplan parallelize --model --gpus` imported {line[0][7:]}"
+    assert line[0] == "LOADED=", f"`runplan {' '.join(args)}` imported {line[0][7:]}"

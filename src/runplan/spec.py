@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runplan.defaults import (
     DEFAULT_GPU,
-    DEFAULT_MFU,
     DEFAULT_SEQ_LEN,
     DEFAULT_VOCAB_SIZE,
     MAX_GPUS,
@@ -28,17 +27,23 @@ from runplan.errors import SpecError
 from runplan.escape import run_name_problem, text_problem
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
-from runplan.ops.cost import MAX_PRICE_PER_GPU_HOUR, CostSpec, PricePerGpuHour
+from runplan.ops.cost import CostSpec
 from runplan.ops.monitoring import MonitoringSpec
 from runplan.ops.reliability import OperationsSpec
 from runplan.ops.schedule import ScheduleSpec
 from runplan.parallel.layout import Constraints, Pins
 from runplan.parallel.stack import Stack
 from runplan.scaling.allocate import Objective
-from runplan.scaling.budget import MIN_MFU, checked_mfu
+from runplan.scaling.budget import Budget
 from runplan.scaling.laws import LawSpec
 from runplan.scaling.sweep import SweepSpec
-from runplan.units import PositiveCount, PositiveNumber, TokenLength, at_most
+from runplan.units import (
+    MAX_PRICE_PER_GPU_HOUR,
+    PositiveCount,
+    PricePerGpuHour,
+    TokenLength,
+    at_most,
+)
 from runplan.validation import spec_error_from_validation
 from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
 
@@ -48,46 +53,6 @@ SCHEMA_VERSION = 1
 SCHEMA_URL = f"urn:runplan:plan-schema:v{SCHEMA_VERSION}"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
-
-
-class Budget(BaseModel):
-    """How much the run trains: exactly one of FLOPs, GPU-hours, days on the cluster, or tokens (fixed model)."""
-
-    model_config = _STRICT
-
-    flops: PositiveNumber | None = Field(None, description="Training compute C in FLOPs, e.g. 2e23.")
-    gpu_hours: PositiveNumber | None = Field(
-        None, description="GPU-hours on the cluster's GPU type; converted with C = hours × 3600 × peak × mfu."
-    )
-    days: PositiveNumber | None = Field(
-        None, description="Wall-clock days on all of cluster.gpus; C = gpus × days × 86400 × peak × mfu."
-    )
-    tokens: PositiveNumber | None = Field(
-        None,
-        description="Training tokens D for a fixed `model:`; C = 6·N·D (N in the law's parameter count).",
-    )
-    mfu: PositiveNumber = Field(
-        DEFAULT_MFU,
-        description="Model FLOPs utilisation in [0.01, 1] used to turn GPU time into FLOPs (PaLM §4.1 "
-        "definition); default 0.4, a planning assumption (Llama 3 reports 38-43% bf16 MFU on 16k H100, "
-        "§3.3.2 Table 4).",
-        json_schema_extra={"minimum": MIN_MFU, "maximum": 1},
-    )
-
-    @field_validator("mfu")
-    @classmethod
-    def _mfu_in_range(cls, value: float) -> float:
-        return checked_mfu(value)
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Budget:
-        given = [name for name in ("flops", "gpu_hours", "days", "tokens") if getattr(self, name) is not None]
-        if len(given) != 1:
-            raise ValueError(
-                "give exactly one of flops, gpu_hours, days or tokens"
-                + (f" (got {', '.join(given)})" if given else "")
-            )
-        return self
 
 
 class ModelChoice(BaseModel):

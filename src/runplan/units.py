@@ -227,3 +227,11 @@ def at_most(limit: float) -> dict[str, Any]:
 def at_least(limit: float) -> dict[str, Any]:
     """``Field`` keywords for a lower bound, enforced (``ge``) and shown in the JSON Schema (``minimum``)."""
     return {"ge": limit, "json_schema_extra": {"minimum": limit}}
+
+
+#: Largest price of one GPU-hour accepted, in the plan's currency: 1e5 is far above any GPU-hour in any
+#: currency (a common H100 planning figure is 2 USD/h, docs/operations.md §5, i.e. about 300 JPY); above it a cost is
+#: a typo, and the products with GPU-hours would overflow.
+MAX_PRICE_PER_GPU_HOUR = 1e5
+#: A price per GPU-hour: >= 0 and at most MAX_PRICE_PER_GPU_HOUR (plan files and flags share it).
+PricePerGpuHour = Annotated[NonNegativeNumber, Field(le=MAX_PRICE_PER_GPU_HOUR)]

@@ -1,7 +1,7 @@
 """The compute-budget flags shared by `runplan allocate` and `runplan sweep`.
 
 ``--flops``, or ``--gpus`` × ``--days`` on ``--gpu`` at ``--mfu``, plus ``--price-per-gpu-hour``, fill
-:class:`runplan.spec.Budget` (through a model derived from it, which adds the hardware flags): a flag and the
+:class:`runplan.scaling.budget.Budget` (through a model derived from it, which adds the hardware flags): a flag and the
 plan-file key ``budget:`` are one model, checked by the same fields. Import-light: pydantic and the catalog
 load inside :func:`parse_budget` only.
 """
@@ -36,7 +36,7 @@ BUDGET_PATHS = {
 
 
 def flag_budget_model() -> type[FlagBudget]:
-    """``runplan.spec.Budget`` plus ``gpus`` and ``price_per_gpu_hour`` (imported on first use: pydantic is heavy)."""
+    """``runplan.scaling.budget.Budget`` plus ``gpus`` and ``price_per_gpu_hour`` (imported on first use: pydantic is heavy)."""
     from runplan.cli.flag_models import FlagBudget
 
     return FlagBudget

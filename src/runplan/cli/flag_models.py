@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from runplan.ops.cost import PricePerGpuHour
-from runplan.spec import Budget
-from runplan.units import PositiveCount
+from runplan.scaling.budget import Budget
+from runplan.units import PositiveCount, PricePerGpuHour
 
 
 class FlagBudget(Budget):

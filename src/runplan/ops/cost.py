@@ -15,25 +15,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import BaseModel, Field, model_validator
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, in_days
 from runplan.units import (
     SECONDS_PER_HOUR,
     Fraction,
-    NonNegativeNumber,
     PositiveCount,
     PositiveNumber,
+    PricePerGpuHour,
 )
-
-#: Largest price of one GPU-hour accepted, in the plan's currency: 1e5 is far above any GPU-hour in any
-#: currency (a common H100 planning figure is 2 USD/h, docs/operations.md §5, i.e. about 300 JPY); above it a cost is
-#: a typo, and the products with GPU-hours would overflow.
-MAX_PRICE_PER_GPU_HOUR = 1e5
-#: A price per GPU-hour: >= 0 and at most MAX_PRICE_PER_GPU_HOUR (plan files and flags share it).
-PricePerGpuHour = Annotated[NonNegativeNumber, Field(le=MAX_PRICE_PER_GPU_HOUR)]
 
 
 class CostSpec(BaseModel):

@@ -7,12 +7,12 @@ goodput below 100% is the ops stage's job, not this one.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runplan.defaults import DEFAULT_MFU
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
-from runplan.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from runplan.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, PositiveNumber
 
 #: Largest training budget runplan plans for: 1e30 FLOPs is 8e7 H100-years at 40% MFU (1e30 / (989e12 × 0.4)
 #: s), a million H100s for 80 years, some 2,000× the largest runs reported by 2025 (~5e26, Epoch AI's
@@ -106,3 +106,43 @@ __all__ = [
     "flops_from_hardware",
     "hardware_cost",
 ]
+
+
+class Budget(BaseModel):
+    """How much the run trains: exactly one of FLOPs, GPU-hours, days on the cluster, or tokens (fixed model)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flops: PositiveNumber | None = Field(None, description="Training compute C in FLOPs, e.g. 2e23.")
+    gpu_hours: PositiveNumber | None = Field(
+        None, description="GPU-hours on the cluster's GPU type; converted with C = hours × 3600 × peak × mfu."
+    )
+    days: PositiveNumber | None = Field(
+        None, description="Wall-clock days on all of cluster.gpus; C = gpus × days × 86400 × peak × mfu."
+    )
+    tokens: PositiveNumber | None = Field(
+        None,
+        description="Training tokens D for a fixed `model:`; C = 6·N·D (N in the law's parameter count).",
+    )
+    mfu: PositiveNumber = Field(
+        DEFAULT_MFU,
+        description="Model FLOPs utilisation in [0.01, 1] used to turn GPU time into FLOPs (PaLM §4.1 "
+        "definition); default 0.4, a planning assumption (Llama 3 reports 38-43% bf16 MFU on 16k H100, "
+        "§3.3.2 Table 4).",
+        json_schema_extra={"minimum": MIN_MFU, "maximum": 1},
+    )
+
+    @field_validator("mfu")
+    @classmethod
+    def _mfu_in_range(cls, value: float) -> float:
+        return checked_mfu(value)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Budget:
+        given = [name for name in ("flops", "gpu_hours", "days", "tokens") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of flops, gpu_hours, days or tokens"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        return self
