@@ -151,3 +151,18 @@ def test_missing_and_non_json_files_name_the_flag(tmp_path):
     for path in (bad, tmp_path / "none.json"):
         result = CliRunner().invoke(app, ["parallelize", "--model", str(path), "--gpus", "8"])
         assert result.exit_code == 2 and "--model" in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),  # RecursionError in json.loads
+        ('{"hidden_size": ' + "9" * 5000 + "}", "more digits than can be read"),  # int conversion limit
+    ],
+)
+def test_json_the_reader_refuses_otherwise_is_one_line(tmp_path, text, needle):
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    with pytest.raises(SpecError, match=needle) as error:
+        load_config_shape(path)
+    assert error.value.where == "model"

@@ -131,6 +131,28 @@ def read_text(path: str | Path, cap: int, encoding: str = "utf-8") -> str:
         ) from None
 
 
+class JsonInputError(ValueError):
+    """An input's JSON text that Python's reader refuses, with a message fit for a one-line error."""
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` for input files: every way the reader can refuse a text is a :class:`JsonInputError`.
+
+    Besides malformed text (``JSONDecodeError``, whose line and message are kept) the reader raises a bare
+    ``ValueError`` for an integer over Python's 4,300-digit conversion limit and ``RecursionError`` for arrays or
+    objects nested about 1,000 deep; both would otherwise escape as internal errors."""
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise JsonInputError(f"line {error.lineno}: {error.msg}") from None
+    except RecursionError:
+        raise JsonInputError("arrays or objects nested too deeply to read") from None
+    except ValueError:
+        raise JsonInputError("a number with more digits than can be read (over 4,300)") from None
+
+
 def check_name(path: str | Path, where: str | None = None) -> None:
     """A SpecError naming ``where`` if ``path`` cannot be a file name: a NUL, a component over 255 bytes."""
     text = str(path)

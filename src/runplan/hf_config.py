@@ -10,7 +10,6 @@ own size, GPT-NeoX's partial rotary) is refused or noted, never guessed.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ def is_config_path(text: str) -> bool:
 def load_config_shape(path: str | Path, *, where: str | None = "model") -> ModelShape:
     """The shape of the local config.json at ``path``; every problem is one SpecError naming ``where``."""
     path = Path(path)
-    from runplan.fileio import read_text
+    from runplan.fileio import JsonInputError, parse_json, read_text
 
     if not path.exists():
         raise SpecError(f"no config.json file at '{path}'", where=where, hint="give a local file path")
@@ -45,8 +44,8 @@ def load_config_shape(path: str | Path, *, where: str | None = "model") -> Model
     except SpecError as error:
         raise SpecError(error.message, where=where, hint=error.hint) from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
+        data = parse_json(text)
+    except JsonInputError as error:
         raise SpecError(f"'{path}' is not JSON: {error}", where=where) from None
     if not isinstance(data, dict):
         raise SpecError(f"'{path}' is not a config.json object", where=where)

@@ -609,3 +609,23 @@ def test_leave_one_out_refits_do_not_start_from_the_fit_that_saw_the_run():
     errors, method = leave_one_out(dgxc, result)
     assert method == "exact refits" and len(errors) == 3
     assert max(abs(step_error(e)) for e in errors.values()) > 0.01
+
+
+def test_a_constant_outside_its_fit_bounds_is_refused_at_its_line(tmp_path):
+    # a hand-edited overhead of 1e6 s planned a 6-million-day run without a word; the file's own line is named
+    path = Path(__file__).resolve().parents[2] / "configs" / "calibration.yaml"
+    text = path.read_text()
+    data = yaml.safe_load(text)
+    data["families"]["hopper"]["efficiency"]["step_overhead_seconds"] = 1e6
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump(data, sort_keys=False))
+    lines = edited.read_text().splitlines()
+    hopper = lines.index("  hopper:")
+    line_of_efficiency = lines.index("    efficiency:", hopper) + 1
+    res = runner.invoke(
+        app, ["parallelize", "--model", "llama-3.1-8b", "--gpus", "8", "--calibration", str(edited)]
+    )
+    assert res.exit_code == 2
+    (line,) = [x for x in res.output.splitlines() if x.strip()]
+    assert f"edited.yaml:{line_of_efficiency}: families.hopper.efficiency:" in line
+    assert "step_overhead_seconds = 1e+06 is outside [0, 30]" in line and "Value error" not in line

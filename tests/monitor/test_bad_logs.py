@@ -53,6 +53,28 @@ CASES = {
     "csv text cell": (b"step,loss\n1,3.0\n2,abc\n", 2, "not a number"),
     "json without values": (json.dumps({"lm loss": [1, 2]}).encode(), 2, "every value is nan or missing"),
     "tfevents corrupt": (b"\x10\x00\x00\x00\x00\x00\x00\x00" + b"\x00" * 20, 2, "binary"),
+    # JSON the reader refuses other than by JSONDecodeError: an integer past Python's 4,300-digit limit, and
+    # nesting past the recursion limit (were internal errors, exit 3)
+    "jsonl huge integer": (
+        b'{"step": 1, "loss": 3}\n{"step": 2, "loss": ' + b"9" * 5000 + b"}\n",
+        0,
+        "not JSON",
+    ),
+    "jsonl nested too deep": (b"[" * 100_000 + b"]" * 100_000 + b"\n", 2, "no known log format"),
+    # a step counter past int64 wrapped to -2^63 on every row; negative and fractional steps passed
+    "jsonl step past int64": (
+        b'{"step": 1e30, "loss": 3}\n{"step": 2, "loss": 3}\n',
+        2,
+        "object 1 has step 1e+30",
+    ),
+    "csv step past int64": (b"step,loss\n99999999999999999999999999,3.0\n2,3.0\n", 2, "row 1 has step 1e+26"),
+    "csv negative step": (b"step,loss\n1,3.0\n-3,3.0\n", 2, "row 2 has step -3"),
+    "csv fractional step": (b"step,loss\n1.5,3.0\n2,3.0\n", 2, "row 1 has step 1.5"),
+    "megatron step past int64": (
+        _megatron([1, 2, 10**26]).encode(),
+        2,
+        "has step 100000000000000000000000000",
+    ),
 }
 
 

@@ -6,6 +6,7 @@ import json
 import struct
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from runplan.cli.app import main
 from runplan.monitor.detect_sdc import change_point
 from runplan.monitor.events import Checkpoints
 from runplan.monitor.readers import read_logs
-from runplan.monitor.readers.tfevents import crc32c
+from runplan.monitor.readers.tfevents import crc32c, event_files
 from runplan.monitor.rolling import trailing_mean
 
 
@@ -370,3 +371,30 @@ def test_plan_comparison_follows_the_plans_batch_ramp(tmp_path):
     path.write_text(path.read_text().replace("global batch size:  1024", "global batch size:  2048"))
     (warning,) = compare(read_logs([path]), plan)["warnings"]
     assert warning.startswith("the log's global batch is 2,048 sequences, the plan's 1,024")
+
+
+def test_follow_stops_at_max_seconds_during_a_long_poll(tmp_path):
+    # --max-seconds 1 with --poll-seconds 3600 slept the whole hour before looking at the clock
+    path = tmp_path / "run.log"
+    path.write_text("step,loss\n1,3.0\n2,2.9\n")
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "runplan", "monitor", str(path), "--follow"]
+        + ["--max-seconds", "1", "--poll-seconds", "3600"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_a_directory_yields_only_tensorboard_named_files_near_its_top(tmp_path):
+    # "tfevents" anywhere in a name matched source files (tfevents.py), and the walk went all the way down
+    (tmp_path / "tfevents.py").write_text("print('not an event file')\n")
+    near = tmp_path / "run" / "events.out.tfevents.1.host"
+    deep = tmp_path / "a" / "b" / "c" / "d" / "e" / "events.out.tfevents.2.host"  # 5 folders down
+    for path in (near, deep):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(file_version_record() + record(event_bytes(1, "loss", 3.0)))
+    assert event_files(tmp_path) == [near]

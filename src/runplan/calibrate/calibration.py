@@ -12,13 +12,14 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runplan.errors import SpecError
 from runplan.parallel.layout import Efficiency
 
 if TYPE_CHECKING:
     from runplan.hardware import GpuSpec
+    from runplan.yamlio import LoadedYaml
 
 SHIPPED_NAME = "runplan/configs/calibration.yaml"
 
@@ -40,6 +41,22 @@ class FamilyCalibration(BaseModel):
     held: list[str] = Field(
         description="Constants held at the base values: the runs could not identify them, or the caller asked."
     )
+
+    @field_validator("efficiency")
+    @classmethod
+    def _within_fit_bounds(cls, efficiency: Efficiency) -> Efficiency:
+        """Each fitted constant within the bounds ``runplan calibrate`` fits it in (calibrate.constants): a
+        hand-edited step_overhead_seconds of 1e6 would otherwise plan a 6-million-day run without a word."""
+        from runplan.calibrate.constants import FITTED_CONSTANTS
+
+        for constant in FITTED_CONSTANTS:
+            value = getattr(efficiency, constant.name)
+            if value is not None and not constant.low <= value <= constant.high:
+                raise ValueError(
+                    f"{constant.name} = {value:g} is outside [{constant.low:g}, {constant.high:g}], the range "
+                    "`runplan calibrate` fits it in; refit, or fix the value"
+                )
+        return efficiency
 
 
 class Residuals(BaseModel):
@@ -93,8 +110,9 @@ class Calibration(BaseModel):
         return family.efficiency if family else None
 
 
-def parse_calibration(data: object, source: str) -> Calibration:
-    """Validate a loaded calibration document; errors are one line naming the key."""
+def parse_calibration(data: object, source: str, loaded: LoadedYaml | None = None) -> Calibration:
+    """Validate a loaded calibration document; errors are one line naming the key (and its line, given the
+    ``loaded`` file)."""
     if not isinstance(data, dict) or "families" not in data:
         raise SpecError(
             "not a calibration file (no 'families:')",
@@ -120,7 +138,12 @@ def parse_calibration(data: object, source: str) -> Calibration:
                 f"written before '{old}' was replaced with a constant of another meaning: run `runplan "
                 "calibrate` on its measured runs again"
             )
-        raise SpecError(first["msg"], source=source, where=where or None, hint=hint) from None
+        message = first["msg"].removeprefix("Value error, ")
+        if hint is None and first["type"] != "value_error":  # ours say how to fix; pydantic's do not
+            hint = "calibration files are written by `runplan calibrate`: refit, or fix this key as docs/calibration.md describes it"
+        if loaded is not None and where:
+            raise loaded.locate(SpecError(message, where=where, hint=hint)) from None
+        raise SpecError(message, source=source, where=where or None, hint=hint) from None
 
 
 #: Constants that replaced one of another meaning (new name -> old name): a file fitted under the old meaning is
@@ -134,7 +157,7 @@ def load_calibration(path: str | Path) -> Calibration:
     from runplan.yamlio import load_yaml_file
 
     loaded = load_yaml_file(path)
-    return parse_calibration(loaded.data, str(path))
+    return parse_calibration(loaded.data, str(path), loaded)
 
 
 @functools.cache

@@ -41,7 +41,9 @@ def monitor(
         None, "--plot", help="Write a PNG of the metrics with the events marked."
     ),
     follow: bool = typer.Option(False, "--follow", help="Tail a growing log; print events as they appear."),
-    poll_seconds: float = typer.Option(2.0, "--poll-seconds", min=0.01, help="--follow: re-read every N s."),
+    poll_seconds: float = typer.Option(
+        2.0, "--poll-seconds", min=0.01, max=86400, help="--follow: re-read every N s (at most a day)."
+    ),
     max_seconds: float | None = typer.Option(
         None, "--max-seconds", min=0, help="--follow: stop after N s (default: until Ctrl-C, exit 130)."
     ),
@@ -118,6 +120,9 @@ def _follow(
                 if key not in seen:
                     seen.add(key)
                     print(event_line(event), flush=True)
-        if limit is not None and time.monotonic() - started >= limit:
+        elapsed = time.monotonic() - started
+        if limit is not None and elapsed >= limit:
             return
-        time.sleep(poll)
+        time.sleep(
+            poll if limit is None else min(poll, limit - elapsed)
+        )  # --max-seconds ends a long poll too

@@ -9,6 +9,8 @@ says each of these things in ``notes``.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,6 +79,32 @@ class MetricLog:
         return self.steps[finite], values[finite]
 
 
+#: Largest step counter accepted: a trillion optimizer steps (the longest published runs take about 10^6); a
+#: larger value is a corrupt line, and above 2^63 it would not fit the int64 step arrays at all.
+MAX_STEP = 10**12
+
+
+def whole_steps(values: Sequence[float] | np.ndarray, where: str, noun: str = "entry") -> np.ndarray:
+    """int64 steps from the numbers a reader found; a step that is not a whole number in [0, MAX_STEP] is a
+    one-line SpecError naming its ``noun`` (row, object) by position, not an overflow or a silent wrap-around."""
+    if isinstance(values, np.ndarray):
+        numbers = values.astype(float)
+    else:  # Python ints of any size: those past the bound become inf before numpy sees them
+        numbers = np.array([float(v) if abs(v) <= MAX_STEP else math.inf for v in values], dtype=float)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(numbers) | (numbers < 0) | (numbers > MAX_STEP) | (numbers != np.floor(numbers))
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        value = values[first]
+        shown = f"{value:g}" if isinstance(value, float) else str(value)[:40]
+        raise SpecError(
+            f"{where}: {noun} {first + 1} has step {shown}, not a whole number from 0 to {MAX_STEP:,}",
+            where="monitor.log",
+            hint="fix or delete that line (a corrupt step counter)",
+        )
+    return numbers.astype(np.int64)
+
+
 def rows_from_lists(steps: list[int], records: list[dict[str, float]]) -> Rows:
     """:class:`Rows` from per-row dicts of canonical name -> value (the text readers' output)."""
     names = sorted({name for record in records for name in record})
@@ -87,7 +115,7 @@ def rows_from_lists(steps: list[int], records: list[dict[str, float]]) -> Rows:
         for name, value in record.items():
             values[name][row] = value
             present[name][row] = True
-    return Rows(steps=np.asarray(steps, dtype=np.int64), values=values, present=present)
+    return Rows(steps=whole_steps(steps, "the log"), values=values, present=present)
 
 
 def assemble(rows: Rows, source: str, fmt: str) -> MetricLog:

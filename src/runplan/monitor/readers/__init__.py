@@ -10,14 +10,13 @@ empty file, and a file nothing recognises end in a one-line error naming the fil
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from runplan.errors import SpecError
-from runplan.fileio import read_bytes
+from runplan.fileio import JsonInputError, parse_json, read_bytes
 from runplan.monitor.aliases import canonical
 from runplan.monitor.readers import tabular, text, tfevents
 from runplan.monitor.series import MAX_RESTARTS, MetricLog, NoRecords, Restart, Rows, assemble
@@ -140,8 +139,8 @@ def detect(body: str, path: Path) -> str:
 
 def _detect_json(body: str) -> str | None:
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError:
+        data = parse_json(body)
+    except JsonInputError:
         return "jsonl" if body.lstrip().startswith("{") else None
     if isinstance(data, dict):
         if "log_history" in data:
@@ -189,11 +188,9 @@ def parse(body: str, kind: str, path: Path) -> Rows:
 
 def _json_document(body: str, where: str) -> dict[str, Any]:
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError as error:
-        raise _error(
-            f"{where}: not valid JSON (line {error.lineno}: {error.msg})", hint="check the file"
-        ) from None
+        data = parse_json(body)
+    except JsonInputError as error:
+        raise _error(f"{where}: not valid JSON ({error})", hint="check the file") from None
     if not isinstance(data, dict):
         raise _error(f"{where}: a JSON object is expected at the top", hint=_HINT)
     return data

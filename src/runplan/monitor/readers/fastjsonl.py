@@ -11,7 +11,6 @@ line, and its bad lines are counted and said.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from operator import itemgetter
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from runplan.errors import SpecError
+from runplan.fileio import JsonInputError, parse_json
 
 #: Stands for "this row has no such key" inside float columns (no real metric takes this value).
 MISSING = -9.87654321e305
@@ -52,18 +52,18 @@ def _records(text: str) -> tuple[list[Any], int, int | None]:
     if not stripped:
         return [], 0, None
     try:
-        items = json.loads("[" + stripped.replace("\n", ",") + "]")
+        items = parse_json("[" + stripped.replace("\n", ",") + "]")
         bad = sum(1 for item in items if not isinstance(item, dict))
         return [item for item in items if isinstance(item, dict)] if bad else items, bad, None
-    except json.JSONDecodeError:
+    except JsonInputError:
         pass
     records, bad, first_bad = [], 0, None
     for number, line in enumerate(stripped.split("\n")):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
-        except json.JSONDecodeError:
+            item = parse_json(line)
+        except JsonInputError:
             item = None
         if isinstance(item, dict):
             records.append(item)

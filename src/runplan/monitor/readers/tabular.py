@@ -22,7 +22,7 @@ import numpy as np
 
 from runplan.errors import SpecError
 from runplan.monitor.aliases import canonical
-from runplan.monitor.series import Rows
+from runplan.monitor.series import Rows, whole_steps
 
 _WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
 
@@ -84,17 +84,17 @@ def _steps(rows_in: list[dict[str, Any]], step: str | None, notes: list[str], wh
     if step is None:
         notes.append(f"{where} has no step column: row order is used as the step")
         return np.arange(1, len(rows_in) + 1, dtype=np.int64)
-    out = np.empty(len(rows_in), dtype=np.int64)
+    out = np.empty(len(rows_in), dtype=float)
     for index, row in enumerate(rows_in):
         try:
-            out[index] = int(float(row[step]))
+            out[index] = float(row[step])
         except (KeyError, TypeError, ValueError):
             raise SpecError(
                 f"{where} row {index + 1}: step '{step}' is {str(row.get(step))[:40]!r}",
                 where="monitor.log",
                 hint="every row needs a whole step number",
             ) from None
-    return out
+    return whole_steps(out, where, "row")
 
 
 def _mapped_rows(
@@ -143,7 +143,7 @@ def read_jsonl(body: str, where: str) -> Rows:
                 where="monitor.log",
                 hint="every line needs its step",
             )
-        steps = column.astype(np.int64)
+        steps = whole_steps(column, where, "object")
     values, present = {}, {}
     for name, (target, factor) in used.items():
         has = raw[name] != MISSING
@@ -220,7 +220,11 @@ def _fast_numeric(text: str, header: list[str]) -> Rows | None:
         column = table[:, index[name]]
         present[target] = column != MISSING
         values[target] = np.where(present[target], column, np.nan) * factor
-    return _mapped_rows(steps.astype(np.int64), values, present, used, ignored)
+    try:
+        whole = whole_steps(steps, "", "row")
+    except SpecError:
+        return None  # the row-by-row reader names the bad row
+    return _mapped_rows(whole, values, present, used, ignored)
 
 
 def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
@@ -243,7 +247,7 @@ def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
         all_steps = sorted({int(step) for _, _, values in series.values() for step in values})
     except ValueError:
         raise SpecError(f"{where}: a step key is not a whole number", where="monitor.log") from None
-    steps = np.asarray(all_steps, dtype=np.int64)
+    steps = whole_steps(all_steps, where, "step key")
     position = {step: i for i, step in enumerate(all_steps)}
     values, present = {}, {}
     for target, factor, raw in series.values():

@@ -184,8 +184,22 @@ def is_event_file(head: bytes) -> bool:
     return len(head) >= 12 and masked_crc(head[:8]) == struct.unpack("<I", head[8:12])[0]
 
 
+#: How deep below a directory given as the log event files are looked for: TensorBoard's layouts put them at
+#: most a few levels down (logdir/run/events..., Megatron's tensorboard-dir/events..., HF's runs/<date>/events...).
+MAX_EVENT_DEPTH = 4
+
+
 def event_files(path: Path) -> list[Path]:
-    """The event files of ``path``: itself, or those in a directory (recursively), in name order."""
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and "tfevents" in p.name)
-    return [path]
+    """The event files of ``path``: itself, or those in a directory (up to MAX_EVENT_DEPTH levels down), in
+    name order. TensorBoard names them ``events.out.tfevents.<time>.<host>``; other names are not theirs (a file
+    called tfevents.py is source code). Unreadable folders are passed over, symbolic links not followed."""
+    import os
+
+    if not path.is_dir():
+        return [path]
+    found = []
+    for root, folders, names in os.walk(path):
+        if len(Path(root).relative_to(path).parts) >= MAX_EVENT_DEPTH:
+            folders.clear()
+        found += [Path(root) / name for name in names if name.startswith("events.out.tfevents")]
+    return sorted(found)
