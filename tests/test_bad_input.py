@@ -1106,6 +1106,16 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     # ---- init ----------------------------------------------------------------------------------------
     ("init-gpus-zero", ["init", "--gpus", "0"], {}, 2, ["--gpus:", "greater than 0"]),
     ("init-tokens-without-model", ["init", "--tokens", "1T"], {}, 2, ["--tokens"]),
+    # init wrote a file that `runplan plan` then refused (a partial node)
+    ("init-gpus-partial-node", ["init", "--gpus", "12"], {}, 2, ["--gpus:", "whole nodes of 8"]),
+    # the range was swapped silently
+    (
+        "plan-skip-range-reversed",
+        ["plan", "{p}"],
+        {"p": plan("cluster: {gpus: 8}\nmonitoring: {skip_batches_min: 500, skip_batches_max: 200}\n")},
+        2,
+        ["p.yaml:", "skip_batches_min (500) is above skip_batches_max (200)", "swap them"],
+    ),
     # ---- export -----------------------------------------------------------------------------
     (
         "export-unknown-target",

@@ -138,6 +138,8 @@ def test_model_flag_and_plan_key_read_a_config_file(tmp_path):
         ({**LLAMA_31_8B, "num_key_value_heads": 0.5}, "num_key_value_heads must be a whole number above 0"),
         ({**LLAMA_31_8B, "rope_scaling": {"type": "linear", "factor": 2.0}}, "'linear' is not modelled"),
         ({**QWEN3_30B_A3B, "mlp_only_layers": [0]}, "dense layers among the MoE layers"),
+        # head_dim was floored to 132 (31 x 132 = 4092) without a word
+        ({**LLAMA_31_8B, "num_attention_heads": 31}, "hidden_size 4096 does not split evenly over"),
     ],
 )
 def test_bad_configs_are_one_line_errors(config, message):

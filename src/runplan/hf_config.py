@@ -100,13 +100,20 @@ def _whole(value: Any, key: str) -> int:
 
 
 def _common(c: dict[str, Any]) -> dict[str, Any]:
-    heads = _int(c, "num_attention_heads")
+    heads, hidden = _int(c, "num_attention_heads"), _int(c, "hidden_size")
+    if c.get("head_dim") is None and hidden % heads:
+        # Hugging Face takes hidden_size // num_attention_heads without head_dim, and its attention modules
+        # refuse (older releases) or mis-shape a hidden size that does not split evenly over the heads
+        raise ValueError(
+            f"hidden_size {hidden} does not split evenly over num_attention_heads {heads} and head_dim is not "
+            "given; give head_dim, or check the two numbers"
+        )
     return {
         "n_layers": _int(c, "num_hidden_layers"),
         "d_model": _int(c, "hidden_size"),
         "n_heads": heads,
         "n_kv_heads": _int_or(c, "num_key_value_heads", heads),
-        "head_dim": _int_or(c, "head_dim", _int(c, "hidden_size") // heads),
+        "head_dim": _int_or(c, "head_dim", hidden // heads),
         "ffn_hidden": _int(c, "intermediate_size"),
         "vocab_size": _int(c, "vocab_size"),
         "tied_embeddings": bool(c.get("tie_word_embeddings", False)),

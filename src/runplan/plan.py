@@ -190,18 +190,14 @@ class LayoutStage:
 def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs:
     """Load the catalogs (shipped + the plan's), look up the GPU, check whole nodes, resolve the law."""
     from runplan.catalog import load_catalog
+    from runplan.parallel.request_rules import check_whole_nodes
 
     base_dir = Path(base_dir)
     catalog = load_catalog([base_dir / path for path in spec.catalog])
     gpu = _resolve_gpu(spec, catalog)
     n_gpus = spec.cluster.gpus
     gpus_per_node = spec.cluster.gpus_per_node or gpu.gpus_per_node
-    if n_gpus > gpus_per_node and n_gpus % gpus_per_node:
-        raise SpecError(
-            f"{n_gpus} GPUs do not fill whole nodes of {gpus_per_node}",
-            where="cluster.gpus",
-            hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}",
-        )
+    check_whole_nodes(n_gpus, gpus_per_node)
     calibration = None
     if spec.calibration is not None:
         from runplan.calibrate.calibration import load_calibration

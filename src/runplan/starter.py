@@ -184,7 +184,19 @@ def starter_plan(
     from runplan.spec import load_plan_text
 
     try:  # the starter must itself be a valid plan; what it refuses came from a flag, which the CLI names
-        load_plan_text(text, "<runplan init>")
+        spec = load_plan_text(text, "<runplan init>")
+        from runplan.catalog import load_catalog
+        from runplan.hardware import GpuSpec
+        from runplan.parallel.request_rules import check_whole_nodes
+
+        chosen_gpu = spec.cluster.gpu
+        gpu_spec = (
+            chosen_gpu
+            if isinstance(chosen_gpu, GpuSpec)
+            else load_catalog().gpu(chosen_gpu, where="cluster.gpu")
+        )
+        # as `runplan plan` will (plan.resolve_inputs)
+        check_whole_nodes(spec.cluster.gpus, spec.cluster.gpus_per_node or gpu_spec.gpus_per_node)
     except SpecError as error:
         raise SpecError(error.message, where=error.where, hint=error.hint) from None
     return text

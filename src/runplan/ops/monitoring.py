@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_seconds
 from runplan.units import Fraction, PositiveCount, PositiveNumber
@@ -34,7 +34,7 @@ class MonitoringSpec(BaseModel):
     canary_every_steps: PositiveCount = 100
     """Evaluate the canary every this many steps; raised when it would cost over the budget."""
     max_canary_overhead_fraction: Fraction = 0.01
-    """Most of the training time the canary may take (0.01 = 1%)."""
+    """Most of the training time the canary may take (0.01 = 1%; 0 = no cap: the cadence is kept as given)."""
     grad_norm_factor: PositiveNumber = Field(5.0, gt=1)
     """Alert when the unclipped gradient norm exceeds this many times its rolling mean (above 1: at or below 1,
     half of all steps would alert)."""
@@ -54,6 +54,15 @@ class MonitoringSpec(BaseModel):
     """Fewest batches skipped after a rollback (PaLM: 200)."""
     skip_batches_max: PositiveCount = 500
     """Most batches skipped after a rollback (PaLM: 500)."""
+
+    @model_validator(mode="after")
+    def _skip_range_in_order(self) -> MonitoringSpec:
+        if self.skip_batches_min > self.skip_batches_max:
+            raise ValueError(
+                f"skip_batches_min ({self.skip_batches_min}) is above skip_batches_max ({self.skip_batches_max}); "
+                "swap them (PaLM skipped 200 to 500 batches)"
+            )
+        return self
 
 
 class MonitoringRequest(BaseModel):
@@ -140,7 +149,7 @@ def plan_monitoring(request: MonitoringRequest) -> Monitoring:
     every = _canary_every(spec, seconds.value, step_s)
     window, window_evals = _canary_window(spec.canary_window_steps, every.value)
     spacing, max_redo, required = _rollback_reach(request)
-    lo, hi = sorted((spec.skip_batches_min, spec.skip_batches_max))
+    lo, hi = spec.skip_batches_min, spec.skip_batches_max
     return Monitoring.build(
         per_step_metrics=[Metric(name=name, why=why) for name, why in _METRICS],
         canary_examples=examples,

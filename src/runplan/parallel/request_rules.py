@@ -48,6 +48,16 @@ FIELD_PATHS = {
 }
 
 
+def check_whole_nodes(n_gpus: int, gpus_per_node: int, where: str = "cluster.gpus") -> None:
+    """A job of more than one node uses every GPU of each node (a job within one node may use part of it)."""
+    if n_gpus > gpus_per_node and n_gpus % gpus_per_node:
+        raise SpecError(
+            f"{n_gpus} GPUs do not fill whole nodes of {gpus_per_node}",
+            where=where,
+            hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}, or set GPUs per node",
+        )
+
+
 def check_request(request: ParallelRequest) -> None:
     """Refuse requests no layout search can answer sensibly, with a SpecError naming the key path
     (:data:`FIELD_PATHS`). Checks:
@@ -79,12 +89,7 @@ def check_request(request: ParallelRequest) -> None:
             where=name["seq_len"],
             hint="e.g. 8192 or 128k",
         )
-    if n > node and n % node:
-        raise SpecError(
-            f"{n} GPUs do not fill whole nodes of {node}",
-            where=name["n_gpus"],
-            hint=f"use a multiple of {node}, e.g. {n - n % node or node}, or set GPUs per node",
-        )
+    check_whole_nodes(n, node, name["n_gpus"])
     _validate_pins(request, name)
     _validate_batch(request, name)
 
