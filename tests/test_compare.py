@@ -71,6 +71,9 @@ def test_whatif_shows_an_infeasible_size_as_a_row_and_fails_only_when_every_size
     assert "infeasible at 8 GPUs" in table
     everywhere = run("whatif", plan70, "--gpus", "8,16")
     assert everywhere.exit_code == 1 and "at 8 GPUs" in everywhere.stderr
+    # --json still prints every size's record (it printed nothing when no size was feasible)
+    everywhere = run("whatif", plan70, "--gpus", "8,16", "--json")
+    assert everywhere.exit_code == 1 and [r["gpus"] for r in json.loads(everywhere.stdout)] == [8, 16]
 
 
 def test_diff_names_the_file_whose_plan_is_infeasible(tmp_path):

@@ -111,6 +111,18 @@ def test_three_runs_warn_under_determined(tmp_path):
             ":5: runs[0].n_gpus: 12 GPUs do not fill whole nodes",
         ),
         (lambda t: "runs: []\n", "runs"),
+        # accepted before: a run as its own baseline, and a peak above the GPU's memory (the total over GPUs)
+        (
+            lambda t: t.replace("{step_seconds: 3.9}", "{speedup: 1.2, speedup_over: r1}"),
+            "runs[1].measured.speedup_over: run 'r1' is measured as a speedup over itself",
+        ),
+        (
+            lambda t: t.replace(
+                "    measured: {step_seconds: 2.0}",
+                "    measured: {step_seconds: 2.0}\n    peak_memory: {gib: 600}",
+            ),
+            "runs[0].peak_memory.gib: peak memory 600 GiB is above the 74.51 GiB of one h100-sxm",
+        ),
         (lambda t: "- just a list\n", "a mapping with a 'runs:' list"),
     ],
 )

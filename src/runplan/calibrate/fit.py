@@ -112,6 +112,18 @@ def _check_possible(run: MeasuredRun, index: int, gpu: GpuSpec, model_flops_per_
     )
 
 
+def _check_memory_possible(run: MeasuredRun, index: int, gpu: GpuSpec) -> None:
+    """A SpecError at the peak when it is above the GPU's memory: no rank holds more than its HBM."""
+    peak = run.peak_memory
+    if peak is None or peak.gib * 2**30 <= gpu.hbm_bytes:
+        return
+    raise SpecError(
+        f"peak memory {peak.gib:,.4g} GiB is above the {gpu.hbm_bytes / 2**30:,.4g} GiB of one {gpu.name}",
+        where=f"runs[{index}].peak_memory.gib",
+        hint="give one GPU's peak in GiB (not the total over GPUs, not MB)",
+    )
+
+
 #: A layout request's plan-file keys (parallel/request_rules.FIELD_PATHS) as a measured run's keys.
 _RUN_KEYS = {
     "cluster.gpus_per_node": "gpus_per_node",
@@ -147,6 +159,7 @@ def prepare(measured: MeasuredFile, catalog: Catalog) -> list[Prepared]:
         tps = _measured_tps(run, request, flops_per_token)
         if tps is not None:
             _check_possible(run, i, gpu, tps * flops_per_token)
+        _check_memory_possible(run, i, gpu)
         out.append(Prepared(i, run, request, gpu_family(gpu), tps))
     return out
 

@@ -209,6 +209,14 @@ def parse_measured(loaded: LoadedYaml) -> MeasuredFile:
                 SpecError(f"duplicate run id {run.id!r}", where=f"runs[{i}].id", hint="ids are unique")
             )
         over = run.measured.speedup_over
+        if over == run.id:
+            raise loaded.locate(
+                SpecError(
+                    f"run {over!r} is measured as a speedup over itself",
+                    where=f"runs[{i}].measured.speedup_over",
+                    hint="name the baseline run it was compared with",
+                )
+            )
         if over is not None and over not in ids:
             raise loaded.locate(
                 SpecError(

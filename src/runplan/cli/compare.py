@@ -87,15 +87,15 @@ def whatif(
             except Infeasible as error:
                 refused.append(error)
                 records.append({"gpus": count, "infeasible": with_flag(error, "whatif").one_line()})
+    if as_json:  # every size's record, the infeasible ones too (docs/json.md), before the exit code says so
+        print_json(records)
     if len(refused) == len(counts):
         first = refused[0]
         raise Infeasible(
             f"at every size; at {counts[0]:,} GPUs: {first.reason}", suggestions=first.suggestions
         )
-    if as_json:
-        print_json(records)
-        return
-    _render(records, plan_file)
+    if not as_json:
+        _render(records, plan_file)
 
 
 def _plan_at(spec: PlanSpec, count: int, plan_file: Path) -> RunPlan:
