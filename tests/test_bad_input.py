@@ -1106,6 +1106,10 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     # ---- init ----------------------------------------------------------------------------------------
     ("init-gpus-zero", ["init", "--gpus", "0"], {}, 2, ["--gpus:", "greater than 0"]),
     ("init-tokens-without-model", ["init", "--tokens", "1T"], {}, 2, ["--tokens"]),
+    # an empty --gpu meant the default GPU without a word; two formats printed JSON
+    ("alloc-gpu-empty", ["allocate", "--flops", "2e23", "--gpu", ""], {}, 2, ["--gpu:", "unknown GPU ''"]),
+    ("par-gpu-empty", ["parallelize", "--model", "7b", "--gpus", "8", "--gpu", ""], {}, 2, ["--gpu:"]),
+    ("plan-two-formats", ["plan", PLAN70, "-f", "yaml", "--json"], {}, 2, ["--json:", "two formats"]),
     # init wrote a file that `runplan plan` then refused (a partial node)
     ("init-gpus-partial-node", ["init", "--gpus", "12"], {}, 2, ["--gpus:", "whole nodes of 8"]),
     # the range was swapped silently

@@ -78,6 +78,23 @@ def test_infeasible_exits_1_with_reason():
     assert "memory" in res.output and "more GPUs" in res.output
 
 
+@pytest.mark.parametrize(
+    ("pins", "reason"),
+    [
+        (["--ep", "8"], "ep=8 on a dense model"),
+        (["--pp", "1", "--vpp", "2"], "vpp=2 interleaves pipeline stages, and pp=1 has none"),
+        (["--pp", "81"], "pp=81 is more pipeline stages than the 80 layers"),
+        (["--cp", "3"], "cp=3 needs the sequence (4,096) to split into 2·cp = 6 equal chunks"),
+        (["--tp", "8", "--pp", "8", "--dp", "16"], "tp 8 · pp 8 · dp 16 = 1,024 GPUs"),
+    ],
+)
+def test_an_infeasible_pin_is_named_with_its_rule(pins, reason):
+    # every such request said only "no layout satisfies t·p·d·c = 512 ... and the pins {...}"
+    result = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "512", *pins])
+    assert result.exit_code == 1
+    assert reason in result.stderr and "no layout satisfies" not in result.stderr
+
+
 def test_bad_flag_exits_2():
     res = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "lots"])
     assert res.exit_code == 2

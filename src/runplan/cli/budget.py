@@ -99,7 +99,7 @@ def parse_budget(
     if any(v is not None for v in (gpus, days, gpu, mfu, price)):
         from runplan.catalog import load_catalog
 
-        spec = load_catalog().gpu(gpu or DEFAULT_GPU, where="--gpu")
+        spec = load_catalog().gpu(DEFAULT_GPU if gpu is None else gpu, where="--gpu")
     c = budget.flops
     if budget.days is not None and budget.gpus is not None and spec is not None:  # --days needs --gpus: above
         from runplan.scaling.budget import check_training_flops, flops_from_hardware

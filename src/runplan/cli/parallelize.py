@@ -401,7 +401,7 @@ def _request_from_flags(
         _REQUEST_PATHS,
         "--gpus",
         model=shape,
-        gpu=catalog.gpu(gpu or DEFAULT_GPU, where="--gpu"),
+        gpu=catalog.gpu(DEFAULT_GPU if gpu is None else gpu, where="--gpu"),
         top=overrides.top,
         stack=stack_from_flags(stack, None),
         mfu_override=overrides.mfu_override,

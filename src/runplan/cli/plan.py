@@ -52,6 +52,12 @@ def plan(
     from runplan.cli.common import check_output_path, output_directory, write_output
     from runplan.plan import plan_law
 
+    if json_flag and fmt not in (Format.terminal, Format.json):  # terminal is the default: not a choice
+        from runplan.errors import SpecError
+
+        raise SpecError(
+            f"--json and --format {fmt.value} ask for two formats", where="--json", hint="give one of them"
+        )
     if output is not None and str(output) != "-":  # refuse a bad -o before the work, not after it
         check_output_path(output, "--output", not_over=plan_file)
     if plots is not None:

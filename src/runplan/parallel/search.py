@@ -125,11 +125,54 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
             )
         else:
             pinned = {k: v for k, v in pins.model_dump().items() if v is not None}
-            reasons.append(
+            reasons += _pin_conflicts(request) or [
                 f"no layout satisfies t·p·d·c = {n} with the divisibility rules (layers {L}, "
                 f"sequence {s}, experts {shape.n_experts}) and the pins {pinned}"
-            )
+            ]
     return rows, reasons
+
+
+def _pin_conflicts(request: ParallelRequest) -> list[str]:
+    """The pins that break a divisibility rule on their own (whatever the other axes), each named with its
+    rule: so an infeasible pinned request says which pin to change, not only that some combination fails."""
+    shape, pins, n = request.model, request.pins, request.n_gpus
+    L, s = shape.n_layers, request.seq_len
+    out = []
+    for axis in ("tp", "pp", "dp", "cp", "ep"):
+        value = getattr(pins, axis)
+        if value is not None and n % value:
+            out.append(f"{axis}={value} does not divide the {n:,} GPUs")
+    given = {
+        axis: getattr(pins, axis) for axis in ("tp", "pp", "dp", "cp") if getattr(pins, axis) is not None
+    }
+    product = math.prod(given.values())
+    if not out and len(given) > 1 and (n % product or (len(given) == 4 and product != n)):
+        named = " · ".join(f"{axis} {value}" for axis, value in given.items())
+        out.append(f"{named} = {product:,} GPUs, which does not make up the job's {n:,} (tp·pp·dp·cp = GPUs)")
+    if pins.tp is not None and (shape.n_heads % pins.tp or shape.n_kv_heads % pins.tp):
+        out.append(f"tp={pins.tp} does not divide the {shape.n_heads} heads and {shape.n_kv_heads} KV heads")
+    if pins.pp is not None and pins.pp > L:
+        out.append(f"pp={pins.pp} is more pipeline stages than the {L} layers")
+    elif pins.pp is not None and L % pins.pp and not request.constraints.allow_uneven_pipeline:
+        out.append(
+            f"pp={pins.pp} does not divide the {L} layers (or allow uneven stages: "
+            "constraints.allow_uneven_pipeline)"
+        )
+    if pins.vpp is not None and pins.vpp > 1 and pins.pp == 1:
+        out.append(
+            f"vpp={pins.vpp} interleaves pipeline stages, and pp=1 has none (pin pp 2 or more, or vpp 1)"
+        )
+    elif pins.vpp is not None and pins.pp is not None and pins.pp > 1 and -(-L // pins.pp) % pins.vpp:
+        out.append(f"vpp={pins.vpp} does not divide the {-(-L // pins.pp)} layers of a stage at pp={pins.pp}")
+    if pins.cp is not None and pins.cp > 1 and s % (2 * pins.cp):
+        out.append(f"cp={pins.cp} needs the sequence ({s:,}) to split into 2·cp = {2 * pins.cp} equal chunks")
+    if pins.ep is not None and pins.ep > 1 and not shape.is_moe:
+        out.append(
+            f"ep={pins.ep} on a dense model: expert parallelism needs MoE layers (pin ep 1, or drop it)"
+        )
+    elif pins.ep is not None and shape.is_moe and shape.n_experts % pins.ep:
+        out.append(f"ep={pins.ep} does not divide the {shape.n_experts} experts")
+    return out
 
 
 def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
