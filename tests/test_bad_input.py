@@ -1112,6 +1112,30 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     ("plan-two-formats", ["plan", PLAN70, "-f", "yaml", "--json"], {}, 2, ["--json:", "two formats"]),
     # init wrote a file that `runplan plan` then refused (a partial node)
     ("init-gpus-partial-node", ["init", "--gpus", "12"], {}, 2, ["--gpus:", "whole nodes of 8"]),
+    # a key YAML reads as a number, boolean or null was reported at line 1 as "[1]: Keys should be strings"
+    (
+        "plan-number-key",
+        ["plan", "{p}"],
+        {"p": plan("cluster: {gpus: 8}\n1: 2\n")},
+        2,
+        ["p.yaml:3:", "key 1 is read as a number", "quote it"],
+    ),
+    (
+        "plan-boolean-key",
+        ["plan", "{p}"],
+        {"p": plan("cluster: {gpus: 8, on: 3}\n")},
+        2,
+        ["p.yaml:2:", "cluster: key on is read as a boolean"],
+    ),
+    # a date was shown as datetime.date(2024, 1, 1)
+    (
+        "plan-date-value",
+        ["plan", "{p}"],
+        {"p": plan("description: 2024-01-01\ncluster: {gpus: 8}\n")},
+        2,
+        ["got 2024-01-01 (read as a date: quote it)"],
+    ),
+    ("whatif-too-many-sizes", ["whatif", PLAN70, "--gpus", ",".join(["8"] * 13)], {}, 2, ["got 13"]),
     # the range was swapped silently
     (
         "plan-skip-range-reversed",

@@ -106,6 +106,10 @@ def _compact(value: Any) -> str:
     """The offending value, short: ``1e+300`` rather than 301 digits, long strings cut."""
     if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= 1e7:
         return f"{value:.3g}"
+    import datetime
+
+    if isinstance(value, datetime.date):  # YAML reads 2024-01-01 as a date: show it as written, with why
+        return f"{value.isoformat()} (read as a date: quote it)"
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 

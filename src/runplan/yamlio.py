@@ -152,6 +152,16 @@ def _alias(event: Any, anchors: dict[str, yaml.Node], open_anchors: set[str], so
     return anchors[event.anchor]
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+_TAG_KINDS = {
+    "tag:yaml.org,2002:int": "number",
+    "tag:yaml.org,2002:float": "number",
+    "tag:yaml.org,2002:bool": "boolean",
+    "tag:yaml.org,2002:null": "null",
+    "tag:yaml.org,2002:timestamp": "date",
+}
+
+
 def _walk(root: yaml.Node, lines: dict, source: str) -> None:
     """Refuse duplicate keys and record each path's line, iteratively, counting alias-expanded nodes."""
     pending: list[tuple[yaml.Node, tuple[Any, ...]]] = [(root, ())]
@@ -174,6 +184,16 @@ def _walk(root: yaml.Node, lines: dict, source: str) -> None:
                 if key == "<<":
                     children.append((value_node, path))
                     continue
+                if not (isinstance(key_node, yaml.ScalarNode) and key_node.tag == _STR_TAG):
+                    # every key runplan reads is a name; YAML 1.1 reads `1:`, `on:`, `no:` or `~:` as a number,
+                    # a boolean or null, which pydantic then reports with no line
+                    raise SpecError(
+                        f"key {key_node.value if isinstance(key_node, yaml.ScalarNode) else '(a collection)'!s} "
+                        f"is read as a {_TAG_KINDS.get(key_node.tag, 'non-text value')}, not a name",
+                        source=f"{source}:{line}",
+                        where=_path_text(path) or None,
+                        hint="keys are names: quote it if it is meant as text",
+                    )
                 if key in seen:
                     raise SpecError(
                         f"duplicate key '{key}' (first on line {seen[key]})",

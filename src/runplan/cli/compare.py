@@ -76,7 +76,7 @@ def whatif(
     counts = [flag_value(text.strip(), "--gpus", "count") for text in gpus.split(",")]
     if not counts or len(counts) > 12:
         raise SpecError(
-            f"expected 1 to 12 GPU counts, got {gpus!r}", where="--gpus", hint="e.g. 256,512,1024"
+            f"expected 1 to 12 GPU counts, got {len(counts)}", where="--gpus", hint="e.g. 256,512,1024"
         )
     loaded, spec = load_plan_file(plan_file)
     records, refused = [], []
