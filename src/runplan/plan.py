@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runplan.defaults import DEFAULT_MFU
-from runplan.errors import SpecError
+from runplan.errors import Infeasible, SpecError
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.ops import Cost, Monitoring, Operations, Reliability, Schedule
@@ -225,7 +225,6 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None
     if spec.model is not None:
         return _fixed_model_stage(spec, inputs, flops)
     from runplan.architect import shape_for_params
-    from runplan.errors import Infeasible
     from runplan.scaling.allocate import allocate
 
     law = inputs.law
@@ -530,14 +529,14 @@ def _sweep_and_cost(
     no_sweep: str | None = None
     try:
         sweep: Sweep | None = _in_plan_words(design_sweep(request))
-    except SpecError as error:
+    except Infeasible as error:
         # With the default sweep (no sweep: keys set) the plan goes on without one and says why, rather than fail
-        # on a choice the user did not make (issue 17); keys the user set are theirs to fix.
-        if chosen or not (error.where or "").startswith("sweep."):
+        # on a choice the user did not make (issue 17); keys the user set are theirs to change.
+        if chosen:
             raise
         sweep = None
         no_sweep = (
-            f"no proxy sweep at the default {request.fraction:.0%} of the budget: {error.message} "
+            f"no proxy sweep at the default {request.fraction:.0%} of the budget: {error.reason} "
             "(set sweep.fraction or sweep.span_decades)"
         )
     cost = estimate_cost(

@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runplan.defaults import DEFAULT_MFU, DEFAULT_SEQ_LEN, DEFAULT_VOCAB_SIZE, MAX_SEQ_LEN, MAX_VOCAB_SIZE
-from runplan.errors import SpecError
+from runplan.errors import Infeasible, SpecError
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.scaling.laws import ParametricLaw
@@ -298,17 +298,14 @@ def _shape(target: float, request: SweepRequest) -> ModelShape:
     # budget itself is too small for proxy runs
     main_optimum = request.law.compute_optimal(request.flops)[0]
     hopeless = not too_big and isinstance(_built(main_optimum, request), SpecError)
+    # valid inputs with no answer: infeasible (exit 1), naming what would make the design possible
     if hopeless:
-        where, hint = (
-            "sweep.flops",
-            "a budget this small trains no proxy model; give the main run's compute (e.g. 2e23)",
-        )
+        hint = "a budget this small trains no proxy model: give the main run's compute in sweep.flops (e.g. 2e23)"
     elif too_big:
-        where, hint = "sweep.fraction", "lower sweep.fraction or narrow sweep.span_decades"
+        hint = "lower sweep.fraction or narrow sweep.span_decades"
     else:
-        where = "sweep.fraction"
         hint = "raise sweep.fraction, narrow sweep.span_decades, or use a smaller vocabulary (embeddings dominate small models)"
-    raise SpecError(f"no proxy shape for {target:.3g} parameters: {found.message}", where=where, hint=hint)
+    raise Infeasible(f"no proxy shape for {target:.3g} parameters: {found.message}", suggestions=[hint])
 
 
 def _size_targets(request: SweepRequest) -> tuple[list[float], list[tuple[float, float]]]:
