@@ -3,8 +3,8 @@
 Run: ``.venv/bin/python benchmarks/bench_limits.py [--quick]``. Issue 17 asks that any accepted input finish in
 at most 10 s and 2 GB; each line prints the case, the exit code, the seconds, the peak resident memory (the
 child's own ``ru_maxrss`` from ``os.wait4``) and "ok" or "OVER". Inputs are generated in a temporary directory
-(at most the 64 MB monitor log cap) and removed afterwards. ``--quick`` skips the two largest files (the
-50 MB CSV and the 64 MB log). The opt-in slow choices the docs name are not run: ``fit --starts all`` and
+(at most the monitor log caps: 64 MB for text logs, 256 MB for JSONL and CSV) and removed afterwards.
+``--quick`` skips the largest files (the 50 MB CSV and the two logs). The opt-in slow choices the docs name are not run: ``fit --starts all`` and
 ``fit --bootstrap`` above a few hundred (docs/scaling.md gives their minutes).
 """
 
@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from runplan.cli.fit import MAX_STARTS  # noqa: E402
 from runplan.fileio import MAX_NAME_BYTES  # noqa: E402
-from runplan.monitor.readers import MAX_LOG_BYTES  # noqa: E402
+from runplan.monitor.readers import MAX_LOG_BYTES, MAX_TEXT_LOG_BYTES  # noqa: E402
 from runplan.parallel.layout import MAX_TOP  # noqa: E402
 from runplan.scaling.fit import MAX_CSV_BYTES  # noqa: E402
 from runplan.yamlio import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES  # noqa: E402
@@ -108,13 +108,13 @@ def _big_csv(folder: Path) -> Path:
     return path
 
 
-def _big_log(folder: Path) -> Path:
-    """A Megatron log just under MAX_LOG_BYTES (tests/monitor/generate.py's format)."""
+def _big_log(folder: Path, fmt: str, cap: int, line_bytes: int) -> Path:
+    """A log in ``fmt`` just under ``cap`` bytes (tests/monitor/generate.py's format, ~line_bytes a step)."""
     from tests.monitor.generate import series, write
 
-    steps = int(MAX_LOG_BYTES / 335)
-    path = write("megatron", series("healthy", steps=steps), folder / "big.log", interval=1)
-    while path.stat().st_size > MAX_LOG_BYTES:
+    steps = int(cap / line_bytes)
+    path = write(fmt, series("healthy", steps=steps), folder / f"big.{fmt}", interval=1)
+    while path.stat().st_size > cap:
         lines = path.read_bytes().splitlines(keepends=True)
         path.write_bytes(b"".join(lines[: int(len(lines) * 0.97)]))
     return path
@@ -166,15 +166,23 @@ def cases(folder: Path, quick: bool) -> list[tuple[str, list[str]]]:
                 ["fit", str(_big_csv(folder)), "--method", "parametric"],
             )
         )
+        megatron = _big_log(folder, "megatron", MAX_TEXT_LOG_BYTES, 335)
+        jsonl = _big_log(folder, "jsonl", MAX_LOG_BYTES, 190)
         out.append(
-            (f"monitor log of {MAX_LOG_BYTES // 1_000_000} MB", ["monitor", str(_big_log(folder)), "--json"])
+            (
+                f"monitor Megatron log of {MAX_TEXT_LOG_BYTES // 1_000_000} MB",
+                ["monitor", str(megatron), "--json"],
+            )
+        )
+        out.append(
+            (f"monitor JSONL log of {MAX_LOG_BYTES // 1_000_000} MB", ["monitor", str(jsonl), "--json"])
         )
     return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="skip the 50 MB CSV and the 64 MB log")
+    parser.add_argument("--quick", action="store_true", help="skip the 50 MB CSV and the two large logs")
     options = parser.parse_args()
     over = 0
     with tempfile.TemporaryDirectory(prefix="runplan-limits-") as tmp:

@@ -135,3 +135,19 @@ def test_plot_to_an_unknown_file_type_is_one_line(tmp_path, capsys):
         and err.startswith("runplan: error: --plot: cannot write")
         and len(err.splitlines()) == 1
     )
+
+
+def test_a_text_log_over_its_cap_is_refused_while_jsonl_of_that_size_is_read(tmp_path, monkeypatch):
+    # issue 13's 1,000,000-step JSONL log (192 MB) was refused by the 64 MB cap meant for logs read line by
+    # line; the caps are scaled down here so the test writes kilobytes, not hundreds of megabytes
+    from runplan.monitor import readers
+
+    monkeypatch.setattr(readers, "MAX_TEXT_LOG_BYTES", 2_000)
+    monkeypatch.setattr(readers, "MAX_LOG_BYTES", 8_000)
+    text_log = tmp_path / "run.log"
+    text_log.write_text(_megatron(range(1, 20)))  # ~3 kB
+    jsonl = tmp_path / "run.jsonl"
+    jsonl.write_text("".join(json.dumps({"step": s, "loss": 3.0}) + "\n" for s in range(1, 120)))  # ~3 kB
+    assert readers.read_logs([jsonl]).steps.size == 119
+    with pytest.raises(readers.SpecError, match="MB read for megatron logs"):
+        readers.read_logs([text_log])

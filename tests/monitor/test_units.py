@@ -398,3 +398,11 @@ def test_a_directory_yields_only_tensorboard_named_files_near_its_top(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(file_version_record() + record(event_bytes(1, "loss", 3.0)))
     assert event_files(tmp_path) == [near]
+
+
+def test_a_json_boolean_is_not_read_as_a_number(tmp_path):
+    # numpy turned "loss": true into 1.0; a flag is not a metric value, as a text value is not
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"step": 1, "loss": true}\n{"step": 2, "loss": 2.9}\n{"step": 3, "loss": false}\n')
+    log = read_logs([path])
+    assert log.steps.tolist() == [2] and log.values["loss"].tolist() == [2.9]

@@ -35,10 +35,16 @@ FORMATS = (
 )
 _HINT = "check the file, or name its format with --format"
 #: Largest log file read (bytes): runplan.fileio reads at most this much whatever size the file reports
-#: (``/dev/zero`` reports 0). A Megatron log line is ~330 bytes, so this is ~190k logged iterations; a 99 MB log
-#: took 7-11 s and 500 MB on a busy 2-core machine, so 64 MB keeps issue 17's 10 s / 2 GB
-#: (benchmarks/bench_limits.py measures it).
-MAX_LOG_BYTES = 64_000_000
+#: (``/dev/zero`` reports 0). JSONL and CSV are parsed in bulk (readers.fastjsonl, numpy): issue 13's
+#: 1,000,000-step JSONL log is 192 MB and is read and analysed in about 6 s on 2 cores
+#: (benchmarks/bench_monitor.py), so 256 MB keeps issue 17's 10 s / 2 GB (benchmarks/bench_limits.py).
+MAX_LOG_BYTES = 256_000_000
+#: Largest log of the formats read line by line in Python (Megatron, torchtitan, NeMo, llm.c text; HF and
+#: scalars JSON documents; TensorBoard event files): a Megatron line is ~330 bytes, so ~190k logged iterations;
+#: a 99 MB text log took 7-11 s and 500 MB on a busy 2-core machine, so 64 MB keeps 10 s / 2 GB.
+MAX_TEXT_LOG_BYTES = 64_000_000
+#: Formats read in bulk, allowed up to MAX_LOG_BYTES; every other format stops at MAX_TEXT_LOG_BYTES.
+_BULK_FORMATS = ("jsonl", "csv")
 #: Lines sampled (from the start and the end) to recognise a text format and to spot a second one.
 SAMPLE_LINES = 5000
 
@@ -75,11 +81,25 @@ def read_log(path: Path, fmt: str = "auto") -> MetricLog:
             hint="nothing has been logged yet; wait, or use --follow",
         )
     if fmt == "tensorboard" or (fmt == "auto" and tfevents.is_event_file(data[:12])):
+        _check_line_by_line_size(path, len(data), "tensorboard")
         return _read_tensorboard([path], str(path))
     body = _decode(data, path)
     kind = fmt if fmt != "auto" else detect(body, path)
+    _check_line_by_line_size(path, len(data), kind)
     rows = parse(body, kind, path)
     return assemble(rows, str(path), kind)
+
+
+def _check_line_by_line_size(path: Path, size: int, kind: str) -> None:
+    """A log of a format read line by line in Python is refused above MAX_TEXT_LOG_BYTES (JSONL and CSV, read
+    in bulk, go up to MAX_LOG_BYTES)."""
+    if kind in _BULK_FORMATS or size <= MAX_TEXT_LOG_BYTES:
+        return
+    raise _error(
+        f"'{path}' is {size / 1e6:,.0f} MB, over the {MAX_TEXT_LOG_BYTES // 1_000_000} MB read for {kind} logs "
+        f"(JSONL and CSV, read in bulk, may be up to {MAX_LOG_BYTES // 1_000_000} MB)",
+        hint="give the part of the log to look at (e.g. its last lines), or export the metrics as JSONL or CSV",
+    )
 
 
 def _read_directory(path: Path, fmt: str) -> MetricLog:

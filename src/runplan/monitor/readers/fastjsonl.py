@@ -95,6 +95,11 @@ def _chunk(bounds: tuple[int, int]) -> tuple[dict[str, np.ndarray], int, int, in
             column = np.array(raw, dtype=np.float64)
         except (TypeError, ValueError):
             column = None
+        if column is not None and column.ndim == 1:
+            # numpy reads true/false as 1.0/0.0; JSON booleans are flags, not metric values (as text is not)
+            for index in np.flatnonzero((column == 0.0) | (column == 1.0)):
+                if isinstance(raw[index], bool):
+                    column[index] = MISSING
         columns[name] = column if column is not None and column.ndim == 1 else _column_slowly(raw, name)
     return columns, len(records), bad, first_bad
 
@@ -103,6 +108,8 @@ def _column_slowly(raw: list[Any], name: str) -> np.ndarray:
     out = np.empty(len(raw))
     for index, value in enumerate(raw):
         try:
+            if isinstance(value, bool):
+                raise TypeError("a flag, not a value")
             out[index] = np.nan if value is None else float(value)
         except (TypeError, ValueError):
             out[index] = MISSING  # a text value (a run name, a date): not a metric at this row

@@ -133,9 +133,9 @@ def _summary_values(buf: bytes):  # -> Iterator[(tag, value)]
 def read_event_file(path: Path, notes: list[str]) -> dict[str, list[tuple[int, float]]]:
     """tag -> [(step, value)] in file order, for every scalar in one event file."""
     from runplan.fileio import read_bytes
-    from runplan.monitor.readers import MAX_LOG_BYTES
+    from runplan.monitor.readers import MAX_TEXT_LOG_BYTES
 
-    data = read_bytes(path, MAX_LOG_BYTES)
+    data = read_bytes(path, MAX_TEXT_LOG_BYTES)
     out: dict[str, list[tuple[int, float]]] = {}
     pos = 0
     while pos < len(data):
