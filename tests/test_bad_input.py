@@ -928,6 +928,13 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         2,
         ["law", "gives no finite allocation"],
     ),
+    (  # finite but absurd: the loss was printed as a 300-digit number
+        "alloc-law-loss-1e300",
+        ["allocate", "--flops", "2e23", "--law", "{law}"],
+        {"law": "name: huge\nE: 1.8\nA: 1e300\nB: 1e300\nalpha: 0.01\nbeta: 0.01\n"},
+        2,
+        ["--law:", "predicts a loss of 1.54e+300 nats per token", "above 25"],
+    ),
     (
         "plan-shape-vocab-1e12",
         ["plan", "{p}"],

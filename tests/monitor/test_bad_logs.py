@@ -110,6 +110,7 @@ def test_bad_flags_are_one_line(tmp_path):
         (["--format", "tensorflow"], "--format: unknown format"),
         (["--checkpoint-interval", "0"], "--checkpoint-interval"),
         (["--report", str(tmp_path)], "--report"),
+        (["--max-seconds", "2"], "--max-seconds: --max-seconds limits --follow"),  # was ignored
     ):
         result = subprocess.run(
             [sys.executable, "-m", "runplan", "monitor", str(path), *args],

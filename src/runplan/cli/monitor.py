@@ -55,6 +55,12 @@ def monitor(
     for target, flag in ((report, "--report"), (plot, "--plot")):
         if target is not None:
             check_output_path(target, flag)
+    if max_seconds is not None and not follow:  # it would be ignored: say so rather than run once
+        from runplan.errors import SpecError
+
+        raise SpecError(
+            "--max-seconds limits --follow, which was not given", where="--max-seconds", hint="add --follow"
+        )
     setup = _setup(plan, checkpoint_interval)
     if follow:
         _follow(logs, fmt, setup, poll_seconds, max_seconds)

@@ -277,6 +277,12 @@ def inference_optimal_params(law: ParametricLaw, target_loss: float, inference_t
     return float(math.exp(result.x if result.fun <= values[best] else grid[best]))
 
 
+#: Largest loss (nats per token) a law may predict for the run it plans: guessing uniformly over a 256k-token
+#: vocabulary scores ln 262,144 = 12.5, and every trained model is below that; a law predicting twice as much is
+#: far from any fit (a hand-edited or inline law with a typo), and its allocation would mean nothing.
+MAX_PLAUSIBLE_LOSS = 25.0
+
+
 def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> Allocation:
     """Split ``flops`` (training FLOPs, C = 6·N·D) into N and D under ``objective`` and ``law``.
 
@@ -291,6 +297,15 @@ def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> A
         raise unusable_law(law, flops) from None
     if not all(math.isfinite(x) and x > 0 for x in (result.params, result.tokens, result.loss)):
         raise unusable_law(law, flops)
+    if result.loss > MAX_PLAUSIBLE_LOSS:
+        error = unusable_law(law, flops)
+        raise SpecError(
+            f"law '{law.name}' predicts a loss of {result.loss:.3g} nats per token for N {result.params:.3g}, "
+            f"D {result.tokens:.3g}, above {MAX_PLAUSIBLE_LOSS:g} (a uniform guess over a 256k vocabulary scores "
+            "12.5)",
+            where="law",
+            hint=error.hint,
+        )
     if law.resamples:
         result = result.model_copy(update={"intervals": allocation_intervals(result, flops, objective, law)})
     return result
