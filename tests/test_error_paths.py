@@ -179,3 +179,14 @@ def test_batches_stepping_over_the_range_name_the_nearest_on_both_sides():
         "step over [18,000,000, 22,000,000]: the nearest are 12,800,000 or 25,600,000 tokens" in result.stderr
     )
     assert "--batch-tolerance" in result.stderr
+
+
+def test_a_plan_whose_sweep_keys_leave_no_proxy_names_a_key_it_can_set(tmp_path):
+    # the fix named sweep.flops, which is not a plan key
+    plan = tmp_path / "p.yaml"
+    plan.write_text(
+        "schema_version: 1\nmodel: 7b\nbudget: {tokens: 2e6}\ncluster: {gpu: h100-sxm, gpus: 8}\n"
+        "sweep: {fraction: 0.01}\n"
+    )
+    result = CliRunner().invoke(app, ["plan", str(plan)])
+    assert result.exit_code == 1 and "budget.flops" in result.stderr and "sweep.flops" not in result.stderr

@@ -73,7 +73,7 @@ CASES = {
     "megatron step past int64": (
         _megatron([1, 2, 10**26]).encode(),
         2,
-        "has step 100000000000000000000000000",
+        "run.log': logged step 3 has step 100000000000000000000000000",  # names the file
     ),
 }
 

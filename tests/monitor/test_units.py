@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tests.monitor.generate import event_bytes, file_version_record, record, series, write
 
 from runplan.cli.app import main
+from runplan.errors import SpecError
 from runplan.monitor.detect_sdc import change_point
 from runplan.monitor.events import Checkpoints
 from runplan.monitor.readers import read_logs
@@ -405,4 +406,19 @@ def test_a_json_boolean_is_not_read_as_a_number(tmp_path):
     path = tmp_path / "run.jsonl"
     path.write_text('{"step": 1, "loss": true}\n{"step": 2, "loss": 2.9}\n{"step": 3, "loss": false}\n')
     log = read_logs([path])
+    assert log.steps.tolist() == [2] and log.values["loss"].tolist() == [2.9]
+
+
+def test_tensorboard_steps_are_checked_and_booleans_skipped_in_every_json_reader(tmp_path):
+    # TensorBoard steps skipped the step check (-5 was read as a step); HF trainer_state read true as 1.0
+    path = tmp_path / "events.out.tfevents.3.host"
+    path.write_bytes(
+        file_version_record() + record(event_bytes(1, "loss", 3.0)) + record(event_bytes(-5, "loss", 2.9))
+    )
+    with pytest.raises(SpecError, match=r"point 2 has step -5"):
+        read_logs([path])
+    state = tmp_path / "trainer_state.json"
+    history = [{"step": 1, "loss": True}, {"step": 2, "loss": 2.9}, {"step": 3, "loss": False}]
+    state.write_text(json.dumps({"log_history": history}))
+    log = read_logs([state])
     assert log.steps.tolist() == [2] and log.values["loss"].tolist() == [2.9]

@@ -85,7 +85,10 @@ def test_infeasible_exits_1_with_reason():
         (["--pp", "1", "--vpp", "2"], "vpp=2 interleaves pipeline stages, and pp=1 has none"),
         (["--pp", "81"], "pp=81 is more pipeline stages than the 80 layers"),
         (["--cp", "3"], "cp=3 needs the sequence (4,096) to split into 2·cp = 6 equal chunks"),
-        (["--tp", "8", "--pp", "8", "--dp", "16"], "tp 8 · pp 8 · dp 16 = 1,024 GPUs"),
+        (
+            ["--tp", "8", "--pp", "8", "--dp", "16"],
+            "pinned tp·pp·dp = 8·8·16 = 1,024 does not divide 512 GPUs",
+        ),
     ],
 )
 def test_an_infeasible_pin_is_named_with_its_rule(pins, reason):

@@ -139,6 +139,9 @@ def parse_calibration(data: object, source: str, loaded: LoadedYaml | None = Non
                 "calibrate` on its measured runs again"
             )
         message = first["msg"].removeprefix("Value error, ")
+        constant = message.split(" = ", 1)[0]
+        if first["type"] == "value_error" and where.endswith(".efficiency") and " " not in constant:
+            where += f".{constant}"  # the bounds check names its constant: point at that key's line
         if hint is None and first["type"] != "value_error":  # ours say how to fix; pydantic's do not
             hint = "calibration files are written by `runplan calibrate`: refit, or fix this key as docs/calibration.md describes it"
         if loaded is not None and where:

@@ -113,12 +113,16 @@ def _check_possible(run: MeasuredRun, index: int, gpu: GpuSpec, model_flops_per_
 
 
 def _check_memory_possible(run: MeasuredRun, index: int, gpu: GpuSpec) -> None:
-    """A SpecError at the peak when it is above the GPU's memory: no rank holds more than its HBM."""
+    """A SpecError at the peak when it is above the GPU's memory: no rank holds more than its HBM. The catalog's
+    hbm_bytes is the datasheet's decimal figure (80e9 for "80 GB"), but HBM comes in binary-sized stacks (an
+    80 GB A100 or H100 reports a total capacity of about 79 GiB to PyTorch), so the bound is the datasheet
+    number read as GiB."""
     peak = run.peak_memory
-    if peak is None or peak.gib * 2**30 <= gpu.hbm_bytes:
+    physical_gib = gpu.hbm_bytes / 1e9
+    if peak is None or peak.gib <= physical_gib:
         return
     raise SpecError(
-        f"peak memory {peak.gib:,.4g} GiB is above the {gpu.hbm_bytes / 2**30:,.4g} GiB of one {gpu.name}",
+        f"peak memory {peak.gib:,.4g} GiB is above the {physical_gib:,.4g} GiB of one {gpu.name}",
         where=f"runs[{index}].peak_memory.gib",
         hint="give one GPU's peak in GiB (not the total over GPUs, not MB)",
     )

@@ -135,19 +135,16 @@ class MeasuredRun(BaseModel):
         """The pinned axes fit the GPU count (t·p·d·c = n_gpus) and, where dp, micro_batch and microbatches are
         all determined, make the stated global batch (d·b·m sequences); axes left open are the search's."""
         pins, n = self.layout, self.n_gpus
+        from runplan.parallel.request_rules import pinned_mesh_problem
+
+        problem = pinned_mesh_problem(pins, n)
+        if problem is not None:
+            fix = "give the layout that ran (tp·pp·dp·cp = n_gpus)"
+            raise _field_error("MeasuredRun", "layout", pins, f"{problem} (n_gpus): {fix}")
         mesh = {
             axis: getattr(pins, axis) for axis in ("tp", "pp", "dp", "cp") if getattr(pins, axis) is not None
         }
         product = math.prod(mesh.values())
-        if n % product or (len(mesh) == 4 and product != n):
-            text = f"{'·'.join(mesh)} = {'·'.join(map(str, mesh.values()))} = {product}"
-            problem = (
-                f"{text} GPUs, but n_gpus is {n}"
-                if len(mesh) == 4
-                else f"{text} does not divide n_gpus ({n})"
-            )
-            fix = "give the layout that ran (tp·pp·dp·cp = n_gpus)"
-            raise _field_error("MeasuredRun", "layout", pins, f"{problem}: {fix}")
         dp = pins.dp if pins.dp is not None else (n // product if len(mesh) == 3 else None)
         if dp is None or pins.micro_batch is None or pins.microbatches is None:
             return self

@@ -105,7 +105,7 @@ def whole_steps(values: Sequence[float] | np.ndarray, where: str, noun: str = "e
     return numbers.astype(np.int64)
 
 
-def rows_from_lists(steps: list[int], records: list[dict[str, float]]) -> Rows:
+def rows_from_lists(steps: list[int], records: list[dict[str, float]], where: str = "the log") -> Rows:
     """:class:`Rows` from per-row dicts of canonical name -> value (the text readers' output)."""
     names = sorted({name for record in records for name in record})
     count = len(steps)
@@ -115,7 +115,7 @@ def rows_from_lists(steps: list[int], records: list[dict[str, float]]) -> Rows:
         for name, value in record.items():
             values[name][row] = value
             present[name][row] = True
-    return Rows(steps=whole_steps(steps, "the log"), values=values, present=present)
+    return Rows(steps=whole_steps(steps, where, "logged step"), values=values, present=present)
 
 
 def assemble(rows: Rows, source: str, fmt: str) -> MetricLog:

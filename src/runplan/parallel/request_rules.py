@@ -10,7 +10,8 @@ request), which pydantic does not validate.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 from runplan.defaults import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_SEQ_LEN
 from runplan.errors import SpecError
@@ -46,6 +47,17 @@ FIELD_PATHS = {
         for axis in ("tp", "pp", "dp", "ep", "cp", "vpp", "micro_batch", "microbatches")
     },
 }
+
+
+def pinned_mesh_problem(pins: Any, n_gpus: int) -> str | None:
+    """Why the pinned tp, pp, dp and cp cannot make up ``n_gpus`` (t·p·d·c = GPUs), or None when they can: their
+    product must divide the GPU count, and equal it when all four are pinned."""
+    mesh = {axis: getattr(pins, axis) for axis in ("tp", "pp", "dp", "cp") if getattr(pins, axis) is not None}
+    product = math.prod(mesh.values())
+    if not (n_gpus % product or (len(mesh) == 4 and product != n_gpus)):
+        return None
+    text = f"{'·'.join(mesh)} = {'·'.join(map(str, mesh.values()))} = {product:,}"
+    return f"{text} GPUs, not {n_gpus:,}" if len(mesh) == 4 else f"{text} does not divide {n_gpus:,} GPUs"
 
 
 def check_whole_nodes(n_gpus: int, gpus_per_node: int, where: str = "cluster.gpus") -> None:

@@ -37,7 +37,7 @@ from runplan.parallel.layout import (
     searched_domain,
 )
 from runplan.parallel.memory import ShapeTerms, memory_breakdown, model_state_bytes
-from runplan.parallel.request_rules import MAX_GLOBAL_BATCH_TOKENS, check_request
+from runplan.parallel.request_rules import MAX_GLOBAL_BATCH_TOKENS, check_request, pinned_mesh_problem
 from runplan.parallel.timing import default_efficiency, precision_notes, step_time
 from runplan.units import SECONDS_PER_DAY
 
@@ -142,13 +142,9 @@ def _pin_conflicts(request: ParallelRequest) -> list[str]:
         value = getattr(pins, axis)
         if value is not None and n % value:
             out.append(f"{axis}={value} does not divide the {n:,} GPUs")
-    given = {
-        axis: getattr(pins, axis) for axis in ("tp", "pp", "dp", "cp") if getattr(pins, axis) is not None
-    }
-    product = math.prod(given.values())
-    if not out and len(given) > 1 and (n % product or (len(given) == 4 and product != n)):
-        named = " · ".join(f"{axis} {value}" for axis, value in given.items())
-        out.append(f"{named} = {product:,} GPUs, which does not make up the job's {n:,} (tp·pp·dp·cp = GPUs)")
+    mesh = pinned_mesh_problem(pins, n)
+    if not out and mesh is not None:
+        out.append(f"pinned {mesh} (tp·pp·dp·cp = the job's GPUs)")
     if pins.tp is not None and (shape.n_heads % pins.tp or shape.n_kv_heads % pins.tp):
         out.append(f"tp={pins.tp} does not divide the {shape.n_heads} heads and {shape.n_kv_heads} KV heads")
     if pins.pp is not None and pins.pp > L:

@@ -53,8 +53,9 @@ MAX_TOKENS_PER_PARAM = 1e7
 #: Largest lifetime inference load: 1e21 tokens is a million years of 3e7 tokens a second, orders of
 #: magnitude beyond any service's lifetime traffic; above it 2·N·D_inf is a typo, not a plan.
 MAX_INFERENCE_TOKENS = 1e21
-#: Largest target loss, in nats per token: a uniform guess over a 128,256-token vocabulary scores
-#: ln(128,256) ≈ 11.8, so any trained model is below it; a target above 20 is a typo.
+#: Largest loss, in nats per token, of a target or of a law's prediction for the run it plans: a uniform guess
+#: over a 128,256-token vocabulary scores ln(128,256) ≈ 11.8, so any trained model is below it; a target above 20
+#: is a typo, and a law predicting more is far from any fit (a hand-edited or inline law with a typo).
 MAX_TARGET_LOSS = 20.0
 #: Tokens per parameter of published pre-training runs span about 1 (early GPT-3-era models trained short)
 #: to ~6e4 (Qwen3 0.6B: 36T tokens); outside that range an allocation is flagged.
@@ -277,12 +278,6 @@ def inference_optimal_params(law: ParametricLaw, target_loss: float, inference_t
     return float(math.exp(result.x if result.fun <= values[best] else grid[best]))
 
 
-#: Largest loss (nats per token) a law may predict for the run it plans: guessing uniformly over a 256k-token
-#: vocabulary scores ln 262,144 = 12.5, and every trained model is below that; a law predicting twice as much is
-#: far from any fit (a hand-edited or inline law with a typo), and its allocation would mean nothing.
-MAX_PLAUSIBLE_LOSS = 25.0
-
-
 def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> Allocation:
     """Split ``flops`` (training FLOPs, C = 6·N·D) into N and D under ``objective`` and ``law``.
 
@@ -297,12 +292,12 @@ def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> A
         raise unusable_law(law, flops) from None
     if not all(math.isfinite(x) and x > 0 for x in (result.params, result.tokens, result.loss)):
         raise unusable_law(law, flops)
-    if result.loss > MAX_PLAUSIBLE_LOSS:
+    if result.loss > MAX_TARGET_LOSS:
         error = unusable_law(law, flops)
         raise SpecError(
             f"law '{law.name}' predicts a loss of {result.loss:.3g} nats per token for N {result.params:.3g}, "
-            f"D {result.tokens:.3g}, above {MAX_PLAUSIBLE_LOSS:g} (a uniform guess over a 256k vocabulary scores "
-            "12.5)",
+            f"D {result.tokens:.3g}, above {MAX_TARGET_LOSS:g} (a uniform guess over a 128k vocabulary scores "
+            "11.8)",
             where="law",
             hint=error.hint,
         )

@@ -300,7 +300,9 @@ def _shape(target: float, request: SweepRequest) -> ModelShape:
     hopeless = not too_big and isinstance(_built(main_optimum, request), SpecError)
     # valid inputs with no answer: infeasible (exit 1), naming what would make the design possible
     if hopeless:
-        hint = "a budget this small trains no proxy model: give the main run's compute in sweep.flops (e.g. 2e23)"
+        hint = (
+            "a budget this small trains no proxy model: raise the main run's budget (budget.flops, e.g. 2e23)"
+        )
     elif too_big:
         hint = "lower sweep.fraction or narrow sweep.span_decades"
     else:

@@ -19,7 +19,7 @@ from runplan.errors import SpecError
 from runplan.fileio import JsonInputError, parse_json, read_bytes
 from runplan.monitor.aliases import canonical
 from runplan.monitor.readers import tabular, text, tfevents
-from runplan.monitor.series import MAX_RESTARTS, MetricLog, NoRecords, Restart, Rows, assemble
+from runplan.monitor.series import MAX_RESTARTS, MetricLog, NoRecords, Restart, Rows, assemble, whole_steps
 
 FORMATS = (
     "auto",
@@ -193,7 +193,7 @@ def parse(body: str, kind: str, path: Path) -> Rows:
         ):
             lines = lines[:-1]
             notes.append("the last line is cut short (still being written?); left out")
-        rows = text.READERS[kind](lines)
+        rows = text.READERS[kind](lines, where)
         if rows.steps.size == 0:
             raise _error(f"{where}: no {kind} log lines found", hint=_HINT)
         rows.notes = notes + rows.notes
@@ -224,12 +224,12 @@ def _read_tensorboard(files: list[Path], source: str) -> MetricLog:
             merged.setdefault(tag, []).extend(points)
     if not merged:
         raise _error(f"'{source}': no scalars in the event file(s)", hint="log scalars with add_scalar")
-    rows = _rows_from_tags(merged)
+    rows = _rows_from_tags(merged, f"'{source}'")
     rows.notes = notes + rows.notes
     return assemble(rows, source, "tensorboard")
 
 
-def _rows_from_tags(tags: dict[str, list[tuple[int, float]]]) -> Rows:
+def _rows_from_tags(tags: dict[str, list[tuple[int, float]]], where: str) -> Rows:
     """Long (tag, step, value) points as rows in file order: one row per point, one metric each."""
     chosen: dict[str, tuple[str, float, list[tuple[int, float]]]] = {}
     ignored = []
@@ -239,6 +239,8 @@ def _rows_from_tags(tags: dict[str, list[tuple[int, float]]]) -> Rows:
             ignored.append(tag)
             continue
         chosen[tag] = (found[0], found[1], points)
+    for _, _, points in chosen.values():  # negative or absurd step counters, as in every other reader
+        whole_steps([step for step, _ in points], where, "point")
     total = sum(len(points) for _, _, points in chosen.values())
     steps = np.empty(total, dtype=np.int64)
     values = {target: np.full(total, np.nan) for target, _, _ in chosen.values()}

@@ -48,8 +48,6 @@ def _map_names(names: list[str]) -> tuple[dict[str, tuple[str, float]], list[str
 def _value(raw: Any) -> float:
     if raw is None or raw == "":
         return math.nan
-    if isinstance(raw, bool):
-        return float(raw)
     if isinstance(raw, int | float):
         return float(raw)
     return float(str(raw).strip().replace(",", ""))
@@ -65,7 +63,7 @@ def _columns(
         has = np.zeros(len(rows_in), dtype=bool)
         for index, row in enumerate(rows_in):
             raw = row.get(name)
-            if raw is None or raw == "":
+            if raw is None or raw == "" or isinstance(raw, bool):  # a JSON flag is not a metric value
                 continue
             try:
                 column[index] = _value(raw) * factor
@@ -244,16 +242,20 @@ def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
             continue
         series[tag] = (found[0], found[1], body["values"])
     try:
-        all_steps = sorted({int(step) for _, _, values in series.values() for step in values})
+        keys = [int(step) for _, _, values in series.values() for step in values]
     except ValueError:
         raise SpecError(f"{where}: a step key is not a whole number", where="monitor.log") from None
-    steps = whole_steps(all_steps, where, "step key")
+    whole_steps(keys, where, "step key")  # in file order, so the position named is the key's
+    all_steps = sorted(set(keys))
+    steps = np.asarray(all_steps, dtype=np.int64)
     position = {step: i for i, step in enumerate(all_steps)}
     values, present = {}, {}
     for target, factor, raw in series.values():
         column = np.full(steps.size, np.nan)
         has = np.zeros(steps.size, dtype=bool)
         for step, value in raw.items():
+            if isinstance(value, bool):  # a JSON flag is not a metric value (as in JSONL)
+                continue
             slot = position[int(step)]
             column[slot] = _value(value) * factor
             has[slot] = True

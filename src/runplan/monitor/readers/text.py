@@ -86,8 +86,8 @@ class _Collector:
                 continue
             self.names.setdefault(name, raw.strip())
 
-    def rows(self) -> Rows:
-        rows = rows_from_lists(self.steps, self.records)
+    def rows(self, where: str) -> Rows:
+        rows = rows_from_lists(self.steps, self.records, where)
         rows.ignored_names = sorted(self.ignored)
         rows.source_names = self.names
         rows.saved_steps = self.saved
@@ -95,7 +95,7 @@ class _Collector:
         return rows
 
 
-def read_megatron(lines: list[str]) -> Rows:
+def read_megatron(lines: list[str], where: str = "the log") -> Rows:
     out = _Collector()
     current: dict[str, float] | None = None
     for line in lines:
@@ -115,14 +115,14 @@ def read_megatron(lines: list[str]) -> Rows:
             continue
         if current is not None and "|" in line:  # a wrapped record: more fields of the current iteration
             out.update(current, MEGATRON_FIELD.findall(line))
-    return out.rows()
+    return out.rows(where)
 
 
 def _val(text: str) -> list[tuple[str, str]]:
     return [(k, v) for k, v in MEGATRON_FIELD.findall(text) if k.strip().lower().endswith("loss value")]
 
 
-def read_nemo(lines: list[str]) -> Rows:
+def read_nemo(lines: list[str], where: str = "the log") -> Rows:
     out = _Collector()
     for raw in lines:
         for line in raw.split("\r"):
@@ -133,10 +133,10 @@ def read_nemo(lines: list[str]) -> Rows:
             if step is None or "reduced_train_loss" not in by_name:
                 continue
             out.add(int(float(step)), [(k, v) for k, v in fields if k.strip() != "global_step"])
-    return out.rows()
+    return out.rows(where)
 
 
-def read_torchtitan(lines: list[str]) -> Rows:
+def read_torchtitan(lines: list[str], where: str = "the log") -> Rows:
     out = _Collector()
     for raw in lines:
         line = ANSI.sub("", raw)
@@ -151,10 +151,10 @@ def read_torchtitan(lines: list[str]) -> Rows:
         for name, value, percent in TITAN_FIELD.findall(line[match.end() :]):
             fields.append((f"{name}(%)" if percent else name, value))
         out.add(step, fields)
-    return out.rows()
+    return out.rows(where)
 
 
-def read_llmc(lines: list[str]) -> Rows:
+def read_llmc(lines: list[str], where: str = "the log") -> Rows:
     out = _Collector()
     names = {"trl": "trl", "tel": "tel"}
     for line in lines:
@@ -164,10 +164,10 @@ def read_llmc(lines: list[str]) -> Rows:
         fields = [(names[match.group(2)], match.group(3))]
         fields += [(k, v) for k, v in LLMC_FIELD.findall(match.group(4))]
         out.add(int(match.group(1)), fields)
-    return out.rows()
+    return out.rows(where)
 
 
-READERS: dict[str, Callable[[list[str]], Rows]] = {
+READERS: dict[str, Callable[[list[str], str], Rows]] = {
     "megatron": read_megatron,
     "nemo": read_nemo,
     "torchtitan": read_torchtitan,
