@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import check_grad
 from typer.testing import CliRunner
 
@@ -361,3 +363,66 @@ def test_cli_fit_prints_the_duplicate_row_warning(tmp_path):
     assert any(
         "line 38 repeats an earlier row exactly (line 4:" in w for w in json.loads(result.output)["warnings"]
     )
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([7e9, 13e9]), st.sampled_from([1e11, 2e11]), st.sampled_from([2.0, 2.1])),
+        min_size=1,
+        max_size=30,
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_duplicate_rows_match_a_row_by_row_oracle(rows):
+    """The vectorised check names what a row-by-row scan names: the first copy in the file, its original, the count."""
+    from runplan.scaling.fit import duplicate_warnings, runs_from_arrays
+
+    n, d, loss = (list(column) for column in zip(*rows, strict=True))
+    runs = runs_from_arrays(n, loss, tokens=d)
+    seen: dict[tuple[float, float, float], int] = {}
+    copies = []
+    for line, row in enumerate(rows, start=2):
+        if row in seen:
+            copies.append((line, seen[row]))
+        else:
+            seen[row] = line
+    found = duplicate_warnings(runs)
+    if not copies:
+        assert found == []
+        return
+    line, first = copies[0]
+    who = f"line {line} and {len(copies) - 1} more repeat" if len(copies) > 1 else f"line {line} repeats"
+    assert len(found) == 1 and found[0].startswith(f"{who} an earlier row exactly (line {first}:")
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(1e6, 1e12, allow_nan=False),
+            st.floats(1e8, 1e13, allow_nan=False),
+            st.floats(1.5, 6.0, allow_nan=False),
+            st.sampled_from(["a", "run 7", "x-y"]),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+@settings(max_examples=100, deadline=None)
+def test_bulk_csv_parse_equals_the_record_reader(rows):
+    """numpy's reader (the plain case) gives the record reader's values and line numbers, bit for bit."""
+    import csv as csv_module
+
+    from runplan.scaling.fit import _bulk_parse, _parse_records
+
+    text = "params,tokens,loss,name\n" + "".join(
+        f"{n!r},{d!r},{loss!r},{name}\n" for n, d, loss, name in rows
+    )
+    columns = [("params", 0), ("loss", 2), ("tokens", 1)]
+    bulk = _bulk_parse(text, 4, columns)
+    assert bulk is not None
+    reader = csv_module.reader(text.splitlines())
+    header = next(reader)
+    records, lines = _parse_records(reader, text, header, columns, "<test>", "loss")
+    assert bulk[1] == lines
+    for name, _ in columns:
+        assert bulk[0][name].tolist() == records[name].tolist()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -134,19 +135,11 @@ def read_runs(
     columns = [(params_col, i_n), (loss_col, i_l)]
     columns += [(tokens_col, i_d)] if i_d is not None else []
     columns += [(flops_col, i_c)] if i_c is not None else []
-    rows, lines = _records(reader, text)
-    if not rows:
-        raise SpecError("no runs after the header row", source=source)
-    for row, line in zip(rows, lines, strict=True):
-        if len(row) > len(header):  # a cell too many shifts every later column: refuse, do not guess
-            raise SpecError(
-                f"line {line}: {len(row)} values for the header's {len(header)} columns",
-                source=source,
-                hint="remove the extra value, or quote a value that contains a comma",
-            )
-    values_np = _fast_parse(rows, columns)
-    if values_np is None:
-        values_np = _parse_rows(rows, lines, columns, source, loss_col)
+    bulk = _bulk_parse(text, len(header), columns)
+    if bulk is not None:
+        values_np, lines = bulk
+    else:
+        values_np, lines = _parse_records(reader, text, header, columns, source, loss_col)
     n = values_np[params_col]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         d = values_np[tokens_col] if i_d is not None else values_np[flops_col] / (6.0 * n)
@@ -200,6 +193,55 @@ def _need(index: dict[str, int], column: str, flag: str, source: str) -> int:
         else f"columns are {', '.join(header)}; name yours with {flag}"
     )
     raise SpecError(f"missing column '{column}'", source=source, hint=hint)
+
+
+def _parse_records(
+    reader: Any, text: str, header: list[str], columns: list[tuple[str, int]], source: str, loss_col: str
+) -> tuple[dict[str, np.ndarray], list[int]]:
+    """Record by record (Python's csv module): quoted fields, blank lines, and a one-line error naming the first
+    bad row, line and column."""
+    rows, lines = _records(reader, text)
+    if not rows:
+        raise SpecError("no runs after the header row", source=source)
+    for row, line in zip(rows, lines, strict=True):
+        if len(row) > len(header):  # a cell too many shifts every later column: refuse, do not guess
+            raise SpecError(
+                f"line {line}: {len(row)} values for the header's {len(header)} columns",
+                source=source,
+                hint="remove the extra value, or quote a value that contains a comma",
+            )
+    values_np = _fast_parse(rows, columns)
+    if values_np is None:
+        values_np = _parse_rows(rows, lines, columns, source, loss_col)
+    return values_np, lines
+
+
+def _bulk_parse(
+    text: str, width: int, columns: list[tuple[str, int]]
+) -> tuple[dict[str, np.ndarray], list[int]] | None:
+    """numpy's C reader for the plain case (no quotes, no carriage returns or blank lines, every row as wide as the
+    header, every used cell a positive finite number): a 50 MB CSV in about a second instead of four. None sends
+    the caller to the record-by-record reader, which also names the first bad cell."""
+    import io
+
+    body = text.split("\n", 1)[1] if "\n" in text else ""
+    body = body.removesuffix("\n")
+    if not body or '"' in body or "\r" in body or "\n\n" in body:
+        return None
+    rows = body.count("\n") + 1
+    if body.count(",") != (width - 1) * rows:  # a row too wide or too narrow: the record reader says which
+        return None
+    used = [i for _, i in columns]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = np.loadtxt(io.StringIO(body), delimiter=",", usecols=used, ndmin=2)
+    except ValueError:
+        return None
+    if table.shape != (rows, len(columns)) or not bool(np.all(np.isfinite(table) & (table > 0))):
+        return None
+    values = {name: table[:, k].copy() for k, (name, _) in enumerate(columns)}
+    return values, list(range(2, rows + 2))
 
 
 def _records(reader: Any, text: str) -> tuple[list[list[str]], list[int]]:
@@ -433,7 +475,11 @@ MAX_FLOPS_RATIO = 2.0
 def _check_identifiable(runs: Runs) -> None:
     """A SpecError when the runs cannot determine the five parameters: fewer than 5 distinct (N, D) points,
     or fewer than MIN_DISTINCT_SIZES distinct N or D (all runs at one model size say nothing about α)."""
-    points = np.unique(np.stack([runs.params, runs.tokens], axis=1), axis=0).shape[0]
+    order = np.lexsort(
+        (runs.tokens, runs.params)
+    )  # distinct (N, D) pairs: np.unique over rows took 2.5 s on 50 MB
+    n, d = runs.params[order], runs.tokens[order]
+    points = 1 + int(np.count_nonzero((n[1:] != n[:-1]) | (d[1:] != d[:-1]))) if runs.size else 0
     sizes, lengths = np.unique(runs.params).size, np.unique(runs.tokens).size
     if points < 5 or sizes < MIN_DISTINCT_SIZES or lengths < MIN_DISTINCT_SIZES:
         raise SpecError(
@@ -472,18 +518,18 @@ def magnitude_warnings(runs: Runs) -> list[str]:
 def duplicate_warnings(runs: Runs) -> list[str]:
     """A caution for rows that repeat an earlier row exactly (N, D and loss): a pasted-twice row weighs double
     in the fit and in every bootstrap resample. Replicate seeds (same N and D, another loss) are fine."""
-    seen: dict[tuple[float, float, float], int] = {}
-    copies = []
-    for n, d, loss, line in zip(runs.params, runs.tokens, runs.loss, runs.lines, strict=True):
-        key = (float(n), float(d), float(loss))
-        if key in seen:
-            copies.append((int(line), seen[key]))
-        else:
-            seen[key] = int(line)
-    if not copies:
+    # one stable lexsort (a Python dict took 3.5 s on a 50 MB CSV, np.unique over rows 4 s): equal rows end up
+    # adjacent, each group in file order, so a group's first member is the earliest row
+    order = np.lexsort((runs.loss, runs.tokens, runs.params))
+    n, d, loss = runs.params[order], runs.tokens[order], runs.loss[order]
+    repeat = (n[1:] == n[:-1]) & (d[1:] == d[:-1]) & (loss[1:] == loss[:-1])
+    if not repeat.any():
         return []
-    line, first = copies[0]
-    who = f"line {line} and {len(copies) - 1} more repeat" if len(copies) > 1 else f"line {line} repeats"
+    group_start = np.maximum.accumulate(np.where(np.concatenate([[False], repeat]), 0, np.arange(order.size)))
+    copies = np.flatnonzero(np.concatenate([[False], repeat]))  # positions in sorted order
+    k = copies[np.argmin(order[copies])]  # the copy that comes first in the file
+    line, first = int(runs.lines[order[k]]), int(runs.lines[order[group_start[k]]])
+    who = f"line {line} and {copies.size - 1} more repeat" if copies.size > 1 else f"line {line} repeats"
     return [
         f"{who} an earlier row exactly (line {first}: the same N, D and loss): each copy "
         "counts again in the fit and the bootstrap; delete repeated rows (seeds of one size differ in loss)"
