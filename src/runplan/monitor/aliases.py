@@ -23,6 +23,7 @@ Anything else is kept out and listed in the log's notes, so a misspelt column is
 
 from __future__ import annotations
 
+import functools
 import re
 
 #: normalised engine name -> (canonical name, factor to SI)
@@ -113,8 +114,11 @@ _REPLICA = re.compile(
 _PREFIXES = ("train/", "training/", "trainer/", "metrics/")
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical(name: str) -> tuple[str, float] | None:
-    """(canonical name, factor to SI) for an engine's metric name, or None when it is not one we use."""
+    """(canonical name, factor to SI) for an engine's metric name, or None when it is not one we use. Cached: a
+    text log repeats the same few field names on every line (1.7M calls for a 64 MB Megatron log, over half its
+    read time); ALIASES is fixed once this module is imported."""
     key = normalise(name)
     keys = [key] + [key[len(prefix) :] for prefix in _PREFIXES if key.startswith(prefix)]
     for candidate in keys:
