@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python benchmarks/bench_limits.py [--quick]``. Issue 17 asks that any accepted input finish in
 at most 10 s and 2 GB; each line prints the case, the exit code, the seconds, the peak resident memory (the
 child's own ``ru_maxrss`` from ``os.wait4``) and "ok" or "OVER". Inputs are generated in a temporary directory
-(at most the monitor log caps: 64 MB for text logs, 256 MB for JSONL and CSV) and removed afterwards.
+(at most the monitor log caps: 64 MB for text logs, 200 MB for JSONL and CSV) and removed afterwards.
 ``--quick`` skips the largest files (the 50 MB CSV and the two logs). The opt-in slow choices the docs name are not run: ``fit --starts all`` and
 ``fit --bootstrap`` above a few hundred (docs/scaling.md gives their minutes).
 """
