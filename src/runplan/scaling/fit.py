@@ -235,7 +235,7 @@ def _bulk_parse(
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            table = np.loadtxt(io.StringIO(body), delimiter=",", usecols=used, ndmin=2)
+            table = np.loadtxt(io.StringIO(body), delimiter=",", usecols=used, ndmin=2, comments=None)
     except ValueError:
         return None
     if table.shape != (rows, len(columns)) or not bool(np.all(np.isfinite(table) & (table > 0))):
