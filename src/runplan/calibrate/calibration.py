@@ -12,7 +12,7 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runplan.errors import SpecError
 from runplan.parallel.layout import Efficiency
@@ -41,22 +41,6 @@ class FamilyCalibration(BaseModel):
     held: list[str] = Field(
         description="Constants held at the base values: the runs could not identify them, or the caller asked."
     )
-
-    @field_validator("efficiency")
-    @classmethod
-    def _within_fit_bounds(cls, efficiency: Efficiency) -> Efficiency:
-        """Each fitted constant within the bounds ``runplan calibrate`` fits it in (calibrate.constants): a
-        hand-edited step_overhead_seconds of 1e6 would otherwise plan a 6-million-day run without a word."""
-        from runplan.calibrate.constants import FITTED_CONSTANTS
-
-        for constant in FITTED_CONSTANTS:
-            value = getattr(efficiency, constant.name)
-            if value is not None and not constant.low <= value <= constant.high:
-                raise ValueError(
-                    f"{constant.name} = {value:g} is outside [{constant.low:g}, {constant.high:g}], the range "
-                    "`runplan calibrate` fits it in; refit, or fix the value"
-                )
-        return efficiency
 
 
 class Residuals(BaseModel):
@@ -120,7 +104,7 @@ def parse_calibration(data: object, source: str, loaded: LoadedYaml | None = Non
             hint="write one with `runplan calibrate`",
         )
     try:
-        return Calibration.model_validate(data).model_copy(update={"source": source})
+        calibration = Calibration.model_validate(data).model_copy(update={"source": source})
     except ValidationError as error:
         errors = error.errors()
         given_old = {str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden"}
@@ -139,14 +123,40 @@ def parse_calibration(data: object, source: str, loaded: LoadedYaml | None = Non
                 "calibrate` on its measured runs again"
             )
         message = first["msg"].removeprefix("Value error, ")
-        constant = message.split(" = ", 1)[0]
-        if first["type"] == "value_error" and where.endswith(".efficiency") and " " not in constant:
-            where += f".{constant}"  # the bounds check names its constant: point at that key's line
         if hint is None and first["type"] != "value_error":  # ours say how to fix; pydantic's do not
             hint = "calibration files are written by `runplan calibrate`: refit, or fix this key as docs/calibration.md describes it"
-        if loaded is not None and where:
-            raise loaded.locate(SpecError(message, where=where, hint=hint)) from None
-        raise SpecError(message, source=source, where=where or None, hint=hint) from None
+        raise _located(SpecError(message, where=where or None, hint=hint), source, loaded) from None
+    _check_fit_bounds(calibration, source, loaded)
+    return calibration
+
+
+def _located(error: SpecError, source: str, loaded: LoadedYaml | None) -> SpecError:
+    """``error`` at its key's ``file:line`` when the file's lines are known, else at the file."""
+    if loaded is not None and error.where:
+        return loaded.locate(error)
+    return SpecError(error.message, source=source, where=error.where, hint=error.hint)
+
+
+def _check_fit_bounds(calibration: Calibration, source: str, loaded: LoadedYaml | None) -> None:
+    """Each fitted constant of a file read within the bounds ``runplan calibrate`` fits it in
+    (calibrate.constants): a hand-edited step_overhead_seconds of 1e6 would otherwise plan a 6-million-day run
+    without a word. (Files `runplan calibrate` writes are within them by construction.)"""
+    from runplan.calibrate.constants import FITTED_CONSTANTS
+
+    for family, fitted in calibration.families.items():
+        for constant in FITTED_CONSTANTS:
+            value = getattr(fitted.efficiency, constant.name)
+            if value is not None and not constant.low <= value <= constant.high:
+                raise _located(
+                    SpecError(
+                        f"{constant.name} = {value:g} is outside [{constant.low:g}, {constant.high:g}], the "
+                        "range `runplan calibrate` fits it in",
+                        where=f"families.{family}.efficiency.{constant.name}",
+                        hint="refit, or fix the value",
+                    ),
+                    source,
+                    loaded,
+                )
 
 
 #: Constants that replaced one of another meaning (new name -> old name): a file fitted under the old meaning is
