@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -99,6 +100,36 @@ def test_hyperparams_csv_missing_column_is_one_line(tmp_path):
     result = CliRunner().invoke(app, ["fit", "--hyperparams", str(path)])
     assert result.exit_code == 2 and "missing column 'batch'" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "flag",
+    ["--method", "--params-col", "--tokens-col", "--param-count", "--drop-highest", "--starts", "--plot"],
+)
+def test_law_fit_flags_are_refused_with_hyperparams(tmp_path, flag):
+    """--hyperparams reads none of the law fit's flags: each, given, is a one-line error naming it (exit 2),
+    not silently ignored. Every value is one the law fit accepts, so only the mode refuses it."""
+    from runplan.cli.fit import LAW_FIT_ONLY_FLAGS
+
+    value = {
+        "--method": "parametric",
+        "--param-count": "total",
+        "--drop-highest": "1",
+        "--starts": "4",
+        "--plot": str(tmp_path / "fit.png"),
+    }.get(flag, "n")
+    path = _sweep_csv(tmp_path / "hp.csv")
+    result = CliRunner().invoke(app, ["fit", "--hyperparams", str(path), flag, value])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"runplan: error: {flag}: ") and result.stderr.count("\n") == 1
+    assert flag in LAW_FIT_ONLY_FLAGS.values()
+
+
+@pytest.mark.parametrize("flag", ["--lr-col", "--batch-col"])
+def test_hyperparam_columns_are_refused_without_hyperparams(flag):
+    csv = Path(__file__).resolve().parents[2] / "examples" / "isoflop_synthetic.csv"
+    result = CliRunner().invoke(app, ["fit", str(csv), flag, "x"])
+    assert result.exit_code == 2 and f"{flag}: applies only with --hyperparams" in result.stderr
 
 
 def test_kaplan_critical_batch_by_hand():

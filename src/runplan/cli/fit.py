@@ -127,7 +127,22 @@ def render(report: FitReport) -> None:
         console(stderr=True).print(f"warning: Approach 2 skipped: {report.isoflop_error}")
 
 
+#: Flags that only the scaling-law fit reads (ignored by --hyperparams) and flags only --hyperparams reads, by
+#: the fit_command parameter that holds each: given with the other mode, they would be silently ignored.
+LAW_FIT_ONLY_FLAGS = {
+    "method": "--method",
+    "params_col": "--params-col",
+    "tokens_col": "--tokens-col",
+    "param_count": "--param-count",
+    "drop_highest": "--drop-highest",
+    "starts": "--starts",
+    "plot": "--plot",
+}
+HYPERPARAMS_ONLY_FLAGS = {"lr_col": "--lr-col", "batch_col": "--batch-col"}
+
+
 def fit_command(
+    ctx: typer.Context,
     csv_file: str = typer.Argument(
         ..., metavar="FILE.csv", help="Runs: columns params, tokens or flops, loss."
     ),
@@ -179,6 +194,7 @@ def fit_command(
 
     With --hyperparams: fit the compute-optimal batch size and learning rate to a batch/LR sweep instead."""
     single_threaded_blas()
+    _refuse_flags_of_other_mode(ctx, hyperparams)
     options = _check_options(method, param_count, bootstrap, ci, starts, bin_decades, at_flops, seed)
     _check_outputs(plot, output, method)
     if hyperparams:
@@ -203,6 +219,24 @@ def fit_command(
         render(report)
         if output is not None:
             print(f"\nwrote law file {output} (use it with --law {output})")
+
+
+def _refuse_flags_of_other_mode(ctx: typer.Context, hyperparams: bool) -> None:
+    """A SpecError naming the first flag given on the command line that this mode does not read (the law fit's
+    --method under --hyperparams, --lr-col without it): a flag that changes nothing must not look accepted."""
+    from runplan.errors import SpecError
+
+    unused = LAW_FIT_ONLY_FLAGS if hyperparams else HYPERPARAMS_ONLY_FLAGS
+    for name, flag in unused.items():
+        # compared by name: typer >= 0.22 vendors click, so the enum's module depends on typer's version
+        if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE":
+            raise SpecError(
+                "applies to the scaling-law fit, not to --hyperparams"
+                if hyperparams
+                else "applies only with --hyperparams (a batch/LR sweep)",
+                where=flag,
+                hint=f"drop {flag}" if hyperparams else f"add --hyperparams or drop {flag}",
+            )
 
 
 class FitOptions(NamedTuple):
