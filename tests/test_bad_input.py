@@ -326,6 +326,25 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     ("check-rtol-zero", ["check", PLAN70, "--rtol", "0"], {}, 2, ["--rtol", "must be positive"]),
     # ---- parallelize ---------------------------------------------------------------------------------
     ("par-missing-gpus", ["parallelize", "--model", "70b"], {}, 2, ["--gpus", "missing"]),
+    # a field bounded on both sides names its whole range; one flag setting two fields is one problem
+    (
+        "par-dropout-range",
+        ["parallelize", "--model", "8b", "--gpus", "8", "--dropout", "1.5"],
+        {},
+        2,
+        ["--dropout: must be less than 1, got 1.5 (allowed: >= 0 and < 1)"],
+    ),
+    (
+        "plan-warmup-fraction-range",
+        ["plan", "{p}"],
+        {
+            "p": plan(
+                "model: 8b\ncluster: {gpus: 8}\nbudget: {tokens: 1T}\nschedule: {warmup_fraction: 1.5}\n"
+            )
+        },
+        2,
+        ["schedule.warmup_fraction: must be less than 1, got 1.5 (allowed: >= 0 and < 1)"],
+    ),
     (
         "par-gpus-not-whole-nodes",
         ["parallelize", "--model", "70b", "--gpus", "100"],

@@ -47,6 +47,45 @@ def allowed_keys(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return names
 
 
+_BOUND_TEXT = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+
+
+def _constraints(annotation: Any) -> list[Any]:
+    """The annotated_types bounds (Ge, Lt, ...) inside an annotation: Optional and Annotated unwrapped, the
+    FieldInfo that a unit type (units.Fraction) carries included."""
+    from pydantic.fields import FieldInfo
+
+    found: list[Any] = []
+    for arg in typing.get_args(annotation):
+        if isinstance(arg, FieldInfo):
+            found.extend(arg.metadata)
+        elif not isinstance(arg, type | str | int | float):
+            found.extend(_constraints(arg))
+    return found
+
+
+def range_hint(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
+    """"allowed: >= 0 and < 1" for a field bounded on both sides (a message naming one violated bound does not
+    say the other), else None."""
+    classes, field = [model_cls], None
+    for part in (p for p in loc if not isinstance(p, int)):
+        fields = [cls.model_fields[part] for cls in classes if part in cls.model_fields]
+        if not fields:
+            return None
+        field = fields[0]
+        classes = _model_classes(field.annotation)
+    if field is None:
+        return None
+    bounds = {}
+    for item in [*field.metadata, *_constraints(field.annotation)]:
+        for name in _BOUND_TEXT:
+            if getattr(item, name, None) is not None:
+                bounds[name] = getattr(item, name)
+    lower = [f"{_BOUND_TEXT[k]} {bounds[k]:g}" for k in ("ge", "gt") if k in bounds]
+    upper = [f"{_BOUND_TEXT[k]} {bounds[k]:g}" for k in ("le", "lt") if k in bounds]
+    return f"allowed: {lower[0]} and {upper[0]}" if lower and upper else None
+
+
 def suggest(word: str, choices: list[str], cutoff: float = 0.6) -> str | None:
     """The closest choice to ``word``, or None; a choice that ``word`` extends (``gpu_type`` → ``gpu``) counts."""
     match = difflib.get_close_matches(str(word), choices, n=1, cutoff=cutoff)
@@ -153,6 +192,7 @@ def spec_error_from_validation(
         problems = [p for p in problems if not _union_mismatch(p)]
     loc = _clean_loc(tuple(first["loc"]))
     full = (*prefix, *loc)
+    same = (first["msg"], repr(first.get("input")))
     message = first["msg"]
     hint = None
     explained = 0
@@ -190,7 +230,11 @@ def spec_error_from_validation(
         )
     else:
         message = message.removeprefix("Value error, ")
-    if first["type"] != "union_type" and len(problems) - explained > 1:
-        message += f" (+{len(problems) - 1 - explained} more)"
+    if first["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        hint = range_hint(model_cls, loc)
+    # the same mistake again at another key (one --dropout sets both dropouts) is not another problem
+    others = [p for p in problems if p is not first and (p["msg"], repr(p.get("input"))) != same]
+    if first["type"] != "union_type" and len(others) > explained:
+        message += f" (+{len(others) - explained} more)"
     source = loaded.where(full) if loaded is not None else None
     return SpecError(message, where=_path_text(full) or None, source=source, hint=hint)
