@@ -65,7 +65,7 @@ def _constraints(annotation: Any) -> list[Any]:
 
 
 def range_hint(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
-    """ "allowed: >= 0 and < 1" for a field bounded on both sides (a message naming one violated bound does not
+    """The hint "allowed: >= 0 and < 1" for a field bounded on both sides (a message naming one violated bound does not
     say the other), else None."""
     classes, field = [model_cls], None
     for part in (p for p in loc if not isinstance(p, int)):
