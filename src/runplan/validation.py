@@ -65,8 +65,8 @@ def _constraints(annotation: Any) -> list[Any]:
 
 
 def range_hint(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
-    """The hint "allowed: >= 0 and < 1" for a field bounded on both sides (a message naming one violated bound does not
-    say the other), else None."""
+    """The hint "allowed: >= 0 and < 1" for a field bounded on both sides (a message naming one violated bound
+    does not say the other), else None."""
     classes, field = [model_cls], None
     for part in (p for p in loc if not isinstance(p, int)):
         fields = [cls.model_fields[part] for cls in classes if part in cls.model_fields]
