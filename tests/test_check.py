@@ -92,7 +92,8 @@ def test_diff_changes_orders_headline_then_path():
 
 def test_check_json_gives_ci_a_record_for_an_infeasible_plan(tmp_path):
     plan = tmp_path / "small.yaml"
-    plan.write_text((EXAMPLE.parent / "70b-512-h100.yaml").read_text().replace("gpus: 512", "gpus: 8"))
+    text = (EXAMPLE.parent / "70b-512-h100.yaml").read_text().replace("gpus: 512", "gpus: 64")
+    plan.write_text(text + "parallel: {tp: 1, pp: 1, zero: 1}\n")  # ZeRO-1 pinned: fully sharded would fit
     result = run("check", str(plan), "--json")
     assert result.exit_code == 1
     record = json.loads(result.stdout)

@@ -99,7 +99,7 @@ def test_sweep_flag_errors_print_the_flag():
     assert result.stderr == "runplan: error: --span: span must be in (0, 3] decades, got 4\n"
 
 
-def test_suggestions_name_flags_for_parallelize_and_plan_keys_for_plan_files():
+def test_suggestions_name_flags_for_parallelize_and_plan_keys_for_plan_files(tmp_path):
     from runplan.cli.flags import paths_for_user
 
     text = "ZeRO-3 (parallel.zero=3), a smaller micro-batch (parallel.micro_batch=1); unpin parallel.tp"
@@ -112,9 +112,13 @@ def test_suggestions_name_flags_for_parallelize_and_plan_keys_for_plan_files():
     )
     plan70 = str(Path(__file__).resolve().parents[1] / "examples" / "70b-512-h100.yaml")
     runner = CliRunner()
-    flags = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "8"])
+    # 70B's fully sharded states need 18 GPUs: on 64, the pinned ZeRO-1 is what to relax
+    pinned = ["--tp", "1", "--pp", "1", "--zero", "1"]
+    flags = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "64", *pinned])
     assert flags.exit_code == 1 and "(--zero 3)" in flags.stderr and "parallel." not in flags.stderr
-    keys = runner.invoke(app, ["whatif", plan70, "--gpus", "8"])
+    pinned_plan = tmp_path / "pinned.yaml"
+    pinned_plan.write_text(Path(plan70).read_text() + "parallel: {tp: 1, pp: 1, zero: 1}\n")
+    keys = runner.invoke(app, ["whatif", str(pinned_plan), "--gpus", "64"])
     assert keys.exit_code == 1 and "(parallel.zero: 3)" in keys.stderr and "--zero" not in keys.stderr
 
 

@@ -311,7 +311,22 @@ def test_infeasible_names_memory_and_suggests():
     with pytest.raises(Infeasible) as info:
         ensure_feasible(result)
     text = str(info.value)
-    assert "memory" in text and "more GPUs" in text and "ZeRO-3" in text
+    # 405B's fully sharded states need 101 GPUs: no memory knob can help 8, so none is offered
+    assert "memory" in text and "need at least 101 h100-sxm GPUs" in text
+    assert "ZeRO-3" not in text and "recomputation" not in text and "unpin" not in text
+
+
+def test_infeasible_suggests_relaxing_only_pinned_memory_axes():
+    """On 128 GPUs 405B's states fit fully sharded; the pinned ZeRO-1 is the one axis to relax. The search
+    already tried full recomputation and micro-batch 1 (unpinned), so suggesting them would change nothing."""
+    result = search(
+        ParallelRequest(model=LLAMA_405B, gpu=H100, n_gpus=128, seq_len=4096, pins=Pins(tp=8, pp=1, zero=1))
+    )
+    with pytest.raises(Infeasible) as info:
+        ensure_feasible(result)
+    text = str(info.value)
+    assert "ZeRO-3 (parallel.zero=3)" in text and "unpin" in text
+    assert "recomputation" not in text and "micro-batch" not in text
 
 
 def test_batch_ceiling_infeasible():

@@ -679,17 +679,20 @@ def _suggestions(
         # ZeRO-3 under pinned pipeline stages holds the whole stage gathered (memory.model_state_bytes): it never
         # needs less memory than ZeRO-1 there, so it is offered only together with one stage
         staged = pins.pp is not None and pins.pp > 1
+        # an unpinned axis was searched at its smallest-memory value already: only a pin can be relaxed
         tips = [
-            (pins.zero != 3 and not staged, f"ZeRO-3 ({flag('zero')}=3)"),
+            (pins.zero not in (None, 3) and not staged, f"ZeRO-3 ({flag('zero')}=3)"),
             (staged, f"ZeRO-3 without pipeline stages ({flag('zero')}=3 {flag('pp')}=1)"),
-            (pins.recompute != "full", f"full recomputation ({flag('recompute')}=full)"),
-            (pins.micro_batch != 1, f"a smaller micro-batch ({flag('micro_batch')}=1)"),
+            (pins.recompute not in (None, "full"), f"full recomputation ({flag('recompute')}=full)"),
+            (pins.micro_batch not in (None, 1), f"a smaller micro-batch ({flag('micro_batch')}=1)"),
             (
                 request.seq_len >= 32768 and pins.cp is None,
                 f"context parallelism ({flag('cp')}) for this long sequence",
             ),
         ]
         useful = [text for wanted, text in tips if wanted]
+        if need > request.n_gpus:  # no knob shrinks the states below their fully sharded size: only GPUs help
+            return out
         if useful:
             out.append(", ".join(useful))
     if not ok["bubble"].any():
