@@ -65,8 +65,9 @@ def test_whatif_shows_an_infeasible_size_as_a_row_and_fails_only_when_every_size
     small, large = json.loads(result.stdout)
     assert small["gpus"] == 8 and "memory" in small["infeasible"] and "wall_clock_days" not in small
     assert large["gpus"] == 512 and large["wall_clock_days"] > 0
-    # what would make it feasible names plan keys (a plan file is the input), not parallelize's flags
-    assert "parallel.zero: 3" in small["infeasible"] and "--zero" not in small["infeasible"]
+    # what would make it feasible: 70B's fully sharded states need 18 GPUs, so no memory knob is offered at 8
+    # (plan keys rather than flags for a plan file: test_error_paths)
+    assert "need at least 18 h100-sxm GPUs" in small["infeasible"] and "--zero" not in small["infeasible"]
     table = run("whatif", plan70, "--gpus", "8,512").stdout
     assert "infeasible at 8 GPUs" in table
     everywhere = run("whatif", plan70, "--gpus", "8,16")
