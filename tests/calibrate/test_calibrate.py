@@ -381,9 +381,9 @@ def test_a_run_the_others_cannot_predict_is_named():
     warnings = lone_run_warnings(in_fit, loo)
     assert len(warnings) == 1
     assert warnings[0].startswith("run a rests on itself: +1.0% in the fit, +97.0% by the fit without it")
-    # the published runs: only the LLaMA 1 row (its own source, the one 2,048-GPU A100 run) -14% / -43%
-    lone = [w for w in shipped_calibration().warnings if w.startswith("run ")]
-    assert len(lone) == 1 and lone[0].startswith("run llama1-65b-2048gpu rests on itself: -13.9%")
+    # the published runs: none since the Megatron-LM 2021-22, BLOOM and FlashAttention-2 paper rows carry their
+    # dropout (before, the LLaMA 1 row, its own source and the one 2,048-GPU A100 run: -14% in the fit, -43% without)
+    assert [w for w in shipped_calibration().warnings if w.startswith("run ")] == []
 
 
 def test_held_constants_keep_the_base_value(tmp_path):
