@@ -297,3 +297,13 @@ def test_fused_elementwise_turns_torchtitan_compile_on_and_megatron_warns_when_o
     warned = export_plan(_with_stack(plan, fused_elementwise=False), "megatron").warnings
     assert [w for w in warned if w.startswith("elementwise:")]
     assert not [w for w in export_plan(plan, "megatron").warnings if w.startswith("elementwise:")]
+
+
+@pytest.mark.parametrize("engine", ["megatron", "torchtitan", "deepspeed"])
+def test_no_engine_exports_autocast_over_fp32_weights(engine):
+    """Megatron, DeepSpeed's bf16 mode and torchtitan's FSDP2 all keep half-precision weights beside an fp32
+    master: a plan timed for torch.autocast over fp32 weights is refused in one line naming the stack key."""
+    plan = _with_stack(golden_plan("70b-512-h100"), autocast_fp32_weights=True)
+    with pytest.raises(SpecError, match="autocast over fp32 weights") as info:
+        export_plan(plan, engine)
+    assert info.value.where == "stack.autocast_fp32_weights" and "\n" not in str(info.value)

@@ -216,6 +216,13 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             else:
                 weights += lin_dense + lin_expert
         opt = 12 * (sharded if lay.zero >= 1 else everything)
+        if req.stack.autocast_fp32_weights:
+            # docs/parallel.md, Stacks: the fp32 parameters are the master (Adam keeps 8 bytes; a held stage is
+            # gathered in fp32); autocast's 2-byte copy of each weight is saved by its matmul for the backward,
+            # whole under any ZeRO stage
+            weights = 4 * ((sharded if lay.zero == 3 else everything) + (everything if held else 0.0))
+            weights += 2 * everything
+            opt = 8 * (sharded if lay.zero >= 1 else everything)
         kept_d, none_d = _layer_bytes(req, lay, False)
         kept_m, none_m = _layer_bytes(req, lay, True) if sh.is_moe else (0.0, 0.0)
         per_mb = tokens * (dense * kept_d + moe * kept_m)
@@ -353,6 +360,11 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     else:
         redo = 0.0
     compute = fwd + logits + bwd + redo + elementwise + cast_fwd + cast_bwd
+    if req.stack.autocast_fp32_weights:
+        # docs/parallel.md, Stacks: every weight of the stage cast to half (4 + 2) and its gradient back and
+        # into the fp32 .grad (2 + 4, 4 + 4 + 4) each micro-batch, cast again by full recomputation (4 + 2)
+        held_params = stages["last"]["dense_params"] + stages["last"]["expert_params"]
+        compute += (24 + (6 if full else 0)) * held_params / gpu.hbm_bandwidth_bytes_per_s
 
     node = req.node_size
     lat = eff.collective_latency_seconds

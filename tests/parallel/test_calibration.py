@@ -129,17 +129,16 @@ def test_tp_overlap_hides_communication_monotonically():
 def test_search_agrees_with_nvidia_tuned_layouts(validate, published):
     # docs/validation.md, layout agreement: where NVIDIA tuned the layout on H100 (DGX Cloud benchmarks and
     # Megatron-Bridge recipes; Llama 3.1 8B/70B/405B and GPT-3 175B), the unpinned search ranks the published
-    # layout within 3% of its best and picks the same TP degree unless the two are within 3%. Since the dropout
-    # correction of the Megatron-era rows (2026-12-01) 3 of the 6 agree on TP (4 before): the two 70B on 64 GPU
-    # cases prefer TP 8 PP 1 with NVIDIA's TP 4 PP 4 CP 2 2.8% and 2.9% behind, GPT-3 175B TP 8 PP 4 with NVIDIA's
-    # TP 4 PP 8 0.1% behind. Meta's Llama 3 405B layouts (TP 8 PP 16) are only bounded: the search prefers TP 4
-    # with CP 4 and puts Meta's 2.5% and 4.2% behind.
+    # layout within 3% of its best and picks the same TP degree unless the two are within 3% (all six agree
+    # since the 2026-12-01 refit, within 2.5%; the two 70B on 64 GPU cases preferred TP 8 before, NVIDIA's TP 4
+    # 2.6% and 2.8% behind). Meta's Llama 3 405B layouts (TP 8 PP 16) are only bounded: the search prefers TP 4
+    # with CP 4 and puts Meta's 3.7% and 5.3% behind.
     _, outcomes = validate.layout_agreement(published[1])
     nvidia = [o for o in outcomes if o["case"].startswith(("nv-", "Megatron-Bridge"))]
     assert len(nvidia) == 6
     for outcome in nvidia:
         assert outcome["gap"] <= 0.03, outcome
-    assert sum(o["tp_agrees"] for o in nvidia) >= 3
+    assert sum(o["tp_agrees"] for o in nvidia) >= 4
     assert all(o["gap"] <= 0.065 for o in outcomes)
 
 
@@ -149,7 +148,12 @@ def test_search_agrees_with_nvidia_tuned_layouts(validate, published):
 #: MPT-30B on 8 A100 (five sequence lengths) left this list when FSDP's fp32 shards became the master copy
 #: (Stack.fsdp_mixed_precision): 2 bytes per parameter less under ZeRO-3; torchtitan's Llama 2 70B on 64 A100 with
 #: op-level selective checkpointing left it when that policy was modelled as torchtitan runs it (every_other_mm).
+#: The 1.3B 8k rows joined when autocast's fp32 weights and half copies were counted (Stack.autocast_fp32_weights,
+#: +4 bytes per parameter under ZeRO-1): 79.0 GB against 76.0 GB, the activations (61 GB at micro-batch 4,
+#: no recomputation) being most of it, as at 2.7B.
 KNOWN_MEMORY_OVER = {
+    "fa2paper-gpt3-1.3b-s8192-fa1",
+    "fa2paper-gpt3-1.3b-s8192-fa2",
     "fa2paper-gpt3-2.7b-s8192-fa1",
     "fa2paper-gpt3-2.7b-s8192-fa2",
 }

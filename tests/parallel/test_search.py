@@ -28,23 +28,37 @@ from runplan.parallel.timing import default_efficiency
 #: Rank by speed alone (no memory-margin tie, constraints.throughput_tolerance): agreement with tuned recipes.
 FASTEST = Constraints(throughput_tolerance=0)
 
+
+def _autocast(stack: Stack, on: bool) -> Stack:
+    """The stack under torch.autocast over fp32 weights where it can be (fp32 gradients, no FSDP mixed
+    precision, bf16 linears: Stack refuses the rest)."""
+    fits = stack.gradient_dtype == "fp32" and not stack.fsdp_mixed_precision and stack.precision == "bf16"
+    return (
+        Stack.model_validate({**stack.model_dump(), "autocast_fp32_weights": True}) if on and fits else stack
+    )
+
+
 #: Any stack: a preset with any selective modules, dropout, scatter/gather, DP overlap, full-recompute rule and
-#: FSDP mixed precision, precision (bf16, or fp8 with any recipe Hopper runs), parameter-gather overlap, loss.
+#: FSDP mixed precision, precision (bf16, or fp8 with any recipe Hopper runs), parameter-gather overlap, loss,
+#: autocast over fp32 weights.
 STACKS = st.builds(
-    lambda preset, modules, dropout, scatter, overlap_dp, method, layers, fsdp, precision, gather, loss: (
-        Stack(
-            preset=preset,
-            selective_recompute=modules,
-            hidden_dropout=dropout,
-            attention_dropout=dropout,
-            pipeline_scatter_gather=scatter,
-            overlap_grad_reduce=overlap_dp,
-            full_recompute_method=method,
-            full_recompute_layers=layers,
-            fsdp_mixed_precision=fsdp,
-            overlap_param_gather=gather,
-            cross_entropy=loss,
-            **dict(zip(("precision", "fp8_recipe"), precision, strict=False)),
+    lambda preset, modules, dropout, scatter, overlap_dp, method, layers, fsdp, precision, gather, loss, amp: (
+        _autocast(
+            Stack(
+                preset=preset,
+                selective_recompute=modules,
+                hidden_dropout=dropout,
+                attention_dropout=dropout,
+                pipeline_scatter_gather=scatter,
+                overlap_grad_reduce=overlap_dp,
+                full_recompute_method=method,
+                full_recompute_layers=layers,
+                fsdp_mixed_precision=fsdp,
+                overlap_param_gather=gather,
+                cross_entropy=loss,
+                **dict(zip(("precision", "fp8_recipe"), precision, strict=False)),
+            ),
+            amp,
         )
     ),
     st.sampled_from(list(PRESETS)),
@@ -63,6 +77,7 @@ STACKS = st.builds(
     st.sampled_from([("bf16",)] + [("fp8", r) for r in ("tensorwise", "delayed", "rowwise", "blockwise")]),
     st.booleans(),
     st.sampled_from(["fused", "unfused"]),
+    st.booleans(),
 )
 
 KEYS = ("weights", "gradients", "optimizer", "activations", "other", "total")
@@ -117,6 +132,8 @@ def test_search_equals_reference_on_random_layouts(
                 "flash_attention": flash,
                 "tp_comm_overlap": overlap,
                 "gradient_dtype": "fp32" if grad_bytes == 4 else "bf16",
+                # autocast over fp32 weights keeps fp32 gradients (Stack refuses bf16 beside it)
+                "autocast_fp32_weights": stack.autocast_fp32_weights and grad_bytes == 4,
             }
         ),
         efficiency=efficiency,

@@ -290,3 +290,42 @@ def test_presets_ship_as_yaml_with_the_names_the_schema_offers():
         stack = Stack(preset=name)
         assert all(getattr(stack, key) == value for key, value in fields.items()), name
     assert PRESETS["megatron-2022"]["selective_recompute"] == ("core_attn",)  # YAML lists become tuples
+
+
+def test_autocast_over_fp32_weights_costs_24_bytes_per_parameter_per_micro_batch():
+    """Hand-derived (docs/parallel.md, Stacks): Llama 3 8B on 8 H100, DDP (ZeRO 0), 4 micro-batches, no
+    recomputation: each micro-batch casts every weight (4 + 2 bytes) and adds its gradient back (2 + 4 and 4 + 4
+    + 4), 24 bytes x 8.03e9 parameters at 3.35 TB/s = 57.5 ms; full recomputation casts again (30 bytes). Memory:
+    fp32 weights 4 + the cached half copy 2 in place of the bf16 weights 2, Adam 8 in place of 12: the same
+    18 bytes per parameter unsharded; under ZeRO-1 the fp32 weights stay whole (4 + 2 + 4 + 8/d)."""
+    from tests.parallel.reference import layout as axes
+
+    params = LLAMA_8B.total_params
+    request = ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=8, seq_len=4096)
+    for recompute, per_param in (("none", 24), ("full", 30)):
+        layout = axes(1, 1, 8, 1, 1, 0, 1, 4, 1, recompute, False)  # tp pp dp ep cp zero b m v recompute sp
+        plain = evaluate_layout(request, layout)
+        amp = evaluate_layout(request.model_copy(update={"stack": Stack(autocast_fp32_weights=True)}), layout)
+        added = 4 * per_param * params / H100.hbm_bandwidth_bytes_per_s
+        assert amp.time_seconds.compute - plain.time_seconds.compute == pytest.approx(added, rel=1e-9)
+        assert 0.05 < added / 4 < 0.08  # about 57.5 ms (72 ms with recompute) per micro-batch
+        states = ("weights", "gradients", "optimizer")
+        assert sum(getattr(amp.memory_bytes, k) for k in states) == pytest.approx(18 * params, rel=1e-9)
+        assert amp.memory_bytes.weights == pytest.approx(6 * params, rel=1e-9)
+    zero1 = axes(1, 1, 8, 1, 1, 1, 1, 4, 1, "none", False)
+    amp1 = evaluate_layout(request.model_copy(update={"stack": Stack(autocast_fp32_weights=True)}), zero1)
+    assert amp1.memory_bytes.optimizer == pytest.approx(8 * params / 8, rel=1e-9)
+    assert amp1.memory_bytes.weights == pytest.approx(6 * params, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"gradient_dtype": "bf16"}, "gradient_dtype bf16"),
+        ({"fsdp_mixed_precision": True}, "fsdp_mixed_precision"),
+        ({"precision": "fp8"}, "precision fp8"),
+    ],
+)
+def test_autocast_refuses_what_it_cannot_be(fields, named):
+    with pytest.raises(ValueError, match=f"does not go with {named}"):
+        Stack(autocast_fp32_weights=True, **fields)

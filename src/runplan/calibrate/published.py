@@ -50,6 +50,11 @@ _SCATTER_GATHER_SOURCES = ("nvidia-megatron-2021", "nvidia-megatron-2022", "bigs
 #: Source groups that train with PyTorch FSDP mixed precision (Composer FSDP1, IBM fms-fsdp FSDP1, torchtitan
 #: FSDP2): under ZeRO-3 their fp32 shards are the master copy (``Stack.fsdp_mixed_precision``).
 _FSDP_GROUPS = ("mosaicml-composer-fsdp", "pytorch-fsdp-ibm", "pytorch-torchtitan")
+#: Source groups that train under torch.autocast over fp32 parameters (``Stack.autocast_fp32_weights``): the
+#: FlashAttention training code, PyTorch Lightning with trainer.precision 16 or bf16 (a mixed-precision plugin
+#: around fp32 modules) and DDP or DDPStrategyZero1 (Dao-AILab/flash-attention training/configs/experiment/pile/
+#: base.yaml, training/src/utils/ddp_zero1.py; the Lambda rows' fork, owt/base.yaml).
+_AUTOCAST_GROUPS = ("hazy-flash-attn-training",)
 #: Source groups whose ZeRO-1 gathers the updated parameters after the optimizer step, not under the next forward
 #: (Megatron-DeepSpeed: DeepSpeed ZeRO-1/2; the FlashAttention training scripts: PyTorch ZeroRedundancyOptimizer
 #: without overlap_with_ddp, Lightning's DDPStrategyZero1): ``Stack.overlap_param_gather`` off.
@@ -80,6 +85,7 @@ def _stack(row: dict[str, Any], stack: dict[str, Any], n_layers: int | None) -> 
         "gradient_dtype": "fp32" if row.get("gradient_bytes", 4) == 4 else "bf16",
         "pipeline_scatter_gather": (row.get("source_id") or "") in _SCATTER_GATHER_SOURCES,
         "fsdp_mixed_precision": (row.get("source_group") or "") in _FSDP_GROUPS,
+        "autocast_fp32_weights": (row.get("source_group") or "") in _AUTOCAST_GROUPS,
         "overlap_param_gather": (row.get("source_group") or "") not in _GATHER_AFTER_STEP_GROUPS,
         # torchao's Float8Linear (torchtitan's fp8) recasts its weights every forward; TransformerEngine caches them
         "fp8_weight_cache": (row.get("source_group") or "") != "pytorch-torchtitan",

@@ -274,8 +274,9 @@ def _user_code_warnings(f: Facts, warnings: list[str]) -> None:
     )
 
 
-def _refuse_fp8(f: Facts) -> None:
-    """DeepSpeed's config has no fp8 key (fp8 runs through TransformerEngine modules in user code)."""
+def _refuse_precision(f: Facts) -> None:
+    """What the exported ds_config cannot train as planned: fp8 (no config key; fp8 runs through
+    TransformerEngine modules in user code) and torch.autocast over fp32 weights (the config sets bf16 mode)."""
     from runplan.errors import SpecError
 
     if f.stack.precision == "fp8":
@@ -283,6 +284,13 @@ def _refuse_fp8(f: Facts) -> None:
             "DeepSpeed's config has no fp8 training key (its ds_config sets bf16 or fp16 only)",
             where="stack.precision",
             hint="set stack precision: bf16, or export to megatron or torchtitan",
+        )
+    if f.stack.autocast_fp32_weights:
+        raise SpecError(
+            "the exported ds_config trains in DeepSpeed's bf16 mode (bf16 weights beside an fp32 master); the "
+            "plan's memory and step time assume torch.autocast over fp32 weights",
+            where="stack.autocast_fp32_weights",
+            hint="set stack.autocast_fp32_weights: false to plan DeepSpeed's bf16 mode",
         )
 
 
@@ -292,7 +300,7 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
 
     f = facts(plan)
     _refuse_pipeline_zero(f)
-    _refuse_fp8(f)
+    _refuse_precision(f)
     warnings: list[str] = [f"optimizer: {ASSUMED_OPTIMIZER_SOURCE}"]
     scheduler, lr_record = _scheduler(f, warnings)
     b, m, d = f.layout.micro_batch, f.layout.microbatches, f.layout.dp

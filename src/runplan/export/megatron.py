@@ -573,6 +573,13 @@ def _recompute_args(f: Facts, warnings: list[str]) -> list[Arg]:
 def _stack_model_args(f: Facts) -> list[Arg]:
     """Attention kernel and dropout from the plan's stack (the memory model keeps masks only with dropout)."""
     stack = f.stack
+    if stack.autocast_fp32_weights:
+        raise SpecError(
+            "Megatron-LM keeps half-precision weights beside an fp32 master (--bf16/--fp16); the plan's memory "
+            "and step time assume torch.autocast over fp32 weights",
+            where="stack.autocast_fp32_weights",
+            hint="set stack.autocast_fp32_weights: false to plan Megatron's own mixed precision",
+        )
     if (
         stack.pipeline_scatter_gather
         and f.layout.pp > 1

@@ -422,6 +422,13 @@ def _stack_warnings(f: Facts) -> list[str]:
     """What of the plan's stack torchtitan cannot do: dropout is refused (its models have none, so the plan's
     masks and dropout would silently vanish); the rest it runs differently, said in a warning."""
     stack = f.stack
+    if stack.autocast_fp32_weights:
+        raise SpecError(
+            "torchtitan trains with FSDP2 mixed precision, not torch.autocast over fp32 weights as the plan's "
+            "memory and step time assume",
+            where="stack.autocast_fp32_weights",
+            hint="set stack.autocast_fp32_weights: false (the torchtitan-fsdp2 preset), or plan without exporting",
+        )
     if stack.hidden_dropout > 0 or stack.attention_dropout > 0:
         raise SpecError(
             "torchtitan's models have no dropout; the plan's stack sets it",

@@ -193,6 +193,7 @@ def model_state_bytes(
     gradient_bytes: float,
     *,
     fsdp_mixed_precision: bool = False,
+    autocast: bool = False,
     p=1,
 ):
     """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero`` (Rajbhandari 2020 §5).
@@ -210,6 +211,12 @@ def model_state_bytes(
     layers are ``zero3_buffer_bytes``), and their gradients are fp32 whatever dtype they are reduced in (FSDP
     casts the reduced shard to the parameter's dtype). torch.distributed.fsdp ``MixedPrecisionPolicy``: FSDP
     "does not require any extra memory to keep a high-precision copy of the parameters for the optimizer step".
+
+    ``autocast`` (``Stack.autocast_fp32_weights``): the fp32 parameters (4 bytes, sharded only under ZeRO-3) are
+    the optimizer's master, so the optimizer keeps Adam's two moments (8); autocast's cache holds a
+    half-precision copy of every weight used in the forward, and each matmul saves it for its backward (2, the
+    whole stage under every ZeRO stage: the saved copies are not the sharded parameters).
+    PyTorch AMP docs (torch.autocast: casts of leaf tensors are cached inside one autocast region).
     """
     zero = np.asarray(zero)
     dense_group = np.asarray(d) * c
@@ -223,6 +230,11 @@ def model_state_bytes(
     gradients = np.where(fsdp, FP32_BYTES * sharded, gradient_bytes * np.where(zero >= 2, sharded, full))
     gradients = gradients + np.where(held, gradient_bytes * full, 0.0)
     optimizer = OPTIMIZER_BYTES_PER_PARAM * np.where(zero >= 1, sharded, full)
+    if autocast:
+        # (a stage held gathered under ZeRO-3 with pipeline stages holds its fp32 parameters, 4 bytes)
+        weights = FP32_BYTES * (np.where(zero >= 3, sharded, full) + np.where(held, full, 0.0))
+        weights = weights + BF16_BYTES * full
+        optimizer = (OPTIMIZER_BYTES_PER_PARAM - FP32_BYTES) * np.where(zero >= 1, sharded, full)
     return weights, gradients, optimizer
 
 
@@ -447,6 +459,7 @@ def memory_breakdown(
             g.ep,
             stack.gradient_bytes,
             fsdp_mixed_precision=stack.fsdp_mixed_precision,
+            autocast=stack.autocast_fp32_weights,
             p=g.pp,
         )
         if stack.precision == "fp8":

@@ -663,6 +663,7 @@ def _suggestions(
                 1,
                 request.stack.gradient_bytes,
                 fsdp_mixed_precision=request.stack.fsdp_mixed_precision,
+                autocast=request.stack.autocast_fp32_weights,
             )
         )
         per_param = weights + grads + optimizer

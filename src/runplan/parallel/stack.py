@@ -132,6 +132,16 @@ class Stack(BaseModel):
         "On, ZeRO-3 is also searched with pipeline stages (torchtitan: FSDP2 under PyTorch pipelining, the "
         "stage kept gathered all step); off, only when both parallel.zero: 3 and parallel.pp are pinned.",
     )
+    autocast_fp32_weights: bool = Field(
+        False,
+        description="Mixed precision by torch.autocast over fp32 parameters (PyTorch Lightning, Hugging Face "
+        "Trainer and plain DDP scripts; the FlashAttention training code): parameters and .grad are fp32 and "
+        "are the optimizer's master copy (4 + 4 + 8 bytes per parameter, + 2 for the half-precision copies "
+        "autocast caches during the forward), and every micro-batch casts each weight to half precision and "
+        "adds its gradient back into the fp32 .grad: 24 HBM bytes per parameter per micro-batch, 30 with full "
+        "recomputation (docs/parallel.md, Stacks). Off: half-precision weights beside an fp32 master "
+        "(Megatron, DeepSpeed) or FSDP mixed precision (fsdp_mixed_precision).",
+    )
     precision: Literal["bf16", "fp8"] = Field(
         "bf16",
         description="GEMM input precision of the linear layers (QKV, output projection, MLP, experts): bf16, or "
@@ -211,6 +221,27 @@ class Stack(BaseModel):
                 f"{', '.join(others)}; use every_other_mm alone (or with moe_act), or the other modules without it"
             )
         return modules
+
+    @model_validator(mode="after")
+    def _autocast_keeps_fp32_gradients(self) -> Stack:
+        """autocast_fp32_weights describes fp32 parameters with fp32 .grad: a bf16 gradient buffer or FSDP's
+        mixed precision is another stack, and fp8 linears are TransformerEngine's or torchao's recipes."""
+        if self.autocast_fp32_weights:
+            clash = [
+                text
+                for wanted, text in (
+                    (self.gradient_dtype != "fp32", "gradient_dtype bf16"),
+                    (self.fsdp_mixed_precision, "fsdp_mixed_precision"),
+                    (self.precision == "fp8", "precision fp8"),
+                )
+                if wanted
+            ]
+            if clash:
+                raise ValueError(
+                    f"autocast_fp32_weights (fp32 parameters and .grad under torch.autocast) does not go with "
+                    f"{', '.join(clash)}; drop one of them"
+                )
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -17,6 +17,9 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   ``every_other_mm``, + 1/6 for selective; × ``elementwise_time_factor`` (fitted: kernels below the HBM peak
   and ops not counted). An eager stack (``Stack.fused_elementwise`` off) pays the fitted
   ``eager_elementwise_share`` of its excess over the fused kernels.
+* **Autocast over fp32 weights** (``Stack.autocast_fp32_weights``): every weight of the stage cast to half
+  precision and its gradient added back into the fp32 .grad, 24 bytes per parameter per micro-batch (30 with
+  full recompute) at the HBM bandwidth (:data:`AUTOCAST_BYTES_PER_PARAM`).
 * **Recomputation**: full recompute repeats each layer's forward (GEMMs, attention, TP collectives).
 * **TP** (Narayanan et al. 2021 §3.2 / Korthikanti et al. 2022 §4.2.2): 2 all-reduces forward and 2 backward
   of 2·T·h bytes per layer (full recompute 2 more; ``every_other_mm`` reruns the SP all-gathers, 1 more, or
@@ -422,6 +425,25 @@ def _fp8_cast_seconds(st: _Step):
     return forward / bandwidth, backward / bandwidth
 
 
+#: HBM bytes per parameter per micro-batch under torch.autocast over fp32 weights (Stack.autocast_fp32_weights):
+#: the forward casts each weight fp32 -> half (read 4, write 2); the backward turns its half gradient into fp32
+#: (2 + 4) and AccumulateGrad adds it into .grad (4 + 4 + 4); full recomputation casts the weights again (6).
+#: Derived from the data types, not measured: torch.autocast caches the cast of a leaf tensor only inside one
+#: autocast region (one micro-batch's forward), PyTorch AMP docs.
+AUTOCAST_BYTES_PER_PARAM = 24.0
+AUTOCAST_RECOMPUTE_BYTES_PER_PARAM = 6.0
+
+
+def _autocast_cast_seconds(st: _Step) -> Any:
+    """Seconds of one micro-batch's weight casts and fp32 gradient accumulation under torch.autocast over fp32
+    weights, at the HBM bandwidth (every parameter of the stage passes through once; 0 on other stacks)."""
+    if not st.stack.autocast_fp32_weights:
+        return 0.0
+    dense, expert = stage_params(st.terms, st.grid.tp, st.grid.pp, st.grid.ep, last=True)
+    per_param = AUTOCAST_BYTES_PER_PARAM + np.where(st.full, AUTOCAST_RECOMPUTE_BYTES_PER_PARAM, 0.0)
+    return per_param * (dense + expert) / st.gpu.hbm_bandwidth_bytes_per_s
+
+
 def _weight_share(st: _Step) -> Any:
     """Share of a weight's fp8 cast paid per micro-batch: once per step with the cache, else every one."""
     return 1.0 / st.m if st.stack.fp8_weight_cache else 1.0
@@ -569,6 +591,7 @@ def _compute(st: _Step) -> _Compute:
     # recomputation repeats the forward casts of what it recomputes (full: all; selective: _selective_seconds)
     recompute = _recompute_seconds(st, layers_fwd + cast_fwd, attn_core_fwd)
     seconds = layers_fwd + logits_fwd + backward + recompute + _elementwise_seconds(st) + cast_fwd + cast_bwd
+    seconds = seconds + _autocast_cast_seconds(st)
     return _Compute(seconds, layers_gemm_fwd, attn_core_fwd, attn_bwd_ratio)
 
 
