@@ -26,17 +26,20 @@ def _model_classes(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
+def _descend(classes: list[type[BaseModel]], key: Any) -> tuple[list[Any], list[type[BaseModel]]]:
+    """The fields named ``key`` in ``classes``, and the model classes their annotations hold (one step of a
+    data path down a model)."""
+    fields = [cls.model_fields[key] for cls in classes if key in cls.model_fields]
+    return fields, [found for field in fields for found in _model_classes(field.annotation)]
+
+
 def allowed_keys(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """Field names (and aliases) accepted at ``loc`` below ``model_cls``, for "did you mean"."""
     classes = [model_cls]
     for part in loc:
         if isinstance(part, int):
             continue
-        next_classes: list[type[BaseModel]] = []
-        for cls in classes:
-            field = cls.model_fields.get(part)
-            if field is not None:
-                next_classes.extend(_model_classes(field.annotation))
+        _, next_classes = _descend(classes, part)
         if not next_classes:
             break
         classes = next_classes
@@ -69,11 +72,10 @@ def range_hint(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
     does not say the other), else None."""
     classes, field = [model_cls], None
     for part in (p for p in loc if not isinstance(p, int)):
-        fields = [cls.model_fields[part] for cls in classes if part in cls.model_fields]
+        fields, classes = _descend(classes, part)
         if not fields:
             return None
         field = fields[0]
-        classes = _model_classes(field.annotation)
     if field is None:
         return None
     bounds = {}
