@@ -414,16 +414,20 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     last = stages["last"]
     group = d * c
     egroup = group / e
+    # docs/parallel.md: under autocast over fp32 weights the parameters travel in fp32 and ZeRO-1 is
+    # ZeroRedundancyOptimizer over DDP (gradients all-reduced, then each shard broadcast)
+    autocast = req.stack.autocast_fp32_weights
+    w = 4 if autocast else 2
     if lay.zero == 0:
         per_param = 2 * g
-    elif lay.zero == 1 or (
-        lay.zero == 3 and p > 1
-    ):  # ZeRO-3 with stages: one gather, one reduce-scatter per step
-        per_param = g + 2
+    elif lay.zero == 1:
+        per_param = (2 * g if autocast else g) + w
+    elif lay.zero == 3 and p > 1:  # ZeRO-3 with stages: one gather, one reduce-scatter per step
+        per_param = g + w
     elif lay.zero == 2:
-        per_param = m * g + 2
+        per_param = m * g + w
     else:
-        per_param = m * ((3 if full else 2) * 2 + g)
+        per_param = m * ((3 if full else 2) * w + g)
     volume = per_param * (
         (group - 1) / group * last["dense_params"] + (egroup - 1) / egroup * last["expert_params"]
     )
@@ -440,7 +444,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     if group > 1:
         # docs/parallel.md: ZeRO-1/2's 2-byte gather without overlap_param_gather, and the held ZeRO-3 stage's
         # gradient reduce-scatter (after the last backward under PyTorch pipelining) are never hidden
-        late_bytes = 2 if lay.zero in (1, 2) and not req.stack.overlap_param_gather else 0
+        late_bytes = w if lay.zero in (1, 2) and not req.stack.overlap_param_gather else 0
         late_bytes += g if lay.zero == 3 and p > 1 else 0
         late = late_bytes * (
             (group - 1) / group * last["dense_params"] + (egroup - 1) / egroup * last["expert_params"]

@@ -318,6 +318,29 @@ def test_autocast_over_fp32_weights_costs_24_bytes_per_parameter_per_micro_batch
     assert amp1.memory_bytes.weights == pytest.approx(6 * params, rel=1e-9)
 
 
+def test_autocast_moves_fp32_parameters_and_zero1_all_reduces_the_gradients():
+    """Hand-derived (docs/parallel.md, DP): Llama 3 8B on 16 H100 (2 nodes, DP 16), nothing overlapped, so the
+    DP time is its bytes over the scale-out ring. ZeRO-1 with bf16 weights: reduce-scatter 4 + gather 2 = 6 bytes
+    per parameter; under autocast (ZeroRedundancyOptimizer over DDP) all-reduce 2 x 4 + fp32 broadcast 4 = 12.
+    ZeRO-3, 2 micro-batches: 2 x (2 gathers x 2 + 4) = 16 bytes; fp32 gathers: 2 x (2 x 4 + 4) = 24."""
+    from tests.parallel.reference import layout as axes
+
+    from runplan.parallel.timing import COLLECTIVE_LATENCY_SECONDS, default_efficiency, dp_bandwidth
+
+    params = LLAMA_8B.total_params
+    request = ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=16, seq_len=4096)
+    eff = request.efficiency or default_efficiency(H100)
+    ring = dp_bandwidth(H100, 1, 16, 8) * eff.inter_node_network_efficiency
+    exposed = {"overlap_grad_reduce": False, "overlap_param_gather": False}
+    for zero, bf16_bytes, amp_bytes in ((1, 6, 12), (3, 16, 24)):
+        layout = axes(1, 1, 16, 1, 1, zero, 1, 2, 1, "none", False)  # tp pp dp ep cp zero b m v recompute sp
+        for autocast, per_param in ((False, bf16_bytes), (True, amp_bytes)):
+            stack = Stack(autocast_fp32_weights=autocast, **exposed)
+            got = evaluate_layout(request.model_copy(update={"stack": stack}), layout).time_seconds
+            expected = per_param * 15 / 16 * params / ring + 2 * COLLECTIVE_LATENCY_SECONDS
+            assert float(got.data_parallel) == pytest.approx(float(expected), rel=1e-9), (zero, autocast)
+
+
 @pytest.mark.parametrize(
     ("fields", "named"),
     [

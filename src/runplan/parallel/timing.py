@@ -54,7 +54,9 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
 * **DP** (docs/parallel.md, Time per step; Rajbhandari et al. 2020 §7): ring traffic (d'-1)/d' × volume over the group of
   d' = d·c ranks (d·c/e for experts): ZeRO-0 all-reduce 2·g·Ψ; ZeRO-1 reduce-scatter g·Ψ + all-gather 2Ψ;
   ZeRO-2 reduce-scatter every micro-batch; ZeRO-3 also all-gathers bf16 weights twice per micro-batch (three
-  times with full recompute), but with pipeline stages once per step with one reduce-scatter, as ZeRO-1
+  times with full recompute); under torch.autocast over fp32 weights every parameter gather moves 4 bytes and
+  ZeRO-1 (PyTorch's ZeroRedundancyOptimizer over DDP) all-reduces the gradients, 2g·Ψ, before the 4-byte
+  broadcast of the updated shards; but with pipeline stages once per step with one reduce-scatter, as ZeRO-1
   (torchtitan keeps the stage gathered; memory.model_state_bytes), the reduce-scatter exposed after the last
   backward (PyTorch's pipelining starts it only then). Hidden behind one micro-batch's compute
   (ZeRO-0/1 and ZeRO-3 with stages: the last backward and the next forward) or behind all micro-batches
@@ -681,22 +683,35 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     # pipelining reduce-scatters only after the last backward has finished (stage.py, backward_maybe_with_nosync
     # runs FSDP's post-backward by hand then), so that part is never hidden
     held = zero3_held(zero, st.p)
+    # torch.autocast over fp32 parameters (Stack.autocast_fp32_weights): the parameters every gather and
+    # broadcast moves are the fp32 ones, and ZeRO-1 is PyTorch's ZeroRedundancyOptimizer over DDP, which
+    # all-reduces the whole gradient (DDP) before each rank updates its shard and broadcasts it
+    param_bytes = 4.0 if st.stack.autocast_fp32_weights else 2.0
+    zero1_gradient = 2.0 * gradient_bytes if st.stack.autocast_fp32_weights else gradient_bytes
     per_param = np.where(
         (zero == 0),
         2.0 * gradient_bytes,
         np.where(
-            (zero == 1) | held,
-            gradient_bytes + 2.0,
-            np.where(zero == 2, m * gradient_bytes + 2.0, m * (gathers * 2.0 + gradient_bytes)),
+            zero == 1,
+            zero1_gradient + param_bytes,
+            np.where(
+                held,
+                gradient_bytes + param_bytes,
+                np.where(
+                    zero == 2, m * gradient_bytes + param_bytes, m * (gathers * param_bytes + gradient_bytes)
+                ),
+            ),
         ),
     )
     dp_bytes = per_param * (ring_dense * dense_params + ring_expert * expert_params)
     dp_bw = dp_bandwidth(st.gpu, st.t, group, st.node_size) * st.network_efficiency(
         st.t * group <= st.node_size
     )
-    # ZeRO-1/2's all-gather of the updated bf16 parameters (2 bytes each) without --overlap-param-gather: after
+    # ZeRO-1/2's all-gather of the updated parameters (param_bytes each) without --overlap-param-gather: after
     # the optimizer step, before the next forward (DeepSpeed ZeRO-1/2 gathers there too), so never hidden
-    late_bytes = 0.0 if st.stack.overlap_param_gather else np.where((zero == 1) | (zero == 2), 2.0, 0.0)
+    late_bytes = (
+        0.0 if st.stack.overlap_param_gather else np.where((zero == 1) | (zero == 2), param_bytes, 0.0)
+    )
     late_bytes = late_bytes + np.where(held, gradient_bytes, 0.0)  # (the held stage's reduce-scatter)
     ring_params = ring_dense * dense_params + ring_expert * expert_params
     late_seconds = np.where(group > 1, late_bytes * ring_params / dp_bw, 0.0)
