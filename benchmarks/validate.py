@@ -12,6 +12,9 @@ one CI suite), the constants are fitted on every other source, starting from and
 constants at the uncalibrated priors (never at the shipped values, which saw the held-out source), and that
 source's runs are predicted. The in-fit error of the shipped constants is secondary.
 
+The headline's step-time errors per GPU family are also written into the shipped calibration file (its
+``held_out``, constants untouched; ``--no-record`` skips it), so every plan's time line says what it is worth.
+
 A user's own runs: each source with at least 3 fitted runs stands in for a user who runs ``runplan calibrate``
 on their cluster's runs, starting from its leave-one-source-out fold (a shipped default that saw none of their
 runs); each of its runs is predicted by a refit on its other runs.
@@ -28,7 +31,13 @@ from pathlib import Path
 
 import yaml
 
-from runplan.calibrate.calibration import Calibration, shipped_calibration
+from runplan.calibrate.calibration import (
+    Calibration,
+    HeldOutError,
+    dump_calibration,
+    parse_calibration,
+    shipped_calibration,
+)
 from runplan.calibrate.fit import (
     HeldOut,
     OwnRuns,
@@ -55,6 +64,7 @@ from runplan.parallel.timing import HOPPER_ISOLATED_8192_GEMM_FRACTION, default_
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS_FILE = REPO / "benchmarks" / "published_runs.yaml"
+SHIPPED_FILE = REPO / "configs" / "calibration.yaml"  # the package data (src/runplan/configs links here)
 
 #: issue 12's acceptance for leave-one-source-out validation
 ACCEPTANCE = {
@@ -493,6 +503,40 @@ def interference_sweep(prepared: list[Prepared], values=(0.0, 0.5, 1.0)) -> list
     return [*lines, ""]
 
 
+def held_out_by_family(held: list[HeldOut], prepared: list[Prepared]) -> dict[str, HeldOutError]:
+    """The headline's step-time rows per GPU family, as the shipped file records them (speedup rows left out)."""
+    by_id = {p.id: p for p in prepared}
+    out = {}
+    for family in sorted({h.family for h in held}):
+        errors = [
+            step_error(h.log_error)
+            for h in held
+            if h.family == family and by_id[h.id].run.measured.speedup is None
+        ]
+        if errors:
+            absolute = [abs(e) for e in errors]
+            out[family] = HeldOutError(
+                method="leave-one-source-out",
+                runs=len(errors),
+                median_abs_error=round(statistics.median(absolute), 6),
+                worst_abs_error=round(max(absolute), 6),
+            )
+    return out
+
+
+def record_held_out(by_family: dict[str, HeldOutError], path: Path = SHIPPED_FILE) -> None:
+    """Write the leave-one-source-out errors into the shipped calibration file (its constants untouched), so
+    every plan's time names what it is worth; its comment header is kept."""
+    text = path.read_text()
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    cal = parse_calibration(yaml.safe_load(text), str(path))
+    families = {
+        family: c.model_copy(update={"held_out": by_family.get(family, c.held_out)})
+        for family, c in cal.families.items()
+    }
+    path.write_text(dump_calibration(cal.model_copy(update={"families": families}), header))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -502,6 +546,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sweep", action="store_true", help="also refit at fixed DP overlap interference")
     parser.add_argument("--out", default=str(REPO / "docs" / "validation.md"))
+    parser.add_argument(
+        "--no-record",
+        action="store_true",
+        help="leave configs/calibration.yaml as it is (default: record the held-out errors in it)",
+    )
     args = parser.parse_args(argv)
     data, prepared = load_published()
     lines = [
@@ -517,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
         held = leave_one_source_out(prepared, prior_efficiencies(), folds)
         head, numbers = headline(held, prepared)
         print("LOSO:", numbers, file=sys.stderr)
+        if not args.no_record:
+            record_held_out(held_out_by_family(held, prepared))
         own = [o for o in (own_runs_leave_one_out(prepared, f) for f in folds) if o is not None]
         lines += head + per_source(held, prepared, data)
         if own:

@@ -74,7 +74,8 @@ class LayoutChoice(BaseModel):
     search_seconds: float = Field(description="Wall time of the search.")
     calibration: str = Field(
         "",
-        description="The calibration file behind every predicted time (`runplan calibrate`, or the shipped one).",
+        description="The calibration file behind every predicted time (`runplan calibrate`, or the shipped one) "
+        "and its held-out step error.",
     )
     notes: dict[str, str] = Field(description="One-line reason for each number.")
 

@@ -215,3 +215,22 @@ def test_breakdown_script_prints_terms_that_sum_to_the_step():
         if line.startswith("| megatron-readme-32b")
     )
     assert f"| {error}% |" in row
+
+
+def test_validate_records_held_out_errors_without_touching_the_constants(validate, tmp_path):
+    from runplan.calibrate.calibration import HeldOutError, load_calibration
+
+    copy = tmp_path / "calibration.yaml"
+    text = validate.SHIPPED_FILE.read_text()
+    copy.write_text(text)
+    before = load_calibration(copy)
+    held_out = HeldOutError(method="leave-one-source-out", runs=7, median_abs_error=0.05, worst_abs_error=0.2)
+    validate.record_held_out({"hopper": held_out}, copy)
+    after = load_calibration(copy)
+    assert after.families["hopper"].held_out == held_out
+    assert after.families["ampere"].held_out == before.families["ampere"].held_out  # not in the map: kept
+    for family, cal in before.families.items():
+        assert after.families[family].efficiency == cal.efficiency
+    assert after.residuals == before.residuals and after.created == before.created
+    header = [line for line in text.splitlines() if line.startswith("#")]
+    assert copy.read_text().splitlines()[: len(header)] == header

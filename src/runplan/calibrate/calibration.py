@@ -30,6 +30,28 @@ def gpu_family(gpu: GpuSpec) -> str:
     return "ampere" if gpu.family == "ampere" else "hopper"
 
 
+class HeldOutError(BaseModel):
+    """Step-time error of one GPU family's runs each predicted by constants fitted without it: what a time from
+    this file is worth on a run it has not seen (in-fit error flatters; docs/validation.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: str = Field(
+        description="How each run was held out: 'leave-one-out (exact refits)' or its linearised estimate "
+        "(`runplan calibrate`), 'leave-one-source-out' (benchmarks/validate.py, the shipped file)."
+    )
+    runs: int = Field(ge=1, description="Runs predicted.")
+    median_abs_error: float = Field(ge=0, description="Median |predicted / measured step time − 1|.")
+    worst_abs_error: float = Field(ge=0, description="Largest |predicted / measured step time − 1|.")
+
+    def phrase(self) -> str:
+        """'held-out step error 6.3% median, 37% worst (leave-one-source-out, 81 runs)'."""
+        return (
+            f"held-out step error {self.median_abs_error:.1%} median, {self.worst_abs_error:.0%} worst "
+            f"({self.method}, {self.runs} runs)"
+        )
+
+
 class FamilyCalibration(BaseModel):
     """The constants of one GPU family and the runs that set them."""
 
@@ -40,6 +62,9 @@ class FamilyCalibration(BaseModel):
     fitted: list[str] = Field(description="Constants the runs identified (fitted).")
     held: list[str] = Field(
         description="Constants held at the base values: the runs could not identify them, or the caller asked."
+    )
+    held_out: HeldOutError | None = Field(
+        None, description="Step-time error on this family's runs each predicted by a fit without it."
     )
 
 
@@ -84,8 +109,11 @@ class Calibration(BaseModel):
         family = gpu_family(gpu)
         where = self.source or self.name
         if family in self.families:
-            n = len(self.families[family].runs)
-            return f"{where} ({self.name}, {family}: {n} runs, fitted {self.created[:10]})"
+            cal = self.families[family]
+            accuracy = f"; {cal.held_out.phrase()}" if cal.held_out else ""
+            return (
+                f"{where} ({self.name}, {family}: {len(cal.runs)} runs, fitted {self.created[:10]}){accuracy}"
+            )
         return f"{where} has no {family} runs: runplan's shipped {family} constants"
 
     def efficiency(self, gpu: GpuSpec) -> Efficiency | None:

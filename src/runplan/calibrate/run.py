@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runplan.calibrate.calibration import Calibration, FamilyCalibration, Residuals, shipped_calibration
+from runplan.calibrate.calibration import (
+    Calibration,
+    FamilyCalibration,
+    HeldOutError,
+    Residuals,
+    shipped_calibration,
+)
 from runplan.calibrate.constants import FITTED_CONSTANTS, PRIORS
 from runplan.calibrate.fit import (
     calibrate,
@@ -131,6 +137,7 @@ def run_calibration(
             runs=[p.id for p in prepared if p.run.fit and p.family == family],
             fitted=_names(mine, result.identified),
             held=[c.name for c in FITTED_CONSTANTS if c.name in {*hold, *_names(mine, result.held)}],
+            held_out=_held_out(fitted, family, loo_method),
         )
     kernels = {
         k[len("attention_kernel[") : -1]: v
@@ -157,6 +164,19 @@ def run_calibration(
     )
     return CalibrationReport(
         calibration=calibration, runs=rows, condition_number=result.condition, warnings=warnings
+    )
+
+
+def _held_out(fitted: list[RunResidual], family: str, method: str) -> HeldOutError | None:
+    """The family's leave-one-out step errors, summarised; None when no run of it has one."""
+    errors = [
+        r.leave_one_out_error for r in fitted if r.family == family and r.leave_one_out_error is not None
+    ]
+    if not errors:
+        return None
+    median, worst = summary(errors)
+    return HeldOutError(
+        method=f"leave-one-out, {method}", runs=len(errors), median_abs_error=median, worst_abs_error=worst
     )
 
 
