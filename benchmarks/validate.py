@@ -23,6 +23,7 @@ runs); each of its runs is predicted by a refit on its other runs.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import statistics
 import sys
@@ -528,7 +529,7 @@ def record_held_out(by_family: dict[str, HeldOutError], path: Path = SHIPPED_FIL
     """Write the leave-one-source-out errors into the shipped calibration file (its constants untouched), so
     every plan's time names what it is worth; its comment header is kept."""
     text = path.read_text()
-    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    header = "".join(itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(keepends=True)))
     cal = parse_calibration(yaml.safe_load(text), str(path))
     families = {
         family: c.model_copy(update={"held_out": by_family.get(family, c.held_out)})

@@ -79,6 +79,9 @@ def test_three_runs_warn_under_determined(tmp_path):
     cal = load_calibration(tmp_path / "cal.yaml")
     hopper = cal.families["hopper"]
     assert len(hopper.fitted) <= 3 and hopper.runs == ["r0", "r1", "r2"]
+    # the printout ends with the line every plan on this file will carry beside its times
+    assert hopper.held_out is not None and hopper.held_out.runs == 3
+    assert f"hopper: {hopper.held_out.phrase()}" in " ".join(res.output.split())
     # held constants keep the base (shipped) values exactly
     shipped = shipped_calibration().families["hopper"].efficiency
     for name in hopper.held:

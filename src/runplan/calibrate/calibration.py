@@ -37,8 +37,8 @@ class HeldOutError(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: str = Field(
-        description="How each run was held out: 'leave-one-out (exact refits)' or its linearised estimate "
-        "(`runplan calibrate`), 'leave-one-source-out' (benchmarks/validate.py, the shipped file)."
+        description="How each run was held out: 'leave-one-out, exact refits' or 'leave-one-out, linearised "
+        "r/(1-h)' (`runplan calibrate`), 'leave-one-source-out' (benchmarks/validate.py, the shipped file)."
     )
     runs: int = Field(ge=1, description="Runs predicted.")
     median_abs_error: float = Field(ge=0, description="Median |predicted / measured step time − 1|.")
