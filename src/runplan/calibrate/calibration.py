@@ -45,7 +45,7 @@ class HeldOutError(BaseModel):
     worst_abs_error: float = Field(ge=0, description="Largest |predicted / measured step time − 1|.")
 
     def phrase(self) -> str:
-        """'held-out step error 6.3% median, 37% worst (leave-one-source-out, 81 runs)'."""
+        """'held-out step error 6.2% median, 37% worst (leave-one-source-out, 81 runs)'."""
         return (
             f"held-out step error {self.median_abs_error:.1%} median, {self.worst_abs_error:.0%} worst "
             f"({self.method}, {self.runs} runs)"
