@@ -514,14 +514,9 @@ def held_out_by_family(held: list[HeldOut], prepared: list[Prepared]) -> dict[st
             for h in held
             if h.family == family and by_id[h.id].run.measured.speedup is None
         ]
-        if errors:
-            absolute = [abs(e) for e in errors]
-            out[family] = HeldOutError(
-                method="leave-one-source-out",
-                runs=len(errors),
-                median_abs_error=round(statistics.median(absolute), 6),
-                worst_abs_error=round(max(absolute), 6),
-            )
+        summary = HeldOutError.of(errors, "leave-one-source-out")
+        if summary is not None:
+            out[family] = summary
     return out
 
 
@@ -529,7 +524,7 @@ def record_held_out(by_family: dict[str, HeldOutError], path: Path = SHIPPED_FIL
     """Write the leave-one-source-out errors into the shipped calibration file (its constants untouched), so
     every plan's time names what it is worth; its comment header is kept."""
     text = path.read_text()
-    header = "".join(itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(keepends=True)))
+    header = "".join(itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(True)))
     cal = parse_calibration(yaml.safe_load(text), str(path))
     families = {
         family: c.model_copy(update={"held_out": by_family.get(family, c.held_out)})

@@ -9,6 +9,7 @@ reads it and :func:`runplan.parallel.timing.default_efficiency` takes its consta
 from __future__ import annotations
 
 import functools
+import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,8 @@ from runplan.errors import SpecError
 from runplan.parallel.layout import Efficiency
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from runplan.hardware import GpuSpec
     from runplan.yamlio import LoadedYaml
 
@@ -43,6 +46,19 @@ class HeldOutError(BaseModel):
     runs: int = Field(ge=1, description="Runs predicted.")
     median_abs_error: float = Field(ge=0, description="Median |predicted / measured step time − 1|.")
     worst_abs_error: float = Field(ge=0, description="Largest |predicted / measured step time − 1|.")
+
+    @classmethod
+    def of(cls, errors: Sequence[float], method: str) -> HeldOutError | None:
+        """Summary of signed step-time errors (predicted / measured − 1); None when there are none."""
+        if not errors:
+            return None
+        absolute = [abs(e) for e in errors]
+        return cls(
+            method=method,
+            runs=len(absolute),
+            median_abs_error=statistics.median(absolute),
+            worst_abs_error=max(absolute),
+        )
 
     def phrase(self) -> str:
         """'held-out step error 6.2% median, 37% worst (leave-one-source-out, 81 runs)'."""

@@ -172,12 +172,7 @@ def _held_out(fitted: list[RunResidual], family: str, method: str) -> HeldOutErr
     errors = [
         r.leave_one_out_error for r in fitted if r.family == family and r.leave_one_out_error is not None
     ]
-    if not errors:
-        return None
-    median, worst = summary(errors)
-    return HeldOutError(
-        method=f"leave-one-out, {method}", runs=len(errors), median_abs_error=median, worst_abs_error=worst
-    )
+    return HeldOutError.of(errors, f"leave-one-out, {method}")
 
 
 def _names(keys: list[str], chosen: list[str]) -> list[str]:
