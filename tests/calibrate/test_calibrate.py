@@ -20,6 +20,7 @@ from runplan.calibrate.fit import (
     lone_run_warnings,
     own_runs_leave_one_out,
     predict,
+    predicted_tps,
     prepare,
     step_error,
     with_kernel,
@@ -172,6 +173,30 @@ def test_shipped_residuals_reproduced_on_a_subset():
             continue
         tps = predict(p, complete_layout(p, eff), eff)[0]
         assert step_error(math.log(tps / p.measured_tps)) == pytest.approx(recorded[p.id], abs=2e-4), p.id
+
+
+def test_the_fits_time_only_prediction_is_the_full_evaluations():
+    # the fit's inner loop skips the memory model and reuses one-row grids (fit.predicted_tps): on every published
+    # run, and under an MFU override, it must give exactly what the full evaluation gives
+    shipped = shipped_calibration()
+    prepared = _published_prepared()
+    for p in prepared:
+        eff = shipped.families[p.family].efficiency
+        if p.run.attention_kernel:
+            eff = with_kernel(eff, shipped.attention_kernels[p.run.attention_kernel])
+        layout = complete_layout(p, eff)
+        assert predicted_tps(p, layout, eff) == predict(p, layout, eff)[0], p.id
+    p = prepared[0]
+    eff = shipped.families[p.family].efficiency
+    layout = complete_layout(p, eff)
+    override = Prepared(
+        p.index, p.run, p.request.model_copy(update={"mfu_override": 0.4}), p.family, p.measured_tps
+    )
+    assert (
+        predicted_tps(override, layout, eff)
+        == predict(override, layout, eff)[0]
+        != predicted_tps(p, layout, eff)
+    )
 
 
 @pytest.mark.slow

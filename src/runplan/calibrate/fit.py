@@ -12,6 +12,7 @@ the base constants, then once more with the fitted ones, and the fit is repeated
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
 
     from runplan.catalog import Catalog
     from runplan.hardware import GpuSpec
+    from runplan.model import ModelShape
+    from runplan.parallel.grid import LayoutGrid
+    from runplan.parallel.memory import ShapeTerms
 
 #: A pivot below this fraction of the largest leaves its constant unidentified (condition number ≤ 1e3).
 IDENTIFY_TOLERANCE = 1e-3
@@ -308,13 +312,43 @@ def predict(p: Prepared, layout: Layout, eff: Efficiency) -> tuple[float, float]
     return float(ev.tokens_per_second[0]) / p.request.n_gpus, float(ev.memory.total[0])
 
 
+@functools.lru_cache(maxsize=4096)
+def _one_row(layout: Layout) -> LayoutGrid:
+    """The one-row grid of ``layout``, built once: a fit evaluates the same layouts thousands of times (read-only,
+    so no evaluation can change what the next one sees)."""
+    from runplan.parallel.grid import LayoutGrid
+
+    grid = LayoutGrid.of([layout])
+    for name in Layout.model_fields:
+        getattr(grid, name).flags.writeable = False
+    return grid
+
+
+@functools.lru_cache(maxsize=1024)
+def _terms(shape: ModelShape) -> ShapeTerms:
+    from runplan.parallel.memory import ShapeTerms
+
+    return ShapeTerms.from_shape(shape)
+
+
+def predicted_tps(p: Prepared, layout: Layout, eff: Efficiency) -> float:
+    """Predicted tokens/s per GPU of one run on one layout: :func:`predict`'s first half, without the memory
+    model (the fit's inner loop; the same arithmetic, so the same value)."""
+    from runplan.parallel.search import tokens_per_second
+
+    return (
+        float(tokens_per_second(p.request, _one_row(layout), eff, _terms(p.request.model))[0])
+        / p.request.n_gpus
+    )
+
+
 def log_errors(
     prepared: Sequence[Prepared], layouts: Sequence[Layout], space: Space, values: dict[str, float]
 ) -> np.ndarray:
     """log(predicted / measured) throughput of every run (a speedup run: of its ratio to its baseline)."""
     effs = efficiencies(space, values)
     tps = {
-        p.id: predict(p, layout, run_efficiency(p, effs, values, space))[0]
+        p.id: predicted_tps(p, layout, run_efficiency(p, effs, values, space))
         for p, layout in zip(prepared, layouts, strict=True)
     }
     out = []

@@ -260,11 +260,30 @@ def choose_microbatches(
     return m, ok, count
 
 
+def _timed(
+    request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None, terms: ShapeTerms
+) -> tuple[Columns[TimeSeconds], np.ndarray]:
+    """(time by term, step seconds) of every row of ``grid``: the time model (timing.step_time) on the request."""
+    return step_time(
+        terms,
+        grid,
+        seq_len=request.seq_len,
+        gpu=request.gpu,
+        node_size=request.node_size,
+        n_gpus=request.n_gpus,
+        eff=eff or request.efficiency or default_efficiency(request.gpu),
+        stack=request.stack,
+    )
+
+
+def _tokens_per_step(grid: LayoutGrid, seq_len: int) -> np.ndarray:
+    return grid.dp.astype(float) * grid.micro_batch * grid.microbatches * seq_len  # float: no overflow
+
+
 def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None = None) -> Evaluation:
     """Memory, time, throughput and utilisation of every row of ``grid`` (which must hold microbatches)."""
     shape, gpu = request.model, request.gpu
     terms = ShapeTerms.from_shape(shape)
-    eff = eff or request.efficiency or default_efficiency(gpu)
     s = request.seq_len
     memory, last_is_max = memory_breakdown(
         terms,
@@ -273,17 +292,8 @@ def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None 
         reserve_bytes=request.constraints.reserve_bytes,
         stack=request.stack,
     )
-    times, step = step_time(
-        terms,
-        grid,
-        seq_len=s,
-        gpu=gpu,
-        node_size=request.node_size,
-        n_gpus=request.n_gpus,
-        eff=eff,
-        stack=request.stack,
-    )
-    tokens_per_step = grid.dp.astype(float) * grid.micro_batch * grid.microbatches * s  # float: no overflow
+    times, step = _timed(request, grid, eff, terms)
+    tokens_per_step = _tokens_per_step(grid, s)
     model_flops_token = shape.model_flops_per_token(s)
     recompute_flops_token = 2.0 * shape.active_non_embedding_params + shape.attention_flops_per_token(s) / 3.0
     peak_total = request.n_gpus * gpu.bf16_flops
@@ -312,6 +322,18 @@ def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None 
         hfu=hardware_token * tokens_per_second / peak_total,
         bubble_fraction=bubble_fraction,
     )
+
+
+def tokens_per_second(
+    request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None = None, terms: ShapeTerms | None = None
+) -> np.ndarray:
+    """Tokens/s over all GPUs of every row of ``grid``, as :func:`evaluate` gives them, without the memory model:
+    what a fit of the time constants evaluates thousands of times (``runplan.calibrate.fit``). ``terms``: the
+    request's model as ShapeTerms, when the caller keeps them."""
+    if request.mfu_override is not None:
+        return evaluate(request, grid, eff).tokens_per_second
+    _, step = _timed(request, grid, eff, terms or ShapeTerms.from_shape(request.model))
+    return _tokens_per_step(grid, request.seq_len) / step
 
 
 @dataclass(frozen=True)
