@@ -179,14 +179,19 @@ def calibrate(
     """Fit the time model's physical constants to step times measured on your cluster."""
     from runplan.calibrate.calibration import dump_calibration
     from runplan.calibrate.run import run_calibration
-    from runplan.cli.common import check_output_path, located, write_output
+    from runplan.cli.common import check_output_path, console, located, write_output
 
     if output is not None:
         check_output_path(output, "--output", not_over=measured)
     _check_held(hold)
     base_choice = _base_choice(base)
     prepared, loaded = load_measured(measured, catalog_file)
-    with located(loaded):  # a run the search cannot lay out: at its file:line
+    fitted = sum(p.run.fit for p in prepared)
+    # a minute or more with many runs: say what it is doing (on a terminal only; rich draws nothing elsewhere)
+    status = console(stderr=True).status(
+        f"fitting the time model to {fitted} measured runs and its leave-one-out error ...", spinner="line"
+    )
+    with located(loaded), status:  # a run the search cannot lay out: at its file:line
         report = run_calibration(
             prepared, name=name or measured.stem, measured_file=str(measured), base=base_choice, hold=hold
         )
