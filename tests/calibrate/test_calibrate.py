@@ -6,6 +6,7 @@ import math
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -17,6 +18,7 @@ from runplan.calibrate.fit import (
     SourceFold,
     calibrate,
     complete_layout,
+    identify,
     lone_run_warnings,
     own_runs_leave_one_out,
     predict,
@@ -732,3 +734,16 @@ def test_a_peak_near_an_80_gb_cards_physical_memory_is_accepted(tmp_path):
     text += RUN.format(id="r1", batch=32, m=4, step=3.9)
     res = runner.invoke(app, ["calibrate", str(_file(tmp_path, text))])
     assert res.exit_code == 0, res.output
+
+
+def test_a_constant_nearly_collinear_with_another_is_not_identified():
+    # hand-derived: columns (1, 0, 0) and (1, e, 0) normalised; pivoted QR leaves the second a pivot of
+    # e / sqrt(1 + e^2) against 1. Held below 1/30 (Belsley, Kuh & Welsch's condition index of 30), fitted above.
+    # (which of the two is kept is the pivoting's choice: their norms tie)
+    for e, identified in ((0.01, 1), (0.02, 1), (0.05, 2), (0.1, 2)):
+        jacobian = np.array([[1.0, 1.0], [0.0, e], [0.0, 0.0]])
+        chosen, condition = identify(jacobian, n_runs=3)
+        assert len(chosen) == identified, e
+        assert condition == pytest.approx(1.0) if identified == 1 else condition < 60.0
+    # never more constants than runs
+    assert identify(np.eye(3)[:2], n_runs=2)[0] == [0, 1]

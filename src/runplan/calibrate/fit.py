@@ -5,7 +5,9 @@ throughput, each source weighted equally (a run counts 1/√n of its source's n 
 outvote a 2-row one), over the constants the runs can identify. Identification: the Jacobian of the weighted
 log errors with respect to each constant (scaled to its bounds) at the base values, column-normalised and
 QR-factorised with column pivoting (Golub & Van Loan, Matrix Computations, §5.4.2); a constant whose pivot
-falls below 1e-3 of the largest, or beyond the number of runs, is held at the base value and named.
+falls below 1/30 of the largest, or beyond the number of runs, is held at the base value and named (30: where
+Belsley, Kuh & Welsch, Regression Diagnostics, 1980, put the start of moderate to strong collinearity, condition
+indices 30-100).
 A run whose layout is not fully stated is laid out by the search (fastest layout under its pins), first with
 the base constants, then once more with the fitted ones, and the fit is repeated on those layouts.
 """
@@ -48,8 +50,11 @@ if TYPE_CHECKING:
     from runplan.parallel.grid import LayoutGrid
     from runplan.parallel.memory import ShapeTerms
 
-#: A pivot below this fraction of the largest leaves its constant unidentified (condition number ≤ 1e3).
-IDENTIFY_TOLERANCE = 1e-3
+#: A pivot below this fraction of the largest leaves its constant unidentified: Belsley, Kuh & Welsch's condition
+#: index of 30 (module docstring). It was 1e-3 (condition up to 1e3) until validation showed what that lets through:
+#: torchtitan's 14 runs without its 405B one pinned 10 constants at condition 241, inter-node efficiency 0.65 -> 0.25,
+#: and predicted that run 116% slow (docs/validation.md, a user's own runs).
+IDENTIFY_TOLERANCE = 1.0 / 30.0
 #: Runs up to which leave-one-out refits every fold; above it the linearised r/(1-h) estimate is used.
 EXACT_LOO_MAX_RUNS = 40
 #: A fitted run is named as resting on itself when the fit without it misses its step time by at least this
