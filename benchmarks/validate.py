@@ -270,7 +270,70 @@ def own_runs_section(own: list[OwnRuns]) -> tuple[list[str], dict[str, float]]:
             f"| {o.source} | {o.fitted_runs} | {len(o.identified)} | {median} | {worst} | {worst_run} | "
             f"{o.method} |"
         )
+    lines += [
+        "",
+        "What each source's own calibration sets (the constants its runs identify, fitted on all of them; how far "
+        "apart one GPU family's values lie is how much the stacks differ in tuning, which no shipped default can "
+        "know):",
+        "",
+        *_table(["source", "constants its runs set"]),
+    ]
+    for o in own:
+        values = ", ".join(f"{key} {o.values[key]:.3g}" for key in o.identified)
+        lines.append(f"| {o.source} | {values} |")
     return [*lines, ""], numbers
+
+
+def engine_corrected(held: list[HeldOut], prepared: list[Prepared], engine_of: dict[str, str]) -> list[float]:
+    """Held-out step errors after a per-engine factor learned from the engine's other sources, to first order.
+
+    Each held-out run's log error minus the mean log error of the other sources of its engine (``engine_of``:
+    run id -> the row's ``source_group``) on its GPU family, each of those sources counted once: what a fitted
+    per-engine efficiency factor, the one constant a source's stack could add, would do to the held-out source
+    if it took its engine's mean bias off and moved nothing else. No other source of its engine: no change."""
+    by_id = {p.id: p for p in prepared}
+    rows = [h for h in held if by_id[h.id].run.measured.speedup is None]
+    out = []
+    for h in rows:
+        others: dict[str, list[float]] = {}
+        for o in rows:
+            if engine_of[o.id] == engine_of[h.id] and o.family == h.family and o.source != h.source:
+                others.setdefault(o.source, []).append(o.log_error)
+        bias = statistics.fmean(statistics.fmean(v) for v in others.values()) if others else 0.0
+        out.append(step_error(h.log_error - bias))
+    return out
+
+
+def engine_transfer(held: list[HeldOut], prepared: list[Prepared], data: dict) -> list[str]:
+    """Does a stack's bias carry from one of its sources to another? (:func:`engine_corrected`)"""
+    engine_of = {row["id"]: row.get("source_group") or row["source_id"] for row in data["runs"]}
+    by_id = {p.id: p for p in prepared}
+    rows = [h for h in held if by_id[h.id].run.measured.speedup is None]
+    corrected = engine_corrected(held, prepared, engine_of)
+    before, after = _stats([step_error(h.log_error) for h in rows]), _stats(corrected)
+    lines = [
+        "## Does a stack's bias carry over between its sources?",
+        "",
+        "Each published run's engine is its row's `source_group` (Megatron-LM and NeMo, torchtitan, Composer, ...). "
+        "If the sources' signed errors above were the engine's tuning, a per-engine efficiency factor fitted on "
+        "an engine's other sources would take them off. First-order test, no refit: each source's held-out log "
+        "errors minus the mean of the other sources of its engine on the same GPU family (`engine_corrected`).",
+        "",
+        *_table(["", "median abs step error", "worst", "mean signed"]),
+        f"| leave-one-source-out, as above | {' | '.join(before)} |",
+        f"| minus the engine's bias from its other sources | {' | '.join(after)} |",
+        "",
+        *_table(["engine", "sources", "median before", "median after"]),
+    ]
+    for engine in sorted({engine_of[h.id] for h in rows}):
+        picked = [i for i, h in enumerate(rows) if engine_of[h.id] == engine]
+        sources = {rows[i].source for i in picked}
+        if len(sources) < 2:
+            continue
+        was = _stats([step_error(rows[i].log_error) for i in picked])[0]
+        now = _stats([corrected[i] for i in picked])[0]
+        lines.append(f"| {engine} | {len(sources)} | {was} | {now} |")
+    return [*lines, ""]
 
 
 def in_fit_summary(shipped: dict[str, Predicted]) -> list[str]:
@@ -565,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_record:
             record_held_out(held_out_by_family(held, prepared))
         own = [o for o in (own_runs_leave_one_out(prepared, f) for f in folds) if o is not None]
-        lines += head + per_source(held, prepared, data)
+        lines += head + per_source(held, prepared, data) + engine_transfer(held, prepared, data)
         if own:
             own_lines, own_numbers = own_runs_section(own)
             print("own runs:", own_numbers, file=sys.stderr)

@@ -234,3 +234,29 @@ def test_validate_records_held_out_errors_without_touching_the_constants(validat
     assert after.residuals == before.residuals and after.created == before.created
     header = [line for line in text.splitlines() if line.startswith("#")]
     assert copy.read_text().splitlines()[: len(header)] == header
+
+
+def test_engine_bias_is_taken_from_the_engines_other_sources_on_the_same_gpu(validate):
+    # benchmarks/validate.py's "does a stack's bias carry over" section, hand-derived: source A's log errors lose
+    # the mean of engine E's other source on hopper (B: -0.05), B loses A's mean ((0.10 + 0.20) / 2 = 0.15); C is
+    # the only source of its engine and D the only one of E on ampere, so neither moves
+    from types import SimpleNamespace
+
+    from runplan.calibrate.fit import HeldOut
+
+    runs = [
+        ("a1", "A", "E", "hopper", 0.10),
+        ("a2", "A", "E", "hopper", 0.20),
+        ("b1", "B", "E", "hopper", -0.05),
+        ("c1", "C", "F", "hopper", 0.30),
+        ("d1", "D", "E", "ampere", 0.50),
+    ]
+    held = [HeldOut(rid, source, family, log, None) for rid, source, _, family, log in runs]
+    prepared = [
+        SimpleNamespace(id=rid, run=SimpleNamespace(measured=SimpleNamespace(speedup=None)))
+        for rid, *_ in runs
+    ]
+    engine_of = {rid: engine for rid, _, engine, _, _ in runs}
+    corrected = validate.engine_corrected(held, prepared, engine_of)
+    expected = [0.15, 0.25, -0.20, 0.30, 0.50]
+    assert corrected == pytest.approx([step_error(e) for e in expected], rel=1e-12)
