@@ -76,17 +76,23 @@ def layouts_per_second(src: Path) -> dict[str, float]:
     code = _TIMER.format(src=str(src), repo=str(REPO), site=site.getsitepackages(), targets=TARGETS)
     # -S: no .pth files, so an editable install of this checkout cannot stand in for the revision's source
     done = subprocess.run(
-        [sys.executable, "-S", "-c", code], check=True, capture_output=True, text=True, env=_PINNED_MALLOC
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, env=_PINNED_MALLOC
     )
+    if done.returncode != 0:
+        raise SystemExit(f"timing the search of {src} failed:\n{done.stderr}")
     return json.loads(done.stdout)
 
 
 def against(revision: str, rounds: int = 5) -> None:
     """Layouts/s now and at ``revision``: ``rounds`` pairs of fresh subprocesses, alternating, and the median of
     each side's rates (on a shared machine one process can run far faster or slower than the next)."""
+    # since configs/ moved to the top level, src/runplan/configs is a link to it: export both where it exists
+    paths = ["src"]
+    if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{revision}:configs"]).returncode == 0:
+        paths.append("configs")
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(
-            ["git", "-C", str(REPO), "archive", revision, "src"], check=True, capture_output=True
+            ["git", "-C", str(REPO), "archive", revision, *paths], check=True, capture_output=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         samples: dict[str, dict[str, list[float]]] = {"now": {}, "then": {}}
