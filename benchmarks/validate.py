@@ -1,7 +1,8 @@
 """Validate the time and memory model on published runs; writes docs/validation.md.
 
-Run: ``.venv/bin/python benchmarks/validate.py`` (leave-one-source-out: one calibration per source, a few
-minutes on one core) or ``--no-fit`` (the shipped constants only, seconds).
+Run: ``.venv/bin/python benchmarks/validate.py`` (leave-one-source-out: one calibration per source, run in
+parallel processes, ``--jobs``; 25 minutes on one core of a 2-core machine, about half that on both) or
+``--no-fit`` (the shipped constants only, seconds).
 
 Data: ``benchmarks/published_runs.yaml`` (each row with its source, table and assumptions), read as measured runs
 by ``runplan.calibrate.published`` and fitted by ``runplan.calibrate.fit``, the same code as ``runplan
@@ -23,10 +24,14 @@ runs); each of its runs is predicted by a refit on its other runs.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import math
+import multiprocessing
+import os
 import statistics
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -610,6 +615,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave configs/calibration.yaml as it is (default: record the held-out errors in it)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="processes for the independent per-source fits (default: one per CPU; the results do not depend on it)",
+    )
     args = parser.parse_args(argv)
     data, prepared = load_published()
     lines = [
@@ -621,13 +632,17 @@ def main(argv: list[str] | None = None) -> int:
     ]
     held: list[HeldOut] = []
     if not args.no_fit:
-        folds = source_folds(prepared, prior_efficiencies())
+        # each source's fold, and each source's own-runs refits, are independent fits: one process each (fork: the
+        # children share the loaded modules; the same numbers as one process)
+        with ProcessPoolExecutor(max(1, args.jobs), mp_context=multiprocessing.get_context("fork")) as pool:
+            folds = source_folds(prepared, prior_efficiencies(), pool.map)
+            own_all = list(pool.map(functools.partial(own_runs_leave_one_out, prepared), folds))
         held = leave_one_source_out(prepared, prior_efficiencies(), folds)
         head, numbers = headline(held, prepared)
         print("LOSO:", numbers, file=sys.stderr)
         if not args.no_record:
             record_held_out(held_out_by_family(held, prepared))
-        own = [o for o in (own_runs_leave_one_out(prepared, f) for f in folds) if o is not None]
+        own = [o for o in own_all if o is not None]
         lines += head + per_source(held, prepared, data) + engine_transfer(held, prepared, data)
         if own:
             own_lines, own_numbers = own_runs_section(own)

@@ -24,6 +24,7 @@ from runplan.calibrate.fit import (
     predict,
     predicted_tps,
     prepare,
+    source_folds,
     step_error,
     with_kernel,
 )
@@ -747,3 +748,23 @@ def test_a_constant_nearly_collinear_with_another_is_not_identified():
         assert condition == pytest.approx(1.0) if identified == 1 else condition < 60.0
     # never more constants than runs
     assert identify(np.eye(3)[:2], n_runs=2)[0] == [0, 1]
+
+
+def test_source_folds_hold_out_each_source_and_fit_through_the_given_map():
+    # benchmarks/validate.py fits the folds in a process pool (source_folds' map_): one call for all folds, each
+    # fold's source unfitted and the rest fitted, the same fits as the plain map
+    runs = synthetic_runs()[:3]
+    calls = []
+
+    def recording_map(fn, items):
+        items = list(items)
+        calls.append(len(items))
+        return [fn(item) for item in items]
+
+    folds = source_folds(runs, prior_efficiencies(), recording_map)
+    assert calls == [3]
+    assert [f.source for f in folds] == sorted(p.run.source_id for p in runs)
+    for fold in folds:
+        assert all(p.run.fit == (p.run.source_id != fold.source) for p in fold.prepared)
+    plain = source_folds(runs, prior_efficiencies())
+    assert [f.result.values for f in folds] == [f.result.values for f in plain]

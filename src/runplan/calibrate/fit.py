@@ -18,7 +18,7 @@ import functools
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from runplan.errors import SpecError
 from runplan.parallel.layout import Efficiency, Layout, ParallelRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from runplan.catalog import Catalog
     from runplan.hardware import GpuSpec
@@ -662,14 +662,18 @@ class SourceFold:
     result: FitResult
 
 
-def source_folds(prepared: Sequence[Prepared], base: dict[str, Efficiency]) -> list[SourceFold]:
-    """One fold per source that leaves some fitted run outside it, fitted from ``base``."""
+def source_folds(
+    prepared: Sequence[Prepared], base: dict[str, Efficiency], map_: Callable[..., Iterable[Any]] = map
+) -> list[SourceFold]:
+    """One fold per source that leaves some fitted run outside it, fitted from ``base``. ``map_``: how the
+    independent fits are run (a process pool's map in benchmarks/validate.py; the same results either way)."""
     folds = []
     for source in sorted({p.run.source_id for p in prepared}):
         fold = [_unfitted(p) if p.run.source_id == source else p for p in prepared]
         if any(p.run.fit for p in fold):
-            folds.append(SourceFold(source, fold, calibrate(fold, base)))
-    return folds
+            folds.append((source, fold))
+    results = map_(functools.partial(calibrate, base=base), [fold for _, fold in folds])
+    return [SourceFold(source, fold, result) for (source, fold), result in zip(folds, results, strict=True)]
 
 
 def leave_one_source_out(
