@@ -289,6 +289,12 @@ def own_runs_section(own: list[OwnRuns]) -> tuple[list[str], dict[str, float]]:
     return [*lines, ""], numbers
 
 
+def _step_rows(held: list[HeldOut], prepared: list[Prepared]) -> list[HeldOut]:
+    """The held-out runs measured as step times (speedup ratios left out)."""
+    by_id = {p.id: p for p in prepared}
+    return [h for h in held if by_id[h.id].run.measured.speedup is None]
+
+
 def engine_corrected(held: list[HeldOut], prepared: list[Prepared], engine_of: dict[str, str]) -> list[float]:
     """Held-out step errors after a per-engine factor learned from the engine's other sources, to first order.
 
@@ -296,8 +302,7 @@ def engine_corrected(held: list[HeldOut], prepared: list[Prepared], engine_of: d
     run id -> the row's ``source_group``) on its GPU family, each of those sources counted once: what a fitted
     per-engine efficiency factor, the one constant a source's stack could add, would do to the held-out source
     if it took its engine's mean bias off and moved nothing else. No other source of its engine: no change."""
-    by_id = {p.id: p for p in prepared}
-    rows = [h for h in held if by_id[h.id].run.measured.speedup is None]
+    rows = _step_rows(held, prepared)
     out = []
     for h in rows:
         others: dict[str, list[float]] = {}
@@ -312,8 +317,7 @@ def engine_corrected(held: list[HeldOut], prepared: list[Prepared], engine_of: d
 def engine_transfer(held: list[HeldOut], prepared: list[Prepared], data: dict) -> list[str]:
     """Does a stack's bias carry from one of its sources to another? (:func:`engine_corrected`)"""
     engine_of = {row["id"]: row.get("source_group") or row["source_id"] for row in data["runs"]}
-    by_id = {p.id: p for p in prepared}
-    rows = [h for h in held if by_id[h.id].run.measured.speedup is None]
+    rows = _step_rows(held, prepared)
     corrected = engine_corrected(held, prepared, engine_of)
     before, after = _stats([step_error(h.log_error) for h in rows]), _stats(corrected)
     lines = [

@@ -127,11 +127,12 @@ class Calibration(BaseModel):
         where = self.source or self.name
         if family in self.families:
             cal = self.families[family]
-            accuracy = f"; {cal.held_out.phrase()}" if cal.held_out else ""
             if (
                 gpu.family != family
             ):  # another architecture on Hopper's constants: their error is not its error
                 accuracy = f"; {family} constants stand in for {gpu.name} ({gpu.family}): no runs of it, error unknown"
+            else:
+                accuracy = f"; {cal.held_out.phrase()}" if cal.held_out else ""
             return (
                 f"{where} ({self.name}, {family}: {len(cal.runs)} runs, fitted {self.created[:10]}){accuracy}"
             )

@@ -688,20 +688,16 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     # all-reduces the whole gradient (DDP) before each rank updates its shard and broadcasts it
     param_bytes = 4.0 if st.stack.autocast_fp32_weights else 2.0
     zero1_gradient = 2.0 * gradient_bytes if st.stack.autocast_fp32_weights else gradient_bytes
-    per_param = np.where(
-        (zero == 0),
-        2.0 * gradient_bytes,
-        np.where(
-            zero == 1,
+    # bytes per parameter per step: ZeRO-0, ZeRO-1, ZeRO-3 held gathered under stages, ZeRO-2, else ZeRO-3
+    per_param = np.select(
+        [zero == 0, zero == 1, held, zero == 2],
+        [
+            2.0 * gradient_bytes,
             zero1_gradient + param_bytes,
-            np.where(
-                held,
-                gradient_bytes + param_bytes,
-                np.where(
-                    zero == 2, m * gradient_bytes + param_bytes, m * (gathers * param_bytes + gradient_bytes)
-                ),
-            ),
-        ),
+            gradient_bytes + param_bytes,
+            m * gradient_bytes + param_bytes,
+        ],
+        m * (gathers * param_bytes + gradient_bytes),
     )
     dp_bytes = per_param * (ring_dense * dense_params + ring_expert * expert_params)
     dp_bw = dp_bandwidth(st.gpu, st.t, group, st.node_size) * st.network_efficiency(
