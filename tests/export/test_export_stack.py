@@ -171,6 +171,23 @@ def test_torchtitan_tensorwise_under_fsdp_gathers_fp8_weights_and_refuses_delaye
     assert info.value.where == "stack.fp8_recipe"
 
 
+def test_fp8_weights_are_megatrons_fp8_param_gather_and_refused_where_they_cannot_be():
+    from tests.export.test_export_keys import megatron_args
+
+    plan = _with_stack(
+        golden_plan("70b-512-h100"), precision="fp8", fp8_recipe="delayed", fp8_param_gather=True
+    )
+    assert megatron_args(plan).fp8_param_gather  # parses with the checked-in Megatron-LM arguments
+    assert "--fp8-param-gather" not in _megatron_args(_with_stack(plan, precision="fp8"))
+    # Megatron's validate_args: fp8 weights only with the distributed optimizer or an FSDP
+    with pytest.raises(SpecError, match="only with the distributed optimizer") as info:
+        export_plan(with_layout(plan, zero=0), "megatron")
+    assert info.value.where == "stack.fp8_param_gather" and "\n" not in str(info.value)
+    with pytest.raises(SpecError, match="keeps no fp8 weights") as info:
+        export_plan(_with_stack(plan, precision="fp8", fp8_param_gather=True), "torchtitan")
+    assert info.value.where == "stack.fp8_param_gather"
+
+
 def test_deepspeed_refuses_fp8_in_one_line():
     plan = _with_stack(golden_plan("70b-512-h100"), precision="fp8")
     with pytest.raises(SpecError, match="no fp8 training key") as info:

@@ -203,18 +203,16 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         if held:
             weights += 2 * everything
             grads += g * everything
-        if (
-            req.stack.precision == "fp8"
-        ):  # 1-byte copy of the linear layers' weights (not norms, embedding, head)
-            attn_linear = sh.attention_params_per_layer
-            lin_dense = (
-                layers * attn_linear + dense * sh.dense_mlp_params + moe * sh.shared_expert_params
-            ) / t
-            lin_expert = moe * expert_layer / (t * e)
-            if lay.zero == 3:
-                weights += lin_dense / group + lin_expert / (group / e)
-            else:
-                weights += lin_dense + lin_expert
+        attn_linear = sh.attention_params_per_layer
+        lin_dense = (layers * attn_linear + dense * sh.dense_mlp_params + moe * sh.shared_expert_params) / t
+        lin_expert = moe * expert_layer / (t * e)
+        if req.stack.precision == "fp8":
+            # a 1-byte copy of the linear layers' weights (not norms, embedding, head); with fp8 weights
+            # (fp8_param_gather) the only copy: 1 byte where bf16 held 2
+            fp8_copy = (
+                lin_dense / group + lin_expert / (group / e) if lay.zero == 3 else lin_dense + lin_expert
+            )
+            weights += -fp8_copy if req.stack.fp8_param_gather else fp8_copy
         opt = 12 * (sharded if lay.zero >= 1 else everything)
         if req.stack.autocast_fp32_weights:
             # docs/parallel.md, Stacks: the fp32 parameters are the master (Adam keeps 8 bytes; a held stage is
@@ -257,6 +255,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             "other": other,
             "dense_params": dense_params,
             "expert_params": expert_params,
+            "linear_params": (lin_dense, lin_expert),
         }
         stages[which]["total"] = weights + grads + opt + act + other
     mem_stage = "last" if stages["last"]["total"] > stages["first"]["total"] else "first"
@@ -438,6 +437,13 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         dp_link = (
             min(gpu.intra_node_bandwidth_bytes_per_s, members * gpu.inter_node_bandwidth_bytes_per_s) * inter
         )
+    fp8_weights = req.stack.precision == "fp8" and req.stack.fp8_param_gather
+    # docs/parallel.md, FP8: with fp8 weights each parameter gather moves the linear weights in 1 byte, not 2
+    lin_dense_last, lin_expert_last = last["linear_params"]
+    lin_ring = (group - 1) / group * lin_dense_last + (egroup - 1) / egroup * lin_expert_last
+    if fp8_weights and lay.zero >= 1:
+        gathers = 1 if lay.zero in (1, 2) or p > 1 else m * (3 if full else 2)
+        volume -= gathers * lin_ring
     dp_s = volume / dp_link + 2 * lat if group > 1 else 0.0
     # docs/parallel.md, overlap_param_gather off: ZeRO-1/2's 2-byte parameter all-gather is never hidden
     late = 0.0
@@ -449,6 +455,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         late = late_bytes * (
             (group - 1) / group * last["dense_params"] + (egroup - 1) / egroup * last["expert_params"]
         )
+        if fp8_weights and lay.zero in (1, 2) and not req.stack.overlap_param_gather:
+            late -= lin_ring
         late /= dp_link
     spread = lay.zero == 2 or (lay.zero == 3 and p == 1)  # hidden behind every micro-batch
     window = (m * compute if spread else compute) if req.stack.overlap_grad_reduce else 0.0

@@ -98,6 +98,41 @@ def test_fp8_weight_copy_is_one_byte_per_linear_weight(zero):
 
     copy = 32 * 218_103_808 / 2 / (4 if zero == 3 else 1)  # layers' linear weights / t (/ d under ZeRO-3)
     assert weights(FP8) - weights(Stack()) == pytest.approx(copy)
+    # fp8 weights (Megatron --fp8-param-gather): the linear weights held in 1 byte instead of bf16's 2
+    fp8_weights = FP8.model_copy(update={"fp8_param_gather": True})
+    assert weights(fp8_weights) - weights(Stack()) == pytest.approx(-copy)
+
+
+def test_fp8_weights_gather_one_byte_per_linear_weight():
+    # Llama 3.1 8B, ZeRO-1 over 8 GPUs of one node, no DP overlap (every DP second exposed): the parameter
+    # all-gather moves the 32 x 218,103,808 linear weights in 1 byte instead of 2, a ring (8 - 1)/8 of them,
+    # at NVLink 450 GB/s x the network efficiency
+    lay = Layout(tp=1, pp=1, dp=8, zero=1, micro_batch=1, microbatches=2)
+    base = Stack(precision="fp8", overlap_grad_reduce=False, overlap_param_gather=False)
+
+    def step(fp8_weights: bool) -> float:
+        stack = base.model_copy(update={"fp8_param_gather": fp8_weights})
+        req = ParallelRequest(model=LLAMA_8B, gpu=H100, n_gpus=8, seq_len=4096, stack=stack)
+        return evaluate_layout(req, lay).step_seconds
+
+    saved_bytes = 7 / 8 * 32 * 218_103_808
+    expected = saved_bytes / (450e9 * default_efficiency(H100).network_efficiency)
+    assert step(False) - step(True) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("stack", "message"),
+    [
+        ({"fp8_param_gather": True}, "applies only with precision fp8"),
+        (
+            {"precision": "fp8", "fsdp_mixed_precision": True, "fp8_param_gather": True},
+            "does not go with fsdp_mixed_precision",
+        ),
+    ],
+)
+def test_fp8_weights_need_fp8_linears_and_no_fsdp_master(stack, message):
+    with pytest.raises(ValueError, match=message):
+        Stack(**stack)
 
 
 @pytest.mark.parametrize("recipe", ["tensorwise", "delayed", "rowwise", "blockwise"])
@@ -112,8 +147,16 @@ def test_fp8_weight_copy_is_one_byte_per_linear_weight(zero):
         ),
     ],
 )
-def test_fp8_agrees_with_the_reference(recipe, shape, lay):
-    stack = Stack(precision="fp8", fp8_recipe=recipe, full_recompute_method="block", full_recompute_layers=2)
+@pytest.mark.parametrize("fp8_weights", [False, True])
+def test_fp8_agrees_with_the_reference(recipe, shape, lay, fp8_weights):
+    stack = Stack(
+        precision="fp8",
+        fp8_recipe=recipe,
+        full_recompute_method="block",
+        full_recompute_layers=2,
+        fp8_param_gather=fp8_weights,
+        overlap_param_gather=not fp8_weights,  # the late ZeRO-1 gather too
+    )
     req = ParallelRequest(model=shape, gpu=H100, n_gpus=8, seq_len=4096, stack=stack)
     got = evaluate_layout(req, lay)
     ref = reference_layout(req, lay)

@@ -15,8 +15,9 @@ is converted here row by row, so both files go through the same fit. Per row:
   recompute of every second block, as Megatron's ``block`` method over half of the layers);
 * precision: an fp8 row (``precision: fp8`` on the row or in its ``stack:``) is timed with stack precision fp8
   and its ``fp8_recipe`` (tensorwise when not stated: the recipe torchao and torchtitan default to); fp8 rows
-  are predicted, never fitted (``fit`` is forced false: they come from one source, and no calibrated constant
-  is specific to fp8, docs/parallel.md, FP8); fp16 runs at the bf16 tensor-core rate on A100 and H100;
+  are predicted, never fitted (``fit`` is forced false: no calibrated constant is specific to fp8, so they
+  test the fp8 terms instead of moving the bf16 constants, docs/parallel.md, FP8); fp16 runs at the bf16
+  tensor-core rate on A100 and H100;
 * rows marked ``fit: false`` are predicted, not fitted, except rows held out only because their stack facts
   could not be expressed before (``pending_stack``), which now are.
 """
@@ -107,6 +108,7 @@ def _stack(row: dict[str, Any], stack: dict[str, Any], n_layers: int | None) -> 
     if _is_fp8(row):
         out["precision"] = "fp8"
         out["fp8_recipe"] = stack.get("fp8_recipe") or row.get("fp8_recipe") or "tensorwise"
+        out["fp8_param_gather"] = bool(stack.get("fp8_param_gather"))
     return out
 
 

@@ -80,6 +80,7 @@ FLAG_FOR_PATH: dict[str, str] = {
     "stack.fp8_recipe": "--fp8-recipe",
     "stack.attention_kernel": "--attention-kernel",
     "stack.fused_elementwise": "--fused-elementwise",
+    "stack.fp8_param_gather": "--fp8-param-gather",
     "parallelize.catalog": "--catalog",
     # sweep
     "sweep.flops": "--flops",

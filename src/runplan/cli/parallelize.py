@@ -151,6 +151,14 @@ FusedElementwise = Annotated[
         "PyTorch eager (stack fused_elementwise).",
     ),
 ]
+Fp8ParamGather = Annotated[
+    bool | None,
+    typer.Option(
+        "--fp8-param-gather/--no-fp8-param-gather",
+        help="fp8 only: keep the linear weights in fp8 and gather them in fp8, Megatron-LM's "
+        "--fp8-param-gather (stack fp8_param_gather).",
+    ),
+]
 Mfu = Annotated[Text, _opt("--mfu", help="Use this MFU instead of predicting step time.")]
 PinKeyValue = Annotated[
     list[str],
@@ -207,6 +215,7 @@ def parallelize(
     fp8_recipe: Fp8Recipe = None,
     attention_kernel: AttentionKernel = None,
     fused_elementwise: FusedElementwise = None,
+    fp8_param_gather: Fp8ParamGather = None,
     mfu: Mfu = None,
     pin: PinKeyValue = [],  # noqa: B006 (typer's way to declare a repeatable option)
     catalog_file: Catalogs = [],  # noqa: B006 (typer's way to declare a repeatable option)
@@ -235,6 +244,7 @@ def parallelize(
     stack = _stack_flags(
         stack_preset, flash_attention, tp_comm_overlap, selective_recompute, dropout, bf16_grads, precision=precision,
         fp8_recipe=fp8_recipe, attention_kernel=attention_kernel, fused_elementwise=fused_elementwise,
+        fp8_param_gather=fp8_param_gather,
     )  # fmt: skip
     if plan_file is not None:
         _no_input_flags({"--model": model, "--gpus": gpus, "--gpu": gpu, "--gpus-per-node": gpus_per_node,
@@ -343,7 +353,7 @@ def _stack_flags(
     **fields_as_given: str | bool | None,
 ) -> dict[str, Any]:
     """The stack fields the flags set (empty: the plan's or the default stack stands); ``fields_as_given``: flags
-    whose value is the field's (precision, fp8_recipe, attention_kernel, fused_elementwise)."""
+    whose value is the field's (precision, fp8_recipe, attention_kernel, fused_elementwise, fp8_param_gather)."""
     from runplan.cli.common import flag_value
 
     probability = None if dropout is None else flag_value(dropout, "--dropout")

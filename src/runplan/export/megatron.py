@@ -622,10 +622,20 @@ def _fp8_args(f: Facts) -> list[Arg]:
             where="stack.fp8_recipe",
             hint="use fp8_recipe tensorwise, delayed or blockwise, or export to torchtitan",
         )
-    return [
+    args: list[Arg] = [
         ("--fp8-format", [_FP8_FORMAT[recipe]], "stack precision fp8 (TransformerEngine linear layers)"),
         ("--fp8-recipe", [recipe], "stack fp8_recipe"),
     ]
+    if stack.fp8_param_gather:
+        # validate_args: --fp8-param-gather only with the distributed optimizer or an FSDP
+        if f.layout.zero == 0:
+            raise SpecError(
+                "Megatron-LM keeps fp8 weights (--fp8-param-gather) only with the distributed optimizer or FSDP",
+                where="stack.fp8_param_gather",
+                hint="plan with zero 1 or more (parallel.zero), or without fp8_param_gather",
+            )
+        args.append(("--fp8-param-gather", [], "stack fp8_param_gather: weights kept and gathered in fp8"))
+    return args
 
 
 def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:

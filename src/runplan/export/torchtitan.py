@@ -473,6 +473,13 @@ def _fp8_sections(f: Facts, warnings: list[str]) -> tuple[list[Entry], list[tupl
             where="stack.fp8_recipe",
             hint="use fp8_recipe tensorwise or rowwise, or export to megatron",
         )
+    if stack.fp8_param_gather:
+        raise SpecError(
+            "torchtitan 0.2.2 keeps no fp8 weights between steps (Megatron's --fp8-param-gather); its FSDP "
+            "float8 all-gather casts the fp32 shards on each gather",
+            where="stack.fp8_param_gather",
+            hint="plan without fp8_param_gather, or export to megatron",
+        )
     if f.n_experts:
         warnings.append(
             "fp8: torchtitan 0.2.2 quantizes nn.Linear only; the experts' grouped GEMMs "

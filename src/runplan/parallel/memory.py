@@ -45,7 +45,8 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   pipeline stages, two gathered layers of bf16 weights (current + prefetched).
 
 * **fp8** (stack precision fp8): the weights term adds a 1-byte copy of the linear layers' weights
-  (:func:`fp8_weight_copy_bytes`). Activations stay counted in bf16, an upper bound: TransformerEngine and
+  (:func:`fp8_weight_copy_bytes`); with ``fp8_param_gather`` those weights are held in fp8 only, 1 byte
+  instead of 2 (Megatron-LM --fp8-param-gather). Activations stay counted in bf16, an upper bound: TransformerEngine and
   torchao save a linear layer's input for the backward as its 1-byte fp8 cast, but which of Table 2's bf16
   tensors that frees depends on what else keeps the bf16 tensor (the norm's and activation's own backward,
   TransformerEngine's fused LayerNormLinear, torch.compile's fusions), which is not modelled here.
@@ -243,23 +244,31 @@ def zero3_held(zero, p):
     return (np.asarray(zero) >= 3) & (np.asarray(p) > 1)
 
 
-def fp8_weight_copy_bytes(terms: ShapeTerms, t, p, e, zero, d, c, *, last: bool):
-    """fp8 copy of the linear-layer weights on the stage, per GPU (stack precision fp8; module docstring).
-
-    1 byte per parameter of the layers' linear projections (attention QKV and output, dense MLP, shared and
-    routed experts; not the embedding, head, norms: they stay bf16). TransformerEngine casts the weights
-    once per step and keeps the fp8 copy for every micro-batch (its first-micro-batch weight caching);
-    torchao casts them in each forward and saves the fp8 copy for the backward. Under ZeRO-3 the shard is cast
-    before the gather (torchtitan's fp8 all-gather), so the copy is sharded like the bf16 weights. Assumed:
-    one layout of the copy (the transposed copy of the backward is transient).
-    """
+def stage_linear_params(terms: ShapeTerms, t, p, e):
+    """(dense, expert) parameters of the stage's linear projections per GPU, unsharded by ZeRO: attention QKV
+    and output, dense MLP, shared and routed experts; not the embedding, head, norms or router, which fp8
+    leaves in bf16 (docs/parallel.md, FP8). The layers, not the embedding or head: the same on the first and
+    the last stage."""
     layers, moe, dense = stage_layers(terms, p)
     attn_linear = (terms.attn_in_width + terms.a * terms.d_v) * terms.h
-    # the router stays bf16 (docs/parallel.md, FP8): only the shared experts of the MoE layer's common part
     dense_linear = (
         layers * attn_linear + dense * terms.dense_mlp_params + moe * terms.shared_expert_params
     ) / t
-    expert_linear = moe * terms.expert_layer_params / (np.asarray(t) * e)
+    return dense_linear, moe * terms.expert_layer_params / (np.asarray(t) * e)
+
+
+def fp8_weight_copy_bytes(terms: ShapeTerms, t, p, e, zero, d, c, *, last: bool):
+    """fp8 copy of the linear-layer weights on the stage, per GPU (stack precision fp8; module docstring).
+
+    1 byte per parameter of the layers' linear projections (:func:`stage_linear_params`). TransformerEngine
+    casts the weights once per step and keeps the fp8 copy for every micro-batch (its first-micro-batch
+    weight caching); torchao casts them in each forward and saves the fp8 copy for the backward. Under ZeRO-3
+    the shard is cast before the gather (torchtitan's fp8 all-gather), so the copy is sharded like the bf16
+    weights. Assumed: one layout of the copy (the transposed copy of the backward is transient). With
+    ``Stack.fp8_param_gather`` the fp8 weights are the only ones (no bf16 copy): the caller subtracts these
+    bytes from the 2-byte weights instead of adding them, 1 byte per linear weight in all.
+    """
+    dense_linear, expert_linear = stage_linear_params(terms, t, p, e)
     group = np.asarray(d) * c
     sharded = dense_linear / group + expert_linear * e / group
     del last  # the layers (not the embedding or head) carry the fp8 copy: same on the first and last stage
@@ -463,7 +472,8 @@ def memory_breakdown(
             p=g.pp,
         )
         if stack.precision == "fp8":
-            weights = weights + fp8_weight_copy_bytes(terms, g.tp, g.pp, g.ep, g.zero, g.dp, g.cp, last=last)
+            copy = fp8_weight_copy_bytes(terms, g.tp, g.pp, g.ep, g.zero, g.dp, g.cp, last=last)
+            weights = weights - copy if stack.fp8_param_gather else weights + copy
         act = activation_bytes(
             terms,
             g.tp,

@@ -160,6 +160,14 @@ class Stack(BaseModel):
         "micro-batch (TransformerEngine under Megatron, is_first_microbatch); off: recast every micro-batch "
         "(torchao Float8Linear, torchtitan).",
     )
+    fp8_param_gather: bool = Field(
+        False,
+        description="fp8 only: the linear layers' weights are kept in fp8 between steps, the optimizer's fp32 "
+        "master cast straight into them (Megatron-LM --fp8-param-gather, NeMo fp8_params; TransformerEngine "
+        "fp8_model_init): 1 byte per linear weight instead of bf16 plus an fp8 copy, and the parameter "
+        "all-gather moves 1 byte per linear weight. Not with fsdp_mixed_precision (FSDP's fp32 shards are "
+        "the master; torchtitan gathers fp8 under ZeRO-3 on its own).",
+    )
     cross_entropy: Literal["fused", "unfused"] = Field(
         "fused",
         description="How the loss holds the logits at the backward's start, bytes per logit (÷t with a "
@@ -206,6 +214,24 @@ class Stack(BaseModel):
                 "set precision: fp8 (--precision fp8) or leave the recipe out"
             )
         return recipe
+
+    @field_validator("fp8_param_gather")
+    @classmethod
+    def _param_gather_needs_fp8(cls, on: bool, info: ValidationInfo) -> bool:
+        """fp8 weights without fp8 linear layers mean nothing, and FSDP mixed precision has no bf16 weights to
+        replace (``precision`` and ``fsdp_mixed_precision`` are declared before it)."""
+        precision = info.data.get("precision", "bf16")
+        if on and precision != "fp8":
+            raise ValueError(
+                f"fp8_param_gather applies only with precision fp8 (this stack is {precision}); "
+                "set precision: fp8 (--precision fp8) or leave it out"
+            )
+        if on and info.data.get("fsdp_mixed_precision"):
+            raise ValueError(
+                "fp8_param_gather (Megatron's fp8 weights) does not go with fsdp_mixed_precision (FSDP's fp32 "
+                "shards are the master copy); drop one of them"
+            )
+        return on
 
     @field_validator("selective_recompute")
     @classmethod

@@ -60,7 +60,8 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   (torchtitan keeps the stage gathered; memory.model_state_bytes), the reduce-scatter exposed after the last
   backward (PyTorch's pipelining starts it only then). Hidden behind one micro-batch's compute
   (ZeRO-0/1 and ZeRO-3 with stages: the last backward and the next forward) or behind all micro-batches
-  (ZeRO-2/3); only the excess is exposed.
+  (ZeRO-2/3); only the excess is exposed. With fp8 weights (``Stack.fp8_param_gather``, Megatron-LM
+  --fp8-param-gather) every parameter all-gather moves the linear layers' weights in 1 byte, not 2.
 * **Optimizer**: Adam update HBM-bound, (2·12 + g + 2) bytes per locally held parameter.
 * **fp8** (stack precision fp8; docs/parallel.md, FP8): the linear layers' GEMMs (QKV, output projection, MLP,
   experts) run at the catalog's fp8 peak with the same eta (a prior), plus the HBM traffic of their casts to
@@ -88,6 +89,7 @@ from runplan.parallel.layout import Efficiency, TimeSeconds
 from runplan.parallel.memory import (
     ShapeTerms,
     stage_layers,
+    stage_linear_params,
     stage_params,
     zero3_held,
 )
@@ -700,6 +702,15 @@ def _data_parallel_seconds(st: _Step, compute_mb):
         m * (gathers * param_bytes + gradient_bytes),
     )
     dp_bytes = per_param * (ring_dense * dense_params + ring_expert * expert_params)
+    # fp8 weights (Stack.fp8_param_gather, Megatron --fp8-param-gather): every parameter all-gather moves the
+    # linear layers' weights in 1 byte instead of 2 (once per step for ZeRO-1/2 and a held ZeRO-3 stage,
+    # every gather of every micro-batch otherwise), the late one of ZeRO-1/2 included
+    fp8_ring_linear = 0.0
+    if st.stack.precision == "fp8" and st.stack.fp8_param_gather:
+        dense_linear, expert_linear = stage_linear_params(st.terms, g.tp, g.pp, g.ep)
+        fp8_ring_linear = ring_dense * dense_linear + ring_expert * expert_linear
+    gathers_per_step = np.select([zero == 0, (zero <= 2) | held], [0.0, 1.0], m * gathers)
+    dp_bytes = dp_bytes - gathers_per_step * fp8_ring_linear
     dp_bw = dp_bandwidth(st.gpu, st.t, group, st.node_size) * st.network_efficiency(
         st.t * group <= st.node_size
     )
@@ -710,7 +721,10 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     )
     late_bytes = late_bytes + np.where(held, gradient_bytes, 0.0)  # (the held stage's reduce-scatter)
     ring_params = ring_dense * dense_params + ring_expert * expert_params
-    late_seconds = np.where(group > 1, late_bytes * ring_params / dp_bw, 0.0)
+    late_fp8 = (
+        0.0 if st.stack.overlap_param_gather else np.where((zero == 1) | (zero == 2), fp8_ring_linear, 0.0)
+    )
+    late_seconds = np.where(group > 1, (late_bytes * ring_params - late_fp8) / dp_bw, 0.0)
     dp_seconds = np.where(group > 1, dp_bytes / dp_bw + 2.0 * lat, 0.0) - late_seconds
     # no overlap (--overlap-grad-reduce off): the whole DP traffic waits for the backward pass to end
     window = (
