@@ -413,7 +413,7 @@ def test_the_plan_names_its_calibration_and_warns_when_it_lacks_the_gpu(tmp_path
     )
     result = run("plan", str(a100), "--calibration", str(cal))
     assert result.exit_code == 0, result.stderr
-    assert "times from" in result.stdout and "has no ampere runs" in result.stdout
+    assert "predictions from" in result.stdout and "has no ampere runs" in result.stdout
     plan = build_plan(load_plan(a100).model_copy(update={"calibration": str(cal)}), tmp_path)
     assert any(w.startswith("calibration:") and "has no ampere runs" in w for w in plan.warnings)
     # on its own family (the H100 example with the same Hopper-only file), no such warning

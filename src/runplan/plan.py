@@ -74,8 +74,8 @@ class LayoutChoice(BaseModel):
     search_seconds: float = Field(description="Wall time of the search.")
     calibration: str = Field(
         "",
-        description="The calibration file behind every predicted time (`runplan calibrate`, or the shipped one) "
-        "and its held-out step error.",
+        description="The calibration file behind every predicted time (`runplan calibrate`, or the shipped one), "
+        "its held-out step error and the memory model's error on its measured runs that logged a peak.",
     )
     notes: dict[str, str] = Field(description="One-line reason for each number.")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from runplan.calibrate.calibration import load_calibration, shipped_calibration
+from runplan.calibrate.calibration import PeakMemoryCheck, load_calibration, shipped_calibration
 from runplan.calibrate.constants import PRIORS
 from runplan.calibrate.fit import (
     Prepared,
@@ -20,6 +21,7 @@ from runplan.calibrate.fit import (
     complete_layout,
     identify,
     lone_run_warnings,
+    memory_error,
     own_runs_leave_one_out,
     predict,
     predicted_tps,
@@ -28,7 +30,7 @@ from runplan.calibrate.fit import (
     step_error,
     with_kernel,
 )
-from runplan.calibrate.measured import MeasuredFile
+from runplan.calibrate.measured import MeasuredFile, PeakMemory
 from runplan.calibrate.published import measured_document
 from runplan.calibrate.run import prior_efficiencies, run_calibration
 from runplan.catalog import load_catalog
@@ -178,6 +180,23 @@ def test_shipped_residuals_reproduced_on_a_subset():
         assert step_error(math.log(tps / p.measured_tps)) == pytest.approx(recorded[p.id], abs=2e-4), p.id
 
 
+def test_shipped_peak_memory_errors_reproduced():
+    # the shipped file's memory summary per family is what the memory model gives now on every published run
+    # with a logged peak (a drift of the memory model without a refit of the shipped file fails here)
+    shipped = shipped_calibration()
+    errors: dict[str, list[float]] = {}
+    for p in _published_prepared():
+        if p.run.peak_memory is not None:
+            eff = shipped.families[p.family].efficiency
+            if p.run.attention_kernel:
+                eff = with_kernel(eff, shipped.attention_kernels[p.run.attention_kernel])
+            error = memory_error(p, predict(p, complete_layout(p, eff), eff)[1])
+            errors.setdefault(p.family, []).append(error)
+    assert sum(map(len, errors.values())) >= 8  # issue 12: at least 8 runs with memory
+    for family, cal in shipped.families.items():
+        assert cal.peak_memory == PeakMemoryCheck.of(errors.get(family, [])), family
+
+
 def test_the_fits_time_only_prediction_is_the_full_evaluations():
     # the fit's inner loop skips the memory model and reuses one-row grids (fit.predicted_tps): on every published
     # run, and under an MFU override, it must give exactly what the full evaluation gives
@@ -291,6 +310,33 @@ def test_plan_with_a_missing_calibration_is_one_line_exit_2(tmp_path):
     assert len([line for line in res.output.splitlines() if line.strip()]) == 1
 
 
+def test_the_file_records_each_familys_peak_memory_error_and_plans_name_it():
+    # the memory model has no fitted constant: every run with a logged peak counts, fitted or not. Two runs
+    # given peaks that put the prediction 10% under and 5% over: median (10% + 5%) / 2 = 7.5%, worst 10%,
+    # one of two under
+    runs = synthetic_runs()
+    for i, ratio in ((0, 0.9), (1, 1.05)):
+        p = runs[i]
+        predicted_bytes = predict(
+            p, complete_layout(p, default_efficiency(p.request.gpu)), default_efficiency(p.request.gpu)
+        )[1]
+        peak = PeakMemory(gib=predicted_bytes / ratio / 2**30, kind="reserved")
+        runs[i] = dataclasses.replace(p, run=p.run.model_copy(update={"peak_memory": peak, "fit": i == 0}))
+    report = run_calibration(runs, name="t", measured_file="m.yaml", base="priors")
+    memory = report.calibration.families["hopper"].peak_memory
+    assert memory is not None and memory.runs == 2 and memory.under == 1
+    assert memory.median_abs_error == pytest.approx(0.075, abs=1e-6)
+    assert memory.worst_abs_error == pytest.approx(0.1, abs=1e-6)
+    assert report.calibration.label(load_catalog([]).gpu("h100-sxm")).endswith(
+        "; peak memory error 7.5% median, 10% worst, under the logged peak in 1 of 2 runs"
+    )
+    # no run with a logged peak (or a file written before the field): the label claims nothing about memory
+    assert PeakMemoryCheck.of([]) is None
+    families = {f: c.model_copy(update={"peak_memory": None}) for f, c in report.calibration.families.items()}
+    old = report.calibration.model_copy(update={"families": families})
+    assert "memory" not in old.label(load_catalog([]).gpu("h100-sxm"))
+
+
 def test_published_rows_read_as_measured_runs():
     data = yaml.safe_load(PUBLISHED.read_text())
     doc = measured_document(data)
@@ -307,7 +353,9 @@ def test_published_rows_read_as_measured_runs():
         assert runs[i]["stack"]["fp8_weight_cache"] is not torchao
         assert runs[i]["fit"] is False
     assert sum(rows[i]["source_group"] == "nvidia-megatron" for i in fp8) == 7
-    assert sum(runs[i]["stack"]["fp8_param_gather"] for i in fp8) == 6  # NeMo fp8_params: dgxc 70B, 405B, Grok
+    assert (
+        sum(runs[i]["stack"]["fp8_param_gather"] for i in fp8) == 6
+    )  # NeMo fp8_params: dgxc 70B, 405B, Grok
     assert all("precision" not in run["stack"] for i, run in runs.items() if i not in fp8)
     # stack facts: Narayanan et al. 2021 ran without FlashAttention and TP overlap; a pending_stack row is fitted
     narayanan = runs["narayanan-1.7b-32gpu"]

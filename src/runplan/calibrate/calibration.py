@@ -33,6 +33,17 @@ def gpu_family(gpu: GpuSpec) -> str:
     return "ampere" if gpu.family == "ampere" else "hopper"
 
 
+def _abs_summary(errors: Sequence[float]) -> dict[str, float | int]:
+    """Count, median and largest absolute value of signed errors, rounded to six decimals (0.0001%), so the
+    file stays readable and a re-run that changes nothing rewrites nothing."""
+    absolute = [abs(e) for e in errors]
+    return {
+        "runs": len(absolute),
+        "median_abs_error": round(statistics.median(absolute), 6),
+        "worst_abs_error": round(max(absolute), 6),
+    }
+
+
 class HeldOutError(BaseModel):
     """Step-time error of one GPU family's runs each predicted by constants fitted without it: what a time from
     this file is worth on a run it has not seen (in-fit error flatters; docs/validation.md)."""
@@ -52,20 +63,39 @@ class HeldOutError(BaseModel):
         """Summary of signed step-time errors (predicted / measured − 1); None when there are none."""
         if not errors:
             return None
-        absolute = [abs(e) for e in errors]
-        # six decimals (0.0001%): the file stays readable and a re-run that changes nothing rewrites nothing
-        return cls(
-            method=method,
-            runs=len(absolute),
-            median_abs_error=round(statistics.median(absolute), 6),
-            worst_abs_error=round(max(absolute), 6),
-        )
+        return cls(method=method, **_abs_summary(errors))
 
     def phrase(self) -> str:
         """'held-out step error 6.2% median, 37% worst (leave-one-source-out, 81 runs)'."""
         return (
             f"held-out step error {self.median_abs_error:.1%} median, {self.worst_abs_error:.0%} worst "
             f"({self.method}, {self.runs} runs)"
+        )
+
+
+class PeakMemoryCheck(BaseModel):
+    """Peak-memory error of one GPU family's runs that logged a peak: predicted / logged peak − 1. The memory
+    model has no fitted constant, so every such run counts (fitted or not) and in-fit is held-out."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    runs: int = Field(ge=1, description="Runs with a logged peak.")
+    median_abs_error: float = Field(ge=0, description="Median |predicted / logged peak − 1|.")
+    worst_abs_error: float = Field(ge=0, description="Largest |predicted / logged peak − 1|.")
+    under: int = Field(ge=0, description="Runs whose predicted peak is below the logged one.")
+
+    @classmethod
+    def of(cls, errors: Sequence[float]) -> PeakMemoryCheck | None:
+        """Summary of signed memory errors (predicted / logged − 1); None when there are none."""
+        if not errors:
+            return None
+        return cls(under=sum(e < 0 for e in errors), **_abs_summary(errors))
+
+    def phrase(self) -> str:
+        """'peak memory error 6.6% median, 23% worst, under the logged peak in 22 of 22 runs'."""
+        return (
+            f"peak memory error {self.median_abs_error:.1%} median, {self.worst_abs_error:.0%} worst, "
+            f"under the logged peak in {self.under} of {self.runs} runs"
         )
 
 
@@ -82,6 +112,9 @@ class FamilyCalibration(BaseModel):
     )
     held_out: HeldOutError | None = Field(
         None, description="Step-time error on this family's runs each predicted by a fit without it."
+    )
+    peak_memory: PeakMemoryCheck | None = Field(
+        None, description="Peak-memory error on this family's runs that logged a peak (every such run)."
     )
 
 
@@ -132,7 +165,8 @@ class Calibration(BaseModel):
             ):  # another architecture on Hopper's constants: their error is not its error
                 accuracy = f"; {family} constants stand in for {gpu.name} ({gpu.family}): no runs of it, error unknown"
             else:
-                accuracy = f"; {cal.held_out.phrase()}" if cal.held_out else ""
+                checks = [c.phrase() for c in (cal.held_out, cal.peak_memory) if c is not None]
+                accuracy = "".join(f"; {c}" for c in checks)
             return (
                 f"{where} ({self.name}, {family}: {len(cal.runs)} runs, fitted {self.created[:10]}){accuracy}"
             )

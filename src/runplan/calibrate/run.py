@@ -11,6 +11,7 @@ from runplan.calibrate.calibration import (
     Calibration,
     FamilyCalibration,
     HeldOutError,
+    PeakMemoryCheck,
     Residuals,
     shipped_calibration,
 )
@@ -138,6 +139,9 @@ def run_calibration(
             fitted=_names(mine, result.identified),
             held=[c.name for c in FITTED_CONSTANTS if c.name in {*hold, *_names(mine, result.held)}],
             held_out=_held_out(fitted, family, loo_method),
+            peak_memory=PeakMemoryCheck.of(
+                [r.memory_error for r in rows if r.family == family and r.memory_error is not None]
+            ),
         )
     kernels = {
         k[len("attention_kernel[") : -1]: v

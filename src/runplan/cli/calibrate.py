@@ -124,9 +124,10 @@ def render(report: Any, written: Path | None) -> None:
             f"leave-one-out ({res.leave_one_out_method}): median |error| {res.leave_one_out_median_abs_error:.1%}, "
             f"worst {res.leave_one_out_worst_abs_error:.1%}"
         )
-    for family, fam in cal.families.items():
-        if fam.held_out is not None:  # what every plan using this file will print beside its times
-            out.print(f"{family}: {fam.held_out.phrase()}")
+    for family, fam in cal.families.items():  # what every plan using this file will print beside its numbers
+        for check in (fam.held_out, fam.peak_memory):
+            if check is not None:
+                out.print(f"{family}: {check.phrase()}")
     constant_rows = []
     for name in type(next(iter(cal.families.values())).efficiency).model_fields:
         cells = []

@@ -252,7 +252,12 @@ def _layout(plan: RunPlan) -> Section:
         ("MFU", f"{best.mfu:.1%}", _mfu_reason(plan)),
         ("HFU", f"{best.hfu:.1%}", "with recomputation FLOPs"),
         ("bubble", f"{best.bubble_fraction:.1%}", "(p − 1)/(v·m) (Narayanan et al. 2021 §2.2)"),
-        ("calibration", choice.calibration, "time-model constants behind every time (`runplan calibrate`)"),
+        (
+            "calibration",
+            choice.calibration,
+            "time-model constants behind every time (`runplan calibrate`) and what measured runs say they are "
+            "worth: held-out step error; peak-memory error where runs logged a peak",
+        ),
     ]
     section.tables.append(
         Table(
@@ -550,7 +555,7 @@ def summary_lines(plan: RunPlan) -> list[str]:
         f"{c.main.wall_clock_days:.1f} days on {c.main.gpus:,} GPUs (goodput {c.main.goodput:.1%}), "
         f"{c.main.cost:,.0f} {c.currency}, {c.main.energy_mwh:,.0f} MWh; proxy sweep "
         + (f"{c.sweep.cost:,.0f} {c.currency}" if c.sweep else "none"),
-        f"times from {plan.layout.calibration}",
+        f"predictions from {plan.layout.calibration}",
         f"{len(plan.warnings)} warning(s)",
     ]
 
