@@ -46,10 +46,11 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
 
 * **fp8** (stack precision fp8): the weights term adds a 1-byte copy of the linear layers' weights
   (:func:`fp8_weight_copy_bytes`); with ``fp8_param_gather`` those weights are held in fp8 only, 1 byte
-  instead of 2 (Megatron-LM --fp8-param-gather). Activations stay counted in bf16, an upper bound: TransformerEngine and
-  torchao save a linear layer's input for the backward as its 1-byte fp8 cast, but which of Table 2's bf16
-  tensors that frees depends on what else keeps the bf16 tensor (the norm's and activation's own backward,
-  TransformerEngine's fused LayerNormLinear, torch.compile's fusions), which is not modelled here.
+  instead of 2 (Megatron-LM --fp8-param-gather). Activations stay counted in bf16, an upper bound:
+  TransformerEngine and torchao save a linear layer's input for the backward as its 1-byte fp8 cast, but
+  which of Table 2's bf16 tensors that frees depends on what else keeps the bf16 tensor (the norm's and
+  activation's own backward, TransformerEngine's fused LayerNormLinear, torch.compile's fusions), which is
+  not modelled here.
 
 Leaves out: MoE routing imbalance (capacity factor), MLA's latent caches (treated with GQA widths),
 ring-attention KV double buffers, fp8 transient casts and transposes, and the embedding's activations on

@@ -709,8 +709,8 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     if st.stack.precision == "fp8" and st.stack.fp8_param_gather:
         dense_linear, expert_linear = stage_linear_params(st.terms, g.tp, g.pp, g.ep)
         fp8_ring_linear = ring_dense * dense_linear + ring_expert * expert_linear
-    gathers_per_step = np.select([zero == 0, (zero <= 2) | held], [0.0, 1.0], m * gathers)
-    dp_bytes = dp_bytes - gathers_per_step * fp8_ring_linear
+        gathers_per_step = np.select([zero == 0, (zero <= 2) | held], [0.0, 1.0], m * gathers)
+        dp_bytes = dp_bytes - gathers_per_step * fp8_ring_linear
     dp_bw = dp_bandwidth(st.gpu, st.t, group, st.node_size) * st.network_efficiency(
         st.t * group <= st.node_size
     )
