@@ -344,7 +344,7 @@ def test_published_rows_read_as_measured_runs():
     runs = {run["id"]: run for run in doc["runs"]}
     # fp8 rows are timed in fp8 with their recipe and predicted, never fitted (docs/parallel.md, FP8)
     fp8 = [i for i, row in rows.items() if row.get("precision") == "fp8"]
-    assert len(fp8) == 21 and all(i in runs for i in fp8)  # torchtitan Tables 1-6, dgxc's FP8 tables
+    assert len(fp8) == 22 and all(i in runs for i in fp8)  # torchtitan Tables 1-6, dgxc's FP8 tables
     for i in fp8:
         torchao = rows[i]["source_group"] == "pytorch-torchtitan"
         # torchao's tensorwise recipe recasts weights every micro-batch; TransformerEngine's delayed one once
@@ -352,7 +352,7 @@ def test_published_rows_read_as_measured_runs():
         assert runs[i]["stack"]["fp8_recipe"] == ("tensorwise" if torchao else "delayed")
         assert runs[i]["stack"]["fp8_weight_cache"] is not torchao
         assert runs[i]["fit"] is False
-    assert sum(rows[i]["source_group"] == "nvidia-megatron" for i in fp8) == 7
+    assert sum(rows[i]["source_group"] == "nvidia-megatron" for i in fp8) == 8
     assert (
         sum(runs[i]["stack"]["fp8_param_gather"] for i in fp8) == 6
     )  # NeMo fp8_params: dgxc 70B, 405B, Grok
