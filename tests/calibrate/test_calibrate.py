@@ -317,9 +317,8 @@ def test_the_file_records_each_familys_peak_memory_error_and_plans_name_it():
     runs = synthetic_runs()
     for i, ratio in ((0, 0.9), (1, 1.05)):
         p = runs[i]
-        predicted_bytes = predict(
-            p, complete_layout(p, default_efficiency(p.request.gpu)), default_efficiency(p.request.gpu)
-        )[1]
+        eff = default_efficiency(p.request.gpu)
+        predicted_bytes = predict(p, complete_layout(p, eff), eff)[1]
         peak = PeakMemory(gib=predicted_bytes / ratio / 2**30, kind="reserved")
         runs[i] = dataclasses.replace(p, run=p.run.model_copy(update={"peak_memory": peak, "fit": i == 0}))
     report = run_calibration(runs, name="t", measured_file="m.yaml", base="priors")
