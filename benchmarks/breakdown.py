@@ -14,7 +14,6 @@ from validate import calibrated_efficiency, load_published
 
 from runplan.calibrate.calibration import load_calibration, shipped_calibration
 from runplan.calibrate.fit import complete_layout
-from runplan.calibrate.run import layout_text
 from runplan.parallel.grid import LayoutGrid
 from runplan.parallel.layout import TimeSeconds
 from runplan.parallel.search import evaluate
@@ -39,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         ev = evaluate(p.request, LayoutGrid.of([layout]), eff)
         predicted = float(ev.tokens_per_second[0]) / p.request.n_gpus
         error = f"{p.measured_tps / predicted - 1:+.1%}" if p.measured_tps else "(speedup row)"
-        print(f"{p.id}: {layout_text(layout)}")
+        print(f"{p.id}: {layout.one_line()}")
         print(
             f"  tokens/s per GPU predicted {predicted:,.0f}, measured {p.measured_tps or 0:,.0f}; step error {error}"
         )

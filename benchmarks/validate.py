@@ -61,7 +61,7 @@ from runplan.calibrate.fit import (
 )
 from runplan.calibrate.measured import MeasuredFile
 from runplan.calibrate.published import measured_document
-from runplan.calibrate.run import layout_text, prior_efficiencies
+from runplan.calibrate.run import prior_efficiencies
 from runplan.catalog import load_catalog
 from runplan.parallel.layout import Constraints, Efficiency, Layout, ParallelRequest, Pins
 from runplan.parallel.search import search
@@ -425,7 +425,7 @@ def per_run(shipped: dict[str, Predicted], held: dict[str, HeldOut]) -> list[str
         speedup = " (speedup)" if p.run.measured.speedup is not None else ""
         lines.append(
             f"| {p.id}{speedup}{'' if p.run.fit else ' (fit: false)'} | {p.run.source_id} | {_family_name(p.family)} | "
-            f"{'yes' if p.run.stack.flash_attention else 'no'} | {layout_text(s.layout)} | {_pct(step_error(s.log_error))} | "
+            f"{'yes' if p.run.stack.flash_attention else 'no'} | {s.layout.one_line()} | {_pct(step_error(s.log_error))} | "
             f"{_pct(step_error(h.log_error)) if h else ''} | {memory} | {'yes' if s.memory_fits else '**no**'} |"
         )
     return [*lines, ""]
@@ -516,7 +516,7 @@ def layout_agreement(prepared: list[Prepared]) -> tuple[list[str], list[dict]]:
         outcomes.append({"case": name, "tp_agrees": best.tp == layout["tp"], "gap": gap})
         lines.append(
             f"| {name} | {request.n_gpus} | {request.seq_len} | {float(request.global_batch_tokens or 0) / 1e6:.1f}M | "
-            f"{layout['tp']}/{layout['pp']}/{layout['cp']} | {layout_text(best.layout)} | "
+            f"{layout['tp']}/{layout['pp']}/{layout['cp']} | {best.layout.one_line()} | "
             f"{'yes' if best.tp == layout['tp'] else 'no'} | {'fits nowhere' if not theirs else f'{100 * gap:.1f}%'} |"
         )
     agree = sum(o["tp_agrees"] for o in outcomes)
@@ -545,14 +545,14 @@ def tp_evidence() -> list[str]:
             lines.append(f"| {tp} | no feasible layout | | |")
             continue
         x = result.layouts[0]
-        lines.append(f"| {tp} | {layout_text(x.layout)} | {x.mfu:.3f} | {x.tokens_per_second_per_gpu:,.0f} |")
+        lines.append(f"| {tp} | {x.layout.one_line()} | {x.mfu:.3f} | {x.tokens_per_second_per_gpu:,.0f} |")
     lines += ["", *_table(["TP overlap fraction", "unpinned best layout", "MFU"])]
     for overlap in (0.0, 0.4, 0.6, 0.8, 1.0):
         eff = default_efficiency(gpu, tp_overlap_fraction=overlap)
         x = search(
             ParallelRequest(model=shape, gpu=gpu, n_gpus=512, seq_len=4096, top=1, efficiency=eff)
         ).layouts[0]
-        lines.append(f"| {overlap:.1f} | {layout_text(x.layout)} | {x.mfu:.3f} |")
+        lines.append(f"| {overlap:.1f} | {x.layout.one_line()} | {x.mfu:.3f} |")
     return [*lines, ""]
 
 

@@ -362,6 +362,38 @@ def test_batch_ceiling_infeasible():
         ensure_feasible(result)
 
 
+def test_nearest_miss_names_every_axis_and_the_rule_it_breaks():
+    """8 stages, 1 micro-batch pinned: the nearest misses interleave (v10: bubble 7/10), which also needs m to
+    be a multiple of pp; the line says so (not 'outside' a batch range the batch is inside) and shows v and m."""
+    pins = Pins(tp=8, pp=8, dp=8, micro_batch=1, microbatches=1)
+    result = search(ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, pins=pins))
+    assert result.feasible == 0
+    with pytest.raises(Infeasible) as info:
+        ensure_feasible(result)
+    text = str(info.value)
+    assert "TP8 PP8 DP8 CP1 ZeRO-1 mbs1 m1 v10 none SP: bubble 0.700 > 0.15" in text
+    assert "1 micro-batches not a multiple of pp 8 (interleaved, v > 1)" in text
+    assert "outside" not in text
+
+
+def test_one_line_shows_expert_parallelism_only_when_used():
+    dense = Layout(
+        tp=2,
+        pp=1,
+        dp=4,
+        ep=1,
+        cp=1,
+        zero=1,
+        micro_batch=2,
+        microbatches=4,
+        vpp=1,
+        recompute="full",
+        sequence_parallel=True,
+    )
+    assert dense.one_line() == "TP2 PP1 DP4 CP1 ZeRO-1 mbs2 m4 v1 full SP"
+    assert dense.model_copy(update={"ep": 4}).one_line() == "TP2 PP1 DP4 CP1 EP4 ZeRO-1 mbs2 m4 v1 full SP"
+
+
 def test_all_pinned_evaluates_one_layout():
     pins = Pins(tp=8, pp=4, dp=16, cp=1, zero=1, micro_batch=1, microbatches=64, vpp=5, recompute="selective")
     result = search(ParallelRequest(model=LLAMA_70B, gpu=H100, n_gpus=512, seq_len=4096, pins=pins))

@@ -26,7 +26,7 @@ from runplan.calibrate.fit import (
     step_error,
     summary,
 )
-from runplan.parallel.layout import Efficiency, Layout
+from runplan.parallel.layout import Efficiency
 from runplan.parallel.timing import COLLECTIVE_LATENCY_SECONDS
 
 if TYPE_CHECKING:
@@ -84,14 +84,6 @@ def base_efficiencies(base: Literal["shipped", "priors"] | Calibration) -> tuple
     return effs, base.source or base.name
 
 
-def layout_text(layout: Layout) -> str:
-    """One line: 'TP8 PP1 DP48 CP1 ZeRO-1 mbs4 m1 v1 none SP' (calibrate's report, benchmarks/validate.py)."""
-    return (
-        f"TP{layout.tp} PP{layout.pp} DP{layout.dp} CP{layout.cp} ZeRO-{layout.zero} mbs{layout.micro_batch} "
-        f"m{layout.microbatches} v{layout.vpp} {layout.recompute}{' SP' if layout.sequence_parallel else ''}"
-    )
-
-
 def run_calibration(
     prepared: list[Prepared],
     *,
@@ -119,7 +111,7 @@ def run_calibration(
                 source=p.run.source_id,
                 family=p.family,
                 fit=p.run.fit,
-                layout=layout_text(result.layouts[i]),
+                layout=result.layouts[i].one_line(),
                 step_error=step_error(float(result.log_errors[i])),
                 leave_one_out_error=step_error(loo[p.id]) if p.id in loo else None,
                 memory_error=memory,

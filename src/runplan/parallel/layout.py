@@ -101,6 +101,15 @@ class Layout(BaseModel):
         """The layout's own fields (not those of a subclass such as :class:`LayoutEstimate`)."""
         return {name: getattr(self, name) for name in Layout.model_fields}
 
+    def one_line(self) -> str:
+        """'TP8 PP4 DP16 CP1 ZeRO-1 mbs1 m8 v5 selective SP' (EP shown when > 1): every axis that tells two
+        candidates apart, for reports, nearest misses and benchmarks/validate.py's tables."""
+        ep = f" EP{self.ep}" if self.ep > 1 else ""
+        return (
+            f"TP{self.tp} PP{self.pp} DP{self.dp} CP{self.cp}{ep} ZeRO-{self.zero} mbs{self.micro_batch} "
+            f"m{self.microbatches} v{self.vpp} {self.recompute}{' SP' if self.sequence_parallel else ''}"
+        )
+
 
 def searched_domain(axis: str) -> Searched | None:
     """The :class:`Searched` metadata of a Layout axis, or None for structural and derived axes."""

@@ -421,11 +421,16 @@ def evaluate_layout(request: ParallelRequest, layout: Layout) -> LayoutEstimate:
     bounds, _ = _bounds(request)
     grid = LayoutGrid.of([layout])
     ev = evaluate(request, grid)
-    return _estimate(request, grid, ev, 0, bounds, _violations(request, ev, 0, bounds, None))
+    return _estimate(request, grid, ev, 0, bounds, _violations(request, grid, ev, 0, bounds, None))
 
 
 def _violations(
-    request: ParallelRequest, ev: Evaluation, i: int, bounds: _Bounds, batch_ok: np.ndarray | None
+    request: ParallelRequest,
+    grid: LayoutGrid,
+    ev: Evaluation,
+    i: int,
+    bounds: _Bounds,
+    batch_ok: np.ndarray | None,
 ) -> list[str]:
     """The constraints row ``i`` breaks, in words (empty when it is feasible)."""
     cons = request.constraints
@@ -436,9 +441,14 @@ def _violations(
         broken.append(f"memory {total / 1e9:.1f} GB > {limit / 1e9:.1f} GB")
     if not bubble <= cons.max_bubble_fraction + 1e-12:
         broken.append(f"bubble {bubble:.3f} > {cons.max_bubble_fraction:g}")
-    in_range = batch_ok[i] if batch_ok is not None else low <= tokens <= high
+    in_range = low <= tokens <= high
     if not in_range:
         broken.append(f"global batch {tokens:,.0f} tokens outside [{low:,.0f}, {high:,.0f}]")
+    elif batch_ok is not None and not batch_ok[i]:
+        # choose_microbatches' other rule: Megatron's interleaved schedule needs m divisible by pp
+        broken.append(
+            f"{grid.microbatches[i]} micro-batches not a multiple of pp {grid.pp[i]} (interleaved, v > 1)"
+        )
     return broken
 
 
@@ -525,7 +535,7 @@ def _nearest_misses(
         if len(picked) == 3:
             break
     return [
-        _estimate(request, grid, ev, i, bounds, _violations(request, ev, i, bounds, batch_ok))
+        _estimate(request, grid, ev, i, bounds, _violations(request, grid, ev, i, bounds, batch_ok))
         for i in picked.values()
     ]
 
@@ -594,7 +604,9 @@ def search(request: ParallelRequest) -> SearchResult:
         space_size=int(np.maximum(count, 1).sum()),
         feasible=int(idx.size),
         layouts=[
-            _estimate(request, grid, ev, int(i), bounds, _violations(request, ev, int(i), bounds, batch_ok))
+            _estimate(
+                request, grid, ev, int(i), bounds, _violations(request, grid, ev, int(i), bounds, batch_ok)
+            )
             for i in ranked[: request.top]
         ],
         eliminated={k: int(n_rows - v.sum()) for k, v in ok.items()},
@@ -623,7 +635,7 @@ def _pinned_layout(
     Only memory rules it out, and then :func:`ensure_feasible` names the term that overflows."""
     if n_rows != 1 or feasible.size or not ok["memory"][0]:
         return None
-    broken = _violations(request, ev, 0, bounds, ok["global_batch"])
+    broken = _violations(request, grid, ev, 0, bounds, ok["global_batch"])
     return np.array([0]), [f"the pinned layout breaks a constraint: {text}" for text in broken]
 
 
@@ -807,11 +819,7 @@ def ensure_feasible(result: SearchResult) -> SearchResult:
         reason = (
             f"no candidate satisfies memory, bubble and batch together ({counts} of {result.candidates:,})"
         )
-    near = "; ".join(
-        f"tp{x.tp} pp{x.pp} dp{x.dp} cp{x.cp} ep{x.ep} zero{x.zero} mbs{x.micro_batch} "
-        f"{x.recompute}: " + ", ".join(x.violations)
-        for x in result.nearest_misses
-    )
+    near = "; ".join(f"{x.one_line()}: " + ", ".join(x.violations) for x in result.nearest_misses)
     if near:
         reason += f"; nearest misses: {near}"
     raise Infeasible(reason, suggestions=result.suggestions)
