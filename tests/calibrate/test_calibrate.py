@@ -197,6 +197,27 @@ def test_shipped_peak_memory_errors_reproduced():
         assert cal.peak_memory == PeakMemoryCheck.of(errors.get(family, [])), family
 
 
+def test_the_moe_fp8_caution_quotes_the_grok_pair_as_predicted_and_measured():
+    # timing.MOE_FP8_SPEEDUP_*: what every fp8 MoE plan prints is the published Grok-1 pair's measured fp8/bf16
+    # speedup and the model's, recomputed here (a model change that moves it fails until the caution follows)
+    from runplan.parallel.timing import (
+        MOE_FP8_SPEEDUP_MEASURED,
+        MOE_FP8_SPEEDUP_PREDICTED,
+        precision_notes,
+    )
+
+    shipped = shipped_calibration()
+    by_id = {p.id: p for p in _published_prepared()}
+    bf16, fp8 = by_id["grok1-314b-512gpu"], by_id["grok1-314b-512gpu-fp8"]
+    eff = shipped.families[bf16.family].efficiency
+    predicted = [predict(p, complete_layout(p, eff), eff)[0] for p in (bf16, fp8)]
+    assert predicted[1] / predicted[0] == pytest.approx(MOE_FP8_SPEEDUP_PREDICTED, abs=0.005)
+    assert fp8.measured_tps / bf16.measured_tps == pytest.approx(MOE_FP8_SPEEDUP_MEASURED, abs=0.005)
+    (note,) = precision_notes(fp8.request.gpu, fp8.run.stack, moe=True)[1:]
+    assert "1.46x fp8 speedup where 1.24x was measured: allow 18% more time" in note
+    assert len(precision_notes(fp8.request.gpu, fp8.run.stack)) == 1  # dense: no caution
+
+
 def test_the_fits_time_only_prediction_is_the_full_evaluations():
     # the fit's inner loop skips the memory model and reuses one-row grids (fit.predicted_tps): on every published
     # run, and under an MFU override, it must give exactly what the full evaluation gives

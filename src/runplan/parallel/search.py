@@ -567,7 +567,7 @@ def search(request: ParallelRequest) -> SearchResult:
         warnings=[
             f"critical batch {crit.tokens:,.0f} tokens: {crit.law}"
             + (" with D = 20·N assumed" if crit.assumed_training_tokens else ""),
-            *precision_notes(request.gpu, request.stack),
+            *precision_notes(request.gpu, request.stack, moe=request.model.is_moe),
         ],
     )
     if grid is None:
