@@ -218,6 +218,31 @@ def test_the_moe_fp8_caution_quotes_the_grok_pair_as_predicted_and_measured():
     assert len(precision_notes(fp8.request.gpu, fp8.run.stack)) == 1  # dense: no caution
 
 
+def test_the_torchtitan_cp_caution_quotes_its_published_cp_runs():
+    # timing.TORCHTITAN_CP_TIME_RATIO: measured / predicted step time of torchtitan's CP runs with the shipped
+    # constants (lowest, median, highest), recomputed; the other engines' bf16 CP runs stay within 0.93-1.09
+    from runplan.parallel.timing import TORCHTITAN_CP_TIME_RATIO
+
+    shipped = shipped_calibration()
+    ratios: dict[str, list[float]] = {}
+    for p in _published_prepared():
+        eff = shipped.families[p.family].efficiency
+        layout = complete_layout(p, eff)
+        if layout.cp > 1 and p.measured_tps:
+            source = p.run.source_id
+            if source == "pytorch-torchtitan" or p.run.stack.precision == "bf16":
+                key = source if source == "pytorch-torchtitan" else "others"
+                ratios.setdefault(key, []).append(predict(p, layout, eff)[0] / p.measured_tps)
+    torchtitan = ratios.pop("pytorch-torchtitan")
+    assert len(torchtitan) == 6
+    low, median, high = TORCHTITAN_CP_TIME_RATIO
+    assert (min(torchtitan), statistics.median(torchtitan), max(torchtitan)) == pytest.approx(
+        (low, median, high), abs=0.005
+    )
+    others = ratios.pop("others")  # NVIDIA's dgxc recipes (CP 2) and Meta's Llama 3 405B (CP 16)
+    assert len(others) == 8 and 0.93 <= min(others) and max(others) <= 1.095
+
+
 def test_the_fits_time_only_prediction_is_the_full_evaluations():
     # the fit's inner loop skips the memory model and reuses one-row grids (fit.predicted_tps): on every published
     # run, and under an MFU override, it must give exactly what the full evaluation gives

@@ -376,6 +376,39 @@ def test_nearest_miss_names_every_axis_and_the_rule_it_breaks():
     assert "outside" not in text
 
 
+def test_torchtitan_cp_caution_only_when_the_best_layout_uses_cp_on_torchtitan():
+    def warned(stack: Stack, cp: int | None) -> tuple[int, bool]:
+        request = ParallelRequest(
+            model=LLAMA_8B, gpu=H100, n_gpus=64, seq_len=262144, stack=stack, pins=Pins(cp=cp)
+        )
+        result = search(request)
+        return result.layouts[0].cp, any("context parallelism on torchtitan" in w for w in result.warnings)
+
+    assert warned(Stack(preset="torchtitan-fsdp2"), None) == (8, True)
+    assert warned(Stack(preset="torchtitan-fsdp2"), 1) == (1, False)
+    assert warned(Stack(), None)[1] is False
+
+
+def test_memory_suggestions_name_the_largest_term_and_offer_cp_only_where_pinned():
+    # torchtitan's 8B at 256k on 8 GPUs: even the smallest layout overflows, by its activations (its unfused
+    # cross-entropy keeps 12 bytes per logit); CP was searched unless pinned, so only a pinned CP is worth raising
+    def suggestions(cp: int | None) -> str:
+        request = ParallelRequest(
+            model=LLAMA_8B,
+            gpu=H100,
+            n_gpus=8,
+            seq_len=262144,
+            pins=Pins(cp=cp),
+            stack=Stack(preset="torchtitan-fsdp2"),
+        )
+        return " | ".join(search(request).suggestions)
+
+    free, pinned = suggestions(None), suggestions(1)
+    assert "its largest term is activations at" in free
+    assert "context parallelism" not in free
+    assert "more context parallelism (parallel.cp)" in pinned
+
+
 def test_one_line_shows_expert_parallelism_only_when_used():
     dense = Layout(
         tp=2,

@@ -30,6 +30,7 @@ from runplan.parallel.layout import (
     Efficiency,
     Layout,
     LayoutEstimate,
+    MemoryBytes,
     ParallelRequest,
     SearchResult,
     TimeSeconds,
@@ -38,7 +39,7 @@ from runplan.parallel.layout import (
 )
 from runplan.parallel.memory import ShapeTerms, memory_breakdown, model_state_bytes
 from runplan.parallel.request_rules import MAX_GLOBAL_BATCH_TOKENS, check_request, pinned_mesh_problem
-from runplan.parallel.timing import default_efficiency, precision_notes, step_time
+from runplan.parallel.timing import context_parallel_notes, default_efficiency, precision_notes, step_time
 from runplan.units import SECONDS_PER_DAY
 
 #: Most candidate layouts one search evaluates: about 0.5 GB and 1.5 s per million rows on one core (8.8M
@@ -599,6 +600,9 @@ def search(request: ParallelRequest) -> SearchResult:
         common["warnings"] = [*common["warnings"], *warnings]
     near = _near(ev, idx, cons.throughput_tolerance) if idx.size else idx.astype(bool)
     ranked = _order(grid, ev, idx, near, request.top)
+    if ranked.size:
+        best_cp = int(grid.cp[ranked[0]])
+        common["warnings"] = [*common["warnings"], *context_parallel_notes(request.stack, best_cp)]
     return SearchResult(
         candidates=n_rows,
         space_size=int(np.maximum(count, 1).sum()),
@@ -682,7 +686,10 @@ def _suggestions(
     out: list[str] = []
     pinned = list(pins.pinned())
     if not ok["memory"].any():
-        best = float(ev.memory.total.min())
+        smallest = int(np.argmin(ev.memory.total))
+        best = float(ev.memory.total[smallest])
+        terms = {k: float(getattr(ev.memory, k)[smallest]) for k in MemoryBytes.model_fields if k != "total"}
+        largest = max(terms, key=lambda k: terms[k])
         # the model states of one parameter fully sharded, as the memory model counts them: bf16 weights (2; none
         # under FSDP mixed precision) + gradients (the stack's) + Adam's fp32 master, momentum and variance (12),
         # Rajbhandari et al. 2020 §3.1 (2 + 2 + 12 = 16 with bf16 gradients); activations come on top
@@ -705,7 +712,8 @@ def _suggestions(
         usable = limit - request.constraints.reserve_bytes
         need = math.ceil(states / max(usable, 1.0))
         out.append(
-            f"the smallest memory of any layout is {best / 1e9:.1f} GB against {limit / 1e9:.1f} GB usable"
+            f"the smallest memory of any layout is {best / 1e9:.1f} GB against {limit / 1e9:.1f} GB usable; "
+            f"its largest term is {largest} at {terms[largest] / 1e9:.1f} GB"
         )
         out.append(
             f"more GPUs: model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
@@ -721,8 +729,8 @@ def _suggestions(
             (pins.recompute not in (None, "full"), f"full recomputation ({flag('recompute')}=full)"),
             (pins.micro_batch not in (None, 1), f"a smaller micro-batch ({flag('micro_batch')}=1)"),
             (
-                request.seq_len >= 32768 and pins.cp is None,
-                f"context parallelism ({flag('cp')}) for this long sequence",
+                request.seq_len >= 32768 and pins.cp is not None and pins.cp < request.n_gpus,
+                f"more context parallelism ({flag('cp')}) for this long sequence",
             ),
         ]
         useful = [text for wanted, text in tips if wanted]
