@@ -251,7 +251,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["plan", "{p}"],
         {"p": plan("budget: {flops: 1e22}\ntraining: {seq_len: 10M}\ncluster: {gpus: 64}\n")},
         1,
-        ["memory", "context parallelism"],
+        ["memory", "largest term is activations", "more GPUs, to split the activations further", "CP"],
     ),
     (
         "plan-batch-below-sequence",

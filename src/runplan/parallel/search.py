@@ -715,10 +715,17 @@ def _suggestions(
             f"the smallest memory of any layout is {best / 1e9:.1f} GB against {limit / 1e9:.1f} GB usable; "
             f"its largest term is {largest} at {terms[largest] / 1e9:.1f} GB"
         )
-        out.append(
-            f"more GPUs: model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
+        states_line = (
+            f"model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
             f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {gpu.name} GPUs"
         )
+        if need > request.n_gpus or largest != "activations":
+            out.append(f"more GPUs: {states_line}")
+        else:  # the states fit: what more GPUs buy is a finer split of the tokens (CP) or of the layers (TP, PP)
+            out.append(
+                f"more GPUs, to split the activations further (TP, PP and, for a long sequence, CP divide "
+                f"them); {states_line}"
+            )
         # ZeRO-3 under pinned pipeline stages holds the whole stage gathered (memory.model_state_bytes): it never
         # needs less memory than ZeRO-1 there, so it is offered only together with one stage
         staged = pins.pp is not None and pins.pp > 1
