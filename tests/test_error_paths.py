@@ -126,7 +126,7 @@ def test_a_request_only_the_constraints_together_rule_out_says_how_far_each_is()
     result = CliRunner().invoke(app, ["parallelize", "--model", "70b", "--gpus", "1e6"])
     assert result.exit_code == 1
     assert "to make it feasible" in result.stderr and "the smallest global batch of a layout" in result.stderr
-    misses = [line for line in result.stderr.splitlines() if line.startswith("    tp")]
+    misses = [line for line in result.stderr.splitlines() if line.startswith("    TP")]
     assert len(misses) == 3 and len(set(misses)) == 3
 
 
