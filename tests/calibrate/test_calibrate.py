@@ -214,7 +214,7 @@ def test_the_moe_fp8_caution_quotes_the_grok_pair_as_predicted_and_measured():
     assert predicted[1] / predicted[0] == pytest.approx(MOE_FP8_SPEEDUP_PREDICTED, abs=0.005)
     assert fp8.measured_tps / bf16.measured_tps == pytest.approx(MOE_FP8_SPEEDUP_MEASURED, abs=0.005)
     (note,) = precision_notes(fp8.request.gpu, fp8.run.stack, moe=True)[1:]
-    assert "1.46x fp8 speedup where 1.24x was measured: allow 18% more time" in note
+    assert "1.44x fp8 speedup where 1.24x was measured: allow 16% more time" in note
     assert len(precision_notes(fp8.request.gpu, fp8.run.stack)) == 1  # dense: no caution
 
 
@@ -240,7 +240,7 @@ def test_the_torchtitan_cp_caution_quotes_its_published_cp_runs():
         (low, median, high), abs=0.005
     )
     others = ratios.pop("others")  # NVIDIA's dgxc recipes (CP 2) and Meta's Llama 3 405B (CP 16)
-    assert len(others) == 8 and 0.93 <= min(others) and max(others) <= 1.095
+    assert len(others) == 8 and min(others) >= 0.93 and max(others) <= 1.095
 
 
 def test_the_fits_time_only_prediction_is_the_full_evaluations():

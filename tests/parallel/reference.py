@@ -118,8 +118,9 @@ def _layer_bytes(req: ParallelRequest, lay: Layout, moe: bool) -> tuple[float, f
         fe = sh.expert_ffn_hidden
         act_all = (6 if gated else 4) * fe
         act_keep = (4 if gated else 2) * fe
-        mlp_all = (sh.top_k * (2 * h + act_all) + sh.n_shared_experts * act_all) / t + 8 * sh.n_experts
-        mlp_keep = (sh.top_k * (2 * h + act_keep) + sh.n_shared_experts * act_keep) / t + 8 * sh.n_experts
+        # docs/parallel.md, Memory: the routed copies 2h each arrive gathered over TP (not ÷t)
+        mlp_all = sh.top_k * 2 * h + (sh.top_k + sh.n_shared_experts) * act_all / t + 8 * sh.n_experts
+        mlp_keep = sh.top_k * 2 * h + (sh.top_k + sh.n_shared_experts) * act_keep / t + 8 * sh.n_experts
     else:
         mlp_all = (6 if gated else 4) * sh.ffn_hidden / t
         mlp_keep = (4 if gated else 2) * sh.ffn_hidden / t
@@ -381,10 +382,16 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         # docs/parallel.md: the op-level recompute reruns the SP all-gathers (1 all-reduce's worth) or, without
         # SP, both all-reduces; reduce-scatter outputs are saved
         colls = 5 if lay.sequence_parallel else 6
-    tp_c = layers * colls * (2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat) if t > 1 else 0.0
+    one_tp = 2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat
+    # docs/parallel.md, TP: an MoE layer's MLP pair (2, 3 with full recompute) is the dispatcher's gather and
+    # scatter of top_k routed copies, never overlapped; shared experts keep the dense pair
+    mlp_pair = 3 if full else 2
+    tp_c = (layers * colls - (moe * mlp_pair if not sh.n_shared_experts else 0)) * one_tp if t > 1 else 0.0
     if req.stack.tp_comm_overlap and lay.sequence_parallel and t <= node:
         hidden = min(eff.tp_overlap_fraction * tp_c, gemm_fwd * (4 if full else 3))
         tp_c -= hidden
+    if t > 1:
+        tp_c += moe * mlp_pair * sh.top_k * one_tp
     shard = 1 / t if lay.sequence_parallel else 1.0
     ep_c = 0.0
     if e > 1:

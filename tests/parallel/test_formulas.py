@@ -4,12 +4,15 @@ import math
 
 import numpy as np
 import pytest
-from tests.parallel.shapes import H100, LLAMA_8B
+from tests.parallel.shapes import H100, LLAMA_8B, MIXTRAL
 
 from runplan.parallel.batch import critical_batch
-from runplan.parallel.layout import ParallelRequest, Pins
-from runplan.parallel.memory import model_state_bytes
-from runplan.parallel.search import search
+from runplan.parallel.grid import LayoutGrid
+from runplan.parallel.layout import Layout, ParallelRequest, Pins
+from runplan.parallel.memory import ShapeTerms, layer_activation_bytes_per_token, model_state_bytes
+from runplan.parallel.search import evaluate, search
+from runplan.parallel.stack import Stack
+from runplan.parallel.timing import default_efficiency
 from runplan.scaling.hyperparams import deepseek_batch_tokens
 
 
@@ -80,3 +83,45 @@ def test_deepseek_batch_law():
 def test_arrays_and_scalars_agree():
     w, _, _ = model_state_bytes(np.array([1e9, 2e9]), np.array([0.0, 0.0]), np.array([3, 0]), 4, 1, 1, 4)
     assert w.tolist() == [2e9 / 4, 4e9]
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_moe_tp_term_gathers_the_routed_tokens_unhidden(overlap):
+    # Mixtral 8x7B (32 MoE layers, h 4096, top 2, no shared experts) at TP 2 with SP, one micro-batch of 4,096
+    # tokens, no recompute: per layer 4 collectives of 2·T·h bytes; the MLP's 2 are the dispatcher's gather and
+    # scatter of the routed tokens, 2 × top_k of them and never hidden; the attention's 2 may be overlapped.
+    # One collective: 2·(1/2)·2·4096·4096 B over NVLink (450e9 × network efficiency) + the fixed latency.
+    eff = default_efficiency(H100)
+    request = ParallelRequest(
+        model=MIXTRAL, gpu=H100, n_gpus=2, seq_len=4096, stack=Stack(tp_comm_overlap=overlap)
+    )
+    layout = Layout(
+        tp=2,
+        pp=1,
+        dp=1,
+        ep=1,
+        cp=1,
+        zero=0,
+        micro_batch=1,
+        microbatches=1,
+        vpp=1,
+        recompute="none",
+        sequence_parallel=True,
+    )
+    ev = evaluate(request, LayoutGrid.of([layout]), eff)
+    one = 2 * 0.5 * 2 * 4096 * 4096 / (H100.intra_node_bandwidth_bytes_per_s * eff.network_efficiency)
+    one += eff.collective_latency_seconds
+    attention, routed = 32 * 2 * one, 32 * 2 * 2 * one
+    hidden = eff.tp_overlap_fraction * attention if overlap else 0.0  # (far below the GEMM time here)
+    assert float(ev.time.tensor_parallel[0]) == pytest.approx(attention - hidden + routed, rel=1e-12)
+
+
+def test_moe_layer_keeps_its_routed_copies_gathered_over_tp():
+    # Mixtral 8x7B layer at TP 2 with SP, no recompute, bytes per token: norm inputs + outputs 4h·x + 4h·x
+    # = 16,384; attention Q, K, V 2·(32 + 8 + 8)·128, output 2·32·128, LSE 4·32, ÷2 = 10,304; MoE: the top 2
+    # routed copies 2·2h = 16,384 not ÷t (the dispatcher gathers them over TP), the experts' SwiGLU
+    # 2·6·14,336 ÷ 2 = 86,016, router 8·8 = 64: 129,152
+    kept, everything = layer_activation_bytes_per_token(
+        ShapeTerms.from_shape(MIXTRAL), 2, True, 0, moe=True, seq_len=4096
+    )
+    assert float(everything) == float(kept) == 129_152

@@ -25,8 +25,10 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   no dropout (Llama-style training), GQA widths and a SwiGLU or GeLU MLP, bf16:
   attention: norm input 2h + norm output 2h (÷t with SP) + Q, K, V 2(a·d_qk + k·d_qk + k·d_v)/t + output
   2·a·d_v/t + LSE 4a/t; MLP: norm input 2h + norm output 2h (÷t with SP) + SwiGLU gate, up and product 6F/t
-  (GeLU: pre- and post-activation 4F/t); MoE MLP: per routed expert a token visits, the permuted input 2h and
-  the expert MLP 6F_e/t, shared experts 6F_e/t each, router logits and probabilities in fp32 8E (not ÷t).
+  (GeLU: pre- and post-activation 4F/t); MoE MLP: per routed expert a token visits, the permuted input 2h (not
+  ÷t: Megatron-core's token dispatcher all-gathers the routed tokens over TP before the experts,
+  token_dispatcher.py @ core_r0.10.0) and the expert MLP 6F_e/t, shared experts 6F_e/t each, router logits and
+  probabilities in fp32 8E (not ÷t).
   For a GPT block with F = 4h this gives sbh(32 + 0) without TP — Korthikanti's 34 minus the two dropout masks
   and minus the 5as/h softmax terms FlashAttention never stores. *Selective* recomputation here is
   Megatron-core's ``--recompute-modules layernorm`` + activation: norm outputs and the activation output are
@@ -305,17 +307,27 @@ def layer_activation_bytes_per_token(
         + (4.0 * terms.a if stack.flash_attention else 0.0)  # FlashAttention's fp32 log-sum-exp per head
     ) / t
     if moe:
-        per_expert_all = 2.0 * h + _mlp_bytes(terms, terms.expert_ffn, False)
-        per_expert_keep = 2.0 * h + _mlp_bytes(terms, terms.expert_ffn, True)
+        # the routed copies reach the experts gathered over TP (the token dispatcher's all-gather: every TP rank
+        # holds all top_k·T of them, the experts' first GEMM saves them), hence 2h per copy not ÷t
+        gathered = (
+            terms.top_k * 2.0 * h + 8.0 * terms.n_experts
+        )  # + the router's fp32 logits and probabilities
         mlp_all = (
-            terms.top_k * per_expert_all + terms.n_shared * _mlp_bytes(terms, terms.expert_ffn, False)
-        ) / t
+            gathered
+            + (
+                terms.top_k * _mlp_bytes(terms, terms.expert_ffn, False)
+                + terms.n_shared * _mlp_bytes(terms, terms.expert_ffn, False)
+            )
+            / t
+        )
         mlp_keep = (
-            terms.top_k * per_expert_keep + terms.n_shared * _mlp_bytes(terms, terms.expert_ffn, True)
-        ) / t
-        router = 8.0 * terms.n_experts
-        mlp_all = mlp_all + router
-        mlp_keep = mlp_keep + router
+            gathered
+            + (
+                terms.top_k * _mlp_bytes(terms, terms.expert_ffn, True)
+                + terms.n_shared * _mlp_bytes(terms, terms.expert_ffn, True)
+            )
+            / t
+        )
     else:
         mlp_all = _mlp_bytes(terms, terms.ffn, False) / t
         mlp_keep = _mlp_bytes(terms, terms.ffn, True) / t

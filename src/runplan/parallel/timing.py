@@ -31,7 +31,9 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   The share is fitted on paired measurements of the same job with and without the overlap (torchtitan's
   async-TP benchmark), so whatever the overlapped transfers still slow the GEMMs down is already netted out;
   it also absorbs any error of the model's TP share of the step, and it is transferred as is to Megatron's
-  userbuffers, which overlap the same collectives with a few SMs instead of copy engines.
+  userbuffers, which overlap the same collectives with a few SMs instead of copy engines. In an MoE layer the
+  MLP's pair is the token dispatcher's all-gather and reduce-scatter of the routed tokens, top_k·T·h each, never
+  overlapped (:func:`_tensor_parallel_seconds`); shared experts add a dense MLP's pair.
 * **DP overlap is not free**: every second of DP communication hidden under compute still costs
   ``dp_overlap_interference`` seconds (NCCL ring kernels occupy SMs and HBM bandwidth beside the GEMMs, the
   contention Rashidi et al. 2021, ISCA, "Enabling compute-communication overlap...", describe; fitted, value
@@ -266,11 +268,11 @@ def check_precision(gpu: GpuSpec, stack: Stack) -> None:
 
 #: fp8 over bf16 step-time speedup of NVIDIA's Grok-1 314B recipe (8 experts, top 2; TP 4 PP 8 CP 2 EP 8, 512
 #: H100): measured 21.0 / 16.90 s per step (dgxc-benchmarking grok1/README_314b.md @ 8f5cbb37, BF16 and FP8
-#: tables; 1.23 at 2,048 GPUs) against runplan's 1.46 for the same pair (benchmarks/published_runs.yaml rows
+#: tables; 1.23 at 2,048 GPUs) against runplan's 1.44 for the same pair (benchmarks/published_runs.yaml rows
 #: grok1-314b-512gpu and -fp8; docs/parallel.md, FP8). The only published fp8 MoE runs at hand; the dense pairs
 #: agree within 10%.
 MOE_FP8_SPEEDUP_MEASURED = 1.24
-MOE_FP8_SPEEDUP_PREDICTED = 1.46
+MOE_FP8_SPEEDUP_PREDICTED = 1.44
 
 
 #: Measured over predicted step time of torchtitan's published context-parallel runs, lowest, median, highest:
@@ -651,17 +653,25 @@ def _tensor_parallel_seconds(st: _Step, compute: _Compute):
         rerun = np.where(sp, 1.0, 2.0)
         collectives = np.where(np.asarray(st.grid.recompute) == 1, 4.0 + rerun, collectives)
     tp_one = 2.0 * (t - 1.0) / t * (2.0 * st.tokens * st.terms.h) / st.link(t <= st.node_size) + lat
-    tp_mb = np.where(t > 1, st.layers * collectives * tp_one, 0.0)
+    # An MoE layer's MLP collectives (one all-reduce's worth forward, one backward, one more with full recompute)
+    # are the token dispatcher's: with the experts sharded over TP it all-gathers the routed tokens over TP after
+    # the expert-parallel all-to-all and reduce-scatters the experts' output before the return all-to-all, so
+    # top_k copies of each token travel, on plain collectives outside the linear layers that TP overlap hides
+    # (Megatron-core MoEAlltoAllTokenDispatcher.token_permutation / token_unpermutation, core_r0.10.0). Shared
+    # experts keep a dense MLP's pair.
+    mlp_collectives = np.where(st.full, 3.0, 2.0)
+    routed = st.moe * mlp_collectives * st.terms.top_k * tp_one
+    overlappable = (st.layers * collectives - st.moe * mlp_collectives * (st.terms.n_shared == 0)) * tp_one
     if (
         st.stack.tp_comm_overlap
     ):  # hidden behind the layers' GEMMs (forward, backward, recompute), at most their time;
         # both implementations overlap the SP all-gather/reduce-scatter pair only (Megatron asserts SP)
         gemm_mb = compute.layers_gemm_forward * np.where(st.full, 4.0, 3.0)
-        hidden = np.minimum(st.eff.tp_overlap_fraction * tp_mb, gemm_mb)
+        hidden = np.minimum(st.eff.tp_overlap_fraction * overlappable, gemm_mb)
         # (and inside one NVLink domain: userbuffers and symmetric memory are intra-node)
         overlapped = np.asarray(st.grid.sequence_parallel, dtype=bool) & (t <= st.node_size)
-        tp_mb = tp_mb - np.where(overlapped, hidden, 0.0)
-    return tp_mb
+        overlappable = overlappable - np.where(overlapped, hidden, 0.0)
+    return np.where(t > 1, overlappable + routed, 0.0)
 
 
 def _expert_parallel_seconds(st: _Step):
