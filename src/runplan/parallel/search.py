@@ -677,74 +677,12 @@ def _suggestions(
     """What would make the request feasible, from which constraint removed the candidates. Settings are written
     as plan-file paths (``parallel.zero=3``); the CLI shows them as the flags or keys its user types
     (:func:`runplan.cli.flags.paths_for_user`)."""
-
-    def flag(axis: str) -> str:
-        return f"parallel.{axis}"
-
-    shape, gpu, pins = request.model, request.gpu, request.pins
-    limit, high = bounds.memory_limit_bytes, bounds.high_tokens
     out: list[str] = []
-    pinned = list(pins.pinned())
     if not ok["memory"].any():
-        smallest = int(np.argmin(ev.memory.total))
-        best = float(ev.memory.total[smallest])
-        terms = {k: float(getattr(ev.memory, k)[smallest]) for k in MemoryBytes.model_fields if k != "total"}
-        largest = max(terms, key=lambda k: terms[k])
-        # the model states of one parameter fully sharded, as the memory model counts them: bf16 weights (2; none
-        # under FSDP mixed precision) + gradients (the stack's) + Adam's fp32 master, momentum and variance (12),
-        # Rajbhandari et al. 2020 §3.1 (2 + 2 + 12 = 16 with bf16 gradients); activations come on top
-        weights, grads, optimizer = (
-            float(x)
-            for x in model_state_bytes(
-                1.0,
-                0.0,
-                3,
-                1,
-                1,
-                1,
-                request.stack.gradient_bytes,
-                fsdp_mixed_precision=request.stack.fsdp_mixed_precision,
-                autocast=request.stack.autocast_fp32_weights,
-            )
-        )
-        per_param = weights + grads + optimizer
-        states = per_param * float(shape.total_params)
-        usable = limit - request.constraints.reserve_bytes
-        need = math.ceil(states / max(usable, 1.0))
-        out.append(
-            f"the smallest memory of any layout is {best / 1e9:.1f} GB against {limit / 1e9:.1f} GB usable; "
-            f"its largest term is {largest} at {terms[largest] / 1e9:.1f} GB"
-        )
-        states_line = (
-            f"model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
-            f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {gpu.name} GPUs"
-        )
-        if need > request.n_gpus or largest != "activations":
-            out.append(f"more GPUs: {states_line}")
-        else:  # the states fit: what more GPUs buy is a finer split of the tokens (CP) or of the layers (TP, PP)
-            out.append(
-                f"more GPUs, to split the activations further (TP, PP and, for a long sequence, CP divide "
-                f"them); {states_line}"
-            )
-        # ZeRO-3 under pinned pipeline stages holds the whole stage gathered (memory.model_state_bytes): it never
-        # needs less memory than ZeRO-1 there, so it is offered only together with one stage
-        staged = pins.pp is not None and pins.pp > 1
-        # an unpinned axis was searched at its smallest-memory value already: only a pin can be relaxed
-        tips = [
-            (pins.zero not in (None, 3) and not staged, f"ZeRO-3 ({flag('zero')}=3)"),
-            (staged, f"ZeRO-3 without pipeline stages ({flag('zero')}=3 {flag('pp')}=1)"),
-            (pins.recompute not in (None, "full"), f"full recomputation ({flag('recompute')}=full)"),
-            (pins.micro_batch not in (None, 1), f"a smaller micro-batch ({flag('micro_batch')}=1)"),
-            (
-                request.seq_len >= 32768 and pins.cp is not None and pins.cp < request.n_gpus,
-                f"more context parallelism ({flag('cp')}) for this long sequence",
-            ),
-        ]
-        useful = [text for wanted, text in tips if wanted]
-        if need > request.n_gpus:  # no knob shrinks the states below their fully sharded size: only GPUs help
+        memory_tips, only_gpus_help = _memory_suggestions(request, ev, bounds.memory_limit_bytes)
+        out += memory_tips
+        if only_gpus_help:
             return out
-        if useful:
-            out.append(", ".join(useful))
     if not ok["bubble"].any():
         out.append(
             "more micro-batches per step (a larger schedule.global_batch_tokens), interleaving "
@@ -754,14 +692,86 @@ def _suggestions(
         smallest = float((grid.dp * request.seq_len).min())
         out.append(
             f"the smallest global batch any layout can run is {smallest:,.0f} tokens (d*1*1*s) against "
-            f"a ceiling of {high:,.0f}: use fewer GPUs, more TP/PP/CP to shrink DP, or raise the batch "
-            "(schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
+            f"a ceiling of {bounds.high_tokens:,.0f}: use fewer GPUs, more TP/PP/CP to shrink DP, or raise the "
+            "batch (schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
         )
     if all(v.any() for v in ok.values()):  # each constraint alone leaves rows, no row passes all three
         out += _joint_suggestions(request, ev, ok, bounds)
+    pinned = list(request.pins.pinned())
     if pinned:
-        out.append("unpin " + ", ".join(flag(k) for k in pinned) + " to widen the search")
+        out.append("unpin " + ", ".join(f"parallel.{k}" for k in pinned) + " to widen the search")
     return out
+
+
+def _largest_memory_term(breakdown: dict[str, float]) -> tuple[str, float]:
+    """(name, bytes) of the largest term of a memory breakdown, its total aside."""
+    terms = {k: v for k, v in breakdown.items() if k != "total"}
+    name = max(terms, key=lambda k: terms[k])
+    return name, terms[name]
+
+
+def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) -> tuple[list[str], bool]:
+    """When no layout fits in memory: what overflows in the smallest one and what would help; and whether only
+    more GPUs can (the fully sharded model states alone exceed the job's HBM)."""
+    pins = request.pins
+    smallest = int(np.argmin(ev.memory.total))
+    best = float(ev.memory.total[smallest])
+    largest, largest_bytes = _largest_memory_term(
+        {k: float(getattr(ev.memory, k)[smallest]) for k in MemoryBytes.model_fields}
+    )
+    # the model states of one parameter fully sharded, as the memory model counts them: bf16 weights (2; none
+    # under FSDP mixed precision) + gradients (the stack's) + Adam's fp32 master, momentum and variance (12),
+    # Rajbhandari et al. 2020 §3.1 (2 + 2 + 12 = 16 with bf16 gradients); activations come on top
+    weights, grads, optimizer = (
+        float(x)
+        for x in model_state_bytes(
+            1.0,
+            0.0,
+            3,
+            1,
+            1,
+            1,
+            request.stack.gradient_bytes,
+            fsdp_mixed_precision=request.stack.fsdp_mixed_precision,
+            autocast=request.stack.autocast_fp32_weights,
+        )
+    )
+    per_param = weights + grads + optimizer
+    states = per_param * float(request.model.total_params)
+    need = math.ceil(states / max(limit - request.constraints.reserve_bytes, 1.0))
+    out = [
+        f"the smallest memory of any layout is {best / 1e9:.1f} GB against {limit / 1e9:.1f} GB usable; "
+        f"its largest term is {largest} at {largest_bytes / 1e9:.1f} GB"
+    ]
+    states_line = (
+        f"model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
+        f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {request.gpu.name} GPUs"
+    )
+    if need > request.n_gpus or largest != "activations":
+        out.append(f"more GPUs: {states_line}")
+    else:  # the states fit: what more GPUs buy is a finer split of the tokens (CP) or of the layers (TP, PP)
+        out.append(
+            f"more GPUs, to split the activations further (TP, PP and, for a long sequence, CP divide them); "
+            f"{states_line}"
+        )
+    if need > request.n_gpus:  # no knob shrinks the states below their fully sharded size: only GPUs help
+        return out, True
+    # ZeRO-3 under pinned pipeline stages holds the whole stage gathered (memory.model_state_bytes): it never
+    # needs less memory than ZeRO-1 there, so it is offered only together with one stage
+    staged = pins.pp is not None and pins.pp > 1
+    # an unpinned axis was searched at its smallest-memory value already: only a pin can be relaxed
+    tips = [
+        (pins.zero not in (None, 3) and not staged, "ZeRO-3 (parallel.zero=3)"),
+        (staged, "ZeRO-3 without pipeline stages (parallel.zero=3 parallel.pp=1)"),
+        (pins.recompute not in (None, "full"), "full recomputation (parallel.recompute=full)"),
+        (pins.micro_batch not in (None, 1), "a smaller micro-batch (parallel.micro_batch=1)"),
+        (
+            request.seq_len >= 32768 and pins.cp is not None and pins.cp < request.n_gpus,
+            "more context parallelism (parallel.cp) for this long sequence",
+        ),
+    ]
+    useful = [text for wanted, text in tips if wanted]
+    return out + ([", ".join(useful)] if useful else []), False
 
 
 def _joint_suggestions(
@@ -818,11 +828,10 @@ def ensure_feasible(result: SearchResult) -> SearchResult:
     if result.candidates == 1 and result.nearest_misses:
         miss = result.nearest_misses[0]
         memory = miss.memory_bytes
-        terms = {k: v for k, v in memory.model_dump().items() if k != "total"}
-        largest = max(terms, key=lambda k: terms[k])
+        largest, largest_bytes = _largest_memory_term(memory.model_dump())
         raise Infeasible(
             f"the pinned layout needs {memory.total / 1e9:.1f} GB per GPU against {miss.memory_limit_bytes / 1e9:.1f} "
-            f"GB usable ({miss.memory_stage} stage); the largest term is {largest} at {terms[largest] / 1e9:.1f} GB",
+            f"GB usable ({miss.memory_stage} stage); the largest term is {largest} at {largest_bytes / 1e9:.1f} GB",
             suggestions=result.suggestions,
         )
     everyone = [k for k, v in result.eliminated.items() if v == result.candidates]
