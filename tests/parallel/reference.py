@@ -243,7 +243,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         act = flight * per_mb + working
         if which == "last" or p == 1:
             # docs/parallel.md: 4 bytes per logit in place, 12 with PyTorch's uncompiled cross-entropy
-            act += (12 if req.stack.cross_entropy == "unfused" else 4) * tokens * sh.vocab_size / t
+            # docs/parallel.md, Memory: bf16 logits + their fp32 copy (6), 12 with the unfused loss
+            act += (12 if req.stack.cross_entropy == "unfused" else 6) * tokens * sh.vocab_size / t
         other = req.constraints.reserve_bytes
         if lay.zero == 3 and not held:
             layer = attn_norm + max(sh.dense_mlp_params, common + expert_layer / e)

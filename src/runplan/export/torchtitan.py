@@ -562,7 +562,7 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
 
 def _uncompiled_loss_warning(f: Facts) -> str:
     """Without [compile], torchtitan's F.cross_entropy(pred.float()) runs unfused: 12 bytes per logit where a
-    plan with stack cross_entropy fused counted 4 (stack.LOSS_LOGIT_BYTES) on the last stage."""
+    plan with stack cross_entropy fused counted 6 (stack.LOSS_LOGIT_BYTES) on the last stage."""
     from runplan.parallel.stack import LOSS_LOGIT_BYTES  # loaded with the plan's Stack already
 
     lay = f.layout
@@ -574,8 +574,9 @@ def _uncompiled_loss_warning(f: Facts) -> str:
         / lay.tp
     )
     return (
-        f"loss: without [compile] torchtitan's cross-entropy runs unfused, 12 bytes per logit where the plan "
-        f"counted 4 (stack cross_entropy fused): {fmt_bytes(extra)} more on the last stage; plan with "
+        f"loss: without [compile] torchtitan's cross-entropy runs unfused, {LOSS_LOGIT_BYTES['unfused']:g} bytes "
+        f"per logit where the plan counted {LOSS_LOGIT_BYTES['fused']:g} (stack cross_entropy fused): "
+        f"{fmt_bytes(extra)} more on the last stage; plan with "
         'cross_entropy: unfused, or enable [compile] with components ["loss"]'
     )
 

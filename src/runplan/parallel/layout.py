@@ -344,7 +344,9 @@ class MemoryBytes(BaseModel):
     optimizer: float = Field(
         description="fp32 master weights + Adam m + v: 12 bytes/param (sharded from ZeRO-1)."
     )
-    activations: float = Field(description="Stored activations of in-flight micro-batches + fp32 logits.")
+    activations: float = Field(
+        description="Stored activations of in-flight micro-batches + the loss's logits."
+    )
     other: float = Field(description="Reserve (CUDA/NCCL/fragmentation) + ZeRO-3 gathered-layer buffers.")
     total: float = Field(description="Sum of the above.")
 

@@ -39,7 +39,7 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   stage holds min(m, p) micro-batches of its layers; interleaved (v > 1), Megatron's warm-up leaves
   2(p-1) + (v-1)p + 1 chunks of L/(p·v) layers in flight, i.e. p + (p-1)/v stage-equivalents (the paper's
   factor 1 + (p-1)/(p·v)); the last stage holds 1 (v = 1) or ((v-1)p + 1)/v.
-* **Logits**: fp32 logits kept by the vocab-parallel cross-entropy, 4·b·(s/c)·V/t on the last stage
+* **Logits**: the bf16 logits and their fp32 copy held by the vocab-parallel cross-entropy, 6·b·(s/c)·V/t on the last stage
   (docs/parallel.md, Memory per GPU), for the micro-batch being processed; 12 bytes per logit with PyTorch's
   uncompiled cross-entropy (``Stack.cross_entropy``, ``stack.LOSS_LOGIT_BYTES``).
 * **Other**: the configurable reserve (CUDA context, NCCL buffers, cuBLAS workspace, fragmentation;

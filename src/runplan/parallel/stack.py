@@ -36,10 +36,14 @@ from runplan.errors import SpecError
 #: norm and activation) during backward.
 RecomputeModule = Literal["core_attn", "layernorm", "mlp_act", "mlp", "moe_act", "every_other_mm"]
 
-#: Bytes per logit the loss holds at the backward's start, by ``Stack.cross_entropy``: the fp32 softmax computed
-#: and differentiated in place (Megatron's vocab-parallel cross-entropy), or PyTorch's uncompiled
-#: F.cross_entropy(logits.float()): saved fp32 log-softmax + the gradient arriving at it + the gradient it returns.
-LOSS_LOGIT_BYTES = {"fused": 4.0, "unfused": 12.0}
+#: Bytes per logit the loss holds at its peak, by ``Stack.cross_entropy``. fused: Megatron-core's vocab-parallel
+#: cross-entropy, plain or --cross-entropy-loss-fusion (tensor_parallel/cross_entropy.py calculate_logits_max and
+#: fusions/fused_cross_entropy.py @ core_r0.10.0): forward, the bf16 logits stay referenced by the model while
+#: their fp32 copy becomes the softmax in place (2 + 4); backward, the fp32 gradient beside its bf16 cast (4 + 2).
+#: unfused: PyTorch's uncompiled F.cross_entropy(logits.float()) at the backward's start: saved fp32 log-softmax +
+#: the gradient arriving at it + the gradient it returns. A loss that holds less (FlashAttention's Triton
+#: cross-entropy with inplace_backward keeps the bf16 logits only, 2) is counted as fused, over by 4.
+LOSS_LOGIT_BYTES = {"fused": 6.0, "unfused": 12.0}
 
 #: FP8 scaling recipes, named as the engines name them: Megatron-LM ``--fp8-recipe`` offers delayed, tensorwise,
 #: blockwise and mxfp8 (megatron/training/arguments.py, _add_transformer_engine_args; TransformerEngine's
@@ -170,9 +174,9 @@ class Stack(BaseModel):
     )
     cross_entropy: Literal["fused", "unfused"] = Field(
         "fused",
-        description="How the loss holds the logits at the backward's start, bytes per logit (÷t with a "
-        "vocab-parallel head). fused: 4, the fp32 softmax computed and differentiated in place (Megatron's "
-        "vocab_parallel_cross_entropy, FlashAttention's CrossEntropyLoss). unfused: 12, PyTorch "
+        description="How the loss holds the logits at its peak, bytes per logit (÷t with a vocab-parallel "
+        "head). fused: 6, Megatron-core's vocab_parallel_cross_entropy: the bf16 logits beside their fp32 copy, "
+        "which becomes the softmax in place (FlashAttention's in-place loss holds 2: over-counted). unfused: 12, PyTorch "
         "F.cross_entropy(logits.float()) uncompiled (torchtitan @ 9dec370: its saved fp32 log-softmax, the "
         "gradient arriving at it and the gradient it passes on); a compiled loss fuses it.",
     )
