@@ -447,3 +447,16 @@ def test_a_set_batch_that_does_not_divide_by_dp_says_so(tmp_path):
     (warning,) = [w for w in plan.warnings if w.startswith("batch: the layout runs")]
     assert f"its 4,001 sequences do not divide by this layout's DP {plan.layout.best.dp}" in warning
     assert "pin parallel.micro_batch" not in warning
+
+
+def test_the_searchs_cautions_reach_the_plan(tmp_path):
+    # the 128k example on torchtitan's stack picks a CP layout: the plan carries the search's CP caution; the
+    # example as shipped (default stack, bf16) carries none of the search's cautions
+    example = (EXAMPLES_DIR / "405b-16k-h100-128k.yaml").read_text()
+    path = tmp_path / "tt.yaml"
+    path.write_text(example.replace("cluster:", "stack: torchtitan-fsdp2\ncluster:", 1))
+    planned = build_plan(load_plan(path), tmp_path)
+    assert planned.layout.best.cp > 1
+    assert any(w.startswith("layout: context parallelism on torchtitan") for w in planned.warnings)
+    shipped = build_plan(load_plan(EXAMPLES_DIR / "405b-16k-h100-128k.yaml"), EXAMPLES_DIR)
+    assert not any(w.startswith("layout:") for w in shipped.warnings)

@@ -688,7 +688,10 @@ def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> 
             best, result.critical_batch, stage.allocation, operations, schedule, sweep, no_sweep
         )
         + _calibration_warnings(inputs)
-        + _batch_warnings(planned, best),
+        + _batch_warnings(planned, best)
+        # the search's own cautions (fp8, a pinned layout's broken constraints, torchtitan CP); its first line,
+        # the critical batch, is the layout section's
+        + [f"layout: {w}" for w in result.warnings[1:]],
     ), stage.flops
 
 
