@@ -4,11 +4,12 @@ import math
 
 import numpy as np
 import pytest
+from tests.parallel.reference import layout
 from tests.parallel.shapes import H100, LLAMA_8B, MIXTRAL
 
 from runplan.parallel.batch import critical_batch
 from runplan.parallel.grid import LayoutGrid
-from runplan.parallel.layout import Layout, ParallelRequest, Pins
+from runplan.parallel.layout import ParallelRequest, Pins
 from runplan.parallel.memory import ShapeTerms, layer_activation_bytes_per_token, model_state_bytes
 from runplan.parallel.search import evaluate, search
 from runplan.parallel.stack import Stack
@@ -95,20 +96,8 @@ def test_moe_tp_term_gathers_the_routed_tokens_unhidden(overlap):
     request = ParallelRequest(
         model=MIXTRAL, gpu=H100, n_gpus=2, seq_len=4096, stack=Stack(tp_comm_overlap=overlap)
     )
-    layout = Layout(
-        tp=2,
-        pp=1,
-        dp=1,
-        ep=1,
-        cp=1,
-        zero=0,
-        micro_batch=1,
-        microbatches=1,
-        vpp=1,
-        recompute="none",
-        sequence_parallel=True,
-    )
-    ev = evaluate(request, LayoutGrid.of([layout]), eff)
+    one_gpu_pair = layout(2, 1, 1, 1, 1, 0, 1, 1, 1, "none", True)  # tp 2, everything else 1, ZeRO-0, SP
+    ev = evaluate(request, LayoutGrid.of([one_gpu_pair]), eff)
     one = 2 * 0.5 * 2 * 4096 * 4096 / (H100.intra_node_bandwidth_bytes_per_s * eff.network_efficiency)
     one += eff.collective_latency_seconds
     attention, routed = 32 * 2 * one, 32 * 2 * 2 * one

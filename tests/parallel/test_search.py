@@ -410,19 +410,7 @@ def test_memory_suggestions_name_the_largest_term_and_offer_cp_only_where_pinned
 
 
 def test_one_line_shows_expert_parallelism_only_when_used():
-    dense = Layout(
-        tp=2,
-        pp=1,
-        dp=4,
-        ep=1,
-        cp=1,
-        zero=1,
-        micro_batch=2,
-        microbatches=4,
-        vpp=1,
-        recompute="full",
-        sequence_parallel=True,
-    )
+    dense = layout(2, 1, 4, 1, 1, 1, 2, 4, 1, "full", True)
     assert dense.one_line() == "TP2 PP1 DP4 CP1 ZeRO-1 mbs2 m4 v1 full SP"
     assert dense.model_copy(update={"ep": 4}).one_line() == "TP2 PP1 DP4 CP1 EP4 ZeRO-1 mbs2 m4 v1 full SP"
 
