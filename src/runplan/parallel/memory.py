@@ -39,8 +39,8 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   stage holds min(m, p) micro-batches of its layers; interleaved (v > 1), Megatron's warm-up leaves
   2(p-1) + (v-1)p + 1 chunks of L/(p·v) layers in flight, i.e. p + (p-1)/v stage-equivalents (the paper's
   factor 1 + (p-1)/(p·v)); the last stage holds 1 (v = 1) or ((v-1)p + 1)/v.
-* **Logits**: the bf16 logits and their fp32 copy held by the vocab-parallel cross-entropy, 6·b·(s/c)·V/t on the last stage
-  (docs/parallel.md, Memory per GPU), for the micro-batch being processed; 12 bytes per logit with PyTorch's
+* **Logits**: the bf16 logits and their fp32 copy held by the vocab-parallel cross-entropy, 6·b·(s/c)·V/t on the
+  last stage (docs/parallel.md, Memory per GPU), for the micro-batch being processed; 12 bytes per logit with PyTorch's
   uncompiled cross-entropy (``Stack.cross_entropy``, ``stack.LOSS_LOGIT_BYTES``).
 * **Other**: the configurable reserve (CUDA context, NCCL buffers, cuBLAS workspace, fragmentation;
   Megatron-LM issues #525 and PR #482 report estimate-vs-measured gaps both ways) and, under ZeRO-3 without
@@ -309,25 +309,11 @@ def layer_activation_bytes_per_token(
     if moe:
         # the routed copies reach the experts gathered over TP (the token dispatcher's all-gather: every TP rank
         # holds all top_k·T of them, the experts' first GEMM saves them), hence 2h per copy not ÷t
-        gathered = (
-            terms.top_k * 2.0 * h + 8.0 * terms.n_experts
-        )  # + the router's fp32 logits and probabilities
-        mlp_all = (
-            gathered
-            + (
-                terms.top_k * _mlp_bytes(terms, terms.expert_ffn, False)
-                + terms.n_shared * _mlp_bytes(terms, terms.expert_ffn, False)
-            )
-            / t
-        )
-        mlp_keep = (
-            gathered
-            + (
-                terms.top_k * _mlp_bytes(terms, terms.expert_ffn, True)
-                + terms.n_shared * _mlp_bytes(terms, terms.expert_ffn, True)
-            )
-            / t
-        )
+        # (+ the router's fp32 logits and probabilities, 8 bytes per expert)
+        gathered = terms.top_k * 2.0 * h + 8.0 * terms.n_experts
+        experts = terms.top_k + terms.n_shared  # expert MLPs a token passes through, their inner parts ÷t
+        mlp_all = gathered + experts * _mlp_bytes(terms, terms.expert_ffn, False) / t
+        mlp_keep = gathered + experts * _mlp_bytes(terms, terms.expert_ffn, True) / t
     else:
         mlp_all = _mlp_bytes(terms, terms.ffn, False) / t
         mlp_keep = _mlp_bytes(terms, terms.ffn, True) / t
