@@ -673,29 +673,28 @@ def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> 
     schedule = _schedule(spec, planned, best, stage.allocation.tokens, inputs.seq_len)
     operations = _operations(spec, inputs, stage, planned, best, schedule)
     sweep, cost, no_sweep = _sweep_and_cost(spec, inputs, stage, operations)
-    return (
-        RunPlan(
-            inputs=spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
-            allocation=stage.allocation,
-            model=_architecture(stage, stage.law, inputs.seq_len),
-            layout=_layout_choice(planned, result, inputs.calibration_label()),
-            schedule=schedule,
-            checkpointing=operations.checkpointing,
-            reliability=operations.reliability,
-            monitoring=operations.monitoring,
-            sweep=sweep,
-            cost=cost,
-            warnings=_plan_warnings(
-                best, result.critical_batch, stage.allocation, operations, schedule, sweep, no_sweep
-            )
-            + _calibration_warnings(inputs)
-            + _batch_warnings(planned, best)
-            # the search's own cautions (fp8, a pinned layout's broken constraints, torchtitan CP); its first line,
-            # the critical batch, is the layout section's
-            + [f"layout: {w}" for w in result.warnings[1:]],
-        ),
-        stage.flops,
+    warnings = [
+        *_plan_warnings(best, result.critical_batch, stage.allocation, operations, schedule, sweep, no_sweep),
+        *_calibration_warnings(inputs),
+        *_batch_warnings(planned, best),
+        # the search's own cautions (fp8, a pinned layout's broken constraints, torchtitan CP); its first line,
+        # the critical batch, is the layout section's
+        *(f"layout: {w}" for w in result.warnings[1:]),
+    ]
+    plan = RunPlan(
+        inputs=spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
+        allocation=stage.allocation,
+        model=_architecture(stage, stage.law, inputs.seq_len),
+        layout=_layout_choice(planned, result, inputs.calibration_label()),
+        schedule=schedule,
+        checkpointing=operations.checkpointing,
+        reliability=operations.reliability,
+        monitoring=operations.monitoring,
+        sweep=sweep,
+        cost=cost,
+        warnings=warnings,
     )
+    return plan, stage.flops
 
 
 def _batch_warnings(planned: LayoutStage, best: LayoutEstimate) -> list[str]:
