@@ -122,3 +122,35 @@ def test_monitor_and_calibrate_views_fit(columns, tmp_path, shared_data_dir):
         assert text.strip(), args
         assert "…" not in text
         assert not [line for line in text.splitlines() if len(line) > columns], args
+
+
+STDERR_VIEWS = [
+    # an infeasible answer with nearest misses and suggestions
+    ["parallelize", "--model", "70b", "--gpus", "100000", "--global-batch", "20M"],
+    # two long warnings (fp8 on H100, fp8 on a mixture of experts)
+    ["parallelize", "--model", "mixtral-8x7b", "--gpus", "64", "--precision", "fp8"],
+]
+
+
+@pytest.mark.parametrize("args", STDERR_VIEWS, ids=lambda a: " ".join(a[:5]))
+def test_answers_and_warnings_on_stderr_fold_at_the_terminal_width_without_losing_a_word(args):
+    def stderr(columns: int) -> str:
+        result = CliRunner().invoke(app, args, env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+        assert result.exit_code in (0, 1), result.output
+        return result.stderr
+
+    narrow, wide = stderr(80), stderr(1000)
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    assert len(narrow.splitlines()) > len(wide.splitlines())
+    # the same words in the same order; a continuation line is indented under its first line
+    assert narrow.split() == wide.split()
+    assert all(line.startswith("  ") for line in narrow.splitlines() if not line.startswith("runplan: "))
+
+
+def test_a_folded_list_item_hangs_under_its_text():
+    from runplan.report.format import wrap_lines
+
+    text = "head line\n    - one two three four\n\n  x"
+    assert wrap_lines(text, 14) == "head line\n    - one two\n      three\n      four\n\n  x"
+    # a word longer than the width stays whole; an explicit indent replaces the hanging one
+    assert wrap_lines("a /very/long/path b", 6, indent="> ") == "a\n> /very/long/path\n> b"

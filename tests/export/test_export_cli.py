@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from tests.export._plans import EXAMPLES
@@ -34,12 +35,13 @@ def test_deepspeed_to_stdout_warnings_to_stderr_and_into_the_file() -> None:
     )
     assert "runplan: warning: deepspeed: LR schedule" in result.stderr
     # the same warnings inside the file, under the "runplan" key DeepSpeed ignores (issue 14)
+    # (each warning folded at the terminal width: its continuation lines are indented)
     stderr_warnings = [
-        line.removeprefix("runplan: warning: deepspeed: ")
-        for line in result.stderr.splitlines()
-        if line.startswith("runplan: warning: deepspeed: ")
+        " ".join(warning.split()).removeprefix("runplan: warning: deepspeed: ")
+        for warning in re.split(r"\n(?! )", result.stderr.strip())
+        if warning.startswith("runplan: warning: deepspeed: ")
     ]
-    assert config["runplan"]["warnings"] == stderr_warnings
+    assert [" ".join(w.split()) for w in config["runplan"]["warnings"]] == stderr_warnings
     assert any(w.startswith("LR schedule:") for w in config["runplan"]["warnings"])
 
 

@@ -34,8 +34,23 @@ def debug_enabled() -> bool:
     return os.environ.get("RUNPLAN_DEBUG", "") not in ("", "0", "false", "no")
 
 
+def terminal_columns() -> int:
+    """The terminal's width (``COLUMNS`` first; 80 when the output is not a terminal)."""
+    import shutil
+
+    return shutil.get_terminal_size().columns
+
+
+def echo_wrapped(text: str, *, err: bool = False, indent: str | None = None) -> None:
+    """``text`` folded at the terminal width (:func:`runplan.report.format.wrap_lines`), to stdout or stderr."""
+    from runplan.report.format import wrap_lines
+
+    print(wrap_lines(text, terminal_columns(), indent=indent), file=sys.stderr if err else sys.stdout)
+
+
 def fail(error: RunplanError, command: str | None = None) -> None:
-    """Print one line to stderr and exit with the error's code (1 infeasible, 2 bad input).
+    """Print the error to stderr and exit with its code: 2, bad input, one line; 1, infeasible, an answer
+    folded at the terminal width.
 
     A field path from flags is printed as ``command``'s flag for it (:func:`runplan.cli.flags.with_flag`, the
     one table).
@@ -45,11 +60,16 @@ def fail(error: RunplanError, command: str | None = None) -> None:
     error = with_flag(error, command)
     kind = "infeasible" if error.exit_code == 1 else "error"
     text = error.one_line()
-    if isinstance(error, Infeasible) and len(text) > 300:  # then a line per nearest miss and per suggestion
-        from runplan.report.format import infeasible_lines
+    if isinstance(error, Infeasible):
+        # an answer for a person to read, folded at the terminal width; a long one gets a line per nearest miss
+        # and per suggestion. A bad-input error stays one line (a script greps it).
+        if len(text) > 300:
+            from runplan.report.format import infeasible_lines
 
-        text = infeasible_lines(error.reason, error.suggestions)
-    print(f"runplan: {kind}: {text}", file=sys.stderr)
+            text = infeasible_lines(error.reason, error.suggestions)
+        echo_wrapped(f"runplan: {kind}: {text}", err=True)
+    else:
+        print(f"runplan: {kind}: {text}", file=sys.stderr)
     raise SystemExit(error.exit_code)
 
 

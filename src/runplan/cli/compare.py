@@ -39,7 +39,7 @@ def diff(
     if as_json:
         print_json({"inputs": [c.record() for c in inputs], "headline": [c.record() for c in headline]})
         return
-    from runplan.cli.plan import echo_wrapped
+    from runplan.cli.common import echo_wrapped
 
     typer.echo(f"{first}\n→ {second}")
     typer.echo(f"inputs ({len(inputs)} changed):" if inputs else "inputs: the same")
@@ -127,8 +127,7 @@ def _record(count: int, plan: RunPlan) -> dict[str, Any]:
 
 
 def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
-    from runplan.cli.common import console
-    from runplan.cli.plan import echo_wrapped
+    from runplan.cli.common import console, echo_wrapped
     from runplan.report.format import fmt_count
     from runplan.report.tables import fitted_table
 

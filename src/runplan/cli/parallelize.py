@@ -7,13 +7,12 @@ feasible, layouts, plus space_size, batch_range_tokens, critical_batch, best_by_
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from runplan.cli.common import handle_errors, print_json
+from runplan.cli.common import echo_wrapped, handle_errors, print_json
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 if TYPE_CHECKING:
@@ -484,7 +483,7 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
         return
     _render(result, resolution, request.constraints.throughput_tolerance, calibration, _stack_line(stack))
     for line in result.warnings[1:]:  # the first (the critical batch) is in the header
-        print(f"runplan: warning: {line}", file=sys.stderr)
+        echo_wrapped(f"runplan: warning: {line}", err=True)
 
 
 def _stack_line(fields: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from runplan.cli.common import handle_errors, plan_from_file, print_json
+from runplan.cli.common import echo_wrapped, handle_errors, plan_from_file, print_json
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 if TYPE_CHECKING:
@@ -233,18 +233,6 @@ def _report_check(
             + f"{plan_file}` writes the recomputed numbers",
             err=True,
         )
-
-
-def echo_wrapped(text: str, *, err: bool = False, indent: str = "  ") -> None:
-    """``text`` wrapped at the terminal width (between words; a long path or value stays whole)."""
-    import shutil
-    import textwrap
-
-    width = shutil.get_terminal_size().columns
-    wrapped = textwrap.fill(
-        text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-    )
-    typer.echo(wrapped, err=err)
 
 
 @handle_errors

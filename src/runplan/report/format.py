@@ -87,6 +87,24 @@ def label(name: str) -> str:
     return words
 
 
+def wrap_lines(text: str, width: int, *, indent: str | None = None) -> str:
+    """Each line of ``text`` folded at ``width`` columns between words (a long path or value stays whole); a
+    continuation line is indented by ``indent``, by default the line's own indent plus two spaces, so a folded
+    list item still reads as one item."""
+    import textwrap
+
+    folded = []
+    for line in text.splitlines():
+        lead = line[: len(line) - len(line.lstrip())]
+        hang = lead + "  " if indent is None else indent
+        folded.append(
+            textwrap.fill(line, width, subsequent_indent=hang, break_long_words=False, break_on_hyphens=False)
+            if line.strip()
+            else line
+        )
+    return "\n".join(folded)
+
+
 def infeasible_lines(reason: str, suggestions: list[str]) -> str:
     """An infeasible answer as a few short lines: the reason, each nearest miss, each way to make it feasible
     (one 700-character line could not be read at 80 columns)."""
