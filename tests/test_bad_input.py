@@ -1227,13 +1227,13 @@ def test_the_table_is_big_and_distinct():
 @pytest.mark.parametrize(("case_id", "argv", "files", "code", "fragments"), CASES, ids=[c[0] for c in CASES])
 def test_bad_input(case_id, argv, files, code, fragments, tmp_path):
     args = _materialise(argv, files, tmp_path)
-    result = CliRunner().invoke(app, args)
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "80"})  # (80 whatever terminal runs the tests)
     stderr = result.stderr
     assert result.exit_code == code, f"{case_id}: exit {result.exit_code}\n{stderr}\n{result.stdout[:500]}"
     assert "Traceback" not in stderr + result.stdout and "internal error" not in stderr
     if result.exception is not None:
         assert isinstance(result.exception, SystemExit), repr(result.exception)
-    # an infeasible answer is folded at the terminal width (80 here: no terminal), so look for a fragment in
+    # an infeasible answer is folded at the terminal width, so look for a fragment in
     # the text with its line breaks undone
     unfolded = " ".join(stderr.split())
     for fragment in fragments:
