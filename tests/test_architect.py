@@ -206,7 +206,7 @@ def test_aspect_rule_values():
     ("target", "kwargs", "pattern"),
     [
         (1e7, {}, "embeddings alone are larger"),
-        (1e14, {}, "between 2e7 and 3e12"),
+        (1e14, {}, "between 100 M and 2 T total parameters"),
         (-5, {}, "positive finite"),
         (float("nan"), {}, "positive finite"),
         (1e9, {"count": "all"}, "unknown parameter count"),

@@ -904,7 +904,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         2,
         ["--plot", ".unknownext", ".png"],
     ),
-    ("fit-output-dir", ["fit", CSV, "--bootstrap", "0", "-o", "/"], {}, 2, ["-o", "is a directory"]),
+    ("fit-output-dir", ["fit", CSV, "--bootstrap", "0", "-o", "/"], {}, 2, ["-o", "directory"]),
     (
         "plan-inline-gpu-flops-1e-300",
         ["plan", "{p}"],

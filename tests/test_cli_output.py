@@ -31,3 +31,18 @@ def test_plan_to_a_file_in_terminal_format_renders_the_report(tmp_path):
     result = CliRunner().invoke(app, ["plan", plan70, "-o", str(out)])
     assert result.exit_code == 0, result.stderr
     assert "70b-512-h100" in out.read_text() and result.stdout == ""
+
+
+def test_a_name_ending_in_a_slash_is_a_directory(tmp_path):
+    """`export -o out/` writes <plan>.<target>.<ext> inside a new out/ (its help says so); a command that
+    writes one named file refuses the slash in one line, and an empty name is named as such, not as '.'."""
+    plan70 = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "70b-512-h100.yaml")
+    runner = CliRunner()
+    out = runner.invoke(app, ["export", plan70, "--to", "deepspeed", "-o", f"{tmp_path}/sub/"])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "sub" / "70b-512-h100.deepspeed.json").is_file()
+    refused = runner.invoke(app, ["plan", plan70, "-o", f"{tmp_path}/report/"])
+    assert refused.exit_code == 2 and "names a directory, not a file" in refused.output
+    assert not (tmp_path / "report").exists()
+    empty = runner.invoke(app, ["plan", plan70, "-o", ""])
+    assert empty.exit_code == 2 and "--output: the file name is empty" in empty.output

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Literal
 from runplan.defaults import DEFAULT_VOCAB_SIZE
 from runplan.errors import SpecError
 from runplan.model import ModelShape
+from runplan.units import format_si
 
 if TYPE_CHECKING:
     from runplan.catalog import Catalog
@@ -197,6 +198,11 @@ def _ladder(vocab_size: int, count: str, mlp: Literal["swiglu", "gelu"]) -> tupl
     return tuple((params[i], widths[i], depths[i]) for i in reversed(path))
 
 
+def generated_size_range(count: Literal["total", "non_embedding"] = "total") -> tuple[float, float]:
+    """Targets the ladder is tested to hit within ``TOLERANCE`` (module docstring; V = 128256 for total)."""
+    return (1e8 if count == "total" else 2e7), 2e12
+
+
 def shape_for_params(
     target_params: float,
     *,
@@ -239,7 +245,9 @@ def shape_for_params(
             hint=(
                 "the embeddings alone are larger; count non-embedding parameters or use a smaller vocabulary"
                 if count == "total" and target < params
-                else "pick a size between 2e7 and 3e12"
+                else "pick a size between {} and {} {} parameters".format(
+                    *map(format_si, generated_size_range(count)), what
+                )
             ),
         )
     return _build_shape(d_model, n_layers, int(vocab_size), mlp)

@@ -225,8 +225,9 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None
     (a GPU-time budget sized to fill its wall clock, :func:`build_plan`)."""
     if spec.model is not None:
         return _fixed_model_stage(spec, inputs, flops)
-    from runplan.architect import shape_for_params
+    from runplan.architect import generated_size_range, shape_for_params
     from runplan.scaling.allocate import allocate
+    from runplan.units import format_si
 
     law = inputs.law
     flops = _flops(spec, inputs.gpu, inputs.n_gpus, None) if flops is None else flops
@@ -236,11 +237,13 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None
             allocation.params, vocab_size=spec.training.vocab_size, count=law.param_count
         )
     except SpecError as error:  # the allocation is fine; no shape of that size can be generated
+        low, high = generated_size_range(law.param_count)
         raise Infeasible(
             f"the budget allocates N = {allocation.params:.3g} parameters, but {error.message}",
             suggestions=[
-                *([error.hint] if error.hint else []),
-                "change the budget or objective so that N lands between 1e8 and 2e12",
+                # below the range, the architect's hint may say why (the embeddings alone are larger)
+                *([error.hint] if error.hint and allocation.params < low else []),
+                f"change the budget or objective so that N lands between {format_si(low)} and {format_si(high)}",
                 "or fix the model with 'model: <preset or size>'",
             ],
         ) from None

@@ -105,8 +105,9 @@ def parse_token_length(value: object, *, where: str | None = None) -> int:
 
 def format_si(value: float, unit: str = "", digits: int = 3) -> str:
     """``4.08e10`` → ``40.8 B`` (``816 B tokens`` with a unit) style short form used in terminal output (B = 1e9 for counts)."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}{(' ' + unit) if unit else ''}"
+    if value == 0 or not math.isfinite(value) or abs(value) >= 1e18:  # past P: scientific, not "1.01e+03 P"
+        text = f"{value:.{digits}g}"
+        return f"{text} {unit}" if unit else text
     for threshold, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= threshold:
             text = f"{value / threshold:.{digits}g} {suffix}"

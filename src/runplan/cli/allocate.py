@@ -76,6 +76,8 @@ def _count_phrase(param_count: str, moe_total: float | None = None) -> str:
 
 def _against_compute_optimal(a: Allocation) -> list[tuple[str, str]]:
     """Rows comparing a fixed-ratio or fixed-size allocation with the compute-optimal one at its budget."""
+    from runplan.report.format import fmt_change
+
     rows = [
         (
             "compute-optimal at this budget",
@@ -88,7 +90,7 @@ def _against_compute_optimal(a: Allocation) -> list[tuple[str, str]]:
         rows.append(
             (
                 "compute-optimal FLOPs for the same loss",
-                f"{a.compute_optimal_flops_same_loss:.3g} ({a.compute_overhead:+.1%} spent here)",
+                f"{a.compute_optimal_flops_same_loss:.3g} ({fmt_change(a.compute_overhead)} spent here)",
             )
         )
     return rows
@@ -143,14 +145,15 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
                 "compute-optimal model, same loss",
                 f"N {_si(a.compute_optimal_params)}: total {a.compute_optimal_total_flops:.3g} FLOPs",
             ),
-            ("saving", f"{a.total_flops_saving:.1%} of total FLOPs"),
+            ("saving", f"{_no_negative_zero(a.total_flops_saving):.1%} of total FLOPs"),
         ]
     if a.gpu_hours is not None:
         rows.append(("GPU-hours", f"{a.gpu_hours:,.0f} on {a.gpu} at MFU {a.mfu:g}"))
         if a.days is not None:
-            rows.append(("wall-clock", f"{a.days:.1f} days on {a.gpus} GPUs"))
+            rows.append(("wall-clock", f"{_days(a.days)} on {a.gpus:,} GPUs"))
         if a.cost_usd is not None:
-            rows.append(("cost", f"{a.cost_usd:,.0f} USD"))
+            price = a.cost_usd / a.gpu_hours
+            rows.append(("cost", f"{a.cost_usd:,.0f} USD at {price:.4g} USD per GPU-hour"))
     for key, value in rows:
         table.add_row(key, value)
     out.print(table)
@@ -159,6 +162,18 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
         out.print(line)
     for warning in a.warnings:
         console(stderr=True).print(f"warning: {warning}")
+
+
+def _days(days: float) -> str:
+    """Wall-clock days with separators (``28,571.3 days``); under a day in hours or minutes, never ``0.0 days``."""
+    from runplan.report.format import fmt_duration
+
+    return f"{days:,.1f} days" if days >= 1.0 else fmt_duration(days * 86400.0)
+
+
+def _no_negative_zero(fraction: float) -> float:
+    """A fraction that rounds to 0.0% printed as ``0.0%``, not ``-0.0%`` (a -1e-16 saving is none)."""
+    return 0.0 if abs(fraction) < 5e-4 else fraction
 
 
 def _with_interval(row: tuple[str, str], intervals: Any) -> tuple[str, str]:
@@ -194,8 +209,8 @@ def _shape_line(allocation: Allocation, law: ParametricLaw) -> str | None:
 
     try:
         shape = shape_for_params(allocation.params, count=law.param_count)
-    except SpecError:
-        return None
+    except SpecError as error:  # said, not dropped: `runplan plan` refuses this size (exit 1)
+        return f"  no generated shape of this size: {error.message}; {error.hint}"
     return (
         f"  a generated shape of this size: {shape.n_layers} layers, d_model {shape.d_model}, "
         f"{shape.n_heads} heads ({shape.n_kv_heads} KV), FFN {shape.ffn_hidden}: "

@@ -159,7 +159,7 @@ def calibrate(
     measured: Path = typer.Argument(
         ..., help="MEASURED.yaml: runs timed on your cluster (docs/calibration.md)."
     ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the calibration YAML here."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write the calibration YAML here."),
     base: str = typer.Option(
         "shipped",
         "--base",

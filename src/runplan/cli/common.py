@@ -290,6 +290,12 @@ def check_output_path(
     from runplan.fileio import check_name, check_target
 
     check_name(path, flag)
+    if isinstance(path, str) and not path.strip():  # Path("") is '.', which would be reported instead
+        raise SpecError(
+            "the file name is empty", where=flag, hint="give a file name ('-' writes to standard output)"
+        )
+    if isinstance(path, str) and path.endswith(("/", os.sep)):  # Path("out/") would drop the slash
+        raise SpecError(f"'{path}' names a directory, not a file", where=flag, hint="add a file name")
     target = Path(path)
     if not_over is not None and _same_file(target, Path(not_over)):
         raise SpecError(

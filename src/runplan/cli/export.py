@@ -8,6 +8,7 @@ module level.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -24,11 +25,12 @@ TO_HELP = (
 def export_command(
     plan_file: Path = typer.Argument(..., help="Plan file (YAML).", dir_okay=False),
     to: str = typer.Option(..., "--to", "-t", help=TO_HELP),
-    output: Path | None = typer.Option(
+    output: str | None = typer.Option(
         None,
         "--output",
         "-o",
-        help="Write here (a directory: <plan name>.<target>.<ext> inside it); default stdout.",
+        help="Write here (a directory, or a name ending in '/': <plan name>.<target>.<ext> inside it); "
+        "default stdout.",
     ),
     as_json: bool = typer.Option(
         False, "--json", help="Print the export as JSON (text, filename, warnings)."
@@ -50,12 +52,14 @@ def export_command(
 
     from runplan.cli.common import check_output_path, located, plan_from_file, write_output
 
-    to_file = output if output is not None and str(output) != "-" else None
+    to_file = Path(output) if output is not None and output != "-" else None
     if to_file is not None:
         from runplan.fileio import check_name
 
         check_name(to_file, "--output")  # before is_dir(), which raises on a name over 255 bytes
-    if to_file is not None and not to_file.is_dir():  # refuse a bad -o before the work, not after it
+    # a name ending in '/' is a directory to create (Path drops the slash, so decide before)
+    into_directory = to_file is not None and (output.endswith(("/", os.sep)) or to_file.is_dir())
+    if to_file is not None and not into_directory:  # refuse a bad -o before the work, not after it
         check_output_path(to_file, "--output", not_over=plan_file)
     loaded, _, plan = plan_from_file(plan_file)
     with located(
@@ -70,7 +74,7 @@ def export_command(
         else:
             sys.stdout.write(result.text)
         return
-    path = to_file / result.filename if to_file.is_dir() else to_file
+    path = to_file / result.filename if into_directory else to_file
     written = write_output(result.text, path, "--output", not_over=plan_file, executable=target == "megatron")
     _warn(result.warnings, target)
     print(f"runplan: wrote {written} ({target}, {len(result.warnings)} warning(s))", file=sys.stderr)

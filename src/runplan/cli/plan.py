@@ -34,7 +34,7 @@ def plan(
         help="terminal, markdown, json or yaml (the "
         "resolved plan: inputs plus every derived number, which `runplan check` diffs).",
     ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     plots: Path | None = typer.Option(
         None, "--plots", help="Write PNG plots here (plot extra); Markdown links them."
     ),
@@ -71,7 +71,7 @@ def plan(
         from runplan.report.plots import write_plots
 
         files = write_plots(result, plan_law(spec, base_dir), plots)
-        anchor = output.resolve().parent if output is not None else Path.cwd()
+        anchor = Path(output).resolve().parent if output is not None else Path.cwd()
         for title, name in files.items():
             target = (plots / name).resolve()
             try:

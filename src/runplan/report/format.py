@@ -8,8 +8,18 @@ from runplan.units import format_bytes as fmt_bytes
 
 
 def fmt_ratio(value: float) -> str:
-    """A ratio such as tokens per parameter: ``18.9``; below 0.1 two significant digits (``3.3e-08``), not ``0.0``."""
+    """A ratio such as tokens per parameter: ``18.9``; below 0.1 two significant digits (``3.3e-08``), not
+    ``0.0``; from 1e5 three (``1.62e+08``), not ``162253078.0``."""
+    if value >= 1e5:
+        return f"{value:.3g}"
     return f"{value:.1f}" if value >= 0.1 else f"{value:.2g}"
+
+
+def fmt_change(value: float) -> str:
+    """A relative change: ``+12.5%``; from +1000% a factor (``1.23e+14×``), which a percentage hides."""
+    if abs(value) >= 10.0:
+        return f"{1.0 + value:.3g}×"
+    return f"{value:+.1%}"
 
 
 def fmt_count(value: float) -> str:
