@@ -460,3 +460,29 @@ def test_the_searchs_cautions_reach_the_plan(tmp_path):
     assert any(w.startswith("layout: context parallelism on torchtitan") for w in planned.warnings)
     shipped = build_plan(load_plan(EXAMPLES_DIR / "405b-16k-h100-128k.yaml"), EXAMPLES_DIR)
     assert not any(w.startswith("layout:") for w in shipped.warnings)
+
+
+def test_summary_ratio_is_per_parameter_of_the_model_trained():
+    """A generated shape misses the law's N (7B asked, 7.158 B built): the summary's tokens per parameter is
+    D over the shape's count (4.762e12 / 7.158e9 = 665), not the allocation's D / 7e9 = 680."""
+    from runplan.report.sections import summary_lines
+
+    plan = build_plan(load_plan(EXAMPLES_DIR / "2e23-7b-overtrained.yaml"), EXAMPLES_DIR)
+    assert plan.allocation.params == 7e9 and plan.model.total_params == 7_157_813_248
+    first = summary_lines(plan)[0]
+    assert "7.158 B parameters" in first and "(665/param)" in first
+
+
+@pytest.mark.parametrize(("params", "code"), [("13b", 2), ("7b", 0), ("7.5b", 0)])
+def test_objective_params_beside_a_model_must_agree(tmp_path, params, code):
+    """model: 7b (7.158 B) with objective.params 13b asks for two sizes: refused at the key, not silently
+    dropped; the same size said twice (7b, or 7.5b within 10%) is accepted."""
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "schema_version: 1\nname: c\nmodel: 7b\nbudget: {flops: 2e23}\n"
+        f"objective: {{kind: fixed_params, params: {params}}}\ncluster: {{gpu: h100-sxm, gpus: 512}}\n"
+    )
+    result = CliRunner().invoke(app, ["allocate", str(path)])
+    assert result.exit_code == code, result.output
+    if code:
+        assert "p.yaml:5: objective.params: 1.3e+10 parameters, but model: has 7.158e+09" in result.stderr

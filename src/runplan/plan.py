@@ -255,6 +255,11 @@ def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None
     return AllocationStage(allocation, shape, resolution, law_params, flops, law)
 
 
+# objective.params beside model: is taken as the same size said twice within this (a preset's "7b" is 7.16 B
+# with Llama 3's vocabulary); beyond it the two disagree and the plan would silently drop one
+FIXED_PARAMS_AGREEMENT = 0.10
+
+
 def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None = None) -> AllocationStage:
     """A fixed model: the objective becomes ``fixed_params``; a MoE model is allocated on active compute."""
     from runplan.architect import resolve_model
@@ -293,6 +298,13 @@ def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | No
             f"model (limit {MAX_PARAMS:.0e})",
             where="model",
             hint="check the shape's vocab_size, d_model and n_layers",
+        )
+    asked = spec.objective.params if "objective" in spec.model_fields_set else None
+    if asked is not None and abs(asked / law_params - 1.0) > FIXED_PARAMS_AGREEMENT:
+        raise SpecError(
+            f"{asked:.4g} parameters, but model: has {law_params:.4g} ({law.param_count} count): two sizes",
+            where="objective.params",
+            hint="remove objective (model: fixes the size), or change model:",
         )
     allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
     if shape.is_moe:
