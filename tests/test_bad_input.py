@@ -244,7 +244,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["plan", "{p}"],
         {"p": plan("model: llama-3.1-405b\nbudget: {tokens: 1T}\ncluster: {gpus: 8}\n")},
         1,
-        ["memory", "18 bytes/param", "need at least 101 h100-sxm GPUs"],
+        ["memory", "18 bytes/param", "need at least 104 h100-sxm GPUs"],
     ),
     (
         "plan-seq-no-layout",
@@ -718,14 +718,14 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["parallelize", "--model", "llama-3.1-405b", "--gpus", "8", "--bf16-grads"],
         {},
         1,
-        ["16 bytes/param: 2 weights + 2 gradients + 12 optimizer", "need at least 89 h100-sxm GPUs"],
+        ["16 bytes/param: 2 weights + 2 gradients + 12 optimizer", "need at least 96 h100-sxm GPUs"],
     ),
     (
         "par-oom-fsdp-states",  # FSDP's fp32 shard is the master: no bf16 shard, fp32 gradient shards
         ["parallelize", "--model", "llama-3.1-405b", "--gpus", "8", "--stack", "torchtitan-fsdp2"],
         {},
         1,
-        ["16 bytes/param: 0 weights + 4 gradients + 12 optimizer", "need at least 89 h100-sxm GPUs"],
+        ["16 bytes/param: 0 weights + 4 gradients + 12 optimizer", "need at least 96 h100-sxm GPUs"],
     ),
     (
         "par-plan-flag-fp8-on-a100",  # a flag laid over a plan file: the error names the flag, not a line

@@ -592,7 +592,7 @@ def _render_best(out: Any, result: SearchResult, tolerance: float) -> None:
         out.print(f"  - {line}")
     from runplan.report.sections import margin_trade
 
-    trade = margin_trade(best, list(result.layouts[1:]), tolerance)
+    trade = margin_trade(best, [result.fastest] if result.fastest else [], tolerance)
     if trade:
         out.print(f"  - {trade}")
     for line in best.violations:

@@ -478,6 +478,11 @@ class SearchResult(BaseModel):
         description="The best-ranked feasible layout of each TP degree, ascending TP (empty with an MFU "
         "override, which makes every layout equally fast).",
     )
+    fastest: LayoutEstimate | None = Field(
+        None,
+        description="The feasible layout with the most tokens/s, listed or not (the first ranks by memory margin "
+        "among layouts within constraints.throughput_tolerance of it); null when none is feasible.",
+    )
     suggestions: list[str] = Field(default_factory=list, description="What would make it feasible.")
     search_seconds: float = Field(description="Wall time of the search itself.")
     warnings: list[str] = Field(

@@ -140,6 +140,26 @@ def _validate_batch(request: ParallelRequest, name: dict[str, str]) -> None:
             where=name["min_global_batch_tokens"],
             hint="swap them, or lower the smallest batch",
         )
+    if high is not None and high < request.seq_len:
+        raise SpecError(
+            f"the largest batch {high:,.0f} tokens is less than one sequence of {request.seq_len:,}",
+            where=name["max_global_batch_tokens"],
+            hint=f"raise it to a multiple of the sequence length, e.g. {request.seq_len * 256:,}",
+        )
+    if batch is not None:  # the target's band [b(1-tol), b(1+tol)] must meet the range the bounds allow
+        tol = request.global_batch_tolerance
+        if low is not None and low > batch * (1.0 + tol):
+            raise SpecError(
+                f"the smallest batch {low:.4g} is above the target {batch:.4g} tokens + {tol:.0%}",
+                where=name["min_global_batch_tokens"],
+                hint="drop one of them, or lower the smallest batch",
+            )
+        if high is not None and high < batch * (1.0 - tol):
+            raise SpecError(
+                f"the largest batch {high:.4g} is below the target {batch:.4g} tokens - {tol:.0%}",
+                where=name["max_global_batch_tokens"],
+                hint="drop one of them, or raise the largest batch",
+            )
     for field, value, limit in (
         ("global_batch_tokens", request.global_batch_tokens, MAX_GLOBAL_BATCH_TOKENS),
         ("min_global_batch_tokens", request.constraints.min_global_batch_tokens, MAX_GLOBAL_BATCH_TOKENS),

@@ -78,7 +78,12 @@ def batch_range_tokens(request: ParallelRequest, crit: CriticalBatch) -> tuple[f
     if cons.max_global_batch_tokens is not None:
         return low, cons.max_global_batch_tokens, "given range"
     # the critical batch of a very long run can exceed any batch planned: cap it (MAX_GLOBAL_BATCH_TOKENS)
-    return low, max(min(crit.tokens, MAX_GLOBAL_BATCH_TOKENS), low), "at most the critical batch"
+    ceiling = min(crit.tokens, MAX_GLOBAL_BATCH_TOKENS)
+    if low > ceiling:  # a floor above the critical batch: held within the target tolerance above it, as a
+        # target would be, rather than to the floor exactly (which almost no d·b·m·s hits)
+        high = low * (1.0 + request.global_batch_tolerance)
+        return low, high, f"at least {low:.4g} tokens, above the critical batch {crit.tokens:.3g}"
+    return low, ceiling, "at most the critical batch"
 
 
 def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], list[str]]:
@@ -617,6 +622,9 @@ def search(request: ParallelRequest) -> SearchResult:
         eliminated_only={
             k: int((~ok[k] & np.logical_and.reduce([ok[o] for o in ok if o != k])).sum()) for k in ok
         },
+        fastest=_estimate(request, grid, ev, int(idx[np.argmax(ev.tokens_per_second[idx])]), bounds, [])
+        if idx.size
+        else None,
         nearest_misses=[] if idx.size else _nearest_misses(request, grid, ev, batch_ok, bounds),
         suggestions=[] if idx.size else _suggestions(request, grid, ev, ok, bounds),
         best_by_tp=[] if request.mfu_override is not None else _best_by_tp(grid, ev, idx, near),
@@ -684,17 +692,29 @@ def _suggestions(
         if only_gpus_help:
             return out
     if not ok["bubble"].any():
+        pins = request.pins
+        remedies = [  # a pinned setting is not offered back (its value was the one tried)
+            *(
+                []
+                if pins.microbatches
+                else ["more micro-batches per step (a larger schedule.global_batch_tokens)"]
+            ),
+            *([] if pins.vpp else ["interleaving (parallel.vpp=2+)"]),
+            *([] if pins.pp == 1 else ["fewer pipeline stages" + (" (parallel.pp)" if pins.pp else "")]),
+        ]
         out.append(
-            "more micro-batches per step (a larger schedule.global_batch_tokens), interleaving "
-            "(parallel.vpp=2+), fewer pipeline stages, or a larger constraints.max_bubble_fraction"
+            ", ".join(remedies) + (", or " if remedies else "") + "a larger constraints.max_bubble_fraction"
         )
     if not ok["global_batch"].any():
         smallest = float((grid.dp * request.seq_len).min())
-        out.append(
-            f"the smallest global batch any layout can run is {smallest:,.0f} tokens (d*1*1*s) against "
-            f"a ceiling of {bounds.high_tokens:,.0f}: use fewer GPUs, more TP/PP/CP to shrink DP, or raise the "
-            "batch (schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
-        )
+        if smallest > bounds.high_tokens:
+            out.append(
+                f"the smallest global batch any layout can run is {smallest:,.0f} tokens (d*1*1*s) against "
+                f"a ceiling of {bounds.high_tokens:,.0f}: use fewer GPUs, more TP/PP/CP to shrink DP, or raise "
+                "the batch (schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
+            )
+        else:  # small batches exist: the range falls between two of the steps d·b·m·s can take
+            out.append(_batch_steps(ev.tokens_per_step, bounds, "any layout"))
     if all(v.any() for v in ok.values()):  # each constraint alone leaves rows, no row passes all three
         out += _joint_suggestions(request, ev, ok, bounds)
     pinned = list(request.pins.pinned())
@@ -739,6 +759,8 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
     per_param = weights + grads + optimizer
     states = per_param * float(request.model.total_params)
     need = math.ceil(states / max(limit - request.constraints.reserve_bytes, 1.0))
+    if need > request.node_size:  # GPUs come in whole nodes past one node
+        need = math.ceil(need / request.node_size) * request.node_size
     out = [
         f"the smallest memory of any layout is {best / 1e9:.1f} GB against {limit / 1e9:.1f} GB usable; "
         f"its largest term is {largest} at {largest_bytes / 1e9:.1f} GB"
@@ -747,15 +769,16 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
         f"model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
         f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {request.gpu.name} GPUs"
     )
-    if need > request.n_gpus or largest != "activations":
-        out.append(f"more GPUs: {states_line}")
-    else:  # the states fit: what more GPUs buy is a finer split of the tokens (CP) or of the layers (TP, PP)
+    if need > request.n_gpus:  # no knob shrinks the states below their fully sharded size: only GPUs help
+        return [*out, f"more GPUs: {states_line}"], True
+    if (
+        largest == "activations"
+    ):  # what more GPUs buy is a finer split of the tokens (CP) or the layers (TP, PP)
         out.append(
             f"more GPUs, to split the activations further (TP, PP and, for a long sequence, CP divide them); "
             f"{states_line}"
         )
-    if need > request.n_gpus:  # no knob shrinks the states below their fully sharded size: only GPUs help
-        return out, True
+    # else the job has GPUs enough for the states fully sharded: what holds them back is a pin or a dtype
     # ZeRO-3 under pinned pipeline stages holds the whole stage gathered (memory.model_state_bytes): it never
     # needs less memory than ZeRO-1 there, so it is offered only together with one stage
     staged = pins.pp is not None and pins.pp > 1
@@ -765,6 +788,12 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
         (staged, "ZeRO-3 without pipeline stages (parallel.zero=3 parallel.pp=1)"),
         (pins.recompute not in (None, "full"), "full recomputation (parallel.recompute=full)"),
         (pins.micro_batch not in (None, 1), "a smaller micro-batch (parallel.micro_batch=1)"),
+        (request.stack.gradient_bytes == 4, "bf16 gradients (stack.gradient_dtype)"),
+        (
+            best <= request.gpu.hbm_bytes,  # it fits the card: the margins kept free are what rule it out
+            f"a smaller margin (constraints.memory_headroom_fraction, constraints.reserve_bytes): the smallest "
+            f"layout needs {best / 1e9:.1f} of the GPU's {request.gpu.hbm_bytes / 1e9:.1f} GB",
+        ),
         (
             request.seq_len >= 32768 and pins.cp is not None and pins.cp < request.n_gpus,
             "more context parallelism (parallel.cp) for this long sequence",
@@ -791,14 +820,8 @@ def _joint_suggestions(
                 f"tokens against a ceiling of {high:,.0f}: use fewer GPUs, or a larger batch "
                 "(schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
             )
-        else:  # the batches step over the range: d·b·m·s moves in steps of d·s
-            nearest = f"{below.max():,.0f}" + (f" or {above.min():,.0f}" if above.size else "")
-            out.append(
-                f"the global batches of layouts within memory and the bubble cap step over [{low:,.0f}, "
-                f"{high:,.0f}]: the nearest are {nearest} tokens; a batch target there, or a wider range "
-                "(parallelize.global_batch_tolerance, constraints.min_global_batch_tokens, "
-                "constraints.max_global_batch_tokens)"
-            )
+        else:
+            out.append(_batch_steps(batches, bounds, "layouts within memory and the bubble cap"))
     batched = ok["memory"] & ok["global_batch"]
     if batched.any():
         least = float(ev.bubble_fraction[batched].min())
@@ -814,6 +837,20 @@ def _joint_suggestions(
             f"against {bounds.memory_limit_bytes / 1e9:.1f} GB usable: more GPUs or less memory per GPU"
         )
     return out
+
+
+def _batch_steps(batches: np.ndarray, bounds: _Bounds, whose: str) -> str:
+    """The batches step over the range (d·b·m·s moves in steps of d·s): the nearest ones on either side."""
+    low, high = bounds.low_tokens, bounds.high_tokens
+    below, above = batches[batches < low], batches[batches > high]
+    nearest = " or ".join(
+        [*([f"{below.max():,.0f}"] if below.size else []), *([f"{above.min():,.0f}"] if above.size else [])]
+    )
+    return (
+        f"the global batches of {whose} step over [{low:,.0f}, {high:,.0f}]: the nearest are {nearest} "
+        "tokens; a batch target there, or a wider range (parallelize.global_batch_tolerance, "
+        "constraints.min_global_batch_tokens, constraints.max_global_batch_tokens)"
+    )
 
 
 def ensure_feasible(result: SearchResult) -> SearchResult:

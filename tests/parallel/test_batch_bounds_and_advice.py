@@ -1,0 +1,116 @@
+"""Batch bounds that cannot meet are bad input (exit 2); infeasible answers diagnose the real cause and do not
+offer back what is pinned; the margin line compares with the fastest feasible layout, whatever --top shows."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+
+
+def _run(*argv: str):
+    result = CliRunner().invoke(app, ["parallelize", "--model", "8b", "--gpus", "512", *argv])
+    return result.exit_code, " ".join(result.stderr.split()), result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag", "phrase"),
+    [
+        (["--global-batch", "1M", "--min-batch", "2M"], "--min-batch", "above the target 1e+06 tokens + 10%"),
+        (["--global-batch", "8M", "--max-batch", "4M"], "--max-batch", "below the target 8e+06 tokens - 10%"),
+        (["--max-batch", "1k"], "--max-batch", "less than one sequence of 4,096"),
+    ],
+)
+def test_bounds_that_cannot_meet_are_bad_input(argv, flag, phrase):
+    code, stderr, _ = _run(*argv)
+    assert code == 2 and stderr.startswith(f"runplan: error: {flag}:") and phrase in stderr
+
+
+def test_a_floor_above_the_critical_batch_is_held_within_the_tolerance_above_it():
+    """8B on 512 GPUs: the critical batch is about 4.2M tokens; at least 8M used to collapse the range to
+    [8M, 8M], which no d·b·m·s hits exactly (exit 1). Now [8M, 8.8M]."""
+    from runplan.catalog import load_catalog
+    from runplan.parallel.layout import Constraints, ParallelRequest
+    from runplan.parallel.search import _bounds
+
+    catalog = load_catalog()
+    request = ParallelRequest(
+        model=catalog.model("llama-3.1-8b"),
+        gpu=catalog.gpu("h100-sxm"),
+        n_gpus=512,
+        seq_len=4096,
+        constraints=Constraints(min_global_batch_tokens=8e6),
+    )
+    bounds, crit = _bounds(request)
+    assert crit.tokens < 8e6 and "above the critical batch" in bounds.batch_source
+    assert (bounds.low_tokens, bounds.high_tokens) == (8e6, pytest.approx(8.8e6))
+    code, _, stdout = _run("--min-batch", "8M")
+    assert code == 0, stdout
+
+
+def test_a_batch_between_two_steps_is_said_to_step_over_not_to_be_too_small():
+    """1,000,000 tokens with no tolerance is no multiple of the 4,096-token sequence: the nearest batches are
+    999,424 = 244·4,096 and 1,048,576 = 256·4,096 (no smaller d·b·m·s step lands between them)."""
+    code, stderr, _ = _run("--global-batch", "1M", "--batch-tolerance", "0")
+    assert code == 1
+    assert "step over [1,000,000, 1,000,000]: the nearest are 999,424 or 1,048,576 tokens" in stderr
+    assert "smallest global batch any layout can run" not in stderr
+
+
+def test_bubble_advice_does_not_offer_back_what_is_pinned():
+    result = CliRunner().invoke(
+        app,
+        [
+            "parallelize",
+            "--model",
+            "70b",
+            "--gpus",
+            "512",
+            "--tp",
+            "8",
+            "--pp",
+            "8",
+            "--cp",
+            "1",
+            "--vpp",
+            "2",
+        ]
+        + ["--global-batch", "1M", "--max-bubble", "0.05"],
+    )
+    text = " ".join(result.stderr.split())
+    assert result.exit_code == 1 and "interleaving (--vpp 2+)" not in text and "a larger --max-bubble" in text
+    result = CliRunner().invoke(
+        app,
+        [
+            "parallelize",
+            "--model",
+            "70b",
+            "--gpus",
+            "512",
+            "--tp",
+            "8",
+            "--pp",
+            "8",
+            "--zero",
+            "1",
+            "--mbs",
+            "1",
+        ]
+        + ["--microbatches", "4", "--recompute", "none"],
+    )
+    text = " ".join(result.stderr.split())
+    assert (
+        result.exit_code == 1 and "more micro-batches per step" not in text and "interleaving (--vpp" in text
+    )
+
+
+def test_the_margin_line_does_not_depend_on_top():
+    argv = ["--model", "405b", "--gpus", "16384", "--seq-len", "8192", "--global-batch", "16M"]
+    lines = set()
+    for top in ("1", "2", "5"):
+        out = CliRunner().invoke(app, ["parallelize", *argv, "--top", top], env={"COLUMNS": "400"}).stdout
+        found = [line.strip() for line in out.splitlines() if "margin over speed" in line]
+        assert len(found) == 1, out
+        lines.add(found[0])
+    assert len(lines) == 1
