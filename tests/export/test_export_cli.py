@@ -96,3 +96,25 @@ def test_an_engine_refusal_names_the_plan_key_at_its_line(tmp_path) -> None:
     res = _run(str(plan), "--to", "deepspeed")
     assert res.exit_code == 2
     assert f"{plan}:4: stack.precision: DeepSpeed's config has no fp8 training key" in res.output
+
+
+@pytest.mark.parametrize(
+    ("pins", "code", "phrase"),
+    [
+        # TP 4: 2.0 B parameters per GPU, an fp32 buffer of 8.0 GB in place of 0.5 GB of sharded gradients
+        ("{zero: 2, tp: 4}", 0, "full-size fp32 gradient buffer (8.0 GB per GPU here)"),
+        # TP 1: 8.0 B per GPU, 32.1 GB of buffer: past the 76 GB limit
+        ("{zero: 2, tp: 1}", 2, "parallel.zero: Megatron's distributed optimizer keeps a full-size fp32"),
+    ],
+)
+def test_zero2_to_megatron_counts_its_full_gradient_buffer(tmp_path, pins, code, phrase) -> None:
+    """Megatron has no sharded-gradient ZeRO-2 (its distributed optimizer reduce-scatters out of a full buffer
+    of the gradient dtype): said with the buffer's size, or refused when it breaks the plan's memory limit."""
+    plan = tmp_path / "z2.yaml"
+    plan.write_text(
+        "schema_version: 1\nname: z2\nmodel: 8b\nbudget: {flops: 1e22}\ntraining: {seq_len: 4096}\n"
+        f"cluster: {{gpu: h100-sxm, gpus: 64}}\nparallel: {pins}\n"
+    )
+    result = _run(str(plan), "--to", "megatron")
+    assert result.exit_code == code, result.output
+    assert phrase in " ".join(result.stderr.split())

@@ -112,6 +112,8 @@ class Facts:
     uneven_stages: bool
     weights_bytes_per_gpu: float
     gradients_bytes_per_gpu: float
+    memory_bytes_per_gpu: float  # the plan's total on its largest stage
+    memory_limit_bytes: float  # what the plan allowed per GPU (HBM less the headroom)
     # cluster
     attention_speedup: float  # the plan's attention kernel over FlashAttention-2 on its GPU (timing)
     n_gpus: int
@@ -244,6 +246,8 @@ def facts(plan: RunPlan) -> Facts:
         uneven_stages=best.uneven_stages,
         weights_bytes_per_gpu=float(best.memory_bytes.weights),
         gradients_bytes_per_gpu=float(best.memory_bytes.gradients),
+        memory_bytes_per_gpu=float(best.memory_bytes.total),
+        memory_limit_bytes=float(best.memory_limit_bytes),
         attention_speedup=_attention_speedup(plan, stack),
         n_gpus=world,
         gpus_per_node=max(world // n_nodes, 1),

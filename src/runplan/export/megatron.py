@@ -12,8 +12,9 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   (``--decoder-first/last-pipeline-num-layers``, as Llama 3 did, arXiv 2407.21783 §3.3.2); with interleaving,
   when a stage's layers do not split into v chunks, Megatron-Core's ``--pipeline-model-parallel-layout``
   string instead (its docs, "Custom Pipeline Model Parallel Layout").
-* ZeRO: 1 → ``--use-distributed-optimizer`` (optimizer state sharded over DP); 2 → the same plus a warning
-  (Megatron keeps a full-size gradient buffer, fp32 by default under bf16); 3 → Megatron FSDP
+* ZeRO: 1 → ``--use-distributed-optimizer`` (optimizer state sharded over DP); 2 → the same, as Megatron has no
+  sharded-gradient stage: it keeps a full-size buffer of the gradient dtype (fp32 unless gradient_dtype bf16),
+  said in a warning with its size, refused at ``parallel.zero`` when it breaks the plan's memory limit; 3 → Megatron FSDP
   (``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params``, which needs
   ``--ckpt-format fsdp_dtensor``), or, when the stack has ``fsdp_mixed_precision``, PyTorch FSDP2
   (``--use-torch-fsdp2 --no-gradient-accumulation-fusion``, Megatron-LM's FSDP docs; not with pipelines).
@@ -467,13 +468,7 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
         if f.stack.overlap_param_gather and f.stack.overlap_grad_reduce:
             layout.append(("--overlap-param-gather", [], "parameter all-gather under the next forward pass"))
         if f.layout.zero == 2:
-            full_grad = 2 * f.weights_bytes_per_gpu  # fp32 main grads: 4 B/param vs bf16 weights 2 B/param
-            warnings.append(
-                f"ZeRO-2: Megatron's distributed optimizer reduce-scatters gradients but keeps a full-size gradient "
-                f"buffer (fp32 by default under bf16: about {fmt_bytes(full_grad)} per GPU here) where the plan "
-                f"counted {fmt_bytes(f.gradients_bytes_per_gpu)} of sharded gradients; check memory, or add "
-                "--grad-reduce-in-bf16 to halve the buffer"
-            )
+            warnings.append(_zero2_buffer(f))
     elif f.layout.zero == 3 and f.stack.fsdp_mixed_precision:
         _refuse_torch_fsdp2(f)
         # Megatron-LM docs (FSDP2): --use-torch-fsdp2 with --no-gradient-accumulation-fusion and torch_dist
@@ -493,6 +488,27 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
                 "consider ZeRO-1 (--use-distributed-optimizer)"
             )
     return layout
+
+
+def _zero2_buffer(f: Facts) -> str:
+    """Megatron has no sharded-gradient ZeRO-2: its distributed optimizer reduce-scatters gradients out of a
+    full-size buffer of the stack's gradient dtype (fp32 under bf16 unless --grad-reduce-in-bf16, which the
+    export writes for gradient_dtype bf16). Refused when that buffer breaks the plan's memory limit, else said."""
+    params_per_gpu = f.weights_bytes_per_gpu / 2.0  # bf16 weights
+    buffer = f.stack.gradient_bytes * params_per_gpu
+    total = f.memory_bytes_per_gpu - f.gradients_bytes_per_gpu + buffer
+    what = (
+        f"keeps a full-size {f.stack.gradient_dtype} gradient buffer ({fmt_bytes(buffer)} per GPU here) where "
+        f"the plan counted {fmt_bytes(f.gradients_bytes_per_gpu)} of sharded gradients"
+    )
+    if total > f.memory_limit_bytes:
+        raise SpecError(
+            f"Megatron's distributed optimizer {what}: {fmt_bytes(total)} per GPU against the plan's limit of "
+            f"{fmt_bytes(f.memory_limit_bytes)}",
+            where="parallel.zero",
+            hint="pin parallel.zero: 1 (or 3) and plan again",
+        )
+    return f"ZeRO-2: Megatron's distributed optimizer {what}; {fmt_bytes(total)} per GPU, within the plan's limit"
 
 
 def _refuse_torch_fsdp2(f: Facts) -> None:
