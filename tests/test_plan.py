@@ -486,3 +486,21 @@ def test_objective_params_beside_a_model_must_agree(tmp_path, params, code):
     assert result.exit_code == code, result.output
     if code:
         assert "p.yaml:5: objective.params: 1.3e+10 parameters, but model: has 7.158e+09" in result.stderr
+
+
+def test_a_learned_position_table_shorter_than_the_sequence_is_warned(tmp_path):
+    """GPT-3 175B has 2,048 learned positions (Brown et al. 2020, Table 2.1: n_ctx 2048); at 4,096 the table
+    must grow by 2,048 × 12,288 = 25,165,824 parameters: the plan and the Megatron export say so."""
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "schema_version: 1\nname: g\nmodel: gpt-3-175b\nbudget: {flops: 3e23}\ntraining: {seq_len: 4096}\n"
+        "cluster: {gpu: a100-80gb, gpus: 1024}\n"
+    )
+    plan = build_plan(load_plan(path), tmp_path)
+    assert any("+25,165,824 parameters" in w and w.startswith("model: 2,048 learned") for w in plan.warnings)
+    result = CliRunner().invoke(app, ["export", str(path), "--to", "megatron"])
+    assert result.exit_code == 0 and "the model has 2,048 rows, Megatron builds 4,096" in " ".join(
+        result.stderr.split()
+    )
+    path.write_text(path.read_text().replace("4096", "2048"))
+    assert not any("learned" in w for w in build_plan(load_plan(path), tmp_path).warnings)

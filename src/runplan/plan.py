@@ -587,6 +587,19 @@ def _in_plan_words(sweep: Sweep) -> Sweep:
 MAX_PLANNED_DAYS = 365.0
 
 
+def _position_warnings(shape: ModelShape, seq_len: int) -> list[str]:
+    """A learned position table shorter than the sequence (GPT-3's 2,048 rows at 4,096): positions past it have
+    no embedding, so the run trains another model than the one counted (RoPE models have no table)."""
+    rows = shape.learned_positions
+    if not rows or seq_len <= rows:
+        return []
+    extra = (seq_len - rows) * shape.d_model
+    return [
+        f"model: {rows:,} learned positions, shorter than training.seq_len {seq_len:,}: the table must grow to "
+        f"{seq_len:,} rows (+{extra:,} parameters, not counted here), or train at {rows:,}"
+    ]
+
+
 def _plan_warnings(
     best: LayoutEstimate,
     crit: CriticalBatch,
@@ -692,6 +705,7 @@ def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> 
         *_plan_warnings(best, result.critical_batch, stage.allocation, operations, schedule, sweep, no_sweep),
         *_calibration_warnings(inputs),
         *_batch_warnings(planned, best),
+        *_position_warnings(stage.shape, inputs.seq_len),
         # the search's own cautions (fp8, a pinned layout's broken constraints, torchtitan CP); its first line,
         # the critical batch, is the layout section's
         *(f"layout: {w}" for w in result.warnings[1:]),

@@ -311,6 +311,11 @@ def _moe_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
 def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
     """Position embedding, RoPE base and RoPE scaling flags."""
     if arch.positions == "learned":
+        if f.learned_positions < f.seq_len:  # Megatron sizes the table by --max-position-embeddings (seq_len)
+            warnings.append(
+                f"learned positions: the model has {f.learned_positions:,} rows, Megatron builds {f.seq_len:,} "
+                "(--max-position-embeddings must reach --seq-length): a larger model than the plan counts"
+            )
         return [("--position-embedding-type", ["learned_absolute"], f"{f.learned_positions:,} learned rows")]
     args: list[Arg] = []
     scaling = arch.rope_scaling
