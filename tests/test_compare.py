@@ -65,9 +65,9 @@ def test_whatif_shows_an_infeasible_size_as_a_row_and_fails_only_when_every_size
     small, large = json.loads(result.stdout)
     assert small["gpus"] == 8 and "memory" in small["infeasible"] and "wall_clock_days" not in small
     assert large["gpus"] == 512 and large["wall_clock_days"] > 0
-    # what would make it feasible: 70B's fully sharded states need 18 GPUs, so no memory knob is offered at 8
+    # what would make it feasible: 70B's fully sharded states need 18 GPUs (24 in whole nodes), so no memory knob is offered at 8
     # (plan keys rather than flags for a plan file: test_error_paths)
-    assert "need at least 18 h100-sxm GPUs" in small["infeasible"] and "--zero" not in small["infeasible"]
+    assert "need at least 24 h100-sxm GPUs" in small["infeasible"] and "--zero" not in small["infeasible"]
     table = run("whatif", plan70, "--gpus", "8,512").stdout
     assert "infeasible at 8 GPUs" in table
     everywhere = run("whatif", plan70, "--gpus", "8,16")
@@ -88,3 +88,15 @@ def test_whatif_blames_a_size_the_cluster_refuses_on_the_flag_not_the_file():
     result = run("whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", "12")
     assert result.exit_code == 2 and result.stderr.startswith("runplan: error: --gpus:"), result.stderr
     assert "whole nodes" in result.stderr
+
+
+def test_diff_shows_a_change_of_layout_and_memory(tmp_path):
+    """Pinning micro_batch 64 moves the 70B example from TP4 DP64 ZeRO-1 to TP8 DP4 CP8 ZeRO-2: the layout is the
+    summary's second line, so diff lists each degree that moved (no percentage: TP 4 → 8 is not +100%) and the
+    memory per GPU."""
+    pinned = tmp_path / "pinned.yaml"
+    pinned.write_text((EXAMPLES / "70b-512-h100.yaml").read_text() + "parallel:\n  micro_batch: 64\n")
+    result = run("diff", str(EXAMPLES / "70b-512-h100.yaml"), str(pinned))
+    assert result.exit_code == 0, result.output
+    assert "layout.best.micro_batch: 1 → 64\n" in result.stdout
+    assert "layout.best.tp: 4 → 8\n" in result.stdout and "layout.best.memory_bytes.total:" in result.stdout

@@ -38,6 +38,11 @@ def resolved_document(raw_inputs: dict[str, Any], plan: RunPlan) -> str:
 
 
 #: The numbers a reader looks at first, in this order: days and cost, then the run's size and loss.
+# the layout itself (the summary's second line): a change there is a change of plan, shown without a percentage
+LAYOUT_AXIS_PATHS = tuple(
+    f"layout.best.{axis}"
+    for axis in ("tp", "pp", "dp", "cp", "ep", "zero", "micro_batch", "vpp", "recompute")
+)
 HEADLINE_PATHS = (
     "cost.main.wall_clock_days",
     "cost.main.cost",
@@ -49,6 +54,8 @@ HEADLINE_PATHS = (
     "allocation.loss",
     "layout.best.mfu",
     "layout.best.step_seconds",
+    *LAYOUT_AXIS_PATHS,
+    "layout.best.memory_bytes.total",
     "schedule.total_steps",
     "schedule.global_batch_tokens",
 )
@@ -81,7 +88,9 @@ class Change:
             return f"{self.path}: {_short(self.old)} → (gone)"
         if self.kind == "length":
             return f"{self.path}: {self.old} items → {self.new} items"
-        change = f" ({self.relative_change:+.2%})" if self.relative_change is not None else ""
+        # a layout degree is a choice, not a quantity: TP 4 → 8 is not "+100%"
+        shown = self.relative_change is not None and self.path not in LAYOUT_AXIS_PATHS
+        change = f" ({self.relative_change:+.2%})" if shown else ""
         return f"{self.path}: {_short(self.old)} → {_short(self.new)}{change}"
 
     def record(self) -> dict[str, Any]:
