@@ -51,14 +51,19 @@ CASES = {
     "restart": (_megatron(list(range(1, 40)) + list(range(30, 60))).encode(), 0, "restart"),
     "jsonl garbage": (b'{"step": 1, "loss": 3}\n' + b"garbage\n" * 40, 2, "40 lines are not JSON objects"),
     "csv text cell": (b"step,loss\n1,3.0\n2,abc\n", 2, "not a number"),
-    "json without values": (json.dumps({"lm loss": [1, 2]}).encode(), 2, "every value is nan or missing"),
+    # read as one JSONL line whose loss is a list: named like a CSV cell that is not a number
+    "json without values": (
+        json.dumps({"lm loss": [1, 2]}).encode(),
+        2,
+        "line 1: 'lm loss' is [1, 2], not a number",
+    ),
     "tfevents corrupt": (b"\x10\x00\x00\x00\x00\x00\x00\x00" + b"\x00" * 20, 2, "binary"),
     # JSON the reader refuses other than by JSONDecodeError: an integer past Python's 4,300-digit limit, and
     # nesting past the recursion limit (were internal errors, exit 3)
     "jsonl huge integer": (
         b'{"step": 1, "loss": 3}\n{"step": 2, "loss": ' + b"9" * 5000 + b"}\n",
         0,
-        "not JSON",
+        "1 line that is not a JSON object was left out",
     ),
     "jsonl nested too deep": (b"[" * 100_000 + b"]" * 100_000 + b"\n", 2, "no known log format"),
     # a step counter past int64 wrapped to -2^63 on every row; negative and fractional steps passed

@@ -163,7 +163,7 @@ def flags_in_text(text: str, command: str | None = None) -> str:
 
 
 #: Commands that read a plan file and take no layout flags: their users change a plan key, not a flag.
-PLAN_FILE_COMMANDS = frozenset({"plan", "check", "export", "whatif", "diff"})
+PLAN_FILE_COMMANDS = frozenset({"plan", "check", "export", "whatif", "diff", "monitor"})
 _PATH_SETTING = re.compile(r"\b([a-z][a-z_]*(?:\.[a-z_]+)+)=([^\s,;)]+)")
 
 

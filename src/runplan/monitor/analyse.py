@@ -14,6 +14,7 @@ from runplan.monitor import detect, detect_sdc, detect_speed
 from runplan.monitor.events import Checkpoints, Event, verdict
 from runplan.monitor.series import MetricLog
 from runplan.monitor.thresholds import Thresholds
+from runplan.monitor.words import counted
 
 if TYPE_CHECKING:
     from runplan.plan import RunPlan
@@ -67,7 +68,14 @@ def checkpoints_for(log: MetricLog, interval_steps: int | None, plan: RunPlan | 
             log.saved_steps,
             source=f"the log's save interval {log.checkpoint_interval_steps:,}",
         )
-    return Checkpoints(saved_steps=log.saved_steps, source="saved steps listed in the log")
+    if log.saved_steps:
+        return Checkpoints(
+            saved_steps=log.saved_steps,
+            source=f"{counted(len(log.saved_steps), 'saved step')} listed in the log",
+        )
+    return Checkpoints(
+        source="none known (the log lists no saved step; give --checkpoint-interval or --plan)"
+    )
 
 
 def analyse(
@@ -147,7 +155,8 @@ def _summary(
         warnings.append(f"not in the log: {', '.join(missing)} (their detectors did not run)")
     if log.steps.size < 50:
         warnings.append(
-            f"only {log.steps.size} logged steps: baselines rest on few points, so ratios and levels are rough"
+            f"only {counted(log.steps.size, 'logged step')}: baselines rest on few points, so ratios and levels "
+            "are rough"
         )
     return {
         "events_by_kind": kinds,

@@ -14,6 +14,7 @@ import numpy as np
 from runplan.monitor.detect import Context
 from runplan.monitor.events import Event
 from runplan.monitor.rolling import interval_of, masked_passes, runs, successive_sigma, window_points
+from runplan.monitor.words import counted
 
 
 def step_time_series(ctx: Context) -> tuple[np.ndarray, np.ndarray, str] | None:
@@ -123,7 +124,7 @@ def _slow(
         why=(
             f"throughput down {drop:.1%} from step {start:,} (step time +{level / base - 1:.1%}: {base:.4g} → "
             f"{level:.4g} {unit} over "
-            f"{last - first + 1} logged steps, baseline of {points} points): {tail}"
+            f"{counted(last - first + 1, 'logged step')}, baseline of {counted(points, 'point')}): {tail}"
         ),
     )
 

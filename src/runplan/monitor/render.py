@@ -3,9 +3,11 @@ per event (for ``--follow``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from runplan.monitor.events import Event
+from runplan.monitor.words import counted
 
 if TYPE_CHECKING:
     from runplan.monitor.analyse import Report
@@ -18,8 +20,18 @@ _VERDICT_TEXT = {
 }
 
 
+#: Below this many columns for the "why" column, events are printed as blocks of name-value lines: a sentence
+#: of 200-400 characters folded into a 12-column cell takes 30 lines (the BLOOM throughput log at 80 columns).
+WHY_MIN_CHARS = 40
+EVENT_HEADERS = ("start", "peak", "end", "event", "action", "rollback to", "why")
+
+
 def _step(value: int | None) -> str:
     return "open" if value is None else f"{value:,}"
+
+
+def _every(interval: int) -> str:
+    return "every step" if interval == 1 else f"every {interval:,} steps"
 
 
 def event_line(event: Event) -> str:
@@ -50,27 +62,24 @@ def terminal(report: Report) -> None:
     first, last = report.steps
     out.print(
         f"{report.source} ({report.format}): steps {first:,}-{last:,}, "
-        f"{report.summary['logged_steps']:,} logged, every {report.summary['interval_steps']} steps; "
+        f"{report.summary['logged_steps']:,} logged, {_every(report.summary['interval_steps'])}; "
         f"metrics: {', '.join(report.metrics)}; thresholds: {report.summary['thresholds']}"
     )
     shown = [e for e in report.events if e.action != "none" or e.kind == "restart"]
     quiet = [e for e in report.events if e not in shown]
     if shown:
-        rows = [
-            [
-                f"{e.start_step:,}",
-                f"{e.peak_step:,}",
-                _step(e.end_step),
-                e.kind,
-                e.action + (f" {e.wait_until_step:,}" if e.wait_until_step else ""),
-                "" if e.rollback_to_step is None else f"{e.rollback_to_step:,}",
-                e.why,
-            ]
-            for e in shown
-        ]
-        headers = ("start", "peak", "end", "event", "action", "rollback to", "why")
-        # the shared table rule: names and numbers whole, prose folds, rows stacked when even that cannot fit
-        out.print(fitted_table(out, headers, rows, left=("event", "action", "why")))
+        rows = [event_cells(e) for e in shown]
+        if why_width(EVENT_HEADERS, rows, out.width) >= WHY_MIN_CHARS:
+            # the shared table rule: names and numbers whole, prose folds, rows stacked when even that cannot fit
+            out.print(fitted_table(out, EVENT_HEADERS, rows, left=("event", "action", "why")))
+        else:
+            from rich.text import Text
+
+            for row in rows:
+                head, *rest = event_block(EVENT_HEADERS, row, out.width)
+                out.print(Text(head, style="bold"))
+                for line in rest:
+                    out.print(Text(line))
     if quiet:
         kinds = sorted({e.kind.replace("_", " ") for e in quiet})
         out.print(f"{len(quiet)} events needing nothing ({', '.join(kinds)}); --json or --report lists them")
@@ -78,9 +87,43 @@ def terminal(report: Report) -> None:
         out.print(vs_plan_text(report.vs_plan))
         for warning in report.vs_plan.get("warnings", []):
             out.print(f"warning: {warning}")
-    err = console(stderr=True)
-    for warning in report.summary["warnings"]:
-        err.print(f"note: {warning}")
+    from runplan.cli.common import echo_wrapped
+
+    for warning in report.summary["warnings"]:  # folded under its "note:", so it reads as one note
+        echo_wrapped(f"note: {warning}", err=True)
+
+
+def event_cells(event: Event) -> list[str]:
+    """An event as the cells of a row under :data:`EVENT_HEADERS`."""
+    return [
+        f"{event.start_step:,}",
+        f"{event.peak_step:,}",
+        _step(event.end_step),
+        event.kind,
+        event.action + (f" {event.wait_until_step:,}" if event.wait_until_step else ""),
+        "" if event.rollback_to_step is None else f"{event.rollback_to_step:,}",
+        event.why,
+    ]
+
+
+def why_width(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> int:
+    """Columns left for the last (``why``) column of a table of ``rows`` at ``width``: each other column as
+    wide as its widest cell or header, one space of padding each side, a separator between columns and one at
+    each edge (the layout of :func:`runplan.report.tables.fitted_table`)."""
+    others = [max(len(header), *(len(row[i]) for row in rows)) + 2 for i, header in enumerate(headers[:-1])]
+    return width - sum(others) - 2 - (len(headers) + 1)
+
+
+def event_block(headers: Sequence[str], row: Sequence[str], width: int) -> list[str]:
+    """An event row as name-value lines for a narrow terminal: ``start N``, then the other short cells packed
+    into lines, then the last cell (the why) folded with its continuation lines under its first word."""
+    from runplan.report.format import wrap_lines
+    from runplan.report.tables import pack
+
+    pairs = [f"{h} {c}" for h, c in zip(headers[1:-1], row[1:-1], strict=True) if c]
+    lines = [f"{headers[0]} {row[0]}"] + [f"  {line}" for line in pack(pairs, width - 2, separator="   ")]
+    hang = " " * (len(headers[-1]) + 3)
+    return lines + wrap_lines(f"  {headers[-1]} {row[-1]}", width, indent=hang).splitlines()
 
 
 def vs_plan_text(vs: dict[str, Any]) -> str:
@@ -105,7 +148,7 @@ def markdown(report: Report) -> str:
         f"**{headline(report)}**",
         "",
         f"- log: `{report.source}` ({report.format}), steps {first:,}-{last:,}, "
-        f"{report.summary['logged_steps']:,} logged every {report.summary['interval_steps']} steps",
+        f"{counted(report.summary['logged_steps'], 'step')} logged, {_every(report.summary['interval_steps'])}",
         f"- thresholds: {report.summary['thresholds']}; checkpoints: {report.summary['checkpoints']}",
         f"- metrics: {metrics}",
         "",

@@ -165,7 +165,7 @@ def _finish(
         raise SpecError(
             f"'{source}': every value is nan or missing", where="monitor.log", hint="check the log"
         )
-    interval, gaps = _interval_and_gaps(unique, values, notes)
+    interval, gaps = _interval_and_gaps(unique, values, nonfinite, notes)
     if repeated:
         notes.append(f"{repeated:,} steps were logged more than once; the later values are used")
     if rows.ignored_names:
@@ -259,11 +259,12 @@ def _runs(steps: np.ndarray, mask: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _interval_and_gaps(
-    steps: np.ndarray, values: dict[str, np.ndarray], notes: list[str]
+    steps: np.ndarray, values: dict[str, np.ndarray], nonfinite: dict[str, np.ndarray], notes: list[str]
 ) -> tuple[int, list[tuple[int, int]]]:
-    """The usual logging interval (median step difference of the loss, else of any row) and the gaps."""
-    key = "loss" if "loss" in values and np.isfinite(values["loss"]).sum() > 1 else None
-    logged = steps[np.isfinite(values[key])] if key else steps
+    """The usual logging interval (median step difference of the loss, else of any row) and the gaps. A loss
+    logged as nan or inf was logged: it is a finding for the NaN detector, not a hole in the log."""
+    has_loss = np.isfinite(values["loss"]) | nonfinite["loss"] if "loss" in values else None
+    logged = steps[has_loss] if has_loss is not None and has_loss.sum() > 1 else steps
     if logged.size < 2:
         return 1, []
     diffs = np.diff(logged)

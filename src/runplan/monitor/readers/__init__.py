@@ -3,13 +3,16 @@
 ``read_logs(paths, fmt)`` detects each file's format (``fmt="auto"``) from its content, not its name:
 a TFRecord header with a valid checksum is TensorBoard; a JSON document with ``log_history`` is a Hugging Face
 trainer state, one whose values are ``{"values": {...}}`` maps is Megatron's scalars export; lines of JSON
-objects are JSONL; a header row of comma-separated names is CSV; otherwise the engine whose line signature
-matches (Megatron, NeMo, torchtitan, llm.c). A file whose lines carry two engines' formats, a binary file, an
+objects are JSONL (also when the first line was cut); a file that starts with ``{``, does not parse, and has
+no whole JSON object in its first lines is a JSON document cut short (said as invalid JSON); a header row
+of comma-separated names is CSV; otherwise the engine whose line signature matches (Megatron, NeMo,
+torchtitan, llm.c). A file whose lines carry two engines' formats, a binary file, an
 empty file, and a file nothing recognises end in a one-line error naming the file and the fix.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +133,12 @@ def _decode(data: bytes, path: Path) -> str:
 def detect(body: str, path: Path) -> str:
     """The format of a text log (see the module docstring)."""
     head = body.lstrip()[:1]
-    if head in "{[":
-        found = _detect_json(body)
+    objects, probed = _object_lines(body)
+    # JSONL whose first line was cut (``tail -c``) starts mid-object: every probed line but that one is an object
+    # (one JSON line among a text log's first lines, a launcher's config, does not make it JSONL)
+    cut_jsonl = probed > 1 and objects >= probed - 1
+    if head in "{[" or cut_jsonl:
+        found = _detect_json(body, f"'{path}'", objects > 0)
         if found:
             return found
     first = body.split("\n", 1)[0]
@@ -158,18 +165,56 @@ def detect(body: str, path: Path) -> str:
     return best
 
 
-def _detect_json(body: str) -> str | None:
+#: Non-blank lines looked at to tell JSONL from a JSON document that does not parse (one cut short).
+_JSONL_PROBE_LINES = 5
+
+
+def _detect_json(body: str, where: str, object_lines: bool) -> str | None:
+    """The JSON format of ``body``; ``object_lines``: some of its first lines are whole JSON objects."""
     try:
         data = parse_json(body)
-    except JsonInputError:
-        return "jsonl" if body.lstrip().startswith("{") else None
+    except JsonInputError as error:
+        if object_lines:
+            return "jsonl"
+        if not body.lstrip().startswith("{"):
+            return None
+        # a document (Megatron's scalars export, a trainer state) cut short or broken: its own error, where it
+        # breaks, not a count of its lines that are not JSON objects
+        raise _not_json(where, error) from None
     if isinstance(data, dict):
         if "log_history" in data:
             return "hf"
         if data and all(isinstance(v, dict) and "values" in v for v in data.values()):
             return "scalars-json"
-        return "jsonl"
+        if object_lines:  # JSONL of one line
+            return "jsonl"
+        # a JSON document of another kind (an engine's config): not "N lines are not JSON objects"
+        raise _error(
+            f"{where} is a JSON document but not a metric log: no 'log_history' (a trainer state) and not "
+            '{"<tag>": {"values": {...}}} (Megatron\'s scalars export)',
+            hint="give the run's metric log",
+        )
     return None
+
+
+def _object_lines(body: str) -> tuple[int, int]:
+    """(whole JSON objects, lines looked at) among the first few non-blank lines. A JSONL log's lines are
+    objects; a JSON document spread over lines has none (``{``, ``"tag": {``, ``"1": 2.0,``), and one on a
+    single line that does not parse has none either."""
+    objects = probed = 0
+    for line in body.split("\n", 100)[:100]:  # not the whole file: this runs on every text log
+        if not line.strip():
+            continue
+        with contextlib.suppress(JsonInputError):
+            objects += isinstance(parse_json(line), dict)
+        probed += 1
+        if probed == _JSONL_PROBE_LINES:
+            break
+    return objects, probed
+
+
+def _not_json(where: str, error: JsonInputError) -> SpecError:
+    return _error(f"{where}: not valid JSON ({error})", hint="check the file: is it complete?")
 
 
 def _looks_like_header(line: str) -> bool:
@@ -211,7 +256,7 @@ def _json_document(body: str, where: str) -> dict[str, Any]:
     try:
         data = parse_json(body)
     except JsonInputError as error:
-        raise _error(f"{where}: not valid JSON ({error})", hint="check the file") from None
+        raise _not_json(where, error) from None
     if not isinstance(data, dict):
         raise _error(f"{where}: a JSON object is expected at the top", hint=_HINT)
     return data

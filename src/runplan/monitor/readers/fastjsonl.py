@@ -22,6 +22,9 @@ from runplan.fileio import JsonInputError, parse_json
 
 #: Stands for "this row has no such key" inside float columns (no real metric takes this value).
 MISSING = -9.87654321e305
+#: Stands for "this row has the key, but its value is text, a list or an object": an error under a metric's key
+#: (the reader names the line), nothing under a key it does not use (a run name, a date).
+UNREADABLE = -9.87654321e304
 #: Below this many characters the file is parsed in this process (forking costs more than it saves).
 PARALLEL_CHARS = 20_000_000
 _BODY = ""  # the text being parsed; a module global so forked workers share it without copying
@@ -107,12 +110,13 @@ def _chunk(bounds: tuple[int, int]) -> tuple[dict[str, np.ndarray], int, int, in
 def _column_slowly(raw: list[Any], name: str) -> np.ndarray:
     out = np.empty(len(raw))
     for index, value in enumerate(raw):
+        if isinstance(value, bool):  # a flag, not a value (an absent key is MISSING already and stays so)
+            out[index] = MISSING
+            continue
         try:
-            if isinstance(value, bool):
-                raise TypeError("a flag, not a value")
             out[index] = np.nan if value is None else float(value)
         except (TypeError, ValueError):
-            out[index] = MISSING  # a text value (a run name, a date): not a metric at this row
+            out[index] = UNREADABLE
     return out
 
 

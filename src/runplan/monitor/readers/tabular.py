@@ -8,6 +8,11 @@
 - Hugging Face ``trainer_state.json``: ``log_history`` holds one object per logging step (``loss``,
   ``grad_norm``, ``learning_rate``, ``step``) and per evaluation (``eval_loss``); ``save_steps`` and
   ``max_steps`` give the checkpoint interval and the run's length.
+
+A value under a metric's name that is not a number (text, a list, an object) is bad input in all of these, as a
+CSV cell is: one line naming the row, line or tag and step. These files are written by a program from numbers,
+so such a value is corruption or a wrong column, and analysing around it would hide it. (A JSONL line that is
+not JSON at all, as a crash mid-write leaves, is left out and counted in a note, up to 1% of the lines.)
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 from runplan.errors import SpecError
 from runplan.monitor.aliases import canonical
 from runplan.monitor.series import Rows, whole_steps
+from runplan.monitor.words import counted
 
 _WANDB_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
 
@@ -120,7 +126,7 @@ def rows_from_dicts(rows_in: list[dict[str, Any]], where: str, notes: list[str] 
 
 def read_jsonl(body: str, where: str) -> Rows:
     """One JSON object per line (see :mod:`runplan.monitor.readers.fastjsonl` for how it stays fast)."""
-    from runplan.monitor.readers.fastjsonl import MISSING, columns
+    from runplan.monitor.readers.fastjsonl import MISSING, UNREADABLE, columns
 
     raw, count, bad = columns(body, where)
     if count == 0:
@@ -128,26 +134,60 @@ def read_jsonl(body: str, where: str) -> Rows:
             f"{where}: no JSON object lines", where="monitor.log", hint="check the file or --format"
         )
     used, ignored, step = _map_names(list(raw))
-    notes = [f"{bad:,} lines that are not JSON objects were left out"] if bad else []
+    which = "is not a JSON object was" if bad == 1 else "are not JSON objects were"
+    notes = [f"{counted(bad, 'line')} that {which} left out"] if bad else []
     if step is None:
         notes.append(f"{where} has no step key: line order is used as the step")
         steps = np.arange(1, count + 1, dtype=np.int64)
     else:
         column = raw[step]
-        bad_rows = np.flatnonzero((column == MISSING) | ~np.isfinite(column))
+        bad_rows = np.flatnonzero((column == MISSING) | (column == UNREADABLE) | ~np.isfinite(column))
         if bad_rows.size:
+            line, _ = _object_line(body, int(bad_rows[0]), bad)
             raise SpecError(
-                f"{where}: object {int(bad_rows[0]) + 1} has no whole number under '{step}'",
+                f"{where} line {line:,}: no whole number under '{step}'",
                 where="monitor.log",
                 hint="every line needs its step",
             )
         steps = whole_steps(column, where, "object")
     values, present = {}, {}
     for name, (target, factor) in used.items():
+        unreadable = np.flatnonzero(raw[name] == UNREADABLE)
+        if unreadable.size:  # as a CSV cell that is not a number: refused, naming the line and the key
+            line, record = _object_line(body, int(unreadable[0]), bad)
+            more = unreadable.size - 1
+            raise SpecError(
+                f"{where} line {line:,}: '{name}' is {_shown(record.get(name))}, not a number",
+                where="monitor.log",
+                hint="fix or delete that line"
+                + (f"; {counted(more, 'more line')} {'is' if more == 1 else 'are'} like it" if more else ""),
+            )
         has = raw[name] != MISSING
         values[target] = np.where(has, raw[name], np.nan) * factor
         present[target] = has
     return _mapped_rows(steps, values, present, used, ignored, notes)
+
+
+def _object_line(body: str, index: int, bad_lines: int) -> tuple[int, dict[str, Any]]:
+    """(line number from 1, object) of the ``index``-th JSON object line (from 0), to name it in an error.
+    Blank lines never count; lines that are not JSON objects are parsed and skipped only when the reader found
+    some (``bad_lines``), so a clean file costs no parsing (this runs on the error path only)."""
+    from runplan.fileio import JsonInputError, parse_json
+
+    seen = -1
+    for number, line in enumerate(body.split("\n"), start=1):  # split as fastjsonl splits
+        if not line.strip():
+            continue
+        if bad_lines:
+            try:
+                if not isinstance(parse_json(line), dict):
+                    continue
+            except JsonInputError:
+                continue
+        seen += 1
+        if seen == index:
+            return number, parse_json(line)
+    return index + 1, {}  # not reached: every object came from a line
 
 
 def read_csv(text: str, where: str) -> Rows:
@@ -241,23 +281,20 @@ def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
             ignored.append(tag)
             continue
         series[tag] = (found[0], found[1], body["values"])
-    try:
-        keys = [int(step) for _, _, values in series.values() for step in values]
-    except ValueError:
-        raise SpecError(f"{where}: a step key is not a whole number", where="monitor.log") from None
+    keys = [_step_key(tag, step, where) for tag, (_, _, values) in series.items() for step in values]
     whole_steps(keys, where, "step key")  # in file order, so the position named is the key's
     all_steps = sorted(set(keys))
     steps = np.asarray(all_steps, dtype=np.int64)
     position = {step: i for i, step in enumerate(all_steps)}
     values, present = {}, {}
-    for target, factor, raw in series.values():
+    for tag, (target, factor, raw) in series.items():
         column = np.full(steps.size, np.nan)
         has = np.zeros(steps.size, dtype=bool)
         for step, value in raw.items():
             if isinstance(value, bool):  # a JSON flag is not a metric value (as in JSONL)
                 continue
             slot = position[int(step)]
-            column[slot] = _value(value) * factor
+            column[slot] = _scalar(tag, step, value, where) * factor
             has[slot] = True
         values[target], present[target] = column, has
     return Rows(
@@ -267,6 +304,38 @@ def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
         ignored_names=ignored,
         source_names={target: tag for tag, (target, _, _) in series.items()},
     )
+
+
+def _step_key(tag: str, key: str, where: str) -> int:
+    try:
+        return int(key)
+    except ValueError:
+        raise SpecError(
+            f"{where}: tag '{tag}' has step key {key[:40]!r}, not a whole number",
+            where="monitor.log",
+            hint="fix or delete that entry of its 'values' map",
+        ) from None
+
+
+def _scalar(tag: str, step: str, value: Any, where: str) -> float:
+    """One value of a tag's ``values`` map; anything but a number, null or a numeric string (Megatron writes
+    "nan") is one line naming the tag and the step, as a CSV cell names its row."""
+    try:
+        return _value(value)
+    except (TypeError, ValueError):
+        raise SpecError(
+            f"{where}: tag '{tag}' step {step}: the value is {_shown(value)}, not a number",
+            where="monitor.log",
+            hint="fix or delete that value",
+        ) from None
+
+
+def _shown(value: Any) -> str:
+    """A bad value as the file has it, cut to 40 characters (a list or object as JSON, not Python)."""
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value)
+    return repr(text[:40]) if isinstance(value, str) else text[:40]
 
 
 def read_hf_state(data: dict[str, Any], where: str) -> Rows:

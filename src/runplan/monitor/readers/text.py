@@ -17,6 +17,10 @@
 - torchtitan (``torchtitan/components/metrics.py``): ``step: 10  loss:  9.1234  grad_norm:  1.2345  memory:
   12.34GiB(15.62%)  tps: 12,345  tflops: 123.45  mfu: 12.34%`` with ANSI colours; ``validate step: N  loss: ...``.
 - llm.c (``train_gpt2.cu`` logger): ``s:N trl:L lr:X norm:G`` (train), ``s:N tel:L`` (validation).
+
+Text logs are read leniently: they mix metric lines with any other output, so lines and fields not recognised
+are skipped. A metric field of a Megatron or NeMo record whose value is not a number (``lm loss: GARBAGE``) is
+left out too, but counted, and the count and the first line are said in a note.
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ from collections.abc import Callable, Iterable
 
 from runplan.monitor.aliases import canonical
 from runplan.monitor.series import Rows, rows_from_lists
+from runplan.monitor.words import counted
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf|Infinity)"
 
 MEGATRON_HEAD = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 MEGATRON_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 _\-/().%]*?)\s*:\s*(" + _NUMBER + r")\s*(?=\||$)")
+#: A ``name: value`` field whatever its value, to find a metric whose value is not a number (``lm loss: GARBAGE``)
+ANY_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 _\-/().%]*?)\s*:\s*([^|]*?)\s*(?=\||$)")
 MEGATRON_VALID = re.compile(r"validation loss at iteration\s+(\d+)\s*\|(.*)")
 MEGATRON_SAVE = re.compile(r"saving checkpoint at iteration\s+(\d+)|saved checkpoint from iteration\s+(\d+)")
 NEMO_PIPE = re.compile(r"Training epoch \d+, iteration \d+/\d+\s*\|(.*)")
@@ -54,6 +61,16 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
+def unreadable_fields(text: str) -> list[tuple[str, str]]:
+    """(name, value) of the metric fields of a ``|``-separated record whose value is not a number."""
+    out = []
+    for name, value in ANY_FIELD.findall(text):
+        metric = canonical(name)
+        if metric is not None and metric[0] != "step" and not re.fullmatch(_NUMBER, value):
+            out.append((name.strip(), value))
+    return out
+
+
 class _Collector:
     """Rows keyed by step, in file order; unknown field names remembered for the notes."""
 
@@ -64,6 +81,19 @@ class _Collector:
         self.names: dict[str, str] = {}
         self.saved: list[int] = []
         self.total: int | None = None
+        self.unreadable = 0
+        self.first_unreadable = ""  # "line N: name 'value'", for the note
+
+    def unreadable_in(self, number: int, text: str) -> None:
+        """Count the metric values of line ``number`` that are not numbers (a corrupt line): a text log is read
+        leniently (lines and fields it does not know are skipped), so these are left out and said in a note.
+        Callers call this only when fewer fields were read as numbers than the line has ``:`` (one per field):
+        calling it on every line cost 10% of a 37 MB log's read time."""
+        bad = unreadable_fields(text)
+        if bad and not self.unreadable:
+            name, value = bad[0]
+            self.first_unreadable = f"line {number:,}: {name} {value[:40]!r}"
+        self.unreadable += len(bad)
 
     def add(self, step: int, fields: Iterable[tuple[str, str]]) -> dict[str, float]:
         record: dict[str, float] = {}
@@ -92,17 +122,25 @@ class _Collector:
         rows.source_names = self.names
         rows.saved_steps = self.saved
         rows.total_steps = self.total
+        if self.unreadable:
+            rows.notes.append(
+                f"{counted(self.unreadable, 'metric value')} could not be read as a number and "
+                f"{'was' if self.unreadable == 1 else 'were'} left out (the first at {self.first_unreadable})"
+            )
         return rows
 
 
 def read_megatron(lines: list[str], where: str = "the log") -> Rows:
     out = _Collector()
     current: dict[str, float] | None = None
-    for line in lines:
+    for number, line in enumerate(lines, start=1):
         head = MEGATRON_HEAD.search(line)
         if head:
             out.total = int(head.group(2))
-            current = out.add(int(head.group(1)), MEGATRON_FIELD.findall(line[head.end() :]))
+            fields = MEGATRON_FIELD.findall(line[head.end() :])
+            current = out.add(int(head.group(1)), fields)
+            if len(fields) < line.count(":", head.end()):
+                out.unreadable_in(number, line[head.end() :])
             continue
         valid = MEGATRON_VALID.search(line)
         if valid:
@@ -114,7 +152,10 @@ def read_megatron(lines: list[str], where: str = "the log") -> Rows:
             out.saved.append(int(save.group(1) or save.group(2)))
             continue
         if current is not None and "|" in line:  # a wrapped record: more fields of the current iteration
-            out.update(current, MEGATRON_FIELD.findall(line))
+            fields = MEGATRON_FIELD.findall(line)
+            out.update(current, fields)
+            if len(fields) < line.count(":"):
+                out.unreadable_in(number, line)
     return out.rows(where)
 
 
@@ -124,10 +165,12 @@ def _val(text: str) -> list[tuple[str, str]]:
 
 def read_nemo(lines: list[str], where: str = "the log") -> Rows:
     out = _Collector()
-    for raw in lines:
+    for number, raw in enumerate(lines, start=1):
         for line in raw.split("\r"):
             pipe = NEMO_PIPE.search(line)
             fields = MEGATRON_FIELD.findall(pipe.group(1)) if pipe else NEMO_BAR.findall(line)
+            if pipe and len(fields) < pipe.group(1).count(":"):  # a record, even one skipped below
+                out.unreadable_in(number, pipe.group(1))
             by_name = {k.strip(): v for k, v in fields}
             step = by_name.get("global_step")
             if step is None or "reduced_train_loss" not in by_name:
