@@ -1250,7 +1250,10 @@ def test_bad_input(case_id, argv, files, code, fragments, tmp_path):
         assert stderr.startswith(f"runplan: {kind}: "), stderr
         assert result.stdout == ""
     else:
-        assert all(line.startswith(("note: ", "warning: ")) for line in stderr.splitlines()), stderr
+        # a diagnostic, or the indented continuation of one folded at the terminal width
+        starts = ("note: ", "warning: ", "runplan: warning: ", "  ")
+        assert all(line.startswith(starts) for line in stderr.splitlines()), stderr
+        assert all(len(line) <= 80 or " " not in line.strip() for line in stderr.splitlines()), stderr
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ drift from the schema (it is generated from it).
 from __future__ import annotations
 
 import json
+import textwrap
 import types
 import typing
 from typing import Any
@@ -25,8 +26,30 @@ SCHEMA_PATH = "docs/plan.schema.json"
 DEFAULT_INIT_DAYS = 30
 DEFAULT_INIT_FLOPS = "2e23"
 DEFAULT_INIT_GPUS = "1024"
+#: The starter is a file people read and diff in an editor or terminal, so its comments fold at 80 columns.
+COMMENT_WIDTH = 80
 #: What a commented top-level key that is neither a section nor a list shows as its value.
 _EXAMPLES = {"calibration": "calibration.yaml"}
+
+
+def _comment(text: str, indent: str = "") -> list[str]:
+    """``text`` as comment lines folded at COMMENT_WIDTH, each continuation a '#' line at the same indent
+    (a description is one paragraph: its own line breaks and runs of spaces are not kept). A `code span`
+    and a word longer than the line (a path, a URL) stay whole: split, they could not be copied."""
+    prefix = f"{indent}# "
+    words = " ".join(text.split())
+    # spaces inside backticks become NUL so textwrap does not break there; NUL is not in any description
+    spans = words.split("`")
+    words = "`".join(span.replace(" ", "\0") if i % 2 else span for i, span in enumerate(spans))
+    folded = textwrap.wrap(
+        words,
+        width=COMMENT_WIDTH,
+        initial_indent=prefix,
+        subsequent_indent=prefix,
+        break_long_words=False,
+        break_on_hyphens=False,  # 1e-6, 2024-07 and flag names stay whole
+    )
+    return [line.replace("\0", " ") for line in folded] or [prefix.rstrip()]
 
 
 def _model_class(annotation: Any) -> type[BaseModel] | None:
@@ -64,11 +87,11 @@ def _default(field) -> Any:
 
 
 def _section(name: str, cls: type[BaseModel], values: dict[str, Any], description: str) -> list[str]:
-    lines = ["", f"# {description}"]
+    lines = ["", *_comment(description)]
     active = {k: v for k, v in values.items() if v is not None}
     lines.append(f"{name}:" if active else f"# {name}:")
     for key, field in cls.model_fields.items():
-        lines.append(f"  # {' '.join((field.description or key).split())}")  # a comment is one line
+        lines += _comment(field.description or key, "  ")
         if key in active:
             lines.append(f"  {key}: {_scalar(active[key])}")
             continue
@@ -153,18 +176,28 @@ def starter_plan(
         "training": {"seq_len": seq_len},
     }
     lines = [
-        f"# yaml-language-server: $schema={SCHEMA_PATH}",
-        "# (the schema's path in the runplan repository; `runplan schema > plan.schema.json` writes a copy)",
-        "# A runplan plan file. Plan it with `runplan plan THIS.yaml`; check it in CI with `runplan check`.",
-        "# Commented keys show their defaults; numbers may be written 2e23, 3e-4, 70B, 15T, 4M or 1.5k.",
+        f"# yaml-language-server: $schema={SCHEMA_PATH}",  # one line: editors read it as a whole
+        *_comment(
+            "(the schema's path in the runplan repository; `runplan schema > plan.schema.json` writes a copy)"
+        ),
+        *_comment(
+            "A runplan plan file. Plan it with `runplan plan THIS.yaml`; check it in CI with `runplan check`."
+        ),
+        *_comment(
+            "Commented keys show their defaults; numbers may be written 2e23, 3e-4, 70B, 15T, 4M or 1.5k."
+        ),
         f"schema_version: {SCHEMA_VERSION}",
         f"name: {yaml_scalar(name)}",
         "# description: what the run is for",
     ]
-    if placeholder:
-        lines.append(
-            "# budget below is a placeholder (no --flops, --days or --tokens was given): replace it with yours"
+    if placeholder:  # which placeholder, and why that one, so the reader knows what to replace it with
+        what = (
+            f"{days} days on cluster.gpus (--gpus without --flops, --days or --tokens)"
+            if days is not None
+            else f"{flops} FLOPs (no --flops, --days, --tokens or --gpus; --gpus alone gives "
+            f"{DEFAULT_INIT_DAYS} days)"
         )
+        lines += _comment(f"budget below is a placeholder, {what}: replace it with yours")
     if model is not None:
         lines += [
             "",
@@ -177,7 +210,7 @@ def starter_plan(
         cls = _model_class(field.annotation)
         if cls is None:
             example = "[]" if typing.get_origin(field.annotation) is list else _EXAMPLES.get(key, "")
-            lines += ["", f"# {field.description}", f"# {key}: {example}".rstrip()]
+            lines += ["", *_comment(field.description or key), f"# {key}: {example}".rstrip()]
             continue
         lines += _section(key, cls, chosen.get(key, {}), field.description or key)
     text = "\n".join(lines) + "\n"

@@ -148,7 +148,12 @@ def test_law_file_round_trip(tmp_path):
         ("", "empty file"),
         (
             "params,tokens,loss\n1e9,2e10,3.0\n2e9,1,000e10,2.9\n",
-            "line 3: 4 values for the header's 3 columns",
+            r"row 2 \(line 3\): 4 values for the header's 3 columns",
+        ),
+        # a short row said "empty value" for a cell that is not there; it says the count, as a long row does
+        (
+            "params,tokens,loss\n1e9,2e10,3.0\n2e9,1e10\n",
+            r"row 2 \(line 3\): 2 values for the header's 3 columns",
         ),
     ],
 )
@@ -426,3 +431,91 @@ def test_bulk_csv_parse_equals_the_record_reader(rows):
     assert bulk[1] == lines
     for name, _ in columns:
         assert bulk[0][name].tolist() == records[name].tolist()
+
+
+def _fit_cli(*args: str):
+    return CliRunner().invoke(app, ["fit", *args], env={"COLUMNS": "80"})
+
+
+def _one_budget_csv(path: Path) -> Path:
+    """The synthetic example's 1e21 budget alone: 9 runs on one isoFLOP curve."""
+    lines = EXAMPLE.read_text().splitlines()
+    path.write_text("\n".join([lines[0], *(x for x in lines[1:] if ",1e+21," in x)]) + "\n")
+    assert len(path.read_text().splitlines()) == 10
+    return path
+
+
+def test_an_unidentifiable_fit_writes_no_law_file_and_exits_1(tmp_path):
+    """One budget: Approach 3's law came out as N_opt 2.85e-06 and 2e31 tokens per parameter, and the law file
+    was written anyway (exit 0); now nothing is written and the error says why and what would fix it."""
+    csv_path, law = _one_budget_csv(tmp_path / "one.csv"), tmp_path / "law.yaml"
+    result = _fit_cli(str(csv_path), "--bootstrap", "0", "-o", str(law))
+    assert result.exit_code == 1 and not law.exists()
+    said = " ".join(result.stderr.split())
+    assert said.startswith(
+        f"runplan: infeasible: no law file written to {law}: the 9 runs of {csv_path} lie on one"
+    )
+    assert "Approach 3 cannot tell E, A, B, α and β apart" in said
+    assert "(runplan sweep --budgets 3)" in said and result.stdout == ""
+    # without -o nothing usable is left either (Approach 2 needs 2 budgets): exit 1, no N_opt printed
+    shown = _fit_cli(str(csv_path), "--bootstrap", "0")
+    assert shown.exit_code == 1 and shown.stdout == "" and "N_opt" not in shown.stderr
+    assert "no usable fit: the 9 runs" in " ".join(shown.stderr.split())
+    assert "Approach 2 needs 2 or more budgets" in " ".join(shown.stderr.split())
+
+
+def test_an_unusable_law_beside_a_good_approach_2_prints_no_optimum_from_it(monkeypatch):
+    """Approach 2 stands on its own: it is printed (exit 0), Approach 3's optimum rows say 'not usable' instead of
+    numbers, and the reason is among Approach 3's warnings (in the JSON too)."""
+    import runplan.scaling.fit as fit_module
+
+    monkeypatch.setattr(fit_module, "unusable_reason", lambda fit, runs: "law 'x' gives no finite allocation")
+    result = _fit_cli(str(EXAMPLE), "--bootstrap", "0")
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.stdout.splitlines() if "N_opt" in line or "D_opt" in line]
+    assert ["at", "C", "=", "1e+21:", "N_opt", "not", "usable", "(see", "the", "warning)"] in rows
+    assert "Approach 3's law is not usable: law 'x' gives no finite allocation" in " ".join(
+        result.stderr.split()
+    )
+    assert "Approach 2, isoFLOP parabolas" in result.stdout
+    data = json.loads(_fit_cli(str(EXAMPLE), "--bootstrap", "0", "--json").stdout)
+    assert (
+        data["parametric"]["warnings"][-1]
+        == "Approach 3's law is not usable: law 'x' gives no finite allocation"
+    )
+
+
+def test_the_extrapolation_warning_is_printed_once_for_both_approaches():
+    result = _fit_cli(str(EXAMPLE), "--flops", "1e30", "--bootstrap", "0")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stderr.split())
+    assert said.count("the optimum is reported at C = 1e+30, 1e+09× the largest run (1e+21)") == 1
+    # the JSON keeps it under each approach (each is read on its own there)
+    data = json.loads(_fit_cli(str(EXAMPLE), "--flops", "1e30", "--bootstrap", "0", "--json").stdout)
+    assert all(
+        any("reported at C = 1e+30" in w for w in data[k]["warnings"]) for k in ("parametric", "isoflop")
+    )
+
+
+def test_drop_highest_that_leaves_too_few_runs_names_the_flag():
+    result = _fit_cli(str(EXAMPLE), "--drop-highest", "32", "--bootstrap", "0")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "runplan: error: --drop-highest: dropping 32 of 36 runs leaves 4; a 5-parameter law needs at least 5 "
+        "(drop at most 31)\n"
+    )
+    # Approach 2 alone does not need 5 runs, so the flag is not refused for it on that ground
+    assert "5-parameter" not in _fit_cli(str(EXAMPLE), "--drop-highest", "32", "--method", "isoflop").stderr
+
+
+def test_a_short_row_in_the_cli_says_how_many_values_against_the_header(tmp_path):
+    lines = EXAMPLE.read_text().splitlines()
+    short = ",".join(lines[4].split(",")[:3])  # row 4 (line 5) loses its loss and its comma
+    path = tmp_path / "short.csv"
+    path.write_text("\n".join([*lines[:4], short, *lines[5:]]) + "\n")
+    result = _fit_cli(str(path))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"runplan: error: {path}: row 4 (line 5): 3 values for the header's 4 columns (add the missing value: "
+        "every run needs one in each column)\n"
+    )

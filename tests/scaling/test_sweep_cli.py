@@ -113,10 +113,12 @@ def test_a_parametric_fit_on_one_budget_says_it_cannot_identify_the_law(tmp_path
     code, out, _ = _run("sweep", "--flops", "2e23", "-o", str(path))
     assert code == 0, out
     _fill_losses(path, LAW)
-    code, out, _ = _run("fit", str(path), "--bootstrap", "0", "--method", "parametric", "--json")
-    assert code == 0, out
-    warnings = json.loads(out)["parametric"]["warnings"]
-    assert any(w.startswith("Approach 3 on one compute budget") for w in warnings)
+    code, out, err = _run("fit", str(path), "--bootstrap", "0", "--method", "parametric", "--json")
+    # such a law is not printed as a result (it was, with a "do not use" warning, and exit 0): exit 1, why
+    assert code == 1 and out == ""
+    assert "lie on one compute budget" in " ".join(err.split()) and "--budgets 3" in err
+    fitted = fit_parametric(read_runs(path), starts=4)  # the library still says so in its warnings
+    assert any(w.startswith("Approach 3 on one compute budget") for w in fitted.warnings)
 
 
 def test_sweep_with_a_non_embedding_law_fits_non_embedding(tmp_path):
@@ -231,3 +233,41 @@ def test_sweep_cli_csv_and_json(tmp_path):
     data = json.loads(out)
     assert data["runs_saved"] > 0 and data["gpu_hours"] > 0
     assert path.read_text().startswith("run,params,tokens,flops,loss")
+
+
+def test_cooldown_without_wsd_is_refused_naming_both_flags():
+    """--cooldown changed nothing without --wsd (exit 0, cooldown_fraction null in the JSON)."""
+    code, out, err = _run("sweep", "--flops", "2e23", "--cooldown", "0.2")
+    assert code == 2 and out == ""
+    assert err == (
+        "runplan: error: --cooldown: applies only with --wsd (independent runs have no cooldown) "
+        "(add --wsd or drop --cooldown)\n"
+    )
+    code, out, _ = _run("sweep", "--flops", "2e23", "--budgets", "3", "--wsd", "--cooldown", "0.3", "--json")
+    assert code == 0 and json.loads(out)["cooldown_fraction"] == 0.3
+    code, out, _ = _run("sweep", "--flops", "2e23", "--wsd", "--json")  # the default when not given
+    assert code == 0 and json.loads(out)["cooldown_fraction"] == 0.2
+
+
+def test_the_budget_column_spells_the_budget_as_the_header_does():
+    """The header said 1.05e+22 and every row 1.1e+22: both now give 3 significant digits."""
+    code, out, _ = _run("sweep", "--gpus", "1024", "--days", "30", "--json")
+    budget = json.loads(out)["budgets"][0]
+    assert code == 0 and f"{budget:.3g}" == "1.05e+22"
+    code, out, _ = _run("sweep", "--gpus", "1024", "--days", "30")
+    assert code == 0 and "1 budget(s) of 1.05e+22 FLOPs" in " ".join(out.split())
+    rows = [line.split() for line in out.splitlines() if line.split() and line.split()[0][0].isdigit()]
+    assert len(rows) == 7 and all(row[0] == "1.05e+22" for row in rows)
+
+
+def test_a_plan_file_cooldown_without_wsd_is_refused_as_the_flag_is():
+    from runplan.errors import SpecError
+    from runplan.spec import load_plan_text
+
+    base = "schema_version: 1\nbudget: {flops: 2e23}\ncluster: {gpus: 512}\nsweep:\n  budgets: 3\n"
+    with pytest.raises(SpecError, match=r"p.yaml:4: sweep: cooldown_fraction applies only with wsd: true"):
+        load_plan_text(base + "  cooldown_fraction: 0.3\n", "p.yaml")
+    assert (
+        load_plan_text(base + "  wsd: true\n  cooldown_fraction: 0.3\n", "p.yaml").sweep.cooldown_fraction
+        == 0.3
+    )

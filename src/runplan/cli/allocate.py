@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from runplan.cli.budget import GPU_HELP, LAW_HELP, MFU_HELP, parse_budget
-from runplan.cli.common import handle_errors, print_json
+from runplan.cli.common import handle_errors, print_json, warn
 from runplan.scaling import DEFAULT_LAW
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
                 "compute-optimal model, same loss",
                 f"N {_si(a.compute_optimal_params)}: total {a.compute_optimal_total_flops:.3g} FLOPs",
             ),
-            ("saving", f"{_no_negative_zero(a.total_flops_saving):.1%} of total FLOPs"),
+            ("saving", f"{_no_negative_zero(a.total_flops_saving or 0.0):.1%} of total FLOPs"),
         ]
     if a.gpu_hours is not None:
         rows.append(("GPU-hours", f"{a.gpu_hours:,.0f} on {a.gpu} at MFU {a.mfu:g}"))
@@ -160,8 +160,8 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
     line = _shape_line(a, law) if shape_line else None
     if line:
         out.print(line)
-    for warning in a.warnings:
-        console(stderr=True).print(f"warning: {warning}")
+    for warning in a.warnings:  # folded at the terminal width, as every command's warnings
+        warn(warning)
 
 
 def _days(days: float) -> str:

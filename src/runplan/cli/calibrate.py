@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import typer
 
-from runplan.cli.common import handle_errors, print_json
+from runplan.cli.common import handle_errors, print_json, warn
 
 if TYPE_CHECKING:
     from runplan.calibrate.calibration import Calibration
@@ -147,9 +147,8 @@ def render(report: Any, written: Path | None) -> None:
         )
     )
     out.print(f"condition number of the fitted constants: {report.condition_number:.3g}; base: {cal.base}")
-    err = console(stderr=True)
-    for warning in report.warnings:
-        err.print(f"warning: {warning}", markup=False)
+    for warning in report.warnings:  # folded at the terminal width, as every command's warnings
+        warn(warning)
     if written is not None:
         out.print(f"wrote {written}")
 

@@ -48,6 +48,11 @@ def echo_wrapped(text: str, *, err: bool = False, indent: str | None = None) -> 
     print(wrap_lines(text, terminal_columns(), indent=indent), file=sys.stderr if err else sys.stdout)
 
 
+def warn(text: str) -> None:
+    """A caution on stderr, ``runplan: warning: ...`` folded at the terminal width like every command's."""
+    echo_wrapped(f"runplan: warning: {text}", err=True)
+
+
 def fail(error: RunplanError, command: str | None = None) -> None:
     """Print the error to stderr and exit with its code: 2, bad input, one line; 1, infeasible, an answer
     folded at the terminal width.

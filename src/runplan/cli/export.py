@@ -58,7 +58,9 @@ def export_command(
 
         check_name(to_file, "--output")  # before is_dir(), which raises on a name over 255 bytes
     # a name ending in '/' is a directory to create (Path drops the slash, so decide before)
-    into_directory = to_file is not None and (output.endswith(("/", os.sep)) or to_file.is_dir())
+    into_directory = (
+        to_file is not None and output is not None and (output.endswith(("/", os.sep)) or to_file.is_dir())
+    )
     if to_file is not None and not into_directory:  # refuse a bad -o before the work, not after it
         check_output_path(to_file, "--output", not_over=plan_file)
     loaded, _, plan = plan_from_file(plan_file)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
-from runplan.cli.common import handle_errors, print_json
+from runplan.cli.common import handle_errors, print_json, warn
 
 if TYPE_CHECKING:
     from runplan.scaling.fit import FitReport, Interval, ParametricFit, Runs
@@ -26,6 +26,12 @@ GRID_STARTS = 4_500
 MAX_STARTS = 500
 #: File types --plot writes (matplotlib picks the format from the suffix; none means PNG).
 PLOT_SUFFIXES = frozenset({"", ".png", ".pdf", ".svg", ".jpg", ".jpeg"})
+#: Approach 3's optimum rows in the printed table: (label, ParametricFit field).
+OPTIMUM_ROWS = (
+    ("N_opt", "params_opt"),
+    ("D_opt", "tokens_opt"),
+    ("tokens per parameter", "tokens_per_param"),
+)
 
 
 def single_threaded_blas() -> None:
@@ -68,21 +74,25 @@ def _interval_text(interval: Interval, fmt: str = ".4g") -> str:
     return f"{interval.value:{fmt}}  [{interval.low:{fmt}}, {interval.high:{fmt}}]"
 
 
-def render(report: FitReport) -> None:
+def render(report: FitReport, *, law_usable: bool = True) -> None:
+    """The report as text; ``law_usable`` False prints Approach 3's coefficients but not the optimum they give
+    (see _refuse_unusable_law). A warning both approaches give (the extrapolation one) is printed once."""
     from rich.table import Table
 
     from runplan.cli.common import console
     from runplan.units import format_si
 
     out = console()
-    for warning in report.warnings:
-        console(stderr=True).print(f"warning: {warning}")
+    p, iso = report.parametric, report.isoflop
+    # a caution about the reported budget, not about either fit, comes from each approach: say it once
+    shared = [w for w in p.warnings if w in iso.warnings] if p is not None and iso is not None else []
+    for warning in [*report.warnings, *shared]:
+        warn(warning)
     out.print(
         f"[bold]Fit[/bold] of {report.source}: {report.runs} runs"
         + (f" ({report.dropped} highest-loss dropped)" if report.dropped else "")
         + f"; N counts {report.param_count.replace('_', '-')} parameters"
     )
-    p = report.parametric
     if p is not None:
         lo, hi = p.percentiles
         ci = f" (bootstrap {p.bootstrap}, {lo:g}th-{hi:g}th percentiles)" if p.bootstrap else ""
@@ -90,17 +100,17 @@ def render(report: FitReport) -> None:
         table = Table(show_header=False, box=None, padding=(0, 2))
         for key, label in (("E", "E"), ("A", "A"), ("B", "B"), ("alpha", "α"), ("beta", "β")):
             table.add_row(label, _interval_text(getattr(p, key)))
-        table.add_row(f"at C = {p.at_flops:.3g}: N_opt", _interval_text(p.params_opt, ".3g"))
-        table.add_row("D_opt", _interval_text(p.tokens_opt, ".3g"))
-        table.add_row("tokens per parameter", _interval_text(p.tokens_per_param, ".3g"))
+        for k, (label, key) in enumerate(OPTIMUM_ROWS):
+            value = _interval_text(getattr(p, key), ".3g") if law_usable else "not usable (see the warning)"
+            table.add_row(f"at C = {p.at_flops:.3g}: {label}" if k == 0 else label, value)
         table.add_row(
             "Huber objective",
             f"{p.objective:.4g} ({p.converged_starts}/{p.starts} starts converged, {p.seconds:.1f} s)",
         )
         out.print(table)
         for warning in p.warnings:
-            console(stderr=True).print(f"warning: {warning}")
-    iso = report.isoflop
+            if warning not in shared:
+                warn(warning)
     if iso is not None:
         out.print(f"\n[bold]Approach 2[/bold], isoFLOP parabolas ({iso.grouping})")
         table = Table(box=None, padding=(0, 2))
@@ -122,9 +132,10 @@ def render(report: FitReport) -> None:
             f"D_opt {_interval_text(iso.tokens_opt, '.3g')}"
         )
         for warning in iso.warnings:
-            console(stderr=True).print(f"warning: {warning}")
+            if warning not in shared:
+                warn(warning)
     if report.isoflop_error:
-        console(stderr=True).print(f"warning: Approach 2 skipped: {report.isoflop_error}")
+        warn(f"Approach 2 skipped: {report.isoflop_error}")
 
 
 #: Flags that only the scaling-law fit reads (ignored by --hyperparams) and flags only --hyperparams reads, by
@@ -207,6 +218,7 @@ def fit_command(
         )
         return
     report, runs = _fit_runs(csv_file, (params_col, tokens_col, flops_col, loss_col), drop_highest, options)
+    report, usable = _refuse_unusable_law(report, runs, output)
     if output is not None and report.parametric is not None:
         _write_law(report.parametric, output)
     if plot is not None:
@@ -216,9 +228,51 @@ def fit_command(
     if json_output:
         print_json(report.model_dump(mode="json"))
     else:
-        render(report)
+        render(report, law_usable=usable)
         if output is not None:
             print(f"\nwrote law file {output} (use it with --law {output})")
+
+
+def _refuse_unusable_law(report: FitReport, runs: Runs, output: str | None) -> tuple[FitReport, bool]:
+    """(``report``, whether Approach 3's law is usable); an unusable one's reason joins its warnings. Infeasible
+    (exit 1, nothing written) when that law was to be written (-o) or nothing usable is left (no Approach 2).
+
+    A law file from such a fit reads back without complaint and then plans with it (one budget gave N_opt 3e-06
+    parameters and 2e31 tokens per parameter), so it is not written, whatever the warnings say."""
+    from runplan.errors import Infeasible
+    from runplan.scaling.fit import one_budget_span, unusable_reason
+
+    if report.parametric is None:
+        return report, True
+    reason = unusable_reason(report.parametric, runs)
+    if reason is None:
+        return report, True
+    one_budget = one_budget_span(runs) is not None
+    if one_budget:
+        fixes = [
+            "run proxies at 3 or more compute budgets a decade apart (runplan sweep --budgets 3) and fit them"
+        ]
+    else:
+        fixes = [
+            "check the loss column is in nats/token and N and D are plain counts",
+            "vary N and D over a decade or more each, at several compute budgets",
+        ]
+    if output is not None:
+        raise Infeasible(f"no law file written to {output}: {reason}", suggestions=fixes)
+    if report.isoflop is None:
+        if report.isoflop_error is None:  # --method parametric
+            skipped = ""
+        elif one_budget:  # its error says again what the reason says
+            skipped = "; Approach 2 needs 2 or more budgets to fit an exponent"
+        else:
+            skipped = "; Approach 2 was not fitted: " + report.isoflop_error.removeprefix(
+                f"{report.source}: "
+            )
+        raise Infeasible(f"no usable fit: {reason}{skipped}", suggestions=fixes)
+    # Approach 2 stands: print it, with Approach 3's law marked unusable (render leaves out its optimum)
+    warnings = [*report.parametric.warnings, f"Approach 3's law is not usable: {reason}"]
+    parametric = report.parametric.model_copy(update={"warnings": warnings})
+    return report.model_copy(update={"parametric": parametric}), False
 
 
 def _refuse_flags_of_other_mode(ctx: typer.Context, hyperparams: bool) -> None:
@@ -340,7 +394,15 @@ def _fit_runs(
     runs = read_runs(
         csv_file, params_col=params_col, tokens_col=tokens_col, flops_col=flops_col, loss_col=loss_col
     )
+    total = runs.size
     runs = runs.drop_highest_loss(drop_highest)
+    if options.method != "isoflop" and runs.size < 5 <= total:
+        # the fit's own "needs at least 5 runs" would not say that --drop-highest took them away
+        raise SpecError(
+            f"dropping {drop_highest} of {total} runs leaves {runs.size}; a 5-parameter law needs at least 5",
+            where="fit.drop_highest",
+            hint=f"drop at most {total - 5}" if total > 5 else "drop none: 5 runs is the fewest it takes",
+        )
     from runplan.cli.flags import flags_in_text
     from runplan.scaling.fit import duplicate_warnings, flops_warnings, magnitude_warnings
 
@@ -462,7 +524,7 @@ def render_hyperparams(fit: Any) -> None:
         f"η_opt {_interval_text(fit.lr_opt, '.3g')}"
     )
     for warning in fit.warnings:
-        console(stderr=True).print(f"warning: {warning}")
+        warn(warning)
 
 
 def _write_law(parametric: ParametricFit, output: str) -> None:

@@ -244,7 +244,8 @@ def init(
     gpus: str | None = typer.Option(
         None,
         "--gpus",
-        help="GPU count (default 1024); with no budget flag the budget is a 30-day placeholder.",
+        help="GPU count (default 1024); given without a budget flag, the budget is a 30-day placeholder "
+        "(with neither, 2e23 FLOPs).",
     ),
     gpu: str = typer.Option(DEFAULT_GPU, "--gpu", help="GPU type (`runplan catalog gpus`)."),
     seq_len: str = typer.Option(

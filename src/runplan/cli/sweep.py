@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from runplan.cli.budget import LAW_HELP, MFU_HELP
-from runplan.cli.common import handle_errors, print_json
+from runplan.cli.common import handle_errors, print_json, warn
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN, DEFAULT_VOCAB_SIZE
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def render(sweep: Sweep) -> None:
         table.add_column(column, justify="right", no_wrap=True)
     for r in sweep.runs:
         row = [
-            f"{r.budget_flops:.2g}",
+            f"{r.budget_flops:.3g}",  # as the header lists the budgets: one budget, one spelling
             si(r.total_params),
             si(r.non_embedding_params),
             str(r.n_layers),
@@ -79,7 +79,7 @@ def render(sweep: Sweep) -> None:
     from runplan.cli.flags import flags_in_text
 
     for warning in sweep.warnings:
-        console(stderr=True).print(f"warning: {flags_in_text(warning, 'sweep')}")
+        warn(flags_in_text(warning, "sweep"))
 
 
 def sweep_command(
@@ -104,7 +104,9 @@ def sweep_command(
     wsd: bool = typer.Option(
         False, "--wsd/--no-wsd", help="One WSD stable run per size, cooldown branches per budget."
     ),
-    cooldown: str = typer.Option("0.2", "--cooldown", help="WSD cooldown share of each branch's tokens."),
+    cooldown: str | None = typer.Option(
+        None, "--cooldown", help="With --wsd: cooldown share of each branch's tokens (default 0.2)."
+    ),
     seq_len: str | None = typer.Option(
         None, "--seq-len", help=f"Sequence length for the shape-aware FLOPs (default {DEFAULT_SEQ_LEN})."
     ),
@@ -118,9 +120,16 @@ def sweep_command(
     """Design the proxy isoFLOP sweep to run before the main run; write a CSV that `runplan fit` reads back."""
     from runplan.cli.budget import parse_budget
     from runplan.cli.common import build_from_flags, flag_value, write_output
+    from runplan.errors import SpecError
     from runplan.scaling.laws import law_from_flag
     from runplan.scaling.sweep import SweepRequest, design_sweep
 
+    if cooldown is not None and not wsd:  # only WSD runs have a cooldown: the flag would change nothing
+        raise SpecError(
+            "applies only with --wsd (independent runs have no cooldown)",
+            where="--cooldown",
+            hint="add --wsd or drop --cooldown",
+        )
     budget = parse_budget(flops, gpus, days, gpu, mfu, price)
     request = build_from_flags(
         SweepRequest,
@@ -135,7 +144,7 @@ def sweep_command(
         mfu=budget.mfu,
         wsd=wsd,
         span_decades=flag_value(span, "--span"),
-        cooldown_fraction=flag_value(cooldown, "--cooldown"),
+        cooldown_fraction=flag_value(cooldown, "--cooldown"),  # None: the request's default
         seq_len=seq_len,  # a TokenLength field: 8k = 8192
         vocab_size=flag_value(vocab_size, "--vocab-size", "count"),
         price_per_gpu_hour=budget.price,

@@ -203,12 +203,17 @@ def _parse_records(
     rows, lines = _records(reader, text)
     if not rows:
         raise SpecError("no runs after the header row", source=source)
-    for row, line in zip(rows, lines, strict=True):
-        if len(row) > len(header):  # a cell too many shifts every later column: refuse, do not guess
+    for number, (row, line) in enumerate(zip(rows, lines, strict=True), start=1):
+        # a cell too many or too few shifts every later column, and which one is extra or missing is a guess:
+        # refuse both, saying the count (a short row's missing cell is not "empty", it is not there)
+        if len(row) != len(header):
             raise SpecError(
-                f"line {line}: {len(row)} values for the header's {len(header)} columns",
+                f"{len(row)} values for the header's {len(header)} columns",
                 source=source,
-                hint="remove the extra value, or quote a value that contains a comma",
+                where=f"row {number} (line {line})",
+                hint="remove the extra value, or quote a value that contains a comma"
+                if len(row) > len(header)
+                else "add the missing value: every run needs one in each column",
             )
     values_np = _fast_parse(rows, columns)
     if values_np is None:
@@ -283,8 +288,16 @@ def _parse_rows(
     values: dict[str, list[float]] = {name: [] for name, _ in columns}
     for row, (row_values, line) in enumerate(zip(rows, row_lines, strict=True), start=1):
         for name, i in columns:
-            cell = row_values[i].strip() if i < len(row_values) else ""
             where = f"row {row} (line {line}), column '{name}'"
+            # a short row (from a reader that does not check widths first, --hyperparams'): the cell is absent
+            if i >= len(row_values):
+                raise SpecError(
+                    f"{len(row_values)} values, none for column {i + 1}",
+                    source=source,
+                    where=where,
+                    hint="add the missing value: every run needs one in each column",
+                )
+            cell = row_values[i].strip()
             if cell == "":
                 fix = "fill in the measured final loss" if name == loss_col else "every run needs a value"
                 raise SpecError("empty value", source=source, where=where, hint=fix)
@@ -628,18 +641,44 @@ def fit_parametric(
 ONE_BUDGET_DECADES = 0.3
 
 
+def one_budget_span(runs: Runs) -> float | None:
+    """The decades 6·N·D spans when that is under ONE_BUDGET_DECADES (every run on one isoFLOP curve), else
+    None."""
+    span = float(np.ptp(np.log10(6.0 * runs.params * runs.tokens)))
+    return span if span < ONE_BUDGET_DECADES else None
+
+
 def one_budget_warnings(runs: Runs) -> list[str]:
     """Approach 3 on runs of a single compute budget: along one isoFLOP curve D = C/(6N), so N and D move
     together and E, A, B, α, β trade against each other (Hoffmann et al. 2022 §3.3 fit runs of many budgets);
     the bootstrap restarts from the same optimum, so its intervals stay narrow around a wrong law."""
-    span = float(np.ptp(np.log10(6.0 * runs.params * runs.tokens)))
-    if span >= ONE_BUDGET_DECADES:
+    span = one_budget_span(runs)
+    if span is None:
         return []
     return [
         f"Approach 3 on one compute budget: 6·N·D spans only {span:.2g} decade, so N and D are tied (D = C/6N) and "
-        "E, A, B, α and β cannot be told apart, however narrow their intervals; do not use this law file: fit "
+        "E, A, B, α and β cannot be told apart, however narrow their intervals; do not use this law: fit "
         "runs of several budgets (runplan sweep --budgets 3)"
     ]
+
+
+def unusable_reason(fit: ParametricFit, runs: Runs) -> str | None:
+    """Why Approach 3's law must not be used, or None: the runs lie on one compute budget (the law is not
+    identifiable, :func:`one_budget_warnings`), or its compute-optimal N or D at the reported budget is not a
+    finite positive number (what :func:`runplan.scaling.allocate.unusable_law` refuses when the law is used).
+    `runplan fit` writes no law file from such a fit and prints no optimum from it."""
+    span = one_budget_span(runs)
+    if span is not None:
+        return (
+            f"the {runs.size} runs of {runs.source} lie on one compute budget (6·N·D spans {span:.2g} decade), "
+            "so N and D are tied (D = C/6N) and Approach 3 cannot tell E, A, B, α and β apart"
+        )
+    n_opt, d_opt = fit.params_opt.value, fit.tokens_opt.value
+    if not all(math.isfinite(x) and x > 0 for x in (n_opt, d_opt)):
+        from runplan.scaling.allocate import unusable_law
+
+        return unusable_law(fit.law, fit.at_flops).message
+    return None
 
 
 def _subsample(runs: Runs, seed: int) -> tuple[Runs, list[str]]:

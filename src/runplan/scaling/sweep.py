@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runplan.defaults import DEFAULT_MFU, DEFAULT_SEQ_LEN, DEFAULT_VOCAB_SIZE, MAX_SEQ_LEN, MAX_VOCAB_SIZE
 from runplan.errors import Infeasible, SpecError
@@ -273,6 +273,16 @@ class SweepSpec(BaseModel):
     cooldown_fraction: float | None = Field(
         None, description="WSD cooldown share of a branch, (0, 1) (default 0.2)."
     )
+
+    @model_validator(mode="after")
+    def _cooldown_needs_wsd(self) -> SweepSpec:
+        # only WSD branches have a cooldown: without wsd the key would change nothing (as `sweep --cooldown`)
+        if self.cooldown_fraction is not None and not self.wsd:
+            raise ValueError(
+                "cooldown_fraction applies only with wsd: true (independent runs have no cooldown); "
+                "add wsd: true or drop cooldown_fraction"
+            )
+        return self
 
     def request_fields(self) -> dict[str, Any]:
         """The keys the plan sets, as :class:`SweepRequest` fields."""
