@@ -350,7 +350,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["parallelize", "--model", "70b", "--gpus", "100"],
         {},
         2,
-        ["--gpus", "whole nodes of 8"],
+        ["--gpus", "whole nodes of 8", "e.g. 96, or set --gpus-per-node"],
     ),
     (
         "par-model-too-big",
@@ -905,6 +905,43 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["--plot", ".unknownext", ".png"],
     ),
     ("fit-output-dir", ["fit", CSV, "--bootstrap", "0", "-o", "/"], {}, 2, ["-o", "directory"]),
+    # --pin names the item at fault, never another flag; a field with both a type and a narrower bound says
+    # the narrower (MFU: > 0, not the fraction's >= 0)
+    (
+        "pin-no-value",
+        ["parallelize", "--model", "8b", "--gpus", "64", "--pin", "tp"],
+        {},
+        2,
+        ["--pin: 'tp' gives no value (write tp=VALUE)"],
+    ),
+    (
+        "pin-bad-number",
+        ["parallelize", "--model", "8b", "--gpus", "64", "--pin", "tp=abc"],
+        {},
+        2,
+        ["--pin: tp=abc: expected a number"],
+    ),
+    (
+        "pin-bad-bool",
+        ["parallelize", "--model", "8b", "--gpus", "64", "--pin", "sequence_parallel=maybe"],
+        {},
+        2,
+        ["--pin: sequence_parallel=maybe: must be true or false, got 'maybe'"],
+    ),
+    (
+        "par-mfu-0",
+        ["parallelize", "--model", "8b", "--gpus", "64", "--mfu", "0"],
+        {},
+        2,
+        ["must be greater than 0, got '0' (allowed: > 0 and < 1)"],
+    ),
+    (
+        "plan-no-cluster",
+        ["plan", "{p}"],
+        {"p": "schema_version: 1\nname: x\nbudget: {flops: 2e23}\n"},
+        2,
+        ["cluster: required key is missing (add e.g. 'cluster: {gpu: h100-sxm, gpus: 512}')"],
+    ),
     (
         "plan-inline-gpu-flops-1e-300",
         ["plan", "{p}"],

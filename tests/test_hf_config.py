@@ -140,6 +140,11 @@ def test_model_flag_and_plan_key_read_a_config_file(tmp_path):
         ({**QWEN3_30B_A3B, "mlp_only_layers": [0]}, "dense layers among the MoE layers"),
         # head_dim was floored to 132 (31 x 132 = 4092) without a word
         ({**LLAMA_31_8B, "num_attention_heads": 31}, "hidden_size 4096 does not split evenly over"),
+        # the config's own keys, not runplan's shape fields, and no pydantic "Value error," prefix
+        (
+            {**LLAMA_31_8B, "num_key_value_heads": 5},
+            r"impossible shape: num_attention_heads \(32\) must be a multiple of num_key_value_heads \(5\)$",
+        ),
     ],
 )
 def test_bad_configs_are_one_line_errors(config, message):

@@ -11,6 +11,7 @@ own size, GPT-NeoX's partial rotary) is refused or noted, never guessed.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,20 @@ def shape_from_config(
         raise SpecError(f"config.json ({kind}) lacks {error.args[0]!r}", where=where) from None
     except (ValidationError, TypeError, ValueError) as error:
         first = error.errors()[0]["msg"] if isinstance(error, ValidationError) else str(error)
+        first = first.removeprefix("Value error, ")
+        for field, key in _CONFIG_KEYS.items():  # the config's own keys, not runplan's shape fields
+            first = re.sub(rf"\b{field}\b", key, first)
         raise SpecError(f"config.json ({kind}) gives an impossible shape: {first}", where=where) from None
+
+
+#: ModelShape fields by the config.json key they come from (_common), for messages about the config
+_CONFIG_KEYS = {
+    "n_layers": "num_hidden_layers",
+    "d_model": "hidden_size",
+    "n_heads": "num_attention_heads",
+    "n_kv_heads": "num_key_value_heads",
+    "ffn_hidden": "intermediate_size",
+}
 
 
 def _int(c: dict[str, Any], key: str) -> int:

@@ -67,6 +67,14 @@ def _constraints(annotation: Any) -> list[Any]:
     return found
 
 
+#: How to write a required top-level key of a plan file that is missing (the fix its error names)
+_MISSING_EXAMPLES = {
+    "cluster": "cluster: {gpu: h100-sxm, gpus: 512}",
+    "schema_version": "schema_version: 1",
+    "name": "name: my-run",
+}
+
+
 def range_hint(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
     """The hint "allowed: >= 0 and < 1" for a field bounded on both sides (a message naming one violated bound
     does not say the other), else None."""
@@ -78,14 +86,21 @@ def range_hint(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
         field = fields[0]
     if field is None:
         return None
-    bounds = {}
+    bounds: list[tuple[str, float]] = []  # every bound of the field and of the types it narrows
     for item in [*field.metadata, *_constraints(field.annotation)]:
-        for name in _BOUND_TEXT:
-            if getattr(item, name, None) is not None:
-                bounds[name] = getattr(item, name)
-    lower = [f"{_BOUND_TEXT[k]} {bounds[k]:g}" for k in ("ge", "gt") if k in bounds]
-    upper = [f"{_BOUND_TEXT[k]} {bounds[k]:g}" for k in ("le", "lt") if k in bounds]
-    return f"allowed: {lower[0]} and {upper[0]}" if lower and upper else None
+        bounds += [
+            (name, getattr(item, name)) for name in _BOUND_TEXT if getattr(item, name, None) is not None
+        ]
+    # the tightest bound on each side (MFU: a Fraction's >= 0 narrowed to > 0), a strict one winning a tie
+    lower = max(((v, k == "gt", k) for k, v in bounds if k in ("ge", "gt")), default=None)
+    upper = min(
+        ((v, k == "lt", k) for k, v in bounds if k in ("le", "lt")),
+        default=None,
+        key=lambda b: (b[0], not b[1]),
+    )
+    if lower is None or upper is None:
+        return None
+    return f"allowed: {_BOUND_TEXT[lower[2]]} {lower[0]:g} and {_BOUND_TEXT[upper[2]]} {upper[0]:g}"
 
 
 def suggest(word: str, choices: list[str], cutoff: float = 0.6) -> str | None:
@@ -216,6 +231,9 @@ def spec_error_from_validation(
         hint = f"did you mean '{guess}'?" if guess else "see `runplan schema` for the allowed keys"
     elif first["type"] == "missing":
         message = "required key is missing"
+        key = str(loc[-1]) if loc else ""
+        example = _MISSING_EXAMPLES.get(key) if len(loc) == 1 else None
+        hint = f"add e.g. '{example}'" if example else "add it (`runplan init` writes every key, commented)"
     elif first["type"] == "literal_error":
         expected = first.get("ctx", {}).get("expected", "")
         given = first.get("input")
@@ -226,6 +244,11 @@ def spec_error_from_validation(
     elif first["type"] in ("model_type", "dict_type", "model_attributes_type"):
         # pydantic names the class ("a valid dictionary or instance of RampStage"): the user wrote YAML
         message = f"must be {_KINDS[first['type']]} (key: value), got {_compact(first.get('input'))}"
+    elif first["type"] == "too_short":  # pydantic: "List should have at least 1 item after validation, not 0"
+        least = first.get("ctx", {}).get("min_length", 1)
+        message = f"must list at least {least}, got {first.get('ctx', {}).get('actual_length', 0)}"
+    elif first["type"] in ("bool_parsing", "bool_type"):  # pydantic: "unable to interpret input"
+        message = f"must be {_KINDS[first['type']]}, got {_compact(first.get('input'))}"
     elif message.startswith("Input should be"):
         message = (
             "must be" + message.removeprefix("Input should be") + f", got {_compact(first.get('input'))}"

@@ -316,21 +316,29 @@ def _pins_from_flags(*, zero: str | None = None, recompute: str | None = None, *
 def _pins_by_name(items: list[str], flags: dict[str, Any]) -> dict[str, Any]:
     """The pin flags with ``--pin name=value`` items laid over them (any Layout axis, including ones without a
     flag of their own); an axis set by both is refused."""
+    from runplan.cli.common import build_from_flags
     from runplan.errors import SpecError
-    from runplan.parallel.layout import Layout
+    from runplan.parallel.layout import Layout, Pins
 
     pins = dict(flags)
     for item in items:
         name, sep, value = item.partition("=")
         name = name.strip().replace("-", "_")
-        if not sep or name not in Layout.model_fields:
+        fields = ", ".join(Layout.model_fields)
+        if name not in Layout.model_fields:
             raise SpecError(
                 f"'{item}' does not name a layout field",
                 where="--pin",
-                hint=f"use name=value with one of {', '.join(Layout.model_fields)}",
+                hint=f"use name=value with one of {fields}",
             )
+        if not sep:
+            raise SpecError(f"'{item}' gives no value", where="--pin", hint=f"write {name}=VALUE")
         if pins.get(name) is not None:
             raise SpecError(f"{name} is pinned twice", where="--pin", hint="give it once")
+        try:  # checked here, so that a bad value is blamed on this --pin item, not on --tp (or no flag at all)
+            build_from_flags(Pins, "parallel", "--pin", **{name: value.strip()})
+        except SpecError as error:
+            raise SpecError(f"{item.strip()}: {error.message}", where="--pin", hint=error.hint) from None
         pins[name] = value.strip()
     return pins
 

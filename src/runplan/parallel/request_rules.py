@@ -56,7 +56,11 @@ def pinned_mesh_problem(pins: Any, n_gpus: int) -> str | None:
     product = math.prod(mesh.values())
     if not (n_gpus % product or (len(mesh) == 4 and product != n_gpus)):
         return None
-    text = f"{'·'.join(mesh)} = {'·'.join(map(str, mesh.values()))} = {product:,}"
+    text = (
+        f"{'·'.join(mesh)} = {'·'.join(map(str, mesh.values()))} = {product:,}"
+        if len(mesh) > 1
+        else f"{next(iter(mesh))} = {product:,}"  # one axis: "tp = 3", not "tp = 3 = 3"
+    )
     return f"{text} GPUs, not {n_gpus:,}" if len(mesh) == 4 else f"{text} does not divide {n_gpus:,} GPUs"
 
 
@@ -66,7 +70,8 @@ def check_whole_nodes(n_gpus: int, gpus_per_node: int, where: str = "cluster.gpu
         raise SpecError(
             f"{n_gpus} GPUs do not fill whole nodes of {gpus_per_node}",
             where=where,
-            hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}, or set GPUs per node",
+            hint=f"use a multiple of {gpus_per_node}, e.g. {n_gpus - n_gpus % gpus_per_node}, or set "
+            "cluster.gpus_per_node",
         )
 
 
