@@ -708,7 +708,7 @@ def test_output_over_the_measured_file_is_refused(tmp_path):
         (("tp: 4, pp: 4, dp: 4, cp: 1", "tp: 3, pp: 4"), "tp·pp = 3·4 = 12 does not divide 64 GPUs (n_gpus)"),
         (
             ("tp: 4, pp: 4, dp: 4, cp: 1", "tp: 3"),
-            "layout: tp = 3 does not divide 64 GPUs (n_gpus)",
+            "tp = 3 does not divide 64 GPUs (n_gpus)",
         ),  # not "3 = 3"
         # TP 16 does not divide the 8 KV heads: found by the search, still at the run's line
         (
