@@ -114,3 +114,21 @@ def test_the_margin_line_does_not_depend_on_top():
         assert len(found) == 1, out
         lines.add(found[0])
     assert len(lines) == 1
+
+
+def test_no_sharding_group_means_one_zero_stage_not_three_identical_layouts():
+    """On one GPU (d·c = 1) ZeRO 0, 1 and 2 shard over nothing: the same layout, listed once (ZeRO-0); a
+    pinned stage is kept, and the search over more GPUs still has every stage."""
+    from runplan.catalog import load_catalog
+    from runplan.parallel.layout import ParallelRequest, Pins
+    from runplan.parallel.search import build_grid
+
+    catalog = load_catalog()
+    model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    grid, _ = build_grid(ParallelRequest(model=model, gpu=gpu, n_gpus=1, seq_len=4096))
+    assert set(grid.zero.tolist()) == {0, 3}
+    pinned, _ = build_grid(ParallelRequest(model=model, gpu=gpu, n_gpus=1, seq_len=4096, pins=Pins(zero=1)))
+    assert set(pinned.zero.tolist()) == {1}
+    wide, _ = build_grid(ParallelRequest(model=model, gpu=gpu, n_gpus=64, seq_len=4096))
+    lone = wide.dp * wide.cp == 1
+    assert set(wide.zero[~lone].tolist()) == {0, 1, 2, 3} and set(wide.zero[lone].tolist()) <= {0, 3}

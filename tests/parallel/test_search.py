@@ -330,7 +330,8 @@ def test_infeasible_names_memory_and_suggests():
     text = str(info.value)
     # 405B's fully sharded states need 101 GPUs (104 in whole nodes): no memory knob can help 8, so none is offered
     assert "memory" in text and "need at least 104 h100-sxm GPUs" in text
-    assert "ZeRO-3" not in text and "recomputation" not in text and "unpin" not in text
+    advice = text.split("to make it feasible", 1)[1]  # (a nearest miss may be a ZeRO-3 layout)
+    assert "ZeRO-3" not in advice and "recomputation" not in advice and "unpin" not in advice
 
 
 def test_infeasible_suggests_relaxing_only_pinned_memory_axes():

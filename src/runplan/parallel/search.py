@@ -215,6 +215,13 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         runnable = ~((columns["zero"] == 3) & (columns["pp"] > 1))
         columns = {name: values[runnable] for name, values in columns.items()}
         rows = rows[runnable]
+    if pins.zero is None:  # no group to shard over (d·c = 1): ZeRO 0, 1 and 2 are one layout; keep the lowest
+        lone = columns["dp"] * columns["cp"] == 1
+        stages = sorted({int(z) for z in np.unique(columns["zero"]) if z <= 2})
+        if len(stages) > 1:
+            distinct = ~(lone & np.isin(columns["zero"], stages[1:]))
+            columns = {name: values[distinct] for name, values in columns.items()}
+            rows = rows[distinct]
     columns["microbatches"] = np.zeros(len(rows), dtype=np.int64)
     columns["sequence_parallel"] = (
         np.full(len(rows), pins.sequence_parallel, dtype=bool)
