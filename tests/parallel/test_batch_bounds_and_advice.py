@@ -132,3 +132,26 @@ def test_no_sharding_group_means_one_zero_stage_not_three_identical_layouts():
     wide, _ = build_grid(ParallelRequest(model=model, gpu=gpu, n_gpus=64, seq_len=4096))
     lone = wide.dp * wide.cp == 1
     assert set(wide.zero[~lone].tolist()) == {0, 1, 2, 3} and set(wide.zero[lone].tolist()) <= {0, 3}
+
+
+def test_sequence_parallel_needs_a_tensor_parallel_group():
+    """SP splits activations over the TP group: a pin of true at TP 1 leaves it off (JSON said true)."""
+    import json
+
+    for tp, sp in (("1", False), ("2", True)):
+        out = CliRunner().invoke(
+            app,
+            [
+                "parallelize",
+                "--model",
+                "8b",
+                "--gpus",
+                "8",
+                "--tp",
+                tp,
+                "--pin",
+                "sequence_parallel=true",
+                "--json",
+            ],
+        )
+        assert json.loads(out.stdout)["layouts"][0]["sequence_parallel"] is sp

@@ -223,11 +223,8 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
             columns = {name: values[distinct] for name, values in columns.items()}
             rows = rows[distinct]
     columns["microbatches"] = np.zeros(len(rows), dtype=np.int64)
-    columns["sequence_parallel"] = (
-        np.full(len(rows), pins.sequence_parallel, dtype=bool)
-        if pins.sequence_parallel is not None
-        else columns["tp"] > 1
-    )
+    # SP splits activations over the TP group: at t = 1 there is none, whatever is pinned
+    columns["sequence_parallel"] = (columns["tp"] > 1) & (pins.sequence_parallel is not False)
     return LayoutGrid(columns), reasons
 
 
