@@ -155,3 +155,34 @@ def test_sequence_parallel_needs_a_tensor_parallel_group():
             ],
         )
         assert json.loads(out.stdout)["layouts"][0]["sequence_parallel"] is sp
+
+
+def test_a_preset_ranks_only_layouts_its_engine_can_run():
+    """DeepSpeed has no ring context parallelism and no interleaved schedule; torchtitan shards with FSDP2
+    (ZeRO-3) or replicates (DDP, ZeRO-0), no ZeRO-1/2. A pin still wins (the exporter then says what the engine
+    does with it)."""
+    from runplan.catalog import load_catalog
+    from runplan.parallel.layout import ParallelRequest, Pins
+    from runplan.parallel.search import build_grid
+    from runplan.parallel.stack import resolve_stack
+
+    catalog = load_catalog()
+    gpu = catalog.gpu("h100-sxm")
+
+    def grid(model: str, stack: str, n: int, **pins):
+        request = ParallelRequest(
+            model=catalog.model(model),
+            gpu=gpu,
+            n_gpus=n,
+            seq_len=8192,
+            stack=resolve_stack(stack),
+            pins=Pins(**pins),
+        )
+        return build_grid(request)[0]
+
+    deepspeed = grid("llama-3.1-405b", "deepspeed", 1024)
+    assert set(deepspeed.cp.tolist()) == {1} and set(deepspeed.vpp.tolist()) == {1}
+    assert set(grid("llama-3.1-405b", "default", 1024).cp.tolist()) > {1}
+    assert set(grid("llama-3.1-405b", "deepspeed", 1024, cp=2).cp.tolist()) == {2}
+    assert set(grid("llama-3.1-8b", "torchtitan-fsdp2", 64).zero.tolist()) == {0, 3}
+    assert set(grid("llama-3.1-8b", "torchtitan-fsdp2", 64, zero=1).zero.tolist()) == {1}

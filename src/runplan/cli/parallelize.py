@@ -501,7 +501,7 @@ def _stack_line(fields: dict[str, Any]) -> str:
         if isinstance(value, bool):
             return "on" if value else "off"
         if isinstance(value, list):
-            return "+".join(value) or "none"
+            return "+".join(map(str, value)) or "none"
         return str(value)
 
     preset = fields.pop("preset", "default")

@@ -106,6 +106,8 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
             cps = [c for c in divisors(n // (t * p)) if c == 1 or s % (2 * c) == 0]
             if pins.cp is not None:
                 cps = [c for c in cps if c == pins.cp]
+            elif not request.stack.context_parallel:  # the engine has none (a pin still wins)
+                cps = [1]
             for c in cps:
                 d = n // (t * p * c)
                 if pins.dp is not None and d != pins.dp:
@@ -119,6 +121,8 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
                 vs = divisors(-(-L // p)) if p >= 2 else [1]
                 if pins.vpp is not None:
                     vs = [v for v in vs if v == pins.vpp]
+                elif not request.stack.interleaved_pipeline:  # plain 1F1B only (a pin still wins)
+                    vs = [1]
                 for e in eps:
                     rows.extend((t, p, c, d, e, v) for v in vs)
     reasons = []
@@ -196,6 +200,8 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         values = list(request.micro_batch_choices if domain is None else domain.values)
         if axis == "zero" and request.stack.distributed_optimizer is not None:  # the stack fixes sharding
             values = [z for z in values if (z >= 1) == request.stack.distributed_optimizer]
+        if axis == "zero" and request.stack.zero_stages is not None:  # the stages the engine has
+            values = [z for z in values if z in request.stack.zero_stages] or values
         if getattr(pins, axis) is not None:
             values = [getattr(pins, axis)]
         codes = domain.codes if domain is not None else None

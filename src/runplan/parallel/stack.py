@@ -193,6 +193,24 @@ class Stack(BaseModel):
         description="True: optimizer states sharded (ZeRO >= 1, Megatron --use-distributed-optimizer); "
         "False: ZeRO 0 only; None: search the ZeRO stage.",
     )
+    # What the engine can run at all: the search leaves out the rest (a pin still wins, and the exporter says
+    # what the engine would do with it), so a preset never ranks first a layout its engine cannot start.
+    zero_stages: tuple[Literal[0, 1, 2, 3], ...] | None = Field(
+        None,
+        description="The ZeRO stages the engine has; None: all four. torchtitan: 0 (DDP) and 3 (FSDP2), it has "
+        "no ZeRO-1/2.",
+    )
+    context_parallel: bool = Field(
+        True,
+        description="The engine has ring-attention context parallelism (Megatron-core --context-parallel-size, "
+        "torchtitan context_parallel_degree); off: CP 1 only (DeepSpeed shards sequences by heads, Ulysses, "
+        "which runplan does not time).",
+    )
+    interleaved_pipeline: bool = Field(
+        True,
+        description="The engine runs an interleaved pipeline schedule (v > 1: Megatron-core virtual stages, "
+        "torchtitan Interleaved1F1B); off: v = 1 only (DeepSpeed's PipelineEngine runs plain 1F1B).",
+    )
 
     @property
     def gradient_bytes(self) -> int:
