@@ -220,7 +220,7 @@ models:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("-128", "greater than 0"),
+        ("-128", "d_model: must be greater than 0, got -128"),  # not pydantic's "Input should be"
         ("wide", "expected a number, got 'wide'"),
         ("true", "expected a number, got True"),
         ("12.5", "expected a whole number"),
@@ -410,3 +410,16 @@ def test_bandwidths_take_the_byte_units_the_catalog_header_promises(tmp_path):
     )
     gpu = load_catalog([_write(tmp_path, text)]).gpu("tiny-gpu")
     assert gpu.hbm_bandwidth_bytes_per_s == 1e12 and gpu.intra_node_bandwidth_bytes_per_s == 32e9
+
+
+def test_a_mapping_field_prints_as_the_catalog_file_writes_it():
+    """Llama 3.1's rope_scaling (config.json: llama3, factor 8, original 8,192 positions) as key: value pairs,
+    its unset fields left out, not a Python dict with None."""
+    from typer.testing import CliRunner
+
+    from runplan.cli.app import app
+
+    out = CliRunner().invoke(app, ["catalog", "models", "llama-3.1-8b"], env={"COLUMNS": "200"}).stdout
+    line = next(x for x in out.splitlines() if "rope_scaling" in x)
+    assert "type: llama3, factor: 8.0, original_max_position_embeddings: 8192" in line
+    assert "None" not in line and "{" not in line

@@ -223,6 +223,8 @@ def _raise_validation(
         message = "required field is missing"
     elif message.startswith("Value error, "):
         message = message.removeprefix("Value error, ")
+    elif message.startswith("Input should be"):  # pydantic's words, said as a plan file's error says them
+        message = "must be" + message.removeprefix("Input should be") + f", got {first.get('input')!r}"
     raise SpecError(message, where=_dotted(full), source=loaded.where(full), hint=hint) from None
 
 

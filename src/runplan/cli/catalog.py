@@ -111,8 +111,18 @@ def _render_one(record: dict[str, Any]) -> None:
             value = f"{value:,}"
         elif isinstance(value, float):
             value = f"{value:.6g}"
-        table.add_row(key, "" if value is None else str(value))
+        table.add_row(key, _cell(value))
     console().print(table)
+
+
+def _cell(value: Any) -> str:
+    """A field as the user writes it in a catalog file: a mapping as ``key: value`` pairs (unset ones left out),
+    not a Python dict with ``None``."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items() if v is not None)
+    return str(value)
 
 
 def _render_gpus(records: list[dict[str, Any]]) -> None:
