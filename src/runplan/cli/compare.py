@@ -73,7 +73,8 @@ def whatif(
     from runplan.cli.flags import with_flag
     from runplan.errors import Infeasible, SpecError
 
-    counts = [flag_value(text.strip(), "--gpus", "count") for text in gpus.split(",")]
+    # each size once, in the order given (256,256 planned one size twice)
+    counts = list(dict.fromkeys(flag_value(text.strip(), "--gpus", "count") for text in gpus.split(",")))
     if not counts or len(counts) > 12:
         raise SpecError(
             f"expected 1 to 12 GPU counts, got {len(counts)}", where="--gpus", hint="e.g. 256,512,1024"
