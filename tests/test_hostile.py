@@ -428,3 +428,12 @@ def test_at_least_is_rounded_up_and_told_apart_from_the_budget():
     assert _rounded_up(4.818e16, 4.817e16) == "4.9e+16"
     assert _rounded_up(4.8001e16, 4.8e16) == "4.9e+16"
     assert float(_rounded_up(1.234e20, 1e19)) >= 1.234e20
+
+
+def test_a_run_name_reads_as_written_in_the_markdown_report():
+    """`<b>x</b>` and `a_b_c` in the title were a tag and emphasis: backslash-escaped (CommonMark §2.4);
+    hyphens and dots are left alone (70b-512-h100 stays readable in the source)."""
+    from runplan.escape import markdown_text
+
+    assert markdown_text("<b>x</b> a_b_c `c` [l](u) |") == r"\<b\>x\</b\> a\_b\_c \`c\` \[l\](u) \|"
+    assert markdown_text("70b-512-h100.v2") == "70b-512-h100.v2"

@@ -44,6 +44,16 @@ def text_problem(text: str) -> str | None:
     return None if bad is None else f"contains the control character {bad!a}"
 
 
+#: Characters that would turn a run name into Markdown or HTML (code spans, emphasis, links, tags, table cells)
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` shown literally in Markdown: each special character backslash-escaped (CommonMark §2.4), so a
+    run name like ``<b>x`` or ``a_b_c`` reads as written, not as a tag or emphasis."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
 def _escape_char(char: str) -> str:
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else (f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")

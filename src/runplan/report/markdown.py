@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import yaml
 
+from runplan.escape import markdown_text
 from runplan.plan import RunPlan
 from runplan.report.sections import Table, plan_sections, summary_lines
 
@@ -25,7 +26,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 def render_markdown(plan: RunPlan, plots: dict[str, str] | None = None) -> str:
     """One Markdown document; ``plots`` maps a plot's title to its relative path (linked where it belongs)."""
     name = plan.inputs.get("name") or "run plan"
-    out = [f"# Run plan: {name}", ""]
+    out = [f"# Run plan: {markdown_text(str(name))}", ""]
     if plan.inputs.get("description"):
         out += [plan.inputs["description"], ""]
     out += ["## Summary", ""] + [f"- {line}" for line in summary_lines(plan)] + [""]
