@@ -504,3 +504,18 @@ def test_a_learned_position_table_shorter_than_the_sequence_is_warned(tmp_path):
     )
     path.write_text(path.read_text().replace("4096", "2048"))
     assert not any("learned" in w for w in build_plan(load_plan(path), tmp_path).warnings)
+
+
+def test_a_one_gpu_summary_says_gpu_and_keeps_small_energy(tmp_path):
+    """125M on one H100 for 2.5B tokens: "1 GPU", and about a kWh of energy as 0.0011 MWh, not "0 MWh"."""
+    from runplan.report.sections import summary_lines
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(
+        "schema_version: 1\nname: tiny\nmodel: 125m\nbudget: {tokens: 2.5B}\ntraining: {seq_len: 2048}\n"
+        "cluster: {gpu: h100-sxm, gpus: 1}\n"
+    )
+    plan = build_plan(load_plan(path), tmp_path)
+    line = summary_lines(plan)[3]
+    assert " on 1 GPU (goodput" in line and " 0 MWh" not in line
+    assert f"{plan.cost.main.energy_mwh:.2g} MWh" in line

@@ -537,6 +537,11 @@ def _cost(plan: RunPlan) -> Section:
     return section
 
 
+def _mwh(value: float) -> str:
+    """Energy in MWh: whole from 10 (``398``), else two significant digits (``0.42``, not ``0``)."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+
+
 def summary_lines(plan: RunPlan) -> list[str]:
     """The short summary printed first."""
     a, m, best, c = plan.allocation, plan.model, plan.layout.best, plan.cost
@@ -553,8 +558,8 @@ def summary_lines(plan: RunPlan) -> list[str]:
         f" MFU {best.mfu:.1%}",
         f"{plan.schedule.total_steps:,} steps at {fmt_count(plan.schedule.global_batch_tokens)} tokens, "
         f"peak LR {plan.schedule.peak_lr:.3g}, checkpoint every {plan.checkpointing.interval_steps:,} steps",
-        f"{c.main.wall_clock_days:.1f} days on {c.main.gpus:,} GPUs (goodput {c.main.goodput:.1%}), "
-        f"{c.main.cost:,.0f} {c.currency}, {c.main.energy_mwh:,.0f} MWh; proxy sweep "
+        f"{c.main.wall_clock_days:,.1f} days on {c.main.gpus:,} GPU{'s' if c.main.gpus != 1 else ''} "
+        f"(goodput {c.main.goodput:.1%}), {c.main.cost:,.0f} {c.currency}, {_mwh(c.main.energy_mwh)} MWh; proxy sweep "
         + (f"{c.sweep.cost:,.0f} {c.currency}" if c.sweep else "none"),
         f"predictions from {plan.layout.calibration}",
         f"{len(plan.warnings)} warning(s)",
