@@ -1198,7 +1198,13 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         2,
         ["got 2024-01-01 (read as a date: quote it)"],
     ),
-    ("whatif-too-many-sizes", ["whatif", PLAN70, "--gpus", ",".join(str(8 * k) for k in range(1, 14))], {}, 2, ["got 13"]),
+    (
+        "whatif-too-many-sizes",
+        ["whatif", PLAN70, "--gpus", ",".join(str(8 * k) for k in range(1, 14))],
+        {},
+        2,
+        ["got 13"],
+    ),
     # the range was swapped silently
     (
         "plan-skip-range-reversed",

@@ -39,7 +39,10 @@ def test_whatif_gives_one_row_per_cluster_size():
     rows = json.loads(result.stdout)
     assert [r["gpus"] for r in rows] == [256, 512, 1024]
     repeated = run("whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", "512,256,512", "--json")
-    assert [r["gpus"] for r in json.loads(repeated.stdout)] == [512, 256]  # each size once, in the order given
+    assert [r["gpus"] for r in json.loads(repeated.stdout)] == [
+        512,
+        256,
+    ]  # each size once, in the order given
     # a fixed model and token count: the same N and D, and days about halve as the GPUs double
     assert len({r["params"] for r in rows}) == 1
     for small, large in itertools.pairwise(rows):
