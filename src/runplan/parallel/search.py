@@ -215,19 +215,18 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         name: rows[:, i] for i, name in enumerate(("tp", "pp", "cp", "dp", "ep", "vpp"))
     }
     columns |= {name: tail[:, i] for i, name in enumerate(inner_axes)}
+    keep = np.ones(len(rows), dtype=bool)
     if not (request.stack.fsdp_mixed_precision or (pins.zero == 3 and pins.pp not in (None, 1))):
         # ZeRO-3 under pipeline stages is PyTorch FSDP's (torchtitan; memory.model_state_bytes): DeepSpeed's
         # pipeline engine and Megatron's FSDP2 paths refuse it, so other stacks search it only when both are pinned
-        runnable = ~((columns["zero"] == 3) & (columns["pp"] > 1))
-        columns = {name: values[runnable] for name, values in columns.items()}
-        rows = rows[runnable]
+        keep &= ~((columns["zero"] == 3) & (columns["pp"] > 1))
     if pins.zero is None:  # no group to shard over (d·c = 1): ZeRO 0, 1 and 2 are one layout; keep the lowest
-        lone = columns["dp"] * columns["cp"] == 1
-        stages = sorted({int(z) for z in np.unique(columns["zero"]) if z <= 2})
+        stages = [z for z in inner_axes["zero"] if z <= 2]
         if len(stages) > 1:
-            distinct = ~(lone & np.isin(columns["zero"], stages[1:]))
-            columns = {name: values[distinct] for name, values in columns.items()}
-            rows = rows[distinct]
+            keep &= ~((columns["dp"] * columns["cp"] == 1) & np.isin(columns["zero"], sorted(stages)[1:]))
+    if not keep.all():  # one copy of the columns, however many rules removed rows
+        columns = {name: values[keep] for name, values in columns.items()}
+        rows = rows[keep]
     columns["microbatches"] = np.zeros(len(rows), dtype=np.int64)
     # SP splits activations over the TP group: at t = 1 there is none, whatever is pinned
     columns["sequence_parallel"] = (columns["tp"] > 1) & (pins.sequence_parallel is not False)
