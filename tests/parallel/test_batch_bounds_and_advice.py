@@ -59,50 +59,15 @@ def test_a_batch_between_two_steps_is_said_to_step_over_not_to_be_too_small():
 
 
 def test_bubble_advice_does_not_offer_back_what_is_pinned():
-    result = CliRunner().invoke(
-        app,
-        [
-            "parallelize",
-            "--model",
-            "70b",
-            "--gpus",
-            "512",
-            "--tp",
-            "8",
-            "--pp",
-            "8",
-            "--cp",
-            "1",
-            "--vpp",
-            "2",
-        ]
-        + ["--global-batch", "1M", "--max-bubble", "0.05"],
-    )
-    text = " ".join(result.stderr.split())
-    assert result.exit_code == 1 and "interleaving (--vpp 2+)" not in text and "a larger --max-bubble" in text
-    result = CliRunner().invoke(
-        app,
-        [
-            "parallelize",
-            "--model",
-            "70b",
-            "--gpus",
-            "512",
-            "--tp",
-            "8",
-            "--pp",
-            "8",
-            "--zero",
-            "1",
-            "--mbs",
-            "1",
-        ]
-        + ["--microbatches", "4", "--recompute", "none"],
-    )
-    text = " ".join(result.stderr.split())
-    assert (
-        result.exit_code == 1 and "more micro-batches per step" not in text and "interleaving (--vpp" in text
-    )
+    def advice(pins: str) -> tuple[int, str]:
+        argv = ["parallelize", "--model", "70b", "--gpus", "512", *pins.split()]
+        result = CliRunner().invoke(app, argv)
+        return result.exit_code, " ".join(result.stderr.split())
+
+    code, text = advice("--tp 8 --pp 8 --cp 1 --vpp 2 --global-batch 1M --max-bubble 0.05")
+    assert code == 1 and "interleaving (--vpp 2+)" not in text and "a larger --max-bubble" in text
+    code, text = advice("--tp 8 --pp 8 --zero 1 --mbs 1 --microbatches 4 --recompute none")
+    assert code == 1 and "more micro-batches per step" not in text and "interleaving (--vpp" in text
 
 
 def test_the_margin_line_does_not_depend_on_top():
