@@ -905,6 +905,8 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["--plot", ".unknownext", ".png"],
     ),
     ("fit-output-dir", ["fit", CSV, "--bootstrap", "0", "-o", "/"], {}, 2, ["-o", "directory"]),
+    # the flag stands for cluster.gpus and has its bound (1e8 GPUs passed as flags, was refused in a plan file)
+    ("allocate-gpus-1e8", ["allocate", "--gpus", "1e8", "--days", "30"], {}, 2, ["--gpus", "<= 1e+07"]),
     # --pin names the item at fault, never another flag; a field with both a type and a narrower bound says
     # the narrower (MFU: > 0, not the fraction's >= 0)
     (

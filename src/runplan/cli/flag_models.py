@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from runplan.defaults import MAX_GPUS
 from runplan.scaling.budget import Budget
-from runplan.units import PositiveCount, PricePerGpuHour
+from runplan.units import PositiveCount, PricePerGpuHour, at_most
 
 
 class FlagBudget(Budget):
     """The plan file's budget as flags: at most one of --flops and --days, and the hardware flags."""
 
     gpus: PositiveCount | None = Field(
-        None, description="GPUs of the run: with days gives C; with flops gives the wall-clock days."
+        None,
+        **at_most(MAX_GPUS),  # the bound of the plan file's cluster.gpus, which this flag stands for
+        description="GPUs of the run: with days gives C; with flops gives the wall-clock days.",
     )
     price_per_gpu_hour: PricePerGpuHour | None = Field(None, description="USD per GPU-hour, for the cost.")
 
