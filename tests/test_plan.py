@@ -519,3 +519,6 @@ def test_a_one_gpu_summary_says_gpu_and_keeps_small_energy(tmp_path):
     line = summary_lines(plan)[3]
     assert " on 1 GPU (goodput" in line and " 0 MWh" not in line
     assert f"{plan.cost.main.energy_mwh:.2g} MWh" in line
+    # Young/Daly gives 22,746 steps between saves on this 11,472-step run: one save, at the end
+    assert plan.checkpointing.interval_steps > plan.schedule.total_steps
+    assert "checkpoint at the end only (the optimal interval, " in summary_lines(plan)[2]

@@ -542,6 +542,14 @@ def _mwh(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
 
 
+def _checkpoint_phrase(plan: RunPlan) -> str:
+    """How often the run saves; a Young/Daly interval longer than the run means one save, at its end."""
+    interval, steps = plan.checkpointing.interval_steps, plan.schedule.total_steps
+    if interval >= steps:
+        return f"checkpoint at the end only (the optimal interval, {interval:,} steps, outlasts the run)"
+    return f"checkpoint every {interval:,} steps"
+
+
 def summary_lines(plan: RunPlan) -> list[str]:
     """The short summary printed first."""
     a, m, best, c = plan.allocation, plan.model, plan.layout.best, plan.cost
@@ -557,7 +565,7 @@ def summary_lines(plan: RunPlan) -> list[str]:
         f"recompute {best.recompute}: {fmt_bytes(best.memory_bytes.total)}/GPU, step {fmt_duration(best.step_seconds)},"
         f" MFU {best.mfu:.1%}",
         f"{plan.schedule.total_steps:,} steps at {fmt_count(plan.schedule.global_batch_tokens)} tokens, "
-        f"peak LR {plan.schedule.peak_lr:.3g}, checkpoint every {plan.checkpointing.interval_steps:,} steps",
+        f"peak LR {plan.schedule.peak_lr:.3g}, " + _checkpoint_phrase(plan),
         f"{c.main.wall_clock_days:,.1f} days on {c.main.gpus:,} GPU{'s' if c.main.gpus != 1 else ''} "
         f"(goodput {c.main.goodput:.1%}), {c.main.cost:,.0f} {c.currency}, {_mwh(c.main.energy_mwh)} MWh; proxy sweep "
         + (f"{c.sweep.cost:,.0f} {c.currency}" if c.sweep else "none"),
