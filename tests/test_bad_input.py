@@ -907,6 +907,15 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     ("fit-output-dir", ["fit", CSV, "--bootstrap", "0", "-o", "/"], {}, 2, ["-o", "directory"]),
     # the flag stands for cluster.gpus and has its bound (1e8 GPUs passed as flags, was refused in a plan file)
     ("allocate-gpus-1e8", ["allocate", "--gpus", "1e8", "--days", "30"], {}, 2, ["--gpus", "<= 1e+07"]),
+    # a law whose N exponent a = 0.057 needs 5.1e102 FLOPs for a 1M-parameter run: no budget to offer, the law
+    # is what to check (it offered "raise the budget to at least 5.1e+102", which --flops refuses)
+    (
+        "allocate-absurd-law",
+        ["allocate", "--flops", "2e23", "--law", "{law}"],
+        {"law": "name: steep\nE: 1.7\nA: 400\nB: 400\nalpha: 5\nbeta: 0.3\n"},
+        1,
+        ["check the law: it needs 5.1e+102 FLOPs", "a = 0.0566"],
+    ),
     # --pin names the item at fault, never another flag; a field with both a type and a narrower bound says
     # the narrower (MFU: > 0, not the fraction's >= 0)
     (

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from runplan.errors import Infeasible, SpecError
 from runplan.hardware import GpuSpec
-from runplan.scaling.budget import check_training_flops, hardware_cost
+from runplan.scaling.budget import MAX_TRAINING_FLOPS, check_training_flops, hardware_cost
 from runplan.scaling.laws import Interval, ParametricLaw, interval_of
 from runplan.units import NonNegativeNumber, PositiveNumber
 
@@ -507,9 +507,16 @@ def _check_sensible(
     budget = f"a budget of {flops:.3g} FLOPs" if flops is not None else "the target loss"
     suggestions = (
         [f"raise the budget to at least {_rounded_up(need, flops)} FLOPs"]
-        if need is not None and (flops is None or need > flops)
+        if need is not None and (flops is None or need > flops) and need <= MAX_TRAINING_FLOPS
         else []
     )
+    if (
+        need is not None and need > MAX_TRAINING_FLOPS
+    ):  # no budget runplan plans for is enough: the law is off
+        suggestions.append(
+            f"check the law: it needs {need:.2g} FLOPs for that run, past any budget ({MAX_TRAINING_FLOPS:.0e}); "
+            f"its exponents a = {law.a:.3g}, b = {law.b:.3g} (Chinchilla's are near 0.5)"
+        )
     if kind == "fixed_params":
         suggestions.append("train a smaller model")
     if kind == "inference_optimal":
