@@ -351,3 +351,21 @@ def test_saved_steps_in_the_log_are_counted(tmp_path):
     log = read_logs([path])
     assert log.saved_steps == [4]
     assert checkpoints_for(log, None, None).source == "1 saved step listed in the log"
+
+
+def test_what_an_abandoned_attempt_logged_past_the_restart_is_left_out(tmp_path):
+    """Steps 1-9 with a loss spike at 8-9, then the job restarted from step 5 and has reached step 7: steps 8 and
+    9 belong to an attempt the run did not go on from, so the spike there is not the run's; the overlapping
+    steps 5-7 take the later values (as before)."""
+    lines = [_megatron(s, loss="9.0E+00" if s >= 8 else "3.0E+00") for s in range(1, 10)]
+    lines += [_megatron(s, loss="2.9E+00") for s in range(5, 8)]
+    path = tmp_path / "run.log"
+    path.write_text("\n".join(lines) + "\n")
+    log = read_logs([path])
+    assert log.steps.tolist() == [1, 2, 3, 4, 5, 6, 7]
+    assert log.values["loss"].tolist() == [3.0, 3.0, 3.0, 3.0, 2.9, 2.9, 2.9]
+    assert [(r.last_step, r.resumed_step) for r in log.restarts] == [(9, 5)]
+    assert any(
+        n.startswith("2 rows an abandoned attempt logged past where the run has reached (steps 8-9)")
+        for n in log.notes
+    )

@@ -2,7 +2,8 @@
 
 Readers hand over rows in the order the log holds them (:class:`Rows`); :func:`assemble` sorts them by step,
 keeps the later value where a step was logged twice (a restart from a checkpoint repeats steps: the values
-after the restart are the ones the model went on from), records the restarts, turns rows in which every
+after the restart are the ones the model went on from; what the abandoned attempt logged past the steps the
+run has reached again is left out), records the restarts, turns rows in which every
 metric is "nan" into "not logged" (Megatron's TensorBoard export writes "nan" where nothing was logged), and
 says each of these things in ``notes``.
 """
@@ -11,11 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from runplan.errors import SpecError
+from runplan.monitor.words import counted
 
 #: A backward jump of the step counter is a restart when there are few of them; more than this many (and more
 #: than 1% of the rows) means the rows are not in step order at all (shuffled or concatenated out of order).
@@ -127,6 +129,9 @@ def assemble(rows: Rows, source: str, fmt: str) -> MetricLog:
     restarts, order = _restarts(steps, notes)
     if rows.restarts is not None:
         restarts = rows.restarts
+    elif restarts:  # rows in file order: an abandoned attempt's rows past its restart point are not the run's
+        rows, steps = _without_abandoned(rows, notes)
+        order = np.arange(steps.size)
     if steps.size > 1 and bool(np.all(np.diff(steps) > 0)):  # already one row per step, in order (usual)
         nonfinite = _nonfinite(rows)
         return _finish(rows, source, fmt, notes, restarts, steps, dict(rows.values), nonfinite, 0)
@@ -207,6 +212,30 @@ def _restarts(steps: np.ndarray, notes: list[str]) -> tuple[list[Restart], np.nd
         return [], order
     restarts = [Restart(int(steps[i]), int(steps[i + 1])) for i in back]
     return restarts, order
+
+
+def _without_abandoned(rows: Rows, notes: list[str]) -> tuple[Rows, np.ndarray]:
+    """``rows`` less the rows an attempt logged at or past the step the next attempt resumed from: the run went
+    on from the checkpoint, so those steps are either logged again (the later values) or never reached. Kept,
+    a spike of the abandoned attempt past the new end read as still open."""
+    steps = rows.steps
+    keep = np.ones(steps.size, dtype=bool)
+    for i in np.flatnonzero(np.diff(steps) < 0):
+        keep[: i + 1] &= steps[: i + 1] < steps[i + 1]
+    beyond = rows.steps[~keep]
+    beyond = beyond[beyond > steps[keep].max()] if keep.any() else beyond
+    if beyond.size:
+        notes.append(
+            f"{counted(int(beyond.size), 'row')} an abandoned attempt logged past where the run has reached "
+            f"(steps {int(beyond.min()):,}-{int(beyond.max()):,}) left out: the run went on from a checkpoint before them"
+        )
+    kept = replace(
+        rows,
+        steps=steps[keep],
+        values={name: v[keep] for name, v in rows.values.items()},
+        present={name: p[keep] for name, p in rows.present.items()},
+    )
+    return kept, kept.steps
 
 
 def _last_per_step(
