@@ -126,6 +126,13 @@ def test_three_runs_warn_under_determined(tmp_path):
             lambda t: t.replace("{step_seconds: 3.9}", "{speedup: 1.2, speedup_over: r1}"),
             "runs[1].measured.speedup_over: run 'r1' is measured as a speedup over itself",
         ),
+        # two runs as speedups over each other: nothing anchors them to a time (they fitted as two residuals)
+        (
+            lambda t: t.replace("{step_seconds: 3.9}", "{speedup: 1.1, speedup_over: r0}").replace(
+                "{step_seconds: 2.0}", "{speedup: 0.9, speedup_over: r1}"
+            ),
+            "runs[0].measured.speedup_over: the speedups 'r0' → 'r1' → 'r0' go round without a measured time",
+        ),
         (
             lambda t: t.replace(
                 "    measured: {step_seconds: 2.0}",

@@ -222,7 +222,31 @@ def parse_measured(loaded: LoadedYaml) -> MeasuredFile:
                     hint="name a run id",
                 )
             )
+    for i, run in enumerate(measured.runs):
+        loop = _speedup_loop(run.id, {r.id: r.measured.speedup_over for r in measured.runs})
+        if loop:
+            raise loaded.locate(
+                SpecError(
+                    f"the speedups {' → '.join(map(repr, loop))} go round without a measured time: nothing "
+                    "fixes how fast any of them ran",
+                    where=f"runs[{i}].measured.speedup_over",
+                    hint="give one of them step_seconds (or another throughput) instead of a speedup",
+                )
+            )
     return measured
+
+
+def _speedup_loop(start: str, over: dict[str, str | None]) -> list[str]:
+    """The runs from ``start`` following ``speedup_over`` back to ``start`` when they go round, else []."""
+    chain, seen = [start], {start}
+    while (step := over.get(chain[-1])) is not None:
+        if step == start:
+            return [*chain, start]
+        if step in seen:  # a loop further on: reported at its own runs
+            return []
+        chain.append(step)
+        seen.add(step)
+    return []
 
 
 def resolve_shape(
