@@ -151,3 +151,24 @@ def test_a_preset_ranks_only_layouts_its_engine_can_run():
     assert set(grid("llama-3.1-405b", "deepspeed", 1024, cp=2).cp.tolist()) == {2}
     assert set(grid("llama-3.1-8b", "torchtitan-fsdp2", 64).zero.tolist()) == {0, 3}
     assert set(grid("llama-3.1-8b", "torchtitan-fsdp2", 64, zero=1).zero.tolist()) == {1}
+
+
+def test_fp8_param_gather_searches_sharded_optimizers_only():
+    """Megatron's --fp8-param-gather needs --use-distributed-optimizer (the export refuses ZeRO-0 with it): the
+    search leaves ZeRO-0 out with fp8_param_gather; a pinned ZeRO-0 is still evaluated."""
+    from runplan.catalog import load_catalog
+    from runplan.parallel.layout import ParallelRequest, Pins
+    from runplan.parallel.search import build_grid
+    from runplan.parallel.stack import resolve_stack
+
+    catalog = load_catalog()
+    stack = resolve_stack({"precision": "fp8", "fp8_param_gather": True})
+    common = {
+        "model": catalog.model("llama-3.1-8b"),
+        "gpu": catalog.gpu("h100-sxm"),
+        "n_gpus": 64,
+        "seq_len": 4096,
+    }
+    assert 0 not in build_grid(ParallelRequest(**common, stack=stack))[0].zero.tolist()
+    pinned = build_grid(ParallelRequest(**common, stack=stack, pins=Pins(zero=0)))[0]
+    assert set(pinned.zero.tolist()) == {0}

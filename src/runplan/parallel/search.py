@@ -200,6 +200,8 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         values = list(request.micro_batch_choices if domain is None else domain.values)
         if axis == "zero" and request.stack.distributed_optimizer is not None:  # the stack fixes sharding
             values = [z for z in values if (z >= 1) == request.stack.distributed_optimizer]
+        if axis == "zero" and request.stack.fp8_param_gather:  # Megatron asserts the distributed optimizer
+            values = [z for z in values if z >= 1]
         if axis == "zero" and request.stack.zero_stages is not None:  # the stages the engine has
             values = [z for z in values if z in request.stack.zero_stages] or values
         if getattr(pins, axis) is not None:

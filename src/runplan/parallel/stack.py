@@ -169,7 +169,8 @@ class Stack(BaseModel):
         description="fp8 only: the linear layers' weights are kept in fp8 between steps, the optimizer's fp32 "
         "master cast straight into them (Megatron-LM --fp8-param-gather, NeMo fp8_params; TransformerEngine "
         "fp8_model_init): 1 byte per linear weight instead of bf16 plus an fp8 copy, and the parameter "
-        "all-gather moves 1 byte per linear weight. Not with fsdp_mixed_precision (FSDP's fp32 shards are "
+        "all-gather moves 1 byte per linear weight; the search tries ZeRO >= 1 only (Megatron requires the "
+        "distributed optimizer with it). Not with fsdp_mixed_precision (FSDP's fp32 shards are "
         "the master; torchtitan gathers fp8 under ZeRO-3 on its own).",
     )
     cross_entropy: Literal["fused", "unfused"] = Field(
