@@ -99,3 +99,37 @@ def test_check_json_gives_ci_a_record_for_an_infeasible_plan(tmp_path):
     record = json.loads(result.stdout)
     assert record["status"] == "infeasible" and "memory" in record["reason"]
     assert any("parallel.zero: 3" in s for s in record["suggestions"])  # plan keys, not parallelize's flags
+
+
+@pytest.mark.parametrize("key", ["resolved:  # numbers by runplan", '"resolved":'])
+def test_update_replaces_a_resolved_block_written_with_a_comment_or_quotes(plan_copy, key):
+    """`resolved:  # note` was not recognised: --update appended a second resolved block and the next check
+    refused the duplicate key (exit 2) after reporting success."""
+    assert run("check", str(plan_copy), "--update").exit_code == 0
+    plan_copy.write_text(plan_copy.read_text().replace("\nresolved:\n", f"\n{key}\n"))
+    _set_price(plan_copy, 3.0)
+    assert run("check", str(plan_copy), "--update").exit_code == 0
+    text = plan_copy.read_text()
+    assert sum(line.startswith(("resolved", '"resolved"')) for line in text.splitlines()) == 1
+    assert run("check", str(plan_copy)).exit_code == 0
+
+
+def test_update_keeps_a_crlf_file_crlf(tmp_path):
+    path = tmp_path / "plan.yaml"
+    path.write_bytes(EXAMPLE.read_text().replace("\n", "\r\n").encode())
+    assert run("check", str(path), "--update").exit_code == 0
+    data = path.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n")  # no bare LF among the new block's lines
+    assert run("check", str(path)).exit_code == 0
+
+
+def test_a_hand_written_nan_is_drift_in_json_not_a_crash(plan_copy):
+    assert run("check", str(plan_copy), "--update").exit_code == 0
+    text = plan_copy.read_text()
+    at = text.index("\n      hfu: ", text.index("\nresolved:"))
+    end = text.index("\n", at + 1)
+    plan_copy.write_text(text[:at] + "\n      hfu: .nan" + text[end:])
+    result = run("check", str(plan_copy), "--json")
+    assert result.exit_code == 1, result.output
+    change = json.loads(result.stdout)["changes"][0]
+    assert change["path"] == "layout.best.hfu" and change["old"] == ".nan" and change["relative_change"] is None

@@ -9,6 +9,7 @@ changes the plan.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,8 +100,8 @@ class Change:
             "path": self.path,
             "section": self.section,
             "kind": self.kind,
-            "old": self.old,
-            "new": self.new,
+            "old": _json_value(self.old),
+            "new": _json_value(self.new),
             "relative_change": self.relative_change,
         }
 
@@ -126,11 +127,19 @@ def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None
         return
     if _is_number(old) and _is_number(new):
         a, b = float(old), float(new)
-        if not math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12):
-            out.append(Change(path, "changed", old, new, (b - a) / abs(a) if a else None))
+        if not math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12):  # (a nan is never close: always a change)
+            relative = (b - a) / abs(a) if a and math.isfinite(a) and math.isfinite(b) else None
+            out.append(Change(path, "changed", old, new, relative))
         return
     if old != new:
         out.append(Change(path, "changed", old, new))
+
+
+def _json_value(value: Any) -> Any:
+    """A resolved value for JSON: a hand-written .nan or .inf as the string YAML spells it (JSON has none)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    return value
 
 
 def _is_number(value: Any) -> bool:
@@ -158,6 +167,10 @@ def diff_resolved(old: dict[str, Any], new: dict[str, Any], rtol: float = 1e-4) 
     return [change.text() for change in diff_changes(old, new, rtol)]
 
 
+#: A top-level ``resolved`` key, bare or quoted, with a comment or a flow value after it (``resolved:  # note``)
+_RESOLVED_KEY = re.compile(r"""^(?:resolved|"resolved"|'resolved')\s*:(?:\s|$)""")
+
+
 def updated_text(original: str, plan: RunPlan) -> str:
     """The plan file's own text with its ``resolved:`` section replaced by ``plan``'s numbers.
 
@@ -166,7 +179,9 @@ def updated_text(original: str, plan: RunPlan) -> str:
     top-level key cannot be cut safely, so the file is written out again from its parsed keys instead.
     """
     lines = original.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.rstrip() == "resolved:"]
+    starts = [i for i, line in enumerate(lines) if _RESOLVED_KEY.match(line)]
+    if not starts and "resolved" in (yaml.safe_load(original) or {}):  # written some way the match misses
+        return resolved_document(yaml.safe_load(original), plan)
     if starts:
         later_keys = [
             line
@@ -176,8 +191,9 @@ def updated_text(original: str, plan: RunPlan) -> str:
         if later_keys:
             return resolved_document(yaml.safe_load(original), plan)
         lines = lines[: starts[-1]]
-    head = "".join(lines).rstrip("\n") + "\n"
+    newline = "\r\n" if "\r\n" in original else "\n"  # the file's own line ending, kept in the new block
+    head = "".join(lines).rstrip("\r\n") + newline
     body = yaml.safe_dump(
         {"resolved": resolved_section(plan)}, sort_keys=False, width=120, allow_unicode=True
     )
-    return head + body
+    return head + body.replace("\n", newline)
