@@ -132,4 +132,6 @@ def test_a_hand_written_nan_is_drift_in_json_not_a_crash(plan_copy):
     result = run("check", str(plan_copy), "--json")
     assert result.exit_code == 1, result.output
     change = json.loads(result.stdout)["changes"][0]
-    assert change["path"] == "layout.best.hfu" and change["old"] == ".nan" and change["relative_change"] is None
+    assert (
+        change["path"] == "layout.best.hfu" and change["old"] == ".nan" and change["relative_change"] is None
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
@@ -82,3 +83,15 @@ def test_folded_comments_continue_at_their_indent_and_keep_every_word():
     # a `code span` is never split across lines (it could not be copied)
     assert "# `runplan schema > plan.schema.json` writes a copy)" in text
     assert all(line.count("`") % 2 == 0 for line in lines)
+
+
+def test_init_takes_the_gpus_per_node_its_error_names(tmp_path):
+    """500 GPUs do not fill 8-GPU nodes: the error names --gpus-per-node, which init takes (it did not)."""
+    refused = CliRunner().invoke(app, ["init", "--gpus", "500", "--flops", "2e23"])
+    assert refused.exit_code == 2 and "or set --gpus-per-node" in refused.stderr
+    out = CliRunner().invoke(app, ["init", "--gpus", "500", "--gpus-per-node", "4", "--flops", "2e23"])
+    assert out.exit_code == 0, out.output
+    path = tmp_path / "plan.yaml"
+    path.write_text(out.stdout)
+    assert yaml.safe_load(out.stdout)["cluster"]["gpus_per_node"] == 4
+    assert CliRunner().invoke(app, ["plan", str(path), "-f", "json"]).exit_code == 0

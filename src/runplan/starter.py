@@ -159,6 +159,7 @@ def starter_plan(
     seq_len: str,
     name: str,
     days: str | None = None,
+    gpus_per_node: str | None = None,
 ) -> str:
     """The starter plan text for the flags given (validated the same way a plan file is).
 
@@ -172,7 +173,7 @@ def starter_plan(
 
     chosen: dict[str, dict[str, Any]] = {
         "budget": {"flops": flops, "days": days, "tokens": tokens},
-        "cluster": {"gpu": gpu, "gpus": gpus},
+        "cluster": {"gpu": gpu, "gpus": gpus, "gpus_per_node": gpus_per_node},
         "training": {"seq_len": seq_len},
     }
     lines = [

@@ -248,6 +248,9 @@ def init(
         "(with neither, 2e23 FLOPs).",
     ),
     gpu: str = typer.Option(DEFAULT_GPU, "--gpu", help="GPU type (`runplan catalog gpus`)."),
+    gpus_per_node: str | None = typer.Option(
+        None, "--gpus-per-node", help="GPUs per node (NVLink domain); default: the GPU type's."
+    ),
     seq_len: str = typer.Option(
         str(DEFAULT_SEQ_LEN), "--seq-len", help="Sequence length in tokens, e.g. 8192 or 8k (= 8192)."
     ),
@@ -256,12 +259,18 @@ def init(
     """Write a commented starter plan file to stdout (every key with its help text and default)."""
     from runplan.starter import starter_plan
 
-    typer.echo(
-        starter_plan(
-            flops=flops, model=model, tokens=tokens, gpus=gpus, gpu=gpu, seq_len=seq_len, name=name, days=days
-        ),
-        nl=False,
+    text = starter_plan(
+        flops=flops,
+        model=model,
+        tokens=tokens,
+        gpus=gpus,
+        gpu=gpu,
+        seq_len=seq_len,
+        name=name,
+        days=days,
+        gpus_per_node=gpus_per_node,
     )
+    typer.echo(text, nl=False)
 
 
 def register(app) -> None:
