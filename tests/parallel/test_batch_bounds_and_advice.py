@@ -172,3 +172,17 @@ def test_fp8_param_gather_searches_sharded_optimizers_only():
     assert 0 not in build_grid(ParallelRequest(**common, stack=stack))[0].zero.tolist()
     pinned = build_grid(ParallelRequest(**common, stack=stack, pins=Pins(zero=0)))[0]
     assert set(pinned.zero.tolist()) == {0}
+
+
+def test_expert_parallelism_spans_the_data_and_context_parallel_ranks():
+    """Mixtral on 256 GPUs at 128k: TP4 PP4 DP2 CP8 EP8 is a layout Megatron-core (MoE parallel folding) and
+    torchtitan ((dp_shard·cp) % ep == 0) run; EP had to divide DP alone. A pinned EP that divides neither
+    pinned dp·cp says so, instead of 't·p·d·c = 64 with the divisibility rules'."""
+    argv = ["parallelize", "--model", "mixtral-8x7b", "--gpus", "256", "--seq-len", "128k"]
+    ok = CliRunner().invoke(app, [*argv, "--tp", "4", "--pp", "4", "--dp", "2", "--cp", "8", "--ep", "8"])
+    assert ok.exit_code == 0, ok.stderr
+    bad = CliRunner().invoke(
+        app,
+        ["parallelize", "--model", "mixtral-8x7b", "--gpus", "64", "--ep", "8"] + ["--dp", "4", "--cp", "1"],
+    )
+    assert bad.exit_code == 1 and "ep=8 does not divide dp·cp = 4·1 = 4" in " ".join(bad.stderr.split())

@@ -112,7 +112,9 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
                 d = n // (t * p * c)
                 if pins.dp is not None and d != pins.dp:
                     continue
-                eps = [e for e in divisors(shape.n_experts) if d % e == 0] if shape.is_moe else [1]
+                # EP borrows the d·c ranks that hold the same layers (Megatron-core's MoE parallel folding,
+                # core_r0.10.0 parallel_state; torchtitan ParallelDims: (dp_shard·cp) % ep == 0)
+                eps = [e for e in divisors(shape.n_experts) if (d * c) % e == 0] if shape.is_moe else [1]
                 if pins.ep is not None:
                     eps = [e for e in eps if e == pins.ep]
                 # interleaving splits the largest stage's ceil(L/p) layers into v chunks; with uneven stages
@@ -178,6 +180,13 @@ def _pin_conflicts(request: ParallelRequest) -> list[str]:
         )
     elif pins.ep is not None and shape.is_moe and shape.n_experts % pins.ep:
         out.append(f"ep={pins.ep} does not divide the {shape.n_experts} experts")
+    elif (
+        pins.ep is not None and pins.dp is not None and pins.cp is not None and (pins.dp * pins.cp) % pins.ep
+    ):
+        out.append(
+            f"ep={pins.ep} does not divide dp·cp = {pins.dp}·{pins.cp} = {pins.dp * pins.cp} (experts are spread "
+            "over the data- and context-parallel ranks)"
+        )
     return out
 
 
