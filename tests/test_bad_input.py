@@ -907,6 +907,21 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
     ("fit-output-dir", ["fit", CSV, "--bootstrap", "0", "-o", "/"], {}, 2, ["-o", "directory"]),
     # the flag stands for cluster.gpus and has its bound (1e8 GPUs passed as flags, was refused in a plan file)
     ("allocate-gpus-1e8", ["allocate", "--gpus", "1e8", "--days", "30"], {}, 2, ["--gpus", "<= 1e+07"]),
+    # PyYAML's words leave out the cause: a tab ("cannot start any token"), a quote left open ("end of stream")
+    (
+        "plan-yaml-tab",
+        ["plan", "{p}"],
+        {"p": "schema_version: 1\nname: x\ncluster:\n\tgpus: 8\n"},
+        2,
+        ["p.yaml:4: not valid YAML", "indent with spaces: YAML forbids tabs there"],
+    ),
+    (
+        "plan-yaml-open-quote",
+        ["plan", "{p}"],
+        {"p": 'schema_version: 1\nname: "abc\n'},
+        2,
+        ["not valid YAML: found unexpected end of stream (a double quote is not closed)"],
+    ),
     # a law whose N exponent a = 0.057 needs 5.1e102 FLOPs for a 1M-parameter run: no budget to offer, the law
     # is what to check (it offered "raise the budget to at least 5.1e+102", which --flops refuses)
     (

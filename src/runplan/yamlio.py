@@ -234,10 +234,25 @@ def load_yaml_text(text: str, source: str = "<string>") -> LoadedYaml:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
-        raise SpecError(f"not valid YAML: {error.problem or error.context}", source=where) from None
+        raise SpecError(
+            f"not valid YAML: {error.problem or error.context}", source=where, hint=_yaml_hint(text, mark)
+        ) from None
     except yaml.YAMLError as error:
         raise SpecError(f"not valid YAML: {error}", source=source) from None
     return LoadedYaml(data, lines, source)
+
+
+def _yaml_hint(text: str, mark: Any) -> str:
+    """How to fix the line PyYAML stopped at: its own words leave out the usual causes (a tab, which it says
+    "cannot start any token", drops the character; an unclosed quote reads as "end of stream")."""
+    line = text.splitlines()[mark.line] if mark is not None and mark.line < len(text.splitlines()) else ""
+    if "\t" in line[: len(line) - len(line.lstrip())] or (
+        mark is not None and line[mark.column : mark.column + 1] == "\t"
+    ):
+        return "indent with spaces: YAML forbids tabs there"
+    if mark is not None and mark.line >= len(text.splitlines()) - 1 and text.count('"') % 2:
+        return "a double quote is not closed"
+    return "check the indentation and quotes on that line and the one before"
 
 
 def load_yaml_file(path: str | Path) -> LoadedYaml:
