@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from runplan.cli.common import echo_wrapped, handle_errors, print_json
+from runplan.cli.common import handle_errors, print_json, warn
 
 TO_HELP = (
     "Engine to export to: megatron (bash launch script), torchtitan (0.2.x TOML), deepspeed (ds_config JSON)."
@@ -85,7 +85,7 @@ def export_command(
 def _warn(warnings: list[str], target: str) -> None:
     """Warnings after the file is written, so a write error stays the only line on stderr."""
     for line in warnings:
-        echo_wrapped(f"runplan: warning: {target}: {line}", err=True)
+        warn(f"{target}: {line}")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from runplan.cli.common import echo_wrapped, handle_errors, print_json
+from runplan.cli.common import handle_errors, print_json, warn
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 if TYPE_CHECKING:
@@ -491,7 +491,7 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
         return
     _render(result, resolution, request.constraints.throughput_tolerance, calibration, _stack_line(stack))
     for line in result.warnings[1:]:  # the first (the critical batch) is in the header
-        echo_wrapped(f"runplan: warning: {line}", err=True)
+        warn(line)
 
 
 def _stack_line(fields: dict[str, Any]) -> str:

@@ -713,15 +713,13 @@ def _suggestions(
             return out
     if not ok["bubble"].any():
         pins = request.pins
-        remedies = [  # a pinned setting is not offered back (its value was the one tried)
-            *(
-                []
-                if pins.microbatches
-                else ["more micro-batches per step (a larger schedule.global_batch_tokens)"]
-            ),
-            *([] if pins.vpp else ["interleaving (parallel.vpp=2+)"]),
-            *([] if pins.pp == 1 else ["fewer pipeline stages" + (" (parallel.pp)" if pins.pp else "")]),
-        ]
+        remedies = []  # a pinned setting is not offered back (its value was the one tried)
+        if not pins.microbatches:
+            remedies.append("more micro-batches per step (a larger schedule.global_batch_tokens)")
+        if not pins.vpp:
+            remedies.append("interleaving (parallel.vpp=2+)")
+        if pins.pp != 1:
+            remedies.append("fewer pipeline stages" + (" (parallel.pp)" if pins.pp else ""))
         out.append(
             ", ".join(remedies) + (", or " if remedies else "") + "a larger constraints.max_bubble_fraction"
         )
