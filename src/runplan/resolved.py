@@ -180,8 +180,10 @@ def updated_text(original: str, plan: RunPlan) -> str:
     """
     lines = original.splitlines(keepends=True)
     starts = [i for i, line in enumerate(lines) if _RESOLVED_KEY.match(line)]
-    if not starts and "resolved" in (yaml.safe_load(original) or {}):  # written some way the match misses
-        return resolved_document(yaml.safe_load(original), plan)
+    if not starts and "resolved" in original:  # (a first --update has none: nothing to parse)
+        data = yaml.safe_load(original) or {}
+        if "resolved" in data:  # written some way the match misses: the file is written again from its keys
+            return resolved_document(data, plan)
     if starts:
         later_keys = [
             line
