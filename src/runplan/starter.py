@@ -214,7 +214,11 @@ def starter_plan(
             lines += ["", *_comment(field.description or key), f"# {key}: {example}".rstrip()]
             continue
         lines += _section(key, cls, chosen.get(key, {}), field.description or key)
-    text = "\n".join(lines) + "\n"
+    return _validated("\n".join(lines) + "\n")
+
+
+def _validated(text: str) -> str:
+    """``text`` when it loads as a plan and its cluster is whole nodes; else the SpecError of the flag at fault."""
     from runplan.spec import load_plan_text
 
     try:  # the starter must itself be a valid plan; what it refuses came from a flag, which the CLI names

@@ -210,6 +210,20 @@ def spec_error_from_validation(
     loc = _clean_loc(tuple(first["loc"]))
     full = (*prefix, *loc)
     same = (first["msg"], repr(first.get("input")))
+    message, hint, explained = _message_and_hint(first, problems, loc, model_cls)
+    # the same mistake again at another key (one --dropout sets both dropouts) is not another problem
+    others = [p for p in problems if p is not first and (p["msg"], repr(p.get("input"))) != same]
+    if first["type"] != "union_type" and len(others) > explained:
+        message += f" (+{len(others) - explained} more)"
+    source = loaded.where(full) if loaded is not None else None
+    return SpecError(message, where=_path_text(full) or None, source=source, hint=hint)
+
+
+def _message_and_hint(
+    first: Any, problems: list[Any], loc: tuple[Any, ...], model_cls: type[BaseModel]
+) -> tuple[str, str | None, int]:
+    """The message and fix of the problem ``first`` at ``loc``, and how many other problems it explains
+    (a missing key beside an unknown one is the same misspelling)."""
     message = first["msg"]
     hint = None
     explained = 0
@@ -257,9 +271,4 @@ def spec_error_from_validation(
         message = message.removeprefix("Value error, ")
     if first["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         hint = range_hint(model_cls, loc)
-    # the same mistake again at another key (one --dropout sets both dropouts) is not another problem
-    others = [p for p in problems if p is not first and (p["msg"], repr(p.get("input"))) != same]
-    if first["type"] != "union_type" and len(others) > explained:
-        message += f" (+{len(others) - explained} more)"
-    source = loaded.where(full) if loaded is not None else None
-    return SpecError(message, where=_path_text(full) or None, source=source, hint=hint)
+    return message, hint, explained

@@ -16,6 +16,7 @@ from runplan.cli.common import handle_errors, print_json, warn
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 if TYPE_CHECKING:
+    from runplan.cli.search_flags import SearchOverrides
     from runplan.parallel.layout import Constraints, ParallelRequest, Pins, SearchResult
     from runplan.parallel.stack import Stack
     from runplan.spec import PlanSpec
@@ -222,9 +223,6 @@ def parallelize(
     as_json: AsJson = False,
 ) -> None:
     """Search every parallel layout exhaustively; rank the ones that fit by predicted throughput."""
-    from runplan.cli.common import build_from_flags
-    from runplan.cli.search_flags import SearchOverrides
-
     if plan_file is None:
         _required(model, "--model")
         _required(gpus, "--gpus")
@@ -239,7 +237,7 @@ def parallelize(
         min_global_batch_tokens=min_batch, max_global_batch_tokens=max_batch,
         allow_cross_node_tp=allow_cross_node_tp or None,
     )  # fmt: skip
-    overrides = build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
+    overrides = _search_overrides(top, mfu)
     stack = _stack_flags(
         stack_preset, flash_attention, tp_comm_overlap, selective_recompute, dropout, bf16_grads, precision=precision,
         fp8_recipe=fp8_recipe, attention_kernel=attention_kernel, fused_elementwise=fused_elementwise,
@@ -260,11 +258,19 @@ def parallelize(
     _answer(request, resolution, as_json, label)
 
 
+def _search_overrides(top: str | None, mfu: str | None) -> SearchOverrides:
+    """``--top`` and ``--mfu`` as the request's overrides, validated (and named) as flags."""
+    from runplan.cli.common import build_from_flags
+    from runplan.cli.search_flags import SearchOverrides
+
+    return build_from_flags(SearchOverrides, _REQUEST_PATHS, "--top", top=top, mfu_override=mfu)
+
+
 def _answer_plan_file(
     plan_file: Path,
     pins: Pins,
     constraints: Constraints,
-    overrides: Any,
+    overrides: SearchOverrides,
     stack: dict[str, Any],
     calibration: Path | None,
     as_json: bool,
@@ -401,7 +407,7 @@ def _request_from_flags(
     catalog_file: list[str],
     pins: Pins,
     constraints: Constraints,
-    overrides: Any,
+    overrides: SearchOverrides,
     stack: dict[str, Any],
     **fields: Any,
 ) -> tuple[ParallelRequest, str]:

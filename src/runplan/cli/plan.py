@@ -12,7 +12,9 @@ from runplan.cli.common import echo_wrapped, handle_errors, plan_from_file, prin
 from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 if TYPE_CHECKING:
+    from runplan.plan import RunPlan
     from runplan.resolved import Change
+    from runplan.yamlio import LoadedYaml
 
 
 class Format(StrEnum):
@@ -78,34 +80,11 @@ def plan(
                 written[title] = str(target.relative_to(anchor))
             except ValueError:
                 written[title] = str(target)
-    if fmt is Format.json:
-        import json
-
-        text = json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False)
-    elif fmt is Format.yaml:
-        from runplan.resolved import resolved_document
-
-        text = resolved_document(loaded.data, result)
-    elif fmt is Format.markdown:
-        from runplan.report.markdown import render_markdown
-
-        text = render_markdown(result, written)
-    else:
-        from runplan.report.terminal import render_terminal
-
-        if output is None or str(output) == "-":
-            from runplan.cli.common import console
-
-            render_terminal(result, console(), detail=detail)
-            return
-        import io
-
-        from rich.console import Console
-
-        buffer = io.StringIO()
-        render_terminal(result, Console(file=buffer, width=140, color_system=None), detail=detail)
-        text = buffer.getvalue()
-    write_output(text, output, "--output", not_over=plan_file)
+    text = _rendered(
+        fmt, loaded, result, written, to_stdout=output is None or str(output) == "-", detail=detail
+    )
+    if text is not None:
+        write_output(text, output, "--output", not_over=plan_file)
 
 
 @handle_errors
@@ -188,6 +167,46 @@ def check(
 
 #: How many changes of each section `check` prints before "and N more".
 CHANGES_PER_SECTION = 5
+
+
+def _rendered(
+    fmt: Format,
+    loaded: LoadedYaml,
+    result: RunPlan,
+    written: dict[str, str],
+    *,
+    to_stdout: bool,
+    detail: bool,
+) -> str | None:
+    """The plan in ``fmt`` as text; None when the terminal view went straight to the console."""
+    if fmt is Format.json:
+        import json
+
+        text = json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False)
+    elif fmt is Format.yaml:
+        from runplan.resolved import resolved_document
+
+        text = resolved_document(loaded.data, result)
+    elif fmt is Format.markdown:
+        from runplan.report.markdown import render_markdown
+
+        text = render_markdown(result, written)
+    else:
+        from runplan.report.terminal import render_terminal
+
+        if to_stdout:
+            from runplan.cli.common import console
+
+            render_terminal(result, console(), detail=detail)
+            return None
+        import io
+
+        from rich.console import Console
+
+        buffer = io.StringIO()
+        render_terminal(result, Console(file=buffer, width=140, color_system=None), detail=detail)
+        text = buffer.getvalue()
+    return text
 
 
 def _report_check(
