@@ -115,6 +115,9 @@ def plan_law(spec: PlanSpec, base_dir: Path) -> ParametricLaw:
 
 
 def _flops(spec: PlanSpec, gpu: GpuSpec, n_gpus: int, law_params: float | None) -> float:
+    """Training compute C of the budget: as given; GPUs × peak × MFU × seconds for a GPU-time budget (MFU as
+    defined in PaLM, Chowdhery et al. 2022, §4.1); or C = 6·N·D for a token budget (Kaplan et al. 2020 §2.1:
+    forward 2N plus backward 4N FLOPs per token, attention left out, as Hoffmann et al. 2022 count C)."""
     from runplan.scaling.budget import SECONDS_PER_HOUR, check_training_flops, flops_from_hardware
 
     budget = spec.budget

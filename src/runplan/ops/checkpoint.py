@@ -283,7 +283,9 @@ def _sync_save(
     """A synchronous save: the fixed cost plus the write at the slower of storage and the node's NIC.
 
     Returns the blocking time, which bandwidth bounds it, and the write time alone (what an async save
-    still spends in the background).
+    still spends in the background). Hand-derived: every node writes its share at once, so the write ends when
+    the slower of the shared storage (total / aggregate bandwidth) and one node's NIC (per-node bytes / node
+    bandwidth) is done; the fixed cost (barrier, planning, metadata) comes on top.
     """
     storage_bw = spec.storage_write_bandwidth_bytes_per_s
     node_bw = spec.node_write_bandwidth_bytes_per_s
@@ -297,7 +299,7 @@ def _sync_save(
         Reasoned(
             sync,
             f"fixed {fixed:g} s + max(total/storage {fmt_bytes(total)}/{fmt_bytes(storage_bw)}/s = "
-            f"{t_storage:.3g} s, per node {fmt_bytes(per_node)}/node bandwidth = {t_node:.3g} s) = "
+            f"{t_storage:.3g} s, per node {_per_node_write(per_node, node_bw)} = {t_node:.3g} s) = "
             f"{fmt_seconds(sync)}",
         ),
         bound,
@@ -305,8 +307,19 @@ def _sync_save(
     )
 
 
+def _per_node_write(per_node: float, node_bw: float | None) -> str:
+    """The per-node write term of a synchronous save in words: bytes per node over the node's bandwidth."""
+    if not node_bw:
+        return f"{fmt_bytes(per_node)}/node, node bandwidth not modelled"
+    return f"{fmt_bytes(per_node)}/node / {fmt_bytes(node_bw)}/s node bandwidth"
+
+
 def _async_blocking(spec: OperationsSpec, written: float) -> Reasoned[float]:
-    """An async save blocks only for the fixed cost and the device→host copy of each rank's share."""
+    """An async save blocks only for the fixed cost and the device→host copy of each rank's share.
+
+    Hand-derived from the two-phase save (Megatron-Core async checkpointing, PyTorch DCP ``async_save``): every
+    GPU copies its own share over its own host link in parallel, so the copy takes share / link bandwidth.
+    """
     link = spec.host_link_bandwidth_bytes_per_s
     block = spec.save_fixed_seconds + written / link
     return Reasoned(
@@ -395,7 +408,8 @@ def _saves_and_storage(
         rollback_storage_bytes=rollback_bytes,
         storage_bytes=Reasoned(
             storage,
-            f"rolling {fmt_bytes(rolling)} + rollback {fmt_bytes(rollback_bytes.value)} + milestones "
+            f"rolling ({gens} kept + 1 being written) {fmt_bytes(rolling)} + rollback "
+            f"{fmt_bytes(rollback_bytes.value)} + milestones "
             f"{fmt_bytes(kept.value)} = {fmt_bytes(storage)}",
         ),
         retention_procedure=_procedure(r, steps, interval_s, rollback_every.value, every.value),
@@ -405,7 +419,13 @@ def _saves_and_storage(
 def _milestones(
     r: CheckpointRequest, steps: int, total: float, weights_bytes: float
 ) -> tuple[Reasoned[int], Reasoned[float], Reasoned[int], Reasoned[float], Reasoned[float]]:
-    """Permanent checkpoints every ~10% of the tokens (a multiple of the interval): spacing, count, bytes."""
+    """Permanent checkpoints every ~10% of the tokens (a multiple of the interval): spacing, count, bytes.
+
+    The 10% default is a runplan planning choice, not a published figure: ten resumable points to branch a WSD
+    cooldown from (Hägele et al. 2024, arXiv 2405.18392, cool down from any stable-phase checkpoint) or to
+    evaluate. Count = ⌊total steps / spacing⌋ (the last milestone may fall before the end; the final save is a
+    rolling generation).
+    """
     spec, tps = r.spec, r.tokens_per_step
     wanted = spec.milestone_every_tokens or 0.1 * r.training_tokens
     every = max(steps, round(wanted / tps / steps) * steps)
@@ -429,7 +449,12 @@ def _rollback(
     gens: int, steps: int, window: int, total: float
 ) -> tuple[Reasoned[int], Reasoned[int], Reasoned[float]]:
     """Older checkpoints kept for a loss-spike rollback when the rolling generations do not reach back far
-    enough: spacing, how many, bytes."""
+    enough: spacing, how many, bytes.
+
+    Hand-derived: g rolling generations k steps apart reach (g − 1)·k steps back. A rollback (PaLM, arXiv
+    2204.02311, §5.1) needs a checkpoint ≥ window = margin + detection steps before it is declared; keeping the
+    2 newest checkpoints at multiples of ⌈window/k⌉·k always leaves one at least that far back.
+    """
     reach = (gens - 1) * steps
     if reach >= window:
         every, kept = 0, 0

@@ -2,8 +2,10 @@
 
 Sources (docs/operations.md §4): the planning thresholds (grad norm above 5× its 1,000-step rolling mean;
 canary loss outside 2σ of its 500-step rolling mean; a spike that has not come back within 5% of the pre-spike
-loss in 200 steps is a divergence) and PaLM (Chowdhery et al. 2022, arXiv 2204.02311, §5.1: "restart from a
-checkpoint roughly 100 steps before the spike started, and skip roughly 200-500 data batches"). A canary is a
+loss in 200 steps is a divergence) are runplan planning defaults with no published source: starting points to
+tune on a run's own logs, each printed as an input, not as a derived number. The rollback comes from PaLM
+(Chowdhery et al. 2022, arXiv 2204.02311, §5.1: "restart from a checkpoint roughly 100 steps before the spike
+started, and skip roughly 200-500 data batches"). A canary is a
 fixed held-out batch (512-2,048 examples) evaluated forward-only at a fixed cadence, so its loss is comparable
 across steps, unlike the training loss of ever-new batches.
 
@@ -189,7 +191,11 @@ def _canary_evaluation(request: MonitoringRequest, examples: int) -> tuple[Reaso
 
 
 def _canary_every(spec: MonitoringSpec, canary_s: float, step_s: float) -> Reasoned[int]:
-    """The planned cadence, raised (in hundreds of steps) when the canary would cost over its budget."""
+    """The planned cadence, raised (in hundreds of steps) when the canary would cost over its budget.
+
+    Hand-derived: the overhead is canary_s / (every · step_s); the smallest every with overhead ≤ budget is
+    canary_s / (budget · step_s), rounded up to a multiple of 100 steps (docs/operations.md §4).
+    """
     every, budget = spec.canary_every_steps, spec.max_canary_overhead_fraction
     if budget > 0 and canary_s / (every * step_s) > budget:
         raised = int(100 * math.ceil(canary_s / (budget * step_s) / 100))
@@ -213,7 +219,10 @@ def _canary_overhead(request: MonitoringRequest, canary_s: float, every: int) ->
 
 
 def _canary_window(window: int, every: int) -> tuple[Reasoned[int], Reasoned[int]]:
-    """The canary's rolling window in steps and in evaluations, widened to at least 5 evaluations for a σ."""
+    """The canary's rolling window in steps and in evaluations, widened to at least 5 evaluations for a σ.
+
+    At least 5 points is a planning choice (a standard deviation of fewer samples is too noisy to alert on).
+    """
     if window // every < 5:
         why = f"widened to 5 evaluations × {every} steps = {5 * every} steps (σ needs a few points)"
         return Reasoned(5 * every, why), Reasoned(5, why)
@@ -229,18 +238,28 @@ def _alert_thresholds(
     grad_window, detect = spec.grad_norm_window_steps, spec.spike_recovery_steps
     return dict(
         grad_norm_factor=Reasoned(
-            spec.grad_norm_factor, f"alert at {spec.grad_norm_factor:g}× the rolling mean"
+            spec.grad_norm_factor,
+            f"alert at {spec.grad_norm_factor:g}× the rolling mean (monitoring.grad_norm_factor, a planning choice)",
         ),
-        grad_norm_window_steps=Reasoned(grad_window, f"{grad_window:,} steps"),
+        grad_norm_window_steps=Reasoned(
+            grad_window, f"{grad_window:,} steps (monitoring.grad_norm_window_steps, a planning choice)"
+        ),
         grad_norm_window_tokens=_in_tokens(grad_window, tps, grouped=True),
-        canary_sigma=Reasoned(spec.canary_sigma, f"alert outside ± {spec.canary_sigma:g}σ"),
+        canary_sigma=Reasoned(
+            spec.canary_sigma,
+            f"alert outside ± {spec.canary_sigma:g}σ (monitoring.canary_sigma, a planning choice)",
+        ),
         canary_window_steps=window,
         canary_window_evaluations=window_evals,
         spike_recovery_fraction=Reasoned(
             spec.spike_recovery_fraction,
             f"back within {spec.spike_recovery_fraction:.0%} of the pre-spike loss",
         ),
-        spike_recovery_steps=Reasoned(detect, f"{detect} steps to recover before declaring divergence"),
+        spike_recovery_steps=Reasoned(
+            detect,
+            f"{detect} steps to recover before declaring divergence (monitoring.spike_recovery_steps, "
+            "a planning choice)",
+        ),
         spike_recovery_tokens=_in_tokens(detect, tps, grouped=False),
         spike_recovery_seconds=_in_seconds(detect, step_s, grouped=False),
     )

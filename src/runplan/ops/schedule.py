@@ -9,8 +9,9 @@ Sources (docs/operations.md §1):
 * **Critical batch**: above it, more tokens per step stop buying fewer steps (McCandlish et al. 2018, arXiv
   1812.06162, §2). Zhang et al. 2024 (arXiv 2410.21676) find that the critical batch grows mainly with the
   data seen, so it is small early in training. That is the reason for the **batch ramp**: a smaller batch for
-  the first ~1-2% of tokens, as GPT-3 (Brown et al. 2020, App. B: ramped over the first 4-12B tokens) and
-  Llama 3 (arXiv 2407.21783, §3.4.1: 4M tokens, 8M after 252M tokens, 16M after 2.87T) did.
+  the first ~1-2% of tokens, as GPT-3 did (Brown et al. 2020, App. B: ramped over the first 4-12B of 300B
+  tokens, 1.3-4%). Llama 3 (arXiv 2407.21783, §3.4.1: 4M tokens, 8M after 252M tokens, 16M after 2.87T) also
+  ramped, but kept half its final batch for 2.87T of 15.6T tokens (~18%), far longer than this default.
 * **WSD** (warmup, stable, decay): Hägele et al. 2024 (arXiv 2405.18392, §3) and MiniCPM (arXiv 2404.06395,
   §4): linear warmup, constant LR, then a cooldown over the last 10-20% of steps; the (1 − sqrt) shape beats
   linear. Default warmup 1% of the tokens: DeepSeek LLM 7B warmed up for 2,000 steps of 9.4M tokens out of 2T
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 
 CooldownShape = Literal["1-sqrt", "linear", "cosine"]
 
+#: Linear warmup over 1% of the training tokens. Source: DeepSeek LLM 7B (arXiv 2401.02954, hyper-parameters and
+#: Table 2): 2,000 warmup steps × (2,304 × 4,096 ≈ 9.4M tokens) = 18.9B of 2T tokens ≈ 0.94%. For scale, Llama 3
+#: 405B warmed up for 8,000 steps (arXiv 2407.21783 §3.4.1): 63 steps of 4M then ~7,940 of 8M ≈ 64B tokens, ~0.4%.
 DEFAULT_WARMUP_FRACTION = 0.01
 
 
@@ -91,6 +95,8 @@ class ScheduleSpec(BaseModel):
     final_lr_fraction: Fraction = Field(
         0.0, description="LR at the end of the cooldown as a fraction of the peak."
     )
+    # default ramp (half the batch for 1.5% of the tokens): a planning choice inside GPT-3's 1.3-4% ramp
+    # (Brown et al. 2020, App. B); see the module docstring for Llama 3's much longer half-batch stage
     batch_ramp: list[RampStage] = Field(
         default_factory=lambda: [RampStage(batch_fraction=0.5, token_fraction=0.015)],
         min_length=1,
@@ -245,7 +251,8 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
         compute_flops=Reasoned(c, f"C = {fmt(c)} FLOPs (training compute the laws take)"),
         law_batch_tokens=Reasoned(
             law_batch,
-            f"B_opt = 0.2920·C^0.3271 = 0.2920·({fmt(c)})^0.3271 = {fmt(law_batch)} tokens (DeepSeek LLM §3.1)",
+            f"B_opt = 0.2920·C^0.3271 = 0.2920·({fmt(c)})^0.3271 = {fmt(law_batch)} tokens, C = M·D with M the "
+            "non-embedding FLOPs per token incl. attention, not 6·N·D (DeepSeek LLM §3.1)",
         ),
         critical_batch_tokens=None
         if crit is None
@@ -440,7 +447,7 @@ def _peak_lr(spec: ScheduleSpec, c: float) -> tuple[Reasoned[float], str]:
             spec.peak_lr, f"{spec.peak_lr:.3g} set in the plan file"
         ), "plan file (schedule.peak_lr)"
     peak = deepseek_peak_lr(c)
-    why = f"η_opt = 0.3118·({fmt(c)})^−0.125 = {peak:.3g} (DeepSeek LLM §3.1)"
+    why = f"η_opt = 0.3118·({fmt(c)})^−0.125 = {peak:.3g}, C = M·D as for B_opt (DeepSeek LLM §3.1)"
     return Reasoned(peak, why), "DeepSeek LLM law η = 0.3118·C^−0.125"
 
 

@@ -62,9 +62,10 @@ def _allocation(plan: RunPlan) -> Section:
         (
             "tokens per parameter",
             fmt_ratio(a.tokens_per_param),
-            "D / N (Chinchilla-optimal ≈ 20)",
+            "D / N (≈ 20 is Chinchilla's rule of thumb, Hoffmann et al. 2022 Approaches 1-2, Table 3; the "
+            "law's own optimum can differ)",
         ),
-        ("predicted loss", f"{a.loss:.4f}", "L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"),
+        ("predicted loss", f"{a.loss:.4f}", _loss_why(a)),
     ]
     if a.days is not None and a.mfu is not None:  # a GPU-time budget, sized to fill (plan.build_plan)
         section.rows.append(
@@ -82,7 +83,8 @@ def _allocation(plan: RunPlan) -> Section:
             (
                 "loss penalty",
                 f"{a.loss_penalty:+.4f}",
-                f"against the compute-optimal model at the same C (loss {a.compute_optimal_loss:.4f})",
+                f"against the compute-optimal model at the same C (loss {a.compute_optimal_loss:.4f}; "
+                "Hoffmann et al. 2022, Eq. 4)",
             )
         )
     if a.compute_overhead is not None:
@@ -106,6 +108,18 @@ def _allocation(plan: RunPlan) -> Section:
             ),
         ]
     return section
+
+
+def _loss_why(a: Any) -> str:
+    """The predicted loss's formula: Chinchilla's form (Hoffmann et al. 2022, Eq. 2); a MoE law's rewritten in
+    active parameters (``ParametricLaw.for_moe``: A' = (A + g/G^γ)·(total/active)^(−α), Krajewski et al. 2024,
+    Eq. 5), so that a reader does not take the MoE loss for a dense Chinchilla fit."""
+    if a.moe_total_params is not None and "(MoE" in a.law:
+        return (
+            "L(N, D) = E + A'/N^α + B/D^β in active parameters, A' = (A + g/G^γ)·(total/active)^(−α) "
+            "(Krajewski et al. 2024, Eq. 5; loss on their C4 data)"
+        )
+    return "L(N, D) = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"
 
 
 def _params_why(a: Any, count: str) -> str:
@@ -250,7 +264,7 @@ def _layout(plan: RunPlan) -> Section:
         ("tokens/s", fmt_count(best.tokens_per_second), "global batch tokens / step time"),
         ("tokens/s per GPU", fmt_count(best.tokens_per_second_per_gpu), "tokens/s / GPUs"),
         ("MFU", f"{best.mfu:.1%}", _mfu_reason(plan)),
-        ("HFU", f"{best.hfu:.1%}", "with recomputation FLOPs"),
+        ("HFU", f"{best.hfu:.1%}", "hardware FLOPs utilisation: MFU's FLOPs plus recomputation (PaLM §4.1)"),
         ("bubble", f"{best.bubble_fraction:.1%}", "(p − 1)/(v·m) (Narayanan et al. 2021 §2.2)"),
         (
             "calibration",
