@@ -198,3 +198,20 @@ def test_schedule_invariants(
             assert s.global_batch_tokens <= crit
     lr = lr_at_step(s, np.arange(s.total_steps + 1))
     assert np.all(lr >= 0) and np.all(lr <= s.peak_lr * (1 + 1e-12))
+
+
+def test_the_law_s_peak_lr_is_warned_beyond_deepseek_67b_s_budget():
+    # DeepSeek 67B: M = 72·95·8192² + 12·95·8192·4096 = 4.59e11 + 3.83e10 = 4.97e11 FLOPs/token, × 2T = 9.9e23;
+    # the law there gives η = 0.3118·(9.9e23)^−0.125 = 3.12e-4 and they trained at 3.2e-4 (Table 2)
+    assert deepseek_peak_lr(9.9e23) == pytest.approx(3.2e-4, rel=0.03)
+    # the 405B example's C = 4.076e25 is 41× that: η = 0.3118·10^(−0.125·25.610) = 1.96e-4, Llama 3 used 8e-5
+    far = plan_schedule(_request(compute_flops=4.076e25, training_tokens=15e12, dp=1024))
+    (warning,) = [w for w in far.warnings if "extrapolates" in w]
+    assert "peak LR 1.96e-04" in warning and "41×" in warning and "schedule.peak_lr" in warning
+    # within a factor 2 of a published use, or the LR set in the plan file: no caution
+    near = plan_schedule(_request(compute_flops=1.9e24, training_tokens=15e12, dp=1024))
+    assert not [w for w in near.warnings if "extrapolates" in w]
+    pinned = plan_schedule(
+        _request(compute_flops=4.076e25, training_tokens=15e12, dp=1024, spec=ScheduleSpec(peak_lr=8e-5))
+    )
+    assert not [w for w in pinned.warnings if "extrapolates" in w]

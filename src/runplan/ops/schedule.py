@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from runplan.errors import SpecError
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt
-from runplan.scaling.hyperparams import deepseek_batch_tokens, deepseek_peak_lr
+from runplan.scaling.hyperparams import DEEPSEEK_LARGEST_USE_FLOPS, deepseek_batch_tokens, deepseek_peak_lr
 from runplan.units import Fraction, PositiveCount, PositiveNumber
 
 if TYPE_CHECKING:
@@ -275,7 +275,7 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
         cooldown_shape=spec.cooldown_shape,
         batch_stages=stages,
         lr_phases=_lr_phases(stages, spec, peak.value, final, warmup.value, cooldown.value),
-        warnings=[*batch_warnings, *ramp_warnings],
+        warnings=[*batch_warnings, *ramp_warnings, *_lr_extrapolation(spec, c, peak.value)],
     )
 
 
@@ -449,6 +449,22 @@ def _peak_lr(spec: ScheduleSpec, c: float) -> tuple[Reasoned[float], str]:
     peak = deepseek_peak_lr(c)
     why = f"η_opt = 0.3118·({fmt(c)})^−0.125 = {peak:.3g}, C = M·D as for B_opt (DeepSeek LLM §3.1)"
     return Reasoned(peak, why), "DeepSeek LLM law η = 0.3118·C^−0.125"
+
+
+def _lr_extrapolation(spec: ScheduleSpec, c: float, peak: float) -> list[str]:
+    """A caution when the law sets the peak LR beyond twice the compute its numbers were ever used at (within a
+    factor 2 of a published use is not called an extrapolation).
+
+    DeepSeek's own largest use is 67B at C ≈ 9.9e23 (``DEEPSEEK_LARGEST_USE_FLOPS``). For scale, Llama 3 405B
+    (C ≈ 3.8e25) trained at a peak LR of 8e-5 (arXiv 2407.21783, §3.4.1), where the law gives about 2e-4.
+    """
+    if spec.peak_lr is not None or c <= 2 * DEEPSEEK_LARGEST_USE_FLOPS:
+        return []
+    return [
+        f"peak LR {peak:.2e} extrapolates DeepSeek LLM's law to C = {fmt(c)} FLOPs, "
+        f"{c / DEEPSEEK_LARGEST_USE_FLOPS:.0f}× its largest published use (DeepSeek 67B, C ≈ 9.9e23, peak LR "
+        "3.2e-4); Llama 3 405B trained at 8e-5 (arXiv 2407.21783 §3.4.1): set schedule.peak_lr to choose"
+    ]
 
 
 def _warmup_and_cooldown(spec: ScheduleSpec, stages: list[BatchStage]) -> tuple[Reasoned[int], Reasoned[int]]:

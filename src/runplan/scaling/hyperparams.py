@@ -21,6 +21,12 @@ DEEPSEEK_BATCH_EXP = 0.3271
 DEEPSEEK_LR_COEF = 0.3118
 DEEPSEEK_LR_EXP = -0.1250
 
+#: The largest compute at which the laws' numbers were used in a published run: DeepSeek LLM 67B (Table 2: 95
+#: layers, h 8,192, s 4,096, 2T tokens; M = 72·95·8192² + 12·95·8192·4096 = 4.97e11 FLOPs/token, C = M·D =
+#: 9.9e23), trained at the laws' batch (4,608 × 4,096 tokens; the law gives 20.6M) and peak LR (3.2e-4; the law
+#: gives 3.1e-4). Beyond it nobody has checked the laws; the schedule warns.
+DEEPSEEK_LARGEST_USE_FLOPS = 9.9e23
+
 
 def deepseek_flops_per_token(shape: ModelShape, seq_len: int) -> float:
     """DeepSeek's M: 6 × active non-embedding parameters + the attention term 6·L·s·a·(d_qk + d_v).
