@@ -188,3 +188,15 @@ def test_interval_steps_is_rounded_daly(step, m, tp, pp, dp, zero):
     assert sum(p.bytes for p in c.parts) == pytest.approx(c.total_bytes)
     assert c.held_bytes_per_gpu * tp * pp * dp >= 14 * 70e9 - 1  # shards cover the whole state
     assert math.isclose(c.world_size, tp * pp * dp)
+
+
+def test_context_parallel_ranks_share_one_data_loader_cursor():
+    # TP8 PP4 DP8 CP2 = 512 ranks: the two cp ranks of a replica read the same sequences (each its half of
+    # them), so there are dp = 8 cursors, not dp × cp = 16; every rank still has its own RNG states
+    c = plan_checkpoints(_request(dp=8, cp=2))
+    parts = {p.name: p for p in c.parts}
+    assert parts["dataloader_cursor"].bytes == CURSOR_BYTES_PER_REPLICA * 8
+    assert parts["dataloader_cursor"].shards == 8
+    assert parts["rng_states"].bytes == RNG_BYTES_PER_RANK * 512
+    # the model state is still sharded over dp × cp = 16 under ZeRO-1 (the optimizer's shards)
+    assert parts["master_fp32"].shards == 4 * 8 * 16

@@ -135,17 +135,18 @@ def _checkpoint_405b_like(**kw):
 def test_checkpoint_bytes_save_times_and_interval_405b_like():
     c = _checkpoint_405b_like()
     # 14 B/param (bf16 weights 2 + fp32 master 4 + Adam m 4 + v 4; ZeRO §3.1 counts 16 with fp16 grads)
-    # = 5.6e12 B; RNG 10,072 B × 16,384 ranks = 165,019,648 B; cursor 1,024 B × (64 × 2) = 131,072 B
-    # total = 5,600,165,150,720 B
-    assert c.total_bytes == 5_600_165_150_720
+    # = 5.6e12 B; RNG 10,072 B × 16,384 ranks = 165,019,648 B; cursor 1,024 B × dp 64 = 65,536 B (the two
+    # cp ranks of a replica share one)
+    # total = 5,600,165,085,184 B
+    assert c.total_bytes == 5_600_165_085_184
     assert c.bytes_per_param == pytest.approx(14.0004, abs=1e-4)
     parts = {p.name: p for p in c.parts}
     assert parts["weights_bf16"].shards == 128  # t·p = 8·16
     assert parts["master_fp32"].shards == 16_384  # ZeRO-1: t·p·(d·c)
-    # fully parallel: 5,600,165,150,720 / 16,384 = 341,806,955 B per rank
-    assert c.written_bytes_per_rank == pytest.approx(341_806_955.0)
-    # async: 2 s + 341,806,955 / 50e9 = 2.006836 s; sync: 2 + max(5.6e12 / 2e12 = 2.80008,
-    # 8 × 341,806,955 / 25e9 = 0.109378) = 4.800083 s
+    # fully parallel: 5,600,165,085,184 / 16,384 = 341,806,951 B per rank
+    assert c.written_bytes_per_rank == pytest.approx(341_806_951.0)
+    # async: 2 s + 341,806,951 / 50e9 = 2.006836 s; sync: 2 + max(5.6e12 / 2e12 = 2.80008,
+    # 8 × 341,806,951 / 25e9 = 0.109378) = 4.800083 s
     assert c.async_blocking_seconds == pytest.approx(2.006836, abs=1e-6)
     assert c.sync_seconds == pytest.approx(4.800083, abs=1e-6)
     assert c.save_blocking_seconds == c.async_blocking_seconds
@@ -162,7 +163,7 @@ def test_checkpoint_bytes_save_times_and_interval_405b_like():
     assert c.milestones == 10
     # rollback: 3 generations reach (3 − 1) × 35 = 70 < 300 steps → keep 2 at multiples of ⌈300/35⌉·35 = 315
     assert c.rollback_every_steps == 315 and c.rollback_generations == 2
-    # storage = (3 + 1) × total + 2 × total + 10 × total = 16 × 5,600,165,150,720 B = 89.6 TB
+    # storage = (3 + 1) × total + 2 × total + 10 × total = 16 × 5,600,165,085,184 B = 89.6 TB
     assert c.storage_bytes == pytest.approx(16 * 5_600_165_150_720)
 
 

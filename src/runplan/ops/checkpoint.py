@@ -215,8 +215,10 @@ def _parts(r: CheckpointRequest, world: int) -> list[CheckpointPart]:
     bookkeeping = (
         ("rng_states", RNG_BYTES_PER_RANK, world, "rank (Python, NumPy, torch CPU, CUDA)", "ranks",
          f"one per rank: {world:,}", ""),
-        ("dataloader_cursor", CURSOR_BYTES_PER_REPLICA, replicas, "data-parallel replica", "replicas",
-         f"one per replica (dp × cp = {replicas:,})", " (sample index, epoch, mixture positions)"),
+        # the cp ranks of a replica read one sample stream (each takes its slice of the same sequences)
+        ("dataloader_cursor", CURSOR_BYTES_PER_REPLICA, r.dp, "data-parallel replica", "replicas",
+         f"one per data-parallel replica (dp = {r.dp:,}; context-parallel ranks share it)",
+         " (sample index, epoch, mixture positions)"),
     )  # fmt: skip
     return model_state + [
         CheckpointPart.build(
