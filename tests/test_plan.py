@@ -473,6 +473,17 @@ def test_summary_ratio_is_per_parameter_of_the_model_trained():
     assert "7.158 B parameters" in first and "(665/param)" in first
 
 
+def test_summary_names_the_law_s_count_when_it_is_not_the_one_printed():
+    """Krajewski's MoE law counts active non-embedding parameters (12.62 B for Mixtral): 2e12 / 12.62e9 = 159
+    per parameter, which a reader could not get from the 12.88 B active printed beside it (155)."""
+    from runplan.report.sections import summary_lines
+
+    plan = build_plan(load_plan(EXAMPLES_DIR / "moe-mixtral-8x7b.yaml"), EXAMPLES_DIR)
+    assert plan.model.law_params == pytest.approx(12.62e9, rel=1e-3)
+    first = summary_lines(plan)[0]
+    assert "(12.88 B active)" in first and "(159/param of the law's N 12.62 B)" in first
+
+
 @pytest.mark.parametrize(("params", "code"), [("13b", 2), ("7b", 0), ("7.5b", 0)])
 def test_objective_params_beside_a_model_must_agree(tmp_path, params, code):
     """model: 7b (7.158 B) with objective.params 13b asks for two sizes: refused at the key, not silently

@@ -564,14 +564,23 @@ def _checkpoint_phrase(plan: RunPlan) -> str:
     return f"checkpoint every {interval:,} steps"
 
 
+def _per_param(tokens: float, m: Any) -> str:
+    """Tokens per parameter of the model trained, over the count its law takes (a generated shape misses the
+    law's N by up to 7.5%, architect); that count is named when it is neither of the two printed beside it (a
+    MoE law's active non-embedding parameters: 2T / 12.62 B = 159, not 2T / 12.88 B active = 155)."""
+    ratio = f"{tokens / m.law_params:.0f}/param"
+    if fmt_count(m.law_params) in (fmt_count(m.total_params), fmt_count(m.active_params)):
+        return ratio
+    return f"{ratio} of the law's N {fmt_count(m.law_params)}"
+
+
 def summary_lines(plan: RunPlan) -> list[str]:
     """The short summary printed first."""
     a, m, best, c = plan.allocation, plan.model, plan.layout.best, plan.cost
     name = m.shape.name or ("explicit shape" if m.resolution.startswith("explicit") else "generated shape")
     return [
         f"{name}: {fmt_count(m.total_params)} parameters ({fmt_count(m.active_params)} active), "
-        # per parameter of the model trained: a generated shape misses the law's N by up to 7.5% (architect)
-        f"{fmt_count(a.tokens)} tokens ({a.tokens / m.law_params:.0f}/param), predicted loss {a.loss:.3f} ({a.law})",
+        f"{fmt_count(a.tokens)} tokens ({_per_param(a.tokens, m)}), predicted loss {a.loss:.3f} ({a.law})",
         f"layout TP{best.tp} PP{best.pp} DP{best.dp}"
         + (f" EP{best.ep}" if best.ep > 1 else "")
         + (f" CP{best.cp}" if best.cp > 1 else "")
