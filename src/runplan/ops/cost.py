@@ -172,7 +172,8 @@ def _sweep(request: CostRequest) -> CostLine | None:
         (seconds, seconds),
         request,
         useful_reason=reason,
-        goodput_reason=" (assumed: many short jobs on few nodes each see few failures)",
+        goodput_reason=" (assumed: a failure stops one short proxy job on a few nodes, not the sweep, so "
+        "little work is lost)",
     )
 
 
