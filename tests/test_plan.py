@@ -533,3 +533,19 @@ def test_a_one_gpu_summary_says_gpu_and_keeps_small_energy(tmp_path):
     # Young/Daly gives 22,746 steps between saves on this 11,472-step run: one save, at the end
     assert plan.checkpointing.interval_steps > plan.schedule.total_steps
     assert "checkpoint at the end only (the optimal interval, " in summary_lines(plan)[2]
+
+
+def test_memory_and_time_tables_explain_every_row():
+    """Each memory and time term of the layout section says what it counts in one line (its field's
+    description), so a reader of 'gradients 35.3 GB' learns it is the fp32/bf16 buffer sharded from ZeRO-2."""
+    from runplan.report.sections import plan_sections
+
+    plan = build_plan(load_plan(EXAMPLES_DIR / "70b-512-h100.yaml"), EXAMPLES_DIR)
+    tables = {t.title.split(",")[0]: t for s in plan_sections(plan) for t in s.tables if t.title}
+    memory, time = tables["Memory per GPU"], tables["Step time"]
+    assert memory.headers == ["part", "bytes", "what it counts"]
+    assert time.headers == ["part", "time", "what it counts"]
+    why = {row[0]: row[2] for row in [*memory.rows, *time.rows]}
+    assert why["gradients"] == "Gradient buffer (fp32 or bf16; sharded from ZeRO-2)"
+    assert why["bubble"] == "Pipeline fill and drain: (p-1)/v micro-batch times"
+    assert all(row[2] for row in [*memory.rows, *time.rows])

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from runplan.plan import RunPlan
 from runplan.report.format import fmt_bytes, fmt_count, fmt_duration, fmt_ratio, fmt_value, label
 from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes
@@ -282,19 +284,28 @@ def _layout(plan: RunPlan) -> Section:
     section.tables.append(
         Table(
             f"Memory per GPU, {best.memory_stage} stage (limit {fmt_bytes(best.memory_limit_bytes)})",
-            ["part", "bytes"],
-            [[k, fmt_bytes(v)] for k, v in memory.items()],
+            ["part", "bytes", "what it counts"],
+            [[k, fmt_bytes(v), _meaning(best.memory_bytes, k)] for k, v in memory.items()],
         )
     )
     times = best.time_seconds.model_dump()
     section.tables.append(
         Table(
             "Step time, exposed parts",
-            ["part", "time"],
-            [[k.replace("_", " "), fmt_duration(v)] for k, v in times.items() if v > 0],
+            ["part", "time", "what it counts"],
+            [
+                [k.replace("_", " "), fmt_duration(v), _meaning(best.time_seconds, k)]
+                for k, v in times.items()
+                if v > 0
+            ],
         )
     )
     return section
+
+
+def _meaning(terms: BaseModel, name: str) -> str:
+    """A memory or time term's one line: its field's description (docs/parallel.md gives the formulas)."""
+    return (type(terms).model_fields[name].description or "").removesuffix(".")
 
 
 def _schedule(plan: RunPlan) -> Section:

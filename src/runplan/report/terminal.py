@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 DECISION_SECTIONS = ("Parallel layout", "Batch and schedule")
 
 #: Left-justified columns of the sub-tables (the rest hold numbers).
-LEFT_COLUMNS = ("", "part", "stage", "phase", "run", "metric", "why", "recompute", "what")
+LEFT_COLUMNS = ("", "part", "stage", "phase", "run", "metric", "why", "recompute", "what", "what it counts")
 
 
 def render_terminal(plan: RunPlan, console: Console, *, detail: bool = False) -> None:
