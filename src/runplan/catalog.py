@@ -18,7 +18,7 @@ import difflib
 import functools
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -237,8 +237,15 @@ def _gpu_entry(raw: Any, loaded: LoadedYaml, path: tuple[Any, ...]) -> GpuEntry:
     spec = {k: v for k, v in raw.items() if k not in _GPU_META}
     meta = {k: raw[k] for k in _GPU_META if k in raw and raw[k] is not None}
     spec = _convert_numbers(spec, _numeric_fields(GpuSpec), loaded, path)
+    if "name" in spec and isinstance(spec["name"], str) and not spec["name"].strip():
+        raise SpecError(
+            "a GPU entry's name is empty",
+            where=_dotted((*path, "name")),
+            source=loaded.where((*path, "name")),
+            hint="give it a name, lower-case with dashes, e.g. h100-sxm-800g",
+        )
     try:
-        return GpuEntry(spec=GpuSpec(**spec), origin=loaded.source, **_meta(meta))
+        return GpuEntry(spec=GpuSpec(**spec), origin=loaded.source, **_meta(meta, loaded, path))
     except ValidationError as error:
         _raise_validation(error, loaded, path, allowed)
         raise  # unreachable
@@ -261,17 +268,24 @@ def _model_entry(raw: Any, loaded: LoadedYaml, path: tuple[Any, ...]) -> ModelEn
             "every model entry needs a name", where=_dotted((*path, "name")), source=loaded.where(path)
         )
     try:
-        return ModelEntry(shape=ModelShape(**shape), origin=loaded.source, **_meta(meta))
+        return ModelEntry(shape=ModelShape(**shape), origin=loaded.source, **_meta(meta, loaded, path))
     except ValidationError as error:
         _raise_validation(error, loaded, path, allowed)
         raise  # unreachable
 
 
-def _meta(meta: dict[str, Any]) -> dict[str, Any]:
+def _meta(meta: dict[str, Any], loaded: LoadedYaml, path: tuple[Any, ...]) -> dict[str, Any]:
     out = dict(meta)
     if "aliases" in out:
         aliases = out["aliases"]
-        out["aliases"] = tuple(aliases) if isinstance(aliases, list) else aliases
+        if not isinstance(aliases, list):  # pydantic would say "a valid tuple", a word no YAML file uses
+            raise SpecError(
+                f"must be a list of names, got {aliases!r}",
+                where=_dotted((*path, "aliases")),
+                source=loaded.where((*path, "aliases")),
+                hint=f"write aliases: [{aliases}]" if isinstance(aliases, str) else "e.g. aliases: [h100]",
+            )
+        out["aliases"] = tuple(aliases)
     return out
 
 
@@ -352,8 +366,49 @@ def load_catalog(extra_files: Sequence[Path | str] = ()) -> Catalog:
                 if old is not None and not entry.aliases:
                     entry = entry.model_copy(update={"aliases": old.aliases})
                 table[key] = entry  # type: ignore[assignment]
+        _check_aliases("gpus", gpus, user_gpus, loaded)
+        _check_aliases("models", models, user_models, loaded)
         files.append(str(path))
     return Catalog(gpus.values(), models.values(), files)
+
+
+def _check_aliases(
+    kind: str,
+    table: Mapping[str, GpuEntry | ModelEntry],
+    entries: Sequence[GpuEntry | ModelEntry],
+    loaded: LoadedYaml,
+) -> None:
+    """A SpecError at ``kind[i].aliases`` when an alias a user entry lists already reaches another entry (its
+    name, or one of its aliases): lookup would quietly answer with the other entry, never with this one."""
+    for i, entry in enumerate(entries):
+        own = normalize_name(entry.name)
+        # two aliases alike are reported at the later entry; an alias that is a name, at the alias
+        later = {normalize_name(e.name) for e in entries[i + 1 :]}
+        for alias in entry.aliases:
+            key = normalize_name(alias)
+            if key == own:
+                continue
+            other = table.get(key)
+            if other is not None:
+                taken = f"is the name of another entry, '{other.name}'"
+            else:
+                other = next(
+                    (
+                        e
+                        for k, e in table.items()
+                        if k != own and k not in later and key in map(normalize_name, e.aliases)
+                    ),
+                    None,
+                )
+                if other is None:
+                    continue
+                taken = f"already reaches '{other.name}' (one of its aliases)"
+            raise SpecError(
+                f"alias '{alias}' {taken}",
+                where=f"{kind}[{i}].aliases",
+                source=loaded.where((kind, i, "aliases")),
+                hint="drop it, or name an alias no other entry uses",
+            )
 
 
 @functools.lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ docs/calibration.md shows a complete file.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -92,6 +93,14 @@ class MeasuredRun(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(description="Unique name of the run.")
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_name(cls, value: str) -> str:
+        if not value.strip():  # a blank id names nothing in the report, in speedup_over or in the file
+            raise ValueError("a run id is empty: give each run a short unique name, e.g. 70b-64gpu-tp8")
+        return value
+
     source: str | None = Field(
         None, description="Independent measurement it belongs to (leave-one-source-out); default: its id."
     )
@@ -198,12 +207,17 @@ def parse_measured(loaded: LoadedYaml) -> MeasuredFile:
     try:
         measured = MeasuredFile.model_validate(loaded.data)
     except ValidationError as error:
-        raise spec_error_from_validation(error, MeasuredFile, loaded) from None
+        raise measured_hint(spec_error_from_validation(error, MeasuredFile, loaded)) from None
     ids = [run.id for run in measured.runs]
     for i, run in enumerate(measured.runs):
-        if ids.index(run.id) != i:
+        first = ids.index(run.id)
+        if first != i:
             raise loaded.locate(
-                SpecError(f"duplicate run id {run.id!r}", where=f"runs[{i}].id", hint="ids are unique")
+                SpecError(
+                    f"duplicate run id {run.id!r} (also runs[{first}])",
+                    where=f"runs[{i}].id",
+                    hint="give each run its own id",
+                )
             )
         over = run.measured.speedup_over
         if over == run.id:
@@ -234,6 +248,34 @@ def parse_measured(loaded: LoadedYaml) -> MeasuredFile:
                 )
             )
     return measured
+
+
+#: Hints the shared validation gives for a plan file, which a measured-runs file has no use for.
+_PLAN_FILE_HINTS = ("`runplan schema`", "`runplan init`")
+
+
+def measured_hint(error: SpecError) -> SpecError:
+    """``error`` with a plan file's hint (``runplan schema`` lists a plan's keys, ``runplan init`` writes a
+    plan) replaced by where a measured-runs file's keys are listed."""
+    if error.hint is None or not any(tool in error.hint for tool in _PLAN_FILE_HINTS):
+        return error
+    if "runplan init" in error.hint:  # a required key is missing
+        hint = "add it; docs/calibration.md (MEASURED.yaml) shows a complete file"
+    else:  # an unknown key: the keys its section takes, where it is one of this file's own sections
+        parent = re.sub(r"\[\d+\]", "[]", (error.where or "").rpartition(".")[0])
+        sections: dict[str, type[BaseModel]] = {
+            "": MeasuredFile,
+            "runs[]": MeasuredRun,
+            "runs[].measured": Measured,
+            "runs[].peak_memory": PeakMemory,
+        }
+        owner = sections.get(parent)
+        hint = (
+            "allowed: " + ", ".join(owner.model_fields)
+            if owner is not None
+            else "the keys a measured-runs file takes: docs/calibration.md (MEASURED.yaml)"
+        )
+    return SpecError(error.message, where=error.where, source=error.source, hint=hint)
 
 
 def _speedup_loop(start: str, over: dict[str, str | None]) -> list[str]:

@@ -26,6 +26,7 @@ from runplan.calibrate.fit import (
     step_error,
     summary,
 )
+from runplan.errors import SpecError
 from runplan.parallel.layout import Efficiency
 from runplan.parallel.timing import COLLECTIVE_LATENCY_SECONDS
 
@@ -105,6 +106,7 @@ def run_calibration(
     for i, p in enumerate(prepared):
         eff = run_efficiency(p, effs, result.values, result.space)
         memory = memory_error(p, predict(p, result.layouts[i], eff)[1])
+        _check_peak_plausible(p, memory)
         rows.append(
             RunResidual(
                 id=p.id,
@@ -160,6 +162,26 @@ def run_calibration(
     )
     return CalibrationReport(
         calibration=calibration, runs=rows, condition_number=result.condition, warnings=warnings
+    )
+
+
+#: A logged peak below 1/this of the memory model's prediction for its layout is a unit, not a measurement: the
+#: model's worst miss on published runs is 23% (docs/calibration.md); such a peak would put a four- or five-digit
+#: percentage into the file's peak-memory summary, which every plan on the file quotes.
+IMPLAUSIBLE_PEAK_RATIO = 10.0
+
+
+def _check_peak_plausible(p: Prepared, memory: float | None) -> None:
+    """A SpecError at ``runs[i].peak_memory.gib`` when the logged peak is under a tenth of the prediction."""
+    peak = p.run.peak_memory
+    if peak is None or memory is None or memory + 1.0 <= IMPLAUSIBLE_PEAK_RATIO:
+        return
+    predicted_gib = (memory + 1.0) * peak.gib
+    raise SpecError(
+        f"peak memory {peak.gib:,.4g} GiB is under a tenth of the {predicted_gib:,.1f} GiB the memory model "
+        f"predicts for the layout of run {p.id!r} ({memory + 1.0:,.0f}× the logged peak)",
+        where=f"runs[{p.index}].peak_memory.gib",
+        hint="give one GPU's peak in GiB (not TiB, not a fraction of the GPU's memory)",
     )
 
 

@@ -48,7 +48,7 @@ def _published_runs(data: Any, path: Path) -> Any:
 
     from pydantic import ValidationError
 
-    from runplan.calibrate.measured import MeasuredFile
+    from runplan.calibrate.measured import MeasuredFile, measured_hint
     from runplan.calibrate.published import measured_document
     from runplan.errors import SpecError
     from runplan.validation import spec_error_from_validation
@@ -60,7 +60,9 @@ def _published_runs(data: Any, path: Path) -> Any:
         found = spec_error_from_validation(error, MeasuredFile)
         index = re.match(r"runs\[(\d+)\]", found.where or "")
         run = f"run {document['runs'][int(index.group(1))].get('id')!r}: " if index else ""
-        raise SpecError(run + found.message, where=found.where, source=str(path), hint=found.hint) from None
+        raise measured_hint(
+            SpecError(run + found.message, where=found.where, source=str(path), hint=found.hint)
+        ) from None
 
 
 def _base_choice(base: str) -> Literal["shipped", "priors"] | Calibration:
@@ -94,11 +96,13 @@ def _check_held(names: list[str]) -> None:
             )
 
 
-def render(report: Any, written: Path | None) -> None:
+def render(report: Any, written: Path | None, *, stderr: bool = False) -> None:
+    """The report as tables; on stderr when stdout carries the calibration file (``-o -``)."""
     from runplan.cli.common import console
     from runplan.report.tables import fitted_table
 
-    out = console()
+    out = console(stderr=stderr)
+    out.soft_wrap = False  # tables and lines folded at the terminal width on stderr too
     cal = report.calibration
     headers = ("run", "source", "layout evaluated", "step error", "leave-one-out", "memory error")
     rows = [
@@ -124,6 +128,8 @@ def render(report: Any, written: Path | None) -> None:
             f"leave-one-out ({res.leave_one_out_method}): median |error| {res.leave_one_out_median_abs_error:.1%}, "
             f"worst {res.leave_one_out_worst_abs_error:.1%}"
         )
+    else:  # a warning may point here ("see leave-one-out"): say why there is none
+        out.print("leave-one-out: none (it needs 2 or more fitted runs; add runs to measure it)")
     for family, fam in cal.families.items():  # what every plan using this file will print beside its numbers
         for check in (fam.held_out, fam.peak_memory):
             if check is not None:
@@ -141,10 +147,16 @@ def render(report: Any, written: Path | None) -> None:
             out,
             ("constant", *cal.families),
             constant_rows,
-            title="Constants (fitted = identified by these runs; held = base values)",
+            title="Constants per GPU family",
             left=("constant",),
             box_style="HEAVY_HEAD",
         )
+    )
+    out.print(
+        "fitted: identified by these runs; held: the base value (--base); unmarked: not fitted: "
+        "attention_fraction follows gemm_peak_fraction (FlashAttention-2's benchmark rate, derated as the "
+        "GEMMs are), attention_half_seq is that benchmark's, collective_latency_seconds is fixed "
+        "(docs/calibration.md)"
     )
     out.print(f"condition number of the fitted constants: {report.condition_number:.3g}; base: {cal.base}")
     for warning in report.warnings:  # folded at the terminal width, as every command's warnings
@@ -180,9 +192,22 @@ def calibrate(
     from runplan.calibrate.calibration import dump_calibration
     from runplan.calibrate.run import run_calibration
     from runplan.cli.common import check_output_path, console, located, write_output
+    from runplan.errors import SpecError
+    from runplan.escape import run_name_problem
 
-    if output is not None:
+    to_stdout = output is not None and output == "-"  # the calibration file is stdout: the report goes aside
+    if to_stdout and as_json:
+        raise SpecError(
+            "-o - and --json both write to standard output, which would mix YAML and JSON",
+            where="--output",
+            hint="give -o a file name, or drop --json",
+        )
+    if output is not None and not to_stdout:
         check_output_path(output, "--output", not_over=measured)
+    if name is not None and (problem := run_name_problem(name)) is not None:  # it titles every plan's times
+        raise SpecError(
+            f"the name {problem}", where="--name", hint="give a short one-line name, or drop --name"
+        )
     _check_held(hold)
     base_choice = _base_choice(base)
     prepared, loaded = load_measured(measured, catalog_file)
@@ -203,7 +228,7 @@ def calibrate(
     if as_json:
         print_json(report.model_dump(mode="json"))
         return
-    render(report, written)
+    render(report, written, stderr=to_stdout)
 
 
 def register(app: typer.Typer) -> None:

@@ -107,8 +107,9 @@ def _render_one(record: dict[str, Any]) -> None:
     for key, value in record.items():
         if isinstance(value, list):
             value = ", ".join(map(str, value))
-        elif isinstance(value, int) and not isinstance(value, bool) and key.endswith("_params"):
-            value = f"{value:,}"
+        elif isinstance(value, int | float) and not isinstance(value, bool) and key.endswith("_params"):
+            # a count, as the computed ones beside it (published counts are read as floats: 6.71e+11)
+            value = f"{value:,.0f}"
         elif isinstance(value, float):
             value = f"{value:.6g}"
         table.add_row(key, _cell(value))

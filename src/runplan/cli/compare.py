@@ -152,6 +152,12 @@ def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
     ]
     title = f"{plan_file}: the plan at each cluster size (days with goodput; MFU of the chosen layout)"
     out.print(fitted_table(out, headers, rows, title=title, left=("layout",)))
+    if any(r.get("warnings") for r in records):  # a count alone tells nothing: say where the warnings are
+        echo_wrapped(
+            f"warnings: how many cautions the plan at that size carries; to read them, set cluster.gpus to "
+            f"that size in {plan_file} and run `runplan plan`",
+            indent="    ",
+        )
     for r in records:
         if "infeasible" in r:
             echo_wrapped(f"infeasible at {r['gpus']:,} GPUs: {r['infeasible']}", indent="    ")

@@ -229,8 +229,15 @@ def fit_command(
         print_json(report.model_dump(mode="json"))
     else:
         render(report, law_usable=usable)
-        if output is not None:
-            print(f"\nwrote law file {output} (use it with --law {output})")
+        _say_written(plot, output)
+
+
+def _say_written(plot: str | None, output: str | None) -> None:
+    """Name the files the fit wrote, and what each is for."""
+    if plot is not None:
+        print(f"\nwrote plot {plot} (isoFLOP profiles; compute-optimal N over C)")
+    if output is not None:
+        print(f"\nwrote law file {output} (use it with --law {output})")
 
 
 def _refuse_unusable_law(report: FitReport, runs: Runs, output: str | None) -> tuple[FitReport, bool]:
@@ -374,6 +381,9 @@ def _check_outputs(plot: str | None, output: str | None, method: str) -> None:
                 hint="end the file name in " + ", ".join(sorted(s for s in PLOT_SUFFIXES if s)),
             )
         check_output_path(plot, "--plot")
+        from runplan.report.plots import pyplot
+
+        pyplot("fit.plot")  # a missing matplotlib is said before the fit, not after its seconds or minutes
     if output is not None:
         check_output_path(output, "-o")
     if output is not None and method == "isoflop":

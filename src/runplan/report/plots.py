@@ -69,7 +69,8 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
         ax.bar(positions, values, bottom=bottom, label=part)
         bottom += values
     ax.set_xticks(positions, [layout_label(x, chosen=i == 0) for i, x in enumerate(layouts)])
-    ax.axhline(plan.layout.best.memory_limit_bytes / 1e9, color="black", linestyle="--", label="limit")
+    limit_gb = plan.layout.best.memory_limit_bytes / 1e9
+    ax.axhline(limit_gb, color="black", linestyle="--", label=f"usable limit\n{limit_gb:.1f} GB")
     ax.set_ylabel("GB per GPU (most loaded stage)")
     ax.set_title("Memory breakdown of the top layouts")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over one
@@ -104,7 +105,7 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
     ax.axvline(d_run, color="gray", linestyle=":", label=f"this run: D = {d_run:.3g}")
     ax.scatter([d_run], [plan.allocation.loss], color="red", zorder=3)
     ax.set_xlabel("training tokens D")
-    ax.set_ylabel("predicted loss")
+    ax.set_ylabel("predicted loss (nats/token)")
     ax.set_title(f"Loss curve predicted by the law ({plan.allocation.law})")
     ax.legend()
     fig.tight_layout()

@@ -1,0 +1,128 @@
+"""`runplan calibrate` on hostile measured-runs files and output flags: one line naming the key or flag (exit 2),
+hints about this file (not a plan file's tools), and stdout that holds one document."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+
+runner = CliRunner()
+
+RUN = """\
+  - id: {id}
+    model: llama-3.1-8b
+    gpu: h100-sxm
+    n_gpus: 8
+    seq_len: 8192
+    global_batch: 16
+    layout: {{tp: 1, pp: 1, dp: 8, cp: 1, ep: 1, zero: 1, micro_batch: 1, microbatches: 2, vpp: 1,
+             recompute: none, sequence_parallel: false}}
+    measured: {{step_seconds: {step}}}
+"""
+ONE = "runs:\n" + RUN.format(id="r0", step=2.0)
+
+
+def _file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "measured.yaml"
+    path.write_text(text)
+    return path
+
+
+def _one_error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("run_id", ["''", "'   '"])
+def test_a_blank_run_id_is_refused(tmp_path, run_id):
+    # it was accepted: a report row and a file entry named by nothing
+    path = _file(tmp_path, ONE.replace("id: r0", f"id: {run_id}"))
+    line = _one_error_line(runner.invoke(app, ["calibrate", str(path)]))
+    assert "measured.yaml:2: runs[0].id: a run id is empty" in line
+
+
+def test_a_duplicate_run_id_names_the_run_it_repeats(tmp_path):
+    text = (
+        "runs:\n"
+        + RUN.format(id="r0", step=2.0)
+        + RUN.format(id="r1", step=2.1)
+        + RUN.format(id="r0", step=2)
+    )
+    line = _one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, text))]))
+    assert "runs[2].id: duplicate run id 'r0' (also runs[0]) (give each run its own id)" in line
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda t: t + "extra: 1\n", "extra: unknown key 'extra' (allowed: models, gpus, runs)"),
+        (
+            lambda t: t + "    peak_memory: {gib: 50, total: 3}\n",
+            "runs[0].peak_memory.total: unknown key 'total' (allowed: gib, kind, rank)",
+        ),
+        (
+            lambda t: t + "    colour: red\n",
+            "runs[0].colour: unknown key 'colour' (allowed: id, source, model,",
+        ),
+        (
+            lambda t: "models: {m: {n_layers: 2}}\n" + t,
+            "models.m.d_model: required key is missing (add it; docs/calibration.md (MEASURED.yaml) shows",
+        ),
+    ],
+)
+def test_hints_name_this_files_keys_not_a_plan_files_tools(tmp_path, edit, expected):
+    # they said "see `runplan schema` for the allowed keys" and "`runplan init` writes every key": the tools of a
+    # plan file, which list none of a measured-runs file's keys
+    line = _one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, edit(ONE)))]))
+    assert expected in line
+    assert "runplan schema" not in line and "runplan init" not in line
+
+
+def test_json_and_output_to_stdout_together_are_refused(tmp_path):
+    # YAML then JSON on one stdout: neither parsed
+    line = _one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, ONE)), "--json", "-o", "-"]))
+    assert line.startswith("runplan: error: --output: -o - and --json both write to standard output")
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a\nb"])
+def test_a_blank_or_multiline_name_is_refused(tmp_path, name):
+    line = _one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, ONE)), "--name", name]))
+    assert line.startswith("runplan: error: --name: the name ")
+
+
+def test_output_to_stdout_is_the_calibration_file_alone_and_one_run_says_why_no_leave_one_out(tmp_path):
+    # the report's tables followed the YAML on stdout, so `-o - > cal.yaml` wrote a file that did not load
+    result = runner.invoke(app, ["calibrate", str(_file(tmp_path, ONE)), "-o", "-"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    document = yaml.safe_load(result.stdout)
+    assert document["families"]["hopper"]["runs"] == ["r0"]
+    # the report went to stderr, folded at the terminal width
+    assert "Calibration on" in result.stderr
+    assert "leave-one-out: none (it needs 2 or more fitted runs" in result.stderr
+    assert "unmarked: not" in result.stderr  # the constants not fitted are explained
+    assert max(len(line) for line in result.stderr.splitlines()) <= 80
+
+
+def test_a_peak_far_below_the_prediction_is_refused_at_its_key(tmp_path):
+    # 0.05 (TiB, or a fraction of the GPU) went into the file as a +197,474% memory error every plan then quoted
+    path = _file(tmp_path, ONE + "    peak_memory: {gib: 0.05}\n")
+    line = _one_error_line(runner.invoke(app, ["calibrate", str(path), "--json"]))
+    assert "measured.yaml:11: runs[0].peak_memory.gib: peak memory 0.05 GiB is under a tenth of the" in line
+    assert "not TiB" in line
+
+
+def test_a_plausible_peak_is_reported_as_its_error(tmp_path):
+    path = _file(tmp_path, ONE + "    peak_memory: {gib: 60}\n")
+    result = runner.invoke(app, ["calibrate", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.stdout)["runs"]
+    assert run["memory_error"] is not None and 0 < run["memory_error"] < 9

@@ -1,0 +1,96 @@
+"""A user catalog's names and aliases: a blank GPU name, an alias that another entry already answers to, and
+aliases not written as a list are one line at the entry's key (exit 2); `runplan catalog NAME` prints a
+published count as the computed counts beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from runplan.cli.app import app
+
+runner = CliRunner()
+
+GPU = (
+    "hbm_bytes: 85GB, bf16_flops: 1e15, fp8_flops: null, hbm_bandwidth_bytes_per_s: 3e12, "
+    "intra_node_bandwidth_bytes_per_s: 450e9, inter_node_bandwidth_bytes_per_s: 100e9, gpus_per_node: 8, "
+    "tdp_watts: 700"
+)
+
+
+def _catalog(tmp_path: Path, *entries: str, name: str = "mine.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text("gpus:\n" + "".join(f"  - {{{entry}, {GPU}}}\n" for entry in entries))
+    return path
+
+
+def _one_error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_a_blank_gpu_name_is_refused_at_its_line(tmp_path):
+    # it was accepted: an entry named '' listed as "known: , a100-40gb, ..." and reachable by no name
+    path = _catalog(tmp_path, "name: '  '")
+    line = _one_error_line(runner.invoke(app, ["catalog", "gpus", "--catalog", str(path)]))
+    assert "mine.yaml:2: gpus[0].name: a GPU entry's name is empty" in line
+
+
+def test_an_alias_that_is_a_shipped_name_is_refused(tmp_path):
+    # it was ignored: `h200` kept reaching the shipped H200, never this entry
+    path = _catalog(tmp_path, "name: ours, aliases: [h200]")
+    line = _one_error_line(runner.invoke(app, ["catalog", "gpus", "h200", "--catalog", str(path)]))
+    assert "mine.yaml:2: gpus[0].aliases: alias 'h200' is the name of another entry, 'h200'" in line
+
+
+def test_an_alias_that_is_a_shipped_alias_is_refused(tmp_path):
+    path = _catalog(tmp_path, "name: ours, aliases: [H100]")
+    line = _one_error_line(runner.invoke(app, ["catalog", "gpus", "--catalog", str(path)]))
+    assert "gpus[0].aliases: alias 'H100' already reaches 'h100-sxm' (one of its aliases)" in line
+
+
+def test_two_user_entries_with_one_alias_are_refused_at_the_second(tmp_path):
+    # the first entry quietly won the alias
+    path = _catalog(tmp_path, "name: a, aliases: [ours]", "name: b, aliases: [ours]")
+    line = _one_error_line(runner.invoke(app, ["catalog", "gpus", "ours", "--catalog", str(path)]))
+    assert "mine.yaml:3: gpus[1].aliases: alias 'ours' already reaches 'a'" in line
+
+
+def test_an_alias_in_one_file_clashing_with_a_later_file_is_refused(tmp_path):
+    first = _catalog(tmp_path, "name: a, aliases: [ours]", name="a.yaml")
+    second = _catalog(tmp_path, "name: b, aliases: [ours]", name="b.yaml")
+    args = ["catalog", "gpus", "--catalog", str(first), "--catalog", str(second)]
+    line = _one_error_line(runner.invoke(app, args))
+    assert "b.yaml:2: gpus[0].aliases: alias 'ours' already reaches 'a'" in line
+
+
+def test_an_alias_naming_a_later_entry_is_refused(tmp_path):
+    path = _catalog(tmp_path, "name: a, aliases: [b]", "name: b")
+    line = _one_error_line(runner.invoke(app, ["catalog", "gpus", "--catalog", str(path)]))
+    assert "gpus[0].aliases: alias 'b' is the name of another entry, 'b'" in line
+
+
+def test_a_replaced_entry_may_keep_or_restate_its_shipped_aliases(tmp_path):
+    for entry in ("name: h100-sxm", "name: h100-sxm, aliases: [h100, h100-80gb]", "name: x, aliases: [x, X]"):
+        path = _catalog(tmp_path, entry)
+        result = runner.invoke(app, ["catalog", "gpus", "--catalog", str(path), "--json"])
+        assert result.exit_code == 0, (entry, result.output)
+
+
+def test_aliases_written_as_one_string_say_to_write_a_list(tmp_path):
+    # pydantic's "must be a valid tuple" named a type no YAML file has
+    path = _catalog(tmp_path, "name: ours, aliases: ours-1")
+    line = _one_error_line(runner.invoke(app, ["catalog", "gpus", "--catalog", str(path)]))
+    assert "gpus[0].aliases: must be a list of names, got 'ours-1' (write aliases: [ours-1])" in line
+
+
+def test_one_model_prints_published_counts_as_its_computed_counts():
+    result = runner.invoke(app, ["catalog", "models", "deepseek-v3"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "671,026,404,352" in result.stdout  # computed total
+    assert "671,000,000,000" in result.stdout and "37,000,000,000" in result.stdout  # was 6.71e+11, 3.7e+10
+    assert "e+11" not in result.stdout
