@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,7 +54,7 @@ def plan(
     ),
 ) -> None:
     """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
-    from runplan.cli.common import check_output_path, output_directory, write_output
+    from runplan.cli.common import check_output_path, write_output
     from runplan.plan import plan_law
 
     if json_flag and fmt not in (Format.terminal, Format.json):  # terminal is the default: not a choice
@@ -63,28 +66,68 @@ def plan(
     if output is not None and str(output) != "-":  # refuse a bad -o before the work, not after it
         check_output_path(output, "--output", not_over=plan_file)
     if plots is not None:
-        output_directory(plots, "--plots")
-    loaded, spec, result = plan_from_file(plan_file, calibration)
-    base_dir = plan_file.resolve().parent
-    if json_flag:
-        fmt = Format.json
-    written: dict[str, str] = {}
-    if plots is not None:
-        from runplan.report.plots import write_plots
+        from runplan.report.plots import pyplot
 
-        files = write_plots(result, plan_law(spec, base_dir), plots)
-        anchor = Path(output).resolve().parent if output is not None else Path.cwd()
-        for title, name in files.items():
-            target = (plots / name).resolve()
+        pyplot()  # a missing matplotlib is one line before the plan's work, and before --plots is created
+    with _removed_if_failed(plots):
+        loaded, spec, result = plan_from_file(plan_file, calibration)
+        if json_flag:
+            fmt = Format.json
+        files: dict[str, str] = {}
+        if plots is not None:
+            from runplan.report.plots import write_plots
+
+            files = write_plots(result, plan_law(spec, base_dir=plan_file.resolve().parent), plots)
+        to_stdout = output is None or str(output) == "-"
+        text = _rendered(
+            fmt, loaded, result, _plot_links(plots, files, output), to_stdout=to_stdout, detail=detail
+        )
+        if text is not None:
+            write_output(text, output, "--output", not_over=plan_file)
+    machine_output = to_stdout and fmt in (Format.json, Format.yaml)  # stays clean: no line beside it
+    if plots is not None and not machine_output:  # stderr when stdout is the report
+        typer.echo("wrote plots " + ", ".join(str(plots / name) for name in files.values()), err=to_stdout)
+
+
+@contextmanager
+def _removed_if_failed(directory: Path | None) -> Iterator[None]:
+    """Create ``directory`` (``--plots``; None: nothing) for the block; if the block fails, remove the
+    directories this created that are still empty, so a failed command leaves nothing behind."""
+    from runplan.cli.common import output_directory
+
+    if directory is None:
+        yield
+        return
+    try:
+        created = [d for d in (directory, *directory.parents) if not d.exists()]  # deepest first
+    except OSError:  # a name the system refuses: output_directory says which
+        created = []
+    output_directory(directory, "--plots")
+    try:
+        yield
+    except BaseException:
+        for made in created:
             try:
-                written[title] = str(target.relative_to(anchor))
-            except ValueError:
-                written[title] = str(target)
-    text = _rendered(
-        fmt, loaded, result, written, to_stdout=output is None or str(output) == "-", detail=detail
-    )
-    if text is not None:
-        write_output(text, output, "--output", not_over=plan_file)
+                made.rmdir()  # only an empty directory goes
+            except OSError:
+                break
+        raise
+
+
+def _plot_links(plots: Path | None, files: dict[str, str], output: str | None) -> dict[str, str]:
+    """{title: link} for the Markdown report: each plot's path relative to the report's directory (the working
+    directory when the report goes to stdout), absolute only where no relative path exists (another drive)."""
+    if plots is None:
+        return {}
+    anchor = Path(output).resolve().parent if output is not None and output != "-" else Path.cwd()
+    links: dict[str, str] = {}
+    for title, name in files.items():
+        target = (plots / name).resolve()
+        try:
+            links[title] = Path(os.path.relpath(target, anchor)).as_posix()
+        except ValueError:  # Windows: the plots and the report on different drives
+            links[title] = str(target)
+    return links
 
 
 @handle_errors

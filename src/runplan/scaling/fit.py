@@ -1281,17 +1281,24 @@ def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
     plt = pyplot("fit.plot")
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     iso = report.isoflop
-    left.scatter(runs.params, runs.loss, s=10, c=np.log10(runs.flops), cmap="viridis")
+    # one colour scale for the runs and the parabolas: log10 C, shown by a colour bar and each budget's legend line
+    log_c = np.log10(runs.flops)
+    colour = plt.Normalize(vmin=float(log_c.min()), vmax=max(float(log_c.max()), float(log_c.min()) + 1e-9))
+    points = left.scatter(runs.params, runs.loss, s=10, c=log_c, cmap="viridis", norm=colour)
+    fig.colorbar(points, ax=left, label="log10 of training compute C (FLOPs)")
     left.set_xscale("log")
-    left.set_xlabel("parameters N")
-    left.set_ylabel("loss")
+    left.set_xlabel("parameters N (count)")
+    left.set_ylabel("final loss (nats/token)")
     left.set_title("isoFLOP profiles")
     if iso is not None:
         for budget in iso.budgets:
             x = np.linspace(math.log(budget.params_min), math.log(budget.params_max), 100)
             c0, c1, c2 = budget.coefficients
-            left.plot(np.exp(x), c0 + c1 * x + c2 * x * x, lw=1)
+            line = plt.get_cmap("viridis")(colour(math.log10(budget.flops)))
+            label = f"{budget.flops:.3g} FLOPs".replace("e+", "e")  # 6e+18 → 6e18
+            left.plot(np.exp(x), c0 + c1 * x + c2 * x * x, lw=1, color=line, label=label)
             left.plot(budget.params_opt, budget.loss_opt, "k*", ms=8)
+        left.legend(title="isoFLOP budget C", fontsize=7, title_fontsize=7)
     if report.parametric is not None:
         law = report.parametric.law
         c = np.geomspace(runs.flops.min(), max(runs.flops.max(), report.parametric.at_flops), 50)
@@ -1307,8 +1314,8 @@ def plot_fits(report: FitReport, runs: Runs, path: str | Path) -> None:
 
     quiet_minor_log_ticks(left)
     quiet_minor_log_ticks(right)
-    right.set_xlabel("training FLOPs C")
-    right.set_ylabel("compute-optimal N")
+    right.set_xlabel("training compute C (FLOPs)")
+    right.set_ylabel("compute-optimal N (parameters)")
     right.legend()
     fig.tight_layout()
     from runplan.fileio import save_figure
