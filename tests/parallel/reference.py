@@ -236,10 +236,10 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         if full and req.stack.full_recompute_method == "block":  # first n layers recomputed, the rest whole
             k = min(n_group, layers)
             per_mb = per_mb * k / layers + tokens * (layers - k) * layer_none
-            working = tokens * layer_none
+            working = tokens * (layer_none - kept_d)  # the layer's input is the kept checkpoint itself
         elif full:  # uniform: one input kept per group of n layers; n layers live while recomputing one group
             per_mb /= n_group
-            working = tokens * min(n_group, layers) * layer_none
+            working = tokens * (min(n_group, layers) * layer_none - kept_d)
         act = flight * per_mb + working
         if which == "last" or p == 1:
             # docs/parallel.md: 4 bytes per logit in place, 12 with PyTorch's uncompiled cross-entropy

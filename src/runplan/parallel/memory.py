@@ -412,6 +412,9 @@ def activation_bytes(
     layer_none = np.maximum(np.where(dense > 0, dense_none, 0.0), np.where(moe > 0, moe_none, 0.0))
     group = float(stack.full_recompute_layers)
     full = np.asarray(rc) == 2
+    # the recomputed layers' own input is the stored checkpoint (Megatron's CheckpointFunction keeps it; the
+    # recompute reads that tensor), already counted in per_microbatch: the working set is the rest
+    stored_input = np.where(full, dense_kept, 0.0)
     if stack.full_recompute_method == "block":  # n recomputed layers, the rest stored whole
         whole = np.maximum(layers - group, 0.0)
         per_microbatch = np.where(
@@ -419,14 +422,14 @@ def activation_bytes(
             per_microbatch * np.minimum(group, layers) / layers + tokens * whole * layer_none,
             per_microbatch,
         )
-        working = np.where(full, tokens * layer_none, 0.0)
+        working = np.where(full, tokens * (layer_none - stored_input), 0.0)
     elif (
         group > 1
     ):  # uniform: one stored input per group of n layers, n layers' activations while recomputing
         per_microbatch = np.where(full, per_microbatch / group, per_microbatch)
-        working = np.where(full, tokens * np.minimum(group, layers) * layer_none, 0.0)
+        working = np.where(full, tokens * (np.minimum(group, layers) * layer_none - stored_input), 0.0)
     else:
-        working = np.where(full, tokens * layer_none, 0.0)
+        working = np.where(full, tokens * (layer_none - stored_input), 0.0)
     total = in_flight(p, m, v, last=last) * per_microbatch + working
     single = np.asarray(p) == 1
     logits = LOSS_LOGIT_BYTES[stack.cross_entropy] * tokens * terms.vocab / t
