@@ -284,7 +284,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             _gemm(te, width * fe / t, h, gpu, eff, f8) + _gemm(te, h, fe / t, gpu, eff, f8)
         )
         moe_gemms += [(sh.n_experts / e, te, width * fe / t, h), (sh.n_experts / e, te, h, fe / t)]
-        moe_mlp += _gemm(tokens, sh.n_experts, h, gpu, eff)
+        # router: the rank's own tokens, ÷t with SP (docs/parallel.md, GEMMs)
+        moe_mlp += _gemm(tokens / t if lay.sequence_parallel else tokens, sh.n_experts, h, gpu, eff)
         if sh.n_shared_experts:
             ns = sh.n_shared_experts
             moe_mlp += _gemm(tokens, width * ns * fe / t, h, gpu, eff, f8) + _gemm(

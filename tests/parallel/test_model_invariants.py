@@ -491,9 +491,9 @@ def _ideal_flops_per_token(case: Case) -> float:
 @given(cases(stacks=("default", "megatron-core", "deepspeed")))
 def test_compute_executes_the_active_parameters_flops(case):
     # MoE: top_k routed experts per token (the grouped GEMMs of T·top_k·e/E tokens, E/e of them), whatever EP;
-    # TP, CP and DP split the same work. The router's GEMM is the exception under TP with SP (xfail below).
-    if case.shape.is_moe and case.layout.tp > 1:
-        case = case.with_layout(tp=1, sequence_parallel=False)
+    # TP, CP and DP split the same work; the MoE router too under SP (each rank routes its own T/t tokens)
+    if case.shape.is_moe and case.layout.tp > 1 and not case.layout.sequence_parallel:
+        case = case.with_layout(tp=1)  # without SP every TP rank routes all T tokens: redundant work
     assert _ideal_flops_per_token(case) == pytest.approx(
         _executed_flops_per_token(case.shape, case.request.seq_len), rel=1e-9
     )
@@ -505,15 +505,9 @@ def test_compute_executes_the_active_parameters_flops(case):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the MoE router's GEMM (T x E x h) is timed on all T tokens of the micro-batch on every TP rank "
-    "(timing._gemm_forward: gemm_seconds(tokens, n_experts, h)), but with sequence parallelism, which "
-    "Megatron-core requires for MoE with TP (MoELayer.forward raises without it), the router sees the rank's "
-    "T/t tokens. Over-count (t-1)/t of the router: DeepSeek-V3 at TP8 +1.7% compute, Qwen3-30B-A3B at TP4 "
-    "+0.9%, Mixtral +0.05%; the published Grok-1 rows (8 experts, TP4) move by about 1e-4, so not fixed here.",
-)
 def test_the_moe_router_runs_on_the_sequence_parallel_shard():
+    """Under SP each TP rank routes its own T/t tokens (Megatron-core requires SP for MoE with TP): the executed
+    FLOPs equal the ideal ones (DeepSeek-V3 at TP8 timed the router on all T, +1.7% compute)."""
     case = Case(
         ParallelRequest(model=CATALOG.model("deepseek-v3"), gpu=CATALOG.gpu("h100-sxm"), n_gpus=64, seq_len=4096),
         Layout(

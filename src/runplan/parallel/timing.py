@@ -541,7 +541,9 @@ def _gemm_forward(st: _Step):
         return attn_proj, dense_mlp, 0.0
     per_expert_tokens = tokens * terms.top_k * e / terms.n_experts
     routed = (terms.n_experts / e) * _mlp_gemm_seconds(st, per_expert_tokens, terms.expert_ffn, width)
-    moe_mlp = routed + gemm_seconds(tokens, terms.n_experts, h, gpu, eff)
+    # the router scores the rank's own tokens: T/t under sequence parallelism (Megatron-core's MoE layer takes
+    # the SP-sharded hidden states and gathers only the routed copies), all T on every TP rank without it
+    moe_mlp = routed + gemm_seconds(tokens * st.x, terms.n_experts, h, gpu, eff)
     if terms.n_shared:
         moe_mlp = moe_mlp + _mlp_gemm_seconds(st, tokens, terms.n_shared * terms.expert_ffn, width)
     return attn_proj, dense_mlp, moe_mlp
