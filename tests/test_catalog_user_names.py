@@ -94,3 +94,38 @@ def test_one_model_prints_published_counts_as_its_computed_counts():
     assert "671,026,404,352" in result.stdout  # computed total
     assert "671,000,000,000" in result.stdout and "37,000,000,000" in result.stdout  # was 6.71e+11, 3.7e+10
     assert "e+11" not in result.stdout
+
+
+MODEL = "    n_layers: 2\n    n_heads: 4\n    n_kv_heads: 4\n    ffn_hidden: 1024\n    vocab_size: 32000\n"
+
+
+def test_a_misspelt_required_gpu_key_is_an_unknown_key_with_its_fix(tmp_path):
+    # it said "mine.yaml:2: gpus[0].tdp_watts: required field is missing", at the entry's line
+    path = _catalog(tmp_path, "name: ours")
+    path.write_text(path.read_text().replace("tdp_watts: 700", "tdp_wats: 700"))
+    for args in (
+        ["catalog", "gpus"],
+        ["parallelize", "--model", "llama-3.1-8b", "--gpus", "8", "--gpu", "ours"],
+    ):
+        line = _one_error_line(runner.invoke(app, [*args, "--catalog", str(path)]))
+        assert line == (
+            f"runplan: error: {path}:2: gpus[0].tdp_wats: unknown key 'tdp_wats' (did you mean 'tdp_watts'?)"
+        )
+
+
+def test_a_misspelt_required_model_key_is_an_unknown_key_at_its_line(tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n  - name: tiny\n    d_modl: 256\n" + MODEL)
+    for args in (["catalog", "models"], ["parallelize", "--model", "tiny", "--gpus", "8"]):
+        line = _one_error_line(runner.invoke(app, [*args, "--catalog", str(path)]))
+        assert line == (
+            f"runplan: error: {path}:3: models[0].d_modl: unknown key 'd_modl' (did you mean 'd_model'?)"
+        )
+
+
+def test_an_unknown_key_is_matched_to_the_one_required_key_missing_beside_it(tmp_path):
+    # "tdp" is too short for a close match, but tdp_watts is the one required key it leaves missing
+    path = _catalog(tmp_path, "name: ours")
+    path.write_text(path.read_text().replace("tdp_watts: 700", "tdp: 700"))
+    line = _one_error_line(runner.invoke(app, ["catalog", "gpus", "--catalog", str(path)]))
+    assert line == f"runplan: error: {path}:2: gpus[0].tdp: unknown key 'tdp' (did you mean 'tdp_watts'?)"

@@ -136,7 +136,7 @@ def test_resolved_yaml_checks_clean_then_reports_drift(planned, tmp_path):
     assert result.exit_code == 1, result.output
     assert "drift:" in result.stderr
     assert re.search(
-        r"^  cost\.main\.cost: [\d.e+]+ → [\d.e+]+ \(\+50\.00%\)$", result.stderr, re.MULTILINE
+        r"^  cost\.main\.cost: [\d,]+ USD → [\d,]+ USD \(\+50\.00%\)$", result.stderr, re.MULTILINE
     ), result.stderr
 
 

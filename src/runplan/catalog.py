@@ -207,18 +207,41 @@ def _dotted(path: tuple[Any, ...]) -> str:
     return text
 
 
+def _data_loc(loc: Sequence[Any]) -> tuple[Any, ...]:
+    """A pydantic error location as the entry's own keys (the entry's ``spec``/``shape`` wrapper dropped)."""
+    return tuple(part for part in loc if part not in ("spec", "shape"))
+
+
+def _closest(key: str, missing: Sequence[str], allowed: Sequence[str]) -> str | None:
+    """The key ``key`` most likely meant: a close missing required key, else a close allowed key, else the one
+    missing beside it (``tdp: 700`` for ``tdp_watts``)."""
+    for choices, cutoff in ((missing, 0.6), (allowed, 0.6), (missing[:1] if len(missing) == 1 else (), 0.0)):
+        close = difflib.get_close_matches(key, list(choices), n=1, cutoff=cutoff)
+        if close:
+            return close[0]
+    return None
+
+
 def _raise_validation(
     error: ValidationError, loaded: LoadedYaml, path: tuple[Any, ...], allowed: Sequence[str]
 ) -> None:
-    first = error.errors()[0]
-    loc = tuple(part for part in first["loc"] if part not in ("spec", "shape"))
+    # pydantic lists a missing field before an unknown key, but a misspelt key (tdp_wats) is what leaves the
+    # field it meant (tdp_watts) missing: the unknown key is reported first, as a plan file's is (validation.py)
+    problems = sorted(error.errors(), key=lambda p: p["type"] != "extra_forbidden")
+    first = problems[0]
+    loc = _data_loc(first["loc"])
     full = (*path, *loc)
     hint = None
     message = first["msg"]
     if first["type"] == "extra_forbidden" and loc:
-        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+        missing = [
+            str(_data_loc(p["loc"])[-1])
+            for p in problems
+            if p["type"] == "missing" and _data_loc(p["loc"])[:-1] == loc[:-1]
+        ]
+        close = _closest(str(loc[-1]), missing, allowed)
         message = f"unknown key '{loc[-1]}'"
-        hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(allowed)}"
+        hint = f"did you mean '{close}'?" if close else f"allowed: {', '.join(allowed)}"
     elif first["type"] == "missing":
         message = "required field is missing"
     elif message.startswith("Value error, "):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +95,23 @@ class Change:
         change = f" ({self.relative_change:+.2%})" if shown else ""
         return f"{self.path}: {_short(self.old)} → {_short(self.new)}{change}"
 
+    def readable(self, old_currency: str = "", new_currency: str = "") -> str:
+        """``path: old → new (+x%)`` for a reader (``runplan diff``): both numbers in one format, in the unit the
+        plan's report gives that quantity (:func:`unit_of`: GB, durations, days, money in the plan's currency,
+        12.6 M tokens); a cost in two different currencies has no percentage. :meth:`text` keeps raw numbers."""
+        fmt = unit_of(self.path)
+        if self.kind == "new":
+            return f"{self.path}: (new) → {_shown(fmt, [self.new], new_currency)[0]}"
+        if self.kind == "gone":
+            return f"{self.path}: {_shown(fmt, [self.old], old_currency)[0]} → (gone)"
+        if self.kind == "length":
+            return self.text()
+        old, new = _shown(fmt, [self.old, self.new], old_currency, new_currency)
+        shown = self.relative_change is not None and self.path not in LAYOUT_AXIS_PATHS
+        shown = shown and (fmt not in _MONEY or old_currency == new_currency)  # 1,000 USD → 900 EUR: no %
+        change = f" ({self.relative_change:+.2%})" if shown else ""
+        return f"{self.path}: {old} → {new}{change}"
+
     def record(self) -> dict[str, Any]:
         """The JSON form: path, section, kind, old, new, relative_change (None unless both are numbers)."""
         return {
@@ -151,6 +169,140 @@ def _short(value: Any) -> str:
         return f"{value:.6g}"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ---- units for a reader (runplan diff): a key's name carries its unit, as in report/format.fmt_value ----
+#: A formatter: (value, extra digits, the larger magnitude of the pair, currency) -> text. The larger
+#: magnitude picks one scale for both sides (0.95 M → 1.21 M, not 948,236 → 1.21 M).
+_Fmt = Callable[[float, int, float, str], str]
+
+
+def _scaled(value: float, extra: int, ref: float, scales: tuple[tuple[float, str, int], ...]) -> str:
+    """``value`` in the first of ``scales`` (divisor, unit, significant digits) that ``ref`` reaches."""
+    divisor, unit, digits = next((s for s in scales if abs(ref) >= s[0]), scales[-1])
+    return f"{value / divisor:.{digits + extra}g} {unit}"
+
+
+# fmt_bytes' decimal units, fmt_duration's (a duration in minutes from 120 s, hours from 2 h, days from 3 days)
+_BYTE_SCALES = (
+    (1e15, "PB", 3),
+    (1e12, "TB", 3),
+    (1e9, "GB", 3),
+    (1e6, "MB", 3),
+    (1e3, "kB", 3),
+    (1.0, "B", 3),
+)
+_TIME_SCALES = ((86400.0, "days", 3), (3600.0, "h", 3), (60.0, "min", 3), (1.0, "s", 4))
+_TIME_FROM = {"days": 3 * 86400.0, "h": 7200.0, "min": 120.0, "s": 0.0}
+
+
+def _count(value: float, extra: int, ref: float, currency: str = "") -> str:
+    """fmt_count's style: ``70.55 B``, ``21.76 M``; below a million ``491,679`` or ``28.3``."""
+    if abs(ref) >= 1e18:  # past P: 2.1e+19, not 2.1e+04 P
+        return f"{value:.{3 + extra}g}"
+    if abs(ref) >= 1e6:
+        return _scaled(value, extra, ref, ((1e15, "P", 4), (1e12, "T", 4), (1e9, "B", 4), (1e6, "M", 4)))
+    if float(value).is_integer() or abs(ref) >= 1000:
+        return f"{value:,.{extra}f}"
+    return f"{value:.{4 + extra}g}"
+
+
+def _duration(value: float, extra: int, ref: float, currency: str = "") -> str:
+    divisor, unit, digits = next(s for s in _TIME_SCALES if abs(ref) >= _TIME_FROM[s[1]])
+    return f"{value / divisor:.{digits + extra}g} {unit}"
+
+
+def _percent(value: float, extra: int, ref: float, currency: str = "") -> str:
+    if 0 < abs(ref) < 0.01:  # 0.3% of 1% would print as 0.0%
+        return f"{100 * value:.{2 + extra}g}%"
+    return f"{value:.{1 + extra}%}"
+
+
+def _money(value: float, extra: int, ref: float, currency: str = "") -> str:
+    return f"{value:,.{extra}f} {currency}".rstrip()
+
+
+def _usd(value: float, extra: int, ref: float, currency: str = "") -> str:
+    return _money(value, extra, ref, "USD")
+
+
+def _price(value: float, extra: int, ref: float, currency: str = "") -> str:
+    return f"{value:.{4 + extra}g} {currency + '/' if currency else 'per '}GPU-hour"
+
+
+def _fixed(digits: int, unit: str = "", general: bool = False) -> _Fmt:
+    """``value`` with ``digits`` decimals (or significant digits when ``general``), then ``unit``."""
+
+    def fmt(value: float, extra: int, ref: float, currency: str = "") -> str:
+        number = f"{value:.{digits + extra}g}" if general else f"{value:,.{digits + extra}f}"
+        return f"{number} {unit}".rstrip()
+
+    return fmt
+
+
+def _bytes(value: float, extra: int, ref: float, currency: str = "") -> str:
+    return _scaled(value, extra, ref, _BYTE_SCALES)
+
+
+def _bandwidth(value: float, extra: int, ref: float, currency: str = "") -> str:
+    return _bytes(value, extra, ref) + "/s"
+
+
+def _gpu_hours(value: float, extra: int, ref: float, currency: str = "") -> str:
+    return _count(value if extra else round(value), extra, ref) + " GPU-hours"
+
+
+_MONEY: tuple[_Fmt, ...] = (_money, _usd, _price)
+#: The unit of a number by the end of its key, first match: (suffixes, formatter); any other number is a count
+_UNITS: tuple[tuple[tuple[str, ...], _Fmt], ...] = (
+    (("bytes_per_param",), _fixed(4, "B/param", general=True)),
+    (("bytes_per_s",), _bandwidth),
+    (("bytes", "bytes_per_gpu", "bytes_per_node", "bytes_per_rank", "bytes_per_shard"), _bytes),
+    (("seconds",), _duration),
+    (("per_1000_node_days",), _fixed(3, general=True)),
+    (("days", "days_to_train"), _fixed(3, "days", general=True)),
+    (("gpu_hours",), _gpu_hours),
+    (("price_per_gpu_hour",), _price),
+    (("cost",), _money),
+    (("_usd",), _usd),
+    (("mwh",), _fixed(1, "MWh")),
+    (("watts",), _fixed(0, "W")),
+    (("fraction", "goodput", "mfu", "hfu", "saving", "overhead"), _percent),
+    (("flops", "flops_same_loss", "budgets"), _fixed(3, "FLOPs", general=True)),
+    (("peak_lr", "final_lr", "lr_start", "lr_end"), _fixed(3, general=True)),
+    (("loss", "loss_penalty"), _fixed(4)),
+    (("_per_param", "_factor", "_sigma"), _fixed(4, general=True)),
+    (("tokens",), _count),
+)
+
+
+def unit_of(path: str) -> _Fmt:
+    """The formatter of the number at ``path``: by its key's suffix, or by its mapping's for the terms of one
+    (``layout.best.memory_bytes.total`` is bytes, ``time_seconds.overhead`` seconds)."""
+    keys = re.sub(r"\[\d+\]", "", path).split(".")
+    name = keys[-2] if len(keys) > 1 and keys[-2].endswith(("_bytes", "_seconds")) else keys[-1]
+    for suffixes, fmt in _UNITS:
+        if name.lower().endswith(suffixes):
+            return fmt
+    return _count
+
+
+def _shown(fmt: _Fmt, values: list[Any], *currencies: str) -> list[str]:
+    """``values`` (one side, or old and new) in ``fmt``, in one scale and with the fewest digits that tell the
+    two apart; what is not a finite number as :func:`_short` writes it."""
+    numbers = [float(v) for v in values if _is_number(v) and math.isfinite(v)]
+    ref = max((abs(v) for v in numbers), default=0.0)
+    texts: list[str] = []
+    for extra in range(7):
+        texts = [
+            fmt(float(v), extra, ref, currencies[i] if i < len(currencies) else "")
+            if _is_number(v) and math.isfinite(v)
+            else _short(v)
+            for i, v in enumerate(values)
+        ]
+        if len(set(texts)) == len(texts) or len(numbers) < 2:
+            break
+    return texts
 
 
 def diff_changes(old: dict[str, Any], new: dict[str, Any], rtol: float = 1e-4) -> list[Change]:

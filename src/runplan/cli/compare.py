@@ -41,13 +41,14 @@ def diff(
         return
     from runplan.cli.common import echo_wrapped
 
+    currencies = (plan_a.cost.currency, plan_b.cost.currency)  # each number in its report's unit
     typer.echo(f"{first}\n→ {second}")
     typer.echo(f"inputs ({len(inputs)} changed):" if inputs else "inputs: the same")
     for change in inputs:
-        echo_wrapped(f"  {change.text()}", indent="      ")
+        echo_wrapped(f"  {change.readable(*currencies)}", indent="      ")
     typer.echo(f"headline ({len(headline)} changed):" if headline else "headline numbers: the same")
     for change in headline:
-        echo_wrapped(f"  {change.text()}", indent="      ")
+        echo_wrapped(f"  {change.readable(*currencies)}", indent="      ")
 
 
 def _named_plan(path: Path) -> tuple[Any, PlanSpec, RunPlan]:

@@ -203,7 +203,9 @@ def check(
             }
         )
     else:
-        _report_check(plan_file, status, changes, rtol, calibration)
+        resolved_cost = (spec.resolved or {}).get("cost") or {}
+        currencies = (str(resolved_cost.get("currency", result.cost.currency)), result.cost.currency)
+        _report_check(plan_file, status, changes, rtol, calibration, currencies)
     if status == "drift":
         raise typer.Exit(1)
 
@@ -253,9 +255,15 @@ def _rendered(
 
 
 def _report_check(
-    plan_file: Path, status: str, changes: list[Change], rtol: float, calibration: Path | None = None
+    plan_file: Path,
+    status: str,
+    changes: list[Change],
+    rtol: float,
+    calibration: Path | None = None,
+    currencies: tuple[str, str] = ("", ""),
 ) -> None:
-    """One line of verdict; on drift the headline changes (days and cost first), then a few per section."""
+    """One line of verdict; on drift the headline changes (days and cost first), then a few per section, each
+    in the unit the report prints it in (``currencies``: the resolved section's and the recomputed plan's)."""
     if status == "unresolved":
         typer.echo(f"unresolved: {plan_file}")
         echo_wrapped(
@@ -276,14 +284,14 @@ def _report_check(
         "  " + count + (" (resolved → recomputed):" if changes else " written"), err=status == "drift"
     )
     headline = [c for c in changes if c.headline]
-    lines: list[str] = [f"  {c.text()}" for c in headline]
+    lines: list[str] = [f"  {c.readable(*currencies)}" for c in headline]
     sections: dict[str, list[Change]] = {}
     for change in changes:
         if not change.headline:
             sections.setdefault(change.section, []).append(change)
     for section, items in sections.items():
         lines.append(f"  {section} ({len(items)}):")
-        lines += [f"    {c.text()}" for c in items[:CHANGES_PER_SECTION]]
+        lines += [f"    {c.readable(*currencies)}" for c in items[:CHANGES_PER_SECTION]]
         if len(items) > CHANGES_PER_SECTION:
             lines.append(f"    and {len(items) - CHANGES_PER_SECTION} more (--json lists every one)")
     for line in lines:
