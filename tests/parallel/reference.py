@@ -404,6 +404,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             * ((e - 1) / e * 2 * tokens * sh.top_k * h * shard / link(t * c * e <= node) + lat)
         )
     cp_c = 0.0
+    cp_nic = 0.0  # ring seconds under the attention while a cross-node ring holds the NICs (docs: DP window)
     if c > 1:
         kv = 2 * tokens * sh.n_kv_heads * (sh.qk_dim + sh.value_dim) / t
         step_fwd = (c - 1) * (kv / link(t * c <= node) + lat)
@@ -413,6 +414,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         merge_bytes = CP_MERGE_BYTES_PER_ELEMENT * (forward * (2 if full else 1) + backward)
         merge = (c - 1) * (merge_bytes / gpu.hbm_bandwidth_bytes_per_s + (3 if full else 2) * lat)
         cp_c = layers * (exposed + merge)
+        if t * c > node:
+            cp_nic = layers * (step_fwd * ((2 if full else 1) + 2) - exposed)
     # Megatron's scatter/gather splits each pipeline send over the TP ranks, with or without SP
     pp_shard = 1 / t if lay.sequence_parallel or req.stack.pipeline_scatter_gather else 1.0
     pp_c = v * 2 * (2 * tokens * h * pp_shard / link(req.n_gpus <= node) + lat) if p > 1 else 0.0
@@ -468,7 +471,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             late -= lin_ring
         late /= dp_link
     spread = lay.zero == 2 or (lay.zero == 3 and p == 1)  # hidden behind every micro-batch
-    window = (m * compute if spread else compute) if req.stack.overlap_grad_reduce else 0.0
+    usable = max(0.0, compute - cp_nic)
+    window = (m * usable if spread else usable) if req.stack.overlap_grad_reduce else 0.0
     dp_exposed = (
         max(0.0, dp_s - late - window) + eff.dp_overlap_interference * min(dp_s - late, window) + late
     )

@@ -688,15 +688,23 @@ def _expert_parallel_seconds(st: _Step):
 
 
 def _context_parallel_seconds(st: _Step, compute: _Compute):
-    """Exposed ring K/V exchange and the fp32 merge of partial results, one micro-batch (module docstring, CP)."""
+    """(exposed ring K/V exchange and fp32 merge of partial results, ring seconds hidden behind the attention on
+    the scale-out network) of one micro-batch (module docstring, CP).
+
+    The second is what the DP window loses (:func:`step_time`): a ring across nodes holds the same NICs the
+    gradient reduction would use while the attention runs, so those seconds cannot hide DP traffic too.
+    """
     terms, t, c, full, tokens = st.terms, st.t, st.c, st.full, st.tokens
     lat = st.eff.collective_latency_seconds
     attn_core_fwd, attn_bwd_ratio = compute.attention_forward, compute.attention_backward_ratio
     kv_bytes = 2.0 * tokens * terms.kv * (terms.d_qk + terms.d_v) / t
-    cp_fwd = (c - 1.0) * (kv_bytes / st.link(t * c <= st.node_size) + lat)
-    cp_exposed = np.maximum(0.0, cp_fwd - attn_core_fwd) * np.where(full, 2.0, 1.0) + np.maximum(
+    intra_node = t * c <= st.node_size
+    cp_fwd = (c - 1.0) * (kv_bytes / st.link(intra_node) + lat)
+    forwards = np.where(full, 2.0, 1.0)
+    cp_exposed = np.maximum(0.0, cp_fwd - attn_core_fwd) * forwards + np.maximum(
         0.0, 2.0 * cp_fwd - attn_bwd_ratio * attn_core_fwd
     )
+    cp_hidden = np.where(intra_node, 0.0, cp_fwd * (forwards + 2.0) - cp_exposed)
     merge_forward = tokens * (terms.a / t) * terms.d_v
     merge_backward = tokens * ((terms.a / t) * terms.d_qk + (terms.kv / t) * (terms.d_qk + terms.d_v))
     cp_merge = (c - 1.0) * (
@@ -705,7 +713,9 @@ def _context_parallel_seconds(st: _Step, compute: _Compute):
         / st.gpu.hbm_bandwidth_bytes_per_s
         + np.where(full, 3.0, 2.0) * lat
     )
-    return np.where(c > 1, st.layers * (cp_exposed + cp_merge), 0.0)
+    return np.where(c > 1, st.layers * (cp_exposed + cp_merge), 0.0), np.where(
+        c > 1, st.layers * cp_hidden, 0.0
+    )
 
 
 def _pipeline_seconds(st: _Step, n_gpus: int):
@@ -812,11 +822,12 @@ def step_time(
     compute_mb = compute.seconds
     tp_mb = _tensor_parallel_seconds(st, compute)
     ep_mb = _expert_parallel_seconds(st)
-    cp_mb = _context_parallel_seconds(st, compute)
+    cp_mb, cp_hidden_mb = _context_parallel_seconds(st, compute)
     pp_mb = _pipeline_seconds(st, n_gpus)
     micro = compute_mb + tp_mb + ep_mb + cp_mb + pp_mb
     bubble = (st.p - 1.0) / st.v * micro
-    dp_exposed, optimizer = _data_parallel_seconds(st, compute_mb)
+    # the compute that can hide DP traffic: not the part a scale-out CP ring already holds the NICs for
+    dp_exposed, optimizer = _data_parallel_seconds(st, np.maximum(0.0, compute_mb - cp_hidden_mb))
     m = st.m
     step = m * micro + bubble + dp_exposed + optimizer + st.eff.step_overhead_seconds
     breakdown = {
