@@ -27,3 +27,18 @@ def shared_data_dir() -> Path:
     if os.environ.get("RUNPLAN_REQUIRE_SHARED_DATA") == "1":
         pytest.fail(message + "; RUNPLAN_REQUIRE_SHARED_DATA=1 requires them")
     pytest.skip(message)
+
+
+def _one_error_line(result) -> str:
+    """The single line a CLI run printed for bad input, after checking it exited 2 without a traceback."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+@pytest.fixture
+def one_error_line():
+    """:func:`_one_error_line`: bad input is one line and exit 2 (the project's error rule), as a fixture."""
+    return _one_error_line

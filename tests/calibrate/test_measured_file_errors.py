@@ -34,30 +34,22 @@ def _file(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def _one_error_line(result) -> str:
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
-
-
 @pytest.mark.parametrize("run_id", ["''", "'   '"])
-def test_a_blank_run_id_is_refused(tmp_path, run_id):
+def test_a_blank_run_id_is_refused(tmp_path, run_id, one_error_line):
     # it was accepted: a report row and a file entry named by nothing
     path = _file(tmp_path, ONE.replace("id: r0", f"id: {run_id}"))
-    line = _one_error_line(runner.invoke(app, ["calibrate", str(path)]))
+    line = one_error_line(runner.invoke(app, ["calibrate", str(path)]))
     assert "measured.yaml:2: runs[0].id: a run id is empty" in line
 
 
-def test_a_duplicate_run_id_names_the_run_it_repeats(tmp_path):
+def test_a_duplicate_run_id_names_the_run_it_repeats(tmp_path, one_error_line):
     text = (
         "runs:\n"
         + RUN.format(id="r0", step=2.0)
         + RUN.format(id="r1", step=2.1)
         + RUN.format(id="r0", step=2)
     )
-    line = _one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, text))]))
+    line = one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, text))]))
     assert "runs[2].id: duplicate run id 'r0' (also runs[0]) (give each run its own id)" in line
 
 
@@ -79,23 +71,23 @@ def test_a_duplicate_run_id_names_the_run_it_repeats(tmp_path):
         ),
     ],
 )
-def test_hints_name_this_files_keys_not_a_plan_files_tools(tmp_path, edit, expected):
+def test_hints_name_this_files_keys_not_a_plan_files_tools(tmp_path, edit, expected, one_error_line):
     # they said "see `runplan schema` for the allowed keys" and "`runplan init` writes every key": the tools of a
     # plan file, which list none of a measured-runs file's keys
-    line = _one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, edit(ONE)))]))
+    line = one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, edit(ONE)))]))
     assert expected in line
     assert "runplan schema" not in line and "runplan init" not in line
 
 
-def test_json_and_output_to_stdout_together_are_refused(tmp_path):
+def test_json_and_output_to_stdout_together_are_refused(tmp_path, one_error_line):
     # YAML then JSON on one stdout: neither parsed
-    line = _one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, ONE)), "--json", "-o", "-"]))
+    line = one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, ONE)), "--json", "-o", "-"]))
     assert line.startswith("runplan: error: --output: -o - and --json both write to standard output")
 
 
 @pytest.mark.parametrize("name", ["", "   ", "a\nb"])
-def test_a_blank_or_multiline_name_is_refused(tmp_path, name):
-    line = _one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, ONE)), "--name", name]))
+def test_a_blank_or_multiline_name_is_refused(tmp_path, name, one_error_line):
+    line = one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, ONE)), "--name", name]))
     assert line.startswith("runplan: error: --name: the name ")
 
 
@@ -112,10 +104,10 @@ def test_output_to_stdout_is_the_calibration_file_alone_and_one_run_says_why_no_
     assert max(len(line) for line in result.stderr.splitlines()) <= 80
 
 
-def test_a_peak_far_below_the_prediction_is_refused_at_its_key(tmp_path):
+def test_a_peak_far_below_the_prediction_is_refused_at_its_key(tmp_path, one_error_line):
     # 0.05 (TiB, or a fraction of the GPU) went into the file as a +197,474% memory error every plan then quoted
     path = _file(tmp_path, ONE + "    peak_memory: {gib: 0.05}\n")
-    line = _one_error_line(runner.invoke(app, ["calibrate", str(path), "--json"]))
+    line = one_error_line(runner.invoke(app, ["calibrate", str(path), "--json"]))
     assert "measured.yaml:11: runs[0].peak_memory.gib: peak memory 0.05 GiB is under a tenth of the" in line
     assert "not TiB" in line
 
