@@ -28,6 +28,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from runplan.hardware import GpuSpec
     from runplan.parallel.layout import Layout
     from runplan.parallel.stack import Stack
     from runplan.plan import RunPlan
@@ -116,6 +117,8 @@ class Facts:
     memory_limit_bytes: float  # what the plan allowed per GPU (HBM less the headroom)
     # cluster
     attention_speedup: float  # the plan's attention kernel over FlashAttention-2 on its GPU (timing)
+    gpu_name: str  # cluster.gpu as the plan names it
+    gpu_family: str | None  # GpuSpec.family; None: not known (a user catalog's GPU), taken as Hopper-class
     n_gpus: int
     gpus_per_node: int
     n_nodes: int
@@ -135,6 +138,8 @@ class Facts:
     # checkpointing
     checkpoint_interval_steps: int
     retention_generations: int
+    rollback_every_steps: int  # 0: the rolling generations reach back far enough, no rollback points
+    rollback_generations: int
     milestone_every_steps: int
     async_checkpoint: bool
     # monitoring: the canary batch (ops/monitoring.py)
@@ -182,16 +187,32 @@ def _merged_stages(batch_stages) -> tuple[Stage, ...]:
     return tuple(merged)
 
 
-def _attention_speedup(plan: RunPlan, stack: Stack) -> float:
-    """The rate the plan timed its attention kernel at, over FlashAttention-2's (timing.attention_kernel_speedup)."""
+def _plan_gpu(plan: RunPlan) -> tuple[str, GpuSpec | None]:
+    """The plan's GPU: its name and spec (inline, or from the shipped catalog; None for a GPU only a user
+    catalog names, which the exporters take as Hopper-class, as the time model does)."""
     from runplan.catalog import load_catalog
     from runplan.errors import SpecError
+    from runplan.hardware import GpuSpec
+
+    gpu = (plan.inputs.get("cluster") or {}).get("gpu")
+    if isinstance(gpu, dict):
+        try:
+            spec = GpuSpec.model_validate(gpu)
+        except ValueError:
+            return str(gpu.get("name") or ""), None
+        return spec.name, spec
+    name = str(gpu or "")
+    try:
+        return name, load_catalog([]).gpu(name)
+    except SpecError:
+        return name, None
+
+
+def _attention_speedup(gpu: GpuSpec | None, stack: Stack) -> float:
+    """The rate the plan timed its attention kernel at, over FlashAttention-2's (timing.attention_kernel_speedup)."""
     from runplan.parallel.timing import CUDNN_OVER_FLASH_ATTENTION_2_HOPPER, attention_kernel_speedup
 
-    name = str((plan.inputs.get("cluster") or {}).get("gpu") or "")
-    try:  # the shipped catalog: a GPU only a user catalog names is taken as Hopper-class, as the time model does
-        gpu = load_catalog([]).gpu(name)
-    except SpecError:
+    if gpu is None:
         return 1.0 if stack.attention_kernel == "flash-attention-2" else CUDNN_OVER_FLASH_ATTENTION_2_HOPPER
     return attention_kernel_speedup(stack, gpu)
 
@@ -212,6 +233,7 @@ def facts(plan: RunPlan) -> Facts:
     n_nodes = max(int(ckpt.n_nodes), 1)
     world = best.tp * best.pp * best.dp * best.cp
     stack = resolve_stack(inputs.get("stack"))
+    gpu_name, gpu = _plan_gpu(plan)
     return Facts(
         name=str(inputs.get("name") or shape.name or "runplan"),
         n_layers=shape.n_layers,
@@ -248,7 +270,9 @@ def facts(plan: RunPlan) -> Facts:
         gradients_bytes_per_gpu=float(best.memory_bytes.gradients),
         memory_bytes_per_gpu=float(best.memory_bytes.total),
         memory_limit_bytes=float(best.memory_limit_bytes),
-        attention_speedup=_attention_speedup(plan, stack),
+        attention_speedup=_attention_speedup(gpu, stack),
+        gpu_name=gpu_name,
+        gpu_family=gpu.family if gpu is not None else None,
         n_gpus=world,
         gpus_per_node=max(world // n_nodes, 1),
         n_nodes=n_nodes,
@@ -266,6 +290,8 @@ def facts(plan: RunPlan) -> Facts:
         scheduled_tokens=float(sched.scheduled_tokens),
         checkpoint_interval_steps=int(ckpt.interval_steps),
         retention_generations=int(ckpt.retention_generations),
+        rollback_every_steps=int(ckpt.rollback_every_steps),
+        rollback_generations=int(ckpt.rollback_generations),
         milestone_every_steps=int(ckpt.milestone_every_steps),
         async_checkpoint=bool(ckpt.host_staging),
         canary_examples=int(plan.monitoring.canary_examples),

@@ -5,7 +5,9 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
 
 * layout: ``--tensor-model-parallel-size`` t, ``--pipeline-model-parallel-size`` p, ``--context-parallel-size``
   c, ``--expert-model-parallel-size`` e, ``--sequence-parallel`` (with ``--tp-comm-overlap``, which the time
-  model assumes); DP is not a flag: Megatron derives it as
+  model assumes, except on Ampere: TransformerEngine's userbuffers need CUDA multicast there unless UB_SKIPMC=1,
+  so it is left out with a warning); c > 1 without FlashAttention is refused (Megatron-core runs CP only in
+  TransformerEngine's flash/fused attention); DP is not a flag: Megatron derives it as
   world / (t·p·c), so the script launches exactly t·p·d·c ranks. Interleaving: ``--num-layers-per-virtual-
   pipeline-stage`` L/(p·v) when it divides, else ``--num-virtual-stages-per-pipeline-rank`` v. Uneven stages
   (p ∤ L): the plan's largest stage ⌈L/p⌉ on the p−2 middle stages and the rest split over the first and last
@@ -32,8 +34,9 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   coefficient is 1 − sqrt(progress)), linear or cosine; warmup linear from 0 (``--lr-warmup-init 0``);
   ``--min-lr`` the plan's final LR.
 * checkpoints: ``--save-interval`` the plan's interval; ``--async-save`` when the plan stages through host
-  memory; ``--save-retain-interval`` the milestone interval (Megatron keeps those and the latest, so the plan's
-  rolling generations are not expressible: warning).
+  memory; no ``--save-retain-interval`` (each save would delete the previous checkpoint unless it is at a
+  multiple of it: the plan's rolling generations and rollback points would go), so Megatron keeps every save
+  and a warning lists what to keep when deleting by hand.
 
 * architecture (``_architecture``, every catalog field, listed in the header): ``--rotary-base`` θ (Megatron's
   default 10000 otherwise), Llama 3.1 scaling as ``--use-rope-scaling --rope-scaling-factor`` (Megatron fixes
@@ -449,17 +452,9 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
         )
     if f.layout.sequence_parallel:
         layout.append(("--sequence-parallel", [], "shard norms/dropout activations over t"))
-        if (
-            f.stack.tp_comm_overlap and f.layout.tp <= f.gpus_per_node
-        ):  # userbuffers work inside one NVLink domain (the time model agrees)
-            layout.append(
-                (
-                    "--tp-comm-overlap",
-                    [],
-                    "TP all-gather/reduce-scatter pipelined under the GEMMs (Transformer Engine); "
-                    "the step time assumes it",
-                )
-            )
+        # userbuffers work inside one NVLink domain (the time model agrees)
+        if f.stack.tp_comm_overlap and f.layout.tp <= f.gpus_per_node:
+            layout += _tp_overlap_args(f, warnings)
     elif f.layout.tp > 1:
         warnings.append("sequence parallel: the plan turns it off with TP > 1; Megatron runs without it")
     if f.layout.zero in (1, 2):
@@ -493,6 +488,32 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
                 "consider ZeRO-1 (--use-distributed-optimizer)"
             )
     return layout
+
+
+#: GPU families without CUDA multicast (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED needs compute capability 9.0+).
+#: TransformerEngine's initialize_ub raises there unless UB_SKIPMC=1 (transformer_engine/pytorch/module/base.py),
+#: and Megatron's _initialize_tp_communicators sets no such variable (megatron/training/initialize.py).
+_NO_CUDA_MULTICAST = ("ampere",)
+
+
+def _tp_overlap_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """``--tp-comm-overlap`` where TransformerEngine's userbuffers start; on a GPU family without CUDA multicast
+    Megatron stops at start-up with it, so it is left out and the plan's assumption is said in one warning."""
+    if f.gpu_family in _NO_CUDA_MULTICAST:
+        warnings.append(
+            f"TP overlap: --tp-comm-overlap is not written: TransformerEngine's userbuffers need CUDA multicast, "
+            f"which {f.gpu_family.capitalize()} ({f.gpu_name}) lacks, so Megatron would stop at start-up "
+            "(UB_SKIPMC=1 falls back to a slower CUDA IPC path); the plan's step time assumed the overlap: plan "
+            "without it (parallelize --no-tp-comm-overlap, or stack.tp_comm_overlap: false in the plan file)"
+        )
+        return []
+    return [
+        (
+            "--tp-comm-overlap",
+            [],
+            "TP all-gather/reduce-scatter pipelined under the GEMMs (Transformer Engine); the step time assumes it",
+        )
+    ]
 
 
 def _zero2_buffer(f: Facts) -> str:
@@ -613,6 +634,16 @@ def _stack_model_args(f: Facts) -> list[Arg]:
             where="stack.pipeline_scatter_gather",
             hint="set stack.pipeline_scatter_gather: false, or turn sequence parallelism on",
         )
+    if f.layout.cp > 1 and not stack.flash_attention:
+        # core/transformer/dot_product_attention.py asserts context_parallel_size == 1 ("only supported by
+        # TEDotProductAttention"); TransformerEngine under --attention-backend unfused disables its
+        # UnfusedDotProductAttention with CP (attention/dot_product_attention/utils.py) and finds no backend
+        raise SpecError(
+            f"Megatron-core runs context parallelism (the plan's c = {f.layout.cp}) only in TransformerEngine's "
+            "flash or fused attention; the plan's stack has no FlashAttention (--attention-backend unfused)",
+            where="stack.flash_attention",
+            hint="set stack.flash_attention: true, or plan with parallel.cp: 1 or stack.context_parallel: false",
+        )
     # Megatron-core's AttnBackend: flash = flash-attn, fused = cuDNN (TE FusedAttention), auto = TE's own choice
     backend = _ATTENTION_BACKEND[stack.attention_kernel] if stack.flash_attention else "unfused"
     return [
@@ -727,16 +758,29 @@ def _checkpoint_args(f: Facts, warnings: list[str]) -> list[Arg]:
             "checkpoint: async save needs the torch_dist format, which Megatron FSDP cannot use; "
             "saves will block"
         )
-    milestone = f.milestone_every_steps
-    if milestone and milestone % f.checkpoint_interval_steps == 0:
-        ck.append(
-            ("--save-retain-interval", [str(milestone)], "keep these permanently (the plan's milestones)")
-        )
-    warnings.append(
-        f"checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the "
-        f"plan's {f.retention_generations} rolling generations need an external cleanup job"
-    )
+    warnings.append(_retention_warning(f))
     return ck
+
+
+def _retention_warning(f: Facts) -> str:
+    """What to delete by hand. --save-retain-interval is not written: with it, each save deletes the previous
+    checkpoint unless its iteration is a multiple of the interval (training/checkpointing.py, iter_finalize_fn),
+    which would leave only the latest and the milestones, not the plan's rolling generations and rollback points
+    that ``runplan monitor --plan`` rolls back to; without it Megatron deletes nothing."""
+    keep = [f"the {f.retention_generations} newest checkpoints"]
+    if f.rollback_every_steps:
+        keep.append(
+            f"the {f.rollback_generations} newest at multiples of {f.rollback_every_steps:,} steps (rollback points)"
+        )
+    if f.milestone_every_steps:
+        keep.append(f"every one at a multiple of {f.milestone_every_steps:,} steps (milestones)")
+    kept = keep[0] if len(keep) == 1 else f"{', '.join(keep[:-1])} and {keep[-1]}"
+    return (
+        "checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous "
+        "checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so "
+        "Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the "
+        f"newest save is complete) every iter_* directory except {kept}"
+    )
 
 
 def _eval_args(f: Facts, warnings: list[str]) -> list[Arg]:

@@ -23,7 +23,7 @@
 #
 # WARNINGS (what this engine cannot express as planned):
 #   - recompute: the plan's selective mode also recomputes the dense MLP activation; Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: activation memory is higher than planned
-#   - checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the plan's 3 rolling generations need an external cleanup job
+#   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints, the 2 newest at multiples of 306 steps (rollback points) and every one at a multiple of 4,760 steps (milestones)
 set -euo pipefail
 
 : "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}"
@@ -98,7 +98,6 @@ ARGS=(
   --save-interval 17  # the plan's checkpoint interval (Daly)
   --ckpt-format torch_dist  # distributed checkpoint (needed for --async-save)
   --async-save  # the plan stages the save through pinned host memory
-  --save-retain-interval 4760  # keep these permanently (the plan's milestones)
   # evaluation (the plan's canary)
   --eval-interval 300  # the plan's canary cadence (monitoring)
   --eval-iters 8  # the canary's 1,024 sequences, in whole global batches

@@ -23,7 +23,7 @@
 #
 # WARNINGS (what this engine cannot express as planned):
 #   - recompute: the plan's selective mode also recomputes the dense MLP activation; Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: activation memory is higher than planned
-#   - checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the plan's 3 rolling generations need an external cleanup job
+#   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints, the 2 newest at multiples of 315 steps (rollback points) and every one at a multiple of 92,995 steps (milestones)
 #   - evaluation: Megatron evaluates whole global batches, so the canary's 1,024 sequences become 1 x 2,048; each evaluation costs 2.0x the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences (Megatron draws the next validation batches each time)
 set -euo pipefail
 
@@ -99,7 +99,6 @@ ARGS=(
   --save-interval 35  # the plan's checkpoint interval (Daly)
   --ckpt-format torch_dist  # distributed checkpoint (needed for --async-save)
   --async-save  # the plan stages the save through pinned host memory
-  --save-retain-interval 92995  # keep these permanently (the plan's milestones)
   # evaluation (the plan's canary)
   --eval-interval 100  # the plan's canary cadence (monitoring)
   --eval-iters 1  # the canary's 1,024 sequences, in whole global batches

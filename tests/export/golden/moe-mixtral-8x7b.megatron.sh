@@ -24,7 +24,7 @@
 #
 # WARNINGS (what this engine cannot express as planned):
 #   - load balancing: the plan does not set the router's auxiliary loss and Megatron's --moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral 8x7B release run uses 1e-2, tests/functional_tests/test_cases/mixtral/mixtral_8x7b_alltoall_tp2pp4ep4_release)
-#   - checkpoint retention: Megatron keeps the latest checkpoint and every --save-retain-interval one; the plan's 3 rolling generations need an external cleanup job
+#   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints and every one at a multiple of 15,960 steps (milestones)
 #   - evaluation: Megatron evaluates whole global batches, so the canary's 1,024 sequences become 1 x 3,072; each evaluation costs 3.0x the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences (Megatron draws the next validation batches each time)
 set -euo pipefail
 
@@ -98,7 +98,6 @@ ARGS=(
   --save-interval 228  # the plan's checkpoint interval (Daly)
   --ckpt-format torch_dist  # distributed checkpoint (needed for --async-save)
   --async-save  # the plan stages the save through pinned host memory
-  --save-retain-interval 15960  # keep these permanently (the plan's milestones)
   # evaluation (the plan's canary)
   --eval-interval 100  # the plan's canary cadence (monitoring)
   --eval-iters 1  # the canary's 1,024 sequences, in whole global batches
