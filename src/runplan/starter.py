@@ -160,6 +160,7 @@ def starter_plan(
     name: str,
     days: str | None = None,
     gpus_per_node: str | None = None,
+    price_per_gpu_hour: str | None = None,
 ) -> str:
     """The starter plan text for the flags given (validated the same way a plan file is).
 
@@ -169,11 +170,18 @@ def starter_plan(
     flops, days, placeholder = _checked_budget(flops, model, tokens, gpus, days)
     gpus = DEFAULT_INIT_GPUS if gpus is None else gpus
     _check_names(gpus, gpu, model, seq_len, name)
+    if price_per_gpu_hour is not None:  # a number here; its range is the plan file's (_validated)
+        parse_number(price_per_gpu_hour, where="cluster.price_per_gpu_hour")
     from runplan.escape import yaml_scalar
 
     chosen: dict[str, dict[str, Any]] = {
         "budget": {"flops": flops, "days": days, "tokens": tokens},
-        "cluster": {"gpu": gpu, "gpus": gpus, "gpus_per_node": gpus_per_node},
+        "cluster": {
+            "gpu": gpu,
+            "gpus": gpus,
+            "gpus_per_node": gpus_per_node,
+            "price_per_gpu_hour": price_per_gpu_hour,
+        },
         "training": {"seq_len": seq_len},
     }
     lines = [

@@ -27,8 +27,8 @@ def test_bounds_that_cannot_meet_are_bad_input(argv, flag, phrase):
     assert code == 2 and stderr.startswith(f"runplan: error: {flag}:") and phrase in stderr
 
 
-def test_a_floor_above_the_critical_batch_is_held_within_the_tolerance_above_it():
-    """8B on 512 GPUs: the critical batch is about 4.2M tokens; at least 8M used to collapse the range to
+def test_a_floor_above_the_batch_ceiling_is_held_within_the_tolerance_above_it():
+    """8B on 512 GPUs: the batch ceiling (DeepSeek's B_opt) is about 4.2M tokens; at least 8M used to collapse the range to
     [8M, 8M], which no d·b·m·s hits exactly (exit 1). Now [8M, 8.8M]."""
     from runplan.catalog import load_catalog
     from runplan.parallel.layout import Constraints, ParallelRequest
@@ -43,7 +43,7 @@ def test_a_floor_above_the_critical_batch_is_held_within_the_tolerance_above_it(
         constraints=Constraints(min_global_batch_tokens=8e6),
     )
     bounds, crit = _bounds(request)
-    assert crit.tokens < 8e6 and "above the critical batch" in bounds.batch_source
+    assert crit.tokens < 8e6 and "above the batch ceiling" in bounds.batch_source
     assert (bounds.low_tokens, bounds.high_tokens) == (8e6, pytest.approx(8.8e6))
     code, _, stdout = _run("--min-batch", "8M")
     assert code == 0, stdout

@@ -131,7 +131,7 @@ def test_pinned_layout_and_table():
         ],
     )
     assert res.exit_code == 0, res.output
-    assert "Best layout" in res.output and "critical batch" in res.output
+    assert "Best layout" in res.output and "DeepSeek's compute-optimal batch B_opt" in res.output
 
 
 def test_pin_any_layout_field_by_its_plan_name():

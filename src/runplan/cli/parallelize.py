@@ -69,10 +69,11 @@ BatchTolerance = Annotated[
 ]
 MinBatch = Annotated[Text, _opt("--min-batch", help="Smallest global batch, tokens.")]
 MaxBatch = Annotated[
-    Text, _opt("--max-batch", help="Largest global batch, tokens (default: the critical batch).")
+    Text,
+    _opt("--max-batch", help="Largest global batch, tokens (default: DeepSeek's compute-optimal B_opt)."),
 ]
 TrainingTokens = Annotated[
-    Text, _opt("--training-tokens", help="Tokens to train (days, critical batch); default 20 x params.")
+    Text, _opt("--training-tokens", help="Tokens to train (days, B_opt batch ceiling); default 20 x params.")
 ]
 Top = Annotated[Text, _opt("--top", help="How many layouts to show (default 5).")]
 MaxBubble = Annotated[Text, _opt("--max-bubble", help="Largest bubble fraction (0.15).")]
@@ -496,7 +497,7 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
         print_json(data)
         return
     _render(result, resolution, request.constraints.throughput_tolerance, calibration, _stack_line(stack))
-    for line in result.warnings[1:]:  # the first (the critical batch) is in the header
+    for line in result.warnings[1:]:  # the first (the batch law, B_opt) is in the header
         warn(line)
 
 

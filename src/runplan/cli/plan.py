@@ -321,6 +321,9 @@ def init(
     gpus_per_node: str | None = typer.Option(
         None, "--gpus-per-node", help="GPUs per node (NVLink domain); default: the GPU type's."
     ),
+    price_per_gpu_hour: str | None = typer.Option(
+        None, "--price-per-gpu-hour", help="USD per GPU-hour, for the cost (default 2)."
+    ),
     seq_len: str = typer.Option(
         str(DEFAULT_SEQ_LEN), "--seq-len", help="Sequence length in tokens, e.g. 8192 or 8k (= 8192)."
     ),
@@ -339,6 +342,7 @@ def init(
         name=name,
         days=days,
         gpus_per_node=gpus_per_node,
+        price_per_gpu_hour=price_per_gpu_hour,
     )
     typer.echo(text, nl=False)
 

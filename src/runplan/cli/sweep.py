@@ -22,6 +22,7 @@ def render(sweep: Sweep) -> None:
     from rich.table import Table
 
     from runplan.cli.common import console
+    from runplan.scaling.sweep import WSD_HOURS_HEADER, wsd_hours_note
     from runplan.units import format_si
 
     out = console()
@@ -38,7 +39,7 @@ def render(sweep: Sweep) -> None:
 
     columns = ["budget", "total", "non-emb", "L", "d_model", "heads", "FFN", "tokens"]
     if sweep.gpu_hours is not None:
-        columns.append("GPU-h")
+        columns.append(WSD_HOURS_HEADER if sweep.wsd else "GPU-h")
     if sweep.wsd:
         columns += ["cooldown@"]
     for column in columns:
@@ -60,6 +61,8 @@ def render(sweep: Sweep) -> None:
             row += [si(r.cooldown_start_tokens or 0)]
         table.add_row(*row)
     out.print(table)
+    if sweep.wsd and sweep.gpu_hours is not None:
+        out.print(wsd_hours_note(sweep.cooldown_fraction))
     out.print(
         f"total: {sweep.total_flops:.3g} FLOPs = {sweep.total_fraction:.2%} of the main run"
         + (

@@ -34,6 +34,7 @@ from runplan.monitor.rolling import (
 )
 from runplan.monitor.series import MetricLog
 from runplan.monitor.thresholds import Thresholds
+from runplan.monitor.words import percent, steps_text
 
 
 @dataclass
@@ -103,8 +104,8 @@ def grad_norm_events(ctx: Context) -> list[Event]:
             f"({_baseline_note(points, int(steps[first]), int(log.steps[0]), t.grad_norm_window_steps)}); alert at "
             f"{t.grad_norm_factor:g}×"
             + (
-                f", pause at {t.grad_norm_pause_factor:g}×: pause and inspect the data of steps "
-                f"{steps[first]:,}-{steps[peak]:,}"
+                f", pause at {t.grad_norm_pause_factor:g}×: pause and inspect the data of "
+                f"{steps_text(int(steps[first]), int(steps[peak]))}"
                 if pause
                 else ": watch the loss over the next steps"
             )
@@ -172,8 +173,8 @@ def _one_spike(
     base_text = _baseline_note(points, start_step, int(ctx.log.steps[0]), t.pre_spike_window_steps)
     rise = values[peak] / base - 1
     head = (
-        f"loss {values[peak]:.4g} at step {peak_step:,} is {rise:.0%} above its pre-spike mean {base:.4g} "
-        f"({base_text})"
+        f"loss {values[peak]:.4g} at step {peak_step:,} is {rise:.1%} above its pre-spike mean {base:.4g} "
+        f"(threshold {percent(t.spike_fraction)}; {base_text})"
     )
     gap = _gap_before(steps, done if done is not None else values.size - trailing, interval)
     event = Event(
@@ -192,9 +193,9 @@ def _one_spike(
     if within and end_step is not None:
         event.skip_steps = [start_step, peak_step]
         event.why += (
-            f"; back within {t.spike_fraction:.0%} by step {end_step:,} ({end_step - start_step:,} steps, "
+            f"; back within {percent(t.spike_fraction)} by step {end_step:,} ({end_step - start_step:,} steps, "
             f"under {t.spike_recovery_steps}): recovered by itself{gap}. If the canary stayed flat it was the "
-            f"data: inspect the batches of steps {start_step:,}-{peak_step:,}"
+            f"data: inspect the batches of {steps_text(start_step, peak_step)}"
         )
     elif end_step is not None or ctx.last_step >= deadline:
         restart = checkpoint if checkpoint is not None else target
@@ -203,9 +204,9 @@ def _one_spike(
         event.skip_steps = ctx.skip_range(restart, peak_step)
         late = f" (back only at step {end_step:,})" if end_step is not None else ""
         event.why += (
-            f"; not back within {t.spike_fraction:.0%} by step {deadline:,} ({t.spike_recovery_steps} steps)"
+            f"; not back within {percent(t.spike_fraction)} by step {deadline:,} ({t.spike_recovery_steps} steps)"
             f"{late}: a divergence. {rollback_text.capitalize()}, ≥ {t.rollback_margin_steps} steps before "
-            f"it, and skip the batches of steps {event.skip_steps[0]:,}-{event.skip_steps[1]:,} (PaLM §5.1); "
+            f"it, and skip the batches of {steps_text(*event.skip_steps)} (PaLM §5.1); "
             "do not lower the learning rate instead"
         )
     else:
@@ -214,15 +215,15 @@ def _one_spike(
         event.rollback_to_step = checkpoint
         event.skip_steps = ctx.skip_range(restart, peak_step)
         seen = (
-            f"; back within {t.spike_fraction:.0%} at the last {trailing} logged point"
+            f"; back within {percent(t.spike_fraction)} at the last {trailing} logged point"
             f"{'s' if trailing != 1 else ''}{gap}, fewer than the {t.confirm_points} that confirm a recovery"
             if trailing
             else "; still above it when the log ends"
         )
         event.why += (
-            f"{seen}. Wait until step {deadline:,}: if the loss is not back within {t.spike_fraction:.0%} "
-            f"of {base:.4g} by then, {rollback_text} and skip the batches of steps "
-            f"{event.skip_steps[0]:,}-{event.skip_steps[1]:,} (PaLM §5.1)"
+            f"{seen}. Wait until step {deadline:,}: if the loss is not back within "
+            f"{percent(t.spike_fraction)} of {base:.4g} by then, {rollback_text} and skip the batches of "
+            f"{steps_text(*event.skip_steps)} (PaLM §5.1)"
         )
     return event, (done if done is not None else values.size)
 
@@ -273,7 +274,7 @@ def nan_events(ctx: Context) -> list[Event]:
                         f"{start:,}"
                         + (
                             f"{' to the end of the log' if open_end else ''}: the weights may be corrupt; "
-                            f"{text} and inspect the batches of steps {start:,}-{int(log.steps[last]):,}"
+                            f"{text} and inspect the batches of {steps_text(start, int(log.steps[last]))}"
                             if persistent
                             else ": the engine skipped the update; watch for more"
                         )

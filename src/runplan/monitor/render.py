@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from runplan.monitor.events import Event
-from runplan.monitor.words import counted
+from runplan.monitor.words import counted, steps_text
 
 if TYPE_CHECKING:
     from runplan.monitor.analyse import Report
@@ -61,7 +61,7 @@ def terminal(report: Report) -> None:
     out.print(f"[{style}]{headline(report)}[/{style}]")
     first, last = report.steps
     out.print(
-        f"{report.source} ({report.format}): steps {first:,}-{last:,}, "
+        f"{report.source} ({report.format}): {steps_text(first, last)}, "
         f"{report.summary['logged_steps']:,} logged, {_every(report.summary['interval_steps'])}; "
         f"metrics: {', '.join(report.metrics)}; thresholds: {report.summary['thresholds']}"
     )
@@ -139,6 +139,11 @@ def vs_plan_text(vs: dict[str, Any]) -> str:
     )
 
 
+def _step_cell(first: int, last: int) -> str:
+    """A table cell's step range: "1,290" for one step, else "1,290-1,300"."""
+    return f"{first:,}" if first == last else f"{first:,}-{last:,}"
+
+
 def markdown(report: Report) -> str:
     first, last = report.steps
     metrics = ", ".join(f"{k} ({v['as_written']}, {v['points']:,} points)" for k, v in report.metrics.items())
@@ -147,7 +152,7 @@ def markdown(report: Report) -> str:
         "",
         f"**{headline(report)}**",
         "",
-        f"- log: `{report.source}` ({report.format}), steps {first:,}-{last:,}, "
+        f"- log: `{report.source}` ({report.format}), {steps_text(first, last)}, "
         f"{counted(report.summary['logged_steps'], 'step')} logged, {_every(report.summary['interval_steps'])}",
         f"- thresholds: {report.summary['thresholds']}; checkpoints: {report.summary['checkpoints']}",
         f"- metrics: {metrics}",
@@ -162,7 +167,7 @@ def markdown(report: Report) -> str:
         ]
         for e in report.events:
             action = e.action + (f" {e.wait_until_step:,}" if e.wait_until_step else "")
-            skip = "" if not e.skip_steps else f"{e.skip_steps[0]:,}-{e.skip_steps[1]:,}"
+            skip = "" if not e.skip_steps else _step_cell(*e.skip_steps)
             rollback = "" if e.rollback_to_step is None else f"{e.rollback_to_step:,}"
             why = e.why.replace("|", "\\|")
             lines.append(

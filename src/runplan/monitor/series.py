@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from runplan.errors import SpecError
-from runplan.monitor.words import counted
+from runplan.monitor.words import counted, steps_text
 
 #: A backward jump of the step counter is a restart when there are few of them; more than this many (and more
 #: than 1% of the rows) means the rows are not in step order at all (shuffled or concatenated out of order).
@@ -227,7 +227,7 @@ def _without_abandoned(rows: Rows, notes: list[str]) -> tuple[Rows, np.ndarray]:
     if beyond.size:
         notes.append(
             f"{counted(int(beyond.size), 'row')} an abandoned attempt logged past where the run has reached "
-            f"(steps {int(beyond.min()):,}-{int(beyond.max()):,}) left out: the run went on from a checkpoint before them"
+            f"({steps_text(int(beyond.min()), int(beyond.max()))}) left out: the run went on from a checkpoint before them"
         )
     kept = replace(
         rows,
@@ -269,7 +269,7 @@ def _drop_unlogged(
         bad_all &= nonfinite[name]
     if len(names) > 1 and bad_all.any():
         for start, end in _runs(steps, bad_all)[:5]:
-            notes.append(f"steps {start:,}-{end:,}: every metric is nan (nothing was logged there)")
+            notes.append(f"{steps_text(start, end)}: every metric is nan (nothing was logged there)")
     elif len(names) == 1:
         bad_all[:] = False  # one metric: a nan is a value, left for the NaN detector
     keep = finite_any | (~bad_all & np.logical_or.reduce([nonfinite[n] for n in names]))

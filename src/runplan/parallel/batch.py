@@ -1,4 +1,7 @@
-"""Critical (largest useful) global batch: the ceiling of the batch range when the user gives none.
+"""Batch ceiling: DeepSeek's compute-optimal batch B_opt, the top of the batch range when the user gives none.
+
+The code and the JSON call it ``critical_batch`` (kept for compatibility); it is not Kaplan et al.'s critical
+batch B_crit (docs/scaling.md), and the text shown to users names it B_opt.
 
 Law: DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, §3.1, Eq. 1 and Fig. 3): the near-optimal batch in tokens
 is ``B_opt = 0.2920 · C^0.3271`` with ``C = M·D``, ``M`` the non-embedding FLOPs per token
@@ -7,7 +10,7 @@ the attention score/value term ``6·L·s·a·(d_qk + d_v)``, which equals 72·L�
 block) and ``D`` the training tokens. When ``D`` is not given we assume Chinchilla's 20 tokens per parameter.
 
 Leaves out: DeepSeek fitted the law on their data, tokenizer and LR schedule with compute up to ~3e20 FLOPs;
-Zhang et al. 2024 (arXiv 2410.21676) find the critical batch grows mainly with D, not N; the batch is usually
+Zhang et al. 2024 (arXiv 2410.21676) find the (Kaplan) critical batch grows mainly with D, not N; the batch is usually
 ramped up early in training (the schedule stage does that). We use B_opt as a ceiling, not a target.
 """
 
@@ -22,7 +25,8 @@ LAW_NAME = "DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, Eq. 1): B_opt = 0.29
 
 
 def critical_batch(shape: ModelShape, seq_len: int, training_tokens: float | None = None) -> CriticalBatch:
-    """Batch ceiling for ``shape`` trained on ``training_tokens`` (default 20 × total parameters)."""
+    """Batch ceiling (DeepSeek's B_opt) for ``shape`` trained on ``training_tokens`` (default 20 × total
+    parameters)."""
     assumed = training_tokens is None
     tokens = (
         CHINCHILLA_TOKENS_PER_PARAM * shape.total_params

@@ -62,7 +62,8 @@ def divisors(n: int) -> list[int]:
 
 
 def batch_range_tokens(request: ParallelRequest, crit: CriticalBatch) -> tuple[float, float, str]:
-    """(low, high, where it came from): target ± tolerance, else [min, max or the critical batch]."""
+    """(low, high, where it came from): target ± tolerance, else [min, max or DeepSeek's compute-optimal
+    B_opt as the ceiling]."""
     cons = request.constraints
     if request.global_batch_tokens is not None:
         tol = request.global_batch_tolerance
@@ -77,13 +78,19 @@ def batch_range_tokens(request: ParallelRequest, crit: CriticalBatch) -> tuple[f
     low = cons.min_global_batch_tokens or float(request.seq_len)
     if cons.max_global_batch_tokens is not None:
         return low, cons.max_global_batch_tokens, "given range"
-    # the critical batch of a very long run can exceed any batch planned: cap it (MAX_GLOBAL_BATCH_TOKENS)
+    # B_opt of a very long run can exceed any batch planned: cap it (MAX_GLOBAL_BATCH_TOKENS)
     ceiling = min(crit.tokens, MAX_GLOBAL_BATCH_TOKENS)
-    if low > ceiling:  # a floor above the critical batch: held within the target tolerance above it, as a
+    if low > ceiling:  # a floor above the ceiling: held within the target tolerance above it, as a
         # target would be, rather than to the floor exactly (which almost no d·b·m·s hits)
         high = low * (1.0 + request.global_batch_tolerance)
-        return low, high, f"at least {low:.4g} tokens, above the critical batch {crit.tokens:.3g}"
-    return low, ceiling, "at most the critical batch"
+        return low, high, f"at least {low:.4g} tokens, above the batch ceiling {ceiling:.3g}"
+    if ceiling < crit.tokens:
+        return (
+            low,
+            ceiling,
+            f"at most {ceiling:.3g} tokens, DeepSeek's compute-optimal B_opt {crit.tokens:.3g} capped",
+        )
+    return low, ceiling, "at most DeepSeek's compute-optimal B_opt"
 
 
 def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], list[str]]:
@@ -265,7 +272,7 @@ def choose_microbatches(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(m to evaluate, batch-range ok, m values in range per row) — the largest m in range, see module doc."""
     s = request.seq_len
-    # clip before the int64 arithmetic: a batch range from a huge critical batch (many training tokens)
+    # clip before the int64 arithmetic: a batch range from a huge B_opt (many training tokens)
     # would overflow it, and no batch above MAX_GLOBAL_BATCH_TOKENS is planned anyway
     low_tokens = min(low_tokens, MAX_GLOBAL_BATCH_TOKENS)
     high_tokens = min(high_tokens, MAX_GLOBAL_BATCH_TOKENS)
@@ -577,6 +584,23 @@ def _model_info(request: ParallelRequest) -> dict[str, Any]:
     }
 
 
+def _batch_law_line(request: ParallelRequest, crit: CriticalBatch, bounds: _Bounds) -> str:
+    """The batch law's line, naming B_opt for what it is: the range's ceiling only when no target, no largest
+    batch and no cap replaced it."""
+    is_ceiling = (
+        request.global_batch_tokens is None
+        and request.constraints.max_global_batch_tokens is None
+        and bounds.high_tokens == crit.tokens
+    )
+    name = (
+        "batch ceiling (DeepSeek's compute-optimal B_opt)"
+        if is_ceiling
+        else "DeepSeek's compute-optimal batch B_opt"
+    )
+    assumed = " with D = 20·N assumed" if crit.assumed_training_tokens else ""
+    return f"{name} {crit.tokens:,.0f} tokens: {crit.law}{assumed}"
+
+
 def search(request: ParallelRequest) -> SearchResult:
     """Evaluate every layout of the space, keep the feasible ones, rank by predicted tokens per second."""
     start = time.perf_counter()
@@ -591,8 +615,7 @@ def search(request: ParallelRequest) -> SearchResult:
         batch_range_tokens=(bounds.low_tokens, bounds.high_tokens),
         critical_batch=crit,
         warnings=[
-            f"critical batch {crit.tokens:,.0f} tokens: {crit.law}"
-            + (" with D = 20·N assumed" if crit.assumed_training_tokens else ""),
+            _batch_law_line(request, crit, bounds),
             *precision_notes(request.gpu, request.stack, moe=request.model.is_moe),
         ],
     )

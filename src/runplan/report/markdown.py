@@ -3,6 +3,8 @@ decisions and warnings (the shape of jax-ml/scaling-book's worked examples, DESI
 
 from __future__ import annotations
 
+import math
+
 import yaml
 
 from runplan.escape import markdown_text
@@ -23,6 +25,29 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+#: Significant digits of the floats in the Inputs section (a derived default such as a failure rate is a long
+#: float; integers are shown whole).
+INPUT_DIGITS = 4
+
+
+class _InputsDumper(yaml.SafeDumper):
+    """YAML with every finite float to INPUT_DIGITS significant digits, still a YAML float (``3.789``,
+    ``2.0e+12``); ints, bools and text as ``yaml.safe_dump`` writes them."""
+
+
+def _float_text(dumper: yaml.SafeDumper, value: float) -> yaml.ScalarNode:
+    if not math.isfinite(value):
+        return dumper.represent_float(value)
+    text = f"{value:.{INPUT_DIGITS}g}"
+    mantissa, e, exponent = text.partition("e")
+    if "." not in mantissa:  # YAML 1.1 reads a float only with a dot: 3e+09 would be a string
+        mantissa += ".0"
+    return dumper.represent_scalar("tag:yaml.org,2002:float", mantissa + e + exponent)
+
+
+_InputsDumper.add_representer(float, _float_text)
+
+
 def render_markdown(plan: RunPlan, plots: dict[str, str] | None = None) -> str:
     """One Markdown document; ``plots`` maps a plot's title to its relative path (linked where it belongs)."""
     name = plan.inputs.get("name") or "run plan"
@@ -33,10 +58,11 @@ def render_markdown(plan: RunPlan, plots: dict[str, str] | None = None) -> str:
     out += [
         "## Inputs",
         "",
-        "The plan file as read (defaults filled in by `runplan plan`):",
+        f"The plan file as read (defaults filled in by `runplan plan`; numbers to {INPUT_DIGITS} significant "
+        "digits):",
         "",
         "```yaml",
-        yaml.safe_dump(plan.inputs, sort_keys=False, width=100).rstrip(),
+        yaml.dump(plan.inputs, Dumper=_InputsDumper, sort_keys=False, width=100).rstrip(),
         "```",
         "",
     ]

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from runplan.plan import RunPlan
 from runplan.report.format import fmt_bytes, fmt_count, fmt_duration, fmt_ratio, fmt_value, label
-from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes
+from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes, wsd_hours_note
 
 
 @dataclass
@@ -507,10 +507,13 @@ def _sweep(plan: RunPlan) -> Section:
         )
     # the suggestions the plan keeps out of its warnings, named by the plan key that acts on them
     section.bullets += flag_notes(s.wsd, len(s.budgets), PLAN_BUDGETS)
+    hours = "added GPU-hours" if s.wsd else "GPU-hours"
+    if s.wsd and s.gpu_hours is not None:
+        section.bullets.append(wsd_hours_note(s.cooldown_fraction, hours))
     section.tables.append(
         Table(
             "Runs",
-            ["run", "params", "layers × d_model", "tokens", "FLOPs", "GPU-hours"],
+            ["run", "params", "layers × d_model", "tokens", "FLOPs", hours],
             [
                 [
                     r.run,

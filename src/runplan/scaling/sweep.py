@@ -394,6 +394,22 @@ def _share_trunks(
 PLAN_BUDGETS = "sweep: {budgets: 3} in the plan file"
 
 
+#: The GPU-hours column's header when runs share WSD trunks: each run's hours are what it adds, not a full training.
+WSD_HOURS_HEADER = "GPU-h*"
+
+
+def wsd_hours_note(cooldown_fraction: float | None, header: str = WSD_HOURS_HEADER) -> str:
+    """What the GPU-hours column counts when runs share WSD trunks (each trunk is counted once, in one run)."""
+    share = (
+        f"the last {cooldown_fraction:.0%} of its tokens" if cooldown_fraction is not None else "its cooldown"
+    )
+    return (
+        f"{header}: what each run adds with WSD, not a whole training: its cooldown branch ({share}); the "
+        "longest run of each size also carries the stable trunk the size's shorter runs branch from, so the "
+        "column adds up to the total"
+    )
+
+
 def flag_notes(wsd: bool, budgets: int, setting: str = "--budgets 3") -> list[str]:
     """Notes that suggest more budgets, naming how to set them (``runplan sweep``'s flag, or a plan's
     ``sweep.budgets`` key: the plan shows them in its sweep section, not among its warnings,
