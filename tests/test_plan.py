@@ -207,6 +207,41 @@ def test_allocate_and_parallelize_read_the_same_plan_file():
     assert {(x["tp"], x["pp"]) for x in pinned} == {(4, 4)}
 
 
+def test_a_days_budget_sizes_one_model_in_allocate_parallelize_and_plan(tmp_path):
+    """A GPU-time budget is filled at the chosen layout's predicted speed (plan.build_plan), not converted at
+    budget.mfu: allocate and parallelize on the file gave 26.7 B while plan gave 33.6 B (256 A100, 30 days)."""
+    path = tmp_path / "a100.yaml"
+    path.write_text(
+        "schema_version: 1\nname: a100-30d\nbudget: {days: 30}\ntraining: {seq_len: 4096}\n"
+        "cluster: {gpu: a100-80gb, gpus: 256, price_per_gpu_hour: 1.5}\n"
+    )
+    plan = build_plan(load_plan(path), tmp_path)
+    assert plan.allocation.days == 30 and plan.allocation.mfu is not None and plan.allocation.mfu > 0.5
+    # the budget row gives both rates: C's share of the peak, and the layout's higher MFU (attention FLOPs)
+    from runplan.report.sections import plan_sections
+
+    rows = {row[0]: row for section in plan_sections(plan) for row in section.rows}
+    assert f"× {plan.allocation.mfu:.1%} × days" in rows["budget"][2]
+    assert f"below the layout's MFU {plan.layout.best.mfu:.1%}" in rows["budget"][2]
+    assert plan.allocation.mfu < plan.layout.best.mfu
+    allocated = run("allocate", str(path), "--json")
+    assert allocated.exit_code == 0, allocated.output
+    data = json.loads(allocated.stdout)
+    assert data["params"] == plan.allocation.params and data["tokens"] == plan.allocation.tokens
+    assert data["days"] == pytest.approx(30.0, rel=1e-9)
+    text = run("allocate", str(path)).stdout
+    assert "sized as `runplan plan` sizes it" in " ".join(text.split())
+    laid_out = run("parallelize", str(path), "--json")
+    assert laid_out.exit_code == 0, laid_out.output
+    best = json.loads(laid_out.stdout)["layouts"][0]  # the same model: the same best layout and step time
+    assert (best["tp"], best["pp"], best["dp"]) == (
+        plan.layout.best.tp,
+        plan.layout.best.pp,
+        plan.layout.best.dp,
+    )
+    assert best["step_seconds"] == plan.layout.best.step_seconds
+
+
 @pytest.mark.parametrize(
     ("args", "flag"),
     [

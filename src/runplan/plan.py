@@ -666,11 +666,41 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     """
     inputs = resolve_inputs(spec, base_dir)
     target_days = budget_days(spec, inputs.n_gpus)
-    plan, flops = _build_once(spec, inputs, None)
+    plan, flops = _filled(spec, inputs, target_days)
     if target_days is None:
         return plan
-    # the predicted days jump where the layout or the batch rounding changes with N, so the iteration may
-    # cycle: keep the fullest plan that does not overrun the budget
+    predicted = plan.cost.main.wall_clock_days
+    warnings = list(plan.warnings)
+    if abs(predicted / target_days - 1.0) > FILL_RTOL:
+        warnings.append(
+            f"budget: the plan fills {predicted:.1f} of the budget's {target_days:.1f} days: the chosen layout "
+            "and the batch rounding change with the model size, so no size fills it within 1%"
+        )
+    allocation = plan.allocation.model_copy(
+        update={"mfu": fill_rate(flops, inputs, target_days), "days": target_days}
+    )
+    return plan.model_copy(update={"allocation": allocation, "warnings": warnings})
+
+
+def fill_rate(flops: float, inputs: ResolvedInputs, days: float) -> float:
+    """The utilisation a budget of ``days`` was converted at: C / (GPUs × peak × seconds), goodput included."""
+    return flops / (inputs.n_gpus * inputs.gpu.bf16_flops * days * SECONDS_PER_DAY)
+
+
+def filled_flops(spec: PlanSpec, inputs: ResolvedInputs) -> float | None:
+    """The compute :func:`build_plan` spends a GPU-time budget at, so that `allocate` and `parallelize` on a
+    plan file size the same model as `plan`; None for a FLOPs or token budget (nothing to fill)."""
+    target_days = budget_days(spec, inputs.n_gpus)
+    return None if target_days is None else _filled(spec, inputs, target_days)[1]
+
+
+def _filled(spec: PlanSpec, inputs: ResolvedInputs, target_days: float | None) -> tuple[RunPlan, float]:
+    """The plan and its C: at the budget's own conversion, or (``target_days``) the fullest fixed-point iterate
+    that does not overrun the budget (the predicted days jump where the layout or the batch rounding changes
+    with N, so the iteration may cycle)."""
+    plan, flops = _build_once(spec, inputs, None)
+    if target_days is None:
+        return plan, flops
     tried = [(plan, flops)]
     for _ in range(FILL_MAX_STEPS):
         predicted = plan.cost.main.wall_clock_days
@@ -679,18 +709,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         plan, flops = _build_once(spec, inputs, flops * target_days / predicted)
         tried.append((plan, flops))
     within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days * (1.0 + FILL_RTOL)]
-    plan, flops = max(within or tried, key=lambda t: -abs(t[0].cost.main.wall_clock_days / target_days - 1))
-    predicted = plan.cost.main.wall_clock_days
-    warnings = list(plan.warnings)
-    if abs(predicted / target_days - 1.0) > FILL_RTOL:
-        warnings.append(
-            f"budget: the plan fills {predicted:.1f} of the budget's {target_days:.1f} days: the chosen layout "
-            "and the batch rounding change with the model size, so no size fills it within 1%"
-        )
-    # the utilisation the budget was converted at: C / (GPUs × peak × budget seconds), goodput included
-    effective = flops / (inputs.n_gpus * inputs.gpu.bf16_flops * target_days * SECONDS_PER_DAY)
-    allocation = plan.allocation.model_copy(update={"mfu": effective, "days": target_days})
-    return plan.model_copy(update={"allocation": allocation, "warnings": warnings})
+    return max(within or tried, key=lambda t: -abs(t[0].cost.main.wall_clock_days / target_days - 1))
 
 
 def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> tuple[RunPlan, float]:

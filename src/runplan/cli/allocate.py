@@ -148,7 +148,7 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
             ("saving", f"{_no_negative_zero(a.total_flops_saving or 0.0):.1%} of total FLOPs"),
         ]
     if a.gpu_hours is not None:
-        rows.append(("GPU-hours", f"{a.gpu_hours:,.0f} on {a.gpu} at MFU {a.mfu:g}"))
+        rows.append(("GPU-hours", f"{a.gpu_hours:,.0f} on {a.gpu} at MFU {a.mfu:.3g}"))
         if a.days is not None:
             rows.append(("wall-clock", f"{_days(a.days)} on {a.gpus:,} GPUs"))
         if a.cost_usd is not None:
@@ -299,16 +299,19 @@ def allocate_command(
 def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     """The allocation stage of `runplan plan`, with the plan's cluster for GPU-hours, days and cost."""
     from runplan.cli.common import load_plan_file, located
-    from runplan.plan import allocation_stage, resolve_inputs
+    from runplan.plan import allocation_stage, budget_days, fill_rate, filled_flops, resolve_inputs
     from runplan.scaling.allocate import with_hardware
 
     loaded, spec = load_plan_file(plan_file)
     with located(loaded):
         inputs = resolve_inputs(spec, plan_file.resolve().parent)
-        stage = allocation_stage(spec, inputs)
+        flops = filled_flops(spec, inputs)  # a GPU-time budget: sized as `runplan plan` sizes it
+        stage = allocation_stage(spec, inputs, flops)
     from runplan.defaults import DEFAULT_MFU
 
-    mfu = spec.budget.mfu if spec.budget is not None else DEFAULT_MFU
+    first_guess = spec.budget.mfu if spec.budget is not None else DEFAULT_MFU
+    days = budget_days(spec, inputs.n_gpus)
+    mfu = first_guess if flops is None or days is None else fill_rate(flops, inputs, days)
     result = with_hardware(
         stage.allocation,
         inputs.gpu,
@@ -320,9 +323,15 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
         print_json(result.model_dump(mode="json"))
         return
     render(result, stage.law, shape_line=spec.model is None)  # a fixed model: its own shape, printed below
-    from runplan.cli.common import console
+    from runplan.cli.common import console, echo_wrapped
 
     console().print(f"model: {stage.resolution}")
+    if flops is not None:
+        echo_wrapped(
+            f"sized as `runplan plan` sizes it: C fills the budget's {days:g} days at the chosen layout's "
+            f"predicted speed ({mfu:.1%} of peak with goodput; budget.mfu {first_guess:g} was only the first "
+            "guess)"
+        )
 
 
 def register(app: typer.Typer) -> None:

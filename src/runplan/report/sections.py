@@ -74,8 +74,9 @@ def _allocation(plan: RunPlan) -> Section:
             (
                 "budget",
                 f"{a.days:.4g} days",
-                f"C sized so the predicted wall clock fills it: C = GPUs × peak × {a.mfu:.1%} × days "
-                "(the chosen layout's MFU × goodput, a fixed point)",
+                f"C sized so the predicted wall clock fills it (a fixed point): C = GPUs × peak × {a.mfu:.1%} × "
+                f"days, below the layout's MFU {plan.layout.best.mfu:.1%}: C = 6·N·D leaves out the attention "
+                "FLOPs MFU counts, and failures, saves and the batch ramp take time",
             )
         )
     if a.intervals is not None:
