@@ -40,6 +40,19 @@ def test_a_sweep_costing_more_than_a_quarter_of_the_run_says_so():
     assert any("the sweep costs 350% of the main run's compute" in w for w in sweep.warnings)
 
 
+def test_proxy_shapes_far_narrower_than_kaplan_compared_are_named():
+    # 8.28e22 with budgets 8.28e20..8.28e18 and Llama 3's 128,256-token vocabulary: the smallest proxies are
+    # 66.4 M total at 128 layers of width 128 (h/L = 1) and 103 M at 36 x 256 (7.1), both under 10; 20 x 384
+    # (19.2) is an ordinary small model and is not named
+    sweep = design_sweep(SweepRequest(flops=8.28e22, law=LAW, budgets=3))
+    (note,) = [w for w in sweep.warnings if "far narrower" in w]
+    assert "66.4 M at 128 layers × 128, 103 M at 36 layers × 256)" in note
+    assert "20 layers × 384" not in note and "--vocab-size" in note
+    # a 32k proxy vocabulary leaves room for width: no such shape
+    small_vocab = design_sweep(SweepRequest(flops=8.28e22, law=LAW, budgets=3, vocab_size=32000))
+    assert not [w for w in small_vocab.warnings if "far narrower" in w]
+
+
 def test_wsd_shares_trunks_across_budgets():
     plain = design_sweep(SweepRequest(flops=2e23, law=LAW, budgets=3))
     wsd = design_sweep(SweepRequest(flops=2e23, law=LAW, budgets=3, wsd=True, cooldown_fraction=0.2))

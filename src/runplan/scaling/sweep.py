@@ -29,7 +29,7 @@ from runplan.errors import Infeasible, SpecError
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.scaling.laws import ParametricLaw
-from runplan.units import SECONDS_PER_HOUR, AnyTokenLength
+from runplan.units import SECONDS_PER_HOUR, AnyTokenLength, format_si
 
 
 class SweepRun(BaseModel):
@@ -445,7 +445,31 @@ def _notes(request: SweepRequest, runs: list[SweepRun], total_flops: float) -> l
         biggest = max(r.params for r in runs)
         if note := request.law.extrapolation_note(biggest, max(r.tokens for r in runs)):
             notes.append(note)
+        notes += _too_deep(runs, request.vocab_size)
     return notes
+
+
+#: Kaplan et al. 2020 (arXiv 2001.08361, §3.1, Fig. 5): at fixed non-embedding parameters the loss is within a
+#: few percent for d_model / layers of about 20 to 200. Half the low end is flagged (a planning choice: GPT-3's
+#: 125M is 64, Qwen2.5 0.5B 37; 20 layers of 384 at 19 is an ordinary small model).
+MIN_PROXY_ASPECT = 10.0
+
+
+def _too_deep(runs: list[SweepRun], vocab_size: int) -> list[str]:
+    """A caution naming the proxy shapes far narrower than Kaplan's compared aspect ratios: at the bottom of a sweep
+    with a large vocabulary, the embedding takes most of the count and the generated shape is a deep, thin
+    stack no one would train (66.4 M total at 128 layers of width 128, vocabulary 128,256)."""
+    narrow = sorted(
+        {(r.total_params, r.n_layers, r.d_model) for r in runs if r.d_model / r.n_layers < MIN_PROXY_ASPECT}
+    )
+    if not narrow:
+        return []
+    shapes = ", ".join(f"{format_si(n)} at {layers} layers × {width}" for n, layers, width in narrow)
+    return [
+        f"{len(narrow)} proxy shape(s) far narrower than the shapes Kaplan et al. 2020 compared (d_model / layers "
+        f"< {MIN_PROXY_ASPECT:g}, their Fig. 5 spans about 20-200: {shapes}): the {vocab_size:,}-token embedding "
+        "takes much of their count; a smaller proxy vocabulary (--vocab-size) or larger budgets avoid them"
+    ]
 
 
 def design_sweep(request: SweepRequest) -> Sweep:
