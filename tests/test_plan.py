@@ -207,6 +207,24 @@ def test_allocate_and_parallelize_read_the_same_plan_file():
     assert {(x["tp"], x["pp"]) for x in pinned} == {(4, 4)}
 
 
+@pytest.mark.parametrize(("gpu", "overlap", "warned"), [("a100-80gb", "true", True), ("a100-80gb", "false", False),
+                                                      ("h100-sxm", "true", False)])  # fmt: skip
+def test_tp_overlap_on_ampere_is_warned_as_an_assumption(tmp_path, gpu, overlap, warned):
+    """TransformerEngine's TP comm overlap needs CUDA multicast (sm90) unless UB_SKIPMC=1: on A100 the plan's
+    time assumes an overlap the engine runs only on a slower path, and the Megatron export leaves it out."""
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "schema_version: 1\nname: p\nbudget: {flops: 1.3e23}\ntraining: {seq_len: 4096}\n"
+        f"cluster: {{gpu: {gpu}, gpus: 256}}\nstack: {{tp_comm_overlap: {overlap}}}\n"
+    )
+    plan = build_plan(load_plan(path), tmp_path)
+    assert plan.layout.best.tp > 1
+    found = [w for w in plan.warnings if "TP communication overlap" in w]
+    assert bool(found) is warned
+    if warned:
+        assert "UB_SKIPMC=1" in found[0] and "stack.tp_comm_overlap: false" in found[0]
+
+
 def test_a_days_budget_sizes_one_model_in_allocate_parallelize_and_plan(tmp_path):
     """A GPU-time budget is filled at the chosen layout's predicted speed (plan.build_plan), not converted at
     budget.mfu: allocate and parallelize on the file gave 26.7 B while plan gave 33.6 B (256 A100, 30 days)."""

@@ -31,7 +31,7 @@ from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.ops import Cost, Monitoring, Operations, Reliability, Schedule
 from runplan.ops.checkpoint import CheckpointPlan
-from runplan.parallel.layout import CriticalBatch, LayoutEstimate, SearchResult
+from runplan.parallel.layout import CriticalBatch, LayoutEstimate, ParallelRequest, SearchResult
 from runplan.scaling.allocate import Allocation
 from runplan.scaling.laws import ParametricLaw
 from runplan.scaling.sweep import Sweep
@@ -375,7 +375,6 @@ def stage_step_seconds(request: Any, best: Any, schedule: Any) -> list[float]:
 def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, tokens: float) -> LayoutStage:
     """Steps 4-5 input: the batch target (plan file, else DeepSeek's B_opt) and the layout search request."""
     from runplan.parallel.batch import critical_batch
-    from runplan.parallel.layout import ParallelRequest
 
     crit = critical_batch(shape, inputs.seq_len, tokens)  # DeepSeek B_opt at C = M·D: target and ceiling
     compute = crit.compute_flops
@@ -603,6 +602,20 @@ def _position_warnings(shape: ModelShape, seq_len: int) -> list[str]:
     ]
 
 
+def _tp_overlap_warnings(request: ParallelRequest, best: LayoutEstimate) -> list[str]:
+    """TP communication overlap assumed on an Ampere GPU: TransformerEngine's userbuffers overlap needs CUDA
+    multicast (compute capability 9.0+) and otherwise stops at start-up unless UB_SKIPMC=1 selects its slower
+    CUDA IPC path (TransformerEngine ``initialize_ub``; its comm_gemm_overlap example README), so the time the
+    plan prints may not be reachable; the Megatron export leaves the flag out there."""
+    if best.tp == 1 or not request.stack.tp_comm_overlap or request.gpu.family != "ampere":
+        return []
+    return [
+        f"layout: the step time assumes TP communication overlap, which TransformerEngine runs on "
+        f"{request.gpu.name} (Ampere, no CUDA multicast) only with UB_SKIPMC=1, a slower path; plan with "
+        "stack.tp_comm_overlap: false for the time without it"
+    ]
+
+
 def _plan_warnings(
     best: LayoutEstimate,
     crit: CriticalBatch,
@@ -728,6 +741,7 @@ def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> 
         *_calibration_warnings(inputs),
         *_batch_warnings(planned, best),
         *_position_warnings(stage.shape, inputs.seq_len),
+        *_tp_overlap_warnings(planned.request, best),
         # the search's own cautions (fp8, a pinned layout's broken constraints, torchtitan CP); its first line,
         # the critical batch, is the layout section's
         *(f"layout: {w}" for w in result.warnings[1:]),
