@@ -225,6 +225,40 @@ def test_tp_overlap_on_ampere_is_warned_as_an_assumption(tmp_path, gpu, overlap,
         assert "UB_SKIPMC=1" in found[0] and "stack.tp_comm_overlap: false" in found[0]
 
 
+def _pinned_a100_days_plan(tmp_path, vpp: int) -> Path:
+    path = tmp_path / "pinned.yaml"
+    path.write_text(
+        "schema_version: 1\nname: pinned\nbudget: {days: 30}\ntraining: {seq_len: 4096}\n"
+        "cluster: {gpu: a100-80gb, gpus: 256}\n"
+        f"parallel: {{tp: 8, pp: 2, vpp: {vpp}, zero: 1, micro_batch: 1, recompute: selective}}\n"
+    )
+    return path
+
+
+def test_a_pin_that_rules_out_the_larger_sizes_says_why_the_budget_is_not_filled(tmp_path):
+    """vpp 3 divides the first guess's 36 layers (18 per stage) but not the 64 of the next size: the plan keeps
+    the first and says that a larger size is infeasible, not that no size fills the days within 1%."""
+    plan = build_plan(load_plan(_pinned_a100_days_plan(tmp_path, 3)), tmp_path)
+    assert plan.layout.best.vpp == 3 and plan.model.shape.n_layers == 36
+    (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
+    assert (
+        "of the budget's 30.0 days: a larger size is infeasible (no layout passes the divisibility rules: "
+        in (warning)
+    )
+    assert "vpp=3 does not divide" in warning
+
+
+def test_a_pin_the_budget_s_model_cannot_take_names_that_model(tmp_path):
+    result = run("plan", str(_pinned_a100_days_plan(tmp_path, 5)))
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.stderr.split())
+    assert (
+        "vpp=5 does not divide the 18 layers of a stage at pp=2 (the model the budget sizes: 36 layers × "
+        in text
+    )
+    assert "or fix the model with 'model: <preset or size>' and pin for it" in text
+
+
 def test_a_days_budget_sizes_one_model_in_allocate_parallelize_and_plan(tmp_path):
     """A GPU-time budget is filled at the chosen layout's predicted speed (plan.build_plan), not converted at
     budget.mfu: allocate and parallelize on the file gave 26.7 B while plan gave 33.6 B (256 A100, 30 days)."""

@@ -679,15 +679,20 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     """
     inputs = resolve_inputs(spec, base_dir)
     target_days = budget_days(spec, inputs.n_gpus)
-    plan, flops = _filled(spec, inputs, target_days)
+    plan, flops, stopped = _filled(spec, inputs, target_days)
     if target_days is None:
         return plan
     predicted = plan.cost.main.wall_clock_days
     warnings = list(plan.warnings)
     if abs(predicted / target_days - 1.0) > FILL_RTOL:
+        why = (
+            f"a larger size is infeasible ({stopped})"
+            if stopped
+            else "the chosen layout and the batch rounding change with the model size, so no size fills it "
+            "within 1%"
+        )
         warnings.append(
-            f"budget: the plan fills {predicted:.1f} of the budget's {target_days:.1f} days: the chosen layout "
-            "and the batch rounding change with the model size, so no size fills it within 1%"
+            f"budget: the plan fills {predicted:.1f} of the budget's {target_days:.1f} days: {why}"
         )
     allocation = plan.allocation.model_copy(
         update={"mfu": fill_rate(flops, inputs, target_days), "days": target_days}
@@ -707,22 +712,46 @@ def filled_flops(spec: PlanSpec, inputs: ResolvedInputs) -> float | None:
     return None if target_days is None else _filled(spec, inputs, target_days)[1]
 
 
-def _filled(spec: PlanSpec, inputs: ResolvedInputs, target_days: float | None) -> tuple[RunPlan, float]:
+def _filled(
+    spec: PlanSpec, inputs: ResolvedInputs, target_days: float | None
+) -> tuple[RunPlan, float, str | None]:
     """The plan and its C: at the budget's own conversion, or (``target_days``) the fullest fixed-point iterate
     that does not overrun the budget (the predicted days jump where the layout or the batch rounding changes
-    with N, so the iteration may cycle)."""
-    plan, flops = _build_once(spec, inputs, None)
+    with N, so the iteration may cycle); and why the iteration stopped early, when an iterate was infeasible."""
+    try:
+        plan, flops = _build_once(spec, inputs, None)
+    except Infeasible as error:
+        raise _naming_the_model(error, spec, inputs) from None
     if target_days is None:
-        return plan, flops
+        return plan, flops, None
     tried = [(plan, flops)]
+    stopped = None
     for _ in range(FILL_MAX_STEPS):
         predicted = plan.cost.main.wall_clock_days
         if abs(predicted / target_days - 1.0) <= FILL_RTOL:
             break
-        plan, flops = _build_once(spec, inputs, flops * target_days / predicted)
+        try:
+            plan, flops = _build_once(spec, inputs, flops * target_days / predicted)
+        except Infeasible as error:  # a size the pins or the memory rule out: keep the iterates that worked
+            stopped = error.reason
+            break
         tried.append((plan, flops))
     within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days * (1.0 + FILL_RTOL)]
-    return max(within or tried, key=lambda t: -abs(t[0].cost.main.wall_clock_days / target_days - 1))
+    plan, flops = max(within or tried, key=lambda t: -abs(t[0].cost.main.wall_clock_days / target_days - 1))
+    return plan, flops, stopped
+
+
+def _naming_the_model(error: Infeasible, spec: PlanSpec, inputs: ResolvedInputs) -> Infeasible:
+    """``error`` saying which generated model it is about: the plan sizes the model from the budget, so a pin
+    that fails says '32 layers of a stage' of a shape the user never saw (a fixed ``model:`` is left as is)."""
+    if spec.model is not None:
+        return error
+    shape = allocation_stage(spec, inputs).shape
+    model = f"{shape.n_layers} layers × d_model {shape.d_model}, {shape.total_params / 1e9:.4g} B"
+    return Infeasible(
+        f"{error.reason} (the model the budget sizes: {model})",
+        suggestions=[*error.suggestions, "or fix the model with 'model: <preset or size>' and pin for it"],
+    )
 
 
 def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> tuple[RunPlan, float]:
