@@ -597,6 +597,10 @@ def test_held_constants_keep_the_base_value(tmp_path):
     assert "gemm_peak_fraction" in written.held and "gemm_peak_fraction" not in written.fitted
     shipped = shipped_calibration().families["hopper"].efficiency
     assert written.efficiency.gemm_peak_fraction == shipped.gemm_peak_fraction
+    # the table tells a constant held on request from one the runs could not identify
+    rows = {line.split()[1]: line for line in res.stdout.splitlines() if line.startswith("│ ")}
+    assert "(--hold)" in rows["gemm_peak_fraction"]
+    assert any("(held)" in rows[name] for name in written.held if name != "gemm_peak_fraction")
     res = runner.invoke(app, ["calibrate", str(_file(tmp_path, text)), "--hold", "gemm_efficiency"])
     assert res.exit_code == 2
     assert "--hold: 'gemm_efficiency' is not a fitted constant" in res.output

@@ -14,6 +14,8 @@ import typer
 from runplan.cli.common import handle_errors, print_json, warn
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from runplan.calibrate.calibration import Calibration
     from runplan.yamlio import LoadedYaml
 
@@ -96,8 +98,9 @@ def _check_held(names: list[str]) -> None:
             )
 
 
-def render(report: Any, written: Path | None, *, stderr: bool = False) -> None:
-    """The report as tables; on stderr when stdout carries the calibration file (``-o -``)."""
+def render(report: Any, written: Path | None, *, stderr: bool = False, hold: Sequence[str] = ()) -> None:
+    """The report as tables; on stderr when stdout carries the calibration file (``-o -``). ``hold``: the
+    constants --hold named, marked apart from those the runs could not identify."""
     from runplan.cli.common import console
     from runplan.report.tables import fitted_table
 
@@ -139,7 +142,13 @@ def render(report: Any, written: Path | None, *, stderr: bool = False) -> None:
         cells = []
         for fam in cal.families.values():
             value = getattr(fam.efficiency, name)
-            mark = " (held)" if name in fam.held else (" (fitted)" if name in fam.fitted else "")
+            mark = (
+                " (--hold)"
+                if name in hold
+                else " (held)"
+                if name in fam.held
+                else (" (fitted)" if name in fam.fitted else "")
+            )
             cells.append(("-" if value is None else f"{value:.4g}") + mark)
         constant_rows.append((name, *cells))
     out.print(
@@ -153,7 +162,8 @@ def render(report: Any, written: Path | None, *, stderr: bool = False) -> None:
         )
     )
     out.print(
-        "fitted: identified by these runs; held: the base value (--base); unmarked: not fitted: "
+        "fitted: identified by these runs; held: not identified by them, so the base value (--base); --hold: "
+        "held because you asked; unmarked: not fitted: "
         "attention_fraction follows gemm_peak_fraction (FlashAttention-2's benchmark rate, derated as the "
         "GEMMs are), attention_half_seq is that benchmark's, collective_latency_seconds is fixed "
         "(docs/calibration.md)"
@@ -228,7 +238,7 @@ def calibrate(
     if as_json:
         print_json(report.model_dump(mode="json"))
         return
-    render(report, written, stderr=to_stdout)
+    render(report, written, stderr=to_stdout, hold=hold)
 
 
 def register(app: typer.Typer) -> None:
