@@ -105,3 +105,19 @@ def test_diff_shows_a_change_of_layout_and_memory(tmp_path):
     assert result.exit_code == 0, result.output
     assert "layout.best.micro_batch: 1 → 64\n" in result.stdout
     assert "layout.best.tp: 4 → 8\n" in result.stdout and "layout.best.memory_bytes.total:" in result.stdout
+
+
+def test_whatif_prints_the_model_trained_as_the_plan_summary_does():
+    """The generated shape misses the law's N (2e23 compute-optimal: 24.83 B built for N = 24.9 B): whatif's
+    params column is the model trained, as `runplan plan`'s summary prints it; the JSON keeps both."""
+    from runplan.plan import build_plan
+    from runplan.spec import load_plan
+
+    path = EXAMPLES / "2e23-compute-optimal.yaml"
+    plan = build_plan(load_plan(path), EXAMPLES)
+    gpus = str(plan.inputs["cluster"]["gpus"])
+    (record,) = json.loads(run("whatif", str(path), "--gpus", gpus, "--json").stdout)
+    assert record["model_params"] == plan.model.total_params
+    assert record["params"] == plan.allocation.params != record["model_params"]
+    table = run("whatif", str(path), "--gpus", gpus).stdout
+    assert "24.83 B" in table and "24.9 B" not in table

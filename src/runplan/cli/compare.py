@@ -117,6 +117,7 @@ def _record(count: int, plan: RunPlan) -> dict[str, Any]:
     return {
         "gpus": count,
         "params": plan.allocation.params,
+        "model_params": plan.model.total_params,  # the model trained (the plan summary's count)
         "tokens": plan.allocation.tokens,
         "wall_clock_days": main.wall_clock_days,
         "cost": main.cost,
@@ -134,13 +135,13 @@ def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
     from runplan.report.tables import fitted_table
 
     out = console()
-    headers = ["GPUs", "N", "D", "days", "cost", "MFU", "goodput", "layout", "warnings"]
+    headers = ["GPUs", "params", "D", "days", "cost", "MFU", "goodput", "layout", "warnings"]
     rows = [
         [f"{r['gpus']:,}", *[""] * 6, "infeasible (below)", ""]
         if "infeasible" in r
         else [
             f"{r['gpus']:,}",
-            fmt_count(r["params"]),
+            fmt_count(r["model_params"]),
             fmt_count(r["tokens"]),
             f"{r['wall_clock_days']:.1f}",
             f"{r['cost']:,.0f} {r['currency']}",
@@ -151,7 +152,10 @@ def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
         ]
         for r in records
     ]
-    title = f"{plan_file}: the plan at each cluster size (days with goodput; MFU of the chosen layout)"
+    title = (
+        f"{plan_file}: the plan at each cluster size (params of the model trained; days with goodput; MFU of the "
+        "chosen layout)"
+    )
     out.print(fitted_table(out, headers, rows, title=title, left=("layout",)))
     if any(r.get("warnings") for r in records):  # a count alone tells nothing: say where the warnings are
         echo_wrapped(
