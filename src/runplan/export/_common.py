@@ -299,6 +299,20 @@ def facts(plan: RunPlan) -> Facts:
     )
 
 
+def kept_checkpoints(f: Facts) -> str:
+    """The saves the plan keeps (ops/checkpoint.py, retention_procedure), in words: its rolling generations,
+    its rollback points (the newest at multiples of ``rollback_every_steps``) and its milestones. An engine
+    that deletes by count only (torchtitan's keep_latest_k) or not at all (DeepSpeed) needs this said."""
+    keep = [f"the {f.retention_generations} newest checkpoints"]
+    if f.rollback_every_steps:
+        keep.append(
+            f"the {f.rollback_generations} newest at multiples of {f.rollback_every_steps:,} steps (rollback points)"
+        )
+    if f.milestone_every_steps:
+        keep.append(f"every one at a multiple of {f.milestone_every_steps:,} steps (milestones)")
+    return keep[0] if len(keep) == 1 else f"{', '.join(keep[:-1])} and {keep[-1]}"
+
+
 def fmt_float(x: float) -> str:
     """Shortest round-tripping text of a float (``repr``), e.g. 0.00031655990988615747 or 1e-08."""
     return repr(float(x))

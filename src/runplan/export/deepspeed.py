@@ -10,9 +10,13 @@ Keys were read from DeepSpeed 0.19.8 (``export/data/deepspeed_config_keys.json``
 * TP as AutoTP (``tensor_parallel.autotp_size``, for Hugging Face models AutoTP supports). Pipeline, context
   and expert parallelism live in user code in DeepSpeed (``PipelineModule(num_stages=p)``, Ulysses sequence
   parallel groups, ``deepspeed.moe.layer.MoE(ep_size=e)``) and activation recomputation is a call in the model
-  (``deepspeed.checkpointing.checkpoint``): each gets a warning with the value to use. With p, c or t > 1 the
-  engine must be given an ``mpu`` whose data-parallel size is d, or the batch identity counts model-parallel
-  ranks as data-parallel.
+  (``deepspeed.checkpointing.checkpoint``): each gets a warning with the value to use. With c or t > 1 and no
+  pipeline the engine must be given an ``mpu`` whose data-parallel size is d, or the batch identity counts
+  model-parallel ranks as data-parallel; with p > 1 ``deepspeed.initialize`` refuses an mpu and takes the DP
+  size from the PipelineModule's topology, so the warning names ``PipeModelDataParallelTopology(num_pp=p,
+  num_mp=t, num_dp=d)`` (pipe, data and model axes only: c > 1 cannot run under it).
+* checkpoints: ``save_checkpoint`` deletes nothing; the warning names every save the plan keeps (rolling
+  generations, rollback points, milestones), the rest to delete by hand.
 * LR: DeepSpeed 0.19.8 has no warmup-stable-decay scheduler (``runtime/lr_schedules.py``: LRRangeTest,
   OneCycle, WarmupLR, WarmupDecayLR, WarmupCosineLR). Of the three that warm up linearly, the export takes the
   one closest to the plan's schedule, by the mean |ΔLR| / peak over all steps (``closest_scheduler``), and says
@@ -32,7 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from runplan.escape import file_slug
 from runplan.export._architecture import architecture
-from runplan.export._common import ASSUMED_OPTIMIZER, ASSUMED_OPTIMIZER_SOURCE, Facts, facts, fmt_bytes
+from runplan.export._common import (
+    ASSUMED_OPTIMIZER,
+    ASSUMED_OPTIMIZER_SOURCE,
+    Facts,
+    facts,
+    fmt_bytes,
+    kept_checkpoints,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -214,11 +225,7 @@ def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) ->
             )
         )
     if f.layout.pp > 1:
-        warnings.append(
-            f"pipeline: DeepSpeed sets the pipeline degree in user code: PipelineModule(..., "
-            f"num_stages={f.layout.pp})"
-            + (f"; no interleaving (the plan has v = {f.layout.vpp})" if f.layout.vpp > 1 else "")
-        )
+        warnings.append(_pipeline_warning(f))
     if f.layout.cp > 1:
         # Ulysses splits the attention heads across the c ranks with an all-to-all (Jacobs et al. 2023, arXiv
         # 2309.14509, §3); heads that do not divide by c take DeepSpeed's uneven-heads all-to-all
@@ -245,12 +252,40 @@ def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) ->
         warnings.append(
             f"expert parallel: set ep_size={f.layout.ep} in deepspeed.moe.layer.MoE in the model code"
         )
-    if f.layout.tp > 1 or f.layout.pp > 1 or f.layout.cp > 1:
+    if f.layout.pp == 1 and (f.layout.tp > 1 or f.layout.cp > 1):
         warnings.append(
             f"batch identity: pass deepspeed.initialize an mpu whose data-parallel world size is d = {d} "
             f"(world {f.n_gpus} = t*p*d*c = {f.layout.tp}*{f.layout.pp}*{d}*{f.layout.cp}); without one DeepSpeed divides "
             "by the whole world"
         )
+
+
+def _pipeline_warning(f: Facts) -> str:
+    """How to build the plan's pipeline. deepspeed.initialize asserts "mpu must be None with pipeline
+    parallelism" and takes the DP size from the PipelineModule's topology (deepspeed/__init__.py); with
+    num_stages alone that is PipeDataParallelTopology(num_pp=p, num_dp=world/p) (runtime/pipe/module.py), which
+    counts TP and CP ranks as data parallel and fails the batch assertion. The topology's axes are pipe, data
+    and model only, and PipelineParallelGrid asserts their product is the world (runtime/pipe/topology.py)."""
+    t, p, d, c = f.layout.tp, f.layout.pp, f.layout.dp, f.layout.cp
+    if t == 1 and c == 1:
+        build = f"PipelineModule(..., num_stages={p})"
+    else:
+        build = (
+            f"PipelineModule(..., topology=PipeModelDataParallelTopology(num_pp={p}, num_mp={t}, num_dp={d})), "
+            f"not num_stages={p} alone, which makes the data-parallel size world/p = {f.n_gpus // p}"
+        )
+    text = (
+        f"pipeline: DeepSpeed sets the pipeline in user code: {build}; deepspeed.initialize takes the "
+        "data-parallel size of the batch identity from that topology (it refuses an mpu with a PipelineModule)"
+    )
+    if f.layout.vpp > 1:
+        text += f"; no interleaving (the plan has v = {f.layout.vpp})"
+    if c > 1:
+        text += (
+            f"; the topology has no sequence-parallel axis (its grid asserts pipe x data x model = world), so "
+            f"c = {c} cannot run under PipelineModule: plan with parallel.cp: 1 or parallel.pp: 1"
+        )
+    return text
 
 
 def _user_code_warnings(f: Facts, warnings: list[str]) -> None:
@@ -259,14 +294,18 @@ def _user_code_warnings(f: Facts, warnings: list[str]) -> None:
             f"recompute: '{f.layout.recompute}' is applied in the model code "
             "(deepspeed.checkpointing.checkpoint around each layer); ds_config cannot switch it on"
         )
+    # save_checkpoint deletes no earlier save (runtime/engine.py); a count of generations alone would have the
+    # user delete the plan's rollback points and milestones
     warnings.append(
         f"checkpoints: DeepSpeed saves when the training script calls save_checkpoint: every "
-        f"{f.checkpoint_interval_steps} steps, keep {f.retention_generations} generations"
+        f"{f.checkpoint_interval_steps} steps"
         + (
             ", async via host staging (DeepSpeed Nebula or a custom checkpoint engine)"
             if f.async_checkpoint
             else ""
         )
+        + "; it deletes none: to hold the plan's storage, delete by hand (after the newest save is complete) "
+        f"every checkpoint except {kept_checkpoints(f)}"
     )
     warnings.append(
         "model: DeepSpeed builds no model; construct it with every field of runplan.architecture in this file "

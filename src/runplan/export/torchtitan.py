@@ -25,8 +25,14 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
 * ``[lr_scheduler]``: ``warmup_steps``, ``decay_ratio`` = cooldown / total steps (torchtitan decays over
   round(steps × decay_ratio) steps: the WSD schedule of MiniCPM, arXiv 2404.06395), ``decay_type`` sqrt
   (1 − sqrt(progress), the plan's 1-sqrt), linear or cosine, ``min_lr_factor`` final / peak LR.
-* ``[checkpoint]``: ``interval``, ``keep_latest_k`` (torchtitan refuses 1: raised to 2), ``async_mode``
-  ``async_with_pinned_mem`` when the plan stages through pinned host memory.
+* ``[checkpoint]``: ``interval``, ``async_mode`` ``async_with_pinned_mem`` when the plan stages through pinned
+  host memory, and ``keep_latest_k``: torchtitan deletes every ``step-N`` folder but the k newest after each
+  save (components/checkpoint.py, ``_purge_stale_checkpoints``), so a plan with rollback points or milestones
+  gets 0 (keep all) and a warning naming what to delete by hand; otherwise its rolling generations (torchtitan
+  refuses 1: raised to 2).
+* refused (exit 2) where torchtitan asserts at start-up: seq_len not a multiple of t·2c
+  (``ParallelDims.seq_len_divisor`` in ``parallelize_llama``), and mxfp8 with t > 1 (``quantization/mx.py``: no
+  TP under torch.compile, which every fp8 export enables).
 * ``[activation_checkpoint]``: ``mode`` none/selective/full; selective as op-level (``selective_ac_option =
   "op"``), torchtitan's policy, which the plan models as ``every_other_mm``; for other modules a warning says
   the memory will differ.
@@ -54,6 +60,7 @@ from runplan.export._common import (
     facts,
     fmt_bytes,
     fmt_float,
+    kept_checkpoints,
     runplan_version,
 )
 
@@ -379,23 +386,43 @@ def _parallelism_entries(f: Facts, warnings: list[str]) -> tuple[list[Entry], bo
 
 
 def _checkpoint_entries(f: Facts, warnings: list[str]) -> list[Entry]:
+    """``[checkpoint]``. torchtitan's keep_latest_k = k deletes every ``step-N`` folder but the k newest after
+    each save (0.2.2 components/checkpoint.py, _purge_stale_checkpoints), rollback points and milestones
+    included; a plan that keeps either gets keep_latest_k = 0 (torchtitan deletes nothing) and a warning that
+    says what to delete by hand, as the Megatron export does (no --save-retain-interval)."""
     keep = f.retention_generations
-    if keep == 1:
+    held = " and ".join(
+        name
+        for name, every in (
+            ("rollback points", f.rollback_every_steps),
+            ("milestones", f.milestone_every_steps),
+        )
+        if every
+    )
+    if held:
+        keep = 0
+        warnings.append(
+            "checkpoint retention: keep_latest_k = 0 (torchtitan keeps every save): with keep_latest_k = "
+            f"{f.retention_generations} it would delete every step-N folder but the {f.retention_generations} "
+            f"newest, including the plan's {held}; to hold the plan's storage, delete "
+            "by hand (after the newest save is complete) every step-N folder in <dump_folder>/checkpoint "
+            f"except {kept_checkpoints(f)}"
+        )
+    elif keep == 1:
         keep = 2
         warnings.append(
             "checkpoint: torchtitan refuses keep_latest_k = 1 (the newest may still be writing); exported as 2"
-        )
-    if f.milestone_every_steps:
-        warnings.append(
-            f"checkpoint milestones: torchtitan cannot keep every {f.milestone_every_steps:,}-th step "
-            "permanently; copy those checkpoints out with an external job"
         )
     staged = f.async_checkpoint
     return [
         ("enable", True, ""),
         ("folder", "checkpoint", ""),
         ("interval", int(f.checkpoint_interval_steps), "the plan's checkpoint interval (Daly), in steps"),
-        ("keep_latest_k", int(keep), "rolling generations"),
+        (
+            "keep_latest_k",
+            int(keep),
+            "keep every save: delete by hand (see WARNINGS)" if keep == 0 else "rolling generations",
+        ),
         (
             "async_mode",
             "async_with_pinned_mem" if staged else "disabled",
@@ -491,6 +518,15 @@ def _fp8_sections(f: Facts, warnings: list[str]) -> tuple[list[Entry], list[tupl
             "fp8_weight_cache, TransformerEngine's behaviour); plan with fp8_weight_cache: false (the "
             "torchtitan-fsdp2 preset) for torchtitan's step time"
         )
+    if recipe == "mxfp8" and f.layout.tp > 1:
+        # components/quantization/mx.py asserts "TP not yet supported with torch.compile for mxfp8"; the
+        # export compiles every fp8 plan (and async TP needs compile), so the file could not start
+        raise SpecError(
+            f"torchtitan 0.2.2 refuses mxfp8 with TP (t = {f.layout.tp}) under torch.compile, which its fp8 "
+            "and async TP need",
+            where="stack.fp8_recipe",
+            hint="use fp8_recipe tensorwise or rowwise, pin parallel.tp: 1, or export to megatron",
+        )
     if recipe == "mxfp8":
         return [("converters", ["quantize.linear.mx"], "mxfp8 linear layers (stack fp8_recipe)")], []
     converters: list[Entry] = [
@@ -507,11 +543,27 @@ def _fp8_sections(f: Facts, warnings: list[str]) -> tuple[list[Entry], list[tupl
     return converters, [("quantize.linear.float8", entries)]
 
 
+def _refuse_seq_len(f: Facts) -> None:
+    """torchtitan asserts seq_len % (t · 2c) == 0 at start-up, c = 1 included (0.2.2
+    models/llama3/infra/parallelize.py with ParallelDims.seq_len_divisor: sequence parallelism splits the
+    sequence t ways, context parallelism's head-tail load balancer 2c ways)."""
+    divisor = f.layout.tp * 2 * f.layout.cp
+    if f.seq_len % divisor:
+        raise SpecError(
+            f"torchtitan needs the sequence length divisible by t*2*c = {f.layout.tp}*2*{f.layout.cp} = "
+            f"{divisor}; the plan's is {f.seq_len}",
+            where="training.seq_len",
+            hint=f"use a sequence length that is a multiple of {divisor}, pin other parallel.tp/cp, or export to "
+            "megatron",
+        )
+
+
 def export_torchtitan(plan: RunPlan) -> ExportResult:
     """Render ``plan`` as a torchtitan 0.2.x TOML job config (pure; see the module docstring)."""
     from runplan.export import ExportResult
 
     f = facts(plan)
+    _refuse_seq_len(f)
     arch = architecture(plan)
     warnings = _stack_warnings(f)
     job: list[Entry] = [

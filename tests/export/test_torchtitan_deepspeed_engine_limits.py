@@ -1,0 +1,126 @@
+"""What the torchtitan and DeepSpeed exports write where the engine itself sets the limit: torchtitan's
+keep_latest_k deletes every checkpoint but the newest k, its start-up asserts (mxfp8 with TP under compile, the
+sequence-length divisor), DeepSpeed deletes no checkpoint and builds a pipeline's data-parallel size from the
+PipelineModule's topology. Each rule was read in the engine source (see the exporters' comments)."""
+
+import json
+import tomllib
+
+import pytest
+from tests.export._plans import golden_plan, with_layout
+
+from runplan.errors import SpecError
+from runplan.export import export_plan
+
+
+def _with_stack(plan, **stack):
+    return plan.model_copy(update={"inputs": {**plan.inputs, "stack": stack}})
+
+
+# ---------------------------------------------------------------- checkpoint retention ---------------------
+def _torchtitan_kept(saves: list[int], keep_latest_k: int) -> set[int]:
+    """torchtitan 0.2.2's rule, re-stated (components/checkpoint.py, _purge_stale_checkpoints after each save):
+    every step-N folder but the keep_latest_k newest is deleted; 0 deletes nothing."""
+    kept: set[int] = set()
+    for step in saves:
+        kept.add(step)
+        if keep_latest_k > 0:
+            kept = set(sorted(kept)[-keep_latest_k:])
+    return kept
+
+
+def _plan_kept(saves: list[int], ck) -> set[int]:
+    """What the plan's checkpoint section says exists after the last of ``saves``."""
+    kept = set(saves[-ck.retention_generations :])
+    if ck.rollback_every_steps:
+        points = [s for s in saves if s % ck.rollback_every_steps == 0]
+        kept |= set(points[-ck.rollback_generations :])
+    return kept | {s for s in saves if ck.milestone_every_steps and s % ck.milestone_every_steps == 0}
+
+
+def _kept_phrases(ck) -> list[str]:
+    return [
+        f"the {ck.retention_generations} newest checkpoints",
+        f"the {ck.rollback_generations} newest at multiples of {ck.rollback_every_steps:,} steps (rollback points)",
+        f"every one at a multiple of {ck.milestone_every_steps:,} steps (milestones)",
+        "delete by hand",
+    ]
+
+
+def test_torchtitan_keeps_every_checkpoint_the_plan_keeps():
+    plan = golden_plan("70b-512-h100")
+    ck = plan.checkpointing
+    assert ck.rollback_every_steps and ck.milestone_every_steps  # rollback points and milestones
+    result = export_plan(plan, "torchtitan")
+    doc = tomllib.loads(result.text)["checkpoint"]
+    interval = doc["interval"]
+    saves = list(range(interval, plan.schedule.total_steps + 1, interval))
+    for end in (ck.milestone_every_steps + 3 * interval, len(saves) * interval):
+        so_far = [s for s in saves if s <= end]
+        lost = _plan_kept(so_far, ck) - _torchtitan_kept(so_far, doc["keep_latest_k"])
+        assert not lost, sorted(lost)[:5]
+    (warning,) = [w for w in result.warnings if w.startswith("checkpoint retention:")]
+    assert all(phrase in warning for phrase in _kept_phrases(ck)) and "\n" not in warning
+    assert "step-N folder" in warning
+
+
+def test_torchtitan_without_checkpoints_to_hold_keeps_the_rolling_generations():
+    plan = golden_plan("70b-512-h100")
+    ck = plan.checkpointing.model_copy(update={"rollback_every_steps": 0, "milestone_every_steps": 0})
+    plan = plan.model_copy(update={"checkpointing": ck})
+    result = export_plan(plan, "torchtitan")
+    assert tomllib.loads(result.text)["checkpoint"]["keep_latest_k"] == ck.retention_generations
+    assert not [w for w in result.warnings if w.startswith("checkpoint retention:")]
+
+
+def test_deepspeed_checkpoint_warning_names_every_checkpoint_the_plan_keeps():
+    plan = golden_plan("70b-512-h100")
+    (warning,) = [w for w in export_plan(plan, "deepspeed").warnings if w.startswith("checkpoints:")]
+    assert all(phrase in warning for phrase in _kept_phrases(plan.checkpointing))
+
+
+# ---------------------------------------------------------------- torchtitan start-up asserts ---------------
+def test_torchtitan_refuses_mxfp8_with_tensor_parallelism():
+    # components/quantization/mx.py: "TP not yet supported with torch.compile for mxfp8"; fp8 exports compile
+    plan = golden_plan("70b-512-h100")  # t = 4
+    with pytest.raises(SpecError, match="mxfp8") as info:
+        export_plan(_with_stack(plan, precision="fp8", fp8_recipe="mxfp8"), "torchtitan")
+    assert info.value.where == "stack.fp8_recipe" and "\n" not in str(info.value)
+    one = with_layout(plan, tp=1, dp=plan.layout.best.dp * plan.layout.best.tp)
+    doc = tomllib.loads(export_plan(_with_stack(one, precision="fp8", fp8_recipe="mxfp8"), "torchtitan").text)
+    assert doc["model"]["converters"] == ["quantize.linear.mx"]
+
+
+def test_torchtitan_refuses_a_sequence_length_its_divisor_does_not_divide():
+    # ParallelDims.seq_len_divisor = tp * (cp * 2), asserted in parallelize_llama
+    plan = with_layout(golden_plan("70b-512-h100"), tp=8, cp=1)  # 4096 % 16 == 0: exported
+    export_plan(plan, "torchtitan")
+    sched = plan.schedule
+    odd = plan.model_copy(
+        update={
+            "schedule": sched.model_copy(update={"global_batch_tokens": sched.global_batch_sequences * 4100})
+        }
+    )
+    with pytest.raises(SpecError, match="t\\*2\\*c = 8\\*2\\*1 = 16") as info:
+        export_plan(odd, "torchtitan")
+    assert info.value.where == "training.seq_len"
+
+
+# ---------------------------------------------------------------- DeepSpeed pipeline topology --------------
+def test_deepspeed_pipeline_takes_its_data_parallel_size_from_the_topology():
+    plan = with_layout(golden_plan("70b-512-h100"), cp=1)  # t = 4, p = 2
+    best = plan.layout.best
+    result = export_plan(plan, "deepspeed")
+    (warning,) = [w for w in result.warnings if w.startswith("pipeline:")]
+    # deepspeed.initialize asserts "mpu must be None with pipeline parallelism"
+    assert f"PipeModelDataParallelTopology(num_pp={best.pp}, num_mp={best.tp}, num_dp={best.dp})" in warning
+    assert not [w for w in result.warnings if w.startswith("batch identity:")]
+    config = json.loads(result.text)
+    assert config["train_batch_size"] == (
+        config["train_micro_batch_size_per_gpu"] * config["gradient_accumulation_steps"] * best.dp
+    )
+    cp = with_layout(plan, cp=2, dp=best.dp // 2)
+    (warning,) = [w for w in export_plan(cp, "deepspeed").warnings if w.startswith("pipeline:")]
+    assert "no sequence-parallel axis" in warning and "c = 2 cannot run" in warning
+    flat = with_layout(plan, pp=1, dp=best.dp * 2)
+    assert [w for w in export_plan(flat, "deepspeed").warnings if w.startswith("batch identity:")]
