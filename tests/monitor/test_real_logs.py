@@ -29,6 +29,8 @@ def test_bloom_spike_grad_norm_leads_and_recovery_cannot_be_shown(logs):
     assert alert.baseline == pytest.approx((0.242 + 0.947 + 2.390) / 3)
     # back within 5% only at 31250-31251, after a hole (31223-31249): 2 points, not the 3 that confirm it
     assert spike.recovered is None and spike.action == "wait_until" and spike.wait_until_step == 31416
+    # the grad norm is back under its alert level at the same 2 points: not confirmed either (31222 is still 545×)
+    assert alert.end_step is None and alert.recovered is None
     assert spike.rollback_to_step == 31100  # newest multiple of 100 at or before 31216 - 100
     assert spike.baseline_points == 2 and "only 2 logged points" in spike.why
     assert "31,223-31,249" in spike.why

@@ -60,7 +60,7 @@ def checkpoints_for(log: MetricLog, interval_steps: int | None, plan: RunPlan | 
             rollback_every_steps=cp.rollback_every_steps,
             rollback_generations=cp.rollback_generations,
             milestone_every_steps=cp.milestone_every_steps,
-            source=f"the plan: every {cp.interval_steps:,} steps, rollback points every {cp.rollback_every_steps:,}",
+            source=_plan_checkpoints(cp.interval_steps, cp.retention_generations, cp.rollback_every_steps),
         )
     if log.checkpoint_interval_steps:
         return Checkpoints(
@@ -75,6 +75,17 @@ def checkpoints_for(log: MetricLog, interval_steps: int | None, plan: RunPlan | 
         )
     return Checkpoints(
         source="none known (the log lists no saved step; give --checkpoint-interval or --plan)"
+    )
+
+
+def _plan_checkpoints(interval: int, generations: int, rollback_every: int) -> str:
+    """Where the plan's checkpoints come from, in words: the rolling saves and the rollback points, or why the
+    plan keeps none of the latter (its rolling generations reach back far enough for a rollback)."""
+    if rollback_every:
+        return f"the plan: every {interval:,} steps, rollback points every {rollback_every:,}"
+    return (
+        f"the plan: every {interval:,} steps, {generations} rolling generations kept; no separate rollback points "
+        f"(the rolling generations reach {(generations - 1) * interval:,} steps back, far enough)"
     )
 
 

@@ -34,7 +34,7 @@ from runplan.monitor.rolling import (
 )
 from runplan.monitor.series import MetricLog
 from runplan.monitor.thresholds import Thresholds
-from runplan.monitor.words import percent, steps_text
+from runplan.monitor.words import counted, percent, steps_text
 
 
 @dataclass
@@ -98,7 +98,10 @@ def grad_norm_events(ctx: Context) -> list[Event]:
         peak = first + int(np.argmax(values[first : last + 1]))
         ratio = values[peak] / base
         pause = ratio >= t.grad_norm_pause_factor
-        open_end = last == values.size - 1
+        # over when confirm_points logged points in a row are back under the alert level, as for a loss spike:
+        # fewer before the log ends (after a gap or not) do not confirm it
+        done, trailing = first_confirmed(~flags, last + 1, t.confirm_points)
+        open_end = done is None
         why = (
             f"grad norm {values[peak]:.4g} at step {steps[peak]:,} is {ratio:,.0f}× its mean {base:.3g} "
             f"({_baseline_note(points, int(steps[first]), int(log.steps[0]), t.grad_norm_window_steps)}); alert at "
@@ -109,13 +112,14 @@ def grad_norm_events(ctx: Context) -> list[Event]:
                 if pause
                 else ": watch the loss over the next steps"
             )
+            + _grad_norm_end(steps, done, trailing, interval_of(steps), t.confirm_points)
         )
         events.append(
             Event(
                 kind="grad_norm_alert",
                 start_step=int(steps[first]),
                 peak_step=int(steps[peak]),
-                end_step=None if open_end else int(steps[last]),
+                end_step=None if done is None else int(steps[done]),
                 metric="grad_norm",
                 value=float(values[peak]),
                 baseline=base,
@@ -127,6 +131,19 @@ def grad_norm_events(ctx: Context) -> list[Event]:
             )
         )
     return events
+
+
+def _grad_norm_end(steps: np.ndarray, done: int | None, trailing: int, interval: int, confirm: int) -> str:
+    """How a grad-norm alert ended: back under the alert level from a step, or not confirmed by the log's end."""
+    if done is not None:
+        return f". Back under it from step {int(steps[done]):,}{_gap_before(steps, done, interval)}"
+    if not trailing:
+        return ". Still above it when the log ends"
+    gap = _gap_before(steps, steps.size - trailing, interval)
+    return (
+        f". Back under it at the last {counted(trailing, 'logged point')}{gap}, fewer than the {confirm} that "
+        "confirm a recovery"
+    )
 
 
 def loss_spike_events(ctx: Context) -> list[Event]:
@@ -335,22 +352,28 @@ def loss_scale_events(ctx: Context) -> list[Event]:
 def restart_events(ctx: Context) -> list[Event]:
     events = []
     for restart in ctx.log.restarts:
-        lost = restart.last_step - restart.resumed_step + 1
+        first, last, count = restart.resumed_step, restart.last_redone, restart.redone
+        if count:
+            redid = f"redid {counted(count, 'step')} ({steps_text(first, last)}; the later values are used)"
+        else:
+            redid = "has not redone a step yet"
+        if restart.last_step > last:
+            redid += f"; {steps_text(max(last, first - 1) + 1, restart.last_step)} are not reached again yet"
         events.append(
             Event(
                 kind="restart",
-                start_step=restart.resumed_step,
-                peak_step=restart.last_step,
-                end_step=restart.resumed_step,
+                start_step=first,
+                peak_step=max(first, last),
+                end_step=max(first, last),
                 metric="step",
-                value=float(lost),
+                value=float(count),
                 baseline=None,
                 baseline_points=0,
                 recovered=True,
                 action="none",
                 why=(
                     f"the log goes back from step {restart.last_step:,} to {restart.resumed_step:,}: the job "
-                    f"restarted from a checkpoint and redid {lost:,} steps (the later values are used)"
+                    f"restarted from a checkpoint and {redid}"
                 ),
             )
         )

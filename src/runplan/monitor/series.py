@@ -30,10 +30,33 @@ class NoRecords(SpecError):
 
 @dataclass(frozen=True)
 class Restart:
-    """The log went back from ``last_step`` to ``resumed_step``: a restart from a checkpoint."""
+    """The log went back from ``last_step`` to ``resumed_step``: a restart from a checkpoint. The run did steps
+    ``resumed_step``-``redone_to`` again (``redone_to`` ≤ ``last_step``: the later attempts may not have reached
+    as far as the abandoned one; None: as far, ``last_step``)."""
 
     last_step: int
     resumed_step: int
+    redone_to: int | None = None
+
+    @property
+    def last_redone(self) -> int:
+        return self.last_step if self.redone_to is None else self.redone_to
+
+    @property
+    def redone(self) -> int:
+        """Steps done again (at least 0: a later attempt that never reached its resume step redid none)."""
+        return max(0, self.last_redone - self.resumed_step + 1)
+
+
+def restarts_at(steps: np.ndarray, back: np.ndarray) -> list[Restart]:
+    """The restarts at the indices ``back`` of backward jumps of ``steps`` (in file order): each redid the steps
+    from where it resumed up to the abandoned attempt's last one or as far as the later rows reach, if less."""
+    if back.size == 0:
+        return []
+    reach_after = np.maximum.accumulate(steps[::-1])[::-1]  # the furthest step at or after each row
+    return [
+        Restart(int(steps[i]), int(steps[i + 1]), min(int(steps[i]), int(reach_after[i + 1]))) for i in back
+    ]
 
 
 @dataclass
@@ -50,6 +73,8 @@ class Rows:
     ignored_names: list[str] = field(default_factory=list)
     source_names: dict[str, str] = field(default_factory=dict)  # canonical -> name as written
     restarts: list[Restart] | None = None  # given by readers whose rows are not in file order (TensorBoard)
+    # step time of each row an abandoned attempt logged and the run did again or never reached (NaN: not logged)
+    abandoned_seconds: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
 @dataclass
@@ -70,6 +95,9 @@ class MetricLog:
     interval_steps: int
     gaps: list[tuple[int, int]]
     source_names: dict[str, str]
+    #: step time of each row an abandoned attempt logged that is not in ``steps`` (NaN where it logged none): the
+    #: time a restart cost, for the goodput
+    abandoned_seconds: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     def has(self, name: str) -> bool:
         return name in self.values and bool(np.isfinite(self.values[name]).any())
@@ -192,6 +220,7 @@ def _finish(
         interval_steps=interval,
         gaps=gaps,
         source_names=dict(rows.source_names),
+        abandoned_seconds=rows.abandoned_seconds,
     )
 
 
@@ -210,8 +239,7 @@ def _restarts(steps: np.ndarray, notes: list[str]) -> tuple[list[Restart], np.nd
             "and where a step occurs twice the later row is used"
         )
         return [], order
-    restarts = [Restart(int(steps[i]), int(steps[i + 1])) for i in back]
-    return restarts, order
+    return restarts_at(steps, back), order
 
 
 def _without_abandoned(rows: Rows, notes: list[str]) -> tuple[Rows, np.ndarray]:
@@ -229,8 +257,11 @@ def _without_abandoned(rows: Rows, notes: list[str]) -> tuple[Rows, np.ndarray]:
             f"{counted(int(beyond.size), 'row')} an abandoned attempt logged past where the run has reached "
             f"({steps_text(int(beyond.min()), int(beyond.max()))}) left out: the run went on from a checkpoint before them"
         )
+    seconds = rows.values.get("step_seconds")
+    abandoned = seconds[~keep] if seconds is not None else np.full(int((~keep).sum()), np.nan)
     kept = replace(
         rows,
+        abandoned_seconds=np.concatenate((rows.abandoned_seconds, abandoned)),
         steps=steps[keep],
         values={name: v[keep] for name, v in rows.values.items()},
         present={name: p[keep] for name, p in rows.present.items()},

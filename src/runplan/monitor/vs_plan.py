@@ -8,7 +8,8 @@
 - ETA = (planned total steps − last logged step) × measured step time; failures and restarts add to it by
   1 / the plan's goodput (its reliability section).
 - goodput so far = time of the steps that count ÷ time spent on all logged steps, where the steps that count
-  take the median step time and steps redone after a restart and slow steps count in full (restart downtime
+  take the median step time, and the steps an attempt abandoned at a restart (redone later or never reached
+  again; their logged time, else the median) and slow steps count in full in the time spent (restart downtime
   between jobs is not in a metric log and is left out).
 """
 
@@ -74,7 +75,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         out["notes"]["step_seconds"] = "the log has no step time or throughput: nothing to compare"
         return out
     steps, seconds = found
-    recent = seconds[steps >= last - 1000]
+    recent = seconds[steps > last - 1000]
     measured = float(np.median(recent if recent.size else seconds))
     ratio = planned_step / measured
     out.update(
@@ -94,8 +95,8 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "speed_ratio": "planned step time ÷ measured (above 1: faster than planned)",
         "eta_seconds": f"{out['remaining_steps']:,} steps × {measured:.4g} s ÷ planned goodput "
         f"{plan.reliability.goodput:.3f}",
-        "goodput": "useful step time ÷ time of every logged step (redone and slow steps included; restart "
-        "downtime is not in the log)",
+        "goodput": "useful step time ÷ time of every logged step (slow steps and an abandoned attempt's steps "
+        "included; restart downtime is not in the log)",
     }
     out["warnings"] = _batch_mismatch(log, stage) + _mismatch(best.mfu * ratio, ratio)
     return out
@@ -142,6 +143,10 @@ def _goodput(log: MetricLog, steps: np.ndarray, seconds: np.ndarray, median: flo
     if steps.size < 2:
         return None
     spans = np.diff(steps, prepend=steps[0] - log.interval_steps).astype(np.float64)
-    spent = float(np.sum(seconds * spans)) + log.repeated_steps * median
+    # an abandoned attempt's rows (left out of the log's steps: redone or never reached again) took their logged
+    # time, or the median where they logged none; repeated rows kept in the steps (TensorBoard) the median
+    abandoned = log.abandoned_seconds
+    lost = float(np.sum(np.where(np.isfinite(abandoned), abandoned, median))) * log.interval_steps
+    spent = float(np.sum(seconds * spans)) + lost + log.repeated_steps * median
     useful = float((steps[-1] - steps[0] + log.interval_steps) * median)
     return min(1.0, useful / spent) if spent > 0 else None

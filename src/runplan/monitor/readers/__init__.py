@@ -22,7 +22,17 @@ from runplan.errors import SpecError
 from runplan.fileio import JsonInputError, parse_json, read_bytes
 from runplan.monitor.aliases import canonical
 from runplan.monitor.readers import tabular, text, tfevents
-from runplan.monitor.series import MAX_RESTARTS, MetricLog, NoRecords, Restart, Rows, assemble, whole_steps
+from runplan.monitor.series import (
+    MAX_RESTARTS,
+    MetricLog,
+    NoRecords,
+    Restart,
+    Rows,
+    assemble,
+    restarts_at,
+    whole_steps,
+)
+from runplan.monitor.words import counted, steps_text
 
 FORMATS = (
     "auto",
@@ -303,7 +313,7 @@ def _rows_from_tags(tags: dict[str, list[tuple[int, float]]], where: str) -> Row
     first_tag = next(iter(chosen.values()))[2] if chosen else []
     tag_steps = np.asarray([step for step, _ in first_tag], dtype=np.int64)
     back = np.flatnonzero(np.diff(tag_steps) < 0)
-    restarts = [Restart(int(tag_steps[i]), int(tag_steps[i + 1])) for i in back[:MAX_RESTARTS]]
+    restarts = restarts_at(tag_steps, back[:MAX_RESTARTS])
     order = np.argsort(steps, kind="stable")
     return Rows(
         steps=steps[order],
@@ -316,41 +326,38 @@ def _rows_from_tags(tags: dict[str, list[tuple[int, float]]], where: str) -> Row
 
 
 def merge(logs: list[MetricLog]) -> MetricLog:
-    """Several files of one run on the union of their steps; where two have a metric at a step, the later
-    file's value is used (a restart's log repeats the steps after its checkpoint)."""
+    """Several files of one run on the union of their steps. A file that logs a metric again at steps an
+    earlier file has is a restart from the first such step: what the earlier files logged from there on
+    belongs to the abandoned attempt and is left out (the later file's values are used; steps it has not
+    reached again are dropped), as in one file whose step counter goes back."""
     steps = np.unique(np.concatenate([log.steps for log in logs]))
     values: dict[str, np.ndarray] = {}
     nonfinite: dict[str, np.ndarray] = {}
     notes: list[str] = []
     restarts: list[Restart] = []
+    abandoned = [log.abandoned_seconds for log in logs]
+    reach = [max(int(later.steps[-1]) for later in logs[k:]) for k in range(len(logs))]
     previous_last: int | None = None
-    for log in logs:
+    for k, log in enumerate(logs):
         slots = np.searchsorted(steps, log.steps)
-        again = int(log.steps[-1]) + 1
+        again = _repeated_from(log, slots, steps.size, values, nonfinite, notes)
+        if previous_last is not None and again is not None and again <= previous_last:
+            restarts.append(Restart(previous_last, again, min(previous_last, reach[k])))
+            abandoned.append(_abandon_from(again, reach[k], steps, values, nonfinite, notes))
         for name, column in log.values.items():
-            target = values.setdefault(name, np.full(steps.size, np.nan))
-            bad = nonfinite.setdefault(name, np.zeros(steps.size, dtype=bool))
             has = np.isfinite(column) | log.nonfinite[name]
-            overlap = has & (np.isfinite(target[slots]) | bad[slots])
-            if overlap.any():
-                again = min(again, int(log.steps[overlap][0]))
-                notes.append(
-                    f"{log.source} logs {name} again at {int(overlap.sum()):,} steps "
-                    f"({int(log.steps[overlap][0]):,}-{int(log.steps[overlap][-1]):,}): a restart; its values are used"
-                )
-            target[slots[has]] = column[has]
-            bad[slots[has]] = log.nonfinite[name][has]
+            values[name][slots[has]] = column[has]
+            nonfinite[name][slots[has]] = log.nonfinite[name][has]
         notes.extend(f"{log.source}: {note}" for note in log.notes)
-        if previous_last is not None and again <= previous_last:
-            restarts.append(Restart(previous_last, again))
         previous_last = max(previous_last or 0, int(log.steps[-1]))
+    logged = np.logical_or.reduce([np.isfinite(v) | nonfinite[n] for n, v in values.items()])
     first = logs[0]
     return MetricLog(
         source=", ".join(log.source for log in logs),
         format="+".join(dict.fromkeys(log.format for log in logs)),
-        steps=steps,
-        values=values,
-        nonfinite=nonfinite,
+        steps=steps[logged],
+        values={name: column[logged] for name, column in values.items()},
+        nonfinite={name: column[logged] for name, column in nonfinite.items()},
         notes=notes,
         saved_steps=sorted({step for log in logs for step in log.saved_steps}),
         restarts=[restart for log in logs for restart in log.restarts] + restarts,
@@ -362,4 +369,58 @@ def merge(logs: list[MetricLog]) -> MetricLog:
         interval_steps=min(log.interval_steps for log in logs),
         gaps=first.gaps if len(logs) == 1 else [],
         source_names={k: v for log in logs for k, v in log.source_names.items()},
+        abandoned_seconds=np.concatenate(abandoned),
     )
+
+
+def _repeated_from(
+    log: MetricLog,
+    slots: np.ndarray,
+    size: int,
+    values: dict[str, np.ndarray],
+    nonfinite: dict[str, np.ndarray],
+    notes: list[str],
+) -> int | None:
+    """The first step at which ``log`` has a metric that an earlier file has too (None: none), said per metric;
+    adds the merged columns (on the union of the steps) of metrics not seen before."""
+    again: int | None = None
+    for name, column in log.values.items():
+        target = values.setdefault(name, np.full(size, np.nan))
+        bad = nonfinite.setdefault(name, np.zeros(size, dtype=bool))
+        has = np.isfinite(column) | log.nonfinite[name]
+        overlap = has & (np.isfinite(target[slots]) | bad[slots])
+        if overlap.any():
+            first, last = int(log.steps[overlap][0]), int(log.steps[overlap][-1])
+            again = first if again is None else min(again, first)
+            notes.append(
+                f"{log.source} logs {name} again at {int(overlap.sum()):,} steps ({first:,}-{last:,}): a restart; "
+                "its values are used"
+            )
+    return again
+
+
+def _abandon_from(
+    again: int,
+    reach: int,
+    steps: np.ndarray,
+    values: dict[str, np.ndarray],
+    nonfinite: dict[str, np.ndarray],
+    notes: list[str],
+) -> np.ndarray:
+    """Clear what the earlier files logged at steps ≥ ``again`` (an abandoned attempt); their step times (NaN
+    where a row has none) for the goodput. Rows past ``reach``, where the run has not been again, are said."""
+    logged = np.logical_or.reduce([np.isfinite(v) | nonfinite[n] for n, v in values.items()])
+    cleared = logged & (steps >= again)
+    seconds = values.get("step_seconds")
+    out = seconds[cleared] if seconds is not None else np.full(int(cleared.sum()), np.nan)
+    for name in values:
+        values[name][cleared] = np.nan
+        nonfinite[name][cleared] = False
+    beyond = steps[cleared & (steps > reach)]
+    if beyond.size:
+        notes.append(
+            f"{counted(int(beyond.size), 'row')} an abandoned attempt logged past where the run has reached "
+            f"({steps_text(int(beyond.min()), int(beyond.max()))}) left out: the run went on from a checkpoint "
+            "before them"
+        )
+    return out
