@@ -65,6 +65,7 @@ from runplan.export._common import (
     facts,
     fmt_bytes,
     fmt_float,
+    kept_checkpoints,
     runplan_version,
 )
 
@@ -767,19 +768,11 @@ def _retention_warning(f: Facts) -> str:
     checkpoint unless its iteration is a multiple of the interval (training/checkpointing.py, iter_finalize_fn),
     which would leave only the latest and the milestones, not the plan's rolling generations and rollback points
     that ``runplan monitor --plan`` rolls back to; without it Megatron deletes nothing."""
-    keep = [f"the {f.retention_generations} newest checkpoints"]
-    if f.rollback_every_steps:
-        keep.append(
-            f"the {f.rollback_generations} newest at multiples of {f.rollback_every_steps:,} steps (rollback points)"
-        )
-    if f.milestone_every_steps:
-        keep.append(f"every one at a multiple of {f.milestone_every_steps:,} steps (milestones)")
-    kept = keep[0] if len(keep) == 1 else f"{', '.join(keep[:-1])} and {keep[-1]}"
     return (
         "checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous "
         "checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so "
         "Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the "
-        f"newest save is complete) every iter_* directory except {kept}"
+        f"newest save is complete) every iter_* directory except {kept_checkpoints(f)}"
     )
 
 
