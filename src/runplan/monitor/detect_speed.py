@@ -1,6 +1,12 @@
 """Throughput: a sustained slowdown (a straggler: one slow GPU or node holds every step back) against a
 one-off slow step (a checkpoint save, an evaluation, a hiccup).
 
+A log that starts at the run's start raises no throughput event before its baseline holds
+``MIN_BASELINE_POINTS`` logged points: its first steps are start-up (compilation, warm-up, caches filling), which
+fades over several logged points, so a baseline of 2-5 of them is not the run's speed. An excerpt that starts
+mid-run (BLOOM's, 5 lines) has nothing before its first line to wait for: its events rest on the points it has,
+and say how few.
+
 A point is slow when its step time is more than ``slow_fraction`` above the trailing mean of
 ``throughput_window_steps`` steps and more than ``slow_sigma`` noise σ (successive differences) above it. One
 slow point alone is a one-off; two or more in a row are a drop. BLOOM-176B lost 5% (105.2 → 111.1 s per
@@ -15,6 +21,9 @@ from runplan.monitor.detect import Context
 from runplan.monitor.events import Event
 from runplan.monitor.rolling import interval_of, masked_passes, runs, successive_sigma, window_points
 from runplan.monitor.words import counted
+
+#: Logged points a throughput baseline needs at a run's start (the window is at least this many points too).
+MIN_BASELINE_POINTS = 10
 
 
 def step_time_series(ctx: Context) -> tuple[np.ndarray, np.ndarray, str] | None:
@@ -39,10 +48,12 @@ def throughput_events(ctx: Context) -> list[Event]:
     if steps.size < 3:
         return []
     t = ctx.thresholds
-    window = window_points(t.throughput_window_steps, interval_of(steps), least=10)
+    window = window_points(t.throughput_window_steps, interval_of(steps), least=MIN_BASELINE_POINTS)
     use = np.ones(seconds.size, dtype=bool)
+    least = 1  # an excerpt starting mid-run: the baseline it has (said per event)
     if steps[0] <= max(10, 2 * interval_of(steps)):
         use[0] = False  # the run's first logged step includes start-up (compilation, warm-up): not a baseline
+        least = MIN_BASELINE_POINTS  # and the next few still fade from it: wait for a baseline of 10 points
     for restart in ctx.log.restarts:
         use[
             np.searchsorted(steps, restart.resumed_step) : np.searchsorted(steps, restart.resumed_step) + 1
@@ -52,7 +63,12 @@ def throughput_events(ctx: Context) -> list[Event]:
         sigma = successive_sigma(x, current, window)  # from unflagged points: a drop does not hide itself
         noise = np.where(np.isfinite(sigma), sigma, 0.0)
         with np.errstate(invalid="ignore"):
-            return (count > 0) & (x > mean * (1 + t.slow_fraction)) & (x > mean + t.slow_sigma * noise) & use
+            return (
+                (count >= least)
+                & (x > mean * (1 + t.slow_fraction))
+                & (x > mean + t.slow_sigma * noise)
+                & use
+            )
 
     noise_at_start = successive_sigma(seconds, use, window)
 

@@ -36,11 +36,14 @@ def successive_sigma(values: np.ndarray, use: np.ndarray, window: int) -> np.nda
     """Noise σ from successive differences dᵢ = xᵢ − xᵢ₋₁ over the trailing window: σ² = var(d) / 2 (the
     mean square successive difference of von Neumann et al. 1941, taken about the mean difference so that a
     steady trend, which adds the same amount to every dᵢ, does not count as noise: a canary that falls as the
-    model learns keeps a small σ). NaN with fewer than 3 differences."""
+    model learns keeps a small σ). Only differences between two points of the window count: ``window`` points
+    have ``window`` − 1 of them (the difference from the point before the window to its first point is not the
+    window's noise). NaN with fewer than 3 differences."""
     diffs = np.diff(values, prepend=values[:1])
     pair = use & np.concatenate(([False], use[:-1]))
-    mean_square, n = trailing_mean(diffs**2, pair, window)
-    mean, _ = trailing_mean(diffs, pair, window)
+    inside = max(1, window - 1)
+    mean_square, n = trailing_mean(diffs**2, pair, inside)
+    mean, _ = trailing_mean(diffs, pair, inside)
     variance = np.maximum(mean_square - mean**2, 0.0) * n / np.maximum(n - 1, 1)
     return np.where(n >= 3, np.sqrt(variance / 2.0), np.nan)
 

@@ -296,7 +296,7 @@ def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
             slot = position[int(step)]
             column[slot] = _scalar(tag, step, value, where) * factor
             has[slot] = True
-        values[target], present[target] = column, has
+        values[target], present[target] = column, has & ~_placeholders(steps, column, has)
     return Rows(
         steps=steps,
         values=values,
@@ -304,6 +304,32 @@ def read_scalars_json(data: dict[str, Any], where: str) -> Rows:
         ignored_names=ignored,
         source_names={target: tag for tag, (target, _, _) in series.items()},
     )
+
+
+def _placeholders(steps: np.ndarray, column: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """The "nan" entries of one tag that are Megatron's "nothing logged here", not values: the export writes
+    every tag at every step of its ``step_interval`` grid, so a tag logged more sparsely (``iteration-time``
+    every 100 steps where timers are logged at interval 100) has "nan" at every grid step in between. A nan
+    off the tag's own grid is such a placeholder: that grid is the spacing of its finite values, when it is
+    sparser than the export's and every finite value after the first lies on it (a regular logging
+    interval; nans scattered through a tag's values leave none). A nan on that grid, or in a tag logged at
+    every grid step (the loss), is a value written as nan and stays one."""
+    none = np.zeros(steps.size, dtype=bool)
+    finite = has & np.isfinite(column)
+    tag_steps, finite_steps = steps[has], steps[finite]
+    if finite_steps.size < _REGULAR_POINTS:
+        return none
+    own = int(np.median(np.diff(finite_steps)))
+    if own <= int(np.median(np.diff(tag_steps))):
+        return none
+    phases = np.unique(finite_steps[1:] % own)
+    if phases.size != 1:
+        return none
+    return has & ~np.isfinite(column) & (steps % own != phases[0])
+
+
+#: Finite values a tag needs before its own logging interval is trusted to tell placeholders from values.
+_REGULAR_POINTS = 4
 
 
 def _step_key(tag: str, key: str, where: str) -> int:
