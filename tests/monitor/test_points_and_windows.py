@@ -96,6 +96,20 @@ def test_a_throughput_drop_after_10_points_of_baseline_is_still_raised(tmp_path)
     assert _throughput(report) == [("throughput_drop", 30, 28)]  # steps 2-29
 
 
+def test_a_masked_slow_step_does_not_silence_the_next_slowdown(tmp_path):
+    """The 10-point rule is for the run's start only: logged every 10 steps, a 100-step window holds 10 points,
+    so one slow step left out of the baseline used to leave 9 and hide a slowdown right after it."""
+    path = tmp_path / "every10.csv"
+    rows = ["step,loss,step_seconds"]
+    for step in range(10, 1010, 10):
+        seconds = 2.0 if step == 450 else (1.1 if step >= 500 else 1.0) + 0.001 * (step % 20 == 0)
+        rows.append(f"{step},3.0,{seconds}")
+    path.write_text("\n".join(rows) + "\n")
+    _, report = _report(path)
+    kinds = [(kind, start) for kind, start, _ in _throughput(report)]
+    assert ("slow_step", 450) in kinds and ("throughput_drop", 500) in kinds
+
+
 def test_an_excerpt_that_starts_mid_run_raises_on_the_baseline_it_has(tmp_path):
     path = tmp_path / "excerpt.jsonl"
     _times(path, 42780, {42784: 1.2, 42785: 1.2}, count=10)  # nothing before step 42,780 in the log (BLOOM)

@@ -50,10 +50,13 @@ def throughput_events(ctx: Context) -> list[Event]:
     t = ctx.thresholds
     window = window_points(t.throughput_window_steps, interval_of(steps), least=MIN_BASELINE_POINTS)
     use = np.ones(seconds.size, dtype=bool)
-    least = 1  # an excerpt starting mid-run: the baseline it has (said per event)
+    # an excerpt starting mid-run: any point may be flagged on the baseline it has (said per event)
+    flaggable = np.ones(seconds.size, dtype=bool)
     if steps[0] <= max(10, 2 * interval_of(steps)):
         use[0] = False  # the run's first logged step includes start-up (compilation, warm-up): not a baseline
-        least = MIN_BASELINE_POINTS  # and the next few still fade from it: wait for a baseline of 10 points
+        # and the next few still fade from it: nothing is flagged before 10 points have followed it (once: a
+        # point masked later, a one-off slow step or a restart, does not silence the next window)
+        flaggable[: MIN_BASELINE_POINTS + 1] = False
     for restart in ctx.log.restarts:
         use[
             np.searchsorted(steps, restart.resumed_step) : np.searchsorted(steps, restart.resumed_step) + 1
@@ -64,7 +67,8 @@ def throughput_events(ctx: Context) -> list[Event]:
         noise = np.where(np.isfinite(sigma), sigma, 0.0)
         with np.errstate(invalid="ignore"):
             return (
-                (count >= least)
+                (count >= 1)
+                & flaggable
                 & (x > mean * (1 + t.slow_fraction))
                 & (x > mean + t.slow_sigma * noise)
                 & use
