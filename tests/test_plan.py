@@ -242,10 +242,33 @@ def test_a_pin_that_rules_out_the_larger_sizes_says_why_the_budget_is_not_filled
     assert plan.layout.best.vpp == 3 and plan.model.shape.n_layers == 36
     (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
     assert (
-        "of the budget's 30.0 days: a larger size is infeasible (no layout passes the divisibility rules: "
+        "fills 19.8 of the budget's 30 days: a larger size is infeasible (no layout passes the divisibility rules: "
         in (warning)
     )
     assert "vpp=3 does not divide" in warning
+
+
+def test_a_fill_that_cannot_shrink_says_it_overruns_and_which_way_it_was_blocked(tmp_path):
+    """0.05 days on 64 H100 with tp 8: the first size overruns and the smaller one has 14 heads, which tp 8 cannot
+    split. The warning says the plan takes more days than the budget (was 'fills 0.1 of 0.1') and that a smaller
+    size is infeasible (was 'larger'); the budget row says its rate is above the layout's MFU (was 'below')."""
+    from runplan.report.sections import plan_sections
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(
+        "schema_version: 1\nname: t\nbudget: {days: 0.05}\ncluster: {gpu: h100-sxm, gpus: 64}\nparallel: {tp: 8}\n"
+    )
+    plan = build_plan(load_plan(path), tmp_path)
+    (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
+    assert plan.cost.main.wall_clock_days > 0.05
+    assert (
+        "budget: the plan takes " in warning
+        and " of the budget's 0.05 days: a smaller size is infeasible (" in (warning)
+    )
+    rows = {row[0]: row for section in plan_sections(plan) for row in section.rows}
+    assert (
+        f"above the layout's MFU {plan.layout.best.mfu:.1%}: the plan overruns its days" in rows["budget"][2]
+    )
 
 
 def test_a_pin_the_budget_s_model_cannot_take_names_that_model(tmp_path):

@@ -686,13 +686,12 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     warnings = list(plan.warnings)
     if abs(predicted / target_days - 1.0) > FILL_RTOL:
         why = (
-            f"a larger size is infeasible ({stopped})"
-            if stopped
-            else "the chosen layout and the batch rounding change with the model size, so no size fills it "
-            "within 1%"
+            stopped
+            or "the chosen layout and the batch rounding change with the model size, so no size fills it within 1%"
         )
+        verb = "fills" if predicted < target_days else "takes"
         warnings.append(
-            f"budget: the plan fills {predicted:.1f} of the budget's {target_days:.1f} days: {why}"
+            f"budget: the plan {verb} {predicted:.3g} of the budget's {target_days:.3g} days: {why}"
         )
     allocation = plan.allocation.model_copy(
         update={"mfu": fill_rate(flops, inputs, target_days), "days": target_days}
@@ -733,7 +732,8 @@ def _filled(
         try:
             plan, flops = _build_once(spec, inputs, flops * target_days / predicted)
         except Infeasible as error:  # a size the pins or the memory rule out: keep the iterates that worked
-            stopped = error.reason
+            size = "larger" if target_days > predicted else "smaller"
+            stopped = f"a {size} size is infeasible ({error.reason})"
             break
         tried.append((plan, flops))
     within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days * (1.0 + FILL_RTOL)]

@@ -75,8 +75,13 @@ def _allocation(plan: RunPlan) -> Section:
                 "budget",
                 f"{a.days:.4g} days",
                 f"C sized so the predicted wall clock fills it (a fixed point): C = GPUs × peak × {a.mfu:.1%} × "
-                f"days, below the layout's MFU {plan.layout.best.mfu:.1%}: C = 6·N·D leaves out the attention "
-                "FLOPs MFU counts, and failures, saves and the batch ramp take time",
+                + (
+                    f"days, below the layout's MFU {plan.layout.best.mfu:.1%}: C = 6·N·D leaves out the attention "
+                    "FLOPs MFU counts, and failures, saves and the batch ramp take time"
+                    if a.mfu <= plan.layout.best.mfu
+                    else f"days, above the layout's MFU {plan.layout.best.mfu:.1%}: the plan overruns its days "
+                    "(the budget warning says why)"
+                ),
             )
         )
     if a.intervals is not None:
