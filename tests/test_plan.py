@@ -271,6 +271,22 @@ def test_a_fill_that_cannot_shrink_says_it_overruns_and_which_way_it_was_blocked
     )
 
 
+def test_flags_can_still_replace_a_plan_file_s_infeasible_pins(tmp_path):
+    """A days budget pinned to tp 16 on 8-GPU nodes is infeasible as written; `parallelize FILE --tp 2` lays
+    another pin over it and `allocate FILE` answers from the budget's own conversion (both did before the fill
+    was shared, and the docs say flags are laid over the plan's)."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "schema_version: 1\nname: t\nbudget: {days: 3}\ncluster: {gpu: h100-sxm, gpus: 256}\n"
+        "parallel: {tp: 16}\n"
+    )
+    assert run("plan", str(path)).exit_code == 1
+    laid = run("parallelize", str(path), "--tp", "2", "--json")
+    assert laid.exit_code == 0, laid.output
+    assert {x["tp"] for x in json.loads(laid.stdout)["layouts"]} == {2}
+    assert run("allocate", str(path)).exit_code == 0
+
+
 def test_a_pin_the_budget_s_model_cannot_take_names_that_model(tmp_path):
     result = run("plan", str(_pinned_a100_days_plan(tmp_path, 5)))
     assert result.exit_code == 1, result.output

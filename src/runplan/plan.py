@@ -706,9 +706,16 @@ def fill_rate(flops: float, inputs: ResolvedInputs, days: float) -> float:
 
 def filled_flops(spec: PlanSpec, inputs: ResolvedInputs) -> float | None:
     """The compute :func:`build_plan` spends a GPU-time budget at, so that `allocate` and `parallelize` on a
-    plan file size the same model as `plan`; None for a FLOPs or token budget (nothing to fill)."""
+    plan file size the same model as `plan`; None for a FLOPs or token budget (nothing to fill), or when the
+    plan as written is infeasible (its pins, say): then the budget's own conversion, so that `parallelize`'s
+    flags can still lay other pins over the file's."""
     target_days = budget_days(spec, inputs.n_gpus)
-    return None if target_days is None else _filled(spec, inputs, target_days)[1]
+    if target_days is None:
+        return None
+    try:
+        return _filled(spec, inputs, target_days)[1]
+    except Infeasible:
+        return None
 
 
 def _filled(
