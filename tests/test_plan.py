@@ -207,15 +207,20 @@ def test_allocate_and_parallelize_read_the_same_plan_file():
     assert {(x["tp"], x["pp"]) for x in pinned} == {(4, 4)}
 
 
-@pytest.mark.parametrize(("gpu", "overlap", "warned"), [("a100-80gb", "true", True), ("a100-80gb", "false", False),
-                                                      ("h100-sxm", "true", False)])  # fmt: skip
-def test_tp_overlap_on_ampere_is_warned_as_an_assumption(tmp_path, gpu, overlap, warned):
+@pytest.mark.parametrize(("gpu", "overlap", "sp", "warned"), [
+    ("a100-80gb", "true", "true", True), ("a100-80gb", "false", "true", False),
+    ("h100-sxm", "true", "true", False),
+    ("a100-80gb", "true", "false", False),  # no SP: the time model overlaps nothing (timing, TP)
+])  # fmt: skip
+def test_tp_overlap_on_ampere_is_warned_as_an_assumption(tmp_path, gpu, overlap, sp, warned):
     """TransformerEngine's TP comm overlap needs CUDA multicast (sm90) unless UB_SKIPMC=1: on A100 the plan's
-    time assumes an overlap the engine runs only on a slower path, and the Megatron export leaves it out."""
+    time assumes an overlap the engine runs only on a slower path, and the Megatron export leaves it out. Only
+    where the time model overlaps at all: with sequence parallelism, TP inside a node."""
     path = tmp_path / "p.yaml"
     path.write_text(
         "schema_version: 1\nname: p\nbudget: {flops: 1.3e23}\ntraining: {seq_len: 4096}\n"
         f"cluster: {{gpu: {gpu}, gpus: 256}}\nstack: {{tp_comm_overlap: {overlap}}}\n"
+        f"parallel: {{tp: 4, sequence_parallel: {sp}}}\n"
     )
     plan = build_plan(load_plan(path), tmp_path)
     assert plan.layout.best.tp > 1
