@@ -51,3 +51,15 @@ def test_an_n_beyond_the_generated_shapes_is_said_and_a_plan_file_refuses_it(tmp
     assert result.exit_code == 1
     stderr = " ".join(result.stderr.split())
     assert "N lands between 100 M and 2 T" in stderr and "3e12" not in stderr
+
+
+def test_a_plan_file_s_cost_is_in_its_currency(tmp_path: Path):
+    # 1e23 FLOPs at MFU 0.4 on H100: 1e23 / (989e12 × 0.4) / 3600 = 70,217 GPU-hours, priced at 3 EUR each
+    plan = tmp_path / "eur.yaml"
+    plan.write_text(
+        "schema_version: 1\nname: eur\nbudget: {flops: 1e23}\ncluster: {gpu: h100-sxm, gpus: 512, "
+        "price_per_gpu_hour: 3}\ncost: {currency: EUR}\n"
+    )
+    result = CliRunner().invoke(app, ["allocate", str(plan)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "EUR at 3 EUR per GPU-hour" in result.stdout and "USD" not in result.stdout

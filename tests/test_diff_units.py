@@ -128,3 +128,11 @@ def test_diff_of_a_cluster_size_change(tmp_path):
     assert "  cost.main.gpus: 512 → 1,024 (+100.00%)" in result.stdout.splitlines()
     cost = next(line for line in result.stdout.splitlines() if line.startswith("  cost.main.cost: "))
     assert cost.count(" USD") == 2 and "e+" not in cost
+
+
+def test_a_cost_usd_key_is_in_the_plan_s_currency():
+    # sweep.cost_usd is GPU-hours × the plan's price: in a EUR plan it is EUR, whatever its name says
+    assert (
+        _line("sweep.cost_usd", 3508.0, 5263.0, "EUR", "EUR")
+        == "sweep.cost_usd: 3,508 EUR → 5,263 EUR (+50.03%)"
+    )

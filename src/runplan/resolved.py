@@ -222,10 +222,6 @@ def _money(value: float, extra: int, ref: float, currency: str = "") -> str:
     return f"{value:,.{extra}f} {currency}".rstrip()
 
 
-def _usd(value: float, extra: int, ref: float, currency: str = "") -> str:
-    return _money(value, extra, ref, "USD")
-
-
 def _price(value: float, extra: int, ref: float, currency: str = "") -> str:
     return f"{value:.{4 + extra}g} {currency + '/' if currency else 'per '}GPU-hour"
 
@@ -252,7 +248,7 @@ def _gpu_hours(value: float, extra: int, ref: float, currency: str = "") -> str:
     return _count(value if extra else round(value), extra, ref) + " GPU-hours"
 
 
-_MONEY: tuple[_Fmt, ...] = (_money, _usd, _price)
+_MONEY: tuple[_Fmt, ...] = (_money, _price)
 #: The unit of a number by the end of its key, first match: (suffixes, formatter); any other number is a count
 _UNITS: tuple[tuple[tuple[str, ...], _Fmt], ...] = (
     (("bytes_per_param",), _fixed(4, "B/param", general=True)),
@@ -264,7 +260,10 @@ _UNITS: tuple[tuple[tuple[str, ...], _Fmt], ...] = (
     (("gpu_hours",), _gpu_hours),
     (("price_per_gpu_hour",), _price),
     (("cost",), _money),
-    (("_usd",), _usd),
+    (
+        ("_usd",),
+        _money,
+    ),  # sweep.cost_usd: GPU-hours × the plan's price, in the plan's currency despite its name
     (("mwh",), _fixed(1, "MWh")),
     (("watts",), _fixed(0, "W")),
     (("fraction", "goodput", "mfu", "hfu", "saving", "overhead"), _percent),

@@ -96,8 +96,10 @@ def _against_compute_optimal(a: Allocation) -> list[tuple[str, str]]:
     return rows
 
 
-def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = True) -> None:
-    """Human-readable allocation on stdout (rich)."""
+def render(
+    allocation: Allocation, law: ParametricLaw, *, shape_line: bool = True, currency: str = "USD"
+) -> None:
+    """Human-readable allocation on stdout (rich); ``currency``: the plan's (cost.currency), USD from flags."""
     from rich.table import Table
 
     from runplan.cli.common import console
@@ -153,7 +155,7 @@ def render(allocation: Allocation, law: ParametricLaw, *, shape_line: bool = Tru
             rows.append(("wall-clock", f"{_days(a.days)} on {a.gpus:,} GPUs"))
         if a.cost_usd is not None:
             price = a.cost_usd / a.gpu_hours
-            rows.append(("cost", f"{a.cost_usd:,.0f} USD at {price:.4g} USD per GPU-hour"))
+            rows.append(("cost", f"{a.cost_usd:,.0f} {currency} at {price:.4g} {currency} per GPU-hour"))
     for key, value in rows:
         table.add_row(key, value)
     out.print(table)
@@ -322,7 +324,8 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     if json_output:
         print_json(result.model_dump(mode="json"))
         return
-    render(result, stage.law, shape_line=spec.model is None)  # a fixed model: its own shape, printed below
+    # a fixed model: its own shape, printed below; the price is in the plan's currency (cost_usd is a misnomer)
+    render(result, stage.law, shape_line=spec.model is None, currency=spec.cost.currency)
     from runplan.cli.common import console, echo_wrapped
 
     console().print(f"model: {stage.resolution}")
