@@ -17,6 +17,8 @@ from typing import Any
 import yaml
 
 from runplan.plan import RunPlan
+from runplan.report.format import fmt_count, fmt_duration
+from runplan.units import format_bytes
 
 SCHEMA_COMMENT = (
     "# yaml-language-server: $schema=docs/plan.schema.json\n"  # its path in the runplan repository
@@ -177,39 +179,15 @@ def _short(value: Any) -> str:
 _Fmt = Callable[[float, int, float, str], str]
 
 
-def _scaled(value: float, extra: int, ref: float, scales: tuple[tuple[float, str, int], ...]) -> str:
-    """``value`` in the first of ``scales`` (divisor, unit, significant digits) that ``ref`` reaches."""
-    divisor, unit, digits = next((s for s in scales if abs(ref) >= s[0]), scales[-1])
-    return f"{value / divisor:.{digits + extra}g} {unit}"
-
-
-# fmt_bytes' decimal units, fmt_duration's (a duration in minutes from 120 s, hours from 2 h, days from 3 days)
-_BYTE_SCALES = (
-    (1e15, "PB", 3),
-    (1e12, "TB", 3),
-    (1e9, "GB", 3),
-    (1e6, "MB", 3),
-    (1e3, "kB", 3),
-    (1.0, "B", 3),
-)
-_TIME_SCALES = ((86400.0, "days", 3), (3600.0, "h", 3), (60.0, "min", 3), (1.0, "s", 4))
-_TIME_FROM = {"days": 3 * 86400.0, "h": 7200.0, "min": 120.0, "s": 0.0}
-
-
 def _count(value: float, extra: int, ref: float, currency: str = "") -> str:
-    """fmt_count's style: ``70.55 B``, ``21.76 M``; below a million ``491,679`` or ``28.3``."""
-    if abs(ref) >= 1e18:  # past P: 2.1e+19, not 2.1e+04 P
+    """fmt_count's style (``70.55 B``, ``21.76 M``, ``491,679``); past P plain (2.1e+19, not 2.1e+04 P)."""
+    if abs(ref) >= 1e18:
         return f"{value:.{3 + extra}g}"
-    if abs(ref) >= 1e6:
-        return _scaled(value, extra, ref, ((1e15, "P", 4), (1e12, "T", 4), (1e9, "B", 4), (1e6, "M", 4)))
-    if float(value).is_integer() or abs(ref) >= 1000:
-        return f"{value:,.{extra}f}"
-    return f"{value:.{4 + extra}g}"
+    return fmt_count(value, scale_of=ref, extra_digits=extra)
 
 
 def _duration(value: float, extra: int, ref: float, currency: str = "") -> str:
-    divisor, unit, digits = next(s for s in _TIME_SCALES if abs(ref) >= _TIME_FROM[s[1]])
-    return f"{value / divisor:.{digits + extra}g} {unit}"
+    return fmt_duration(value, scale_of=ref, extra_digits=extra)
 
 
 def _percent(value: float, extra: int, ref: float, currency: str = "") -> str:
@@ -237,7 +215,7 @@ def _fixed(digits: int, unit: str = "", general: bool = False) -> _Fmt:
 
 
 def _bytes(value: float, extra: int, ref: float, currency: str = "") -> str:
-    return _scaled(value, extra, ref, _BYTE_SCALES)
+    return format_bytes(value, scale_of=ref, extra_digits=extra)
 
 
 def _bandwidth(value: float, extra: int, ref: float, currency: str = "") -> str:
@@ -259,11 +237,8 @@ _UNITS: tuple[tuple[tuple[str, ...], _Fmt], ...] = (
     (("days", "days_to_train"), _fixed(3, "days", general=True)),
     (("gpu_hours",), _gpu_hours),
     (("price_per_gpu_hour",), _price),
-    (("cost",), _money),
-    (
-        ("_usd",),
-        _money,
-    ),  # sweep.cost_usd: GPU-hours × the plan's price, in the plan's currency despite its name
+    # sweep.cost_usd is GPU-hours × the plan's price too: in the plan's currency despite its name
+    (("cost", "_usd"), _money),
     (("mwh",), _fixed(1, "MWh")),
     (("watts",), _fixed(0, "W")),
     (("fraction", "goodput", "mfu", "hfu", "saving", "overhead"), _percent),

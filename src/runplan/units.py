@@ -116,12 +116,16 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
     return f"{text} {unit}" if unit else text
 
 
-def format_bytes(value: float) -> str:
-    """``1.13e12`` → ``1.13 TB`` (decimal units, as storage vendors quote them); the one byte formatter."""
+def format_bytes(value: float, *, scale_of: float | None = None, extra_digits: int = 0) -> str:
+    """``1.13e12`` → ``1.13 TB`` (decimal units, as storage vendors quote them); the one byte formatter.
+
+    ``scale_of`` picks the unit instead of ``value`` (two sides of a change in one unit: ``0.95 GB → 1.21 GB``);
+    ``extra_digits`` adds significant digits (two values that would print alike)."""
+    ref = abs(value if scale_of is None else scale_of)
     for threshold, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if abs(value) >= threshold:
-            return f"{value / threshold:.3g} {unit}"
-    return f"{value:.3g} B"
+        if ref >= threshold:
+            return f"{value / threshold:.{3 + extra_digits}g} {unit}"
+    return f"{value:.{3 + extra_digits}g} B"
 
 
 # ---- pydantic field types: plan files and flags share them ----------------------------------------

@@ -22,27 +22,31 @@ def fmt_change(value: float) -> str:
     return f"{value:+.1%}"
 
 
-def fmt_count(value: float) -> str:
-    """``70553706496`` → ``70.55 B``; below a million, thousands separators (``491,679``, ``28.3``)."""
-    if abs(value) >= 1e6:
+def fmt_count(value: float, *, scale_of: float | None = None, extra_digits: int = 0) -> str:
+    """``70553706496`` → ``70.55 B``; below a million, thousands separators (``491,679``, ``28.3``).
+
+    ``scale_of`` and ``extra_digits`` as in :func:`runplan.units.format_bytes` (one scale for two values)."""
+    ref, extra = abs(value if scale_of is None else scale_of), extra_digits
+    if ref >= 1e6:
         for threshold, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M")):
-            if abs(value) >= threshold:
-                return f"{value / threshold:.4g} {suffix}"
-    if float(value).is_integer() or abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.4g}"
+            if ref >= threshold:
+                return f"{value / threshold:.{4 + extra}g} {suffix}"
+    if float(value).is_integer() or ref >= 1000:
+        return f"{value:,.{extra}f}"
+    return f"{value:.{4 + extra}g}"
 
 
-def fmt_duration(value: float) -> str:
+def fmt_duration(value: float, *, scale_of: float | None = None, extra_digits: int = 0) -> str:
     """Compact, for tables: ``26.65 s``, ``2.7 min``, ``5.2 h``, ``29.5 days`` (notes use ops._notes.fmt_seconds,
-    which also shows the exact seconds)."""
-    if abs(value) < 120:
-        return f"{value:.4g} s"
-    if abs(value) < 7200:
-        return f"{value / 60:.3g} min"
-    if abs(value) < 3 * 86400:
-        return f"{value / 3600:.3g} h"
-    return f"{value / 86400:.3g} days"
+    which also shows the exact seconds). ``scale_of`` and ``extra_digits`` as in :func:`fmt_count`."""
+    ref, extra = abs(value if scale_of is None else scale_of), extra_digits
+    if ref < 120:
+        return f"{value:.{4 + extra}g} s"
+    if ref < 7200:
+        return f"{value / 60:.{3 + extra}g} min"
+    if ref < 3 * 86400:
+        return f"{value / 3600:.{3 + extra}g} h"
+    return f"{value / 86400:.{3 + extra}g} days"
 
 
 def fmt_value(name: str, value: object) -> str:
