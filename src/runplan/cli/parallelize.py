@@ -462,11 +462,13 @@ def _request_from_plan(
         spec = spec.model_copy(update={"calibration": str(calibration.resolve())})
     # the plan's model, as `runplan plan` sizes it (a GPU-time budget filled at its own layout's speed): the
     # layout flags below explore layouts for that model, they do not re-size it
-    flops = filled_flops(spec, resolve_inputs(spec, plan_file.resolve().parent))
+    inputs = resolve_inputs(
+        spec, plan_file.resolve().parent
+    )  # catalog, law, calibration: not the constraints
+    flops = filled_flops(spec, inputs)
     # the constraint flags first: the plan's batch target is clamped into their range (plan.layout_request)
     merged_constraints = spec.constraints.model_copy(update=constraints.model_dump(exclude_unset=True))
     spec = spec.model_copy(update={"constraints": merged_constraints})
-    inputs = resolve_inputs(spec, plan_file.resolve().parent)
     stage = allocation_stage(spec, inputs, flops)
     request = layout_request(spec, inputs, stage.shape, stage.allocation.tokens).request
     merged_pins = request.pins.model_copy(update=pins.model_dump(exclude_unset=True))

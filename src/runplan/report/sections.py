@@ -70,20 +70,7 @@ def _allocation(plan: RunPlan) -> Section:
         ("predicted loss", f"{a.loss:.4f}", _loss_why(a)),
     ]
     if a.days is not None and a.mfu is not None:  # a GPU-time budget, sized to fill (plan.build_plan)
-        section.rows.append(
-            (
-                "budget",
-                f"{a.days:.4g} days",
-                f"C sized so the predicted wall clock fills it (a fixed point): C = GPUs × peak × {a.mfu:.1%} × "
-                + (
-                    f"days, below the layout's MFU {plan.layout.best.mfu:.1%}: C = 6·N·D leaves out the attention "
-                    "FLOPs MFU counts, and failures, saves and the batch ramp take time"
-                    if a.mfu <= plan.layout.best.mfu
-                    else f"days, above the layout's MFU {plan.layout.best.mfu:.1%}: the plan overruns its days "
-                    "(the budget warning says why)"
-                ),
-            )
-        )
+        section.rows.append(("budget", f"{a.days:.4g} days", _budget_why(a.mfu, plan.layout.best.mfu)))
     if a.intervals is not None:
         section.rows += _interval_rows(a.intervals)
     if a.loss_penalty is not None:
@@ -116,6 +103,20 @@ def _allocation(plan: RunPlan) -> Section:
             ),
         ]
     return section
+
+
+def _budget_why(rate: float, mfu: float) -> str:
+    """The fill's rate C / (GPUs × peak × days) beside the layout's MFU, and why they differ."""
+    why = (
+        "C = 6·N·D leaves out the attention FLOPs MFU counts, and failures, saves and the batch ramp take time"
+        if rate <= mfu
+        else "the plan overruns its days (the budget warning says why)"
+    )
+    relation = "below" if rate <= mfu else "above"
+    return (
+        f"C sized so the predicted wall clock fills it (a fixed point): C = GPUs × peak × {rate:.1%} × days, "
+        f"{relation} the layout's MFU {mfu:.1%}: {why}"
+    )
 
 
 def _loss_why(a: Any) -> str:
