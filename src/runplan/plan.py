@@ -607,8 +607,9 @@ def _tp_overlap_warnings(request: ParallelRequest, best: LayoutEstimate) -> list
     multicast (compute capability 9.0+) and otherwise stops at start-up unless UB_SKIPMC=1 selects its slower
     CUDA IPC path (TransformerEngine ``initialize_ub``; its comm_gemm_overlap example README), so the time the
     plan prints may not be reachable; the Megatron export leaves the flag out there."""
-    # the time model overlaps only the SP all-gather/reduce-scatter pair inside one node (timing, TP)
-    overlapped = best.tp > 1 and best.sequence_parallel and best.tp <= request.node_size
+    from runplan.parallel.timing import tp_overlap_applies
+
+    overlapped = best.tp > 1 and bool(tp_overlap_applies(best.sequence_parallel, best.tp, request.node_size))
     if not overlapped or not request.stack.tp_comm_overlap or request.gpu.family != "ampere":
         return []
     return [

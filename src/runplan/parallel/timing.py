@@ -670,10 +670,16 @@ def _tensor_parallel_seconds(st: _Step, compute: _Compute):
         # both implementations overlap the SP all-gather/reduce-scatter pair only (Megatron asserts SP)
         gemm_mb = compute.layers_gemm_forward * np.where(st.full, 4.0, 3.0)
         hidden = np.minimum(st.eff.tp_overlap_fraction * overlappable, gemm_mb)
-        # (and inside one NVLink domain: userbuffers and symmetric memory are intra-node)
-        overlapped = np.asarray(st.grid.sequence_parallel, dtype=bool) & (t <= st.node_size)
+        overlapped = tp_overlap_applies(st.grid.sequence_parallel, t, st.node_size)
         overlappable = overlappable - np.where(overlapped, hidden, 0.0)
     return np.where(t > 1, overlappable + routed, 0.0)
+
+
+def tp_overlap_applies(sequence_parallel, t, node_size: int):
+    """Where TP communication overlap hides anything: the SP all-gather/reduce-scatter pair only (Megatron
+    asserts SP; torchtitan's async TP is the same pair), and inside one NVLink domain (userbuffers and symmetric
+    memory are intra-node)."""
+    return np.asarray(sequence_parallel, dtype=bool) & (np.asarray(t) <= node_size)
 
 
 def _expert_parallel_seconds(st: _Step):
