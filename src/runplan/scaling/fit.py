@@ -999,12 +999,15 @@ def _fit_budget(
     x = np.log(runs.params[idx])
     coefficients = _weighted_parabolas(x, runs.loss[idx], weights)
     c0, c1, c2 = coefficients[0]
-    if not (c2 > 0):
+    # a curvature within rounding of zero (losses exactly on a line in log N) is no minimum: its vertex would be
+    # a number of the solver's rounding, and which side of zero it lands on varies between numpy builds
+    rounding = 1e-9 * (float(np.ptp(runs.loss[idx])) + 1e-12) / max(float(np.ptp(x)), 1e-12) ** 2
+    if not (c2 > rounding):
         return _dropped(runs, idx, "no_minimum", "loss does not curve upward in log N (no minimum)")
     with np.errstate(all="ignore"):
         vertex = np.where(coefficients[:, 2] > 0, -coefficients[:, 1] / (2 * coefficients[:, 2]), np.nan)
-    n_opt = math.exp(vertex[0])
     n_min, n_max = float(runs.params[idx].min()), float(runs.params[idx].max())
+    n_opt = math.exp(min(float(vertex[0]), 709.0))
     if not n_min <= n_opt <= n_max:
         outside = f"the minimum N = {n_opt:.3g} lies outside the sampled {n_min:.3g}..{n_max:.3g}"
         return _dropped(runs, idx, "minimum_outside", outside)
