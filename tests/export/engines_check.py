@@ -206,6 +206,10 @@ def check_deepspeed(item: dict) -> dict:
         "clip": cfg.gradient_clipping,
         "scheduler": cfg.scheduler_name,
         "optimizer": cfg.optimizer_name,
+        # the gradient reduction and accumulation dtypes (None: the model's bf16) and AutoTP's degree
+        "communication_data_type": str(cfg.communication_data_type),
+        "grad_accum_dtype": cfg.grad_accum_dtype,
+        "autotp_size": cfg.tensor_parallel_config.autotp_size,
     }
     if expect["pp"] > 1:
         got["pipeline_zero_assertion"] = _pipeline_engine_zero_check(cfg)

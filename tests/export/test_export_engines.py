@@ -58,6 +58,7 @@ def _expect(plan) -> dict:
         "ep": f.layout.ep,
         "global_batch": f.global_batch_sequences,
         "zero": f.layout.zero,
+        "gradient_dtype": f.stack.gradient_dtype,
         "interval": f.checkpoint_interval_steps,
         "n_layers": f.n_layers,
         "n_gpus": f.n_gpus,
@@ -180,6 +181,15 @@ def test_deepspeed_starts_with_the_export(checked, example: str) -> None:
         got["train_batch_size"] == got["micro"] * got["accumulation"] * expect["dp"] == expect["global_batch"]
     )
     assert got["zero_stage"] == expect["zero"] and got["bf16"] is True and got["clip"] == 1.0
+    # gradients reduced and accumulated in the plan's dtype, not DeepSpeed's bf16 default
+    torch_dtype = {"fp32": "torch.float32", "bf16": "torch.bfloat16"}[expect["gradient_dtype"]]
+    assert got["communication_data_type"] == torch_dtype
+    fp32_without_zero = expect["zero"] == 0 and expect["gradient_dtype"] == "fp32"  # DeepSpeed refuses it
+    assert got["grad_accum_dtype"] == (None if fp32_without_zero else expect["gradient_dtype"])
+    # AutoTP only without pipeline and context parallelism (it cannot share their process groups)
+    assert got["autotp_size"] == (
+        expect["tp"] if expect["tp"] > 1 and expect["pp"] == expect["cp"] == 1 else 0
+    )
     if expect["pp"] > 1:  # DeepSpeed's pipeline engine accepts the stage, and would refuse ZeRO-3
         assert got["pipeline_zero_assertion"] == ""
         assert "incompatible with pipeline parallelism" in got["pipeline_zero3_assertion"]

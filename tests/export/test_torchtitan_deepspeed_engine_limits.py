@@ -124,3 +124,81 @@ def test_deepspeed_pipeline_takes_its_data_parallel_size_from_the_topology():
     assert "no sequence-parallel axis" in warning and "c = 2 cannot run" in warning
     flat = with_layout(plan, pp=1, dp=best.dp * 2)
     assert [w for w in export_plan(flat, "deepspeed").warnings if w.startswith("batch identity:")]
+
+
+# ---------------------------------------------------------------- DeepSpeed gradient dtype -----------------
+def _with_gradients(plan, dtype: str):
+    return _with_stack(plan, **{**plan.inputs["stack"], "gradient_dtype": dtype})
+
+
+def test_deepspeed_reduces_and_accumulates_gradients_in_the_plans_dtype():
+    # DeepSpeed 0.19.8 reduces in communication_data_type and accumulates in data_types.grad_accum_dtype, each
+    # the model's bf16 when unset (runtime/engine.py communication_data_type, get_data_types); the plan's
+    # default counts fp32 gradients (stack gradient_dtype), so both must be written
+    plan = golden_plan("70b-512-h100")  # ZeRO-1, fp32 gradients, t = 4, p = 2
+    result = export_plan(plan, "deepspeed")
+    config = json.loads(result.text)
+    assert config["communication_data_type"] == "fp32"
+    assert config["data_types"] == {"grad_accum_dtype": "fp32"}
+    # ZeRO-1 with fp32 accumulation is BF16_Optimizer, which all-reduces the whole fp32 gradient
+    (warning,) = [w for w in result.warnings if w.startswith("gradients:")]
+    assert "BF16_Optimizer" in warning and "all-reduces" in warning and "\n" not in warning
+    bf16 = json.loads(export_plan(_with_gradients(plan, "bf16"), "deepspeed").text)
+    assert bf16["communication_data_type"] == "bf16" and bf16["data_types"] == {"grad_accum_dtype": "bf16"}
+    assert not [w for w in bf16["runplan"]["warnings"] if w.startswith("gradients:")]
+    # ZeRO-2/3 accumulate their partition in fp32 and reduce-scatter in the communication dtype: no warning
+    for zero in (2, 3):
+        flat = with_layout(plan, pp=1, dp=plan.layout.best.dp * 2, zero=zero)
+        config = json.loads(export_plan(flat, "deepspeed").text)
+        assert (config["communication_data_type"], config["data_types"]["grad_accum_dtype"]) == (
+            "fp32",
+            "fp32",
+        )
+        assert not [w for w in config["runplan"]["warnings"] if w.startswith("gradients:")]
+
+
+def test_deepspeed_without_zero_reduces_fp32_but_cannot_accumulate_in_it():
+    # _do_optimizer_sanity_check: bf16 weights with grad_accum_dtype fp32 and no ZeRO raise
+    # NotImplementedError("unsupported mix ..."), so the export must not write it
+    plan = with_layout(golden_plan("70b-512-h100"), zero=0)
+    result = export_plan(plan, "deepspeed")
+    config = json.loads(result.text)
+    assert config["communication_data_type"] == "fp32" and "data_types" not in config
+    (warning,) = [w for w in result.warnings if w.startswith("gradients:")]
+    assert "NotImplementedError" in warning and "parallel.zero: 1" in warning and "\n" not in warning
+    bf16 = json.loads(export_plan(_with_gradients(plan, "bf16"), "deepspeed").text)
+    assert bf16["data_types"] == {"grad_accum_dtype": "bf16"}
+
+
+def test_deepspeed_ulysses_reduces_gradients_in_the_plans_dtype_too():
+    # with a sequence-parallel size > 1 the engine replaces communication_data_type with
+    # seq_parallel_communication_data_type, fp32 by default (runtime/engine.py, runtime/constants.py)
+    plan = with_layout(
+        golden_plan("70b-512-h100"), pp=1, tp=1, cp=2, dp=golden_plan("70b-512-h100").layout.best.dp * 4
+    )
+    config = json.loads(export_plan(_with_gradients(plan, "bf16"), "deepspeed").text)
+    assert config["seq_parallel_communication_data_type"] == config["communication_data_type"] == "bf16"
+    flat = with_layout(plan, cp=1, dp=plan.layout.best.dp * 2)
+    assert "seq_parallel_communication_data_type" not in json.loads(export_plan(flat, "deepspeed").text)
+
+
+# ---------------------------------------------------------------- DeepSpeed AutoTP --------------------------
+def test_deepspeed_writes_autotp_only_without_pipeline_and_context_parallelism():
+    # AutoTP makes the engine's mpu DeepSpeed's own (world/t) x t data x tensor mesh (runtime/engine.py
+    # _configure_tensor_parallel_states, utils/groups.py _init_tp_mesh_device): under a PipelineModule
+    # PipelineEngine then asserts dp_world_size == grid.data_parallel_size (runtime/pipe/engine.py), and the
+    # Ulysses groups are lost; there the plan's TP has to be built in the model code
+    plan = golden_plan("70b-512-h100")  # t = 4, p = 2, c = 1
+    best = plan.layout.best
+    result = export_plan(plan, "deepspeed")
+    assert "tensor_parallel" not in json.loads(result.text)
+    (warning,) = [w for w in result.warnings if w.startswith("tensor parallel:")]
+    assert "not exported as AutoTP" in warning and "dp_world_size == grid.data_parallel_size" in warning
+    assert "get_slice_parallel_group" in warning and "\n" not in warning
+    flat = with_layout(plan, pp=1, dp=best.dp * best.pp)
+    assert json.loads(export_plan(flat, "deepspeed").text)["tensor_parallel"] == {"autotp_size": best.tp}
+    ulysses = with_layout(flat, cp=2, dp=flat.layout.best.dp // 2)
+    result = export_plan(ulysses, "deepspeed")
+    assert "tensor_parallel" not in json.loads(result.text)
+    (warning,) = [w for w in result.warnings if w.startswith("tensor parallel:")]
+    assert "Ulysses" in warning and "not exported as AutoTP" in warning

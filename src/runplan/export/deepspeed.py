@@ -7,7 +7,15 @@ Keys were read from DeepSpeed 0.19.8 (``export/data/deepspeed_config_keys.json``
 * ``zero_optimization.stage`` the plan's ZeRO stage; ``bf16.enabled``; ``gradient_clipping``; AdamW.
   DeepSpeed's pipeline engine asserts a ZeRO stage below 2 (``runtime/pipe/engine.py``: "ZeRO-2 and ZeRO-3 are
   incompatible with pipeline parallelism"), so a plan with ZeRO ≥ 2 and p > 1 is refused (exit 2).
-* TP as AutoTP (``tensor_parallel.autotp_size``, for Hugging Face models AutoTP supports). Pipeline, context
+* gradients (``_gradient_dtypes``): the plan's ``stack.gradient_dtype`` is the dtype gradients are reduced in
+  (``communication_data_type``; without it DeepSpeed reduces in the model's bf16) and accumulated in
+  (``data_types.grad_accum_dtype``; without it bf16 too), both written. DeepSpeed refuses fp32 accumulation
+  under bf16 without ZeRO (``NotImplementedError: unsupported mix``), so a ZeRO-0 fp32 plan gets fp32 reduction
+  and a warning; ZeRO-1 with fp32 accumulation is its ``BF16_Optimizer``, which all-reduces the whole fp32
+  gradient (a warning: twice the plan's ZeRO-1 reduce-scatter).
+* TP as AutoTP (``tensor_parallel.autotp_size``, for Hugging Face models AutoTP supports) when p = c = 1 only:
+  AutoTP replaces the engine's mpu with its own data x tensor mesh (``_tensor_parallel_warning``), which a
+  PipelineModule or Ulysses cannot share; there the warning says to build TP in the model code. Pipeline, context
   and expert parallelism live in user code in DeepSpeed (``PipelineModule(num_stages=p)``, Ulysses sequence
   parallel groups, ``deepspeed.moe.layer.MoE(ep_size=e)``) and activation recomputation is a call in the model
   (``deepspeed.checkpointing.checkpoint``): each gets a warning with the value to use. With c or t > 1 and no
@@ -213,17 +221,7 @@ def _refuse_pipeline_zero(f: Facts) -> None:
 def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) -> None:
     d = f.layout.dp
     if f.layout.tp > 1:
-        config["tensor_parallel"] = {"autotp_size": int(f.layout.tp)}
-        warnings.append(
-            f"tensor parallel: exported as AutoTP (autotp_size {f.layout.tp}), which covers Hugging Face "
-            "models AutoTP supports; Megatron-style sequence parallelism has no ds_config key"
-            + (
-                ", and AutoTP does not overlap its collectives with the GEMMs as the plan's step time assumes: "
-                "expect a slower step"
-                if f.layout.sequence_parallel and f.layout.tp <= f.gpus_per_node
-                else ""
-            )
-        )
+        warnings.append(_tensor_parallel_warning(f, config))
     if f.layout.pp > 1:
         warnings.append(_pipeline_warning(f))
     if f.layout.cp > 1:
@@ -258,6 +256,90 @@ def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) ->
             f"(world {f.n_gpus} = t*p*d*c = {f.layout.tp}*{f.layout.pp}*{d}*{f.layout.cp}); without one DeepSpeed divides "
             "by the whole world"
         )
+
+
+def _tensor_parallel_warning(f: Facts, config: dict[str, Any]) -> str:
+    """AutoTP (``tensor_parallel.autotp_size``) when the plan has no pipeline and no context parallelism, else
+    TP in the model code. DeepSpeed 0.19.8 has no check for the combinations, but AutoTP sets the engine's mpu
+    to ``deepspeed.utils.groups`` (``runtime/engine.py:957``, ``_configure_tensor_parallel_states``), whose
+    ``_init_tp_mesh_device`` builds a (world/t) x t data x tensor mesh (``utils/groups.py:212-221``): with a
+    PipelineModule its data-parallel group spans the stages, ``_broadcast_model`` broadcasts parameters across
+    them and ``PipelineEngine`` then asserts ``dp_world_size == grid.data_parallel_size``
+    (``runtime/pipe/engine.py:103``, a bare AssertionError; run on 4 gloo ranks, t = p = 2); with Ulysses the
+    mpu holding its sequence groups is replaced, and a ``sequence_parallel_size`` mesh from the config has no
+    tensor axis (on 4 ranks with t = c = 2 the tensor and sequence groups came out the same ranks)."""
+    t, p, c = f.layout.tp, f.layout.pp, f.layout.cp
+    sequence = "Megatron-style sequence parallelism has no ds_config key"
+    if p == 1 and c == 1:
+        config["tensor_parallel"] = {"autotp_size": int(t)}
+        overlap = (
+            ", and AutoTP does not overlap its collectives with the GEMMs as the plan's step time assumes: "
+            "expect a slower step"
+            if f.layout.sequence_parallel and t <= f.gpus_per_node
+            else ""
+        )
+        return (
+            f"tensor parallel: exported as AutoTP (autotp_size {t}), which covers Hugging Face models AutoTP "
+            f"supports; {sequence}{overlap}"
+        )
+    if p > 1:
+        why = (
+            f"under a PipelineModule (p = {p}) its data-parallel group spans the stages and PipelineEngine "
+            "asserts dp_world_size == grid.data_parallel_size (runtime/pipe/engine.py)"
+        )
+        group = "the grid's tensor-slicing group (PipelineParallelGrid.get_slice_parallel_group)"
+    else:
+        why = (
+            f"it replaces the mpu that carries the Ulysses groups (c = {c}), and a sequence_parallel_size mesh "
+            "has no tensor axis"
+        )
+        group = "the mpu's tensor-parallel group"
+    return (
+        f"tensor parallel: t = {t} is not exported as AutoTP (tensor_parallel.autotp_size): AutoTP makes the "
+        f"engine's mpu its own (world/t) x t data x tensor mesh, and {why}; split the linear layers {t} ways in "
+        f"the model code on {group} (deepspeed.module_inject.layers LinearLayer / LinearAllreduce, or "
+        f"Megatron-style column/row-parallel layers); {sequence}"
+    )
+
+
+def _gradient_dtypes(f: Facts, config: dict[str, Any], warnings: list[str]) -> None:
+    """The plan's gradient dtype (``stack.gradient_dtype``: the gradient buffer and the reduction) as DeepSpeed
+    0.19.8 sets it. Reduction: ``communication_data_type``, else the model dtype, bf16 here
+    (``runtime/engine.py:1719-1730``); with Ulysses (c > 1) the engine replaces it with
+    ``seq_parallel_communication_data_type`` (default fp32, ``runtime/engine.py:2182``, ``constants.py``).
+    Accumulation: ``data_types.grad_accum_dtype``, else the model dtype (``get_data_types``,
+    ``runtime/engine.py:1799-1810``). So a bf16 config without them reduces and accumulates bf16 gradients
+    where the plan's default counts fp32 (4 bytes in memory and on the wire).
+
+    bf16 weights with fp32 accumulation (``_do_optimizer_sanity_check``, ``runtime/engine.py:2294-2323``):
+    ZeRO-1 runs ``BF16_Optimizer`` (a full fp32 gradient buffer, all-reduced by
+    ``buffered_allreduce_fallback`` in the communication dtype, ``runtime/pipe/engine.py`` ``_bf16_reduce_grads``
+    with a pipeline), ZeRO-2/3 accumulate their partition in fp32 and reduce-scatter in the communication dtype;
+    without ZeRO it raises ``NotImplementedError("unsupported mix ...")``. Checked with deepspeed.initialize on
+    one gloo rank: ZeRO-0/1/2/3 default: bf16 reduction and accumulation; with both keys fp32: NotImplementedError
+    / BF16_Optimizer / fp32 / fp32."""
+    dtype = f.stack.gradient_dtype
+    config["communication_data_type"] = dtype
+    if f.layout.cp > 1:
+        config["seq_parallel_communication_data_type"] = dtype
+    if dtype == "bf16" or f.layout.zero >= 1:
+        config["data_types"] = {"grad_accum_dtype": dtype}
+        if dtype == "fp32" and f.layout.zero == 1 and f.layout.dp > 1:
+            warnings.append(
+                "gradients: ZeRO-1 with fp32 gradient accumulation (stack gradient_dtype) runs DeepSpeed's "
+                "BF16_Optimizer, which all-reduces the whole fp32 gradient (2 x 4 bytes per parameter on the "
+                "data-parallel ring) where the plan's ZeRO-1 reduce-scatters it (4 bytes): expect more "
+                "data-parallel traffic than the step time counts"
+            )
+        return
+    m = f.layout.microbatches
+    held = f"summed over the {m} micro-batches in bf16" if m > 1 else "held in bf16"
+    warnings.append(
+        "gradients: DeepSpeed without ZeRO rejects fp32 gradient accumulation under bf16 "
+        "(data_types.grad_accum_dtype fp32 raises NotImplementedError), so the gradients are reduced in fp32 "
+        f"(communication_data_type) as planned but {held}, 2 bytes per parameter where the plan counted 4; "
+        "for fp32 accumulation pin parallel.zero: 1, or plan with stack gradient_dtype: bf16"
+    )
 
 
 def _pipeline_warning(f: Facts) -> str:
@@ -362,6 +444,7 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
         },
         "scheduler": scheduler,
     }
+    _gradient_dtypes(f, config, warnings)
     _parallel_warnings(f, config, warnings)
     if f.layout.zero == 3 and f.stack.fsdp_mixed_precision:
         bf16_shard = (
