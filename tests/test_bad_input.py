@@ -190,6 +190,44 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         ["p.yaml:3", "unknown key 'gpu_count'", "did you mean 'gpus'"],
     ),
     (
+        "plan-megatron-axis-name",  # a string match offered 'sequence_parallel'
+        ["plan", "{p}"],
+        {"p": plan("budget: {flops: 2e23}\ncluster: {gpus: 8}\nparallel: {expert_model_parallel_size: 8}\n")},
+        2,
+        ["p.yaml:4", "unknown key 'expert_model_parallel_size'", "did you mean 'ep'?"],
+    ),
+    (
+        "plan-torchtitan-axis-name",
+        ["plan", "{p}"],
+        {"p": plan("budget: {flops: 2e23}\ncluster: {gpus: 8}\nparallel: {context_parallel_degree: 2}\n")},
+        2,
+        ["p.yaml:4", "unknown key 'context_parallel_degree'", "did you mean 'cp'?"],
+    ),
+    (
+        # the hint was "`runplan init` writes every key", which writes no shape; and one missing key was named
+        # per run of the command, four runs for this shape
+        "plan-shape-key-missing",
+        ["plan", "{p}"],
+        {
+            "p": plan(
+                "budget: {flops: 2e23}\ncluster: {gpus: 8}\nmodel: {shape: {n_layers: 8, d_model: 1024, "
+                "n_heads: 8, n_kv_heads: 8, ffn_hidden: 4096, vocab_size: 32000}}\n"
+            )
+        },
+        2,
+        [
+            "model.shape.head_dim: required key is missing (also missing: mlp, tied_embeddings, norm)",
+            "`runplan catalog models mixtral-8x7b` shows every key",
+        ],
+    ),
+    (
+        "plan-budget-in-usd",  # was "see `runplan schema` for the allowed keys"
+        ["plan", "{p}"],
+        {"p": plan("budget: {usd: 10M}\ncluster: {gpus: 8}\n")},
+        2,
+        ["p.yaml:2", "budget.usd: unknown key 'usd'", "gpu_hours = amount / cluster.price_per_gpu_hour"],
+    ),
+    (
         "plan-duplicate-key",
         ["plan", "{p}"],
         {"p": plan("budget: {flops: 2e23}\ncluster: {gpus: 8}\ncluster: {gpus: 16}\n")},
@@ -1330,6 +1368,8 @@ def test_bad_input(case_id, argv, files, code, fragments, tmp_path):
     [
         (["allocate", "--flops", "1e40"], 2, "--flops"),
         (["parallelize", "--model", "llama-3.1-405b", "--gpus", "8"], 1, "memory"),
+        # was "... '-f': Value error, 'md' is not one of ...": pydantic's wording leaked through typer
+        (["plan", "plan.yaml", "--format", "md"], 2, "'--format' / '-f': 'md' is not one of 'terminal', "),
     ],
 )
 def test_real_process_exit_codes(argv, code, fragment):

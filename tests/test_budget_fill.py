@@ -12,9 +12,15 @@ from runplan.plan import FILL_RTOL, build_plan
 from runplan.spec import load_plan_text
 
 
-def _plan(budget: dict, gpus: int = 1024):
+def _plan(budget: dict, gpus: int = 1024, **keys):
     text = yaml.safe_dump(
-        {"schema_version": 1, "name": "t", "budget": budget, "cluster": {"gpu": "h100-sxm", "gpus": gpus}}
+        {
+            "schema_version": 1,
+            "name": "t",
+            "budget": budget,
+            "cluster": {"gpu": "h100-sxm", "gpus": gpus},
+            **keys,
+        }
     )
     return build_plan(load_plan_text(text, "<test>"))
 
@@ -44,6 +50,84 @@ def test_gpu_hours_budget_is_days_on_the_cluster():
 def test_a_flops_budget_is_not_resized():
     plan = _plan({"flops": 2e23})
     assert plan.allocation.flops == pytest.approx(2e23) and plan.allocation.days is None
+    assert plan.allocation.law_tokens is None  # C as given: D is the law's, not a fill's
+
+
+def test_a_token_budget_trains_on_its_tokens():
+    plan = _plan({"tokens": "2T"}, model="llama-3.1-8b")
+    assert plan.allocation.tokens == 2e12 and plan.schedule.training_tokens == 2e12
+    assert plan.allocation.law_tokens is None
+
+
+@pytest.mark.parametrize("gpus", [64, 128, 256, 1024])
+def test_thirty_days_are_filled_within_1_percent_and_never_overrun(gpus):
+    """The model generated for the law's N is a rung up to 7.5% from it, so a fill in C alone ended at 28.0, 30.26,
+    29.75 and 29.77 of 30 days on these clusters; the model it settles on now trains on the tokens that fill them."""
+    days = _plan({"days": 30}, gpus=gpus).cost.main.wall_clock_days
+    assert 30 * (1 - FILL_RTOL) <= days <= 30
+
+
+def test_the_model_the_fill_sized_trains_on_the_tokens_the_days_buy():
+    """30 days on 64 H100s: the law's N 26.87 B has the rung 25.89 B, whose law D (518.8 B) takes 28.0 days; the
+    run trains on the D that fills 30, every downstream number from that D, and the allocation says so."""
+    from runplan.report.format import fmt_count
+    from runplan.report.sections import plan_sections, summary_lines
+
+    plan = _plan({"days": 30}, gpus=64)
+    a = plan.allocation
+    assert a.objective == "compute_optimal" and a.law_tokens is not None
+    assert a.tokens / a.law_tokens - 1 == pytest.approx(0.069, abs=0.002)
+    assert plan.model.law_params < a.params  # the rung below the law's N: more tokens fill the days
+    assert plan.schedule.training_tokens == a.tokens
+    steps_tokens = sum(stage.steps * stage.global_batch_tokens for stage in plan.schedule.batch_stages)
+    assert steps_tokens == pytest.approx(a.tokens, rel=1e-4)
+    assert a.flops == pytest.approx(6 * a.params * a.tokens) and a.budget_flops == a.flops
+    assert a.tokens_per_param == pytest.approx(a.tokens / a.params)
+    assert a.flops == pytest.approx(64 * 989e12 * a.mfu * 30 * 86400, rel=1e-6)
+    rows = {row[0]: row for section in plan_sections(plan) for row in section.rows}
+    assert rows["tokens D"][1] == fmt_count(a.tokens)
+    assert rows["law's D for N"][1] == fmt_count(a.law_tokens)
+    assert rows["law's D for N"][2] == (
+        f"trained on {fmt_count(a.tokens)} tokens, 6.9% beyond the law's D for this size "
+        f"({fmt_count(a.law_tokens)}), to use the budget's 30 days"
+    )
+    assert f"{fmt_count(a.tokens)} tokens" in summary_lines(plan)[0]
+    assert not [w for w in plan.warnings if w.startswith("budget:")]
+
+
+def test_plan_file_md_quotes_the_fill_line_of_30_days_on_64_h100s():
+    from pathlib import Path
+
+    from runplan.report.sections import plan_sections
+
+    row = {r[0]: r for s in plan_sections(_plan({"days": 30}, gpus=64)) for r in s.rows}["law's D for N"]
+    text = " ".join((Path(__file__).parents[1] / "docs" / "plan-file.md").read_text().split())
+    assert f'"{row[2]}" (30 days on 64 H100s)' in text
+
+
+@pytest.mark.parametrize(
+    "objective",
+    [
+        {"kind": "tokens_per_param", "tokens_per_param": 20},
+        {"kind": "inference_optimal", "inference_tokens": 1e13},
+    ],
+)
+def test_objectives_that_set_d_themselves_keep_the_law_s_d(objective):
+    """tokens_per_param fixes D/N and inference_optimal derives D from a target loss: the days are filled by C
+    alone, and D stays the law's."""
+    plan = _plan({"days": 30}, gpus=256, objective=objective)
+    a = plan.allocation
+    assert a.law_tokens is None and plan.schedule.training_tokens == a.tokens
+    if objective["kind"] == "tokens_per_param":
+        assert a.tokens == pytest.approx(20 * a.params)
+
+
+def test_a_fixed_model_fills_the_days_with_all_its_compute_in_tokens():
+    plan = _plan({"days": 30}, gpus=512, model="llama-3.1-70b")
+    a = plan.allocation
+    assert 30 * (1 - FILL_RTOL) <= plan.cost.main.wall_clock_days <= 30
+    assert a.objective == "fixed_params" and a.law_tokens is None
+    assert a.tokens == pytest.approx(a.flops / (6 * a.params)) and plan.schedule.training_tokens == a.tokens
 
 
 def _init(*args: str):

@@ -95,3 +95,15 @@ def test_init_takes_the_gpus_per_node_its_error_names(tmp_path):
     path.write_text(out.stdout)
     assert yaml.safe_load(out.stdout)["cluster"]["gpus_per_node"] == 4
     assert CliRunner().invoke(app, ["plan", str(path), "-f", "json"]).exit_code == 0
+
+
+def test_init_says_ep_divides_the_data_and_context_parallel_ranks():
+    """init and the schema said "divides experts and d", but EP borrows the d·c ranks (search.structural_axes):
+    DeepSeek-V3 with CP 8 runs EP 64 on DP 32."""
+    result = CliRunner().invoke(app, ["init", "--model", "deepseek-v3"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(line.lstrip("# ").strip() for line in result.stdout.splitlines())
+    assert (
+        "Expert-parallel degree e (MoE; divides experts and d·c: borrows the data- and context-parallel"
+        in text
+    )

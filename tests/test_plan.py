@@ -230,49 +230,96 @@ def test_tp_overlap_on_ampere_is_warned_as_an_assumption(tmp_path, gpu, overlap,
         assert "UB_SKIPMC=1" in found[0] and "stack.tp_comm_overlap: false" in found[0]
 
 
-def _pinned_a100_days_plan(tmp_path, vpp: int) -> Path:
+def _pinned_a100_days_plan(tmp_path, vpp: int, objective: str = "") -> Path:
     path = tmp_path / "pinned.yaml"
     path.write_text(
         "schema_version: 1\nname: pinned\nbudget: {days: 30}\ntraining: {seq_len: 4096}\n"
         "cluster: {gpu: a100-80gb, gpus: 256}\n"
-        f"parallel: {{tp: 8, pp: 2, vpp: {vpp}, zero: 1, micro_batch: 1, recompute: selective}}\n"
+        f"parallel: {{tp: 8, pp: 2, vpp: {vpp}, zero: 1, micro_batch: 1, recompute: selective}}\n" + objective
     )
     return path
 
 
-def test_a_pin_that_rules_out_the_larger_sizes_says_why_the_budget_is_not_filled(tmp_path):
+def test_a_pin_that_rules_out_the_larger_sizes_fills_the_days_with_tokens_and_says_why(tmp_path):
     """vpp 3 divides the first guess's 36 layers (18 per stage) but not the 64 of the next size: the plan keeps
-    the first and says that a larger size is infeasible, not that no size fills the days within 1%."""
+    the first, which filled 19.8 of the 30 days on the law's D; it now trains it on the tokens that fill them and
+    says that a larger size is infeasible, and how far D is from the law's."""
     plan = build_plan(load_plan(_pinned_a100_days_plan(tmp_path, 3)), tmp_path)
     assert plan.layout.best.vpp == 3 and plan.model.shape.n_layers == 36
+    assert 30 * 0.99 <= plan.cost.main.wall_clock_days <= 30
+    a = plan.allocation
+    assert a.law_tokens is not None and a.tokens / a.law_tokens > 1.4
+    (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
+    assert warning.startswith(
+        "budget: a larger size is infeasible (no layout passes the divisibility rules: vpp=3 does not divide"
+    )
+    assert f", so the model the budget sized is trained on {a.tokens / 1e9:.4g} B tokens, " in warning
+    assert "beyond the law's D for this size" in warning and warning.endswith("to use the budget's 30 days")
+
+
+def test_a_pin_that_rules_out_the_larger_sizes_says_why_a_fixed_ratio_does_not_fill(tmp_path):
+    """tokens_per_param keeps D = r·N (it does not fill by tokens): the plan fills 20.1 of the 30 days and says
+    that a larger size is infeasible, not that no size fills the days within 1%."""
+    ratio = "objective: {kind: tokens_per_param, tokens_per_param: 20}\n"
+    plan = build_plan(load_plan(_pinned_a100_days_plan(tmp_path, 3, ratio)), tmp_path)
+    assert plan.allocation.tokens == pytest.approx(20 * plan.allocation.params)
     (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
     assert (
-        "fills 19.8 of the budget's 30 days: a larger size is infeasible (no layout passes the divisibility rules: "
+        "fills 20.1 of the budget's 30 days: a larger size is infeasible (no layout passes the divisibility rules: "
         in (warning)
     )
     assert "vpp=3 does not divide" in warning
 
 
-def test_a_fill_that_cannot_shrink_says_it_overruns_and_which_way_it_was_blocked(tmp_path):
-    """0.05 days on 64 H100 with tp 8: the first size overruns and the smaller one has 14 heads, which tp 8 cannot
-    split. The warning says the plan takes more days than the budget (was 'fills 0.1 of 0.1') and that a smaller
-    size is infeasible (was 'larger'); the budget row says its rate is above the layout's MFU (was 'below')."""
-    from runplan.report.sections import plan_sections
-
+def _tiny_tp8_plan(tmp_path, objective: str = "") -> RunPlan:
     path = tmp_path / "tiny.yaml"
     path.write_text(
-        "schema_version: 1\nname: t\nbudget: {days: 0.05}\ncluster: {gpu: h100-sxm, gpus: 64}\nparallel: {tp: 8}\n"
+        "schema_version: 1\nname: t\nbudget: {days: 0.04}\ncluster: {gpu: h100-sxm, gpus: 64}\nparallel: {tp: 8}\n"
+        + objective
     )
-    plan = build_plan(load_plan(path), tmp_path)
+    return build_plan(load_plan(path), tmp_path)
+
+
+def test_a_fill_that_cannot_shrink_says_it_overruns_and_which_way_it_was_blocked(tmp_path):
+    """0.04 days on 64 H100 with tp 8 and a fixed D/N (tokens_per_param fills by size alone): the first size
+    overruns and the smaller one has 14 heads, which tp 8 cannot split. The warning says the plan takes more days
+    than the budget (was 'fills 0.1 of 0.1') and that a smaller size is infeasible (was 'larger'); the budget row
+    says its rate is above the layout's MFU (was 'below')."""
+    from runplan.report.sections import plan_sections
+
+    plan = _tiny_tp8_plan(tmp_path, "objective: {kind: tokens_per_param, tokens_per_param: 20}\n")
     (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
-    assert plan.cost.main.wall_clock_days > 0.05
+    assert plan.cost.main.wall_clock_days > 0.04
     assert (
         "budget: the plan takes " in warning
-        and " of the budget's 0.05 days: a smaller size is infeasible (" in (warning)
+        and " of the budget's 0.04 days: a smaller size is infeasible (" in (warning)
     )
     rows = {row[0]: row for section in plan_sections(plan) for row in section.rows}
     assert (
         f"above the layout's MFU {plan.layout.best.mfu:.1%}: the plan overruns its days" in rows["budget"][2]
+    )
+
+
+def test_a_size_that_cannot_shrink_ends_within_the_days_on_fewer_tokens(tmp_path):
+    """The same budget, compute-optimal: the size that overruns trains on fewer tokens than the law's D, ends within
+    the 0.04 days, and the warning says why. Its rate is above the layout's MFU without an overrun: C = 6·N·D
+    counts the law's N, 2.9% above the rung trained (the row said 'overruns its days')."""
+    from runplan.report.sections import plan_sections
+
+    plan = _tiny_tp8_plan(tmp_path)
+    assert 0.04 * 0.99 <= plan.cost.main.wall_clock_days <= 0.04
+    (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
+    assert warning.startswith(
+        "budget: a smaller size is infeasible (no layout passes the divisibility rules: tp=8"
+    )
+    assert "short of the law's D for this size" in warning and warning.endswith(
+        "to end within the budget's 0.04 days"
+    )
+    why = {row[0]: row for section in plan_sections(plan) for row in section.rows}["budget"][2]
+    assert "the plan overruns its days" not in why
+    assert (
+        "above the layout's MFU" in why
+        and "C = 6·N·D counts the law's N 503.4 M, 2.9% above the model" in why
     )
 
 
@@ -327,6 +374,10 @@ def test_a_days_budget_sizes_one_model_in_allocate_parallelize_and_plan(tmp_path
     assert data["days"] == pytest.approx(30.0, rel=1e-9)
     text = run("allocate", str(path)).stdout
     assert "sized as `runplan plan` sizes it" in " ".join(text.split())
+    # the model is trained on the tokens that fill the days, in plan and in allocate alike
+    assert plan.allocation.law_tokens is not None and data["law_tokens"] == plan.allocation.law_tokens
+    assert f"trained on {plan.allocation.tokens / 1e9:.4g} B tokens, " in " ".join(text.split())
+    assert plan.schedule.training_tokens == plan.allocation.tokens
     laid_out = run("parallelize", str(path), "--json")
     assert laid_out.exit_code == 0, laid_out.output
     best = json.loads(laid_out.stdout)["layouts"][0]  # the same model: the same best layout and step time
@@ -613,6 +664,45 @@ def test_summary_names_the_law_s_count_when_it_is_not_the_one_printed():
     assert plan.model.law_params == pytest.approx(12.62e9, rel=1e-3)
     first = summary_lines(plan)[0]
     assert "(12.88 B active)" in first and "(159/param of the law's N 12.62 B)" in first
+
+
+def test_summary_ratio_below_one_token_per_parameter_is_not_zero():
+    """A budget too small for a fixed 671 B MoE (2.5 M tokens on 35.7 B law parameters) printed "(0/param ...)"."""
+    from types import SimpleNamespace
+
+    from runplan.report.sections import _per_param
+
+    m = SimpleNamespace(law_params=35.7e9, total_params=671e9, active_params=37.55e9)
+    assert _per_param(2.475e6, m) == "6.9e-05/param of the law's N 35.7 B"
+    assert _per_param(5.56e12, m) == "156/param of the law's N 35.7 B"
+
+
+def test_summary_layout_reads_as_whatif_prints_it(tmp_path):
+    """The summary said "TP2 PP1 DP128 EP2 CP4" where `whatif` and `parallelize` say "... CP4 EP2"."""
+    from runplan.cli.compare import _record
+    from runplan.report.sections import summary_lines
+
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "schema_version: 1\nname: m\nmodel: mixtral-8x7b\nbudget: {tokens: 1T}\ntraining: {seq_len: 32k}\n"
+        "cluster: {gpu: h100-sxm, gpus: 256}\nparallel: {tp: 2, pp: 1, cp: 2, ep: 8, zero: 1}\n"
+    )
+    plan = build_plan(load_plan(path), tmp_path)
+    assert " CP2 EP8 ZeRO-1 " in summary_lines(plan)[1]
+    assert _record(256, plan)["layout"] == "TP2 PP1 DP64 CP2 EP8 ZeRO-1"
+
+
+def test_architecture_of_an_mla_model_names_its_latent_attention():
+    """DeepSeek-V3 printed "128 / 128 × 128, multi-head attention": its queries and keys are 192 wide (128 + 64
+    rope), values 128, through a 512-wide KV latent (DeepSeek-V2 §2.1), which the FLOP count uses."""
+    from runplan.catalog import load_catalog
+    from runplan.report.sections import _attention_row
+
+    _, value, why = _attention_row(load_catalog([]).model("deepseek-v3"))
+    assert value == "128 × 192 (128 + 64 rope), 128"
+    assert "multi-head latent attention" in why and "KV rank 512" in why and "q rank 1,536" in why
+    dense = _attention_row(load_catalog([]).model("llama-3.1-70b"))
+    assert dense == ("heads / KV heads × head dim", "64 / 8 × 128", "GQA groups")
 
 
 @pytest.mark.parametrize(("params", "code"), [("13b", 2), ("7b", 0), ("7.5b", 0)])

@@ -223,11 +223,50 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
     )
 
 
-def allocation_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None = None) -> AllocationStage:
+def allocation_stage(
+    spec: PlanSpec, inputs: ResolvedInputs, flops: float | None = None, tokens: float | None = None
+) -> AllocationStage:
     """Steps 1-3: compute, allocation, and the concrete shape; ``flops`` replaces the budget's conversion
-    (a GPU-time budget sized to fill its wall clock, :func:`build_plan`)."""
-    if spec.model is not None:
-        return _fixed_model_stage(spec, inputs, flops)
+    (a GPU-time budget sized to fill its wall clock, :func:`build_plan`), and ``tokens`` (with ``flops``)
+    trains the shape sized at ``flops`` on that many tokens (:func:`_trained_on`)."""
+    stage = (
+        _fixed_model_stage(spec, inputs, flops)
+        if spec.model is not None
+        else _sized_stage(spec, inputs, flops)
+    )
+    return stage if tokens is None else _trained_on(spec, inputs, stage, tokens)
+
+
+def _trained_on(
+    spec: PlanSpec, inputs: ResolvedInputs, stage: AllocationStage, tokens: float
+) -> AllocationStage:
+    """``stage`` with its model kept and D = ``tokens``, the allocation restated at C = 6·N·D.
+
+    A fixed N (``fixed_params``, a fixed model) puts all compute into tokens, so D is the allocation at
+    C = 6·N·D itself. A compute-optimal N keeps the law's N (the shape is the rung generated for it) and
+    records the law's D beside the D trained (``law_tokens``)."""
+    a, law = stage.allocation, stage.law
+    if a.objective == "fixed_params":
+        return allocation_stage(spec, inputs, 6.0 * a.params * tokens)
+    flops = 6.0 * a.params * tokens
+    notes = {law.extrapolation_note(a.params, a.tokens): law.extrapolation_note(a.params, tokens)}
+    warnings = [new for w in a.warnings if (new := notes.get(w, w))]
+    allocation = a.model_copy(
+        update={
+            "flops": flops,
+            "budget_flops": flops,
+            "tokens": tokens,
+            "tokens_per_param": tokens / a.params,
+            "loss": float(law.loss(a.params, tokens)),
+            "law_tokens": a.tokens,
+            "warnings": warnings,
+        }
+    )
+    return AllocationStage(allocation, stage.shape, stage.resolution, stage.law_params, flops, law)
+
+
+def _sized_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> AllocationStage:
+    """Steps 1-3 for a model the plan sizes: the allocation at ``flops`` and the shape generated for its N."""
     from runplan.architect import generated_size_range, shape_for_params
     from runplan.scaling.allocate import allocate
     from runplan.units import format_si
@@ -658,6 +697,22 @@ def _plan_warnings(
 #: Fixed-point steps that size a GPU-time budget's compute to its wall clock, and the agreement that ends them.
 FILL_MAX_STEPS = 5
 FILL_RTOL = 0.01
+#: The token fill aims this far below the budget's days, so that a step that lands a little long (the batch
+#: rounding and the ramp are not exactly linear in D) is not over the budget; it stops within twice this.
+FILL_MARGIN = 0.002
+#: Objectives whose D a GPU-time budget may set once the model is sized: compute_optimal (N from the law, D
+#: then fills the days) and fixed_params (all compute into tokens). tokens_per_param fixes D/N and
+#: inference_optimal derives D from a target loss, so those keep the law's D and fill by compute alone.
+TOKEN_FILL_OBJECTIVES = ("compute_optimal", "fixed_params")
+
+
+@dataclass(frozen=True)
+class Fill:
+    """How :func:`build_plan` spends a GPU-time budget: the compute that sizes the model and, where the
+    objective lets D follow the budget (TOKEN_FILL_OBJECTIVES), the tokens that fill the days at that size."""
+
+    flops: float
+    tokens: float | None = None
 
 
 def budget_days(spec: PlanSpec, n_gpus: int) -> float | None:
@@ -678,11 +733,13 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     A GPU-time budget (days, GPU-hours) is spent, not just converted: the budget's MFU only gives the first
     guess of C; the plan is then rebuilt with C scaled by budget days / predicted wall-clock days (the
     chosen layout's MFU and the goodput included), a fixed-point iteration of at most FILL_MAX_STEPS steps
-    that stops when the two agree within FILL_RTOL.
+    that stops when the two agree within FILL_RTOL. The generated shape is a rung up to 7.5% from the law's
+    N (architect), so no C may fill the days; the model it settles on is then trained on the tokens that fill
+    them (TOKEN_FILL_OBJECTIVES), never more than the budget's days.
     """
     inputs = resolve_inputs(spec, base_dir)
     target_days = budget_days(spec, inputs.n_gpus)
-    plan, flops, stopped = _filled(spec, inputs, target_days)
+    plan, fill, stopped = _filled(spec, inputs, target_days)
     if target_days is None:
         return plan
     predicted = plan.cost.main.wall_clock_days
@@ -696,8 +753,11 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         warnings.append(
             f"budget: the plan {verb} {predicted:.3g} of the budget's {target_days:.3g} days: {why}"
         )
+    elif stopped and (note := token_fill_note(plan.allocation, target_days)):
+        warnings.append(f"budget: {stopped}, so the model the budget sized is {note}")
+    spent = plan.allocation.budget_flops or fill.flops
     allocation = plan.allocation.model_copy(
-        update={"mfu": fill_rate(flops, inputs, target_days), "days": target_days}
+        update={"mfu": fill_rate(spent, inputs, target_days), "days": target_days}
     )
     return plan.model_copy(update={"allocation": allocation, "warnings": warnings})
 
@@ -707,11 +767,11 @@ def fill_rate(flops: float, inputs: ResolvedInputs, days: float) -> float:
     return flops / (inputs.n_gpus * inputs.gpu.bf16_flops * days * SECONDS_PER_DAY)
 
 
-def filled_flops(spec: PlanSpec, inputs: ResolvedInputs) -> float | None:
-    """The compute :func:`build_plan` spends a GPU-time budget at, so that `allocate` and `parallelize` on a
-    plan file size the same model as `plan`; None for a FLOPs or token budget (nothing to fill), or when the
-    plan as written is infeasible (its pins, say): then the budget's own conversion, so that `parallelize`'s
-    flags can still lay other pins over the file's."""
+def budget_fill(spec: PlanSpec, inputs: ResolvedInputs) -> Fill | None:
+    """How :func:`build_plan` spends a GPU-time budget, so that `allocate` and `parallelize` on a plan file size
+    and train the same model as `plan` (``allocation_stage(spec, inputs, fill.flops, fill.tokens)``); None for
+    a FLOPs or token budget (nothing to fill), or when the plan as written is infeasible (its pins, say): then
+    the budget's own conversion, so that `parallelize`'s flags can still lay other pins over the file's."""
     target_days = budget_days(spec, inputs.n_gpus)
     if target_days is None:
         return None
@@ -721,18 +781,36 @@ def filled_flops(spec: PlanSpec, inputs: ResolvedInputs) -> float | None:
         return None
 
 
+def token_fill_note(allocation: Allocation, days: float | None = None) -> str | None:
+    """One line on a GPU-time budget filled by tokens: the D trained against the law's D for the model's N."""
+    from runplan.units import format_si
+
+    if allocation.law_tokens is None:
+        return None
+    change = allocation.tokens / allocation.law_tokens - 1.0
+    longer = change >= 0.0
+    days = allocation.days if days is None else days
+    return (
+        f"trained on {format_si(allocation.tokens, digits=4)} tokens, {abs(change):.1%} "
+        f"{'beyond' if longer else 'short of'} the law's D for this size ({format_si(allocation.law_tokens, digits=4)}), "
+        f"to {'use' if longer else 'end within'} the budget's {f'{days:.4g} days' if days else 'days'}"
+    )
+
+
 def _filled(
     spec: PlanSpec, inputs: ResolvedInputs, target_days: float | None
-) -> tuple[RunPlan, float, str | None]:
-    """The plan and its C: at the budget's own conversion, or (``target_days``) the fullest fixed-point iterate
-    that does not overrun the budget (the predicted days jump where the layout or the batch rounding changes
-    with N, so the iteration may cycle); and why the iteration stopped early, when an iterate was infeasible."""
+) -> tuple[RunPlan, Fill, str | None]:
+    """The plan and its :class:`Fill`: at the budget's own conversion, or (``target_days``) the fullest
+    fixed-point iterate in C that does not overrun the budget (the predicted days jump where the shape, the
+    layout or the batch rounding changes with N, so the iteration may cycle), then its model trained on the
+    tokens that fill the days (:func:`_fill_by_tokens`); and why the iteration in C stopped early, when an
+    iterate was infeasible."""
     try:
         plan, flops = _build_once(spec, inputs, None)
     except Infeasible as error:
         raise _naming_the_model(error, spec, inputs) from None
     if target_days is None:
-        return plan, flops, None
+        return plan, Fill(flops), None
     tried = [(plan, flops)]
     stopped = None
     for _ in range(FILL_MAX_STEPS):
@@ -748,7 +826,35 @@ def _filled(
         tried.append((plan, flops))
     within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days * (1.0 + FILL_RTOL)]
     plan, flops = max(within or tried, key=lambda t: -abs(t[0].cost.main.wall_clock_days / target_days - 1))
-    return plan, flops, stopped
+    if abs(plan.cost.main.wall_clock_days / target_days - 1.0) <= FILL_RTOL:
+        stopped = None  # the size filled the days: an infeasible iterate stopped nothing
+    if plan.allocation.objective not in TOKEN_FILL_OBJECTIVES:
+        return plan, Fill(flops), stopped
+    plan, tokens = _fill_by_tokens(spec, inputs, plan, flops, target_days)
+    return plan, Fill(flops, tokens), stopped
+
+
+def _fill_by_tokens(
+    spec: PlanSpec, inputs: ResolvedInputs, plan: RunPlan, flops: float, target_days: float
+) -> tuple[RunPlan, float | None]:
+    """``plan``'s model (sized at ``flops``) trained on D scaled by aim / predicted days, aim = the budget's days
+    less FILL_MARGIN, at most FILL_MAX_STEPS steps; the fullest plan within the budget's days and its D (None:
+    ``plan`` as given, when no D tried was within them)."""
+    aim = target_days * (1.0 - FILL_MARGIN)
+    tried: list[tuple[RunPlan, float | None]] = [(plan, None)]
+    tokens = plan.allocation.tokens
+    for _ in range(FILL_MAX_STEPS):
+        predicted = plan.cost.main.wall_clock_days
+        if abs(predicted / aim - 1.0) <= FILL_MARGIN:
+            break
+        tokens *= aim / predicted
+        try:
+            plan = _build_once(spec, inputs, flops, tokens)[0]
+        except (Infeasible, SpecError):  # a D the layout or a batch constraint rules out: keep what worked
+            break
+        tried.append((plan, tokens))
+    within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days]
+    return max(within, key=lambda t: t[0].cost.main.wall_clock_days) if within else tried[0]
 
 
 def _naming_the_model(error: Infeasible, spec: PlanSpec, inputs: ResolvedInputs) -> Infeasible:
@@ -764,11 +870,14 @@ def _naming_the_model(error: Infeasible, spec: PlanSpec, inputs: ResolvedInputs)
     )
 
 
-def _build_once(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) -> tuple[RunPlan, float]:
-    """Every stage once, at ``flops`` (None: the budget's own conversion); the plan and the FLOPs used."""
+def _build_once(
+    spec: PlanSpec, inputs: ResolvedInputs, flops: float | None, tokens: float | None = None
+) -> tuple[RunPlan, float]:
+    """Every stage once, at ``flops`` (None: the budget's own conversion) and, given, ``tokens`` for the model
+    sized at it; the plan and the FLOPs used."""
     from runplan.parallel.search import ensure_feasible, search
 
-    stage = allocation_stage(spec, inputs, flops)  # 1-2: compute and allocation
+    stage = allocation_stage(spec, inputs, flops, tokens)  # 1-2: compute and allocation
     planned = layout_request(spec, inputs, stage.shape, stage.allocation.tokens)
     result = ensure_feasible(search(planned.request))
     best = result.layouts[0]

@@ -219,6 +219,28 @@ def spec_error_from_validation(
     return SpecError(message, where=_path_text(full) or None, source=source, hint=hint)
 
 
+#: Megatron-LM and torchtitan names of the layout axes (--expert-model-parallel-size, expert_parallel_degree),
+#: answered with runplan's key: a string match would offer 'sequence_parallel' for 'expert_parallel'.
+_ENGINE_KEYS = {
+    f"{axis}{suffix}": key
+    for axis, key in (
+        ("tensor", "tp"),
+        ("tensor_model", "tp"),
+        ("pipeline", "pp"),
+        ("pipeline_model", "pp"),
+        ("data", "dp"),
+        ("context", "cp"),
+        ("expert", "ep"),
+        ("expert_model", "ep"),
+        ("virtual_pipeline_model", "vpp"),
+    )
+    for suffix in ("_parallel", "_parallel_size", "_parallel_degree")
+} | {"micro_batch_size": "micro_batch", "local_batch_size": "micro_batch"}
+
+#: Budget keys a user writes for money, which runplan takes as GPU-hours at the cluster's price.
+_MONEY_KEYS = {"usd", "cost", "cost_usd", "dollars", "money", "price", "budget_usd", "eur"}
+
+
 def _message_and_hint(
     first: Any, problems: list[Any], loc: tuple[Any, ...], model_cls: type[BaseModel]
 ) -> tuple[str, str | None, int]:
@@ -236,18 +258,40 @@ def _message_and_hint(
             for p in problems
             if p["type"] == "missing" and _clean_loc(tuple(p["loc"]))[:-1] == loc[:-1]
         ]
+        allowed = allowed_keys(model_cls, loc[:-1])
+        synonym = _ENGINE_KEYS.get(str(key).lower())
         guess = (
-            suggest(str(key), [str(m) for m in missing], cutoff=0.0)
+            synonym
+            if synonym in allowed
+            else suggest(str(key), [str(m) for m in missing], cutoff=0.0)
             if missing
-            else suggest(str(key), allowed_keys(model_cls, loc[:-1]))
+            else suggest(str(key), allowed)
         )
         explained = 1 if missing and guess in missing else 0
         hint = f"did you mean '{guess}'?" if guess else "see `runplan schema` for the allowed keys"
+        if loc[:-1] == ("budget",) and str(key).lower() in _MONEY_KEYS:
+            hint = (
+                "write a money budget as GPU-hours: gpu_hours = amount / cluster.price_per_gpu_hour, "
+                "e.g. 10M USD at 2 USD/h is gpu_hours: 5M"
+            )
     elif first["type"] == "missing":
         message = "required key is missing"
+        # the other keys missing beside it, said at once rather than one run of the command per key
+        siblings = [
+            str(_clean_loc(tuple(p["loc"]))[-1])
+            for p in problems
+            if p is not first and p["type"] == "missing" and _clean_loc(tuple(p["loc"]))[:-1] == loc[:-1]
+        ]
+        if siblings:
+            message += f" (also missing: {', '.join(dict.fromkeys(siblings))})"
+            explained = len(siblings)
         key = str(loc[-1]) if loc else ""
         example = _MISSING_EXAMPLES.get(key) if len(loc) == 1 else None
         hint = f"add e.g. '{example}'" if example else "add it (`runplan init` writes every key, commented)"
+        if "shape" in loc[:-1]:  # runplan init writes no shape: a catalog preset shows one whole
+            hint = (
+                "add it; `runplan catalog models mixtral-8x7b` shows every key of a shape (docs/catalog.md)"
+            )
     elif first["type"] == "literal_error":
         expected = first.get("ctx", {}).get("expected", "")
         given = first.get("input")

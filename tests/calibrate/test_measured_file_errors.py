@@ -67,7 +67,8 @@ def test_a_duplicate_run_id_names_the_run_it_repeats(tmp_path, one_error_line):
         ),
         (
             lambda t: "models: {m: {n_layers: 2}}\n" + t,
-            "models.m.d_model: required key is missing (add it; docs/calibration.md (MEASURED.yaml) shows",
+            "models.m.d_model: required key is missing (also missing: n_heads, n_kv_heads, head_dim, ffn_hidden, mlp,"
+            " vocab_size, tied_embeddings, norm) (add it; docs/calibration.md (MEASURED.yaml) shows",
         ),
     ],
 )

@@ -99,6 +99,39 @@ def test_an_infeasible_pin_is_named_with_its_rule(pins, reason):
     assert reason in unfolded and "no layout satisfies" not in unfolded
 
 
+@pytest.mark.parametrize(
+    ("pins", "reason"),
+    [
+        (["--tp", "16"], "tp=16 is wider than a node of 8 GPUs (or allow it: --allow-cross-node-tp)"),
+        (
+            ["--tp", "8", "--pp", "4", "--cp", "8", "--ep", "64"],
+            "ep=64 does not divide dp·cp = 1,024/(tp·pp) = 32",
+        ),
+    ],
+)
+def test_an_infeasible_moe_pin_is_named_with_its_rule(pins, reason):
+    # tp=16 said "no TP degree divides ... with tp=16" and to change the GPU count; the EP pin said only "no layout
+    # satisfies t·p·d·c = 1024 ... and the pins {...}" though dp·cp = GPUs/(tp·pp) is fixed by the pins
+    args = ["parallelize", "--model", "deepseek-v3", "--gpus", "1024", "--seq-len", "64k", *pins]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    unfolded = " ".join(result.stderr.split())
+    assert reason in unfolded and "no layout satisfies" not in unfolded and "no TP degree" not in unfolded
+
+
+def test_ep_borrowed_from_dp_and_cp_is_said_so():
+    # "EP 64 divides 256 experts and DP 32 (borrowed from DP)": 64 does not divide 32; it divides DP·CP = 256
+    args = ["parallelize", "--model", "deepseek-v3", "--gpus", "1024", "--seq-len", "64k", "--json"]
+    res = runner.invoke(app, [*args, "--tp", "1", "--cp", "8", "--ep", "64", "--zero", "1"])
+    assert res.exit_code == 0, res.output
+    best = json.loads(res.stdout)["layouts"][0]
+    line = next(w for w in best["why"] if w.startswith("EP "))
+    assert best["ep"] == 64 and best["dp"] * best["cp"] == 256
+    assert line.startswith(
+        f"EP 64 divides 256 experts and DP·CP {best['dp'] * best['cp']} (borrowed from the data-"
+    )
+
+
 def test_bad_flag_exits_2():
     res = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "lots"])
     assert res.exit_code == 2

@@ -86,6 +86,17 @@ def test_mixtral_plan_allocates_on_active_compute():
     assert plan.sweep is not None and plan.sweep.main_flops == pytest.approx(a.flops)
 
 
+def test_moe_law_without_a_moe_model_says_it_is_read_as_dense():
+    """`allocate --flops 1e25 --law krajewski2024-moe` gave N = 2 T dense at 0.4 tokens per parameter with no
+    word that C = 6·N·D took every expert as active and the granularity term was dropped; a MoE model's law
+    (rewritten by for_moe) says nothing of the kind."""
+    a = allocate(1e25, Objective(), MOE)
+    assert a.warnings[0].startswith(f"law '{DEFAULT_MOE_LAW}' was fitted on mixture-of-experts models")
+    assert "every parameter active in C = 6·N·D" in a.warnings[0]
+    rewritten = allocate(1e25, Objective(), MOE.for_moe(4e10, 1e10, 4.0))
+    assert not any("fitted on mixture-of-experts" in w for w in rewritten.warnings)
+
+
 def test_budget_overrun_is_a_warning_with_both_numbers():
     law = shipped_laws()["besiroglu2024"]
     objective = Objective(kind="inference_optimal", inference_tokens=2e13, target_loss=2.0)

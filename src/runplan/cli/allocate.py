@@ -301,19 +301,30 @@ def allocate_command(
 def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     """The allocation stage of `runplan plan`, with the plan's cluster for GPU-hours, days and cost."""
     from runplan.cli.common import load_plan_file, located
-    from runplan.plan import allocation_stage, budget_days, fill_rate, filled_flops, resolve_inputs
+    from runplan.plan import (
+        allocation_stage,
+        budget_days,
+        budget_fill,
+        fill_rate,
+        resolve_inputs,
+        token_fill_note,
+    )
     from runplan.scaling.allocate import with_hardware
 
     loaded, spec = load_plan_file(plan_file)
     with located(loaded):
         inputs = resolve_inputs(spec, plan_file.resolve().parent)
-        flops = filled_flops(spec, inputs)  # a GPU-time budget: sized as `runplan plan` sizes it
-        stage = allocation_stage(spec, inputs, flops)
+        fill = budget_fill(spec, inputs)  # a GPU-time budget: sized and trained as `runplan plan` does
+        stage = (
+            allocation_stage(spec, inputs)
+            if fill is None
+            else allocation_stage(spec, inputs, fill.flops, fill.tokens)
+        )
     from runplan.defaults import DEFAULT_MFU
 
     first_guess = spec.budget.mfu if spec.budget is not None else DEFAULT_MFU
     days = budget_days(spec, inputs.n_gpus)
-    mfu = first_guess if flops is None or days is None else fill_rate(flops, inputs, days)
+    mfu = first_guess if fill is None or days is None else fill_rate(stage.flops, inputs, days)
     result = with_hardware(
         stage.allocation,
         inputs.gpu,
@@ -329,12 +340,14 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     from runplan.cli.common import console, echo_wrapped
 
     console().print(f"model: {stage.resolution}")
-    if flops is not None:
+    if fill is not None:
         echo_wrapped(
             f"sized as `runplan plan` sizes it: C fills the budget's {days:g} days at the chosen layout's "
             f"predicted speed ({mfu:.1%} of peak with goodput; budget.mfu {first_guess:g} was only the first "
             "guess)"
         )
+    if (note := token_fill_note(result)) is not None:
+        echo_wrapped(note)
 
 
 def register(app: typer.Typer) -> None:

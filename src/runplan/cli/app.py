@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
         ctx = getattr(error, "ctx", None)
         if ctx is not None and ctx.info_name and ctx.info_name != "runplan":
             where = f"{ctx.info_name}: "
-        message = " ".join(error.format_message().split())
+        # typer's enum parsing says "Invalid value for '--format' / '-f': Value error, 'md' is not one of ..."
+        message = " ".join(error.format_message().split()).replace(": Value error, ", ": ")
         if not message:  # no arguments: the help was already printed
             raise SystemExit(error.exit_code) from None
         print(

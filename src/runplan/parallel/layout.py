@@ -66,7 +66,9 @@ class Layout(BaseModel):
     tp: PositiveCount = Field(description="Tensor-parallel degree t (divides heads and KV heads).")
     pp: PositiveCount = Field(description="Pipeline-parallel degree p (number of stages).")
     dp: PositiveCount = Field(description="Data-parallel degree d (t·p·d·c = GPUs).")
-    ep: PositiveCount = Field(description="Expert-parallel degree e (MoE; divides experts and d).")
+    ep: PositiveCount = Field(
+        description="Expert-parallel degree e (MoE; divides experts and d·c: borrows the data- and context-parallel ranks)."
+    )
     cp: PositiveCount = Field(description="Context-parallel degree c (splits the sequence).")
     zero: Annotated[
         int,

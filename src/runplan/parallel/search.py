@@ -137,11 +137,11 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
     reasons = []
     if not rows:
         if not tps:
-            reasons.append(
+            reasons += _pin_conflicts(request) or [
                 f"no TP degree divides {n} GPUs, {shape.n_heads} heads and {shape.n_kv_heads} KV heads"
                 + ("" if request.constraints.allow_cross_node_tp else f" within a node of {node}")
                 + (f" with tp={pins.tp}" if pins.tp else "")
-            )
+            ]
         else:
             pinned = {k: v for k, v in pins.model_dump().items() if v is not None}
             reasons += _pin_conflicts(request) or [
@@ -166,6 +166,11 @@ def _pin_conflicts(request: ParallelRequest) -> list[str]:
         out.append(f"pinned {mesh} (tp·pp·dp·cp = the job's GPUs)")
     if pins.tp is not None and (shape.n_heads % pins.tp or shape.n_kv_heads % pins.tp):
         out.append(f"tp={pins.tp} does not divide the {shape.n_heads} heads and {shape.n_kv_heads} KV heads")
+    elif pins.tp is not None and pins.tp > request.node_size and not request.constraints.allow_cross_node_tp:
+        out.append(
+            f"tp={pins.tp} is wider than a node of {request.node_size} GPUs (or allow it: "
+            "constraints.allow_cross_node_tp)"
+        )
     if pins.pp is not None and pins.pp > L:
         out.append(f"pp={pins.pp} is more pipeline stages than the {L} layers")
     elif pins.pp is not None and L % pins.pp and not request.constraints.allow_uneven_pipeline:
@@ -192,6 +197,18 @@ def _pin_conflicts(request: ParallelRequest) -> list[str]:
     ):
         out.append(
             f"ep={pins.ep} does not divide dp·cp = {pins.dp}·{pins.cp} = {pins.dp * pins.cp} (experts are spread "
+            "over the data- and context-parallel ranks)"
+        )
+    elif (
+        pins.ep is not None
+        and pins.tp is not None
+        and pins.pp is not None
+        and n % (pins.tp * pins.pp) == 0
+        and (n // (pins.tp * pins.pp)) % pins.ep
+    ):
+        # dp·cp = GPUs / (tp·pp) whatever the split between them
+        out.append(
+            f"ep={pins.ep} does not divide dp·cp = {n:,}/(tp·pp) = {n // (pins.tp * pins.pp):,} (experts are spread "
             "over the data- and context-parallel ranks)"
         )
     return out
@@ -404,8 +421,15 @@ def _why(request: ParallelRequest, layout: Layout, ev: Evaluation, i: int, bound
         + ("" if shape.n_layers % p == 0 else " (uneven stages)")
         + (f", {v} interleaved chunks" if v > 1 else ""),
     ]
-    if shape.is_moe:
-        why.append(f"EP {e} divides {shape.n_experts} experts and DP {d} (borrowed from DP)")
+    if shape.is_moe and e == 1:
+        why.append(f"EP 1: all {shape.n_experts} experts on every rank")
+    elif shape.is_moe:
+        why.append(
+            f"EP {e} divides {shape.n_experts} experts and DP·CP {d * c} (borrowed from the data- and "
+            "context-parallel ranks)"
+            if c > 1
+            else f"EP {e} divides {shape.n_experts} experts and DP {d} (borrowed from DP)"
+        )
     if c > 1:
         why.append(f"CP {c}: {s} tokens split into {2 * c} load-balanced chunks of {s // (2 * c)}")
     why.append(f"t*p*d*c = {t}*{p}*{d}*{c} = {t * p * d * c} GPUs")

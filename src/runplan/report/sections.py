@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from runplan.plan import RunPlan
+from runplan.plan import RunPlan, token_fill_note
 from runplan.report.format import fmt_bytes, fmt_count, fmt_duration, fmt_ratio, fmt_value, label
 from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes, wsd_hours_note
 
@@ -70,7 +70,9 @@ def _allocation(plan: RunPlan) -> Section:
         ("predicted loss", f"{a.loss:.4f}", _loss_why(a)),
     ]
     if a.days is not None and a.mfu is not None:  # a GPU-time budget, sized to fill (plan.build_plan)
-        section.rows.append(("budget", f"{a.days:.4g} days", _budget_why(a.mfu, plan.layout.best.mfu)))
+        section.rows.append(("budget", f"{a.days:.4g} days", _budget_why(plan)))
+    if (note := token_fill_note(a)) is not None and a.law_tokens is not None:
+        section.rows.append(("law's D for N", fmt_count(a.law_tokens), note))
     if a.intervals is not None:
         section.rows += _interval_rows(a.intervals)
     if a.loss_penalty is not None:
@@ -105,13 +107,22 @@ def _allocation(plan: RunPlan) -> Section:
     return section
 
 
-def _budget_why(rate: float, mfu: float) -> str:
-    """The fill's rate C / (GPUs × peak × days) beside the layout's MFU, and why they differ."""
-    why = (
-        "C = 6·N·D leaves out the attention FLOPs MFU counts, and failures, saves and the batch ramp take time"
-        if rate <= mfu
-        else "the plan overruns its days (the budget warning says why)"
-    )
+def _budget_why(plan: RunPlan) -> str:
+    """The fill's rate C / (GPUs × peak × days) beside the layout's MFU, and why they differ: a rate above the
+    MFU is an overrun, or (within the days) C = 6·N·D counting the law's N where the model trained is smaller."""
+    a, mfu = plan.allocation, plan.layout.best.mfu
+    rate = a.mfu or 0.0
+    if rate <= mfu:
+        why = "C = 6·N·D leaves out the attention FLOPs MFU counts, and failures, saves and the batch ramp take time"
+    elif a.days is not None and plan.cost.main.wall_clock_days > a.days:
+        why = "the plan overruns its days (the budget warning says why)"
+    elif a.params > plan.model.law_params:
+        why = (
+            f"C = 6·N·D counts the law's N {fmt_count(a.params)}, {a.params / plan.model.law_params - 1:.1%} above "
+            "the model trained (the generated rung below it)"
+        )
+    else:
+        why = "C = 6·N·D counts FLOPs otherwise than the layout's MFU (model.flops_per_token)"
     relation = "below" if rate <= mfu else "above"
     return (
         f"C sized so the predicted wall clock fills it (a fixed point): C = GPUs × peak × {rate:.1%} × days, "
@@ -161,11 +172,7 @@ def _architecture(plan: RunPlan) -> Section:
     section = Section("Architecture", bullets=[m.resolution])
     section.rows = [
         ("layers × d_model", f"{s.n_layers} × {s.d_model:,}", "L and h"),
-        (
-            "heads / KV heads × head dim",
-            f"{s.n_heads} / {s.n_kv_heads} × {s.head_dim}",
-            "GQA groups" if s.n_kv_heads < s.n_heads else "multi-head attention",
-        ),
+        _attention_row(s),
         ("FFN", f"{s.ffn_hidden:,} ({s.mlp})", "dense MLP inner size F"),
         ("vocabulary", f"{s.vocab_size:,}", "tied embeddings" if s.tied_embeddings else "untied output head"),
     ]
@@ -184,6 +191,23 @@ def _architecture(plan: RunPlan) -> Section:
     ]
     section.rows.append(("FLOPs per token", f"{m.flops_per_token:.4g}", m.notes["flops_per_token"]))
     return section
+
+
+def _attention_row(s: Any) -> tuple[str, str, str]:
+    """Heads and head dims; multi-head latent attention with its ranks and its q/k width d_qk = head_dim +
+    rope dim and value width, not a plain head dim (DeepSeek-V2 §2.1)."""
+    if s.attention == "mla":
+        q = f"q rank {s.q_lora_rank:,}, " if s.q_lora_rank else ""
+        return (
+            "heads × q/k, v head dim",
+            f"{s.n_heads} × {s.qk_dim} ({s.head_dim} + {s.qk_rope_head_dim} rope), {s.value_dim}",
+            f"multi-head latent attention: {q}KV rank {s.kv_lora_rank:,} (DeepSeek-V2 §2.1)",
+        )
+    return (
+        "heads / KV heads × head dim",
+        f"{s.n_heads} / {s.n_kv_heads} × {s.head_dim}",
+        "GQA groups" if s.n_kv_heads < s.n_heads else "multi-head attention",
+    )
 
 
 def _layout_row(layout) -> list[str]:
@@ -589,7 +613,8 @@ def _per_param(tokens: float, m: Any) -> str:
     """Tokens per parameter of the model trained, over the count its law takes (a generated shape misses the
     law's N by up to 7.5%, architect); that count is named when it is neither of the two printed beside it (a
     MoE law's active non-embedding parameters: 2T / 12.62 B = 159, not 2T / 12.88 B active = 155)."""
-    ratio = f"{tokens / m.law_params:.0f}/param"
+    per = tokens / m.law_params
+    ratio = f"{per:.0f}/param" if per >= 1 else f"{fmt_ratio(per)}/param"  # not "0/param"
     if fmt_count(m.law_params) in (fmt_count(m.total_params), fmt_count(m.active_params)):
         return ratio
     return f"{ratio} of the law's N {fmt_count(m.law_params)}"
@@ -602,9 +627,9 @@ def summary_lines(plan: RunPlan) -> list[str]:
     return [
         f"{name}: {fmt_count(m.total_params)} parameters ({fmt_count(m.active_params)} active), "
         f"{fmt_count(a.tokens)} tokens ({_per_param(a.tokens, m)}), predicted loss {a.loss:.3f} ({a.law})",
-        f"layout TP{best.tp} PP{best.pp} DP{best.dp}"
-        + (f" EP{best.ep}" if best.ep > 1 else "")
+        f"layout TP{best.tp} PP{best.pp} DP{best.dp}"  # CP before EP, as whatif and parallelize print them
         + (f" CP{best.cp}" if best.cp > 1 else "")
+        + (f" EP{best.ep}" if best.ep > 1 else "")
         + f" ZeRO-{best.zero} mbs {best.micro_batch} v{best.vpp} "
         f"recompute {best.recompute}: {fmt_bytes(best.memory_bytes.total)}/GPU, step {fmt_duration(best.step_seconds)},"
         f" MFU {best.mfu:.1%}",

@@ -226,6 +226,11 @@ class Allocation(BaseModel):
         description="Mixture of experts: every expert's parameters in the law's count; `params` and `flops` "
         "then count the active parameters (C = 6·N_active·D).",
     )
+    law_tokens: float | None = Field(
+        None,
+        description="A plan's GPU-time budget filled by tokens: the law's D for `params` at the compute that sized "
+        "the model; `tokens` is what the run trains on, what the budget's days buy at the chosen layout's speed.",
+    )
 
 
 def _against_optimum(law: ParametricLaw, flops: float, loss: float) -> dict[str, float | None]:
@@ -301,9 +306,22 @@ def allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> A
             where="law",
             hint=error.hint,
         )
+    if law.is_moe_law:  # not rewritten for a MoE architecture (ParametricLaw.for_moe): read as a dense law
+        result = result.model_copy(update={"warnings": [moe_law_without_moe_model(law), *result.warnings]})
     if law.resamples:
         result = result.model_copy(update={"intervals": allocation_intervals(result, flops, objective, law)})
     return result
+
+
+def moe_law_without_moe_model(law: ParametricLaw) -> str:
+    """Why a mixture-of-experts law allocated without a MoE model misleads: its N counts every expert, yet
+    C = 6·N·D then takes all of N as active, and its granularity term g/G^γ is dropped (no G to take)."""
+    return (
+        f"law '{law.name}' was fitted on mixture-of-experts models (N counts every expert, 64× expert expansion), "
+        "and the model here is dense: it is read as a dense law, every parameter active in C = 6·N·D and the "
+        "granularity term left out; for a MoE run fix a MoE model (model: deepseek-v3, or a shape with "
+        "n_experts) to allocate on active compute, else name a dense law"
+    )
 
 
 def allocation_intervals(
