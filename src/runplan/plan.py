@@ -704,6 +704,11 @@ FILL_MARGIN = 0.002
 #: then fills the days) and fixed_params (all compute into tokens). tokens_per_param fixes D/N and
 #: inference_optimal derives D from a target loss, so those keep the law's D and fill by compute alone.
 TOKEN_FILL_OBJECTIVES = ("compute_optimal", "fixed_params")
+#: The token fill trains at most this much short of the D the compute fill gave: enough to come down from a
+#: rung above the law's N (architect's rungs are at most 7.5% off it) or from a size a pin keeps from shrinking,
+#: not so far that a budget too small for the smallest shape trains it on a sliver of its tokens (0.001 days on
+#: 64 H100: 27 M tokens for 34 M parameters); such a plan keeps its overrun and the warning says so.
+TOKEN_FILL_SHORTEST = 0.5
 
 
 @dataclass(frozen=True)
@@ -843,11 +848,12 @@ def _fill_by_tokens(
     aim = target_days * (1.0 - FILL_MARGIN)
     tried: list[tuple[RunPlan, float | None]] = [(plan, None)]
     tokens = plan.allocation.tokens
+    shortest = tokens * (1.0 - TOKEN_FILL_SHORTEST)
     for _ in range(FILL_MAX_STEPS):
         predicted = plan.cost.main.wall_clock_days
-        if abs(predicted / aim - 1.0) <= FILL_MARGIN:
+        if abs(predicted / aim - 1.0) <= FILL_MARGIN or tokens <= shortest:
             break
-        tokens *= aim / predicted
+        tokens = max(tokens * aim / predicted, shortest)
         try:
             plan = _build_once(spec, inputs, flops, tokens)[0]
         except (Infeasible, SpecError):  # a D the layout or a batch constraint rules out: keep what worked
