@@ -405,7 +405,30 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         )
     cp_c = 0.0
     cp_nic = 0.0  # ring seconds under the attention while a cross-node ring holds the NICs (docs: DP window)
-    if c > 1:
+    if c > 1 and req.stack.context_parallel_impl == "pytorch":
+        # docs/parallel.md, CP: PyTorch's context_parallel under torchtitan. K/V of the kv/t heads, or all a/t
+        # where the model repeats them (kv_repeated_before_attention); forward one all-gather of the other c - 1
+        # shards (twice with full recompute), backward one more and c sends of fp32 dK/dV; nothing overlapped,
+        # nothing held under the attention
+        kv_heads = sh.n_heads if req.stack.kv_repeated_before_attention else sh.n_kv_heads
+        shard = 2 * tokens * (kv_heads / t) * (sh.qk_dim + sh.value_dim)  # bf16 K + V bytes
+        bw = link(t * c <= node)
+        gather = (c - 1) * shard / bw + lat
+        send = 2 * shard / bw + lat
+        passes = 2 if full else 1
+        out_elements = tokens * sh.n_heads / t * sh.value_dim
+        dq_elements = tokens * sh.n_heads / t * sh.qk_dim
+        kv_elements = tokens * kv_heads / t * (sh.qk_dim + sh.value_dim)
+        if req.stack.fused_elementwise:  # compiled: each merge one fused pass, 4 + 2 + 4 bytes
+            merge_bytes = passes * (c - 1) * 10 * out_elements + c * 10 * (dq_elements + kv_elements)
+        else:  # eager kernels: 32.5 per output element and extra step, K/V cats 4, backward 10 (dQ), 18 (dK/dV)
+            merge_bytes = (
+                passes * (c - 1) * (32.5 * out_elements + 4 * kv_elements)
+                + (c - 1) * 4 * kv_elements
+                + c * (10 * dq_elements + 18 * kv_elements)
+            )
+        cp_c = layers * ((passes + 1) * gather + c * send + merge_bytes / gpu.hbm_bandwidth_bytes_per_s)
+    elif c > 1:
         kv = 2 * tokens * sh.n_kv_heads * (sh.qk_dim + sh.value_dim) / t
         step_fwd = (c - 1) * (kv / link(t * c <= node) + lat)
         exposed = max(0.0, step_fwd - core) * (2 if full else 1) + max(0.0, 2 * step_fwd - core_bwd * core)

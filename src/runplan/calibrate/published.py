@@ -96,6 +96,10 @@ def _stack(row: dict[str, Any], stack: dict[str, Any], n_layers: int | None) -> 
         "fused_elementwise": (row.get("source_group") or "") not in _EAGER_GROUPS
         or bool(stack.get("torch_compile")),
     }
+    if (row.get("source_group") or "") == "pytorch-torchtitan":
+        # PyTorch's context_parallel; torchtitan's published runs predate ff0829c, so K/V repeated to all heads
+        out["context_parallel_impl"] = "pytorch"
+        out["kv_repeated_before_attention"] = True
     if stack.get("dropout"):
         out["hidden_dropout"] = out["attention_dropout"] = float(stack["dropout"])
     if stack.get("recompute") == "selective-layer" and n_layers:  # every second block recomputed whole

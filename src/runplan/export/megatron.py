@@ -645,6 +645,15 @@ def _stack_model_args(f: Facts) -> list[Arg]:
             where="stack.flash_attention",
             hint="set stack.flash_attention: true, or plan with parallel.cp: 1 or stack.context_parallel: false",
         )
+    if f.layout.cp > 1 and stack.context_parallel_impl == "pytorch":
+        # Megatron-core's only CP is TransformerEngine's attention (the overlapped p2p ring); the plan's step
+        # time is PyTorch's context_parallel (docs/parallel.md, CP)
+        raise SpecError(
+            f"Megatron-core runs context parallelism (the plan's c = {f.layout.cp}) only as TransformerEngine's "
+            "ring; the plan timed PyTorch's context_parallel (stack.context_parallel_impl: pytorch)",
+            where="stack.context_parallel_impl",
+            hint="set stack.context_parallel_impl: transformer-engine, or plan with parallel.cp: 1",
+        )
     # Megatron-core's AttnBackend: flash = flash-attn, fused = cuDNN (TE FusedAttention), auto = TE's own choice
     backend = _ATTENTION_BACKEND[stack.attention_kernel] if stack.flash_attention else "unfused"
     return [

@@ -477,6 +477,12 @@ def _stack_warnings(f: Facts) -> list[str]:
         warnings.append(
             "data parallel: FSDP2 always overlaps gradient reduction; the plan assumed it exposed"
         )
+    if f.layout.cp > 1 and stack.context_parallel_impl != "pytorch":
+        warnings.append(
+            "context parallelism: torchtitan runs PyTorch's context_parallel (K/V all-gathered, not overlapped); "
+            "the plan timed TransformerEngine's overlapped ring: set stack.context_parallel_impl: pytorch "
+            "(preset torchtitan-fsdp2) to time what torchtitan runs"
+        )
     if stack.gradient_dtype == "bf16" and f.layout.zero >= 1:
         # torchtitan's JobConfig types mixed_precision_reduce as Literal["float32"] (@ 9dec370 and 0.2.2)
         warnings.append(

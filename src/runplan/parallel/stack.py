@@ -207,6 +207,26 @@ class Stack(BaseModel):
         "torchtitan context_parallel_degree); off: CP 1 only (DeepSpeed shards sequences by heads, Ulysses, "
         "which runplan does not time).",
     )
+    context_parallel_impl: Literal["transformer-engine", "pytorch"] = Field(
+        "transformer-engine",
+        description="How CP > 1 runs the ring (docs/parallel.md, CP). 'transformer-engine': Megatron-core's "
+        "TransformerEngine CP attention, (c-1) p2p K/V exchanges of the kv/t heads forward and 2x backward, "
+        "overlapped with the attention kernel. 'pytorch': PyTorch's context_parallel as torchtitan runs it "
+        "(torch/distributed/tensor/experimental/_attention.py @ 0123248a): K/V repeated to all a/t query heads "
+        "before SDPA (torchtitan llama/model.py L201-209 @ 9dec370, repeat_kv), the default 'allgather' rotate "
+        "method (config_manager.py L365-367 @ 9dec370): one all-gather of the other c-1 shards per layer "
+        "forward and one backward, plus c fp32 dK/dV sends (the dK/dV rotater is fixed to all-to-all, float32 "
+        "accumulators; test/distributed/tensor/test_attention.py @ 01df9461 counts 1 all-gather forward, 1 + c "
+        "backward), waited on at once under torch.compile (not overlapped), and its merges as separate "
+        "elementwise kernels (PyTorch eager) or fused (fused_elementwise, torch.compile).",
+    )
+    kv_repeated_before_attention: bool = Field(
+        False,
+        description="K and V expanded to all a query heads before the attention kernel, so PyTorch's CP "
+        "(context_parallel_impl 'pytorch') exchanges a/t heads per rank instead of kv/t: torchtitan's Llama "
+        "until ff0829c (2026-01-27, 'GQA without kv repeats': repeat_kv, llama/model.py L201-209 @ 9dec370; "
+        "since then SDPA enable_gqa, v0.2.2 llama3/model/model.py L201). Read by the PyTorch CP exchange only.",
+    )
     interleaved_pipeline: bool = Field(
         True,
         description="The engine runs an interleaved pipeline schedule (v > 1: Megatron-core virtual stages, "

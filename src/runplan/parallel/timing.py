@@ -52,7 +52,15 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   of the (c-1) extra ring steps merges its partial result into fp32 accumulators on the compute stream (the
   blockwise online-softmax rescaling of out and LSE forward, the dQ/dK/dV accumulation backward; Transformer
   Engine's CP attention does this per step), ``CP_MERGE_BYTES_PER_ELEMENT`` of HBM traffic per accumulated
-  element (out forward; dQ, dK, dV backward), plus one fixed latency per step and direction.
+  element (out forward; dQ, dK, dV backward), plus one fixed latency per step and direction. That is
+  ``Stack.context_parallel_impl`` 'transformer-engine' (Megatron-core). 'pytorch' is PyTorch's context_parallel
+  as torchtitan runs it (:func:`_torch_context_parallel_seconds`): K/V of the kv/t heads, or of all a/t query
+  heads where the model repeats them before SDPA (``Stack.kv_repeated_before_attention``: torchtitan
+  llama/model.py @ 9dec370, repeat_kv, until ff0829c), one all-gather of the other c-1 K/V
+  shards per layer forward (twice with full recompute) and one backward, plus c sends of the fp32 dK/dV
+  accumulators (torch/distributed/tensor/experimental/_attention.py @ 0123248a, rotate method 'allgather'),
+  none of it overlapped (a compiled block waits on each collective where it is issued); the merges at
+  :data:`TORCH_CP_MERGE_BYTES` per element, eager or compiled (``Stack.fused_elementwise``).
 * **DP** (docs/parallel.md, Time per step; Rajbhandari et al. 2020 §7): ring traffic (d'-1)/d' × volume over the group of
   d' = d·c ranks (d·c/e for experts): ZeRO-0 all-reduce 2·g·Ψ; ZeRO-1 reduce-scatter g·Ψ + all-gather 2Ψ;
   ZeRO-2 reduce-scatter every micro-batch; ZeRO-3 also all-gathers bf16 weights twice per micro-batch (three
@@ -130,6 +138,24 @@ COLLECTIVE_LATENCY_SECONDS = 2e-5
 #: (T·a/t·d_qk) and the dK/dV that travel on around the ring (T·kv/t·(d_qk + d_v)). Derived from the data types
 #: of the blockwise merge (Liu et al. 2023, Ring Attention, §3; Milakov & Gimelshein 2018), not measured.
 CP_MERGE_BYTES_PER_ELEMENT = 10.0
+#: HBM bytes per element of PyTorch's context_parallel merges (Stack.context_parallel_impl 'pytorch'), counted
+#: from the kernels of torch/distributed/tensor/experimental/_attention.py @ 0123248a (convert_to_f32 on).
+#: Eager, one kernel per op: forward, each of the c-1 extra ring steps per output element (T·a/t·d_v) of
+#: _SDPAMerger: the bf16 partial cast to fp32 (2 + 4), out - block_out (4 + 4 + 4), · sigmoid(Δlse) (4 + 4),
+#: out - that (4 + 4 + 4) = 38 on a full step; on a load-balanced half step those on half the rows (19) plus
+#: _partial_update's torch.cat of the whole accumulator (4 + 4) = 27; a rank has as many of each over its c-1
+#: steps on average: 32.5; and torch.cat of bf16 K and V before each exchange (2 + 2 per K/V element,
+#: T·a/t·(d_qk + d_v); c-1 per pass, forward and backward). Backward, each of the c steps: the fp32 dQ
+#: accumulate (grad_query += bf16 partial: 4 + 2 + 4 per dQ element) and dK/dV accumulate (10) plus torch.cat of
+#: the fp32 dK/dV to send (4 + 4): 18 per K/V element. Compiled (torch.compile, Stack.fused_elementwise),
+#: Inductor fuses each merge into one kernel: read the fp32 accumulator and the bf16 partial, write the
+#: accumulator (4 + 2 + 4 = 10, as CP_MERGE_BYTES_PER_ELEMENT), and the K/V concatenations feed the first
+#: exchange only (the all-gather rotater ignores the later ones; dead code). LSE-sized (per row) terms and the
+#: one-off casts are left out. Derived from the data types, not measured.
+TORCH_CP_MERGE_BYTES: dict[str, dict[str, float]] = {
+    "eager": {"out": (38.0 + 27.0) / 2.0, "kv_cat": 4.0, "dq": 10.0, "dkv": 18.0},
+    "compiled": {"out": 10.0, "kv_cat": 0.0, "dq": 10.0, "dkv": 10.0},
+}
 #: FlashAttention's backward executes 2.5× the forward's FLOPs (5 matrix products against 2: it recomputes the
 #: scores; Dao 2023, FlashAttention-2, arXiv 2307.08691, §3.1-3.2).
 ATTENTION_BACKWARD_RATIO = 2.5
@@ -277,22 +303,26 @@ MOE_FP8_SPEEDUP_PREDICTED = 1.44
 
 #: Measured over predicted step time of torchtitan's published context-parallel runs, lowest, median, highest:
 #: Llama 3.1 8B on 8 H100 and 405B on 512 (Liang et al. 2024, arXiv 2410.06511, Tables 2 and 6: CP 2, 4, 8 at
-#: 64k-256k tokens, PyTorch's context_parallel ring attention, Float8 linears), with the shipped constants
-#: (benchmarks/published_runs.yaml rows torchtitan-*-cp{2,4,8}-*). The other engines' bf16 CP runs (NVIDIA's
-#: dgxc recipes at CP 2, Meta's Llama 3 405B at CP 16) come out at 0.93-1.09: the gap goes with that
-#: implementation, not with ring CP as runplan models it.
-TORCHTITAN_CP_TIME_RATIO = (1.02, 1.32, 1.42)
+#: 64k-256k tokens, PyTorch's context_parallel, Float8 linears, torch.compile), with the shipped constants and
+#: the PyTorch CP model (Stack.context_parallel_impl 'pytorch'; benchmarks/published_runs.yaml rows
+#: torchtitan-*-cp{2,4,8}-*): 8B CP 2/4/8 0.99, 1.30, 1.34; 405B CP 2/4/8 1.13, 1.03, 1.12. With the ring as
+#: TransformerEngine runs it (the model before) they were 1.02-1.42, median 1.32: the exchange of all a/t heads
+#: on the critical path is most of the 405B gap; the 8B CP 4 and 8 rows' remains (the same 8 GPUs at CP 1 take
+#: 1.10). The other engines' bf16 CP runs (NVIDIA's dgxc recipes at CP 2, Meta's Llama 3 405B at CP 16) come out
+#: at 0.93-1.09.
+TORCHTITAN_CP_TIME_RATIO = (0.99, 1.12, 1.34)
 
 
 def context_parallel_notes(stack: Stack, cp: int) -> list[str]:
-    """For a layout with context parallelism on the torchtitan preset: the margin its published CP runs ask for."""
-    if cp <= 1 or stack.preset != "torchtitan-fsdp2":
+    """For a layout with context parallelism run by PyTorch's context_parallel (``Stack.context_parallel_impl``
+    'pytorch', the torchtitan preset): the margin its published CP runs ask for."""
+    if cp <= 1 or stack.context_parallel_impl != "pytorch":
         return []
     low, median, high = TORCHTITAN_CP_TIME_RATIO
     return [
-        f"context parallelism on torchtitan: its published CP runs (Llama 3.1 8B and 405B, CP 2-8, 64k-256k "
-        f"tokens) took {low - 1:.0%} to {high - 1:.0%} longer than runplan predicts, {median - 1:.0%} median: "
-        "allow that margin on this layout's step time (docs/parallel.md, CP)"
+        f"context parallelism on torchtitan (PyTorch's context_parallel): its published CP runs (Llama 3.1 8B "
+        f"and 405B, CP 2-8, 64k-256k tokens) took {low:.2f}x to {high:.2f}x the step time runplan predicts, "
+        f"{median:.2f}x median: allow that margin on this layout's step time (docs/parallel.md, CP)"
     ]
 
 
@@ -699,7 +729,10 @@ def _context_parallel_seconds(st: _Step, compute: _Compute):
 
     The second is what the DP window loses (:func:`step_time`): a ring across nodes holds the same NICs the
     gradient reduction would use while the attention runs, so those seconds cannot hide DP traffic too.
+    ``Stack.context_parallel_impl`` 'pytorch' is timed by :func:`_torch_context_parallel_seconds`.
     """
+    if st.stack.context_parallel_impl == "pytorch":
+        return _torch_context_parallel_seconds(st)
     terms, t, c, full, tokens = st.terms, st.t, st.c, st.full, st.tokens
     lat = st.eff.collective_latency_seconds
     attn_core_fwd, attn_bwd_ratio = compute.attention_forward, compute.attention_backward_ratio
@@ -722,6 +755,53 @@ def _context_parallel_seconds(st: _Step, compute: _Compute):
     return np.where(c > 1, st.layers * (cp_exposed + cp_merge), 0.0), np.where(
         c > 1, st.layers * cp_hidden, 0.0
     )
+
+
+def _torch_context_parallel_seconds(st: _Step):
+    """(exposed K/V exchange and merges, 0) of one micro-batch under PyTorch's context_parallel as torchtitan
+    runs it (``Stack.context_parallel_impl`` 'pytorch'; module docstring, CP). Per layer, with H = kv/t heads, or
+    a/t where the model repeats K/V to every query head before SDPA (``Stack.kv_repeated_before_attention``:
+    torchtitan's llama/model.py L201-209 @ 9dec370, repeat_kv, until ff0829c), and K = 2·T·H·(d_qk + d_v) bytes
+    of bf16 K and V per rank:
+
+    * forward (twice with full recompute) one all-gather of the other c-1 shards, (c-1)·K / link + latency
+      (_AllGatherRotater, the default rotate method: torchtitan config_manager.py L365-367 @ 9dec370);
+    * backward one more all-gather, and c sends of the fp32 dK/dV accumulators, 2K / link + latency each
+      (_templated_ring_attention_backward: dkv_rotater fixed to ALL_TO_ALL, accum_dtype float32; pytorch
+      torch/distributed/tensor/experimental/_attention.py @ 0123248a; test/distributed/tensor/test_attention.py
+      @ 01df9461 counts 1 all-gather forward and 1 all-gather + c all-to-alls backward per layer);
+    * the merges at the HBM bandwidth (:data:`TORCH_CP_MERGE_BYTES`).
+
+    Nothing is overlapped: torchtitan compiles each block whole (parallelize_llama.py L303 @ 9dec370, fullgraph)
+    and a traced functional collective is waited on right after it is issued (_functional_collectives.py,
+    _maybe_wrap_tensor), with Inductor's compute/communication reordering off by default
+    (reorder_for_compute_comm_overlap = False). Eager would hide the forward all-gather under the first ring
+    step's attention only, about 1/c of it: not counted (conservative). So no ring second runs under the
+    attention, and none is taken from the DP window (second value 0).
+    """
+    terms, c, full = st.terms, st.c, st.full
+    lat = st.eff.collective_latency_seconds
+    heads = terms.a / st.t
+    # K/V carry all a/t query heads where the model repeats them before SDPA (Stack.kv_repeated_before_attention:
+    # torchtitan until ff0829c), else the kv/t heads SDPA's enable_gqa takes
+    kv_heads = heads if st.stack.kv_repeated_before_attention else terms.kv / st.t
+    out_el = st.tokens * heads * terms.d_v
+    dq_el = st.tokens * heads * terms.d_qk
+    kv_el = st.tokens * kv_heads * (terms.d_qk + terms.d_v)
+    kv_bytes = 2.0 * kv_el  # bf16
+    bandwidth = st.link(st.t * c <= st.node_size)
+    all_gather = (c - 1.0) * kv_bytes / bandwidth + lat
+    dkv_send = 2.0 * kv_bytes / bandwidth + lat  # fp32 dK and dV
+    forwards = np.where(full, 2.0, 1.0)
+    exchange = (forwards + 1.0) * all_gather + c * dkv_send
+    b = TORCH_CP_MERGE_BYTES["compiled" if st.stack.fused_elementwise else "eager"]
+    merge = (
+        forwards * (c - 1.0) * (b["out"] * out_el + b["kv_cat"] * kv_el)
+        + c * (b["dq"] * dq_el + b["dkv"] * kv_el)
+        + (c - 1.0) * b["kv_cat"] * kv_el
+    ) / st.gpu.hbm_bandwidth_bytes_per_s
+    total = np.where(c > 1, st.layers * (exchange + merge), 0.0)
+    return total, np.zeros_like(total)
 
 
 def _pipeline_seconds(st: _Step, n_gpus: int):
