@@ -153,3 +153,17 @@ def test_plan_sweep_section_names_the_added_gpu_hours_under_wsd(tmp_path):
     section = next(s for s in plan_sections(plan) if s.title == "Proxy sweep")
     assert section.tables[0].headers[-1] == "added GPU-hours"
     assert any(b.startswith("added GPU-hours: what each run adds with WSD") for b in section.bullets)
+
+
+def test_plan_sweep_section_says_the_proxies_of_a_moe_plan_are_dense(tmp_path):
+    """The architect builds dense shapes only: a law fitted on the sweep of a MoE plan is a dense law."""
+    from runplan.report.sections import plan_sections
+
+    base = "schema_version: 1\nbudget: {tokens: 1T}\ncluster: {gpu: h100-sxm, gpus: 256}\n"
+    moe = build_plan(load_plan_text(base + "model: mixtral-8x7b\n", "p.yaml"), tmp_path)
+    section = next(s for s in plan_sections(moe) if s.title == "Proxy sweep")
+    (note,) = [b for b in section.bullets if "dense" in b]
+    assert "8 experts" in note and "top-2" in note and "active parameters" in note
+    dense = build_plan(load_plan_text(base + "model: llama-3-8b\n", "p.yaml"), tmp_path)
+    section = next(s for s in plan_sections(dense) if s.title == "Proxy sweep")
+    assert not [b for b in section.bullets if "dense" in b]

@@ -129,3 +129,33 @@ def test_tp_comm_overlap_is_not_written_for_ampere():
         "family": "ampere",
     }
     assert "--tp-comm-overlap" not in parse_script_args(export_plan(_on_gpu(plan, inline), "megatron").text)
+
+
+# ---------------------------------------------------------------- Megatron FSDP (ZeRO-3) ---------------------
+def test_megatron_fsdp_warns_of_pipeline_stages_but_not_of_expert_parallelism():
+    """Megatron-LM @ 000c4ac2 runs Megatron FSDP (optim_grads_params) with EP in its per-MR CI
+    (tests/test_utils/recipes/moe.yaml:166, moe/gpt3_mcore_te_tp2_zp_z3_resume_torch_dist_te_8experts2parallel_
+    top2router: --expert-model-parallel-size 2 --use-megatron-fsdp) and has no FSDP case with pipeline stages."""
+    experts = export_plan(with_layout(golden_plan("moe-mixtral-8x7b"), zero=3, pp=1, vpp=1, ep=8), "megatron")
+    args = parse_script_args(experts.text)
+    assert "--use-megatron-fsdp" in args and "--expert-model-parallel-size" in args
+    assert not [w for w in experts.warnings if "ZeRO-3" in w and "tested" in w], experts.warnings
+    staged = export_plan(with_layout(golden_plan("70b-512-h100"), zero=3), "megatron")
+    assert golden_plan("70b-512-h100").layout.best.pp > 1
+    (note,) = [w for w in staged.warnings if "ZeRO-3" in w and "tested" in w]
+    assert "pipeline" in note and "expert" not in note
+
+
+# ---------------------------------------------------------------- MoE wording -------------------------------
+def test_expert_parallel_comment_counts_the_data_and_context_ranks_and_one_shared_expert_is_singular():
+    plan = with_layout(golden_plan("moe-mixtral-8x7b"), dp=128, cp=2, ep=8)
+    shape = plan.model.shape.model_copy(update={"n_shared_experts": 1})
+    plan = plan.model_copy(update={"model": plan.model.model_copy(update={"shape": shape})})
+    text = export_plan(plan, "megatron").text
+    (line,) = [line for line in text.splitlines() if "--expert-model-parallel-size" in line]
+    assert "d·c = 256" in line and "d = 128" not in line
+    (shared,) = [line for line in text.splitlines() if "--moe-shared-expert-intermediate-size" in line]
+    assert "1 shared expert x" in shared
+    toml = export_plan(plan, "torchtitan").text
+    (degree,) = [line for line in toml.splitlines() if line.startswith("expert_parallel_degree")]
+    assert "d*c = 256" in degree

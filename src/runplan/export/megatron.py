@@ -18,8 +18,9 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   sharded-gradient stage: it keeps a full-size buffer of the gradient dtype (fp32 unless gradient_dtype bf16),
   said in a warning with its size, refused at ``parallel.zero`` when it breaks the plan's memory limit; 3 → Megatron FSDP
   (``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params``, which needs
-  ``--ckpt-format fsdp_dtensor``), or, when the stack has ``fsdp_mixed_precision``, PyTorch FSDP2
-  (``--use-torch-fsdp2 --no-gradient-accumulation-fusion``, Megatron-LM's FSDP docs; not with pipelines).
+  ``--ckpt-format fsdp_dtensor``; with expert parallelism as tested in Megatron-LM's CI, with pipeline stages
+  a warning: no CI case), or, when the stack has ``fsdp_mixed_precision``, PyTorch FSDP2
+  (``--use-torch-fsdp2 --no-gradient-accumulation-fusion``, Megatron-LM's FSDP docs; not with pipelines or EP).
 * recomputation: the plan's *selective* is Megatron-core ``--recompute-modules layernorm`` (+ ``moe_act`` for
   MoE; parallel/memory.py), *full* is ``--recompute-granularity full --recompute-method uniform
   --recompute-num-layers 1``.
@@ -296,7 +297,7 @@ def _moe_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
             (
                 "--moe-shared-expert-intermediate-size",
                 [str(f.n_shared_experts * f.expert_ffn_hidden)],
-                f"{f.n_shared_experts} shared experts x {f.expert_ffn_hidden}",
+                f"{f.n_shared_experts} shared expert{'s' if f.n_shared_experts != 1 else ''} x {f.expert_ffn_hidden}",
             )
         )
     if f.n_dense_layers:
@@ -448,7 +449,7 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
             (
                 "--expert-model-parallel-size",
                 [str(f.layout.ep)],
-                f"e (taken from the d = {f.layout.dp} data ranks)",
+                f"e (borrowed from the d·c = {f.layout.dp * f.layout.cp} data- and context-parallel ranks)",
             )
         )
     if f.layout.sequence_parallel:
@@ -483,9 +484,11 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
             ("--data-parallel-sharding-strategy", ["optim_grads_params"], ""),
             ("--ckpt-format", ["fsdp_dtensor"], "Megatron FSDP requires this checkpoint format"),
         ]
-        if f.layout.pp > 1 or f.layout.ep > 1:
+        # Megatron-LM @ 000c4ac2 tests Megatron FSDP with expert parallelism in its per-MR CI (recipes/moe.yaml,
+        # ..._zp_z3_..._8experts2parallel_top2router: EP 2, optim_grads_params), with pipeline stages in no case
+        if f.layout.pp > 1:
             warnings.append(
-                "ZeRO-3: Megatron FSDP with pipeline or expert parallelism is not the tested path; "
+                "ZeRO-3: Megatron FSDP with pipeline parallelism is not the tested path; "
                 "consider ZeRO-1 (--use-distributed-optimizer)"
             )
     return layout

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from runplan.plan import RunPlan, token_fill_note
 from runplan.report.format import fmt_bytes, fmt_count, fmt_duration, fmt_ratio, fmt_value, label
-from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes, wsd_hours_note
+from runplan.scaling.sweep import PLAN_BUDGETS, dense_proxies_note, flag_notes, wsd_hours_note
 
 
 @dataclass
@@ -538,6 +538,9 @@ def _sweep(plan: RunPlan) -> Section:
         )
     # the suggestions the plan keeps out of its warnings, named by the plan key that acts on them
     section.bullets += flag_notes(s.wsd, len(s.budgets), PLAN_BUDGETS)
+    shape = plan.model.shape
+    if shape.is_moe:
+        section.bullets.append(dense_proxies_note(shape.n_experts, shape.top_k))
     hours = "added GPU-hours" if s.wsd else "GPU-hours"
     if s.wsd and s.gpu_hours is not None:
         section.bullets.append(wsd_hours_note(s.cooldown_fraction, hours))

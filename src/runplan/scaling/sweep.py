@@ -428,6 +428,17 @@ def flag_notes(wsd: bool, budgets: int, setting: str = "--budgets 3") -> list[st
     return notes
 
 
+def dense_proxies_note(n_experts: int, top_k: int) -> str:
+    """For a MoE plan: its proxies are dense (runplan.architect builds no MoE layouts), so a law fitted on them
+    is a dense law, which a MoE model takes in active parameters only (plan._law_for_shape)."""
+    return (
+        f"dense proxies: runplan shapes proxies as dense Llama 3-family models only, so a law fitted on these runs "
+        f"is a dense law; applied to this MoE model ({n_experts} experts, top-{top_k}) it counts the active "
+        f"parameters and credits nothing to the other experts (proxies with {n_experts} experts, top-{top_k}, "
+        "shaped by hand, would give this architecture's law)"
+    )
+
+
 #: A sweep costing more than this share of the main run's compute is flagged (a planning choice: the default
 #: fraction 0.01 gives a few percent, and a sweep that costs a quarter of the run delays it by as much).
 MAX_SWEEP_SHARE = 0.25
@@ -515,5 +526,14 @@ def design_sweep(request: SweepRequest) -> Sweep:
     )
 
 
-__all__ = ["PLAN_BUDGETS", "Sweep", "SweepRequest", "SweepRun", "SweepSpec", "design_sweep", "flag_notes"]
+__all__ = [
+    "PLAN_BUDGETS",
+    "Sweep",
+    "SweepRequest",
+    "SweepRun",
+    "SweepSpec",
+    "dense_proxies_note",
+    "design_sweep",
+    "flag_notes",
+]
 _ = np  # numpy is used by the law's vectorized loss

@@ -65,7 +65,7 @@ ARGS=(
   --make-vocab-size-divisible-by 128  # Megatron pads V to a multiple of this x t; 128 x 1 divides V = 32,000
   # parallel layout (DP = world / (t*p*c) = 256 / (1*1*1) = 256)
   --tensor-model-parallel-size 1  # t
-  --expert-model-parallel-size 8  # e (taken from the d = 256 data ranks)
+  --expert-model-parallel-size 8  # e (borrowed from the d·c = 256 data- and context-parallel ranks)
   --use-distributed-optimizer  # ZeRO-1: optimizer state sharded over d·c
   --overlap-grad-reduce  # DP gradient reduction under the backward pass
   --overlap-param-gather  # parameter all-gather under the next forward pass
