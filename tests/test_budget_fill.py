@@ -157,3 +157,53 @@ def test_init_cites_nothing_outside_the_repo():
     text = _init().stdout
     assert "runplan.dev" not in text and "REFERENCES" not in text and "design brief" not in text
     assert "$schema=docs/plan.schema.json" in text
+
+
+def test_the_allocation_warnings_follow_the_tokens_trained():
+    """42 days on 16 H100: the law's D (316.9 B) lies inside besiroglu2024's fitted D range (up to 3.18e11),
+    the D trained (327.6 B) does not; the warning is said at the trained D (it was missing: only a note of the
+    law's point was ever restated)."""
+    plan = _plan({"days": 42}, gpus=16)
+    a = plan.allocation
+    assert a.law_tokens < 3.18e11 < a.tokens
+    assert any(f"D = {a.tokens:.3g}" in w and "above the fitted" in w for w in a.warnings)
+
+
+def test_a_d_over_n_warning_of_the_law_s_point_goes_when_the_run_trains_inside_the_range():
+    """krajewski2024-moe read as a dense law on 3 days of 64 H100: the law's point has 0.997 tokens per
+    parameter (below the published range's 1), the run trains 1.02: no range warning for it."""
+    plan = _plan({"days": 3}, gpus=64, law={"name": "krajewski2024-moe"})
+    a = plan.allocation
+    assert a.tokens / a.params >= 1.0 > a.law_tokens / a.params
+    assert not any("tokens per parameter is outside" in w for w in a.warnings)
+
+
+def test_the_intervals_of_a_token_filled_plan_are_at_the_tokens_trained(tmp_path):
+    """A bootstrap law: D is the budget's (no interval), the loss interval is the resamples' loss at the N and
+    D trained and brackets the loss reported (was centred on the law's D and loss)."""
+    from tests.scaling.test_moe_intervals import REPO
+
+    from runplan.scaling.fit import fit_parametric, read_runs, write_law_file
+
+    fit = fit_parametric(read_runs(REPO / "examples" / "isoflop_synthetic.csv"), bootstrap=20, starts=4)
+    write_law_file(fit, tmp_path / "law.yaml")
+    plan = _plan({"days": 30}, gpus=64, law={"file": str(tmp_path / "law.yaml")})
+    a = plan.allocation
+    assert a.intervals is not None and a.tokens != a.law_tokens
+    assert a.intervals.tokens.value == a.tokens and a.intervals.tokens.low is None
+    assert a.intervals.loss.value == a.loss
+    assert a.intervals.loss.low <= a.loss <= a.intervals.loss.high
+
+
+def test_allocate_on_a_days_budget_labels_the_budget_s_days_and_cost(tmp_path):
+    """`allocate FILE` prices the whole 42 days on 16 GPUs (16 x 42 x 24 x 2 = 32,256 USD) where `plan FILE`
+    predicts the run ends 0.2-0.4% short: the rows say they are the budget's (they read as the run's)."""
+    path = tmp_path / "a.yaml"
+    path.write_text(_init("--days", "42", "--gpus", "16").stdout)
+    out = " ".join(CliRunner().invoke(app, ["allocate", str(path)]).stdout.split())
+    assert "budget's wall-clock 42.0 days on 16 GPUs" in out
+    assert (
+        "budget's cost 32,256 USD at 2 USD per GPU-hour (`runplan plan`: the predicted days and cost)" in out
+    )
+    flops = " ".join(CliRunner().invoke(app, ["allocate", "--flops", "1e22", "--gpus", "16"]).stdout.split())
+    assert "budget's" not in flops and "wall-clock" in flops

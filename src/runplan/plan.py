@@ -248,18 +248,33 @@ def _trained_on(
     a, law = stage.allocation, stage.law
     if a.objective == "fixed_params":
         return allocation_stage(spec, inputs, 6.0 * a.params * tokens)
+    from runplan.scaling.allocate import warnings_at
+    from runplan.scaling.laws import Interval, interval_of
+
     flops = 6.0 * a.params * tokens
-    notes = {law.extrapolation_note(a.params, a.tokens): law.extrapolation_note(a.params, tokens)}
-    warnings = [new for w in a.warnings if (new := notes.get(w, w))]
+    loss = float(law.loss(a.params, tokens))
+    # the warnings of the law's point (extrapolation, D/N range) restated at the D trained; others kept
+    stale = set(warnings_at(law, a.budget_flops, a.params, a.tokens))
+    warnings = [w for w in a.warnings if w not in stale] + warnings_at(law, flops, a.params, tokens)
+    intervals = a.intervals
+    if intervals is not None:  # D is the budget's, not the law's estimate; the loss spread is at that D
+        samples = [float(sample.loss(a.params, tokens)) for sample in law.resampled_laws()]
+        intervals = intervals.model_copy(
+            update={
+                "tokens": Interval(value=tokens),
+                "loss": interval_of(loss, samples, intervals.percentiles),
+            }
+        )
     allocation = a.model_copy(
         update={
             "flops": flops,
             "budget_flops": flops,
             "tokens": tokens,
             "tokens_per_param": tokens / a.params,
-            "loss": float(law.loss(a.params, tokens)),
+            "loss": loss,
             "law_tokens": a.tokens,
             "warnings": warnings,
+            "intervals": intervals,
         }
     )
     return AllocationStage(allocation, stage.shape, stage.resolution, stage.law_params, flops, law)

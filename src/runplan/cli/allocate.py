@@ -97,9 +97,15 @@ def _against_compute_optimal(a: Allocation) -> list[tuple[str, str]]:
 
 
 def render(
-    allocation: Allocation, law: ParametricLaw, *, shape_line: bool = True, currency: str = "USD"
+    allocation: Allocation,
+    law: ParametricLaw,
+    *,
+    shape_line: bool = True,
+    currency: str = "USD",
+    of_budget: bool = False,
 ) -> None:
-    """Human-readable allocation on stdout (rich); ``currency``: the plan's (cost.currency), USD from flags."""
+    """Human-readable allocation on stdout (rich); ``currency``: the plan's (cost.currency), USD from flags;
+    ``of_budget``: the days and cost are a GPU-time budget's, spent whole (`runplan plan` predicts its own)."""
     from rich.table import Table
 
     from runplan.cli.common import console
@@ -152,10 +158,18 @@ def render(
     if a.gpu_hours is not None:
         rows.append(("GPU-hours", f"{a.gpu_hours:,.0f} on {a.gpu} at MFU {a.mfu:.3g}"))
         if a.days is not None:
-            rows.append(("wall-clock", f"{_days(a.days)} on {a.gpus:,} GPUs"))
+            rows.append(
+                ("budget's wall-clock" if of_budget else "wall-clock", f"{_days(a.days)} on {a.gpus:,} GPUs")
+            )
         if a.cost_usd is not None:
             price = a.cost_usd / a.gpu_hours
-            rows.append(("cost", f"{a.cost_usd:,.0f} {currency} at {price:.4g} {currency} per GPU-hour"))
+            rows.append(
+                (
+                    "budget's cost" if of_budget else "cost",
+                    f"{a.cost_usd:,.0f} {currency} at {price:.4g} {currency} per GPU-hour"
+                    + (" (`runplan plan`: the predicted days and cost)" if of_budget else ""),
+                )
+            )
     for key, value in rows:
         table.add_row(key, value)
     out.print(table)
@@ -336,7 +350,13 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
         print_json(result.model_dump(mode="json"))
         return
     # a fixed model: its own shape, printed below; the price is in the plan's currency (cost_usd is a misnomer)
-    render(result, stage.law, shape_line=spec.model is None, currency=spec.cost.currency)
+    render(
+        result,
+        stage.law,
+        shape_line=spec.model is None,
+        currency=spec.cost.currency,
+        of_budget=fill is not None and days is not None,
+    )
     from runplan.cli.common import console, echo_wrapped
 
     console().print(f"model: {stage.resolution}")

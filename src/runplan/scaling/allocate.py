@@ -482,6 +482,12 @@ def _inference_optimal(
 OVERRUN_TOLERANCE = 1e-6
 
 
+def warnings_at(law: ParametricLaw, flops: float | None, n: float, d: float) -> list[str]:
+    """The warnings an allocation of N and D under ``law`` carries (:func:`_warnings`), for a run whose D was
+    set after the allocation (a GPU-time budget filled by tokens, plan._trained_on)."""
+    return _warnings(law, flops, n, d)
+
+
 def _warnings(law: ParametricLaw, flops: float | None, n: float, d: float) -> list[str]:
     """Extrapolation beyond the law's fitted range, an unusual D/N, and training FLOPs above the budget."""
     out = [note] if (note := law.extrapolation_note(n, d)) else []
