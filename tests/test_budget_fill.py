@@ -207,3 +207,14 @@ def test_allocate_on_a_days_budget_labels_the_budget_s_days_and_cost(tmp_path):
     )
     flops = " ".join(CliRunner().invoke(app, ["allocate", "--flops", "1e22", "--gpus", "16"]).stdout.split())
     assert "budget's" not in flops and "wall-clock" in flops
+
+
+def test_a_fill_step_into_infeasible_sizes_tries_the_sizes_between():
+    """0.02 days on 64 H100 with pp 16: the fill's second step asked for a size of 12 layers, fewer than the 16
+    stages, and the fill stopped there, keeping a 570 M model that took 0.102 days (5x) and blaming a smaller
+    size, though 0.05 days planned 310 M within budget. Geometric midpoints back toward the feasible C find a
+    size with 16+ layers; the plan now ends within the days."""
+    plan = _plan({"days": 0.02}, gpus=64, parallel={"pp": 16})
+    assert 0.02 * (1 - 2 * FILL_RTOL) <= plan.cost.main.wall_clock_days <= 0.02
+    assert plan.model.shape.n_layers >= 16
+    assert not any(w.startswith("budget:") for w in plan.warnings)
