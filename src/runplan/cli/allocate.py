@@ -155,21 +155,7 @@ def render(
             ),
             ("saving", f"{_no_negative_zero(a.total_flops_saving or 0.0):.1%} of total FLOPs"),
         ]
-    if a.gpu_hours is not None:
-        rows.append(("GPU-hours", f"{a.gpu_hours:,.0f} on {a.gpu} at MFU {a.mfu:.3g}"))
-        if a.days is not None:
-            rows.append(
-                ("budget's wall-clock" if of_budget else "wall-clock", f"{_days(a.days)} on {a.gpus:,} GPUs")
-            )
-        if a.cost_usd is not None:
-            price = a.cost_usd / a.gpu_hours
-            rows.append(
-                (
-                    "budget's cost" if of_budget else "cost",
-                    f"{a.cost_usd:,.0f} {currency} at {price:.4g} {currency} per GPU-hour"
-                    + (" (`runplan plan`: the predicted days and cost)" if of_budget else ""),
-                )
-            )
+    rows += _hardware_rows(a, currency, of_budget)
     for key, value in rows:
         table.add_row(key, value)
     out.print(table)
@@ -178,6 +164,28 @@ def render(
         out.print(line)
     for warning in a.warnings:  # folded at the terminal width, as every command's warnings
         warn(warning)
+
+
+def _hardware_rows(a: Allocation, currency: str, of_budget: bool) -> list[tuple[str, str]]:
+    """GPU-hours, wall-clock and cost of an allocation given a GPU (``of_budget``: a GPU-time budget's, spent
+    whole; `runplan plan` predicts the run's own days and cost)."""
+    if a.gpu_hours is None:
+        return []
+    rows = [("GPU-hours", f"{a.gpu_hours:,.0f} on {a.gpu} at MFU {a.mfu:.3g}")]
+    if a.days is not None:
+        rows.append(
+            ("budget's wall-clock" if of_budget else "wall-clock", f"{_days(a.days)} on {a.gpus:,} GPUs")
+        )
+    if a.cost_usd is not None:
+        price = a.cost_usd / a.gpu_hours
+        rows.append(
+            (
+                "budget's cost" if of_budget else "cost",
+                f"{a.cost_usd:,.0f} {currency} at {price:.4g} {currency} per GPU-hour"
+                + (" (`runplan plan`: the predicted days and cost)" if of_budget else ""),
+            )
+        )
+    return rows
 
 
 def _days(days: float) -> str:
