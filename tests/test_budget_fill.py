@@ -217,4 +217,49 @@ def test_a_fill_step_into_infeasible_sizes_tries_the_sizes_between():
     plan = _plan({"days": 0.02}, gpus=64, parallel={"pp": 16})
     assert 0.02 * (1 - 2 * FILL_RTOL) <= plan.cost.main.wall_clock_days <= 0.02
     assert plan.model.shape.n_layers >= 16
-    assert not any(w.startswith("budget:") for w in plan.warnings)
+    (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
+    assert warning.startswith("budget: a smaller size is infeasible (") and "short of the law's D" in warning
+
+
+def test_a_memory_capped_fill_keeps_the_largest_size_that_fits_not_the_closest_days():
+    """75 days on one H100 (hoffmann2022-unrounded): sizes above 3.41 B do not fit in memory, and the fill's
+    midpoints swung between 3.64 B (95.8 days) and 3.26 B (59 days); keeping the iterate closest to the days
+    trained the 3.26 B model on 151 B tokens (loss 2.2028) where 3.37 B (20 x 3072) on 168 B (2.1911) fits the
+    same days.
+    Tokens fill the days afterwards, so the largest size within them wins, and the memory refusal is said."""
+    text = {
+        "law": {"name": "hoffmann2022-unrounded"},
+        "training": {"seq_len": 4096, "vocab_size": 128256},
+        "cluster": {"gpu": "h100-sxm", "gpus": 1, "gpus_per_node": 1},
+    }
+    plan = build_plan(
+        load_plan_text(
+            yaml.safe_dump({"schema_version": 1, "name": "g", "budget": {"days": 75}, **text}), "<test>"
+        )
+    )
+    assert plan.model.total_params == pytest.approx(3.368e9, rel=0.005)  # 20 layers x 3072
+    assert 75 * 0.99 <= plan.cost.main.wall_clock_days <= 75
+    (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
+    assert warning.startswith("budget: a larger size is infeasible (") and "memory" in warning
+
+
+def test_allocate_on_an_inference_optimal_days_budget_shows_the_budget_s_days(tmp_path):
+    """inference_optimal trains more than the budget's C (its D comes from the target loss): `allocate FILE`
+    ran those FLOPs at the budget's rate and printed 21.1 "budget's" days for a 10-day budget; the rate is now
+    the training FLOPs' over the days, so the days and cost are the budget's: 64 x 10 x 24 x 2 = 30,720 USD."""
+    path = tmp_path / "inf.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "schema_version": 1,
+                "name": "inf",
+                "budget": {"days": 10},
+                "cluster": {"gpu": "h100-sxm", "gpus": 64},
+                "law": {"name": "hoffmann2022-unrounded"},
+                "objective": {"kind": "inference_optimal", "inference_tokens": 1e13},
+                "training": {"seq_len": 4096, "vocab_size": 128256},
+            }
+        )
+    )
+    out = " ".join(CliRunner().invoke(app, ["allocate", str(path)]).stdout.split())
+    assert "budget's wall-clock 10.0 days on 64 GPUs" in out and "budget's cost 30,720 USD" in out

@@ -839,20 +839,25 @@ def _filled(
         predicted = plan.cost.main.wall_clock_days
         if abs(predicted / target_days - 1.0) <= FILL_RTOL:
             break
-        built = _toward(spec, inputs, flops, flops * target_days / predicted)
-        if isinstance(
-            built, Infeasible
-        ):  # a size the pins or the memory rule out: keep the iterates that worked
-            size = "larger" if target_days > predicted else "smaller"
-            stopped = f"a {size} size is infeasible ({built.reason})"
+        size = "larger" if target_days > predicted else "smaller"
+        built, refusal = _toward(spec, inputs, flops, flops * target_days / predicted)
+        if refusal is not None:  # a size the pins or the memory rule out: keep the iterates that worked
+            stopped = f"a {size} size is infeasible ({refusal.reason})"
+        if built is None:
             break
         plan, flops = built
         tried.append((plan, flops))
     within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days * (1.0 + FILL_RTOL)]
-    plan, flops = max(within or tried, key=lambda t: -abs(t[0].cost.main.wall_clock_days / target_days - 1))
+    fills_by_tokens = plan.allocation.objective in TOKEN_FILL_OBJECTIVES
+    if fills_by_tokens and within:  # tokens fill the days next: the largest size that fits them is the best
+        plan, flops = max(within, key=lambda t: t[1])
+    else:
+        plan, flops = max(
+            within or tried, key=lambda t: -abs(t[0].cost.main.wall_clock_days / target_days - 1)
+        )
     if abs(plan.cost.main.wall_clock_days / target_days - 1.0) <= FILL_RTOL:
         stopped = None  # the size filled the days: an infeasible iterate stopped nothing
-    if plan.allocation.objective not in TOKEN_FILL_OBJECTIVES:
+    if not fills_by_tokens:
         return plan, Fill(flops), stopped
     plan, tokens = _fill_by_tokens(spec, inputs, plan, flops, target_days)
     return plan, Fill(flops, tokens), stopped
@@ -860,20 +865,20 @@ def _filled(
 
 def _toward(
     spec: PlanSpec, inputs: ResolvedInputs, flops: float, goal: float
-) -> tuple[RunPlan, float] | Infeasible:
+) -> tuple[tuple[RunPlan, float] | None, Infeasible | None]:
     """The plan at ``goal`` FLOPs or, where that size is infeasible (a pin, the memory), at up to FILL_HALVINGS
     geometric midpoints back toward the feasible ``flops``: a step that overshoots into infeasible sizes must not
     end the fill when sizes between were feasible (0.02 days on 64 H100 with pp 16 kept a 570 M model taking 5x
-    the days, since the step's size had fewer layers than stages); the last refusal when none was feasible."""
+    the days, since the step's size had fewer layers than stages). Also the last refusal met (None: the goal
+    itself was feasible), which says why the fill could not go all the way."""
     refusal = None
     for _ in range(FILL_HALVINGS + 1):
         try:
-            return _build_once(spec, inputs, goal)
+            return _build_once(spec, inputs, goal), refusal
         except Infeasible as error:
             refusal = error
             goal = math.sqrt(flops * goal)
-    assert refusal is not None
-    return refusal
+    return None, refusal
 
 
 def _fill_by_tokens(

@@ -346,7 +346,9 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
 
     first_guess = spec.budget.mfu if spec.budget is not None else DEFAULT_MFU
     days = budget_days(spec, inputs.n_gpus)
-    mfu = first_guess if fill is None or days is None else fill_rate(stage.flops, inputs, days)
+    # the rate at which the run's training FLOPs take the budget's days: an inference-optimal D trains more than
+    # the budget's C (stage.flops), and the days and cost shown are the budget's
+    mfu = first_guess if fill is None or days is None else fill_rate(stage.allocation.flops, inputs, days)
     result = with_hardware(
         stage.allocation,
         inputs.gpu,
