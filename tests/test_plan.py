@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from runplan.cli.app import app
 from runplan.plan import RunPlan, build_plan
+from runplan.report.format import fmt_count
 from runplan.report.markdown import render_markdown
 from runplan.report.sections import plan_sections
 from runplan.resolved import diff_resolved
@@ -559,6 +560,10 @@ def test_mfu_says_what_it_reads_under_the_other_flop_counts():
         f"causal attention {causal:.1%}" in reason
         and f"6N alone {best.mfu * dense / (dense + attention):.1%}" in reason
     )
+    # N is named: the summary's parameter count (405.9 B) is not the 6N count (matmul weights per token)
+    active = plan.model.active_params
+    assert f"(N = {fmt_count(shape.matmul_params_per_token())} matmul parameters per token; " in reason
+    assert f"{best.mfu * 6 * active / (dense + attention):.1%} with the {fmt_count(active)} active" in reason
 
 
 def test_a_batch_floor_above_the_training_tokens_is_refused_at_its_key(tmp_path):
@@ -649,6 +654,28 @@ def test_summary_ratio_is_per_parameter_of_the_model_trained():
     assert plan.allocation.params == 7e9 and plan.model.total_params == 7_157_813_248
     first = summary_lines(plan)[0]
     assert "7.158 B parameters" in first and "(665/param)" in first
+
+
+def test_summary_steps_name_the_batch_ramp_apart():
+    """With a batch ramp, "65,003 steps at 5.505 M tokens" reads as 357.8 B tokens where the run trains 352 B:
+    the ramp's steps run at a smaller batch, so the summary names them apart and steps × batch of the main
+    stage plus the ramp's tokens is D."""
+    from runplan.report.sections import summary_lines
+
+    plan = build_plan(load_plan(EXAMPLES_DIR / "2e23-7b-overtrained.yaml"), EXAMPLES_DIR)
+    *ramp, main = plan.schedule.batch_stages
+    assert ramp, "the example plans a batch ramp"
+    ramp_steps = sum(stage.steps for stage in ramp)
+    line = summary_lines(plan)[2]
+    assert line.startswith(
+        f"{plan.schedule.total_steps:,} steps: {ramp_steps:,} in the batch ramp, then {main.steps:,} at "
+    )
+    flat = plan.model_copy(
+        update={
+            "schedule": plan.schedule.model_copy(update={"batch_stages": [main], "total_steps": main.steps})
+        }
+    )
+    assert summary_lines(flat)[2].startswith(f"{main.steps:,} steps at ")
 
 
 def test_summary_names_the_law_s_count_when_it_is_not_the_one_printed():

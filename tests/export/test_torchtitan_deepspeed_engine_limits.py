@@ -202,3 +202,89 @@ def test_deepspeed_writes_autotp_only_without_pipeline_and_context_parallelism()
     assert "tensor_parallel" not in json.loads(result.text)
     (warning,) = [w for w in result.warnings if w.startswith("tensor parallel:")]
     assert "Ulysses" in warning and "not exported as AutoTP" in warning
+
+
+def test_deepspeed_autotp_overlap_warning_follows_the_stack():
+    # the "AutoTP does not overlap" caution is only true when the plan's step time hid TP communication
+    # (stack.tp_comm_overlap, with SP, t within a node: parallel/timing.py tp_overlap_applies); the deepspeed
+    # preset sets tp_comm_overlap false, so its plans counted the TP collectives exposed already
+    plan = golden_plan("70b-512-h100")  # t = 4 with SP, default stack: tp_comm_overlap on
+    flat = with_layout(plan, pp=1, dp=plan.layout.best.dp * plan.layout.best.pp)
+
+    def tp_warning(p):
+        (warning,) = [w for w in export_plan(p, "deepspeed").warnings if w.startswith("tensor parallel:")]
+        return warning
+
+    assert "does not overlap its collectives" in tp_warning(flat)
+    assert "does not overlap" not in tp_warning(_with_stack(flat, preset="deepspeed"))
+    assert "does not overlap" not in tp_warning(_with_stack(flat, tp_comm_overlap=False))
+
+
+def test_deepspeed_autotp_says_the_plan_s_sequence_parallelism_is_lost():
+    # AutoTP's LinearLayer / LinearAllreduce have no sequence parallelism: a plan that split the norm and
+    # dropout activations t ways (SP) needs more memory under AutoTP; one planned without SP does not
+    plan = golden_plan("70b-512-h100")  # t = 4 with SP
+    flat = with_layout(plan, pp=1, dp=plan.layout.best.dp * plan.layout.best.pp)
+    assert flat.layout.best.sequence_parallel
+
+    def tp_warning(p):
+        (warning,) = [w for w in export_plan(p, "deepspeed").warnings if w.startswith("tensor parallel:")]
+        return warning
+
+    warning = tp_warning(flat)
+    assert "AutoTP has no sequence parallelism" in warning and "split 4 ways" in warning
+    assert "parallel.sequence_parallel: false" in warning
+    without = tp_warning(with_layout(flat, sequence_parallel=False))
+    assert "AutoTP has no sequence parallelism" not in without and "no ds_config key" in without
+
+
+# ---------------------------------------------------------------- DeepSpeed DP gradient overlap -------------
+def _overlap_warnings(plan) -> list[str]:
+    result = export_plan(plan, "deepspeed")
+    zero = json.loads(result.text)["zero_optimization"]
+    from runplan.parallel.stack import Stack
+
+    stack = Stack.model_validate(plan.inputs.get("stack") or {})
+    bf16_optimizer = (
+        zero["stage"] == 1 and stack.gradient_dtype == "fp32"
+    )  # reduces after the backward anyway
+    writes = (
+        stack.overlap_grad_reduce
+        and zero["stage"] in (1, 2)
+        and plan.layout.best.pp == 1
+        and not bf16_optimizer
+    )
+    # ZeRO-1/2 overlap only with overlap_comm (default false below stage 3): written where the plan hides it
+    assert zero.get("overlap_comm") is (True if writes else None)
+    return [w for w in result.warnings if w.startswith("gradient reduction:")]
+
+
+@pytest.mark.parametrize(
+    ("zero", "pp", "grad_dtype", "says"),
+    [
+        (0, 1, "fp32", "without ZeRO all-reduces the gradients after the backward pass"),
+        (1, 1, "fp32", "BF16_Optimizer (fp32 gradient accumulation) all-reduces"),
+        (1, 1, "bf16", None),  # overlap_comm written
+        (2, 1, "fp32", None),
+        (1, 2, "fp32", "PipelineEngine reduces the data-parallel gradients after the last micro-batch"),
+        (3, 1, "fp32", None),  # overlap_comm defaults to true at stage 3 (zero/config.py overlap_comm_valid)
+    ],
+)
+def test_deepspeed_warns_where_it_does_not_overlap_the_gradient_reduction(zero, pp, grad_dtype, says):
+    # DeepSpeed 0.19.8: ZeRO-1/2 reduce on the compute stream unless overlap_comm (default false below stage
+    # 3); ZeRO-0 and BF16_Optimizer all-reduce after backward (engine.allreduce_gradients); PipelineEngine
+    # reduces after the last micro-batch (TrainSchedule ReduceGrads). The plan's default stack (and the
+    # deepspeed preset) hides the reduction under the backward pass.
+    plan = golden_plan("2e23-7b-overtrained")
+    best = plan.layout.best
+    world = best.tp * best.pp * best.dp * best.cp
+    layout = with_layout(plan, zero=zero, pp=pp, tp=1, cp=1, vpp=1, dp=world // pp)
+    for stack in ({"gradient_dtype": grad_dtype}, {"preset": "deepspeed", "gradient_dtype": grad_dtype}):
+        warnings = _overlap_warnings(_with_stack(layout, **stack))
+        if says is None:
+            assert warnings == []
+        else:
+            (warning,) = warnings
+            assert says in warning and "overlap_grad_reduce: false" in warning and "\n" not in warning
+    # a plan that already counted the reduction exposed gets no caution
+    assert _overlap_warnings(_with_stack(layout, overlap_grad_reduce=False, gradient_dtype=grad_dtype)) == []

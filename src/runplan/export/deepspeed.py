@@ -13,6 +13,10 @@ Keys were read from DeepSpeed 0.19.8 (``export/data/deepspeed_config_keys.json``
   under bf16 without ZeRO (``NotImplementedError: unsupported mix``), so a ZeRO-0 fp32 plan gets fp32 reduction
   and a warning; ZeRO-1 with fp32 accumulation is its ``BF16_Optimizer``, which all-reduces the whole fp32
   gradient (a warning: twice the plan's ZeRO-1 reduce-scatter).
+* DP overlap (``_grad_reduce_overlap_warning``): the plan's ``stack.overlap_grad_reduce`` hides the gradient
+  reduction under the backward pass; DeepSpeed does that only with ZeRO-3 (``overlap_comm`` defaults to true
+  there alone) or ZeRO-1/2 with ``zero_optimization.overlap_comm``, which the export then writes; without ZeRO, with ``BF16_Optimizer`` and
+  under a PipelineModule it reduces after the backward pass. Each case is a warning.
 * TP as AutoTP (``tensor_parallel.autotp_size``, for Hugging Face models AutoTP supports) when p = c = 1 only:
   AutoTP replaces the engine's mpu with its own data x tensor mesh (``_tensor_parallel_warning``), which a
   PipelineModule or Ulysses cannot share; there the warning says to build TP in the model code. Pipeline, context
@@ -275,9 +279,17 @@ def _tensor_parallel_warning(f: Facts, config: dict[str, Any]) -> str:
         overlap = (
             ", and AutoTP does not overlap its collectives with the GEMMs as the plan's step time assumes: "
             "expect a slower step"
-            if f.layout.sequence_parallel and t <= f.gpus_per_node
+            if f.stack.tp_comm_overlap and f.layout.sequence_parallel and t <= f.gpus_per_node
             else ""
         )
+        if f.layout.sequence_parallel:
+            # AutoTP's LinearLayer / LinearAllreduce (module_inject/layers.py) all-reduce the row-parallel output:
+            # the norms and dropout between the blocks run on the whole sequence on every TP rank
+            sequence = (
+                "AutoTP has no sequence parallelism (its row-parallel layers all-reduce), so the norm and "
+                f"dropout activations the plan split {t} ways are held whole on every TP rank: more activation "
+                "memory than planned; pin parallel.sequence_parallel: false to plan AutoTP's memory and step time"
+            )
         return (
             f"tensor parallel: exported as AutoTP (autotp_size {t}), which covers Hugging Face models AutoTP "
             f"supports; {sequence}{overlap}"
@@ -340,6 +352,35 @@ def _gradient_dtypes(f: Facts, config: dict[str, Any], warnings: list[str]) -> N
         f"(communication_data_type) as planned but {held}, 2 bytes per parameter where the plan counted 4; "
         "for fp32 accumulation pin parallel.zero: 1, or plan with stack gradient_dtype: bf16"
     )
+
+
+def _grad_reduce_overlap_warning(f: Facts, config: dict[str, Any]) -> str | None:
+    """Where DeepSpeed 0.19.8 does not overlap the data-parallel gradient reduction with the backward pass that
+    the plan's step time hides it under (``stack.overlap_grad_reduce``). ZeRO-1/2 (``zero/stage_1_and_2.py``)
+    reduce on the compute stream unless ``zero_optimization.overlap_comm`` is true, and it defaults to true for
+    stage 3 only (``zero/config.py`` ``overlap_comm_valid``); ZeRO-0 and ZeRO-1's ``BF16_Optimizer`` (fp32
+    accumulation) all-reduce after the backward pass (``runtime/engine.py`` ``allreduce_gradients``:
+    ``buffered_allreduce_fallback``), and ``PipelineEngine`` reduces after the last micro-batch (``ReduceGrads``
+    in ``runtime/pipe/schedule.py`` ``TrainSchedule``), whatever the config says."""
+    z, p = f.layout.zero, f.layout.pp
+    if not f.stack.overlap_grad_reduce or f.layout.dp == 1 or (z == 3 and p == 1):
+        return None
+    fix = "; plan with stack overlap_grad_reduce: false for its step time"
+    if p > 1:
+        return (
+            "gradient reduction: DeepSpeed's PipelineEngine reduces the data-parallel gradients after the last "
+            "micro-batch (TrainSchedule ReduceGrads), where the plan's step time hides them under the backward "
+            "pass (stack overlap_grad_reduce)" + fix
+        )
+    if z == 0 or (z == 1 and f.stack.gradient_dtype == "fp32"):
+        engine = "without ZeRO" if z == 0 else "ZeRO-1's BF16_Optimizer (fp32 gradient accumulation)"
+        return (
+            f"gradient reduction: DeepSpeed {engine} all-reduces the gradients after the backward pass, where "
+            "the plan's step time hides the reduction under it (stack overlap_grad_reduce)" + fix
+        )
+    # ZeRO-1/2 (bf16 gradients) overlap the reduction only when asked: written, as the plan's step time assumes
+    config["zero_optimization"]["overlap_comm"] = True
+    return None
 
 
 def _pipeline_warning(f: Facts) -> str:
@@ -445,6 +486,9 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
         "scheduler": scheduler,
     }
     _gradient_dtypes(f, config, warnings)
+    overlap = _grad_reduce_overlap_warning(f, config)
+    if overlap:
+        warnings.append(overlap)
     _parallel_warnings(f, config, warnings)
     if f.layout.zero == 3 and f.stack.fsdp_mixed_precision:
         bf16_shard = (

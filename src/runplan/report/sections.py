@@ -269,12 +269,17 @@ def _mfu_reason(plan: RunPlan) -> str:
     """MFU's reason, with what it would read under the other common FLOP counts (papers differ: a hand check
     with 6N, or causal attention, gives a lower number for the same step time)."""
     per_token = plan.model.flops_per_token
-    dense = 6.0 * plan.model.shape.matmul_params_per_token()
+    matmul = plan.model.shape.matmul_params_per_token()
+    dense = 6.0 * matmul
     causal = dense + (per_token - dense) / 2
-    mfu = plan.layout.best.mfu
+    mfu, active = plan.layout.best.mfu, plan.model.active_params
+    # N here is the weights a token multiplies (the input embedding is a lookup), not the parameter count the
+    # summary prints: name it, and what 6N reads with that count, which a hand check would take
     return (
         "model FLOPs per second / peak; model FLOPs = 6N + attention counted in full (PaLM §4.1, App. B); with "
-        f"causal attention {mfu * causal / per_token:.1%}, with 6N alone {mfu * dense / per_token:.1%}"
+        f"causal attention {mfu * causal / per_token:.1%}, with 6N alone {mfu * dense / per_token:.1%} (N = "
+        f"{fmt_count(matmul)} matmul parameters per token; {mfu * 6.0 * active / per_token:.1%} with the "
+        f"{fmt_count(active)} active parameters)"
     )
 
 
@@ -623,6 +628,16 @@ def _per_param(tokens: float, m: Any) -> str:
     return f"{ratio} of the law's N {fmt_count(m.law_params)}"
 
 
+def _steps_phrase(plan: RunPlan) -> str:
+    """Steps and batch; with a batch ramp its steps are named apart, so that steps × batch reads as D."""
+    s = plan.schedule
+    batch = f"{fmt_count(s.global_batch_tokens)} tokens"
+    ramp = sum(stage.steps for stage in s.batch_stages[:-1])
+    if not ramp:
+        return f"{s.total_steps:,} steps at {batch}"
+    return f"{s.total_steps:,} steps: {ramp:,} in the batch ramp, then {s.total_steps - ramp:,} at {batch}"
+
+
 def summary_lines(plan: RunPlan) -> list[str]:
     """The short summary printed first."""
     a, m, best, c = plan.allocation, plan.model, plan.layout.best, plan.cost
@@ -636,8 +651,7 @@ def summary_lines(plan: RunPlan) -> list[str]:
         + f" ZeRO-{best.zero} mbs {best.micro_batch} v{best.vpp} "
         f"recompute {best.recompute}: {fmt_bytes(best.memory_bytes.total)}/GPU, step {fmt_duration(best.step_seconds)},"
         f" MFU {best.mfu:.1%}",
-        f"{plan.schedule.total_steps:,} steps at {fmt_count(plan.schedule.global_batch_tokens)} tokens, "
-        f"peak LR {plan.schedule.peak_lr:.3g}, " + _checkpoint_phrase(plan),
+        _steps_phrase(plan) + f", peak LR {plan.schedule.peak_lr:.3g}, " + _checkpoint_phrase(plan),
         f"{c.main.wall_clock_days:,.1f} days on {c.main.gpus:,} GPU{'s' if c.main.gpus != 1 else ''} "
         f"(goodput {c.main.goodput:.1%}), {c.main.cost:,.0f} {c.currency}, {_mwh(c.main.energy_mwh)} MWh; proxy sweep "
         + (f"{c.sweep.cost:,.0f} {c.currency}" if c.sweep else "none"),
