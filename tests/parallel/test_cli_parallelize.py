@@ -253,3 +253,14 @@ def test_the_answer_names_the_training_stack_behind_its_times():
     fused = json.loads(runner.invoke(app, [*args, "--fused-elementwise", "--json"]).stdout)
     assert fused["stack"]["fused_elementwise"] is True
     assert fused["layouts"][0]["tokens_per_second"] > data["layouts"][0]["tokens_per_second"]
+
+
+def test_the_deepspeed_stack_searches_no_zero_2_or_3_under_a_pipeline():
+    """DeepSpeed's PipelineEngine asserts ZeRO below 2 (runtime/pipe/engine.py) and the export refuses it, yet
+    `parallelize --pp 2 --stack deepspeed` offered ZeRO-2 layouts without a word; a pin of both still wins."""
+    args = ["parallelize", "--model", "13b", "--gpus", "16", "--pp", "2", "--stack", "deepspeed", "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert {layout["zero"] for layout in json.loads(result.stdout)["layouts"]} <= {0, 1}
+    pinned = runner.invoke(app, [*args, "--zero", "2"])
+    assert pinned.exit_code == 0 and json.loads(pinned.stdout)["layouts"][0]["zero"] == 2

@@ -255,6 +255,10 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         # ZeRO-3 under pipeline stages is PyTorch FSDP's (torchtitan; memory.model_state_bytes): DeepSpeed's
         # pipeline engine and Megatron's FSDP2 paths refuse it, so other stacks search it only when both are pinned
         keep &= ~((columns["zero"] == 3) & (columns["pp"] > 1))
+    if request.stack.preset == "deepspeed" and not (pins.zero in (2, 3) and pins.pp not in (None, 1)):
+        # DeepSpeed's PipelineEngine asserts ZeRO below 2 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
+        # parallelism", runtime/pipe/engine.py; the export refuses it): searched only when both are pinned
+        keep &= ~((columns["zero"] >= 2) & (columns["pp"] > 1))
     if pins.zero is None:  # no group to shard over (d·c = 1): ZeRO 0, 1 and 2 are one layout; keep the lowest
         stages = [z for z in inner_axes["zero"] if z <= 2]
         if len(stages) > 1:
