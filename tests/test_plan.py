@@ -793,3 +793,18 @@ def test_memory_and_time_tables_explain_every_row():
     assert why["gradients"] == "Gradient buffer (fp32 or bf16; sharded from ZeRO-2)"
     assert why["bubble"] == "Pipeline fill and drain: (p-1)/v micro-batch times"
     assert all(row[2] for row in [*memory.rows, *time.rows])
+
+
+def test_a_fixed_model_echoes_the_objective_it_was_allocated_with(tmp_path):
+    """model: 7b without an objective is allocated as fixed_params; the plan's inputs echoed the default
+    compute_optimal beside an allocation that says fixed_params. An objective the file gives is echoed as is."""
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "schema_version: 1\nname: m\nmodel: 7b\nbudget: {days: 14}\ncluster: {gpu: a100-80gb, gpus: 64}\n"
+    )
+    plan = build_plan(load_plan(path), tmp_path)
+    assert (
+        plan.inputs["objective"] == {"kind": "fixed_params"} and plan.allocation.objective == "fixed_params"
+    )
+    path.write_text(path.read_text().replace("model: 7b\n", ""))
+    assert build_plan(load_plan(path), tmp_path).inputs["objective"]["kind"] == "compute_optimal"

@@ -905,6 +905,16 @@ def _fill_by_tokens(
     return max(within, key=lambda t: t[0].cost.main.wall_clock_days) if within else tried[0]
 
 
+def _echoed_inputs(spec: PlanSpec) -> dict[str, Any]:
+    """The plan's inputs as resolved (defaults filled): a fixed model without an objective is allocated as
+    ``fixed_params`` (:func:`_fixed_model_stage`), so that is the objective echoed, not the default
+    compute_optimal it never used."""
+    data = spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True)
+    if spec.model is not None and "objective" not in spec.model_fields_set:
+        data["objective"] = {"kind": "fixed_params"}
+    return data
+
+
 def _naming_the_model(error: Infeasible, spec: PlanSpec, inputs: ResolvedInputs) -> Infeasible:
     """``error`` saying which generated model it is about: the plan sizes the model from the budget, so a pin
     that fails says '32 layers of a stage' of a shape the user never saw (a fixed ``model:`` is left as is)."""
@@ -943,7 +953,7 @@ def _build_once(
         *(f"layout: {w}" for w in result.warnings[1:]),
     ]
     plan = RunPlan(
-        inputs=spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
+        inputs=_echoed_inputs(spec),
         allocation=stage.allocation,
         model=_architecture(stage, stage.law, inputs.seq_len),
         layout=_layout_choice(planned, result, inputs.calibration_label()),
