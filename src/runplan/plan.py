@@ -237,6 +237,16 @@ def allocation_stage(
     return stage if tokens is None else _trained_on(spec, inputs, stage, tokens)
 
 
+def filled_stage(spec: PlanSpec, inputs: ResolvedInputs, fill: Fill | None) -> AllocationStage:
+    """Steps 1-3 as :func:`build_plan` runs them for a budget's :class:`Fill` (:func:`budget_fill`; None: the
+    budget's own conversion), for `allocate` and `parallelize` on a plan file."""
+    return (
+        allocation_stage(spec, inputs)
+        if fill is None
+        else allocation_stage(spec, inputs, fill.flops, fill.tokens)
+    )
+
+
 def _trained_on(
     spec: PlanSpec, inputs: ResolvedInputs, stage: AllocationStage, tokens: float
 ) -> AllocationStage:
@@ -791,7 +801,7 @@ def fill_rate(flops: float, inputs: ResolvedInputs, days: float) -> float:
 
 def budget_fill(spec: PlanSpec, inputs: ResolvedInputs) -> Fill | None:
     """How :func:`build_plan` spends a GPU-time budget, so that `allocate` and `parallelize` on a plan file size
-    and train the same model as `plan` (``allocation_stage(spec, inputs, fill.flops, fill.tokens)``); None for
+    and train the same model as `plan` (:func:`filled_stage`); None for
     a FLOPs or token budget (nothing to fill), or when the plan as written is infeasible (its pins, say): then
     the budget's own conversion, so that `parallelize`'s flags can still lay other pins over the file's."""
     target_days = budget_days(spec, inputs.n_gpus)

@@ -324,10 +324,10 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     """The allocation stage of `runplan plan`, with the plan's cluster for GPU-hours, days and cost."""
     from runplan.cli.common import load_plan_file, located
     from runplan.plan import (
-        allocation_stage,
         budget_days,
         budget_fill,
         fill_rate,
+        filled_stage,
         resolve_inputs,
         token_fill_note,
     )
@@ -337,11 +337,7 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     with located(loaded):
         inputs = resolve_inputs(spec, plan_file.resolve().parent)
         fill = budget_fill(spec, inputs)  # a GPU-time budget: sized and trained as `runplan plan` does
-        stage = (
-            allocation_stage(spec, inputs)
-            if fill is None
-            else allocation_stage(spec, inputs, fill.flops, fill.tokens)
-        )
+        stage = filled_stage(spec, inputs, fill)
     from runplan.defaults import DEFAULT_MFU
 
     first_guess = spec.budget.mfu if spec.budget is not None else DEFAULT_MFU
@@ -365,7 +361,7 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
         stage.law,
         shape_line=spec.model is None,
         currency=spec.cost.currency,
-        of_budget=fill is not None and days is not None,
+        of_budget=fill is not None,  # budget_fill is None without a GPU-time budget
     )
     from runplan.cli.common import console, echo_wrapped
 

@@ -456,7 +456,7 @@ def _request_from_plan(
     calibration: Path | None = None,
 ) -> tuple[ParallelRequest, str, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
-    from runplan.plan import allocation_stage, budget_fill, layout_request, resolve_inputs
+    from runplan.plan import budget_fill, filled_stage, layout_request, resolve_inputs
 
     if calibration is not None:
         spec = spec.model_copy(update={"calibration": str(calibration.resolve())})
@@ -469,11 +469,7 @@ def _request_from_plan(
     # the constraint flags first: the plan's batch target is clamped into their range (plan.layout_request)
     merged_constraints = spec.constraints.model_copy(update=constraints.model_dump(exclude_unset=True))
     spec = spec.model_copy(update={"constraints": merged_constraints})
-    stage = (
-        allocation_stage(spec, inputs)
-        if fill is None
-        else allocation_stage(spec, inputs, fill.flops, fill.tokens)
-    )
+    stage = filled_stage(spec, inputs, fill)
     request = layout_request(spec, inputs, stage.shape, stage.allocation.tokens).request
     merged_pins = request.pins.model_copy(update=pins.model_dump(exclude_unset=True))
     update: dict[str, Any] = {"pins": merged_pins}

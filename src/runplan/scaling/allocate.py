@@ -401,7 +401,7 @@ def _allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> 
         tokens=d,
         tokens_per_param=d / n,
         loss=law.loss(n, d),
-        warnings=_warnings(law, flops, n, d),
+        warnings=warnings_at(law, flops, n, d),
         **extra,
     )
 
@@ -483,13 +483,8 @@ OVERRUN_TOLERANCE = 1e-6
 
 
 def warnings_at(law: ParametricLaw, flops: float | None, n: float, d: float) -> list[str]:
-    """The warnings an allocation of N and D under ``law`` carries (:func:`_warnings`), for a run whose D was
-    set after the allocation (a GPU-time budget filled by tokens, plan._trained_on)."""
-    return _warnings(law, flops, n, d)
-
-
-def _warnings(law: ParametricLaw, flops: float | None, n: float, d: float) -> list[str]:
-    """Extrapolation beyond the law's fitted range, an unusual D/N, and training FLOPs above the budget."""
+    """Extrapolation beyond the law's fitted range, an unusual D/N, and training FLOPs above the budget: an
+    allocation's warnings, also restated for a run whose D was set after it (plan._trained_on)."""
     out = [note] if (note := law.extrapolation_note(n, d)) else []
     low, high = TOKENS_PER_PARAM_RANGE
     if not low <= d / n <= high:
