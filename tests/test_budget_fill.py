@@ -263,3 +263,18 @@ def test_allocate_on_an_inference_optimal_days_budget_shows_the_budget_s_days(tm
     )
     out = " ".join(CliRunner().invoke(app, ["allocate", str(path)]).stdout.split())
     assert "budget's wall-clock 10.0 days on 64 GPUs" in out and "budget's cost 30,720 USD" in out
+
+
+def test_gpu_hours_too_few_for_the_smallest_shape_are_infeasible_in_gpu_hours():
+    """0.2 GPU-hours on 8 H100: the smallest shape the architect generates (40.18 M, mostly embeddings) takes
+    0.0132 days, at the per-step overhead of its 7,600 steps, and no smaller shape exists. Refused (was exit 0 and
+    a warning that the plan takes 13x the budget) in the key the user gave, with a number that is enough:
+    rounded up, 0.0132 days x 8 GPUs x 24 = 2.54 GPU-hours."""
+    from runplan.plan import BudgetTooSmall
+
+    with pytest.raises(BudgetTooSmall) as refused:
+        _plan({"gpu_hours": 0.2}, gpus=8)
+    text = str(refused.value)
+    assert text.startswith("budget.gpu_hours: 0.2 GPU-hours cannot hold the smallest plan: 40.18 M parameters")
+    assert "cannot generate a shape with" in text and "raise budget.gpu_hours to at least 2.54;" in text
+    assert "change the budget or objective" not in text  # the architect's range hint: the budget line says it

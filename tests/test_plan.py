@@ -282,23 +282,42 @@ def _tiny_tp8_plan(tmp_path, objective: str = "") -> RunPlan:
     return build_plan(load_plan(path), tmp_path)
 
 
-def test_a_fill_that_cannot_shrink_says_it_overruns_and_which_way_it_was_blocked(tmp_path):
+def test_a_budget_no_size_fits_is_infeasible_and_names_the_days_that_would_fit(tmp_path):
     """0.04 days on 64 H100 with tp 8 and a fixed D/N (tokens_per_param fills by size alone): the first size
-    overruns and the smaller one has 14 heads, which tp 8 cannot split. The warning says the plan takes more days
-    than the budget (was 'fills 0.1 of 0.1') and that a smaller size is infeasible (was 'larger'); a budget row
-    whose rate is above the layout's MFU says the plan overruns (it said 'below')."""
+    overruns (0.0437 days) and the smaller one has 14 heads, which tp 8 cannot split. No plan fits the budget:
+    infeasible (exit 1), naming the budget's key, the days the smallest plan takes and the pin that stopped a
+    smaller size (it was a plan exiting 0 with an overrun warning, where a FLOPs budget that small exits 1)."""
+    from runplan.plan import BudgetTooSmall
+
+    with pytest.raises(BudgetTooSmall) as refused:
+        _tiny_tp8_plan(tmp_path, "objective: {kind: tokens_per_param, tokens_per_param: 20}\n")
+    text = str(refused.value)
+    assert text.startswith("budget.days: 0.04 days cannot hold the smallest plan: 545.8 M parameters on ")
+    assert (
+        "take 0.0437 days, and a smaller size is infeasible (no layout passes the divisibility rules: tp=8"
+        in text
+    )
+    assert (
+        "to make it feasible: raise budget.days to at least 0.0438; change the GPU count or the pins" in text
+    )
+    # every command that fills the file's days refuses alike, naming the plan key (not allocate's --days flag)
+    for command in ("plan", "allocate", "parallelize"):
+        result = CliRunner().invoke(app, [command, str(tmp_path / "tiny.yaml")])
+        out = " ".join(result.output.split())
+        assert result.exit_code == 1, (command, out)
+        assert "budget.days: 0.04 days cannot hold" in out and "raise budget.days to at least 0.0438" in out
+
+
+def test_the_budget_row_of_a_plan_over_its_days_says_it_overruns(tmp_path):
+    """A budget row whose rate is above the layout's MFU and whose plan ends after the days says the plan
+    overruns (a fill may end up to FILL_RTOL over); within the days it names another reason."""
     from runplan.report.sections import _budget_why
 
-    plan = _tiny_tp8_plan(tmp_path, "objective: {kind: tokens_per_param, tokens_per_param: 20}\n")
-    (warning,) = [w for w in plan.warnings if w.startswith("budget:")]
-    assert plan.cost.main.wall_clock_days > 0.04
-    assert (
-        "budget: the plan takes " in warning
-        and " of the budget's 0.04 days: a smaller size is infeasible (" in (warning)
+    plan = _tiny_tp8_plan(tmp_path)
+    over = plan.allocation.model_copy(
+        update={"mfu": plan.layout.best.mfu * 1.1, "days": plan.cost.main.wall_clock_days * 0.995}
     )
-    # the row at a rate above the MFU (this plan's rate is just below it: its overrun is the rung it cannot leave)
-    faster = plan.allocation.model_copy(update={"mfu": plan.layout.best.mfu * 1.1})
-    why = _budget_why(plan.model_copy(update={"allocation": faster}))
+    why = _budget_why(plan.model_copy(update={"allocation": over}))
     assert f"above the layout's MFU {plan.layout.best.mfu:.1%}: the plan overruns its days" in why
 
 

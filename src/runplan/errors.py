@@ -55,6 +55,9 @@ class Infeasible(RunplanError):
     """A valid request that nothing satisfies: says which constraint and what would make it feasible."""
 
     exit_code = EXIT_INFEASIBLE
+    #: True where the constraint is a plan file's key whatever the command (a budget's days): the CLI then shows
+    #: its field paths as plan keys, not as the command's flags.
+    about_plan_file = False
 
     def __init__(self, reason: str, *, suggestions: list[str] | None = None) -> None:
         self.reason = reason

@@ -734,7 +734,7 @@ TOKEN_FILL_OBJECTIVES = ("compute_optimal", "fixed_params")
 #: The token fill trains at most this much short of the D the compute fill gave: enough to come down from a
 #: rung above the law's N (architect's rungs are at most 7.5% off it) or from a size a pin keeps from shrinking,
 #: not so far that a budget too small for the smallest shape trains it on a sliver of its tokens (0.001 days on
-#: 64 H100: 27 M tokens for 34 M parameters); such a plan keeps its overrun and the warning says so.
+#: 64 H100: 27 M tokens for 34 M parameters); such a budget is infeasible (:class:`BudgetTooSmall`).
 TOKEN_FILL_SHORTEST = 0.5
 
 
@@ -809,8 +809,45 @@ def budget_fill(spec: PlanSpec, inputs: ResolvedInputs) -> Fill | None:
         return None
     try:
         return _filled(spec, inputs, target_days)[1]
+    except BudgetTooSmall:
+        raise
     except Infeasible:
         return None
+
+
+class BudgetTooSmall(Infeasible):
+    """A GPU-time budget shorter than the smallest plan the fill could build: no size fits the days."""
+
+    about_plan_file = True  # the budget's days come from the plan file in every command that fills them
+
+
+def _budget_too_small(
+    spec: PlanSpec, plan: RunPlan, target_days: float, refusal: Infeasible
+) -> BudgetTooSmall:
+    """The refusal of a budget whose days even the smallest feasible size overruns (a smaller one was refused
+    for ``refusal``): names the budget's field, what the smallest plan takes, and the budget that holds it."""
+    from runplan.units import format_si
+
+    days = plan.cost.main.wall_clock_days
+    params = plan.model.total_params
+    smallest = (
+        f"{format_si(params, digits=4)} parameters on {format_si(plan.allocation.tokens, digits=3)} tokens"
+    )
+    budget = spec.budget
+    assert budget is not None  # a GPU-time budget set target_days
+    if budget.gpu_hours is not None:
+        gpu_hours = budget.gpu_hours * days / target_days
+        field, need = "budget.gpu_hours", f"raise budget.gpu_hours to at least {_rounded_up(gpu_hours):.3g}"
+        given = f"{budget.gpu_hours:.4g} GPU-hours"
+    else:
+        field, need = "budget.days", f"raise budget.days to at least {_rounded_up(days):.3g}"
+        given = f"{target_days:.4g} days"
+    return BudgetTooSmall(
+        f"{field}: {given} cannot hold the smallest plan: {smallest} take {days:.3g} days, and a smaller "
+        f"size is infeasible ({refusal.reason})",
+        # the refusal's own "change the budget so that N lands ..." is what `need` says with a number
+        suggestions=[need, *(s for s in refusal.suggestions if not s.startswith("change the budget"))],
+    )
 
 
 def token_fill_note(allocation: Allocation, days: float | None = None) -> str | None:
@@ -844,7 +881,7 @@ def _filled(
     if target_days is None:
         return plan, Fill(flops), None
     tried = [(plan, flops)]
-    stopped = None
+    stopped: tuple[str, Infeasible] | None = None
     for _ in range(FILL_MAX_STEPS):
         predicted = plan.cost.main.wall_clock_days
         if abs(predicted / target_days - 1.0) <= FILL_RTOL:
@@ -852,7 +889,7 @@ def _filled(
         size = "larger" if target_days > predicted else "smaller"
         built, refusal = _toward(spec, inputs, flops, flops * target_days / predicted)
         if refusal is not None:  # a size the pins or the memory rule out: keep the iterates that worked
-            stopped = f"a {size} size is infeasible ({refusal.reason})"
+            stopped = (size, refusal)
         if built is None:
             break
         plan, flops = built
@@ -867,10 +904,15 @@ def _filled(
         )
     if abs(plan.cost.main.wall_clock_days / target_days - 1.0) <= FILL_RTOL:
         stopped = None  # the size filled the days: an infeasible iterate stopped nothing
-    if not fills_by_tokens:
-        return plan, Fill(flops), stopped
-    plan, tokens = _fill_by_tokens(spec, inputs, plan, flops, target_days)
-    return plan, Fill(flops, tokens), stopped
+    tokens = None
+    if fills_by_tokens:
+        plan, tokens = _fill_by_tokens(spec, inputs, plan, flops, target_days)
+    if stopped is None:
+        return plan, Fill(flops, tokens), None
+    size, refusal = stopped
+    if size == "smaller" and plan.cost.main.wall_clock_days > target_days * (1.0 + FILL_RTOL):
+        raise _budget_too_small(spec, plan, target_days, refusal)
+    return plan, Fill(flops, tokens), f"a {size} size is infeasible ({refusal.reason})"
 
 
 def _toward(
@@ -913,6 +955,12 @@ def _fill_by_tokens(
         tried.append((plan, tokens))
     within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days]
     return max(within, key=lambda t: t[0].cost.main.wall_clock_days) if within else tried[0]
+
+
+def _rounded_up(value: float, digits: int = 3) -> float:
+    """``value`` rounded up to ``digits`` significant digits: a minimum printed that way is enough."""
+    step = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    return math.ceil(value / step * (1.0 - 1e-12)) * step
 
 
 def _echoed_inputs(spec: PlanSpec) -> dict[str, Any]:

@@ -182,6 +182,7 @@ def with_flag(error: RunplanError, command: str | None = None) -> RunplanError:
     (no ``file:line``); an infeasible request's reason and suggestions name what its user can change
     (:func:`paths_for_user`)."""
     if isinstance(error, Infeasible):
+        command = "plan" if error.about_plan_file else command
         reason = paths_for_user(error.reason, command)
         suggestions = [paths_for_user(text, command) for text in error.suggestions]
         if reason == error.reason and suggestions == error.suggestions:
