@@ -71,14 +71,41 @@ def test_drift_lists_days_and_cost_first_and_json_records(plan_copy):
     lines = result.stderr.splitlines()
     assert lines[0].startswith("drift: ")
     assert lines[1].startswith("  ") and "derived number(s) changed" in lines[1]
-    assert lines[2].startswith("  cost.main.wall_clock_days: ") and lines[3].startswith("  cost.main.cost: ")
+    # the edit the numbers follow, from the inputs the resolved section records (defaults filled)
+    assert lines[2] == "  inputs changed since the file was resolved (1, defaults included):"
+    assert lines[3] == "    cluster.gpus: 256 → 512 (+100.00%)"
+    assert lines[4].startswith("  cost.main.wall_clock_days: ") and lines[5].startswith("  cost.main.cost: ")
     assert "`runplan check --update" in result.stderr  # how to accept an intended change
     data = json.loads(run("check", str(plan_copy), "--json").stdout)
+    (edit,) = data["inputs"]
+    assert (edit["path"], edit["old"], edit["new"]) == ("cluster.gpus", 256, 512)
     first = data["changes"][0]
     assert first["path"] == "cost.main.wall_clock_days" and first["section"] == "cost"
     # twice the GPUs: close to half the days (the layout and goodput move it a little)
     assert first["new"] == pytest.approx(first["old"] / 2, rel=0.15)
     assert first["relative_change"] == pytest.approx((first["new"] - first["old"]) / first["old"])
+
+
+def test_drift_without_an_edit_says_no_input_changed_and_an_old_file_says_nothing(plan_copy):
+    """A resolved number that no longer matches while every input is as recorded: the drift came with runplan,
+    a catalog or the calibration, and check says so. A file resolved before the section recorded its inputs
+    has no such line, and JSON `inputs` is null."""
+    assert run("check", str(plan_copy), "--update").exit_code == 0
+    data = yaml.safe_load(plan_copy.read_text())
+    data["resolved"]["cost"]["main"]["cost"] *= 1.5  # as if runplan's cost model had changed
+    plan_copy.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = run("check", str(plan_copy))
+    assert result.exit_code == 1
+    assert (
+        "no input changed since the file was resolved (defaults included): the numbers moved with runplan"
+        in (" ".join(result.stderr.split()))
+    )
+    assert json.loads(run("check", str(plan_copy), "--json").stdout)["inputs"] == []
+    del data["resolved"]["inputs"]
+    plan_copy.write_text(yaml.safe_dump(data, sort_keys=False))
+    older = run("check", str(plan_copy))
+    assert older.exit_code == 1 and "input" not in older.stderr
+    assert json.loads(run("check", str(plan_copy), "--json").stdout)["inputs"] is None
 
 
 def test_diff_changes_orders_headline_then_path():

@@ -28,10 +28,22 @@ VOLATILE_KEYS = frozenset({"search_seconds", "notes", "why", "inputs"})
 
 
 def resolved_section(plan: RunPlan) -> dict[str, Any]:
-    """Every derived number of ``plan`` (its JSON form without ``inputs``)."""
+    """Every derived number of ``plan`` (its JSON form), with the inputs they came from (``inputs``: the plan
+    file's keys, defaults filled) moved last: `runplan check` compares them apart (:func:`input_changes`)."""
     data = plan.model_dump(mode="json")
-    data.pop("inputs", None)
+    data["inputs"] = data.pop("inputs")
     return data
+
+
+def input_changes(resolved: dict[str, Any], plan: RunPlan) -> list[Change] | None:
+    """The inputs (defaults filled) that differ between a resolved section and the plan recomputed now, compared
+    exactly: so that `runplan check` says whether drift follows an edit of the file (or a default that changed),
+    or came with runplan, a catalog or the calibration alone. None where the section records no inputs
+    (written before it did)."""
+    recorded = resolved.get("inputs")
+    if not isinstance(recorded, dict):
+        return None
+    return diff_changes(recorded, plan.model_dump(mode="json")["inputs"], rtol=1e-12)
 
 
 def resolved_document(raw_inputs: dict[str, Any], plan: RunPlan) -> str:

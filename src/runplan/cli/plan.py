@@ -140,7 +140,8 @@ def check(
         False,
         "--json",
         help='Print {"file", "status": ok|drift|unresolved|updated, "resolved", "rtol", "changes": '
-        '[{path, section, kind, old, new, relative_change}]}; an infeasible plan: {"file", "status": '
+        '[{path, section, kind, old, new, relative_change}], "inputs": the inputs changed since resolved, same '
+        'form}; an infeasible plan: {"file", "status": '
         '"infeasible", "reason", "suggestions"} (exit 1).',
     ),
     update: bool = typer.Option(
@@ -158,7 +159,7 @@ def check(
     drift; --update rewrites them)."""
     from runplan.cli.flags import paths_for_user
     from runplan.errors import Infeasible, SpecError
-    from runplan.resolved import diff_changes, resolved_section
+    from runplan.resolved import diff_changes, input_changes, resolved_section
 
     if not 0 < rtol < 1:  # inf or 1 would accept any change: `check` must be able to fail (issue 17)
         raise SpecError(
@@ -180,6 +181,7 @@ def check(
             )
         raise
     changes = [] if spec.resolved is None else diff_changes(spec.resolved, resolved_section(result), rtol)
+    inputs = None if spec.resolved is None else input_changes(spec.resolved, result)
     if update:
         from runplan.cli.common import write_output
         from runplan.fileio import read_text, reset_inputs
@@ -200,14 +202,35 @@ def check(
                 "resolved": spec.resolved is not None,
                 "rtol": rtol,
                 "changes": [change.record() for change in changes],
+                "inputs": None if inputs is None else [change.record() for change in inputs],
             }
         )
     else:
         resolved_cost = (spec.resolved or {}).get("cost") or {}
         currencies = (str(resolved_cost.get("currency", result.cost.currency)), result.cost.currency)
-        _report_check(plan_file, status, changes, rtol, calibration, currencies)
+        _report_check(plan_file, status, changes, rtol, calibration, currencies, inputs)
     if status == "drift":
         raise typer.Exit(1)
+
+
+def _report_inputs(inputs: list[Change], *, drift: bool) -> None:
+    """The inputs that differ from those the resolved section records, or (drift) that none does, so that the
+    numbers moved with runplan, a catalog or the calibration."""
+    if not inputs:
+        if drift:
+            echo_wrapped(
+                "  no input changed since the file was resolved (defaults included): the numbers moved with "
+                "runplan, a catalog or the calibration",
+                err=True,
+            )
+        return
+    echo_wrapped(
+        f"  inputs changed since the file was resolved ({len(inputs)}, defaults included):", err=drift
+    )
+    for change in inputs[:CHANGES_PER_SECTION]:
+        echo_wrapped(f"    {change.readable()}", err=drift, indent="        ")
+    if len(inputs) > CHANGES_PER_SECTION:
+        echo_wrapped(f"    and {len(inputs) - CHANGES_PER_SECTION} more (--json lists every one)", err=drift)
 
 
 #: How many changes of each section `check` prints before "and N more".
@@ -261,9 +284,11 @@ def _report_check(
     rtol: float,
     calibration: Path | None = None,
     currencies: tuple[str, str] = ("", ""),
+    inputs: list[Change] | None = None,
 ) -> None:
-    """One line of verdict; on drift the headline changes (days and cost first), then a few per section, each
-    in the unit the report prints it in (``currencies``: the resolved section's and the recomputed plan's)."""
+    """One line of verdict; the inputs that changed since the file was resolved (:func:`_report_inputs`); on
+    drift the headline changes (days and cost first), then a few per section, each in the unit the report prints
+    it in (``currencies``: the resolved section's and the recomputed plan's)."""
     if status == "unresolved":
         typer.echo(f"unresolved: {plan_file}")
         echo_wrapped(
@@ -274,6 +299,8 @@ def _report_check(
     if status == "ok":
         typer.echo(f"ok: {plan_file}")
         echo_wrapped(f"  every derived number matches within rtol {rtol:g}")
+        if inputs:
+            _report_inputs(inputs, drift=False)
         return
     verb = "updated" if status == "updated" else "drift"
     count = (
@@ -283,6 +310,8 @@ def _report_check(
     echo_wrapped(
         "  " + count + (" (resolved → recomputed):" if changes else " written"), err=status == "drift"
     )
+    if status == "drift" and inputs is not None:
+        _report_inputs(inputs, drift=True)
     headline = [c for c in changes if c.headline]
     lines: list[str] = [f"  {c.readable(*currencies)}" for c in headline]
     sections: dict[str, list[Change]] = {}
