@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import statistics
 from pathlib import Path
@@ -887,3 +888,27 @@ def test_source_folds_hold_out_each_source_and_fit_through_the_given_map():
         assert all(p.run.fit == (p.run.source_id != fold.source) for p in fold.prepared)
     plain = source_folds(runs, prior_efficiencies())
     assert [f.result.values for f in folds] == [f.result.values for f in plain]
+
+
+def test_check_with_the_calibration_its_key_names_is_not_drift(tmp_path, monkeypatch):
+    """`check FILE --calibration cal.yaml` on a plan resolved with `calibration: cal.yaml` reported drift
+    ('cal.yaml' → '/abs/.../cal.yaml') and its suggested --update would have written a machine's path into the
+    file: a flag naming the file the key names is the key as written; another file is its absolute path."""
+    cal = _user_calibration(tmp_path)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text((REPO / "examples" / "70b-512-h100.yaml").read_text() + "\ncalibration: cal.yaml\n")
+    resolved = runner.invoke(app, ["plan", str(plan), "-f", "yaml", "-o", str(tmp_path / "resolved.yaml")])
+    assert resolved.exit_code == 0, resolved.output
+    monkeypatch.chdir(REPO)  # the flag relative to another folder than the plan's
+    same = runner.invoke(app, ["check", str(tmp_path / "resolved.yaml"), "--calibration", str(cal)])
+    assert same.exit_code == 0 and same.output.startswith("ok: "), same.output
+    other = tmp_path / "sub" / "cal.yaml"
+    other.parent.mkdir()
+    other.write_text(cal.read_text())
+    moved = runner.invoke(
+        app, ["check", str(tmp_path / "resolved.yaml"), "--json", "--calibration", str(other)]
+    )
+    record = json.loads(moved.stdout)
+    assert {"path": "calibration", "old": "cal.yaml", "new": str(other.resolve())}.items() <= (
+        next(c for c in record["inputs"] if c["path"] == "calibration").items()
+    )

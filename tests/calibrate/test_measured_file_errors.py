@@ -119,3 +119,77 @@ def test_a_plausible_peak_is_reported_as_its_error(tmp_path):
     assert result.exit_code == 0, result.output
     (run,) = json.loads(result.stdout)["runs"]
     assert run["memory_error"] is not None and 0 < run["memory_error"] < 9
+
+
+def test_a_sequence_length_in_k_is_4096_per_k_as_in_plan_files(tmp_path):
+    """`seq_len: 8k` read 8000 here and 8192 in plan files: a run fitted at the wrong length, silently."""
+    from runplan.calibrate.measured import MeasuredFile
+
+    data = yaml.safe_load(ONE.replace("seq_len: 8192", "seq_len: 8k"))
+    assert MeasuredFile.model_validate(data).runs[0].seq_len == 8192
+
+
+def test_an_attention_kernel_without_a_benchmark_ratio_is_refused(tmp_path, one_error_line):
+    """`attention_kernel: cudnn` fitted a ratio named cudnn that soaked up 3% of the user's slowdown and is never
+    planned with; only the kernels with a published ratio are fitted apart, and both names agree with it."""
+    from typing import get_args
+
+    from runplan.calibrate.constants import KERNEL_BENCHMARK_RATIOS
+    from runplan.calibrate.measured import MeasuredRun
+
+    text = ONE.replace("    measured:", "    attention_kernel: cudnn\n    measured:")
+    line = one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, text))]))
+    assert "measured.yaml:10: runs[0].attention_kernel: 'cudnn' is not one of 'flash-attention-1' or" in line
+    annotation = MeasuredRun.model_fields["attention_kernel"].annotation
+    named = {arg for union in get_args(annotation) for arg in get_args(union)}
+    assert named == set(KERNEL_BENCHMARK_RATIOS)
+
+
+def test_a_fitted_run_on_a_gpu_without_its_own_constants_is_refused(tmp_path, one_error_line):
+    """A B200 run was fitted into the hopper constants (an H100 plan then inherited them under a label that
+    called them Hopper's). Fitted: refused, naming the run's gpu; fit: false: predicted with Hopper's."""
+    text = (
+        "runs:\n" + RUN.format(id="r0", step=2.0) + RUN.format(id="b", step=1.0).replace("h100-sxm", "b200")
+    )
+    line = one_error_line(runner.invoke(app, ["calibrate", str(_file(tmp_path, text))]))
+    assert (
+        "measured.yaml:13: runs[1].gpu: b200 is a blackwell GPU: calibrate fits constants for ampere" in line
+    )
+    assert "set fit: false on this run" in line
+    predicted_only = text.replace(
+        "    measured: {step_seconds: 1.0}", "    measured: {step_seconds: 1.0}\n    fit: false"
+    )
+    result = runner.invoke(
+        app, ["calibrate", str(_file(tmp_path, predicted_only)), "-o", str(tmp_path / "c.yaml")]
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_a_run_whose_layout_the_memory_model_cannot_fit_is_warned(tmp_path):
+    """70B at TP1 DP64 ZeRO-1 was fitted without a word (its peak error, 545%, then printed under every plan):
+    the memory model predicts about 390 GB per GPU for it, over an H100's 80 GB."""
+    big = (
+        RUN.format(id="big", step=12.0)
+        .replace("llama-3.1-8b", "llama-3.1-70b")
+        .replace("n_gpus: 8", "n_gpus: 64")
+        .replace("dp: 8", "dp: 64")
+        .replace("global_batch: 16", "global_batch: 128")
+    )
+    text = "runs:\n" + RUN.format(id="r0", step=2.0) + big
+    result = runner.invoke(app, ["calibrate", str(_file(tmp_path, text)), "-o", str(tmp_path / "c.yaml")])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert "run 'big': the memory model predicts " in out
+    assert "GB per GPU for its layout, above the 80 GB of one h100-sxm" in out
+
+
+def test_the_docs_example_is_a_valid_file_with_a_complete_gpu_entry():
+    """The error for a GPU entry missing a field points at docs/calibration.md's example, which showed
+    `gpus: {}`: it now holds a complete entry, and the whole example validates."""
+    from runplan.calibrate.measured import MeasuredFile
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "calibration.md").read_text()
+    block = docs.split("## MEASURED.yaml", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    measured = MeasuredFile.model_validate(yaml.safe_load(block))
+    (gpu,) = measured.gpus.values()
+    assert gpu.tdp_watts == 400 and gpu.family == "hopper" and len(measured.runs) == 1

@@ -173,8 +173,28 @@ def prepare(measured: MeasuredFile, catalog: Catalog) -> list[Prepared]:
         if tps is not None:
             _check_possible(run, i, gpu, tps * flops_per_token)
         _check_memory_possible(run, i, gpu)
+        _check_family_fittable(run, i, gpu)
         out.append(Prepared(i, run, request, gpu_family(gpu), tps))
     return out
+
+
+#: GPU architectures with constants of their own (calibration.gpu_family; timing's FlashAttention-2 rates).
+FITTABLE_FAMILIES = ("ampere", "hopper")
+
+
+def _check_family_fittable(run: MeasuredRun, index: int, gpu: GpuSpec) -> None:
+    """A SpecError for a fitted run on an architecture without constants of its own (a B200, an MI300X): the
+    time model plans it with Hopper's, so its runs would be fitted into the hopper constants and every H100
+    plan would inherit them, under a label that calls them Hopper's. Predicted only (fit: false), it is shown
+    with the error the Hopper constants make on it."""
+    if not run.fit or gpu.family is None or gpu.family in FITTABLE_FAMILIES:
+        return
+    raise SpecError(
+        f"{gpu.name} is a {gpu.family} GPU: calibrate fits constants for {' and '.join(FITTABLE_FAMILIES)} "
+        "GPUs only (others are planned with Hopper's), so its runs would overwrite the hopper constants",
+        where=f"runs[{index}].gpu",
+        hint="set fit: false on this run to see the error Hopper's constants make on it, or leave it out",
+    )
 
 
 # ---------------------------------------------------------------- constants as a vector -----------------

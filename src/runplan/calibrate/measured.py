@@ -20,7 +20,7 @@ from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.parallel.layout import Constraints, ParallelRequest, Pins
 from runplan.parallel.stack import Stack
-from runplan.units import PositiveCount, PositiveNumber
+from runplan.units import PositiveCount, PositiveNumber, TokenLength
 
 if TYPE_CHECKING:
     from runplan.catalog import Catalog
@@ -111,7 +111,7 @@ class MeasuredRun(BaseModel):
     gpu: str | GpuSpec = Field(description="Catalog GPU name, a name under `gpus:`, or an inline spec.")
     n_gpus: PositiveCount
     gpus_per_node: PositiveCount | None = None
-    seq_len: PositiveCount
+    seq_len: TokenLength = Field(description="Tokens per sequence; '8k' is 8192, as in plan files.")
     global_batch: PositiveCount | None = Field(None, description="Sequences per optimizer step.")
     global_batch_tokens: PositiveNumber | None = Field(
         None, description="Tokens per step, when only that is known (layouts within 5% of it are accepted)."
@@ -125,9 +125,13 @@ class MeasuredRun(BaseModel):
         description="The software stack it ran on: a preset name or {preset: ..., field: override} "
         "(parallel/stack.py: FlashAttention, TP overlap, recompute modules, dropout, gradient dtype, ...).",
     )
-    attention_kernel: str | None = Field(
+    # only kernels with a benchmark ratio (calibrate.constants.KERNEL_BENCHMARK_RATIOS): any other name would
+    # fit a ratio that soaks up what else differs in those runs and is never planned with
+    attention_kernel: Literal["flash-attention-1", "triton-flash-2023"] | None = Field(
         None,
-        description="A named attention kernel whose rate is fitted apart (reported, never planned with).",
+        description="A named attention kernel whose rate is fitted apart (reported, never planned with): "
+        "flash-attention-1 or triton-flash-2023. Runs on FlashAttention-2, cuDNN or TransformerEngine attention "
+        "leave it out (stack.attention_kernel says which kernel a plan uses).",
     )
     measured: Measured
     peak_memory: PeakMemory | None = None

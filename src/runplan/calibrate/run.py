@@ -105,8 +105,10 @@ def run_calibration(
     rows = []
     for i, p in enumerate(prepared):
         eff = run_efficiency(p, effs, result.values, result.space)
-        memory = memory_error(p, predict(p, result.layouts[i], eff)[1])
+        predicted_bytes = predict(p, result.layouts[i], eff)[1]
+        memory = memory_error(p, predicted_bytes)
         _check_peak_plausible(p, memory)
+        warnings += _beyond_memory_warning(p, predicted_bytes)
         rows.append(
             RunResidual(
                 id=p.id,
@@ -183,6 +185,20 @@ def _check_peak_plausible(p: Prepared, memory: float | None) -> None:
         where=f"runs[{p.index}].peak_memory.gib",
         hint="give one GPU's peak in GiB (not TiB, not a fraction of the GPU's memory)",
     )
+
+
+def _beyond_memory_warning(p: Prepared, predicted_bytes: float) -> list[str]:
+    """A caution for a run whose layout the memory model says cannot fit on its GPU: it ran, so the layout or
+    stack as written is not what ran (recompute, ZeRO, sequence parallelism), or the model misses a saving;
+    either way its step time and any peak error it reports are about another layout."""
+    gpu = p.request.gpu
+    if predicted_bytes <= gpu.hbm_bytes:
+        return []
+    return [
+        f"run {p.id!r}: the memory model predicts {predicted_bytes / 1e9:,.1f} GB per GPU for its layout, above "
+        f"the {gpu.hbm_bytes / 1e9:,.0f} GB of one {gpu.name}: check its layout and stack (recompute, zero, "
+        "sequence_parallel) against what ran"
+    ]
 
 
 def _held_out(fitted: list[RunResidual], family: str, method: str) -> HeldOutError | None:

@@ -195,9 +195,20 @@ def plan_from_file(
 
     loaded, spec = load_plan_file(path)
     if calibration is not None:
-        spec = spec.model_copy(update={"calibration": str(Path(calibration).resolve())})
+        spec = spec.model_copy(update={"calibration": calibration_key(calibration, path, spec.calibration)})
     with located(loaded, from_flags=("calibration",) if calibration is not None else ()):
         return loaded, spec, build_plan(spec, Path(path).resolve().parent)
+
+
+def calibration_key(calibration: str | Path, plan_file: str | Path, key: str | None) -> str:
+    """``--calibration FILE`` as the plan's ``calibration:`` value: the key as written where it names the same
+    file (relative to the plan file's folder, as keys are read), else the file's absolute path. A flag naming
+    the file the key already names is then the same input: an absolute path made `check --calibration` report
+    drift against the file's own key, and `--update` wrote a machine's path into the file."""
+    absolute = Path(calibration).resolve()
+    if key is not None and (Path(plan_file).resolve().parent / key).resolve() == absolute:
+        return key
+    return str(absolute)
 
 
 @contextlib.contextmanager

@@ -456,10 +456,13 @@ def _request_from_plan(
     calibration: Path | None = None,
 ) -> tuple[ParallelRequest, str, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
+    from runplan.cli.common import calibration_key
     from runplan.plan import budget_fill, filled_stage, layout_request, resolve_inputs
 
     if calibration is not None:
-        spec = spec.model_copy(update={"calibration": str(calibration.resolve())})
+        spec = spec.model_copy(
+            update={"calibration": calibration_key(calibration, plan_file, spec.calibration)}
+        )
     # the plan's model, as `runplan plan` sizes it (a GPU-time budget filled at its own layout's speed): the
     # layout flags below explore layouts for that model, they do not re-size it
     inputs = resolve_inputs(
