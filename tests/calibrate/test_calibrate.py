@@ -849,6 +849,39 @@ def test_a_constant_outside_its_fit_bounds_is_refused_at_its_line(tmp_path):
     assert "step_overhead_seconds = 1e+06 is outside [0, 30]" in line and "Value error" not in line
 
 
+def _edited_shipped(tmp_path: Path, edit) -> list[str]:
+    """The shipped calibration with ``edit(data)`` applied, read by parallelize: its error lines (exit 2)."""
+    data = yaml.safe_load((REPO / "configs" / "calibration.yaml").read_text())
+    edit(data)
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump(data, sort_keys=False))
+    res = runner.invoke(
+        app, ["parallelize", "--model", "llama-3.1-8b", "--gpus", "8", "--calibration", str(edited)]
+    )
+    assert res.exit_code == 2, res.output
+    return [x for x in res.output.splitlines() if x.strip()]
+
+
+def test_a_misspelt_family_and_a_latency_in_the_wrong_unit_are_refused(tmp_path):
+    """`hoper:` was read as no hopper constants (the shipped ones, quietly); a held collective latency of 2 s
+    (no fit bound checks a held constant) planned 70B/64 at 358 s a step instead of 259."""
+
+    def misspell(data):
+        data["families"]["hoper"] = data["families"].pop("hopper")
+
+    (line,) = _edited_shipped(tmp_path, misspell)
+    assert "families.hoper: unknown GPU family 'hoper' (use ampere or hopper" in line
+
+    def slow(data):
+        data["families"]["hopper"]["efficiency"]["collective_latency_seconds"] = 2.0
+
+    (line,) = _edited_shipped(tmp_path, slow)
+    assert (
+        "families.hopper.efficiency.collective_latency_seconds: collective_latency_seconds = 2 is outside"
+        in line
+    )
+
+
 def test_a_peak_near_an_80_gb_cards_physical_memory_is_accepted(tmp_path):
     # "80 GB" of HBM is about 79 GiB to PyTorch: a 77 GiB peak was refused against 80e9 bytes (74.5 GiB)
     text = "runs:\n" + RUN.format(id="r0", batch=16, m=2, step=2.0) + "    peak_memory: {gib: 77.0}\n"

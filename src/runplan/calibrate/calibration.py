@@ -228,6 +228,31 @@ def _check_fit_bounds(calibration: Calibration, source: str, loaded: LoadedYaml 
     from runplan.calibrate.constants import FITTED_CONSTANTS
 
     for family, fitted in calibration.families.items():
+        if family not in (
+            "ampere",
+            "hopper",
+        ):  # a misspelt family was read as none: shipped constants, quietly
+            raise _located(
+                SpecError(
+                    f"unknown GPU family {family!r}",
+                    where=f"families.{family}",
+                    hint="use ampere or hopper, the families `runplan calibrate` writes",
+                ),
+                source,
+                loaded,
+            )
+        latency = fitted.efficiency.collective_latency_seconds
+        if not 0.0 <= latency <= MAX_COLLECTIVE_LATENCY_SECONDS:  # held, not fitted: no fit bound catches it
+            raise _located(
+                SpecError(
+                    f"collective_latency_seconds = {latency:g} is outside [0, {MAX_COLLECTIVE_LATENCY_SECONDS:g}]: "
+                    "seconds per collective call, tens of microseconds for NCCL",
+                    where=f"families.{family}.efficiency.collective_latency_seconds",
+                    hint="refit, or fix the value: the default is 2e-05",
+                ),
+                source,
+                loaded,
+            )
         for constant in FITTED_CONSTANTS:
             value = getattr(fitted.efficiency, constant.name)
             if value is not None and not constant.low <= value <= constant.high:
@@ -242,6 +267,10 @@ def _check_fit_bounds(calibration: Calibration, source: str, loaded: LoadedYaml 
                     loaded,
                 )
 
+
+#: A hand-edited collective latency above this is a unit slip (ms or µs written as seconds): NCCL's small-message
+#: latency is tens of microseconds (nccl-tests), 1 ms already 50× the default.
+MAX_COLLECTIVE_LATENCY_SECONDS = 1e-3
 
 #: Constants that replaced one of another meaning (new name -> old name): a file fitted under the old meaning is
 #: refused with this hint rather than read with wrong numbers (elementwise traffic counted op by op, not as a
