@@ -945,3 +945,19 @@ def test_check_with_the_calibration_its_key_names_is_not_drift(tmp_path, monkeyp
     assert {"path": "calibration", "old": "cal.yaml", "new": str(other.resolve())}.items() <= (
         next(c for c in record["inputs"] if c["path"] == "calibration").items()
     )
+
+
+def test_a_card_the_runs_were_not_measured_on_is_named_beside_the_error():
+    """An H100-SXM fit quoted its held-out error under a plan on h200 or h100-pcie as if measured there: the
+    label now says which cards the family's runs were on. The shipped file's runs: a100-80gb; H100 SXM and
+    torchtitan's 500 W Grand Teton H100s."""
+    shipped = shipped_calibration()
+    assert shipped.families["ampere"].gpus == ["a100-80gb"]
+    assert shipped.families["hopper"].gpus == ["h100-grandteton-500w", "h100-sxm"]
+    catalog = load_catalog([])
+    assert "measured on" not in shipped.label(catalog.gpu("h100-sxm"))
+    h200 = shipped.label(catalog.gpu("h200"))
+    assert "held-out step error" in h200 and h200.endswith(
+        "; measured on h100-grandteton-500w, h100-sxm, not on h200"
+    )
+    assert shipped.label(catalog.gpu("a100-40gb")).endswith("; measured on a100-80gb, not on a100-40gb")

@@ -106,6 +106,10 @@ class FamilyCalibration(BaseModel):
 
     efficiency: Efficiency = Field(description="Every Efficiency field, fitted or held.")
     runs: list[str] = Field(description="Ids of the measured runs of this family in the fit.")
+    gpus: list[str] = Field(
+        default_factory=list,
+        description="GPU types of those runs (catalog or user names); empty in files written before it was.",
+    )
     fitted: list[str] = Field(description="Constants the runs identified (fitted).")
     held: list[str] = Field(
         description="Constants held at the base values: the runs could not identify them, or the caller asked."
@@ -166,6 +170,8 @@ class Calibration(BaseModel):
                 accuracy = f"; {family} constants stand in for {gpu.name} ({gpu.family}): no runs of it, error unknown"
             else:
                 checks = [c.phrase() for c in (cal.held_out, cal.peak_memory) if c is not None]
+                if cal.gpus and gpu.name not in cal.gpus:  # the same architecture, another card (PCIe, H200)
+                    checks.append(f"measured on {', '.join(cal.gpus)}, not on {gpu.name}")
                 accuracy = "".join(f"; {c}" for c in checks)
             return (
                 f"{where} ({self.name}, {family}: {len(cal.runs)} runs, fitted {self.created[:10]}){accuracy}"

@@ -132,6 +132,7 @@ def run_calibration(
         families[family] = FamilyCalibration(
             efficiency=effs[family],
             runs=[p.id for p in prepared if p.run.fit and p.family == family],
+            gpus=sorted({p.request.gpu.name for p in prepared if p.run.fit and p.family == family}),
             fitted=_names(mine, result.identified),
             held=[c.name for c in FITTED_CONSTANTS if c.name in {*hold, *_names(mine, result.held)}],
             held_out=_held_out(fitted, family, loo_method),
