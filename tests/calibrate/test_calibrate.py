@@ -849,6 +849,18 @@ def test_a_constant_outside_its_fit_bounds_is_refused_at_its_line(tmp_path):
     assert "step_overhead_seconds = 1e+06 is outside [0, 30]" in line and "Value error" not in line
 
 
+def test_a_fitted_constant_past_a_field_bound_reads_as_past_the_fit_bounds(tmp_path):
+    """gemm_peak_fraction 1.5 read pydantic's "Input should be less than or equal to 1" where 0.1 read "outside
+    [0.2, 1]": one message either side of the range."""
+
+    def high(data):
+        data["families"]["hopper"]["efficiency"]["gemm_peak_fraction"] = 1.5
+
+    (line,) = _edited_shipped(tmp_path, high)
+    assert "gemm_peak_fraction = 1.5 is outside [0.2, 1], the range `runplan calibrate` fits it in" in line
+    assert "Input should be" not in line
+
+
 def _edited_shipped(tmp_path: Path, edit) -> list[str]:
     """The shipped calibration with ``edit(data)`` applied, read by parallelize: its error lines (exit 2)."""
     data = yaml.safe_load((REPO / "configs" / "calibration.yaml").read_text())

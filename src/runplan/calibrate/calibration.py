@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -213,11 +213,33 @@ def parse_calibration(data: object, source: str, loaded: LoadedYaml | None = Non
                 "calibrate` on its measured runs again"
             )
         message = first["msg"].removeprefix("Value error, ")
+        bounded = _fit_bound_message(first)
+        if bounded is not None:  # a fitted constant past a field bound: said as _check_fit_bounds says it
+            message, hint = bounded, "refit, or fix the value"
         if hint is None and first["type"] != "value_error":  # ours say how to fix; pydantic's do not
             hint = "calibration files are written by `runplan calibrate`: refit, or fix this key as docs/calibration.md describes it"
         raise _located(SpecError(message, where=where or None, hint=hint), source, loaded) from None
     _check_fit_bounds(calibration, source, loaded)
     return calibration
+
+
+def _fit_bound_message(error: Any) -> str | None:
+    """The fit-bounds wording for a pydantic bound error on a fitted constant (gemm_peak_fraction 1.5 read
+    "Input should be less than or equal to 1", 0.1 "outside [0.2, 1]": one message either side), else None."""
+    from runplan.calibrate.constants import FITTED_CONSTANTS
+
+    name = str(error["loc"][-1])
+    constant = next((c for c in FITTED_CONSTANTS if c.name == name), None)
+    if constant is None or error["type"] not in (
+        "less_than_equal",
+        "greater_than_equal",
+        "less_than",
+        "greater_than",
+    ):
+        return None
+    value = error.get("input")
+    shown = f"{value:g}" if isinstance(value, int | float) else repr(value)
+    return f"{name} = {shown} is outside [{constant.low:g}, {constant.high:g}], the range `runplan calibrate` fits it in"
 
 
 def _located(error: SpecError, source: str, loaded: LoadedYaml | None) -> SpecError:
