@@ -33,7 +33,7 @@ from runplan.parallel.timing import COLLECTIVE_LATENCY_SECONDS
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from runplan.calibrate.fit import Prepared
+    from runplan.calibrate.fit import FitResult, Prepared
 
 
 class RunResidual(BaseModel):
@@ -102,25 +102,7 @@ def run_calibration(
     in_fit = {p.id: float(e) for p, e in zip(prepared, result.log_errors, strict=True)}
     warnings = result.warnings + lone_run_warnings(in_fit, loo)
     effs = result.efficiencies()
-    rows = []
-    for i, p in enumerate(prepared):
-        eff = run_efficiency(p, effs, result.values, result.space)
-        predicted_bytes = predict(p, result.layouts[i], eff)[1]
-        memory = memory_error(p, predicted_bytes)
-        _check_peak_plausible(p, memory)
-        warnings += _beyond_memory_warning(p, predicted_bytes)
-        rows.append(
-            RunResidual(
-                id=p.id,
-                source=p.run.source_id,
-                family=p.family,
-                fit=p.run.fit,
-                layout=result.layouts[i].one_line(),
-                step_error=step_error(float(result.log_errors[i])),
-                leave_one_out_error=step_error(loo[p.id]) if p.id in loo else None,
-                memory_error=memory,
-            )
-        )
+    rows = [_residual(p, i, result, effs, loo, warnings) for i, p in enumerate(prepared)]
     fitted = [r for r in rows if r.fit]
     median, worst = summary([r.step_error for r in fitted])
     loo_errors = [r.leave_one_out_error for r in fitted if r.leave_one_out_error is not None]
@@ -185,6 +167,33 @@ def _check_peak_plausible(p: Prepared, memory: float | None) -> None:
         f"predicts for the layout of run {p.id!r} ({memory + 1.0:,.0f}× the logged peak)",
         where=f"runs[{p.index}].peak_memory.gib",
         hint="give one GPU's peak in GiB (not TiB, not a fraction of the GPU's memory)",
+    )
+
+
+def _residual(
+    p: Prepared,
+    i: int,
+    result: FitResult,
+    effs: dict[str, Efficiency],
+    loo: dict[str, float],
+    warnings: list[str],
+) -> RunResidual:
+    """Run ``p``'s row of the report (its step errors in the fit and left out, its memory error); a peak the
+    layout makes implausible is refused, a layout the memory model cannot fit is added to ``warnings``."""
+    eff = run_efficiency(p, effs, result.values, result.space)
+    predicted_bytes = predict(p, result.layouts[i], eff)[1]
+    memory = memory_error(p, predicted_bytes)
+    _check_peak_plausible(p, memory)
+    warnings += _beyond_memory_warning(p, predicted_bytes)
+    return RunResidual(
+        id=p.id,
+        source=p.run.source_id,
+        family=p.family,
+        fit=p.run.fit,
+        layout=result.layouts[i].one_line(),
+        step_error=step_error(float(result.log_errors[i])),
+        leave_one_out_error=step_error(loo[p.id]) if p.id in loo else None,
+        memory_error=memory,
     )
 
 
