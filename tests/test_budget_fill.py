@@ -275,6 +275,8 @@ def test_gpu_hours_too_few_for_the_smallest_shape_are_infeasible_in_gpu_hours():
     with pytest.raises(BudgetTooSmall) as refused:
         _plan({"gpu_hours": 0.2}, gpus=8)
     text = str(refused.value)
-    assert text.startswith("budget.gpu_hours: 0.2 GPU-hours cannot hold the smallest plan: 40.18 M parameters")
+    assert text.startswith(
+        "budget.gpu_hours: 0.2 GPU-hours cannot hold the smallest plan: 40.18 M parameters"
+    )
     assert "cannot generate a shape with" in text and "raise budget.gpu_hours to at least 2.54;" in text
     assert "change the budget or objective" not in text  # the architect's range hint: the budget line says it

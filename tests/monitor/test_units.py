@@ -370,8 +370,12 @@ def test_plan_comparison_follows_the_plans_batch_ramp(tmp_path):
     assert vs["planned_step_seconds"] == pytest.approx(planned)
     # the same lines at 2,048 sequences: the log's batch is not the plan's at this step
     path.write_text(path.read_text().replace("global batch size:  1024", "global batch size:  2048"))
-    (warning,) = compare(read_logs([path]), plan)["warnings"]
+    vs = compare(read_logs([path]), plan)
+    warning, speed = vs["warnings"]
     assert warning.startswith("the log's global batch is 2,048 sequences, the plan's 1,024")
+    # the numbers use the log's batch: 2,048 sequences in the time the plan gives 1,024 is twice its speed
+    assert vs["tokens_per_second"] == pytest.approx(2 * ramp.global_batch_tokens / planned, rel=1e-3)
+    assert vs["speed_ratio"] == pytest.approx(2.0, rel=1e-3) and "planned speed" in speed
 
 
 def test_follow_stops_at_max_seconds_during_a_long_poll(tmp_path):

@@ -8,7 +8,9 @@ Rules (thresholds and their sources: :mod:`runplan.monitor.thresholds`):
   logged points in a row are back within ``spike_fraction`` of that mean. Over within ``spike_recovery_steps``:
   a recovered spike (watch; inspect its batches). Not over by then: a divergence (roll back ≥
   ``rollback_margin_steps`` before it and skip ``skip_batches_min``-``skip_batches_max`` batches, PaLM §5.1).
-  Still open when the log ends: wait until ``start + spike_recovery_steps`` and say what to do then.
+  Still open when the log ends: wait until ``start + spike_recovery_steps`` and say what to do then. The points
+  in a row do not straddle a hole in the log longer than the pre-spike window, and a deadline that falls in
+  such a hole, with the loss back after it, leaves the outcome unknown (watch; :func:`_unseen`).
 - NaN/inf loss (or gradient norm without an fp16 loss scale): roll back when it persists.
 - fp16 loss-scale collapse: roll back to before the fall (OPT §2.5).
 
@@ -25,6 +27,7 @@ import numpy as np
 
 from runplan.monitor.events import Checkpoints, Event
 from runplan.monitor.rolling import (
+    Window,
     first_confirmed,
     interval_of,
     masked_passes,
@@ -82,7 +85,9 @@ def grad_norm_events(ctx: Context) -> list[Event]:
     if not log.has("grad_norm"):
         return []
     steps, values = log.points("grad_norm")
-    window = window_points(t.grad_norm_window_steps, interval_of(steps))
+    window = Window.over(
+        steps, window_points(t.grad_norm_window_steps, interval_of(steps)), interval_of(steps)
+    )
 
     def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, use: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):
@@ -100,7 +105,7 @@ def grad_norm_events(ctx: Context) -> list[Event]:
         pause = ratio >= t.grad_norm_pause_factor
         # over when confirm_points logged points in a row are back under the alert level, as for a loss spike:
         # fewer before the log ends (after a gap or not) do not confirm it
-        done, trailing = first_confirmed(~flags, last + 1, t.confirm_points)
+        done, trailing = first_confirmed(~flags, last + 1, t.confirm_points, window.holes(steps))
         open_end = done is None
         why = (
             f"grad norm {values[peak]:.4g} at step {steps[peak]:,} is {ratio:,.0f}× its mean {base:.3g} "
@@ -152,7 +157,7 @@ def loss_spike_events(ctx: Context) -> list[Event]:
         return []
     steps, values = log.points("loss")
     interval = interval_of(steps)
-    window = window_points(t.pre_spike_window_steps, interval, least=2)
+    window = Window.over(steps, window_points(t.pre_spike_window_steps, interval, least=2), interval)
 
     def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, use: np.ndarray) -> np.ndarray:
         sigma = successive_sigma(x, use, window)
@@ -166,33 +171,38 @@ def loss_spike_events(ctx: Context) -> list[Event]:
     at = 0
     while at < index.size:
         first = int(index[at])
-        event, resume = _one_spike(ctx, steps, values, first, float(mean[first]), int(count[first]), interval)
+        base, points = float(mean[first]), int(count[first])
+        event, resume = _one_spike(ctx, steps, values, first, base, points, interval, window.holes(steps))
         events.append(event)
         at = int(np.searchsorted(index, resume))
     return events
 
 
 def _one_spike(
-    ctx: Context, steps: np.ndarray, values: np.ndarray, first: int, base: float, points: int, interval: int
+    ctx: Context,
+    steps: np.ndarray,
+    values: np.ndarray,
+    first: int,
+    base: float,
+    points: int,
+    interval: int,
+    holes: np.ndarray,
 ) -> tuple[Event, int]:
-    """The spike that starts at point ``first``: where it peaks, whether and when it is over, what to do."""
+    """The spike that starts at point ``first``: where it peaks, whether and when it is over, what to do.
+    ``holes[i]``: the log has a hole longer than the pre-spike window just before point i."""
     t = ctx.thresholds
     back = values <= base * (1 + t.spike_fraction)
-    done, trailing = first_confirmed(back, first + 1, t.confirm_points)
+    done, trailing = first_confirmed(back, first + 1, t.confirm_points, holes)
     last = (done - 1) if done is not None else values.size - 1
     peak = first + int(np.argmax(values[first : last + 1]))
     start_step, peak_step = int(steps[first]), int(steps[peak])
     deadline = start_step + t.spike_recovery_steps
     end_step = int(steps[done]) if done is not None else None
     within = end_step is not None and end_step - start_step <= t.spike_recovery_steps
+    hole = None if within else _hole_over(steps, holes, first, deadline)
     target = start_step - t.rollback_margin_steps
     checkpoint, rollback_text = ctx.rollback(target)
-    base_text = _baseline_note(points, start_step, int(ctx.log.steps[0]), t.pre_spike_window_steps)
-    rise = values[peak] / base - 1
-    head = (
-        f"loss {values[peak]:.4g} at step {peak_step:,} is {rise:.1%} above its pre-spike mean {base:.4g} "
-        f"(threshold {percent(t.spike_fraction)}; {base_text})"
-    )
+    head = _spike_head(ctx, float(values[peak]), peak_step, start_step, base, points)
     gap = _gap_before(steps, done if done is not None else values.size - trailing, interval)
     event = Event(
         kind="loss_spike",
@@ -214,6 +224,8 @@ def _one_spike(
             f"under {t.spike_recovery_steps}): recovered by itself{gap}. If the canary stayed flat it was the "
             f"data: inspect the batches of {steps_text(start_step, peak_step)}"
         )
+    elif hole is not None and (end_step is not None or trailing):
+        _unseen(ctx, event, steps, back, hole, (checkpoint, rollback_text), target)
     elif end_step is not None or ctx.last_step >= deadline:
         restart = checkpoint if checkpoint is not None else target
         event.kind, event.action, event.recovered = "divergence", "rollback", end_step is not None
@@ -243,6 +255,63 @@ def _one_spike(
             f"{steps_text(*event.skip_steps)} (PaLM §5.1)"
         )
     return event, (done if done is not None else values.size)
+
+
+def _spike_head(ctx: Context, peak: float, peak_step: int, start_step: int, base: float, points: int) -> str:
+    """The first clause of a spike's ``why``: how high above which baseline."""
+    t = ctx.thresholds
+    base_text = _baseline_note(points, start_step, int(ctx.log.steps[0]), t.pre_spike_window_steps)
+    return (
+        f"loss {peak:.4g} at step {peak_step:,} is {peak / base - 1:.1%} above its pre-spike mean {base:.4g} "
+        f"(threshold {percent(t.spike_fraction)}; {base_text})"
+    )
+
+
+def _hole_over(steps: np.ndarray, holes: np.ndarray, first: int, deadline: int) -> int | None:
+    """The point just after a hole in the log that holds ``deadline`` (after the spike's start), if any."""
+    after = int(np.searchsorted(steps, deadline, side="right"))
+    if first < after < steps.size and holes[after]:
+        return after
+    return None
+
+
+def _unseen(
+    ctx: Context,
+    event: Event,
+    steps: np.ndarray,
+    back: np.ndarray,
+    hole: int,
+    rollback: tuple[int | None, str],
+    target: int,
+) -> None:
+    """A spike whose recovery deadline falls in a hole of the log, with the loss back after the hole: the log
+    cannot show whether it was over in time (neither a recovery by itself nor a divergence can be said), so
+    watch, and say what the full log decides."""
+    t = ctx.thresholds
+    checkpoint, rollback_text = rollback
+    before = 0
+    while hole - before - 1 > 0 and back[hole - before - 1] and steps[hole - before - 1] > event.start_step:
+        before += 1
+    event.action, event.recovered, event.rollback_to_step = "watch", None, checkpoint
+    event.skip_steps = ctx.skip_range(checkpoint if checkpoint is not None else target, event.peak_step)
+    deadline = event.start_step + t.spike_recovery_steps
+    then = (
+        f"back within {percent(t.spike_fraction)} at the last {counted(before, 'logged point')} before it"
+        if before
+        else f"not back within {percent(t.spike_fraction)} before it"
+    )
+    after = (
+        f"back within it from step {event.end_step:,}"
+        if event.end_step is not None
+        else f"back within it at the last {counted(int(steps.size - hole), 'logged point')}"
+    )
+    event.why += (
+        f"; the log has no steps {steps[hole - 1] + 1:,}-{steps[hole] - 1:,}, which hold the deadline "
+        f"{deadline:,} ({t.spike_recovery_steps} steps): {then}, {after}, so the log cannot show whether it "
+        f"was over in time. If the full log shows it was not back by step {deadline:,}, {rollback_text} and "
+        f"skip the batches of {steps_text(*event.skip_steps)} (PaLM §5.1); else inspect the batches of "
+        f"{steps_text(event.start_step, event.peak_step)}"
+    )
 
 
 def _gap_before(steps: np.ndarray, point: int, interval: int) -> str:

@@ -16,14 +16,17 @@ import numpy as np
 
 from runplan.monitor.detect import Context
 from runplan.monitor.events import Event
-from runplan.monitor.rolling import curvature_sigma, interval_of, masked_passes, runs, window_points
+from runplan.monitor.rolling import Window, curvature_sigma, interval_of, masked_passes, runs, window_points
 
 #: Fewest evaluations the canary's noise σ is estimated from.
 SIGMA_POINTS = 50
 
 
-def trailing_count(size: int, window: int) -> np.ndarray:
-    """Points in a full trailing window at each index (before any masking)."""
+def trailing_count(size: int, window: int | Window) -> np.ndarray:
+    """Points in a full trailing window at each index (before any masking; a :class:`Window` holds only the
+    points within its span in steps)."""
+    if isinstance(window, Window):
+        return np.arange(size) - window.low()
     return np.minimum(np.arange(size), window)
 
 
@@ -53,18 +56,19 @@ def canary_events(ctx: Context, loss_spikes: list[Event]) -> list[Event]:
         return []
     steps, values = log.points(metric)
     interval = interval_of(steps)
-    window = window_points(t.canary_window_steps, interval, least=5)
+    window = Window.over(steps, window_points(t.canary_window_steps, interval, least=5), interval)
+    sigma_window = Window.over(steps, max(window.points, SIGMA_POINTS), interval)
     # σ of the canary's own noise, from second differences over ≥ 50 evaluations (a 5-point σ is too
     # rough to test against); the test is on x − mean, whose σ is σ·√(1 + 1/n) for a mean of n points
     # (from unflagged points only, so a drift does not widen its own σ)
-    noise = curvature_sigma(values, np.ones(values.size, dtype=bool), max(window, SIGMA_POINTS))
+    noise = curvature_sigma(values, np.ones(values.size, dtype=bool), sigma_window, steps)
 
     def spread(count: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             return noise * np.sqrt(1.0 + 1.0 / np.maximum(count, 1))
 
     def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, use: np.ndarray) -> np.ndarray:
-        noise[:] = curvature_sigma(x, use, max(window, SIGMA_POINTS))
+        noise[:] = curvature_sigma(x, use, sigma_window, steps)
         with np.errstate(invalid="ignore"):
             return (count >= 3) & (x > mean + t.canary_sigma * spread(count))
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from runplan.monitor.detect import Context
 from runplan.monitor.events import Event
-from runplan.monitor.rolling import interval_of, masked_passes, runs, successive_sigma, window_points
+from runplan.monitor.rolling import Window, interval_of, masked_passes, runs, successive_sigma, window_points
 from runplan.monitor.words import counted
 
 #: Logged points a throughput baseline needs at a run's start (the window is at least this many points too).
@@ -48,11 +48,15 @@ def throughput_events(ctx: Context) -> list[Event]:
     if steps.size < 3:
         return []
     t = ctx.thresholds
-    window = window_points(t.throughput_window_steps, interval_of(steps), least=MIN_BASELINE_POINTS)
+    interval = interval_of(steps)
+    # the window holds only points within its span in steps: after a hole in the log it starts afresh
+    window = Window.over(
+        steps, window_points(t.throughput_window_steps, interval, least=MIN_BASELINE_POINTS), interval
+    )
     use = np.ones(seconds.size, dtype=bool)
     # an excerpt starting mid-run: any point may be flagged on the baseline it has (said per event)
     flaggable = np.ones(seconds.size, dtype=bool)
-    if steps[0] <= max(10, 2 * interval_of(steps)):
+    if steps[0] <= max(10, 2 * interval):
         use[0] = False  # the run's first logged step includes start-up (compilation, warm-up): not a baseline
         # and the next few still fade from it: nothing is flagged before 10 points have followed it (once: a
         # point masked later, a one-off slow step or a restart, does not silence the next window)

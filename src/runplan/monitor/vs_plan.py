@@ -2,15 +2,18 @@
 
 - step time: the median of the logged step times over the last 1,000 steps (a median, so checkpoint saves and
   evaluations do not move it); from tokens/s when the log has no step time (tokens per step ÷ tokens/s).
-- tokens/s = the plan's tokens per step ÷ measured step time.
+- tokens/s = tokens per step ÷ measured step time: the plan's tokens per step, or, where the log prints its own
+  global batch and it is not the plan's, that batch × the plan's sequence length (and the planned step time and
+  the steps left at that batch).
 - MFU = the plan's MFU × planned step time ÷ measured step time: the same model FLOPs per step (PaLM §4.1
   counts model FLOPs only), done in a different time.
 - ETA = (planned total steps − last logged step) × measured step time; failures and restarts add to it by
-  1 / the plan's goodput (its reliability section).
+  1 / the plan's goodput (its reliability section). A log past the plan's last step is said in a warning.
 - goodput so far = time of the steps that count ÷ time spent on all logged steps, where the steps that count
   take the median step time, and the steps an attempt abandoned at a restart (redone later or never reached
   again; their logged time, else the median) and slow steps count in full in the time spent (restart downtime
-  between jobs is not in a metric log and is left out).
+  between jobs is not in a metric log and is left out). Each logged time stands for the steps since the point
+  before it; the first point for :func:`first_point_steps`.
 """
 
 from __future__ import annotations
@@ -50,9 +53,14 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     # the batch stage the log has reached: a ramp stage runs a smaller batch in a proportionally shorter step
     # (the plan's own assumption for its ramp, ops.operate)
     stage = _stage_at(plan, last)
-    tokens_per_step = float(stage.global_batch_tokens)
+    # a log that prints its own global batch (Megatron) runs at that batch, whatever the plan says: its tokens
+    # per step are that batch × the plan's sequence length, and the plan's step time scales to it as for a ramp
+    logged = _logged_batch(log, stage)
+    sequence_tokens = float(stage.global_batch_tokens) / stage.global_batch_sequences
+    tokens_per_step = float(stage.global_batch_tokens) if logged is None else logged * sequence_tokens
     planned_step = best.step_seconds * tokens_per_step / float(best.global_batch_tokens)
     total_steps = int(plan.schedule.total_steps)
+    end_step = _end_step(plan, None if logged is None else tokens_per_step)
     gpus = int(plan.inputs.get("cluster", {}).get("gpus", 0) or 0) or 1
     found = _step_seconds(log, tokens_per_step, gpus)
     out: dict[str, Any] = {
@@ -65,7 +73,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "tokens_per_second": None,
         "mfu": None,
         "speed_ratio": None,
-        "remaining_steps": max(0, total_steps - last),
+        "remaining_steps": max(0, end_step - last),
         "eta_seconds": None,
         "goodput": None,
         "notes": {},
@@ -75,7 +83,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         out["notes"]["step_seconds"] = "the log has no step time or throughput: nothing to compare"
         return out
     steps, seconds = found
-    recent = seconds[steps > last - 1000]
+    recent = seconds[_recent(log, steps, last)]
     measured = float(np.median(recent if recent.size else seconds))
     ratio = planned_step / measured
     out.update(
@@ -90,31 +98,72 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "step_seconds": f"median of {recent.size or seconds.size} logged step times (last 1,000 steps)",
         "tokens_per_second": f"{tokens_per_step:.4g} tokens per step ÷ {measured:.4g} s",
         "mfu": f"planned {best.mfu:.1%} × planned {planned_step:.4g} s ÷ measured {measured:.4g} s",
-        "planned_step_seconds": f"the {stage.name} stage's batch ({stage.global_batch_sequences:,} sequences): "
-        f"{best.step_seconds:.4g} s × {tokens_per_step:.4g} / {best.global_batch_tokens:.4g} tokens",
+        "planned_step_seconds": (
+            f"the {stage.name} stage's batch ({stage.global_batch_sequences:,} sequences)"
+            if logged is None
+            else f"the log's batch ({logged:,.0f} sequences × {sequence_tokens:,.0f} tokens)"
+        )
+        + f": {best.step_seconds:.4g} s × {tokens_per_step:.4g} / {best.global_batch_tokens:.4g} tokens",
         "speed_ratio": "planned step time ÷ measured (above 1: faster than planned)",
         "eta_seconds": f"{out['remaining_steps']:,} steps × {measured:.4g} s ÷ planned goodput "
         f"{plan.reliability.goodput:.3f}",
         "goodput": "useful step time ÷ time of every logged step (slow steps and an abandoned attempt's steps "
         "included; restart downtime is not in the log)",
     }
-    out["warnings"] = _batch_mismatch(log, stage) + _mismatch(best.mfu * ratio, ratio)
+    out["warnings"] = _batch_mismatch(logged, stage) + _mismatch(best.mfu * ratio, ratio)
+    out["warnings"] += _past_end(last, end_step, logged is not None)
     return out
 
 
-def _batch_mismatch(log: MetricLog, stage: BatchStage) -> list[str]:
-    """A warning when the log prints its global batch (Megatron) and the last one is not the plan's at that step
-    (its batch stage): tokens/s, MFU and the ETA above assume the plan's batch."""
+def _logged_batch(log: MetricLog, stage: BatchStage) -> float | None:
+    """The global batch (sequences) the log prints at its last step where it is not the plan's at that step
+    (its batch stage, within 1%); None where the log prints none or the plan's. The last value, not one for
+    the whole log: Megatron prints the batch on every line and it grows during a batch ramp
+    (``--rampup-batch-size``)."""
     if not log.has("global_batch"):
+        return None
+    logged = float(log.points("global_batch")[1][-1])
+    return None if abs(logged / stage.global_batch_sequences - 1) <= 0.01 else logged
+
+
+def _end_step(plan: RunPlan, tokens_per_step: float | None) -> int:
+    """The plan's last step; at a logged batch unlike the plan's, the step at which the run, at that batch
+    from step 1 (a ramp before the log's batch is not in the comparison), has done the plan's tokens."""
+    if tokens_per_step is None:
+        return int(plan.schedule.total_steps)
+    return int(np.ceil(plan.schedule.batch_stages[-1].end_tokens / tokens_per_step - 1e-9))
+
+
+def _recent(log: MetricLog, steps: np.ndarray, last: int) -> np.ndarray:
+    """The step times of the last 1,000 steps (last − 999 to last) at the log's last global batch where it
+    prints one: a step time logged at a smaller batch of a ramp is not this batch's."""
+    keep = steps > last - 1000
+    if log.has("global_batch"):
+        batch = log.values["global_batch"][np.searchsorted(log.steps, steps)]
+        now = float(log.points("global_batch")[1][-1])
+        keep &= ~np.isfinite(batch) | (batch == now)
+    return keep
+
+
+def _past_end(last: int, end_step: int, at_logged_batch: bool) -> list[str]:
+    """A warning when the log has passed the plan's last step: nothing is left by the plan's count."""
+    if last <= end_step:
         return []
-    planned = stage.global_batch_sequences
-    _, batches = log.points("global_batch")
-    logged = float(batches[-1])
-    if abs(logged / planned - 1) <= 0.01:
+    at = " (at the log's batch)" if at_logged_batch else ""
+    return [
+        f"the log is at step {last:,}, {last - end_step:,} steps past the plan's last step {end_step:,}{at}: "
+        "the run went on past the plan (a longer budget?) or is not this plan's run; steps left and ETA are 0"
+    ]
+
+
+def _batch_mismatch(logged: float | None, stage: BatchStage) -> list[str]:
+    """A warning when the log prints its global batch (Megatron) and the last one is not the plan's at that step
+    (its batch stage): the numbers above use the log's batch, so the log is not quite the plan's run."""
+    if logged is None:
         return []
     return [
-        f"the log's global batch is {logged:,.0f} sequences, the plan's {planned:,.0f}: tokens/s, MFU and the ETA "
-        "here assume the plan's batch, so compare step times only after matching the batch"
+        f"the log's global batch is {logged:,.0f} sequences, the plan's {stage.global_batch_sequences:,.0f}: "
+        "tokens/s, MFU, steps left and the ETA here use the log's batch (the planned step time scaled to it)"
     ]
 
 
@@ -139,14 +188,25 @@ def _mismatch(mfu: float, ratio: float) -> list[str]:
     return []
 
 
+def first_point_steps(first_step: int, interval_steps: int) -> int:
+    """Steps the log's first logged time stands for. A log from the run's start (first step ≤ the interval)
+    covers the steps up to it: step 1 of a 1-based counter is 1 step (Mixtral's step 1, 92.35 s of start-up
+    before the next point at step 5, is one step, not five), step 5 of a log every 5 steps is steps 1-5, a
+    0-based counter's step 0 is 1 step. A log that starts mid-run (an excerpt, a resumed job) covers the
+    interval since the point before it, logged or not: where a resumed job's first log came sooner after its
+    checkpoint, that is not in the log, and the interval is the usual case."""
+    return max(1, min(interval_steps, first_step))
+
+
 def _goodput(log: MetricLog, steps: np.ndarray, seconds: np.ndarray, median: float) -> float | None:
     if steps.size < 2:
         return None
-    spans = np.diff(steps, prepend=steps[0] - log.interval_steps).astype(np.float64)
+    first_span = first_point_steps(int(steps[0]), log.interval_steps)
+    spans = np.diff(steps, prepend=steps[0] - first_span).astype(np.float64)
     # an abandoned attempt's rows (left out of the log's steps: redone or never reached again) took their logged
     # time, or the median where they logged none; repeated rows kept in the steps (TensorBoard) the median
     abandoned = log.abandoned_seconds
     lost = float(np.sum(np.where(np.isfinite(abandoned), abandoned, median))) * log.interval_steps
     spent = float(np.sum(seconds * spans)) + lost + log.repeated_steps * median
-    useful = float((steps[-1] - steps[0] + log.interval_steps) * median)
+    useful = float((steps[-1] - steps[0] + first_span) * median)
     return min(1.0, useful / spent) if spent > 0 else None

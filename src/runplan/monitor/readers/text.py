@@ -133,12 +133,15 @@ class _Collector:
 def read_megatron(lines: list[str], where: str = "the log") -> Rows:
     out = _Collector()
     current: dict[str, float] | None = None
+    # per training record (index in ``out``): its last line's number and whether that line ends with "|"
+    ends: dict[int, tuple[int, bool]] = {}
     for number, line in enumerate(lines, start=1):
         head = MEGATRON_HEAD.search(line)
         if head:
             out.total = int(head.group(2))
             fields = MEGATRON_FIELD.findall(line[head.end() :])
             current = out.add(int(head.group(1)), fields)
+            ends[len(out.steps) - 1] = (number, line.rstrip().endswith("|"))
             if len(fields) < line.count(":", head.end()):
                 out.unreadable_in(number, line[head.end() :])
             continue
@@ -154,9 +157,33 @@ def read_megatron(lines: list[str], where: str = "the log") -> Rows:
         if current is not None and "|" in line:  # a wrapped record: more fields of the current iteration
             fields = MEGATRON_FIELD.findall(line)
             out.update(current, fields)
+            ends[len(out.steps) - 1] = (number, line.rstrip().endswith("|"))
             if len(fields) < line.count(":"):
                 out.unreadable_in(number, line)
-    return out.rows(where)
+    notes = _drop_cut(out, ends)
+    rows = out.rows(where)
+    rows.notes = notes + rows.notes
+    return rows
+
+
+def _drop_cut(out: _Collector, ends: dict[int, tuple[int, bool]]) -> list[str]:
+    """Leave out the training records whose last line does not end with "|" (cut short mid-file: a crash, a
+    copy that lost bytes) and say where. Megatron ends every field with " |" (``training_log`` builds the line
+    as ``' {}: {} |'.format(...)``), so a record that does not is cut, and its last value may be cut mid-number
+    (``lm loss: 2.34`` of ``2.345279E+00``): the whole record is left out, as a cut last line is. A log whose
+    records mostly do not end with "|" is another engine's layout, left as it is."""
+    cut = [(index, number) for index, (number, whole) in ends.items() if not whole]
+    if not cut or 2 * len(cut) >= len(ends):
+        return []
+    first_index, first_line = cut[0]
+    step = out.steps[first_index]
+    for index, _ in reversed(cut):
+        del out.steps[index], out.records[index]
+    if len(cut) == 1:
+        return [f"line {first_line:,} (step {step:,}) is cut short; left out"]
+    return [
+        f"{counted(len(cut), 'line')} are cut short and left out (the first: line {first_line:,}, step {step:,})"
+    ]
 
 
 def _val(text: str) -> list[tuple[str, str]]:
