@@ -19,23 +19,26 @@ runner = CliRunner()
 
 
 def test_sweep_for_2e23_brackets_the_optimum():
+    """The default: three budgets a decade apart from 1% of C (one budget gave a CSV `runplan fit` cannot fit:
+    Approach 2 needs two budgets for its exponents, Approach 3 cannot separate N from D on one), 7 sizes each."""
     sweep = design_sweep(SweepRequest(flops=2e23, law=LAW))
-    assert sweep.budgets == [pytest.approx(2e21)]
-    sizes = [r.params for r in sweep.runs]
+    assert sweep.budgets == [pytest.approx(2e21), pytest.approx(2e20), pytest.approx(2e19)]
+    top = [r for r in sweep.runs if r.budget_flops == pytest.approx(2e21)]
+    sizes = [r.params for r in top]
     n_opt = LAW.compute_optimal(2e21)[0]
     assert len(sizes) == 7 and min(sizes) < n_opt < max(sizes)
     assert 0.9e9 < min(sizes) < 2e9 and 9e9 < max(sizes) < 2e10  # "about 1B to 10B"
     for r in sweep.runs:
-        assert 6 * r.params * r.tokens == pytest.approx(2e21, rel=1e-6)
+        assert 6 * r.params * r.tokens == pytest.approx(r.budget_flops, rel=1e-6)
         assert r.total_params == r.params  # the law counts total parameters
         assert r.non_embedding_params < r.total_params
-    assert sweep.total_fraction == pytest.approx(0.07, rel=1e-6)
+    assert len(sweep.runs) == 21 and sweep.total_fraction == pytest.approx(7 * 0.0111, rel=1e-6)
     assert not any("of the main run's compute" in w for w in sweep.warnings)
 
 
 def test_a_sweep_costing_more_than_a_quarter_of_the_run_says_so():
     # 7 runs of 0.5·C each: 3.5 C, the reviewer's case (`runplan sweep --flops 2e23 --fraction 0.5`)
-    sweep = design_sweep(SweepRequest(flops=2e23, law=LAW, fraction=0.5))
+    sweep = design_sweep(SweepRequest(flops=2e23, law=LAW, fraction=0.5, budgets=1))
     assert sweep.total_fraction == pytest.approx(3.5, rel=1e-6)
     assert any("the sweep costs 350% of the main run's compute" in w for w in sweep.warnings)
 
@@ -120,10 +123,10 @@ def test_sweep_then_fit_agree_on_n(tmp_path):
 
 
 def test_a_parametric_fit_on_one_budget_says_it_cannot_identify_the_law(tmp_path):
-    """The default sweep has one budget: every run has C = 6ND = 2e21, so D = C/6N and Approach 3's five
-    constants trade against each other (a reviewer's fit gave E 0.14 with a narrow interval)."""
+    """A one-budget sweep: every run has C = 6ND = 2e21, so D = C/6N and Approach 3's five constants trade
+    against each other (a reviewer's fit gave E 0.14 with a narrow interval)."""
     path = tmp_path / "s.csv"
-    code, out, _ = _run("sweep", "--flops", "2e23", "-o", str(path))
+    code, out, _ = _run("sweep", "--flops", "2e23", "--budgets", "1", "-o", str(path))
     assert code == 0, out
     _fill_losses(path, LAW)
     code, out, err = _run("fit", str(path), "--bootstrap", "0", "--method", "parametric", "--json")
@@ -268,9 +271,11 @@ def test_the_budget_column_spells_the_budget_as_the_header_does():
     budget = json.loads(out)["budgets"][0]
     assert code == 0 and f"{budget:.3g}" == "1.05e+22"
     code, out, _ = _run("sweep", "--gpus", "1024", "--days", "30")
-    assert code == 0 and "1 budget(s) of 1.05e+22 FLOPs" in " ".join(out.split())
+    assert code == 0 and "3 budget(s) of 1.05e+22, 1.05e+21, 1.05e+20 FLOPs" in " ".join(out.split())
     rows = [line.split() for line in out.splitlines() if line.split() and line.split()[0][0].isdigit()]
-    assert len(rows) == 7 and all(row[0] == "1.05e+22" for row in rows)
+    assert (
+        len(rows) == 21 and [row[0] for row in rows] == ["1.05e+22"] * 7 + ["1.05e+21"] * 7 + ["1.05e+20"] * 7
+    )
 
 
 def test_a_plan_file_cooldown_without_wsd_is_refused_as_the_flag_is():
@@ -284,3 +289,21 @@ def test_a_plan_file_cooldown_without_wsd_is_refused_as_the_flag_is():
         load_plan_text(base + "  wsd: true\n  cooldown_fraction: 0.3\n", "p.yaml").sweep.cooldown_fraction
         == 0.3
     )
+
+
+def test_the_default_sweep_is_a_csv_runplan_fit_can_fit(tmp_path):
+    """A reviewer ran the default sweep (then one budget: 7 proxies, 7% of a 2e23 run, about 10,700 H100-hours),
+    filled in the losses and `runplan fit` refused it: Approach 2 needs 2 budgets. With the default three, the
+    fit writes a law whose compute-optimal N at the largest proxy budget is the generating law's within 5%."""
+    path = tmp_path / "s.csv"
+    code, out, _ = _run("sweep", "--flops", "2e23", "-o", str(path))
+    assert code == 0, out
+    _fill_losses(path, LAW)
+    law_file = tmp_path / "law.yaml"
+    code, out, err = _run("fit", str(path), "--bootstrap", "0", "-o", str(law_file), "--json")
+    assert code == 0, err
+    approach2 = json.loads(out)["isoflop"]
+    assert len(approach2["budgets"]) == 3
+    top = max(approach2["budgets"], key=lambda b: b["flops"])
+    assert top["params_opt"] == pytest.approx(LAW.compute_optimal(2e21)[0], rel=0.05)
+    assert law_file.exists()

@@ -101,7 +101,7 @@ def sweep_command(
     ),
     sizes: int = typer.Option(7, "--sizes", help="Model sizes per budget (5 to 7 is usual)."),
     budgets: int = typer.Option(
-        1, "--budgets", help="Budgets a decade apart (3+ lets Approach 2 fit exponents)."
+        3, "--budgets", help="Budgets a decade apart (2+ let Approach 2 fit exponents; 1 gives one size)."
     ),
     span: str = typer.Option("1.0", "--span", help="Decades of N covered around each budget's optimum."),
     wsd: bool = typer.Option(

@@ -161,7 +161,7 @@ class SweepRequest(BaseModel):
     law: ParametricLaw = Field(description="Law whose compute-optimal N centres each budget's sizes.")
     fraction: float = Field(0.01, description="Largest proxy budget as a fraction of C, in (0, 1).")
     sizes: int = Field(7, description="Model sizes per budget, 3 to 15 (a parabola needs 3).")
-    budgets: int = Field(1, description="Proxy budgets, 1 to 6, a spacing apart.")
+    budgets: int = Field(3, description="Proxy budgets, 1 to 6, a spacing apart.")
     gpu: GpuSpec | None = Field(None, description="GPU for the GPU-hours (None: no hours).")
     mfu: float = Field(DEFAULT_MFU, description="MFU for the GPU-hours, in [MIN_MFU, 1].")
     wsd: bool = Field(False, description="One WSD stable run per size, a cooldown branch per budget.")
@@ -261,7 +261,7 @@ class SweepSpec(BaseModel):
     )
     sizes: int | None = Field(None, description="Model sizes per budget, 3 to 15 (default 7).")
     budgets: int | None = Field(
-        None, description="Proxy budgets, 1 to 6 (default 1; 3 lets Approach 2 fit a, b)."
+        None, description="Proxy budgets, 1 to 6 (default 3: Approach 2 fits the exponents a, b on them)."
     )
     wsd: bool | None = Field(
         None, description="One WSD stable run per size with a cooldown branch per budget."
