@@ -142,6 +142,27 @@ def test_target_below_irreducible_loss_is_infeasible():
         )
 
 
+def test_a_target_loss_only_past_any_trainable_budget_reaches_is_infeasible():
+    """1.82 under besiroglu2024 (E = 1.8172) needed N 7.7e15 on D 8e16, 3.7e33 training FLOPs, and was planned
+    (exit 0, an overrun warning), where a budget over 1e30 is refused. Infeasible, with the loss floor at 1e30:
+    compute-optimal loss E + A'·(C/6)^(-αβ/(α+β)) at C = 1e30 (Hoffmann Eq. 4 substituted into Eq. 2)."""
+    law = LAWS["besiroglu2024"]
+    with pytest.raises(Infeasible) as refused:
+        allocate(None, Objective(kind="inference_optimal", inference_tokens=2e13, target_loss=1.82), law)
+    text = str(refused.value)
+    assert text.startswith(
+        "the target loss 1.82 needs N = 7.74e+15 parameters on D = 8.05e+16 tokens, 3.74e+33"
+    )
+    floor = law.compute_optimal_loss(1e30)
+    assert floor == pytest.approx(1.8294, abs=1e-4)
+    assert f"ask for a target loss above {math.ceil(floor * 1e4) / 1e4:.4f}" in text
+    # a target above the floor with room to spare is planned
+    assert (
+        allocate(None, Objective(kind="inference_optimal", inference_tokens=2e13, target_loss=1.9), law).flops
+        < 1e30
+    )
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -394,6 +394,7 @@ def _allocate(flops: float | None, objective: Objective, law: ParametricLaw) -> 
         )
     n, d, extra = _split(flops, objective, law)
     _check_sensible(law, objective, flops, n, d)
+    _check_trainable(law, objective, n, d)
     return Allocation(
         **common,
         flops=6.0 * n * d,
@@ -544,6 +545,28 @@ def _check_sensible(
         f"{budget} gives N = {n:.3g} parameters and D = {d:.3g} tokens ({kind}): below the smallest sensible "
         f"run ({MIN_PARAMS:.0e} parameters on {MIN_TOKENS:.0e} tokens)",
         suggestions=suggestions,
+    )
+
+
+def _check_trainable(law: ParametricLaw, objective: Objective, n: float, d: float) -> None:
+    """Infeasible when the run trains past MAX_TRAINING_FLOPS, the bound every budget is checked against: only
+    an inference-optimal target loss can ask for that (a target near E: 1.82 under besiroglu2024 needed 3.7e33
+    FLOPs and was planned, exit 0). The suggestion is the compute-optimal loss at that bound: the inference-optimal
+    run for a target loss trains at least the compute-optimal FLOPs for it (Sardana et al. 2024 §2)."""
+    training = 6.0 * n * d
+    if training <= MAX_TRAINING_FLOPS:
+        return
+    floor = law.compute_optimal_loss(MAX_TRAINING_FLOPS)
+    target = (
+        f"target loss {objective.target_loss:.4g}" if objective.target_loss is not None else "loss target"
+    )
+    raise Infeasible(
+        f"the {target} needs N = {n:.3g} parameters on D = {d:.3g} tokens, {training:.3g} training FLOPs: past "
+        f"any trainable run ({MAX_TRAINING_FLOPS:.0e} FLOPs, a million H100s for 80 years)",
+        suggestions=[
+            f"ask for a target loss above {math.ceil(floor * 1e4) / 1e4:.4f}, what compute-optimal training reaches "
+            f"at {MAX_TRAINING_FLOPS:.0e} FLOPs under {law.name} (irreducible loss E = {law.E:.4g})"
+        ],
     )
 
 
