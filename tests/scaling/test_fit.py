@@ -155,6 +155,16 @@ def test_law_file_round_trip(tmp_path):
             "params,tokens,loss\n1e9,2e10,3.0\n2e9,1e10\n",
             r"row 2 \(line 3\): 2 values for the header's 3 columns",
         ),
+        # magnitudes no run has: a row at 1e40 FLOPs set the report budget to 1e40 and moved Approach 3; a loss of
+        # 1e6 (a perplexity?) turned Approach 2's exponent a into 2.15; both were fitted with exit 0
+        (
+            "params,flops,loss\n1e9,2e19,3.0\n1e9,1e40,2.5\n",
+            r"row 2 \(line 3\), column 'flops': C = 1e\+40 FLOPs \(6·N·D\) is beyond any trainable run",
+        ),
+        (
+            "params,tokens,loss\n1e9,2e10,3.0\n2e9,2e10,1e6\n",
+            r"row 2 \(line 3\), column 'loss': loss 1e\+06 is above 20 nats per token",
+        ),
     ],
 )
 def test_bad_csv_is_one_line_naming_row_and_column(tmp_path, text, match):
@@ -199,6 +209,23 @@ def test_budget_without_a_minimum_is_dropped_and_named():
     assert [d.flops for d in iso.dropped_budgets] == pytest.approx([1e19], rel=1e-12)
     assert any("budget 1e+19 FLOPs (3 runs, lines 2, 3, 4): loss does not curve" in w for w in iso.warnings)
     assert any("rests on 2 budgets" in w for w in iso.warnings)
+
+
+def test_five_runs_for_five_constants_are_said_to_interpolate():
+    """5 runs fitted E, A, B, α, β exactly (Huber objective 3e-16) and printed a law without a word."""
+    from runplan.scaling.fit import few_runs_warnings
+
+    n = np.array([1e8, 2e8, 4e8, 8e8, 1.6e9])
+    d = np.array([4e9, 2e9, 8e9, 3e9, 1e10])
+    five = runs_from_arrays(n, 1.8 + 400 * n**-0.34 + 400 * d**-0.28, tokens=d)
+    (warning,) = few_runs_warnings(five)
+    assert warning.startswith(
+        "Approach 3 fits 5 constants to 5 runs (0 to spare): the law passes through every"
+    )
+    ten = runs_from_arrays(
+        np.tile(n, 2), np.tile(1.8 + 400 * n**-0.34 + 400 * d**-0.28, 2), tokens=np.tile(d * 2, 2)
+    )
+    assert few_runs_warnings(ten) == []
 
 
 def test_too_few_runs_for_a_parametric_fit():
@@ -518,4 +545,14 @@ def test_a_short_row_in_the_cli_says_how_many_values_against_the_header(tmp_path
     assert result.stderr == (
         f"runplan: error: {path}: row 4 (line 5): 3 values for the header's 4 columns (add the missing value: "
         "every run needs one in each column)\n"
+    )
+
+
+def test_fit_holds_its_report_budget_to_the_bound_allocate_and_sweep_hold():
+    """`fit --flops 1e31` was accepted where `allocate --flops 1e31` and `sweep` are refused (1e30)."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "isoflop_synthetic.csv"
+    result = CliRunner().invoke(app, ["fit", str(example), "--flops", "1e31", "--bootstrap", "0"])
+    assert result.exit_code == 2
+    assert "--flops: a budget of 1e+31 FLOPs is beyond any trainable run (limit 1e+30" in " ".join(
+        result.output.split()
     )

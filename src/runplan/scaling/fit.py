@@ -154,7 +154,51 @@ def read_runs(
             where=f"row {k + 1} (line {lines[k]})",
             hint="check the magnitudes of params, tokens and flops",
         )
+    _check_magnitudes(c, values_np[loss_col], lines, source, flops_col if i_c is not None else None, loss_col)
     return Runs(params=n, tokens=d, flops=c, loss=values_np[loss_col], lines=np.array(lines), source=source)
+
+
+#: A proxy's final loss above this many nats per token is not a language-model loss: a uniform guess over a
+#: 256k-token vocabulary is ln(256,000) = 12.5 nats (18 bits); a perplexity or a sum over a sequence is larger.
+MAX_LOSS_NATS = 20.0
+
+
+def _check_magnitudes(
+    flops: np.ndarray,
+    loss: np.ndarray,
+    lines: Sequence[int],
+    source: str,
+    flops_col: str | None,
+    loss_col: str,
+) -> None:
+    """A SpecError at the first run past any trainable budget (MAX_TRAINING_FLOPS, as every budget is checked)
+    or with a loss no language model has (MAX_LOSS_NATS): one such row moved Approach 3's constants and put the
+    fit's report budget at 1e40 (a row 1e9,1e40,2.5), or turned Approach 2's exponent a into 2.15 (a loss 1e6)."""
+    from runplan.scaling.budget import MAX_TRAINING_FLOPS
+
+    for bad, name, message, hint in (
+        (
+            flops > MAX_TRAINING_FLOPS,
+            flops_col or "tokens",
+            f"C = {{:.3g}} FLOPs (6·N·D) is beyond any trainable run (limit {MAX_TRAINING_FLOPS:.0e})",
+            "check the exponent: a proxy run is about 1e17 to 1e22 FLOPs",
+        ),
+        (
+            loss > MAX_LOSS_NATS,
+            loss_col,
+            f"loss {{:.4g}} is above {MAX_LOSS_NATS:g} nats per token (a uniform guess over 256k tokens is 12.5)",
+            "give the final loss in nats per token, not a perplexity or a sum over the sequence",
+        ),
+    ):
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            value = float((flops if name != loss_col else loss)[k])
+            raise SpecError(
+                message.format(value),
+                source=source,
+                where=f"row {k + 1} (line {lines[k]}), column '{name}'",
+                hint=hint,
+            )
 
 
 def read_csv_text(path: str | Path) -> tuple[str, str]:
@@ -321,6 +365,10 @@ def _check_at_flops(at_flops: float | None) -> None:
         raise SpecError(
             f"must be a positive number of FLOPs, got {at_flops:g}", where="fit.flops", hint="e.g. 2e23"
         )
+    if at_flops is not None:  # the bound allocate and sweep hold a budget to
+        from runplan.scaling.budget import check_training_flops
+
+        check_training_flops(at_flops, where="fit.flops")
 
 
 # ==== Approach 3: parametric fit =================================================================
@@ -523,7 +571,7 @@ def magnitude_warnings(runs: Runs) -> list[str]:
         if median < low:
             out.append(
                 f"{what}: the median run has {median:.3g}, below {low:.0e}: is the column in millions or billions "
-                "(or the FLOPs in PF-days)? runplan reads plain counts (write 7e9 or 7B)"
+                "(or the FLOPs in PF-days)? runplan reads plain counts (write 7e9, not 7)"
             )
     return out
 
@@ -633,8 +681,31 @@ def fit_parametric(
         percentiles=percentiles,
         seconds=time.perf_counter() - t0,
     )
-    warnings = warnings + one_budget_warnings(runs) + parametric_warnings(fit, float(runs.flops.max()))
+    warnings = warnings + few_runs_warnings(runs) + one_budget_warnings(runs)
+    warnings += parametric_warnings(fit, float(runs.flops.max()))
     return fit.model_copy(update={"warnings": warnings})
+
+
+#: Runs per fitted parameter below which Approach 3's residuals say little: 5 runs interpolate the 5 constants
+#: exactly (a Huber objective of 3e-16 printed as a fit); Hoffmann et al. fit over 400 runs.
+MIN_RUNS_PER_PARAMETER = 2
+
+
+def few_runs_warnings(runs: Runs) -> list[str]:
+    """A caution when Approach 3 has fewer than MIN_RUNS_PER_PARAMETER runs per constant: with 5 runs the law
+    passes through every run, whatever the noise, and nothing in the fit shows how wrong it is."""
+    if runs.size >= MIN_RUNS_PER_PARAMETER * 5:
+        return []
+    spare = runs.size - 5
+    return [
+        f"Approach 3 fits 5 constants to {runs.size} runs ({spare} to spare): "
+        + (
+            "the law passes through every run, so its residuals show nothing"
+            if spare == 0
+            else "its residuals show little"
+        )
+        + f"; add runs (at least {MIN_RUNS_PER_PARAMETER * 5}; Hoffmann et al. 2022 fit over 400)"
+    ]
 
 
 #: Runs whose compute 6·N·D spans less than this (decades, a factor of 2) lie on one isoFLOP curve.
