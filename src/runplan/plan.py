@@ -32,6 +32,7 @@ from runplan.model import ModelShape
 from runplan.ops import Cost, Monitoring, Operations, Reliability, Schedule
 from runplan.ops.checkpoint import CheckpointPlan
 from runplan.parallel.layout import CriticalBatch, LayoutEstimate, ParallelRequest, SearchResult
+from runplan.parallel.stack import Stack
 from runplan.scaling.allocate import Allocation
 from runplan.scaling.laws import ParametricLaw
 from runplan.scaling.sweep import Sweep
@@ -434,6 +435,17 @@ def stage_step_seconds(request: Any, best: Any, schedule: Any) -> list[float]:
         ).step_seconds
         for stage in schedule.batch_stages
     ]
+
+
+def layout_memory_under(spec: PlanSpec, plan: RunPlan, stack: Stack, base_dir: str | Path = ".") -> float:
+    """Peak bytes per GPU of ``plan``'s chosen layout with another ``stack`` (an engine that cannot run part of
+    the plan's: Megatron without a module the plan recomputes), by the same memory model on a one-row grid."""
+    from runplan.parallel.search import evaluate_layout
+
+    inputs = resolve_inputs(spec, base_dir)
+    request = layout_request(spec, inputs, plan.model.shape, plan.allocation.tokens).request
+    estimate = evaluate_layout(request.model_copy(update={"stack": stack}), plan.layout.best.layout)
+    return float(estimate.memory_bytes.total)
 
 
 def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, tokens: float) -> LayoutStage:

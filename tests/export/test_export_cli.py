@@ -118,3 +118,24 @@ def test_zero2_to_megatron_counts_its_full_gradient_buffer(tmp_path, pins, code,
     result = _run(str(plan), "--to", "megatron")
     assert result.exit_code == code, result.output
     assert phrase in " ".join(result.stderr.split())
+
+
+def test_megatron_says_what_its_unrecomputed_modules_cost_in_memory():
+    """Megatron-core's TransformerEngine spec fuses a dense layer's norms into the next linear, so
+    `--recompute-modules layernorm` recomputed nothing, and the dense MLP activation has no module: the 70B
+    example, planned at 72.7 GB, needs 80.1 GB per GPU as Megatron runs it (a reviewer's pinned `parallelize`
+    with recompute none gave the same), over the 76 GB limit. The script no longer sets the no-op module and the
+    warning gives the memory; Mixtral (MoE: its pre-MLP norm is a module, no dense MLP) gets no memory line."""
+    result = _run(str(EXAMPLES / "70b-512-h100.yaml"), "--to", "megatron", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert "--recompute-modules layernorm" not in data["text"]
+    (memory,) = [w for w in data["warnings"] if w.startswith("memory: ")]
+    assert memory == (
+        "memory: without layernorm, mlp_act recomputed the layout needs 80.1 GB per GPU in Megatron, against the "
+        "plan's 72.7 GB and the limit 76 GB: over the limit: pin parallel.recompute: full, or plan with stack "
+        "preset megatron-core"
+    )
+    moe = json.loads(_run(PLAN, "--to", "megatron", "--json").stdout)
+    assert not [w for w in moe["warnings"] if w.startswith("memory: ")]
+    assert "--recompute-modules" in moe["text"] and "layernorm" in moe["text"]

@@ -22,7 +22,9 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   a warning: no CI case), or, when the stack has ``fsdp_mixed_precision``, PyTorch FSDP2
   (``--use-torch-fsdp2 --no-gradient-accumulation-fusion``, Megatron-LM's FSDP docs; not with pipelines or EP).
 * recomputation: the plan's *selective* is Megatron-core ``--recompute-modules layernorm`` (+ ``moe_act`` for
-  MoE; parallel/memory.py), *full* is ``--recompute-granularity full --recompute-method uniform
+  MoE; parallel/memory.py) where a norm is a module of its own (MoE's pre-MLP norm, MLA's input norm): the
+  TransformerEngine spec fuses a dense layer's norms into the next linear, so there the module is left out with a
+  warning, as ``mlp_act`` (no module of its own) is; *full* is ``--recompute-granularity full --recompute-method uniform
   --recompute-num-layers 1``.
 * batch: ``--micro-batch-size`` b, ``--global-batch-size`` d·b·m; the ramp as ``--rampup-batch-size <start>
   <increment> <ramp samples>``: Megatron adds ``increment`` every ``ramp samples / ((global − start) /
@@ -72,6 +74,7 @@ from runplan.export._common import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from runplan.export import ExportResult
+    from runplan.parallel.stack import Stack
     from runplan.plan import RunPlan
 
 DATA = "megatron_arguments"
@@ -579,6 +582,21 @@ def _batch_args(f: Facts, warnings: list[str]) -> list[Arg]:
     return batch + _recompute_args(f, warnings)
 
 
+def unrecomputed_modules(stack: Stack, n_experts: int, attention: str) -> list[str]:
+    """The plan's selective-recompute modules Megatron-core does not run. ``mlp_act`` and ``every_other_mm``
+    have no Megatron module ('mlp' recomputes the whole MLP). ``layernorm`` on a dense model: Megatron-core's
+    TransformerEngine layer spec (the default; gpt_layer_specs.py @ d98e8a64) fuses a dense attention layer's
+    norms into the next linear (TELayerNormColumnParallelLinear for linear_qkv and linear_fc1), leaving
+    input_layernorm and pre_mlp_layernorm IdentityOp, and transformer_layer.py recomputes 'layernorm' only for
+    a norm that is not IdentityOp (an MoE layer keeps a separate pre-MLP norm, MLA a separate input norm)."""
+    fused_norms = not n_experts and attention != "mla"
+    return [
+        m
+        for m in stack.selective_recompute
+        if m in ("mlp_act", "every_other_mm") or (m == "layernorm" and fused_norms)
+    ]
+
+
 def _recompute_args(f: Facts, warnings: list[str]) -> list[Arg]:
     """Recomputation as the stack defines it: full with its method and layer count, selective with its modules
     (Megatron-core --recompute-modules names; the dense MLP's activation alone has no module)."""
@@ -592,11 +610,17 @@ def _recompute_args(f: Facts, warnings: list[str]) -> list[Arg]:
         ]
     if f.layout.recompute != "selective":
         return []
+    unrun = unrecomputed_modules(stack, f.n_experts, f.attention)
     wanted: list[str] = [
-        m
-        for m in stack.selective_recompute
-        if m not in ("mlp_act", "every_other_mm") and (m != "moe_act" or f.n_experts)
+        m for m in stack.selective_recompute if m not in unrun and (m != "moe_act" or f.n_experts)
     ]
+    if "layernorm" in unrun:
+        warnings.append(
+            "recompute: the plan's selective mode recomputes the norm outputs; Megatron-core's TransformerEngine "
+            "layers fuse a dense model's norms into the next linear, whose weight gradient keeps the norm output, "
+            "so 'layernorm' recomputes nothing and is not set: activation memory is higher than planned (pin "
+            "parallel.recompute: full, or plan with stack preset megatron-core, whose selective is core_attn)"
+        )
     if "mlp_act" in stack.selective_recompute and not f.n_experts:
         warnings.append(
             "recompute: the plan's selective mode also recomputes the dense MLP activation; "

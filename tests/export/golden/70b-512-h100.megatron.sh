@@ -22,6 +22,7 @@
 #   qk_norm = False
 #
 # WARNINGS (what this engine cannot express as planned):
+#   - recompute: the plan's selective mode recomputes the norm outputs; Megatron-core's TransformerEngine layers fuse a dense model's norms into the next linear, whose weight gradient keeps the norm output, so 'layernorm' recomputes nothing and is not set: activation memory is higher than planned (pin parallel.recompute: full, or plan with stack preset megatron-core, whose selective is core_attn)
 #   - recompute: the plan's selective mode also recomputes the dense MLP activation; Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: activation memory is higher than planned
 #   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints, the 2 newest at multiples of 315 steps (rollback points) and every one at a multiple of 9,310 steps (milestones)
 #   - evaluation: Megatron evaluates whole global batches, so the canary's 1,024 sequences become 1 x 5,248; each evaluation costs 5.1x the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences (Megatron draws the next validation batches each time)
@@ -73,8 +74,6 @@ ARGS=(
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 5248  # d*b*m = 64*1*82 = 5,248 sequences = 21,495,808 tokens
   --rampup-batch-size 2560 2688 7324160  # exact: batch 2,560, +2,688 every 7,324,160 samples, 5,248 after 7,324,160 samples (= the plan's 1 ramp stage(s))
-  --recompute-granularity selective
-  --recompute-modules layernorm  # the stack's selective_recompute modules
   # learning rate and length
   --bf16  # bf16 compute, fp32 master weights
   --optimizer adam  # Megatron's adam is AdamW (decoupled weight decay)
