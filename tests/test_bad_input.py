@@ -422,8 +422,8 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         "par-tp-3",
         ["parallelize", "--model", "70b", "--gpus", "64", "--tp", "3"],
         {},
-        1,
-        ["divisibility", "tp=3"],
+        2,
+        ["--tp: tp=3 does not divide the 64 GPUs", "pin one of 1, 2, 4, 8"],
     ),
     (
         "par-zero-fraction",

@@ -66,3 +66,19 @@ class Infeasible(RunplanError):
         if self.suggestions:
             text += "; to make it feasible: " + "; ".join(self.suggestions)
         super().__init__(text)
+
+
+class PinConflict(Infeasible):
+    """A pinned parallel degree no layout can take, whatever the other axes (pp = 64 on 32 layers, tp not
+    dividing the heads): a bad value for this model and cluster, so bad input (exit 2, one line at the pin's
+    key or flag), though library callers that step over infeasible sizes catch it as :class:`Infeasible`."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, reason: str, *, where: str, hint: str) -> None:
+        super().__init__(reason, suggestions=[hint])
+        self.where = where
+        self.hint = hint
+
+    def as_spec_error(self) -> SpecError:
+        return SpecError(self.reason, where=self.where, hint=self.hint)

@@ -1007,7 +1007,7 @@ def _build_once(
 
     stage = allocation_stage(spec, inputs, flops, tokens)  # 1-2: compute and allocation
     planned = layout_request(spec, inputs, stage.shape, stage.allocation.tokens)
-    result = ensure_feasible(search(planned.request))
+    result = ensure_feasible(search(planned.request), planned.request)
     best = result.layouts[0]
     schedule = _schedule(spec, planned, best, stage.allocation.tokens, inputs.seq_len)
     operations = _operations(spec, inputs, stage, planned, best, schedule)

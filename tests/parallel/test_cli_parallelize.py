@@ -79,44 +79,63 @@ def test_infeasible_exits_1_with_reason():
 
 
 @pytest.mark.parametrize(
-    ("pins", "reason"),
+    ("pins", "line"),
     [
-        (["--ep", "8"], "ep=8 on a dense model"),
-        (["--pp", "1", "--vpp", "2"], "vpp=2 interleaves pipeline stages, and pp=1 has none"),
-        (["--pp", "81"], "pp=81 is more pipeline stages than the 80 layers"),
-        (["--cp", "3"], "cp=3 needs the sequence (4,096) to split into 2·cp = 6 equal chunks"),
+        (
+            ["--ep", "8"],
+            "--ep: ep=8 on a dense model: expert parallelism needs MoE layers (pin ep 1, or drop it)",
+        ),
+        (
+            ["--pp", "1", "--vpp", "2"],
+            "--vpp: vpp=2 interleaves pipeline stages, and pp=1 has none (pin pp 2 or more, or vpp 1)",
+        ),
+        (
+            ["--pp", "81"],
+            "--pp: pp=81 does not divide the 512 GPUs; pp=81 is more pipeline stages than the 80 layers (pin a "
+            "divisor of 512; pin pp ≤ 80)",
+        ),
+        (
+            ["--cp", "3"],
+            "--cp: cp=3 does not divide the 512 GPUs; cp=3 needs the sequence (4,096) to split into 2·cp = 6 "
+            "equal chunks (pin a divisor of 512; pin one of 1, 2, 4, 8, 16, 32, 64, or a sequence divisible by 6)",
+        ),
         (
             ["--tp", "8", "--pp", "8", "--dp", "16"],
-            "pinned tp·pp·dp = 8·8·16 = 1,024 does not divide 512 GPUs",
+            "--dp: pinned tp·pp·dp = 8·8·16 = 1,024 does not divide 512 GPUs (pin tp·pp·dp·cp = the job's GPUs, "
+            "or leave dp to the search)",
         ),
     ],
 )
-def test_an_infeasible_pin_is_named_with_its_rule(pins, reason):
-    # every such request said only "no layout satisfies t·p·d·c = 512 ... and the pins {...}"
+def test_a_pin_no_layout_can_take_is_bad_input_at_its_flag(pins, line):
+    """Every such request said only "no layout satisfies t·p·d·c = 512 ... and the pins {...}", then exit 1 with
+    the rule and "change the GPU count or the pins": a pin that no layout can take whatever the other axes is
+    a bad value for this model (exit 2), one line naming its flag, the rule and the values that work."""
     result = runner.invoke(app, ["parallelize", "--model", "70b", "--gpus", "512", *pins])
-    assert result.exit_code == 1
-    unfolded = " ".join(result.stderr.split())  # (folded at the terminal width)
-    assert reason in unfolded and "no layout satisfies" not in unfolded
+    assert result.exit_code == 2
+    assert result.stderr == f"runplan: error: {line}\n"
 
 
 @pytest.mark.parametrize(
-    ("pins", "reason"),
+    ("pins", "line"),
     [
-        (["--tp", "16"], "tp=16 is wider than a node of 8 GPUs (or allow it: --allow-cross-node-tp)"),
+        (
+            ["--tp", "16"],
+            "--tp: tp=16 is wider than a node of 8 GPUs (pin tp ≤ 8, or allow it: --allow-cross-node-tp)",
+        ),
         (
             ["--tp", "8", "--pp", "4", "--cp", "8", "--ep", "64"],
-            "ep=64 does not divide dp·cp = 1,024/(tp·pp) = 32",
+            "--ep: ep=64 does not divide dp·cp = 1,024/(tp·pp) = 32 (experts are spread over the data- and "
+            "context-parallel ranks) (pin one of 1, 2, 4, 8, 16, 32)",
         ),
     ],
 )
-def test_an_infeasible_moe_pin_is_named_with_its_rule(pins, reason):
+def test_a_moe_pin_no_layout_can_take_is_bad_input_at_its_flag(pins, line):
     # tp=16 said "no TP degree divides ... with tp=16" and to change the GPU count; the EP pin said only "no layout
     # satisfies t·p·d·c = 1024 ... and the pins {...}" though dp·cp = GPUs/(tp·pp) is fixed by the pins
     args = ["parallelize", "--model", "deepseek-v3", "--gpus", "1024", "--seq-len", "64k", *pins]
     result = runner.invoke(app, args)
-    assert result.exit_code == 1
-    unfolded = " ".join(result.stderr.split())
-    assert reason in unfolded and "no layout satisfies" not in unfolded and "no TP degree" not in unfolded
+    assert result.exit_code == 2
+    assert result.stderr == f"runplan: error: {line}\n"
 
 
 def test_ep_borrowed_from_dp_and_cp_is_said_so():
@@ -264,3 +283,25 @@ def test_the_deepspeed_stack_searches_no_zero_2_or_3_under_a_pipeline():
     assert {layout["zero"] for layout in json.loads(result.stdout)["layouts"]} <= {0, 1}
     pinned = runner.invoke(app, [*args, "--zero", "2"])
     assert pinned.exit_code == 0 and json.loads(pinned.stdout)["layouts"][0]["zero"] == 2
+
+
+def test_a_pinned_layout_over_memory_is_offered_only_the_single_changes_that_fit():
+    """405B TP8 PP16 DP8 at ZeRO-0 (110.8 GB): the advice was bf16 gradients (a reviewer re-ran it: 103.9 GB),
+    full recomputation and fewer stages (more memory), plus the bubble cap, which cannot rule out a pinned
+    layout; ZeRO-1, which fits, was not offered. Now each single change is evaluated and only those that fit
+    are named, with their memory (ZeRO-1 shards Adam's 12 bytes/param over DP 8: 110.8 − 41.4 + 5.2 = 74.6)."""
+    args = ["parallelize", "--model", "llama-3.1-405b", "--gpus", "1024", "--seq-len", "8192"]
+    pins = ["--tp", "8", "--pp", "16", "--dp", "8", "--cp", "1", "--zero", "0", "--mbs", "1"]
+    result = runner.invoke(
+        app, [*args, *pins, "--microbatches", "32", "--vpp", "1", "--recompute", "selective"]
+    )
+    assert result.exit_code == 1
+    text = " ".join(result.stderr.split())
+    assert text.startswith(
+        "runplan: infeasible: the pinned layout needs 110.8 GB per GPU against 76.0 GB usable"
+    )
+    assert text.endswith(
+        "to make it feasible: any one of: --zero 1 (74.6 GB), --zero 2 (62.5 GB), --recompute full (69.9 GB) "
+        "fits within 76.0 GB"
+    )
+    assert "bf16" not in text and "bubble" not in text

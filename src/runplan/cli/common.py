@@ -61,7 +61,10 @@ def fail(error: RunplanError, command: str | None = None) -> None:
     one table).
     """
     from runplan.cli.flags import with_flag
+    from runplan.errors import PinConflict
 
+    if isinstance(error, PinConflict):  # bad input: one line at the pin's flag
+        error = error.as_spec_error()
     error = with_flag(error, command)
     kind = "infeasible" if error.exit_code == 1 else "error"
     text = error.one_line()
@@ -218,8 +221,10 @@ def located(loaded: LoadedYaml, from_flags: Sequence[str] = ()) -> Iterator[None
     try:
         yield
     except RunplanError as error:
-        from runplan.errors import SpecError
+        from runplan.errors import PinConflict, SpecError
 
+        if isinstance(error, PinConflict):  # a pin of the file: bad input at its file:line
+            error = error.as_spec_error()
         if isinstance(error, SpecError):
             where = error.where or ""
             if any(where == key or where.startswith(key + ".") for key in from_flags):

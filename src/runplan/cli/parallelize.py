@@ -488,7 +488,7 @@ def _request_from_plan(
 def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibration: str = "") -> None:
     from runplan.parallel.search import ensure_feasible, search
 
-    result = ensure_feasible(search(request))
+    result = ensure_feasible(search(request), request)
     # the stack the times assume: its preset and every field that differs from runplan's default stack or from
     # the preset (a flag that sets a preset's field back to the default is shown too)
     from runplan.parallel.stack import Stack

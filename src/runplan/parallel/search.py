@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from runplan.errors import Infeasible, SpecError
+from runplan.errors import Infeasible, PinConflict, SpecError
 from runplan.parallel.batch import critical_batch
 from runplan.parallel.grid import Columns, Evaluation, LayoutGrid
 from runplan.parallel.layout import (
@@ -154,64 +154,127 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
 def _pin_conflicts(request: ParallelRequest) -> list[str]:
     """The pins that break a divisibility rule on their own (whatever the other axes), each named with its
     rule: so an infeasible pinned request says which pin to change, not only that some combination fails."""
+    return [f"{text} ({hint})" for _, text, hint in pin_conflicts(request)]
+
+
+def _valid(values: list[int]) -> str:
+    """Allowed values, the first few: '1, 2, 4, 8' or '1, 2, 3, ... 64'."""
+    return (
+        ", ".join(map(str, values))
+        if len(values) <= 8
+        else ", ".join(map(str, values[:6])) + f", ... {values[-1]}"
+    )
+
+
+def pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
+    """(axis, rule broken, fix) for each pin that no layout can take whatever the other axes."""
     shape, pins, n = request.model, request.pins, request.n_gpus
-    L, s = shape.n_layers, request.seq_len
-    out = []
+    L, s, out = shape.n_layers, request.seq_len, []
     for axis in ("tp", "pp", "dp", "cp", "ep"):
         value = getattr(pins, axis)
         if value is not None and n % value:
-            out.append(f"{axis}={value} does not divide the {n:,} GPUs")
+            out.append((axis, f"{axis}={value} does not divide the {n:,} GPUs", f"pin a divisor of {n:,}"))
     mesh = pinned_mesh_problem(pins, n)
     if not out and mesh is not None:
-        out.append(f"pinned {mesh} (tp·pp·dp·cp = the job's GPUs)")
-    if pins.tp is not None and (shape.n_heads % pins.tp or shape.n_kv_heads % pins.tp):
-        out.append(f"tp={pins.tp} does not divide the {shape.n_heads} heads and {shape.n_kv_heads} KV heads")
+        out.append(("dp", f"pinned {mesh}", "pin tp·pp·dp·cp = the job's GPUs, or leave dp to the search"))
+    heads = math.gcd(shape.n_heads, shape.n_kv_heads)
+    if pins.tp is not None and heads % pins.tp:
+        undivided = " and ".join(
+            f"{count} {name}"
+            for count, name in ((shape.n_heads, "heads"), (shape.n_kv_heads, "KV heads"))
+            if count % pins.tp
+        )
+        out.append(
+            (
+                "tp",
+                f"tp={pins.tp} does not divide the {undivided}",
+                f"pin one of {_valid(divisors(heads))}",
+            )
+        )
     elif pins.tp is not None and pins.tp > request.node_size and not request.constraints.allow_cross_node_tp:
         out.append(
-            f"tp={pins.tp} is wider than a node of {request.node_size} GPUs (or allow it: "
-            "constraints.allow_cross_node_tp)"
+            (
+                "tp",
+                f"tp={pins.tp} is wider than a node of {request.node_size} GPUs",
+                f"pin tp ≤ {request.node_size}, or allow it: constraints.allow_cross_node_tp",
+            )
         )
     if pins.pp is not None and pins.pp > L:
-        out.append(f"pp={pins.pp} is more pipeline stages than the {L} layers")
+        out.append(("pp", f"pp={pins.pp} is more pipeline stages than the {L} layers", f"pin pp ≤ {L}"))
     elif pins.pp is not None and L % pins.pp and not request.constraints.allow_uneven_pipeline:
         out.append(
-            f"pp={pins.pp} does not divide the {L} layers (or allow uneven stages: "
-            "constraints.allow_uneven_pipeline)"
+            (
+                "pp",
+                f"pp={pins.pp} does not divide the {L} layers",
+                f"pin one of {_valid(divisors(L))}, or allow uneven stages: constraints.allow_uneven_pipeline",
+            )
         )
     if pins.vpp is not None and pins.vpp > 1 and pins.pp == 1:
         out.append(
-            f"vpp={pins.vpp} interleaves pipeline stages, and pp=1 has none (pin pp 2 or more, or vpp 1)"
+            (
+                "vpp",
+                f"vpp={pins.vpp} interleaves pipeline stages, and pp=1 has none",
+                "pin pp 2 or more, or vpp 1",
+            )
         )
     elif pins.vpp is not None and pins.pp is not None and pins.pp > 1 and -(-L // pins.pp) % pins.vpp:
-        out.append(f"vpp={pins.vpp} does not divide the {-(-L // pins.pp)} layers of a stage at pp={pins.pp}")
+        stage = -(-L // pins.pp)
+        out.append(
+            (
+                "vpp",
+                f"vpp={pins.vpp} does not divide the {stage} layers of a stage at pp={pins.pp}",
+                f"pin one of {_valid(divisors(stage))}",
+            )
+        )
     if pins.cp is not None and pins.cp > 1 and s % (2 * pins.cp):
-        out.append(f"cp={pins.cp} needs the sequence ({s:,}) to split into 2·cp = {2 * pins.cp} equal chunks")
-    if pins.ep is not None and pins.ep > 1 and not shape.is_moe:
+        chunks = [c for c in divisors(s // 2) if c <= 64] if s % 2 == 0 else [1]
         out.append(
-            f"ep={pins.ep} on a dense model: expert parallelism needs MoE layers (pin ep 1, or drop it)"
+            (
+                "cp",
+                f"cp={pins.cp} needs the sequence ({s:,}) to split into 2·cp = {2 * pins.cp} equal chunks",
+                f"pin one of {_valid(chunks)}, or a sequence divisible by {2 * pins.cp}",
+            )
         )
-    elif pins.ep is not None and shape.is_moe and shape.n_experts % pins.ep:
-        out.append(f"ep={pins.ep} does not divide the {shape.n_experts} experts")
-    elif (
-        pins.ep is not None and pins.dp is not None and pins.cp is not None and (pins.dp * pins.cp) % pins.ep
-    ):
-        out.append(
-            f"ep={pins.ep} does not divide dp·cp = {pins.dp}·{pins.cp} = {pins.dp * pins.cp} (experts are spread "
-            "over the data- and context-parallel ranks)"
-        )
-    elif (
-        pins.ep is not None
-        and pins.tp is not None
-        and pins.pp is not None
-        and n % (pins.tp * pins.pp) == 0
-        and (n // (pins.tp * pins.pp)) % pins.ep
-    ):
-        # dp·cp = GPUs / (tp·pp) whatever the split between them
-        out.append(
-            f"ep={pins.ep} does not divide dp·cp = {n:,}/(tp·pp) = {n // (pins.tp * pins.pp):,} (experts are spread "
-            "over the data- and context-parallel ranks)"
-        )
+    out += _expert_pin_conflicts(request)
     return out
+
+
+def _expert_pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
+    """:func:`pin_conflicts` of the ep pin: experts are spread over the data- and context-parallel ranks."""
+    shape, pins, n = request.model, request.pins, request.n_gpus
+    if pins.ep is None:
+        return []
+    if pins.ep > 1 and not shape.is_moe:
+        return [
+            (
+                "ep",
+                f"ep={pins.ep} on a dense model: expert parallelism needs MoE layers",
+                "pin ep 1, or drop it",
+            )
+        ]
+    if shape.is_moe and shape.n_experts % pins.ep:
+        return [
+            (
+                "ep",
+                f"ep={pins.ep} does not divide the {shape.n_experts} experts",
+                f"pin one of {_valid(divisors(shape.n_experts))}",
+            )
+        ]
+    ranks = None
+    if pins.dp is not None and pins.cp is not None:
+        ranks, how = pins.dp * pins.cp, f"dp·cp = {pins.dp}·{pins.cp}"
+    elif pins.tp is not None and pins.pp is not None and n % (pins.tp * pins.pp) == 0:
+        ranks, how = n // (pins.tp * pins.pp), f"dp·cp = {n:,}/(tp·pp)"  # whatever the split between them
+    if ranks is None or ranks % pins.ep == 0:
+        return []
+    return [
+        (
+            "ep",
+            f"ep={pins.ep} does not divide {how} = {ranks:,} (experts are spread over the data- and "
+            "context-parallel ranks)",
+            f"pin one of {_valid([e for e in divisors(ranks) if shape.n_experts % e == 0])}",
+        )
+    ]
 
 
 def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
@@ -757,6 +820,10 @@ def _suggestions(
     as plan-file paths (``parallel.zero=3``); the CLI shows them as the flags or keys its user types
     (:func:`runplan.cli.flags.paths_for_user`)."""
     out: list[str] = []
+    if (
+        len(grid) == 1 and not ok["memory"][0]
+    ):  # one layout: only memory rules it out (bubble, batch: warnings)
+        return _one_layout_memory_fixes(request, grid, ev, bounds.memory_limit_bytes)
     if not ok["memory"].any():
         memory_tips, only_gpus_help = _memory_suggestions(request, ev, bounds.memory_limit_bytes)
         out += memory_tips
@@ -797,6 +864,45 @@ def _largest_memory_term(breakdown: dict[str, float]) -> tuple[str, float]:
     terms = {k: v for k, v in breakdown.items() if k != "total"}
     name = max(terms, key=lambda k: terms[k])
     return name, terms[name]
+
+
+def _one_layout_memory_fixes(
+    request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, limit: float
+) -> list[str]:
+    """For one layout over the memory limit (a fully pinned request): each single change of a pin or of the
+    gradient dtype, evaluated by the same model, that makes it fit, with its memory; where none does alone, the
+    general advice (:func:`_memory_suggestions`). Offering only what was checked: a reviewer's 405B at ZeRO-0
+    was told to try bf16 gradients (still 104 GB) and fewer stages (more memory), not ZeRO-1 (74.6 GB)."""
+    layout = grid.row(0)
+    staged = (
+        layout.pp > 1 and not request.stack.fsdp_mixed_precision
+    )  # (ZeRO-3 under stages: the whole stage)
+    stages = request.stack.zero_stages or (0, 1, 2, 3)
+    zeros = [z for z in stages if z > layout.zero and (z < 3 or not staged)]
+    changes: list[tuple[str, ParallelRequest, Layout]] = [
+        (f"parallel.zero={z}", request, layout.model_copy(update={"zero": z})) for z in zeros
+    ]
+    order = ["none", "selective", "full"]
+    for level in order[order.index(layout.recompute) + 1 :]:
+        changes.append(
+            (f"parallel.recompute={level}", request, layout.model_copy(update={"recompute": level}))
+        )
+    if layout.micro_batch > 1:  # the same global batch in more micro-batches of one sequence
+        smaller = {"micro_batch": 1, "microbatches": layout.microbatches * layout.micro_batch}
+        changes.append(("parallel.micro_batch=1", request, layout.model_copy(update=smaller)))
+    if request.stack.gradient_bytes == 4:
+        bf16 = request.model_copy(
+            update={"stack": request.stack.model_copy(update={"gradient_dtype": "bf16"})}
+        )
+        changes.append(("stack.gradient_dtype=bf16", bf16, layout))
+    fits = []
+    for name, changed_request, changed in changes:
+        total = float(evaluate(changed_request, LayoutGrid.of([changed])).memory.total[0])
+        if total <= limit:
+            fits.append(f"{name} ({total / 1e9:.1f} GB)")
+    if fits:
+        return ["any one of: " + ", ".join(fits) + f" fits within {limit / 1e9:.1f} GB"]
+    return _memory_suggestions(request, ev, limit)[0]
 
 
 def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) -> tuple[list[str], bool]:
@@ -922,10 +1028,21 @@ def _batch_steps(batches: np.ndarray, bounds: _Bounds, whose: str) -> str:
     )
 
 
-def ensure_feasible(result: SearchResult) -> SearchResult:
-    """Return ``result`` if any layout is feasible, else raise Infeasible naming the constraint."""
+def ensure_feasible(result: SearchResult, request: ParallelRequest | None = None) -> SearchResult:
+    """Return ``result`` if any layout is feasible, else raise Infeasible naming the constraint: a
+    :class:`PinConflict` (bad input) when no layout passed the divisibility rules because of a pin of
+    ``request`` that no layout can take, whatever the other axes."""
     if result.feasible:
         return result
+    conflicts = pin_conflicts(request) if request is not None and not result.candidates else []
+    if conflicts:  # one line at the first pin's key: its rules and their fixes together, then other pins'
+        axis = conflicts[0][0]
+        mine = [c for c in conflicts if c[0] == axis]
+        others = "; ".join(f"{t} ({h})" for a, t, h in conflicts if a != axis)
+        text = "; ".join(t for _, t, _ in mine) + (f"; also {others}" if others else "")
+        raise PinConflict(
+            text, where=f"parallel.{axis}", hint="; ".join(dict.fromkeys(h for _, _, h in mine))
+        )
     if not result.candidates:
         raise Infeasible(
             "no layout passes the divisibility rules: " + "; ".join(result.suggestions),
