@@ -538,7 +538,8 @@ def _render(
         f"sequence {result.seq_len}"
     )
     out.print(
-        f"{result.candidates:,} layouts evaluated ({result.space_size:,} counting every micro-batch count), "
+        f"{result.candidates:,} layout{'s' if result.candidates != 1 else ''} evaluated "
+        f"({result.space_size:,} counting every micro-batch count), "
         f"{result.feasible:,} feasible, in {result.search_seconds * 1e3:.0f} ms"
     )
     if calibration:

@@ -894,7 +894,7 @@ def _one_layout_memory_fixes(
         bf16 = request.model_copy(
             update={"stack": request.stack.model_copy(update={"gradient_dtype": "bf16"})}
         )
-        changes.append(("stack.gradient_dtype=bf16", bf16, layout))
+        changes.append(("bf16 gradients (stack.gradient_dtype)", bf16, layout))
     fits = []
     for name, changed_request, changed in changes:
         total = float(evaluate(changed_request, LayoutGrid.of([changed])).memory.total[0])
