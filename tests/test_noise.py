@@ -23,8 +23,15 @@ def _plan(path: Path):
     return build_plan(load_plan_text(path.read_text(), str(path)), path.parent)
 
 
-def test_a_plan_carries_no_sweep_note_it_cannot_act_on():
-    plan = _plan(EXAMPLES / "70b-512-h100.yaml")
+def _one_budget_plan(tmp_path: Path):
+    """The 70B example with a one-budget proxy sweep (the default is three budgets)."""
+    path = tmp_path / "one.yaml"
+    path.write_text((EXAMPLES / "70b-512-h100.yaml").read_text() + "sweep: {budgets: 1}\n")
+    return _plan(path)
+
+
+def test_a_plan_carries_no_sweep_note_it_cannot_act_on(tmp_path):
+    plan = _one_budget_plan(tmp_path)
     # the plan's sweep keeps the suggestion, worded with the plan key (not `runplan sweep --budgets`) ...
     assert any("sweep: {budgets: 3} in the plan file" in w for w in plan.sweep.warnings)
     assert not any("--budgets" in w for w in plan.sweep.warnings)
@@ -32,12 +39,12 @@ def test_a_plan_carries_no_sweep_note_it_cannot_act_on():
     assert not any("budgets" in w for w in plan.warnings)
 
 
-def test_the_sweep_note_filter_is_structured_not_a_text_match():
+def test_the_sweep_note_filter_is_structured_not_a_text_match(tmp_path):
     """Sweep.plan_warnings drops exactly the notes flag_notes makes (one budget, with and without WSD) and
     keeps every other caution, whatever its words."""
     from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes
 
-    plan = _plan(EXAMPLES / "70b-512-h100.yaml")
+    plan = _one_budget_plan(tmp_path)
     sweep = plan.sweep.model_copy(update={"warnings": [*plan.sweep.warnings, "a caution about budgets 3"]})
     assert len(flag_notes(True, 1)) == 2 and len(flag_notes(False, 1)) == 1 and flag_notes(True, 3) == []
     suggestions = flag_notes(sweep.wsd, 1) + flag_notes(sweep.wsd, 1, PLAN_BUDGETS)
@@ -102,7 +109,8 @@ def test_a_plan_sets_its_sweep_and_names_the_key_that_acts_on_a_note(tmp_path):
     base = "schema_version: 1\nbudget: {flops: 2e23}\ncluster: {gpu: h100-sxm, gpus: 512}\n"
     three = build_plan(load_plan_text(base + "sweep: {budgets: 3, sizes: 5}\n", "p.yaml"), tmp_path)
     assert len(three.sweep.budgets) == 3 and len(three.sweep.runs) == 15
-    one = build_plan(load_plan_text(base, "p.yaml"), tmp_path)
+    assert len(build_plan(load_plan_text(base, "p.yaml"), tmp_path).sweep.budgets) == 3  # the default
+    one = build_plan(load_plan_text(base + "sweep: {budgets: 1}\n", "p.yaml"), tmp_path)
     assert len(one.sweep.budgets) == 1 and not any("budgets" in w for w in one.warnings)
     from runplan.report.markdown import render_markdown
 

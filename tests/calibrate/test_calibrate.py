@@ -730,7 +730,7 @@ def test_output_over_the_measured_file_is_refused(tmp_path):
         # TP 16 does not divide the 8 KV heads: found by the search, still at the run's line, the rule named
         (
             ("tp: 4, pp: 4, dp: 4", "tp: 16, pp: 4, dp: 1"),
-            "tp=16 does not divide the 64 heads and 8 KV heads",
+            "tp=16 does not divide the 8 KV heads (pin one of 1, 2, 4, 8)",
         ),
     ],
 )
