@@ -233,9 +233,10 @@ def test_monitoring_numbers_of_the_405b_example_by_hand():
     assert (m.canary_window_steps, m.canary_window_evaluations) == (500, 5)
     # spike recovery 200 steps × 16,777,216 = 3,355,443,200 tokens
     assert m.spike_recovery_tokens == 3_355_443_200
-    # PaLM §5.1: margin 100, skip 200-500 batches; redo ≤ 100 + 200 + 306 = 606 steps
+    # PaLM §5.1: margin 100, skip 200-500 batches; redo ≤ 100 + 200 + 306 − 1 = 605 steps (the newest checkpoint
+    # at or before s − 100, one every 306 steps, is at most 305 steps older)
     assert m.rollback_margin_steps == 100 and (m.skip_batches_min, m.skip_batches_max) == (200, 500)
-    assert m.rollback_max_redo_steps == 606
+    assert m.rollback_max_redo_steps == 605
     assert m.skip_tokens_max == 500 * 16_777_216  # 8,388,608,000
     assert "a planning choice" in m.notes["grad_norm_factor"]
     assert MonitoringSpec().spike_recovery_fraction == 0.05

@@ -271,8 +271,8 @@ def _rollback_reach(request: MonitoringRequest) -> tuple[int, Reasoned[int], Rea
 
     A rollback needs a checkpoint ≥ margin + detection steps before it is declared: the rolling generations
     reach that far when there are ⌈(margin + detection) / interval⌉ + 1 of them; otherwise the checkpoint
-    plan's rollback points (when given) set the spacing. The newest such checkpoint is up to one spacing
-    older still, so a rollback redoes at most margin + detection + spacing steps.
+    plan's rollback points (when given) set the spacing. The newest such checkpoint is up to spacing − 1 steps
+    older still (one lies in every spacing steps), so a rollback redoes at most margin + detection + spacing − 1.
     """
     spec, k = request.spec, request.checkpoint_interval_steps
     margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
@@ -285,10 +285,10 @@ def _rollback_reach(request: MonitoringRequest) -> tuple[int, Reasoned[int], Rea
         if spacing == k
         else f"rollback-point spacing {spacing:,} (rolling generations too short)"
     )
-    max_redo = margin + detect + spacing
+    max_redo = margin + detect + spacing - 1
     return (
         spacing,
-        Reasoned(max_redo, f"margin {margin} + detection {detect} + {how} = {max_redo:,} steps"),
+        Reasoned(max_redo, f"margin {margin} + detection {detect} + {how} − 1 = {max_redo:,} steps"),
         Reasoned(
             required,
             f"⌈(margin {margin} + detection {detect}) / interval {k:,}⌉ + 1 = {required} generations",
@@ -357,7 +357,7 @@ def _rollback_procedure(request: MonitoringRequest, spacing: int, lo: int, hi: i
     """The rollback recipe (PaLM §5.1) in this run's steps and tokens."""
     spec, tps, step_s = request.spec, request.tokens_per_step, request.step_seconds
     margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
-    min_redo, max_redo = margin + detect, margin + detect + spacing
+    min_redo, max_redo = margin + detect, margin + detect + spacing - 1
     return [
         f"let s be the step where the spike began; divergence is declared at s + {detect}",
         f"stop the job; pick the newest validated checkpoint at a step ≤ s − {margin} (one every "

@@ -479,7 +479,8 @@ def _too_deep(runs: list[SweepRun], vocab_size: int) -> list[str]:
     return [
         f"{len(narrow)} proxy shape(s) far narrower than the shapes Kaplan et al. 2020 compared (d_model / layers "
         f"< {MIN_PROXY_ASPECT:g}, their Fig. 5 spans about 20-200: {shapes}): the {vocab_size:,}-token embedding "
-        "takes much of their count; a smaller proxy vocabulary (--vocab-size) or larger budgets avoid them"
+        "takes much of their count; a smaller proxy vocabulary (`runplan sweep --vocab-size`) or larger budgets "
+        "avoid them"
     ]
 
 
