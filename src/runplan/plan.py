@@ -1046,7 +1046,10 @@ def _batch_warnings(planned: LayoutStage, best: LayoutEstimate) -> list[str]:
     seq_len = best.global_batch_tokens // (best.dp * best.micro_batch * best.microbatches)
     sequences = target / seq_len
     if sequences != int(sequences):
-        fix = f"it is {sequences:.7g} sequences of {seq_len:,} tokens, so no layout runs it exactly"
+        fix = (
+            f"it is {sequences:.7g} sequences of {seq_len:,} tokens, so no layout runs it exactly; set "
+            f"schedule.global_batch_tokens to {best.global_batch_tokens:,} (what this layout runs) to plan without this"
+        )
     elif int(sequences) % best.dp:
         fix = f"its {int(sequences):,} sequences do not divide by this layout's DP {best.dp}"
     else:
