@@ -175,8 +175,10 @@ def pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
         if value is not None and n % value:
             out.append((axis, f"{axis}={value} does not divide the {n:,} GPUs", f"pin a divisor of {n:,}"))
     mesh = pinned_mesh_problem(pins, n)
-    if not out and mesh is not None:
-        out.append(("dp", f"pinned {mesh}", "pin tp·pp·dp·cp = the job's GPUs, or leave dp to the search"))
+    if not out and mesh is not None:  # at the last pinned factor of the product (dp, where it is pinned)
+        axis = next(a for a in ("dp", "cp", "pp", "tp") if getattr(pins, a) is not None)
+        leave = ", or leave dp to the search" if axis == "dp" else ""
+        out.append((axis, f"pinned {mesh}", f"pin tp·pp·dp·cp = the job's GPUs{leave}"))
     heads = math.gcd(shape.n_heads, shape.n_kv_heads)
     if pins.tp is not None and heads % pins.tp:
         undivided = " and ".join(
