@@ -33,6 +33,21 @@ def test_diff_lists_changed_inputs_and_headline_numbers():
     assert "inputs: the same" in run("diff", str(a), str(a)).stdout
 
 
+def test_diff_headlines_the_model_trained_beside_the_laws_n(tmp_path):
+    """A days budget on 256 and on 512 H100: diff headlined only allocation.params, the law's N (54.77 B), where
+    whatif and the summary give the model trained (54.91 B, the architect's rung): both now, one after the other."""
+    first = tmp_path / "a.yaml"
+    first.write_text(run("init", "--days", "30", "--gpus", "256").stdout)
+    second = tmp_path / "b.yaml"
+    second.write_text(first.read_text().replace("gpus: 256", "gpus: 512"))
+    headline = json.loads(run("diff", str(first), str(second), "--json").stdout)["headline"]
+    paths = [c["path"] for c in headline]
+    assert paths.index("model.total_params") == paths.index("allocation.params") + 1
+    trained = headline[paths.index("model.total_params")]
+    plan = json.loads(run("plan", str(first), "-f", "json").stdout)
+    assert trained["old"] == plan["model"]["total_params"] != plan["allocation"]["params"]
+
+
 def test_whatif_gives_one_row_per_cluster_size():
     result = run("whatif", str(EXAMPLES / "70b-512-h100.yaml"), "--gpus", "256,512,1024", "--json")
     assert result.exit_code == 0, result.output

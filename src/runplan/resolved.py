@@ -66,6 +66,7 @@ HEADLINE_PATHS = (
     "cost.main.gpu_hours",
     "cost.main.gpus",
     "allocation.params",
+    "model.total_params",  # the model trained (the summary's count): the law's N above differs by up to 7.5%
     "allocation.tokens",
     "allocation.loss",
     "layout.best.mfu",
