@@ -75,3 +75,30 @@ def test_plan_comparison_reads_the_logs_global_batch(logs):
     planned = best.dp * best.micro_batch * best.microbatches
     warnings = compare(log, plan)["warnings"]
     assert warnings[0].startswith(f"the log's global batch is 2,048 sequences, the plan's {planned:,}")
+
+
+def test_an_infeasible_plan_still_gives_its_thresholds_and_the_log_is_read(logs, tmp_path):
+    """BLOOM's spike log with a plan that no layout fits now (176B on 8 A100s) stopped the monitor with the
+    planner's answer (exit 1) while the run it watches is under way: the log is read with the plan file's own
+    `monitoring:` thresholds (grad_norm_factor 20: the alert moves to step 31,218, 145.1 / 4.87 = 29.8x, as a
+    reviewer found with a feasible plan), without predictions, and a warning says why."""
+    from typer.testing import CliRunner
+
+    from runplan.cli.app import app
+
+    plan = tmp_path / "bloom8.yaml"
+    plan.write_text(
+        "schema_version: 1\nname: bloom8\nmodel:\n  shape: {n_layers: 70, d_model: 14336, n_heads: 112, "
+        "n_kv_heads: 112, head_dim: 128, ffn_hidden: 57344, mlp: gelu, vocab_size: 250880, tied_embeddings: true, "
+        "norm: layernorm, linear_bias: true}\nbudget: {tokens: 4.8e11}\ntraining: {seq_len: 2048}\n"
+        "cluster: {gpu: a100-80gb, gpus: 8}\nmonitoring: {grad_norm_factor: 20}\n"
+    )
+    log = logs / "bigscience" / "tr11-176B-ml.spike-31214.log"
+    result = CliRunner().invoke(app, ["monitor", str(log), "--plan", str(plan), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "is infeasible as runplan plans it now" in " ".join(result.stderr.split())
+    import json
+
+    data = json.loads(result.stdout)
+    alert = next(e for e in data["events"] if e["kind"] == "grad_norm_alert")
+    assert alert["start_step"] == 31218 and data["vs_plan"] is None

@@ -74,9 +74,19 @@ def _setup(plan_path: Path | None, interval: int | None) -> tuple[Any, Any, int 
 
     if plan_path is None:
         return Thresholds(), None, interval
-    from runplan.cli.common import plan_from_file
+    from runplan.cli.common import load_plan_file, plan_from_file, warn
+    from runplan.errors import Infeasible
 
-    _, _, plan = plan_from_file(plan_path)
+    try:
+        _, _, plan = plan_from_file(plan_path)
+    except Infeasible as error:  # the run is under way whatever the planner says now: read the log anyway
+        _, spec = load_plan_file(plan_path)
+        warn(
+            f"--plan: {plan_path} is infeasible as runplan plans it now ({error.reason.split('; nearest misses')[0]}); "
+            "the log is read with "
+            "its monitoring: thresholds, without its predictions and checkpoints"
+        )
+        return from_plan(spec.monitoring), None, interval
     return from_plan(plan.monitoring), plan, interval
 
 

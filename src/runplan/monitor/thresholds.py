@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runplan.ops.monitoring import Monitoring
+    from runplan.ops.monitoring import Monitoring, MonitoringSpec
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,9 @@ class Thresholds:
     source: str = "defaults"
 
 
-def from_plan(monitoring: Monitoring) -> Thresholds:
-    """Thresholds from a plan's monitoring section (the numbers the plan printed for this run)."""
+def from_plan(monitoring: Monitoring | MonitoringSpec) -> Thresholds:
+    """Thresholds from a plan's monitoring section (the numbers the plan printed for this run), or from a plan
+    file's ``monitoring:`` keys where the plan cannot be built (the same names)."""
     return Thresholds(
         grad_norm_factor=monitoring.grad_norm_factor,
         grad_norm_window_steps=monitoring.grad_norm_window_steps,
