@@ -226,7 +226,8 @@ def test_one_json_line_at_the_top_of_a_text_log_does_not_make_it_jsonl(tmp_path)
     assert log.steps.tolist() == [1, 2, 3, 4, 5]
 
 
-# 4. an infeasible --plan names plan keys, as `runplan plan` does, not flags monitor does not have
+# 4. an infeasible --plan is said in plan keys, as `runplan plan` says it, not flags monitor does not have; the
+# log is still read (the run is under way whatever the planner says now)
 
 INFEASIBLE_PLAN = """\
 schema_version: 1
@@ -246,19 +247,22 @@ parallel:
 """
 
 
-def test_infeasible_plan_fixes_are_plan_keys_as_in_runplan_plan(tmp_path):
+def test_an_infeasible_plan_is_said_in_a_warning_and_the_log_is_read(tmp_path):
     plan = tmp_path / "pinned.yaml"
     plan.write_text(INFEASIBLE_PLAN)
     log = tmp_path / "run.log"
     log.write_text("\n".join(_megatron(s) for s in range(1, 9)) + "\n")
     result = _monitor([str(log), "--plan", str(plan)], columns=80)
     planned = CliRunner().invoke(app, ["plan", str(plan)], env={"COLUMNS": "80", "NO_COLOR": "1"})
-    assert result.exit_code == 1 and planned.exit_code == 1
-    assert result.stderr == planned.stderr  # the same answer, worded for a plan file
-    unfolded = " ".join(result.stderr.split())
-    assert "(parallel.zero: 3)" in unfolded
-    assert "unpin parallel.tp, parallel.pp, parallel.zero" in unfolded
-    assert "--zero" not in unfolded and "--tp" not in unfolded
+    assert result.exit_code == 0 and planned.exit_code == 1
+    warning = " ".join(result.stderr.split())
+    reason = "every one of the 120 candidates breaks the memory constraint"
+    assert reason in " ".join(planned.stderr.split())  # the planner's answer, said in the warning
+    assert (
+        f"is infeasible as runplan plans it now ({reason}); the log is read with its monitoring:" in warning
+    )
+    assert "--zero" not in warning and "--tp" not in warning
+    assert "verdict:" in result.stdout  # the log was read
 
 
 # 5. 80 columns: notes fold under their "note:", events at a narrow width are name-value lines

@@ -80,9 +80,12 @@ def _setup(plan_path: Path | None, interval: int | None) -> tuple[Any, Any, int 
     try:
         _, _, plan = plan_from_file(plan_path)
     except Infeasible as error:  # the run is under way whatever the planner says now: read the log anyway
+        from runplan.cli.flags import paths_for_user
+
         _, spec = load_plan_file(plan_path)
+        reason = paths_for_user(error.reason.split("; nearest misses")[0], "monitor")  # plan keys, not flags
         warn(
-            f"--plan: {plan_path} is infeasible as runplan plans it now ({error.reason.split('; nearest misses')[0]}); "
+            f"--plan: {plan_path} is infeasible as runplan plans it now ({reason}); "
             "the log is read with "
             "its monitoring: thresholds, without its predictions and checkpoints"
         )
