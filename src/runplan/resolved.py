@@ -43,7 +43,7 @@ def input_changes(resolved: dict[str, Any], plan: RunPlan) -> list[Change] | Non
     recorded = resolved.get("inputs")
     if not isinstance(recorded, dict):
         return None
-    return diff_changes(recorded, plan.model_dump(mode="json")["inputs"], rtol=1e-12)
+    return diff_changes(recorded, plan.inputs, rtol=1e-12)  # (RunPlan.inputs is already the JSON form)
 
 
 def resolved_document(raw_inputs: dict[str, Any], plan: RunPlan) -> str:

@@ -11,15 +11,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json, warn
-
-if TYPE_CHECKING:
-    from runplan.plan import RunPlan
-    from runplan.spec import PlanSpec
 
 TO_HELP = (
     "Engine to export to: megatron (bash launch script), torchtitan (0.2.x TOML), deepspeed (ds_config JSON)."
@@ -74,7 +69,9 @@ def export_command(
     ):  # an engine's refusal names the plan's key (stack.fp8_recipe) at file:line, not a flag
         result = export_plan(plan, target)
     if target == "megatron":
-        warning = _megatron_recompute_memory(spec, plan, plan_file.resolve().parent)
+        from runplan.export.megatron import memory_as_megatron_runs_it
+
+        warning = memory_as_megatron_runs_it(spec, plan, plan_file.resolve().parent)
         if warning:
             result = result.model_copy(update={"warnings": [*result.warnings, warning]})
 
@@ -89,41 +86,6 @@ def export_command(
     written = write_output(result.text, path, "--output", not_over=plan_file, executable=target == "megatron")
     _warn(result.warnings, target)
     print(f"runplan: wrote {written} ({target}, {len(result.warnings)} warning(s))", file=sys.stderr)
-
-
-def _megatron_recompute_memory(spec: PlanSpec, plan: RunPlan, base_dir: Path) -> str | None:
-    """Where Megatron-core cannot recompute a module the plan's selective recomputation counts on
-    (:func:`runplan.export.megatron.unrecomputed_modules`), the memory of the plan's layout without it, against
-    the plan's and the limit: a reviewer's 70B export planned at 72.7 GB needs 80.1 GB in Megatron (limit 76)."""
-    from runplan.export.megatron import unrecomputed_modules
-    from runplan.plan import layout_memory_under
-    from runplan.units import format_bytes
-
-    best = plan.layout.best
-    shape = plan.model.shape
-    if best.recompute != "selective":
-        return None
-    unrun = unrecomputed_modules(spec.stack, shape.n_experts, shape.attention)
-    if not unrun:
-        return None
-    kept = tuple(m for m in spec.stack.selective_recompute if m not in unrun)
-    stack = spec.stack.model_copy(update={"selective_recompute": kept})
-    needed = layout_memory_under(spec, plan, stack, base_dir)
-    if needed <= float(best.memory_bytes.total) * (
-        1.0 + 1e-9
-    ):  # (an MoE model's dense-MLP module: no layer has one)
-        return None
-    limit = float(best.memory_limit_bytes)
-    verdict = (
-        "within the limit"
-        if needed <= limit
-        else "over the limit: pin parallel.recompute: full, or plan with stack preset megatron-core"
-    )
-    return (
-        f"memory: without {', '.join(unrun)} recomputed the layout needs {format_bytes(needed)} per GPU in "
-        f"Megatron, against the plan's {format_bytes(float(best.memory_bytes.total))} and the limit "
-        f"{format_bytes(limit)}: {verdict}"
-    )
 
 
 def _warn(warnings: list[str], target: str) -> None:

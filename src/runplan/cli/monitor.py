@@ -85,9 +85,8 @@ def _setup(plan_path: Path | None, interval: int | None) -> tuple[Any, Any, int 
         _, spec = load_plan_file(plan_path)
         reason = paths_for_user(error.reason.split("; nearest misses")[0], "monitor")  # plan keys, not flags
         warn(
-            f"--plan: {plan_path} is infeasible as runplan plans it now ({reason}); "
-            "the log is read with "
-            "its monitoring: thresholds, without its predictions and checkpoints"
+            f"--plan: {plan_path} is infeasible as runplan plans it now ({reason}); the log is read with its "
+            "monitoring: thresholds, without its predictions and checkpoints"
         )
         return from_plan(spec.monitoring), None, interval
     return from_plan(plan.monitoring), plan, interval

@@ -73,9 +73,12 @@ from runplan.export._common import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     from runplan.export import ExportResult
     from runplan.parallel.stack import Stack
     from runplan.plan import RunPlan
+    from runplan.spec import PlanSpec
 
 DATA = "megatron_arguments"
 _WSD_STYLE = {"1-sqrt": "minus_sqrt", "linear": "linear", "cosine": "cosine"}
@@ -595,6 +598,39 @@ def unrecomputed_modules(stack: Stack, n_experts: int, attention: str) -> list[s
         for m in stack.selective_recompute
         if m in ("mlp_act", "every_other_mm") or (m == "layernorm" and fused_norms)
     ]
+
+
+def memory_as_megatron_runs_it(spec: PlanSpec, plan: RunPlan, base_dir: Path) -> str | None:
+    """Where Megatron-core cannot recompute a module the plan's selective recomputation counts on
+    (:func:`unrecomputed_modules`), the memory of the plan's layout without it, against
+    the plan's and the limit: a reviewer's 70B export planned at 72.7 GB needs 80.1 GB in Megatron (limit 76)."""
+    from runplan.plan import layout_memory_under
+    from runplan.units import format_bytes
+
+    best = plan.layout.best
+    shape = plan.model.shape
+    if best.recompute != "selective":
+        return None
+    unrun = unrecomputed_modules(spec.stack, shape.n_experts, shape.attention)
+    if not unrun:
+        return None
+    kept = tuple(m for m in spec.stack.selective_recompute if m not in unrun)
+    stack = spec.stack.model_copy(update={"selective_recompute": kept})
+    needed = layout_memory_under(spec, plan, stack, base_dir)
+    # nothing lost (an MoE model's dense-MLP module: no layer has one)
+    if needed <= float(best.memory_bytes.total) * (1.0 + 1e-9):
+        return None
+    limit = float(best.memory_limit_bytes)
+    verdict = (
+        "within the limit"
+        if needed <= limit
+        else "over the limit: pin parallel.recompute: full, or plan with stack preset megatron-core"
+    )
+    return (
+        f"memory: without {', '.join(unrun)} recomputed the layout needs {format_bytes(needed)} per GPU in "
+        f"Megatron, against the plan's {format_bytes(float(best.memory_bytes.total))} and the limit "
+        f"{format_bytes(limit)}: {verdict}"
+    )
 
 
 def _recompute_args(f: Facts, warnings: list[str]) -> list[Arg]:
