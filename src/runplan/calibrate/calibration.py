@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 SHIPPED_NAME = "runplan/configs/calibration.yaml"
 
 
+#: GPU architectures with constants of their own (:func:`gpu_family`; timing's FlashAttention-2 rates): the
+#: families a calibration file holds and `runplan calibrate` fits.
+FITTABLE_FAMILIES = ("ampere", "hopper")
+
+
 def gpu_family(gpu: GpuSpec) -> str:
     """'ampere' for an Ampere GPU (the catalog field ``family``), 'hopper' otherwise (other GPUs have no published
     runs: Hopper's constants are assumed for them, docs/validation.md says so)."""
@@ -237,9 +242,16 @@ def _fit_bound_message(error: Any) -> str | None:
         "greater_than",
     ):
         return None
-    value = error.get("input")
+    return _outside_fit_bounds(constant, error.get("input"))
+
+
+def _outside_fit_bounds(constant: Any, value: Any) -> str:
+    """The one wording of a fitted constant outside the bounds `runplan calibrate` fits it in."""
     shown = f"{value:g}" if isinstance(value, int | float) else repr(value)
-    return f"{name} = {shown} is outside [{constant.low:g}, {constant.high:g}], the range `runplan calibrate` fits it in"
+    return (
+        f"{constant.name} = {shown} is outside [{constant.low:g}, {constant.high:g}], the range `runplan "
+        "calibrate` fits it in"
+    )
 
 
 def _located(error: SpecError, source: str, loaded: LoadedYaml | None) -> SpecError:
@@ -256,10 +268,7 @@ def _check_fit_bounds(calibration: Calibration, source: str, loaded: LoadedYaml 
     from runplan.calibrate.constants import FITTED_CONSTANTS
 
     for family, fitted in calibration.families.items():
-        if family not in (
-            "ampere",
-            "hopper",
-        ):  # a misspelt family was read as none: shipped constants, quietly
+        if family not in FITTABLE_FAMILIES:  # a misspelt family was read as none: shipped constants, quietly
             raise _located(
                 SpecError(
                     f"unknown GPU family {family!r}",
@@ -286,8 +295,7 @@ def _check_fit_bounds(calibration: Calibration, source: str, loaded: LoadedYaml 
             if value is not None and not constant.low <= value <= constant.high:
                 raise _located(
                     SpecError(
-                        f"{constant.name} = {value:g} is outside [{constant.low:g}, {constant.high:g}], the "
-                        "range `runplan calibrate` fits it in",
+                        _outside_fit_bounds(constant, value),
                         where=f"families.{family}.efficiency.{constant.name}",
                         hint="refit, or fix the value",
                     ),

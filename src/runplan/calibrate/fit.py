@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runplan.calibrate.calibration import gpu_family
+from runplan.calibrate.calibration import FITTABLE_FAMILIES, gpu_family
 from runplan.calibrate.constants import (
     FITTED_CONSTANTS,
     KERNEL_RATIO_BOUNDS,
@@ -176,10 +176,6 @@ def prepare(measured: MeasuredFile, catalog: Catalog) -> list[Prepared]:
         _check_family_fittable(run, i, gpu)
         out.append(Prepared(i, run, request, gpu_family(gpu), tps))
     return out
-
-
-#: GPU architectures with constants of their own (calibration.gpu_family; timing's FlashAttention-2 rates).
-FITTABLE_FAMILIES = ("ampere", "hopper")
 
 
 def _check_family_fittable(run: MeasuredRun, index: int, gpu: GpuSpec) -> None:

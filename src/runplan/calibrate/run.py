@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.calibrate.calibration import (
+    FITTABLE_FAMILIES,
     Calibration,
     FamilyCalibration,
     HeldOutError,
@@ -69,7 +70,7 @@ def prior_efficiencies() -> dict[str, Efficiency]:
     from runplan.calibrate.fit import with_attention
 
     eff = Efficiency(**PRIORS, attention_fraction=1.0, collective_latency_seconds=COLLECTIVE_LATENCY_SECONDS)
-    return {family: with_attention(eff, family) for family in ("ampere", "hopper")}
+    return {family: with_attention(eff, family) for family in FITTABLE_FAMILIES}
 
 
 def base_efficiencies(base: Literal["shipped", "priors"] | Calibration) -> tuple[dict[str, Efficiency], str]:
