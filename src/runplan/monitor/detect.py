@@ -85,9 +85,9 @@ def grad_norm_events(ctx: Context) -> list[Event]:
     if not log.has("grad_norm"):
         return []
     steps, values = log.points("grad_norm")
-    window = Window.over(
-        steps, window_points(t.grad_norm_window_steps, interval_of(steps)), interval_of(steps)
-    )
+    interval = interval_of(steps)
+    window = Window.over(steps, window_points(t.grad_norm_window_steps, interval), interval)
+    holes = window.holes(steps)
 
     def flag(x: np.ndarray, mean: np.ndarray, count: np.ndarray, use: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):
@@ -105,7 +105,7 @@ def grad_norm_events(ctx: Context) -> list[Event]:
         pause = ratio >= t.grad_norm_pause_factor
         # over when confirm_points logged points in a row are back under the alert level, as for a loss spike:
         # fewer before the log ends (after a gap or not) do not confirm it
-        done, trailing = first_confirmed(~flags, last + 1, t.confirm_points, window.holes(steps))
+        done, trailing = first_confirmed(~flags, last + 1, t.confirm_points, holes)
         open_end = done is None
         why = (
             f"grad norm {values[peak]:.4g} at step {steps[peak]:,} is {ratio:,.0f}× its mean {base:.3g} "
@@ -117,7 +117,7 @@ def grad_norm_events(ctx: Context) -> list[Event]:
                 if pause
                 else ": watch the loss over the next steps"
             )
-            + _grad_norm_end(steps, done, trailing, interval_of(steps), t.confirm_points)
+            + _grad_norm_end(steps, done, trailing, interval, t.confirm_points)
         )
         events.append(
             Event(
@@ -166,13 +166,14 @@ def loss_spike_events(ctx: Context) -> list[Event]:
             return (count > 0) & (x > mean * (1 + t.spike_fraction)) & (x > mean + t.spike_sigma * noise)
 
     flags, mean, count = masked_passes(values, window, flag)
+    holes = window.holes(steps)
     events: list[Event] = []
     index = np.flatnonzero(flags)
     at = 0
     while at < index.size:
         first = int(index[at])
         base, points = float(mean[first]), int(count[first])
-        event, resume = _one_spike(ctx, steps, values, first, base, points, interval, window.holes(steps))
+        event, resume = _one_spike(ctx, steps, values, first, base, points, interval, holes)
         events.append(event)
         at = int(np.searchsorted(index, resume))
     return events
