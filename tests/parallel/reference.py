@@ -401,7 +401,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         ep_c = (
             moe
             * (6 if full else 4)
-            * ((e - 1) / e * 2 * tokens * sh.top_k * h * shard / link(t * c * e <= node) + lat)
+            * ((e - 1) / e * 2 * tokens * sh.top_k * h * shard / link(t * e <= node) + lat)
         )
     cp_c = 0.0
     cp_nic = 0.0  # ring seconds under the attention while a cross-node ring holds the NICs (docs: DP window)

@@ -250,16 +250,40 @@ def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) ->
             f"context parallel: c = {c} has no ds_config key; DeepSpeed's Ulysses sequence "
             "parallelism is set up in user code (sequence-parallel process groups)" + limit
         )
-    if f.layout.ep > 1:
-        warnings.append(
-            f"expert parallel: set ep_size={f.layout.ep} in deepspeed.moe.layer.MoE in the model code"
-        )
+    if f.n_experts:
+        warnings.append(_expert_parallel_warning(f))
     if f.layout.pp == 1 and (f.layout.tp > 1 or f.layout.cp > 1):
         warnings.append(
             f"batch identity: pass deepspeed.initialize an mpu whose data-parallel world size is d = {d} "
             f"(world {f.n_gpus} = t*p*d*c = {f.layout.tp}*{f.layout.pp}*{d}*{f.layout.cp}); without one DeepSpeed divides "
             "by the whole world"
         )
+
+
+def _expert_parallel_warning(f: Facts) -> str:
+    """How to build the plan's experts in DeepSpeed (any MoE plan: DeepSpeed builds no model). Its native layer
+    ``deepspeed.moe.layer.MoE`` (v0.19.5 moe/layer.py) defaults to ``k=1``, ``drop_tokens=True`` at
+    ``capacity_factor=1.0`` (tokens over an expert's capacity are dropped; the plan is dropless, top-k) and
+    ``enable_expert_tensor_parallelism=False`` (whole experts on every TP rank, where the plan splits them over
+    t, ETP = TP), so each is named. It asserts under ZeRO-3 (``runtime/engine.py``
+    ``_validate_zero3_moe_compatibility``: "Native DeepSpeed MoE is not supported with ZeRO Stage 3. Use AutoEP
+    or choose ZeRO stage 1/2."; before v0.19.5 "MoE not supported with Stage 3"); AutoEP (ds_config
+    ``expert_parallel``) runs under ZeRO-3 without AutoTP or sequence parallelism."""
+    e, t = f.layout.ep, f.layout.tp
+    etp = ", enable_expert_tensor_parallelism=True" if t > 1 else ""
+    layer = f"deepspeed.moe.layer.MoE(num_experts={f.n_experts}, ep_size={e}, k={f.top_k}, drop_tokens=False{etp})"
+    if f.layout.zero < 3:
+        split = f", experts whole on each of the {t} TP ranks" if t > 1 else ""
+        return (
+            f"expert parallel: build the experts as {layer} in the model code; its defaults (k=1, drop_tokens=True "
+            f"at capacity_factor 1.0{split}) are not the plan's dropless top-{f.top_k} experts"
+        )
+    return (
+        f"expert parallel: DeepSpeed's native MoE layer ({layer}) stops at start-up under ZeRO-3 ('Native "
+        "DeepSpeed MoE is not supported with ZeRO Stage 3', runtime/engine.py); use AutoEP (ds_config "
+        f"expert_parallel: enabled, autoep_size {e}; no AutoTP or sequence parallelism with ZeRO-3), or plan with "
+        "parallel.zero: 1 or 2"
+    )
 
 
 def _tensor_parallel_warning(f: Facts, config: dict[str, Any]) -> str:

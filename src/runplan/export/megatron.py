@@ -670,10 +670,25 @@ def _recompute_args(f: Facts, warnings: list[str]) -> list[Arg]:
         )
     if not wanted:
         return []
+    _refuse_delayed_fp8_recompute(stack, wanted)
     return [
         ("--recompute-granularity", ["selective"], ""),
         ("--recompute-modules", wanted, "the stack's selective_recompute modules"),
     ]
+
+
+def _refuse_delayed_fp8_recompute(stack: Stack, modules: list[str]) -> None:
+    """Megatron-core @ 000c4ac2 TransformerConfig.__post_init__ (selective recompute with fp8): "Delayed scaling
+    does not support moe_act and layernorm recompute for fp8." It raises at start-up, so the export refuses."""
+    clash = [m for m in modules if m in ("moe_act", "layernorm")]
+    if stack.precision == "fp8" and stack.fp8_recipe == "delayed" and clash:
+        raise SpecError(
+            f"Megatron-core refuses fp8 delayed scaling with {' and '.join(clash)} recomputation "
+            "(TransformerConfig: 'Delayed scaling does not support moe_act and layernorm recompute for fp8'), "
+            f"which the plan's selective recomputation writes (--recompute-modules {' '.join(modules)})",
+            where="stack.fp8_recipe",
+            hint="use fp8_recipe tensorwise or blockwise, or pin parallel.recompute: full (or none) and plan again",
+        )
 
 
 def _stack_model_args(f: Facts) -> list[Arg]:

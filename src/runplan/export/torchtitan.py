@@ -5,8 +5,9 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
 ``ConfigManager`` refuses any key that is not a field of those dataclasses. Mapping:
 
 * ``[parallelism]``: ``tensor_parallel_degree`` t, ``pipeline_parallel_degree`` p, ``context_parallel_degree``
-  c, ``expert_parallel_degree`` e, and DP as ``data_parallel_shard_degree`` d (FSDP2) or, for ZeRO-0,
-  ``data_parallel_replicate_degree`` d (DDP). torchtitan shards with FSDP2 only, which is ZeRO-3; ZeRO-1/2
+  c, ``expert_parallel_degree`` e (with ``expert_tensor_parallel_degree`` t when t > 1: the plan's ETP = TP;
+  refused under ZeRO-0 unless e divides c, see ``_expert_parallel_entries``), and DP as
+  ``data_parallel_shard_degree`` d (FSDP2) or, for ZeRO-0, ``data_parallel_replicate_degree`` d (DDP). torchtitan shards with FSDP2 only, which is ZeRO-3; ZeRO-1/2
   become FSDP2 with ``fsdp_reshard_after_forward = "never"`` (parameters stay gathered from forward to
   backward, the memory of ZeRO-2; with pipeline stages the stage and its unsharded gradients stay all step,
   the plan's ZeRO-3 with stages), with a warning. Pipeline: ``pipeline_parallel_schedule`` 1F1B or
@@ -374,15 +375,38 @@ def _parallelism_entries(f: Facts, warnings: list[str]) -> tuple[list[Entry], bo
         )
     par += _pipeline_entries(f, warnings)
     par.append(("context_parallel_degree", int(f.layout.cp), "c"))
-    if f.layout.ep > 1:
-        par.append(
+    par += _expert_parallel_entries(f)
+    return par, async_tp
+
+
+def _expert_parallel_entries(f: Facts) -> list[Entry]:
+    """``expert_parallel_degree`` e and, with TP, ``expert_tensor_parallel_degree`` t: the plan splits each expert
+    over the TP ranks (ETP = TP, Megatron's default; parallel/memory.py divides the experts by t·e), torchtitan's
+    default ETP is 1 (0.2.2 job_config.py), which would hold whole experts, t times the planned expert memory.
+    torchtitan builds the experts' mesh as (pp, dp_replicate, efsdp, ep, etp) with efsdp = dp_shard·cp·tp/(etp·ep)
+    (0.2.2 distributed/parallel_dims.py, build_mesh): EP borrows FSDP and CP ranks, never DDP replicas, so a
+    ZeRO-0 export (dp_shard 1) runs only where e divides c; else refused."""
+    t, e, c, d = f.layout.tp, f.layout.ep, f.layout.cp, f.layout.dp
+    if e == 1:
+        return []
+    if f.layout.zero == 0 and c % e:
+        raise SpecError(
+            f"torchtitan borrows expert-parallel ranks from FSDP and context-parallel ranks only (efsdp = "
+            f"dp_shard*cp*tp/(etp*ep), distributed/parallel_dims.py), and the plan's ZeRO-0 is DDP (dp_shard 1): "
+            f"ep = {e} does not divide cp = {c}",
+            where="parallel.zero",
+            hint=f"pin parallel.zero: 3 (FSDP2: ep = {e} borrows from its d*c = {d * c} ranks), or parallel.ep: 1",
+        )
+    entries: list[Entry] = [("expert_parallel_degree", int(e), f"e (borrowed from the d*c = {d * c} ranks)")]
+    if t > 1:
+        entries.append(
             (
-                "expert_parallel_degree",
-                int(f.layout.ep),
-                f"e (borrowed from the d*c = {f.layout.dp * f.layout.cp} ranks)",
+                "expert_tensor_parallel_degree",
+                int(t),
+                "each expert split over the t TP ranks, as planned (default 1)",
             )
         )
-    return par, async_tp
+    return entries
 
 
 def _checkpoint_entries(f: Facts, warnings: list[str]) -> list[Entry]:

@@ -4,7 +4,8 @@ Letters as in docs/parallel.md: t/p/d/e/c tensor/pipeline/data/expert/context de
 pipeline rank, m micro-batches per step, b micro-batch size (sequences), s sequence length.
 
 The mesh rule is t·p·d·c = GPUs (Megatron-LM ``initialize_model_parallel`` and torchtitan ``ParallelDims``);
-expert parallelism borrows its e ranks from the data-parallel ranks (e divides d), as both do.
+expert parallelism borrows its e ranks from the data- and context-parallel ranks (e divides d·c; experts split
+over TP as the other weights, ETP = t: Megatron's default, world % (ETP·EP·PP) == 0), as both do.
 The global batch is d·b·m sequences, d·b·m·s tokens.
 
 ``Constraints`` and ``Pins`` are shared with the plan file (its ``constraints:`` and ``parallel:`` sections),

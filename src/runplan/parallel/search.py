@@ -262,11 +262,18 @@ def _expert_pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]
                 f"pin one of {_valid(divisors(shape.n_experts))}",
             )
         ]
-    ranks = None
+    ranks, other = None, ""
     if pins.dp is not None and pins.cp is not None:
         ranks, how = pins.dp * pins.cp, f"dp·cp = {pins.dp}·{pins.cp}"
     elif pins.tp is not None and pins.pp is not None and n % (pins.tp * pins.pp) == 0:
         ranks, how = n // (pins.tp * pins.pp), f"dp·cp = {n:,}/(tp·pp)"  # whatever the split between them
+    elif pins.tp is not None or pins.pp is not None:
+        # one of tp, pp pinned: every d·c = n/(t·p) divides n/tp (or n/pp), so an ep that does not divide that
+        # divides no d·c the free axis can leave (Megatron: world % (ETP·EP·PP) == 0 with ETP = TP)
+        axis, value = ("tp", pins.tp) if pins.tp is not None else ("pp", pins.pp)
+        if value and n % value == 0:
+            ranks, how = n // value, f"dp·cp·{'pp' if axis == 'tp' else 'tp'} = {n:,}/{axis}"
+            other = f", or a smaller {axis}"
     if ranks is None or ranks % pins.ep == 0:
         return []
     return [
@@ -274,7 +281,7 @@ def _expert_pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]
             "ep",
             f"ep={pins.ep} does not divide {how} = {ranks:,} (experts are spread over the data- and "
             "context-parallel ranks)",
-            f"pin one of {_valid([e for e in divisors(ranks) if shape.n_experts % e == 0])}",
+            f"pin one of {_valid([e for e in divisors(ranks) if shape.n_experts % e == 0])}{other}",
         )
     ]
 
@@ -324,6 +331,10 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         # DeepSpeed's PipelineEngine asserts ZeRO below 2 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
         # parallelism", runtime/pipe/engine.py; the export refuses it): searched only when both are pinned
         keep &= ~((columns["zero"] >= 2) & (columns["pp"] > 1))
+    if request.stack.preset == "torchtitan-fsdp2" and pins.zero != 0:
+        # torchtitan takes EP ranks from FSDP and CP ranks only (efsdp = dp_shard·cp·tp/(etp·ep), 0.2.2
+        # distributed/parallel_dims.py); ZeRO-0 is DDP, dp_shard 1, so EP must divide c (the export refuses the rest)
+        keep &= ~((columns["zero"] == 0) & (columns["ep"] > 1) & (columns["cp"] % columns["ep"] != 0))
     if pins.zero is None:  # no group to shard over (d·c = 1): ZeRO 0, 1 and 2 are one layout; keep the lowest
         stages = [z for z in inner_axes["zero"] if z <= 2]
         if len(stages) > 1:

@@ -46,7 +46,8 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   nodes; not overlapped (conservative). Bubble (Narayanan et al. 2021 §2.2): (p-1)/v micro-batch times, i.e.
   bubble fraction (p-1)/(v·m).
 * **EP**: 2 all-to-alls forward (dispatch, combine) and 2 backward per MoE layer of 2·T·top_k·h bytes
-  (÷t with SP); (e-1)/e of it leaves the GPU; intra-node when t·c·e ≤ GPUs per node. Not overlapped.
+  (÷t with SP); (e-1)/e of it leaves the GPU; intra-node when t·e ≤ GPUs per node (the EP group spans t·e
+  consecutive ranks; CP folds into expert data parallelism). Not overlapped.
 * **CP** (ring attention, Liu et al. 2023; Megatron-core CP): per layer (c-1) K/V chunk exchanges forward,
   twice that backward, overlapped with the attention kernel; only the excess is exposed. Not overlapped: each
   of the (c-1) extra ring steps merges its partial result into fp32 accumulators on the compute stream (the
@@ -716,7 +717,10 @@ def _expert_parallel_seconds(st: _Step):
     """Exposed MoE all-to-alls of one micro-batch (module docstring, EP)."""
     e, terms = st.e, st.terms
     collectives = np.where(st.full, 6.0, 4.0)
-    ep_bw = st.link(st.t * st.c * e <= st.node_size)
+    # the EP group spans t·e consecutive ranks: Megatron-core builds the expert grid with cp=1 (parallel_state.py,
+    # expert_decoder_rank_generator, order tp-ep-dp-pp, "MoE parallel folding"), torchtitan's sparse mesh is
+    # (..., efsdp, ep, etp); CP ranks fold into the expert data-parallel group, not between EP ranks
+    ep_bw = st.link(st.t * e <= st.node_size)
     ep_one = (e - 1.0) / e * (
         2.0 * st.tokens * terms.top_k * terms.h * st.x
     ) / ep_bw + st.eff.collective_latency_seconds
