@@ -335,7 +335,7 @@ def test_cli_one_entry_json_and_table():
     assert result.exit_code == 0
     assert json.loads(result.stdout)["name"] == "h100-sxm"
     result = runner.invoke(app, ["catalog", "models", "deepseek-v3"])
-    assert result.exit_code == 0 and "671,026,404,352" in result.stdout
+    assert result.exit_code == 0 and "671,026,419,200" in result.stdout
 
 
 def test_cli_tables():

@@ -169,3 +169,60 @@ def test_llama_2_7b_model_flops_per_token():
     expected = 6 * n_matmul + 6 * 32 * s * 32 * (128 + 128)  # PaLM App. B: 6N + 12·L·H·Q·T
     assert shape.model_flops_per_token(s) == expected
     assert shape.model_flops_per_token(s, causal=True) == 6 * n_matmul + 3 * 32 * s * 32 * 256
+
+
+def test_deepseek_v3_total_is_the_checkpoint_main_model_count():
+    """671,026,419,200: the main-model tensors of the DeepSeek-V3 safetensors (MTP layer 61 excluded), which
+    hold each MoE layer's 256 ``e_score_correction_bias`` (aux-loss-free routing, arXiv 2412.19437 §2.1.2).
+    They were left out: 14,848 short."""
+    h, V, L, moe_layers, E, k = 7168, 129280, 61, 58, 256, 8
+    attention = 187_107_328  # test_deepseek_v3_mla_and_moe_layout_exact
+    expert = 3 * h * 2048
+    router = h * E + E  # gate weight and the selection biases
+    common = attention + 2 * h
+    total = L * common + 3 * 3 * h * 18432 + moe_layers * (router + expert + E * expert) + h + 2 * V * h
+    shape = ENTRIES["deepseek-v3"].shape
+    assert shape.router_params == router
+    assert shape.total_params == total == 671_026_419_200
+    assert shape.active_params == total - moe_layers * (E - k) * expert == 37_552_297_472
+
+
+def test_gemma_shape_with_tied_embeddings_and_wide_heads_exact():
+    """Gemma 7B (huggingface.co/google/gemma-7b config.json: 28 layers, hidden 3072, 16 heads of 256, so
+    a·d_h = 4096 ≠ h, 16 KV heads, GeGLU 24576, vocabulary 256,000, tied): 8,537,680,896 parameters
+    (KerasNLP presets, gemma_7b_en params). GeGLU has SwiGLU's three matrices."""
+    shape = ModelShape(
+        n_layers=28, d_model=3072, n_heads=16, n_kv_heads=16, head_dim=256, ffn_hidden=24576, mlp="swiglu",
+        vocab_size=256000, tied_embeddings=True, norm="rmsnorm",
+    )  # fmt: skip
+    h, qkv = 3072, 16 * 256
+    per_layer = h * 3 * qkv + qkv * h + 3 * h * 24576 + 2 * h
+    assert shape.total_params == 28 * per_layer + h + 256000 * h == 8_537_680_896
+    assert shape.embedding_params == 256000 * h  # the tied head is not counted twice
+    # attention FLOPs use a·d_h = 4096, not h = 3072 (PaLM's 12·L·H·Q·T with H·Q the attention width)
+    assert shape.attention_flops_per_token(8192) == 6 * 28 * 8192 * 16 * (256 + 256)
+
+
+@pytest.mark.parametrize(
+    "extra", [{"v_head_dim": 64}, {"kv_lora_rank": 512}, {"q_lora_rank": 1536}, {"qk_rope_head_dim": 64}]
+)
+def test_mla_fields_under_gqa_are_refused_not_ignored(extra):
+    """Under 'gqa' the counts ignored these fields while v_head_dim 64 halved the value width in the attention
+    FLOPs (6·L·s·a·(d_qk + d_v)): parameters and FLOPs described two different models."""
+    llama = ENTRIES["llama-3-8b"].shape.model_dump()
+    with pytest.raises(ValueError, match=f"{next(iter(extra))} apply to attention 'mla' only"):
+        ModelShape(**{**llama, **extra})
+    assert (
+        ModelShape(**{**llama, "v_head_dim": 128}).total_params == 8_030_261_248
+    )  # = head_dim: the same model
+
+
+def test_gemma_2_counts_two_norms_per_layer_short():
+    """Gemma 2 9B (google/gemma-2-9b config.json; 9,241,705,984 in the Hub's safetensors metadata) has four
+    RMSNorms per layer (pre and post attention and MLP); ModelShape has two, so a tied SwiGLU-sized shape is
+    exactly L·2·h short, what docs/catalog.md says, and the config reader refuses gemma2."""
+    shape = ModelShape(
+        n_layers=42, d_model=3584, n_heads=16, n_kv_heads=8, head_dim=256, ffn_hidden=14336, mlp="swiglu",
+        vocab_size=256000, tied_embeddings=True, norm="rmsnorm",
+    )  # fmt: skip
+    assert 9_241_705_984 - shape.total_params == 42 * 2 * 3584 == 301_056

@@ -4,8 +4,11 @@ The keys are the ones the transformers configuration classes define for each ``m
 MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV2Config/DeepseekV3Config
 (the ``configuration_deepseek.py`` shipped with DeepSeek's checkpoints) and GPTNeoXConfig. A key a config
 leaves out takes that class's default (``num_key_value_heads`` = ``num_attention_heads``, ``head_dim`` =
-``hidden_size / num_attention_heads``). A shape the mapping cannot express (Qwen2-MoE's shared expert of its
-own size, GPT-NeoX's partial rotary) is refused or noted, never guessed.
+``hidden_size / num_attention_heads``; ``rope_theta`` 1e4, Mixtral's 1e6). RoPE is read from ``rope_theta`` and
+``rope_scaling``, or from the one ``rope_parameters`` object transformers v5 writes. A shape the mapping cannot
+express (Qwen2-MoE's shared expert of its own size, Llama's ``attention_bias`` without ``mlp_bias``, DeepSeek's
+``moe_layer_freq`` above 1) is refused, never guessed; a key of the wrong JSON type (``"false"``, ``"8"``,
+``8.7`` experts) is refused naming the key, never coerced.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ MAX_CONFIG_BYTES = 1_000_000
 
 
 def is_config_path(text: str) -> bool:
-    """Whether a --model value or ``model.config`` names a JSON file rather than a preset or size."""
-    return text.strip().lower().endswith(".json")
+    """Whether a --model value or ``model.config`` names a JSON file, or a local folder (a downloaded Hugging
+    Face checkpoint, ``huggingface-cli download --local-dir``), rather than a preset or size."""
+    text = text.strip()
+    return text.lower().endswith(".json") or (("/" in text or "\\" in text) and Path(text).is_dir())
 
 
 def load_config_shape(path: str | Path, *, where: str | None = "model") -> ModelShape:
@@ -38,6 +43,12 @@ def load_config_shape(path: str | Path, *, where: str | None = "model") -> Model
     path = Path(path)
     from runplan.fileio import JsonInputError, parse_json, read_text
 
+    if path.is_dir():  # a checkpoint folder: its config.json
+        if not (path / "config.json").is_file():
+            raise SpecError(
+                f"no config.json in the folder '{path}'", where=where, hint="give the config.json path"
+            )
+        path = path / "config.json"
     if not path.exists():
         raise SpecError(f"no config.json file at '{path}'", where=where, hint="give a local file path")
     try:
@@ -50,8 +61,22 @@ def load_config_shape(path: str | Path, *, where: str | None = "model") -> Model
         raise SpecError(f"'{path}' is not JSON: {error}", where=where) from None
     if not isinstance(data, dict):
         raise SpecError(f"'{path}' is not a config.json object", where=where)
-    name = data.get("_name_or_path") or path.parent.name or path.stem
-    return shape_from_config(data, name=str(name).split("/")[-1].lower(), where=where)
+    return shape_from_config(data, name=_model_name(data, path), where=where)
+
+
+def _model_name(data: dict[str, Any], path: Path) -> str:
+    """The config's ``_name_or_path``, else the file's own name (``qwen2.5-7b.json``), else the folder of a
+    ``config.json``: a Hugging Face cache snapshot (``models--Org--Name/snapshots/<commit>/config.json``)
+    is named by its repository, not by the 40-hex commit folder."""
+    given = data.get("_name_or_path")
+    if isinstance(given, str) and given.strip("/ ."):  # "." or "./": saved from the working folder
+        return given.strip("/ .").split("/")[-1].lower()
+    if path.stem.lower() != "config":
+        return path.stem.lower()
+    folder = path.resolve().parent
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.name.split("--")[-1].lower()
+    return (folder.name or path.stem).lower()
 
 
 def shape_from_config(
@@ -61,33 +86,93 @@ def shape_from_config(
     from pydantic import ValidationError
 
     kind = config.get("model_type")
+    supported = f"supported: {', '.join(MODEL_TYPES)}; or give the shape (model: {{shape: ...}})"
+    if kind is None:
+        raise SpecError("config.json lacks 'model_type'", where=where, hint=supported)
     if kind not in MODEL_TYPES:
-        raise SpecError(
-            f"config.json model_type {kind!r} is not read",
-            where=where,
-            hint=f"supported: {', '.join(MODEL_TYPES)}; or give the shape (model: {{shape: ...}})",
-        )
+        why = _NOT_READ_BECAUSE.get(str(kind), "")
+        raise SpecError(f"config.json model_type {kind!r} is not read{why}", where=where, hint=supported)
     try:
-        fields = _common(config) | _family(kind, config)
+        fields = _common(kind, config) | _family(kind, config)
         return ModelShape.model_validate({"name": name, **fields})
     except KeyError as error:
-        raise SpecError(f"config.json ({kind}) lacks {error.args[0]!r}", where=where) from None
+        raise SpecError(
+            f"config.json ({kind}) lacks {error.args[0]!r}",
+            where=where,
+            hint="copy it from the model's published config.json",
+        ) from None
+    except _NotModelled as error:
+        raise SpecError(
+            f"config.json ({kind}): {_config_message(kind, error)}",
+            where=where,
+            hint=error.hint,
+        ) from None
     except (ValidationError, TypeError, ValueError) as error:
-        first = error.errors()[0]["msg"] if isinstance(error, ValidationError) else str(error)
-        first = first.removeprefix("Value error, ")
-        for field, key in _CONFIG_KEYS.items():  # the config's own keys, not runplan's shape fields
-            first = re.sub(rf"\b{field}\b", key, first)
-        raise SpecError(f"config.json ({kind}) gives an impossible shape: {first}", where=where) from None
+        raise SpecError(
+            f"config.json ({kind}) gives an impossible shape: {_config_message(kind, error)}", where=where
+        ) from None
 
 
-#: ModelShape fields by the config.json key they come from (_common), for messages about the config
+#: Why a well-known family is not read (what ModelShape lacks), after "model_type ... is not read".
+_NOT_READ_BECAUSE = {
+    "gemma": ": its GeGLU MLP is neither 'gelu' nor 'swiglu' (the same three matrices as SwiGLU)",
+    "gemma2": ": its GeGLU MLP and the two extra norms per layer (after attention and MLP) are not modelled",
+    "gemma3_text": ": its GeGLU MLP and the two extra norms per layer are not modelled",
+    "qwen2_moe": ": its shared expert has a size of its own and a gate (shared_expert_intermediate_size)",
+}
+
+
+#: ModelShape fields by the config.json key they come from, for messages about the config (per model_type
+#: where the families name it differently)
 _CONFIG_KEYS = {
     "n_layers": "num_hidden_layers",
     "d_model": "hidden_size",
     "n_heads": "num_attention_heads",
     "n_kv_heads": "num_key_value_heads",
     "ffn_hidden": "intermediate_size",
+    "vocab_size": "vocab_size",
+    "top_k": "num_experts_per_tok",
+    "expert_ffn_hidden": "moe_intermediate_size",
+    "n_dense_layers": "first_k_dense_replace",
+    "router_groups": "n_group",
+    "router_group_topk": "topk_group",
+    "router_topk_scale": "routed_scaling_factor",
+    "norm_eps": "rms_norm_eps",
+    "init_std": "initializer_range",
 }
+_CONFIG_KEYS_BY_TYPE = {
+    "mixtral": {"n_experts": "num_local_experts", "expert_ffn_hidden": "intermediate_size"},
+    "qwen3_moe": {"n_experts": "num_experts"},
+    "deepseek_v2": {"n_experts": "n_routed_experts", "head_dim": "qk_nope_head_dim"},
+    "deepseek_v3": {"n_experts": "n_routed_experts", "head_dim": "qk_nope_head_dim"},
+    "gpt_neox": {"norm_eps": "layer_norm_eps"},
+}
+
+
+def _config_message(kind: str, error: Exception) -> str:
+    """One line about ``error`` in the config's own keys, not runplan's shape fields (no pydantic prefix)."""
+    from pydantic import ValidationError
+
+    keys = _CONFIG_KEYS | _CONFIG_KEYS_BY_TYPE.get(kind, {})
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"])
+        text = first["msg"].removeprefix("Value error, ")
+        text = f"{loc}: {text}" if loc else text
+    else:
+        text = str(error)
+    pattern = r"\b(" + "|".join(map(re.escape, keys)) + r")\b"
+    return re.sub(pattern, lambda match: keys[match.group(1)], text)  # one pass: no key renamed twice
+
+
+class _NotModelled(ValueError):
+    """A config.json feature the shape cannot express: refused, never counted as something else."""
+
+    def __init__(
+        self, message: str, hint: str = "give the shape (model: {shape: ...}) that the checkpoint has"
+    ):
+        super().__init__(message)
+        self.hint = hint
 
 
 def _int(c: dict[str, Any], key: str) -> int:
@@ -95,109 +180,201 @@ def _int(c: dict[str, Any], key: str) -> int:
     return _whole(c[key], key)
 
 
-def _int_or(c: dict[str, Any], key: str, default: int) -> int:
+def _int_or(c: dict[str, Any], key: str, default: int, *, minimum: int = 1) -> int:
     """``c[key]`` as :func:`_int`, or ``default`` when the key is absent or null (as Hugging Face does)."""
     value = c.get(key)
-    return default if value is None else _whole(value, key)
+    return default if value is None else _whole(value, key, minimum)
 
 
-def _whole(value: Any, key: str) -> int:
+def _whole(value: Any, key: str, minimum: int = 1) -> int:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
         or value != int(value)
-        or value <= 0
+        or value < minimum
     ):
-        raise ValueError(f"{key} must be a whole number above 0, got {value!r}")
+        bound = "above 0" if minimum == 1 else f"of at least {minimum}"
+        raise ValueError(f"{key} must be a whole number {bound}, got {value!r}")
     return int(value)
 
 
-def _common(c: dict[str, Any]) -> dict[str, Any]:
+def _flag(c: dict[str, Any], key: str, default: bool = False) -> bool:
+    """``c[key]`` as a JSON boolean (absent or null: ``default``); the string "false" is refused, not true."""
+    value = c.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} must be true or false, got {value!r}")
+    return value
+
+
+def _positive_or_none(value: Any, key: str) -> float | None:
+    """A positive finite number, or None for an absent or null key; anything else names the key."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ValueError(f"{key} must be a number above 0, got {value!r}")
+    return float(value)
+
+
+def _finite(value: Any, key: str) -> float:
+    """A finite number (its range is RopeScaling's to check); a string or boolean names the key."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{key} must be a number, got {value!r}")
+    return float(value)
+
+
+#: RoPE base of each configuration class when config.json leaves it out (MixtralConfig: 1e6; the rest 1e4).
+_DEFAULT_ROPE_THETA = {"mixtral": 1e6}
+
+
+def _common(kind: str, c: dict[str, Any]) -> dict[str, Any]:
     heads, hidden = _int(c, "num_attention_heads"), _int(c, "hidden_size")
-    if c.get("head_dim") is None and hidden % heads:
+    if c.get("head_dim") is None and hidden % heads and kind not in DEEPSEEK:
         # Hugging Face takes hidden_size // num_attention_heads without head_dim, and its attention modules
         # refuse (older releases) or mis-shape a hidden size that does not split evenly over the heads
         raise ValueError(
             f"hidden_size {hidden} does not split evenly over num_attention_heads {heads} and head_dim is not "
             "given; give head_dim, or check the two numbers"
         )
+    theta, scaling = _rope(kind, c)
+    eps_key = "layer_norm_eps" if kind in NEOX else "rms_norm_eps"
     return {
         "n_layers": _int(c, "num_hidden_layers"),
-        "d_model": _int(c, "hidden_size"),
+        "d_model": hidden,
         "n_heads": heads,
         "n_kv_heads": _int_or(c, "num_key_value_heads", heads),
         "head_dim": _int_or(c, "head_dim", hidden // heads),
         "ffn_hidden": _int(c, "intermediate_size"),
         "vocab_size": _int(c, "vocab_size"),
-        "tied_embeddings": bool(c.get("tie_word_embeddings", False)),
-        "rope_theta": float(c.get("rope_theta") or c.get("rotary_emb_base") or 10000.0),
-        "norm_eps": c.get("rms_norm_eps") or c.get("layer_norm_eps"),
-        "init_std": c.get("initializer_range"),
-        "rope_scaling": _rope_scaling(c.get("rope_scaling")),
+        "tied_embeddings": _flag(c, "tie_word_embeddings"),  # False: every class read here defaults to untied
+        "rope_theta": theta,
+        "norm_eps": _positive_or_none(c.get(eps_key), eps_key),
+        "init_std": _positive_or_none(c.get("initializer_range"), "initializer_range"),
+        "rope_scaling": scaling,
     }
 
 
-def _rope_scaling(scaling: dict[str, Any] | None) -> dict[str, Any] | None:
+def _rope(kind: str, c: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
+    """RoPE base and scaling from ``rope_theta``/``rope_scaling`` or, as transformers v5 writes them, one
+    ``rope_parameters`` object (``{"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, ...}``)."""
+    params = c.get("rope_parameters")
+    scaling: Any
+    if params is not None:
+        if not isinstance(params, dict):
+            raise ValueError(
+                f"rope_parameters must be an object with rope_type and rope_theta, got {params!r}"
+            )
+        theta, scaling, key = params.get("rope_theta", c.get("rope_theta")), params, "rope_parameters"
+    else:
+        theta = c.get("rope_theta") if c.get("rope_theta") is not None else c.get("rotary_emb_base")
+        scaling, key = c.get("rope_scaling"), "rope_scaling"
+    base = _positive_or_none(theta, "rope_theta")
+    return (_DEFAULT_ROPE_THETA.get(kind, 1e4) if base is None else base), _rope_scaling(scaling, key)
+
+
+def _rope_scaling(scaling: Any, key: str = "rope_scaling") -> dict[str, Any] | None:
     """Llama 3.1's ``llama3`` and DeepSeek's ``yarn`` scaling as RopeScaling; any other kind is refused."""
     if not scaling:
         return None
+    if not isinstance(scaling, dict):
+        raise ValueError(
+            f'{key} must be an object such as {{"rope_type": "llama3", ...}} or null, got {scaling!r}'
+        )
     kind = scaling.get("rope_type") or scaling.get("type")
+    if kind == "default" or (kind is None and key == "rope_parameters"):
+        return None
     if kind not in ("llama3", "yarn"):
-        raise ValueError(f"rope_scaling type {kind!r} is not modelled (llama3 and yarn are)")
+        raise _NotModelled(
+            f"{key} type {kind!r} is not modelled (llama3 and yarn are)",
+            hint=f"it changes no parameter count: plan a copy of the file without {key}, or give the shape",
+        )
     keys = (
         *("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
         *("beta_fast", "beta_slow", "mscale", "mscale_all_dim"),
     )
-    return {"type": kind, **{k: scaling[k] for k in keys if scaling.get(k) is not None}}
+    for needed in keys[:2]:
+        if scaling.get(needed) is None:
+            raise KeyError(f"{key}.{needed}")
+    values = {k: _finite(scaling[k], f"{key}.{k}") for k in keys if scaling.get(k) is not None}
+    values["original_max_position_embeddings"] = _whole(
+        scaling["original_max_position_embeddings"], f"{key}.original_max_position_embeddings"
+    )
+    return {"type": kind, **values}
 
 
 def _family(kind: str, c: dict[str, Any]) -> dict[str, Any]:
     if kind in NEOX:  # Pythia / GPT-NeoX-20B: GeLU MLP, LayerNorm, biases everywhere, untied head
+        if not _flag(c, "attention_bias", True):
+            raise _NotModelled("attention_bias false (no attention biases beside the MLP's) is not modelled")
         return {"mlp": "gelu", "norm": "layernorm", "linear_bias": True}
     swiglu = {"mlp": "swiglu", "norm": "rmsnorm"}
     if kind in LLAMA_LIKE:
-        return swiglu | {
-            "qkv_bias": kind == "qwen2" or bool(c.get("attention_bias", False)),
-            "qk_norm": kind == "qwen3",
-        }
+        return swiglu | _llama_biases(kind, c) | {"qk_norm": kind == "qwen3"}
+    if kind in ("qwen3_moe", *DEEPSEEK):
+        _no_attention_bias(kind, c)
     if kind in MOE_LIKE:
-        if kind == "qwen3_moe" and (c.get("mlp_only_layers") or int(c.get("decoder_sparse_step", 1)) != 1):
-            raise ValueError("dense layers among the MoE layers (mlp_only_layers, decoder_sparse_step)")
-        experts = int(c["num_local_experts"] if kind == "mixtral" else c["num_experts"])
-        expert_ffn = int(c["intermediate_size"] if kind == "mixtral" else c["moe_intermediate_size"])
+        if kind == "qwen3_moe" and (c.get("mlp_only_layers") or _int_or(c, "decoder_sparse_step", 1) != 1):
+            raise _NotModelled("dense layers among the MoE layers (mlp_only_layers, decoder_sparse_step)")
+        mixtral = kind == "mixtral"
         return swiglu | {
             "qk_norm": kind == "qwen3_moe",
-            "n_experts": experts,
+            "n_experts": _int(c, "num_local_experts" if mixtral else "num_experts"),
             "top_k": _int(c, "num_experts_per_tok"),
-            "expert_ffn_hidden": expert_ffn,
+            "expert_ffn_hidden": _int(c, "intermediate_size" if mixtral else "moe_intermediate_size"),
         }
     return swiglu | _deepseek(kind, c)
 
 
+def _llama_biases(kind: str, c: dict[str, Any]) -> dict[str, Any]:
+    """Qwen2: q, k, v biases always (Qwen2Attention). Llama and Qwen3: ``attention_bias`` puts biases on q, k,
+    v *and* o, Llama's ``mlp_bias`` on the MLP (LlamaAttention, LlamaMLP); both together are ``linear_bias``,
+    one alone the shape cannot express. Mistral's projections have none (MistralAttention)."""
+    if kind == "qwen2":
+        return {"qkv_bias": True}
+    attention = _flag(c, "attention_bias") if kind in ("llama", "qwen3") else False
+    mlp = _flag(c, "mlp_bias") if kind == "llama" else False
+    if attention and mlp:
+        return {"linear_bias": True}
+    if attention or mlp:
+        raise _NotModelled(
+            "attention_bias true (biases on q, k, v and o) without mlp_bias is not modelled"
+            if attention
+            else "mlp_bias true without attention_bias is not modelled"
+        )
+    return {}
+
+
+def _no_attention_bias(kind: str, c: dict[str, Any]) -> None:
+    """Qwen3-MoE and DeepSeek attention biases (on q, k, v, o / the MLA down-projections and o) are refused."""
+    if _flag(c, "attention_bias"):
+        raise _NotModelled(f"attention_bias true is not modelled for {kind}")
+
+
 def _deepseek(kind: str, c: dict[str, Any]) -> dict[str, Any]:
-    """DeepSeek-V2/V3: MLA attention (DeepSeek-AI 2024, arXiv 2405.04434 §2.1) and DeepSeekMoE layers."""
-    v3 = kind == "deepseek_v3"
+    """DeepSeek-V2/V3: MLA attention (DeepSeek-AI 2024, arXiv 2405.04434 §2.1) and DeepSeekMoE layers. The
+    multi-token-prediction module (V3 ``num_nextn_predict_layers``) is not counted, as in the 671B."""
+    if _int_or(c, "moe_layer_freq", 1) != 1:  # DeepseekV3DecoderLayer: MoE where layer % freq == 0
+        raise _NotModelled("moe_layer_freq other than 1 (dense layers among the MoE layers) is not modelled")
+    grouped = kind == "deepseek_v3" or c.get("topk_method") == "group_limited_greedy"
     return {
         "attention": "mla",
         "n_kv_heads": _int(c, "num_attention_heads"),  # MLA: every head has its own (decompressed) K and V
         "head_dim": _int(c, "qk_nope_head_dim"),
-        "q_lora_rank": int(c.get("q_lora_rank") or 0),  # null in V2-Lite: a full-rank q projection
+        "q_lora_rank": _int_or(c, "q_lora_rank", 0, minimum=0),  # null in V2-Lite: a full-rank q projection
         "kv_lora_rank": _int(c, "kv_lora_rank"),
         "qk_rope_head_dim": _int(c, "qk_rope_head_dim"),
         "v_head_dim": _int(c, "v_head_dim"),
         "n_experts": _int(c, "n_routed_experts"),
         "top_k": _int(c, "num_experts_per_tok"),
         "expert_ffn_hidden": _int(c, "moe_intermediate_size"),
-        "n_shared_experts": int(c.get("n_shared_experts") or 0),
-        "n_dense_layers": int(c.get("first_k_dense_replace") or 0),
+        "n_shared_experts": _int_or(c, "n_shared_experts", 0, minimum=0),
+        "n_dense_layers": _int_or(c, "first_k_dense_replace", 0, minimum=0),
         "router_score": "sigmoid" if c.get("scoring_func") == "sigmoid" else "softmax",
         "router_expert_bias": c.get("topk_method") == "noaux_tc",
-        "router_topk_scale": float(c.get("routed_scaling_factor") or 1.0),
-        "router_groups": int(c.get("n_group") or 0)
-        if v3 or c.get("topk_method") == "group_limited_greedy"
-        else 0,
-        "router_group_topk": int(c.get("topk_group") or 0)
-        if v3 or c.get("topk_method") == "group_limited_greedy"
-        else 0,
+        "router_topk_scale": _positive_or_none(c.get("routed_scaling_factor"), "routed_scaling_factor")
+        or 1.0,
+        "router_groups": _int_or(c, "n_group", 0, minimum=0) if grouped else 0,
+        "router_group_topk": _int_or(c, "topk_group", 0, minimum=0) if grouped else 0,
     }

@@ -191,6 +191,21 @@ class ModelShape(BaseModel):
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
         return self
 
+    @model_validator(mode="after")
+    def _mla_fields_need_mla(self) -> ModelShape:
+        """The MLA ranks, and a value width other than head_dim, are counted only for ``attention: mla``
+        (attention_params_per_layer): under 'gqa' they would change the FLOPs (value_dim) or nothing at all."""
+        if self.attention == "gqa":
+            set_fields = [f for f in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim") if getattr(self, f)]
+            if self.v_head_dim not in (0, self.head_dim):
+                set_fields.append("v_head_dim")
+            if set_fields:
+                raise ValueError(
+                    f"{', '.join(set_fields)} apply to attention 'mla' only; with 'gqa' set them to 0 "
+                    "(values and keys are head_dim wide), or set attention: mla"
+                )
+        return self
+
     # ---- per-part sizes -------------------------------------------------------------------------
     @property
     def is_moe(self) -> bool:
@@ -263,7 +278,10 @@ class ModelShape(BaseModel):
 
     @property
     def router_params(self) -> int:
-        return self.d_model * self.n_experts
+        """One MoE layer's router: the h×E gate, plus the E selection biases of an aux-loss-free router
+        (DeepSeek-V3 ``e_score_correction_bias``, arXiv 2412.19437 §2.1.2: in the checkpoint, so in the
+        671,026,419,200 main-model parameters its safetensors hold)."""
+        return self.d_model * self.n_experts + (self.n_experts if self.router_expert_bias else 0)
 
     @property
     def shared_expert_params(self) -> int:

@@ -454,10 +454,13 @@ def _executed_flops_per_token(shape: ModelShape, seq: int) -> float:
     )
     inner = shape.ffn_hidden
     mlp_biases = ((2 * inner if shape.mlp == "swiglu" else inner) + shape.d_model) if shape.linear_bias else 0
+    # an aux-loss-free router's E selection biases (model.router_params) are added, not multiplied
+    router_biases = shape.moe_layers * (shape.router_params - shape.d_model * shape.n_experts)
     linear = (
         shape.active_non_embedding_params
         - norms
         - shape.dense_layers * mlp_biases
+        - router_biases
         + shape.vocab_size * shape.d_model
     )
     return 6.0 * linear + 3.5 * shape.n_layers * seq * shape.n_heads * (shape.qk_dim + shape.value_dim)

@@ -52,7 +52,13 @@ PlanFile = Annotated[
         help="A plan file: its model (or allocated shape), cluster, constraints and pins; the layout, constraint and stack flags override it (--model, --gpus, --seq-len and --global-batch come from the file)."
     ),
 ]
-Model = Annotated[Text, _opt("--model", help="Catalog name (llama-3.1-70b) or a size (70b).")]
+Model = Annotated[
+    Text,
+    _opt(
+        "--model",
+        help="Catalog name (llama-3.1-70b), a size (70b), or a local Hugging Face config.json or checkpoint folder.",
+    ),
+]
 Gpus = Annotated[Text, _opt("--gpus", help="GPUs in the job, e.g. 512.")]
 Gpu = Annotated[Text, _opt("--gpu", help=f"GPU type from the catalog (default {DEFAULT_GPU}).")]
 GpusPerNode = Annotated[Text, _opt("--gpus-per-node", help="Override GPUs per node.")]
