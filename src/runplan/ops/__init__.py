@@ -31,7 +31,9 @@ from runplan.ops.reliability import (
     Reliability,
     ReliabilityRequest,
     assess_reliability,
+    default_failure_rate,
     expected_segment_seconds,
+    failure_rate_for,
     first_order_segment_seconds,
     job_mtbf_seconds,
 )
@@ -83,8 +85,10 @@ __all__ = [
     "daly_interval_seconds",
     "deepseek_batch_tokens",
     "deepseek_peak_lr",
+    "default_failure_rate",
     "estimate_cost",
     "expected_segment_seconds",
+    "failure_rate_for",
     "first_order_segment_seconds",
     "job_mtbf_seconds",
     "lr_at_step",
@@ -197,6 +201,7 @@ def operate(request: OperationsRequest) -> Operations:
             # failure model counts the checkpoint stage's saves (⌈steps / interval⌉), not W / main-batch τ
             interval_seconds=useful * min(1.0, checkpoint.interval_steps / schedule.total_steps),
             save_blocking_seconds=checkpoint.save_blocking_seconds,
+            gpus_per_node=request.gpus_per_node,
             spec=spec,
         )
     )
@@ -214,8 +219,47 @@ def operate(request: OperationsRequest) -> Operations:
             f"Σ steps × step time at that stage's batch (the layout re-timed at its micro-batch count) = "
             f"{stages} = {fmt_seconds(useful)}",
         ),
-        warnings=[*checkpoint.warnings, *reliability.warnings, *monitoring.warnings],
+        warnings=[
+            *checkpoint.warnings,
+            *reliability.warnings,
+            *_durability_lag_warning(checkpoint, reliability),
+            *monitoring.warnings,
+        ],
     )
+
+
+#: Share of the elapsed time above which the loss that the goodput leaves out (async writes) is worth a warning.
+DURABILITY_LAG_WARN_FRACTION = 1e-3
+
+
+def _durability_lag_warning(checkpoint: CheckpointPlan, reliability: Reliability) -> list[str]:
+    """A caution when async saves make the goodput optimistic: a failure during the background write of L
+    seconds rolls back to the previous checkpoint.
+
+    Hand-derived: a failure x seconds after a save started loses x when x ≥ L and x + τ when x < L (that save
+    is not on storage yet); with x uniform over τ (L ≤ τ: the interval is raised to the write) the expected
+    loss is τ/2 + L, L more than the renewal formula charges. Each interruption costs about L more, and they
+    come at rate 1/M over the whole wall clock: elapsed' ≈ elapsed / (1 − L/M). Not folded into the goodput
+    (docs/operations.md §3, Leaves out); printed when it is over 0.1% of the elapsed time.
+    """
+    lag, r = checkpoint.background_write_seconds, reliability
+    if not checkpoint.host_staging:
+        return []
+    if lag >= r.job_mtbf_seconds:
+        return [
+            f"async saves: the background write ({fmt_seconds(lag)}) outlasts the job MTBF "
+            f"({fmt_seconds(r.job_mtbf_seconds)}): most checkpoints never reach storage and the goodput is far "
+            "too high; faster storage (operations.storage_write_bandwidth_bytes_per_s) or fewer nodes"
+        ]
+    elapsed = r.expected_elapsed_seconds / (1.0 - lag / r.job_mtbf_seconds)
+    extra = elapsed - r.expected_elapsed_seconds
+    if extra <= DURABILITY_LAG_WARN_FRACTION * r.expected_elapsed_seconds:
+        return []
+    return [
+        f"async saves: a failure during a checkpoint's background write ({fmt_seconds(lag)}) rolls back to the "
+        f"one before, about {fmt_seconds(extra)} more than the goodput counts (goodput ≈ "
+        f"{r.useful_seconds / elapsed:.1%} instead of {r.goodput:.1%}); faster storage shortens the write"
+    ]
 
 
 def _checkpoint_request(request: OperationsRequest, n_nodes: int) -> CheckpointRequest:
@@ -228,7 +272,9 @@ def _checkpoint_request(request: OperationsRequest, n_nodes: int) -> CheckpointR
         tokens_per_step=schedule.global_batch_tokens,
         total_steps=schedule.total_steps,
         training_tokens=schedule.scheduled_tokens,
-        job_mtbf_seconds=job_mtbf_seconds(request.operations.failures_per_1000_node_days, n_nodes),
+        job_mtbf_seconds=job_mtbf_seconds(
+            failure_rate_for(request.operations, request.gpus_per_node)[0], n_nodes
+        ),
         rollback_window_steps=watch.rollback_margin_steps + watch.spike_recovery_steps,
         spec=request.operations,
     )

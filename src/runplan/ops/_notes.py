@@ -119,4 +119,6 @@ def fmt_seconds(value: float) -> str:
 def in_days(seconds: float, shown: str, what: str) -> Reasoned[float]:
     """``seconds`` as days, reasoned as ``<shown> / 86,400 = <days> <what>`` (``shown`` names the seconds)."""
     days = seconds / SECONDS_PER_DAY
-    return Reasoned(days, f"{shown} / 86,400 = {days:.2f} {what}")
+    # two decimals, or three significant digits below 1 day (a 2-hour run is 0.0833 days, not "0.08")
+    text = f"{days:.2f}" if days >= 1 else f"{days:.3g}"
+    return Reasoned(days, f"{shown} / 86,400 = {text} {what}")

@@ -153,7 +153,7 @@ def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
     parts = _parts(request, world.value)
     total = _total_bytes(parts)
     held = _held_bytes_per_gpu(parts)
-    written, per_node = _written_bytes(request, total.value, held.value, world.value)
+    written, per_node = _written_bytes(request, parts, (total.value, held.value), world.value)
     sync, bound, write = _sync_save(spec, total.value, per_node.value)
     async_block = _async_blocking(spec, written.value)
     delta = _save_blocking(spec, sync.value, async_block.value)
@@ -263,19 +263,42 @@ def _held_bytes_per_gpu(parts: list[CheckpointPart]) -> Reasoned[float]:
 
 
 def _written_bytes(
-    r: CheckpointRequest, total: float, held: float, world: int
+    r: CheckpointRequest, parts: list[CheckpointPart], sizes: tuple[float, float], world: int
 ) -> tuple[Reasoned[float], Reasoned[float]]:
-    """Bytes each rank and each node write per save: an equal share, or the first replica's whole shard."""
+    """Bytes each rank and each node write per save: an equal share, or the first replica's whole shard
+    (``sizes``: the checkpoint's total bytes and the model state one GPU holds)."""
+    total, held = sizes
     if r.spec.fully_parallel_save:
         written = total / world
         how = f"fully parallel save: total / world = {fmt_bytes(total)} / {world:,}"
-    else:
-        written = held + RNG_BYTES_PER_RANK + CURSOR_BYTES_PER_REPLICA
-        how = "first replica writes its weight shard plus its optimizer shard (not fully parallel)"
-    per_node = written * r.gpus_per_node
-    return (
-        Reasoned(written, f"{how} = {fmt_bytes(written)}"),
-        Reasoned(per_node, f"{r.gpus_per_node} GPUs × {fmt_bytes(written)} = {fmt_bytes(per_node)}"),
+        per_node = written * r.gpus_per_node
+        return (
+            Reasoned(written, f"{how} = {fmt_bytes(written)}"),
+            Reasoned(per_node, f"{r.gpus_per_node} GPUs × {fmt_bytes(written)} = {fmt_bytes(per_node)}"),
+        )
+    written = held + RNG_BYTES_PER_RANK + CURSOR_BYTES_PER_REPLICA
+    how = "first replica writes its weight shard plus its optimizer shard (not fully parallel)"
+    return Reasoned(written, f"{how} = {fmt_bytes(written)}"), _first_replica_node_bytes(r, parts, written)
+
+
+def _first_replica_node_bytes(
+    r: CheckpointRequest, parts: list[CheckpointPart], written: float
+) -> Reasoned[float]:
+    """Bytes the busiest node writes when only the first data-parallel replica saves the replicated state.
+
+    Hand-derived: the replica's t·p ranks sit on min(gpus_per_node, t·p) GPUs of a node (Megatron places
+    tensor-parallel ranks innermost); each writes its whole shard. The node's other GPUs belong to other
+    replicas and write only what is sharded across replicas (optimizer state from ZeRO-1, weights from ZeRO-3)
+    and their RNG state. With t·p = 1 and ZeRO-0 one GPU of the node writes everything, not all of them.
+    """
+    writers = min(r.gpus_per_node, r.tp * r.pp)
+    sharded = sum(p.bytes_per_shard for p in parts[:4] if p.shards > r.tp * r.pp)  # split over replicas too
+    others = r.gpus_per_node - writers
+    per_node = writers * written + others * (sharded + RNG_BYTES_PER_RANK)
+    return Reasoned(
+        per_node,
+        f"{writers} GPU(s) of the first replica × {fmt_bytes(written)} + {others} other GPU(s) × "
+        f"{fmt_bytes(sharded + RNG_BYTES_PER_RANK)} (their replica-sharded state and RNG) = {fmt_bytes(per_node)}",
     )
 
 
@@ -376,6 +399,7 @@ def _saves_and_storage(
 ) -> dict[str, object]:
     """Tokens per interval, saves per run, and what is kept: rolling generations, milestones, rollback points."""
     tps, gens = r.tokens_per_step, r.spec.retention_generations
+    saves = -(-r.total_steps // steps)
     rolling = (gens + 1) * total
     every, every_tokens, count, size, kept = _milestones(r, steps, total, weights_bytes)
     rollback_every, rollback_gens, rollback_bytes = _rollback(gens, steps, r.rollback_window_steps, total)
@@ -385,8 +409,8 @@ def _saves_and_storage(
             steps * tps, f"{steps:,} steps × {fmt(tps)} tokens = {fmt(steps * tps)} tokens"
         ),
         checkpoints_per_run=Reasoned(
-            -(-r.total_steps // steps),
-            f"⌈{r.total_steps:,} / {steps:,}⌉ = {-(-r.total_steps // steps):,} saves (every {steps:,} steps and "
+            saves,
+            f"⌈{r.total_steps:,} / {steps:,}⌉ = {saves:,} save{'s' * (saves != 1)} (every {steps:,} steps and "
             "at the end)",
         ),
         retention_generations=Reasoned(
@@ -414,7 +438,9 @@ def _saves_and_storage(
             f"{fmt_bytes(rollback_bytes.value)} + milestones "
             f"{fmt_bytes(kept.value)} = {fmt_bytes(storage)}",
         ),
-        retention_procedure=_procedure(r, steps, interval_s, rollback_every.value, every.value),
+        retention_procedure=_procedure(
+            r, steps, interval_s, rollback_every.value, (every.value, count.value)
+        ),
     )
 
 
@@ -438,10 +464,10 @@ def _milestones(
         Reasoned(
             every,
             f"{fmt(wanted)} tokens / {fmt(tps)} per step, rounded to a multiple of the interval = "
-            f"{every:,} steps",
+            f"{fmt(every)} steps",
         ),
-        Reasoned(every * tps, f"{every:,} × {fmt(tps)} = {fmt(every * tps)} tokens"),
-        Reasoned(count, f"⌊{r.total_steps:,} / {every:,}⌋ = {count} milestones"),
+        Reasoned(every * tps, f"{fmt(every)} × {fmt(tps)} = {fmt(every * tps)} tokens"),
+        Reasoned(count, f"⌊{r.total_steps:,} / {fmt(every)}⌋ = {count} milestones"),
         Reasoned(size, f"{what} = {fmt_bytes(size)}"),
         Reasoned(count * size, f"{count} × {fmt_bytes(size)} = {fmt_bytes(count * size)}"),
     )
@@ -476,9 +502,9 @@ def _rollback(
 
 
 def _procedure(
-    r: CheckpointRequest, steps: int, interval_s: float, rollback_every: int, milestone_steps: int
+    r: CheckpointRequest, steps: int, interval_s: float, rollback_every: int, milestone: tuple[int, int]
 ) -> list[str]:
-    """The save-validate-rotate recipe in this run's steps."""
+    """The save-validate-rotate recipe in this run's steps (``milestone``: spacing in steps and count)."""
     spec, tps = r.spec, r.tokens_per_step
     save = (
         "copy each GPU's shard to pinned host memory (blocks training), then write it in the background"
@@ -494,6 +520,14 @@ def _procedure(
         else []
     )
     kept = "bf16 weights only" if spec.milestone_weights_only else "full resumable state"
+    milestone_steps, milestones = milestone
+    keep = (
+        f"every {milestone_steps:,} steps ({fmt(milestone_steps * tps)} tokens): keep that generation "
+        f"permanently as a milestone ({kept})"
+        if milestones
+        else f"no milestone falls within the run (one every {fmt(milestone_steps)} steps, the run has "
+        f"{r.total_steps:,}): keep the final checkpoint permanently ({kept})"
+    )
     return [
         f"every {steps:,} steps ({fmt(steps * tps)} tokens, {fmt_seconds(interval_s)}): {save}",
         "write the new generation under a temporary name with a manifest of per-shard checksums (e.g. CRC32C "
@@ -503,8 +537,7 @@ def _procedure(
         f"then delete the oldest rolling generation so that {spec.retention_generations} validated "
         "generations remain (a failed validation keeps the old ones and raises an alert)",
         *rollback,
-        f"every {milestone_steps:,} steps ({fmt(milestone_steps * tps)} tokens): keep that generation "
-        f"permanently as a milestone ({kept})",
+        keep,
     ]
 
 

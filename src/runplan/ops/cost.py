@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, in_days
 from runplan.units import (
@@ -26,6 +26,9 @@ from runplan.units import (
     PricePerGpuHour,
 )
 
+#: Longest currency label: room for "kUSD", "USD/1000" or an ISO 4217 code with a prefix.
+MAX_CURRENCY_CHARS = 16
+
 
 class CostSpec(BaseModel):
     """Plan-file section `cost:`: currency and facility overhead (the price is the cluster's)."""
@@ -33,6 +36,21 @@ class CostSpec(BaseModel):
     model_config = INPUT_CONFIG
 
     currency: str = Field("USD", description="Currency of the price, printed beside every cost.")
+
+    @field_validator("currency")
+    @classmethod
+    def _printable_currency(cls, value: str) -> str:
+        """Printed after every cost in every format, so one short printable word (an empty or multi-line
+        currency broke the summary line: "5,332 , 2.2 MWh")."""
+        if not 1 <= len(value) <= MAX_CURRENCY_CHARS or not all(
+            c.isprintable() and not c.isspace() for c in value
+        ):
+            raise ValueError(
+                f"currency must be 1 to {MAX_CURRENCY_CHARS} printable characters without spaces, got {value!a} "
+                "(e.g. USD or EUR)"
+            )
+        return value
+
     pue: PositiveNumber = Field(
         1.2,
         ge=1.0,

@@ -164,7 +164,7 @@ def plan_monitoring(request: MonitoringRequest) -> Monitoring:
         required_retention_generations=required,
         alerts=_alerts(request, window.value, window_evals.value, examples.value, every.value),
         rollback_procedure=_rollback_procedure(request, spacing, lo, hi),
-        warnings=_warnings(request, required.value),
+        warnings=_warnings(request, required.value, examples.value, every.value),
     )
 
 
@@ -286,9 +286,14 @@ def _rollback_reach(request: MonitoringRequest) -> tuple[int, Reasoned[int], Rea
         else f"rollback-point spacing {spacing:,} (rolling generations too short)"
     )
     max_redo = margin + detect + spacing - 1
+    why = f"margin {margin} + detection {detect} + {how} − 1 = {max_redo:,} steps"
+    if max_redo > request.total_steps:
+        # no rollback redoes more than the run: without a checkpoint that old it restarts from step 0
+        max_redo = request.total_steps
+        why += f", capped at the run's {max_redo:,} steps (no checkpoint that old: restart from step 0)"
     return (
         spacing,
-        Reasoned(max_redo, f"margin {margin} + detection {detect} + {how} − 1 = {max_redo:,} steps"),
+        Reasoned(max_redo, why),
         Reasoned(
             required,
             f"⌈(margin {margin} + detection {detect}) / interval {k:,}⌉ + 1 = {required} generations",
@@ -357,12 +362,18 @@ def _rollback_procedure(request: MonitoringRequest, spacing: int, lo: int, hi: i
     """The rollback recipe (PaLM §5.1) in this run's steps and tokens."""
     spec, tps, step_s = request.spec, request.tokens_per_step, request.step_seconds
     margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
-    min_redo, max_redo = margin + detect, margin + detect + spacing - 1
+    max_redo = min(margin + detect + spacing - 1, request.total_steps)
+    min_redo = min(margin + detect, max_redo)
+    from_start = (
+        "; if none is that old, restart from step 0 (the same seed re-creates the initial weights)"
+        if margin + detect + spacing - 1 > request.total_steps
+        else ""
+    )
     return [
         f"let s be the step where the spike began; divergence is declared at s + {detect}",
         f"stop the job; pick the newest validated checkpoint at a step ≤ s − {margin} (one every "
         f"{spacing:,} steps that far back, so it is {margin} to {margin + spacing - 1:,} steps before the "
-        "spike)",
+        f"spike{from_start})",
         f"resume from it and skip the next {lo}-{hi} batches of the data order "
         f"({fmt(lo * tps)}-{fmt(hi * tps)} tokens): the data seen just before and during the spike (PaLM §5.1)",
         f"work redone: {min_redo:,} to {max_redo:,} steps ({fmt(max_redo * tps)} tokens, up to "
@@ -372,13 +383,23 @@ def _rollback_procedure(request: MonitoringRequest, spacing: int, lo: int, hi: i
     ]
 
 
-def _warnings(request: MonitoringRequest, required: int) -> list[str]:
-    """Cautions: an unusual canary size; rolling checkpoints that do not reach back far enough for a rollback."""
+def _warnings(request: MonitoringRequest, required: int, examples: int, every: int) -> list[str]:
+    """Cautions: an unusual canary size (as run, after rounding to dp), a canary that never runs, rolling
+    checkpoints that do not reach back far enough for a rollback."""
     spec, k, kept = request.spec, request.checkpoint_interval_steps, request.retention_generations
     reach = spec.rollback_margin_steps + spec.spike_recovery_steps
     warnings: list[str] = []
-    if not 512 <= spec.canary_examples <= 2048:
-        warnings.append(f"canary of {spec.canary_examples} examples is outside the usual 512-2,048")
+    if not 512 <= examples <= 2048:
+        rounded = f" ({spec.canary_examples} rounded to a multiple of dp = {request.dp:,})" * (
+            examples != spec.canary_examples
+        )
+        warnings.append(f"canary of {examples:,} examples{rounded} is outside the usual 512-2,048")
+    if every > request.total_steps:
+        warnings.append(
+            f"the canary runs every {every:,} steps but the run has {request.total_steps:,}: it is never "
+            "evaluated (lower monitoring.canary_every_steps or canary_examples, or raise "
+            "max_canary_overhead_fraction)"
+        )
     if kept < required and request.rollback_checkpoint_every_steps is None:
         warnings.append(
             f"rolling retention of {kept} × {k:,} steps reaches {(kept - 1) * k:,} steps back, but a rollback "

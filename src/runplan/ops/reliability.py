@@ -25,8 +25,8 @@ Meta's research clusters.
 Leaves out: failures that are not independent (a switch or a whole rack), time-varying rates (infant
 mortality, ageing), silent data corruption found late, stragglers and planned maintenance (Llama 3 also
 had 47 planned interruptions), and, with asynchronous saves, a failure during the background write making
-the previous checkpoint the latest durable one (about write_seconds/M extra loss per segment; small when the
-write is well below M).
+the previous checkpoint the latest durable one (about L more lost per interruption, L the write time;
+``operate`` warns with the corrected figure when it matters, see ``runplan.ops._durability_lag_warning``).
 """
 
 from __future__ import annotations
@@ -53,6 +53,32 @@ LLAMA3_INTERRUPTIONS = 419
 LLAMA3_DAYS = 54
 LLAMA3_NODES = 2_048
 LLAMA3_FAILURES_PER_1000_NODE_DAYS = LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * LLAMA3_NODES) * 1000.0
+#: Llama 3's nodes held 8 H100 each (arXiv 2407.21783 §3.3.1), so its rate is per 8-GPU node.
+LLAMA3_GPUS_PER_NODE = 8
+
+
+def default_failure_rate(gpus_per_node: int) -> float:
+    """Llama 3's rate per 8-GPU node scaled to nodes of ``gpus_per_node`` GPUs: r = 3.79 × g / 8.
+
+    Hand-derived: most of Llama 3's unexpected interruptions came from the GPUs themselves (Table 5: faulty GPU
+    30.1%, HBM3 17.2%, SRAM 4.5%, GPU system processor 4.1%, ...), so the rate carries over per GPU, not per
+    node: a 72-GPU NVLink domain counted as one "node" fails about 9× as often as an 8-GPU node, not as often.
+    """
+    return LLAMA3_FAILURES_PER_1000_NODE_DAYS * gpus_per_node / LLAMA3_GPUS_PER_NODE
+
+
+def failure_rate_for(spec: OperationsSpec, gpus_per_node: int) -> tuple[float, str]:
+    """The rate the failure model uses and where it comes from: the plan file's, else the Llama 3 default
+    scaled to the node size (see :func:`default_failure_rate`)."""
+    if "failures_per_1000_node_days" in spec.model_fields_set:
+        return spec.failures_per_1000_node_days, "plan file, operations.failures_per_1000_node_days"
+    rate = default_failure_rate(gpus_per_node)
+    if gpus_per_node == LLAMA3_GPUS_PER_NODE:
+        return rate, "Llama 3: 419 / (54 d × 2,048 nodes) × 1,000"
+    return rate, (
+        f"Llama 3's 3.79 per 8-GPU node × {gpus_per_node}/8 GPUs per node: its interruptions are mostly GPU "
+        "faults, so the rate scales per GPU"
+    )
 
 
 #: Bounds of the operations inputs (OperationsSpec): wide enough for any real cluster, narrow enough that a
@@ -119,10 +145,10 @@ class OperationsSpec(BaseModel):
     failures_per_1000_node_days: PositiveNumber = Field(
         LLAMA3_FAILURES_PER_1000_NODE_DAYS,
         **at_most(MAX_FAILURES_PER_1000_NODE_DAYS),
-        description="Unexpected job interruptions per 1,000 node-days. Default 3.79: Llama 3 (arXiv "
-        "2407.21783 "
-        "§3.3.4), 419 interruptions in 54 days on 2,048 nodes. Meta research clusters: 2.3-6.5 (arXiv "
-        "2410.21680). At most 1,000 (every node failing daily).",
+        description="Unexpected job interruptions per 1,000 node-days. Default 3.79 per 8-GPU node: Llama 3 "
+        "(arXiv 2407.21783 §3.3.4), 419 interruptions in 54 days on 2,048 nodes, mostly GPU faults, so scaled "
+        "by gpus_per_node/8 for other node sizes; a value given here is used as is. Meta research clusters: "
+        "2.3-6.5 (arXiv 2410.21680). At most 1,000 (every node failing daily).",
     )
     retention_generations: PositiveCount = Field(
         3,
@@ -192,6 +218,10 @@ class ReliabilityRequest(BaseModel):
         description="Work between checkpoints τ, seconds (rounded to steps)."
     )
     save_blocking_seconds: NonNegativeNumber = Field(description="Time a save blocks training δ, seconds.")
+    gpus_per_node: PositiveCount = Field(
+        LLAMA3_GPUS_PER_NODE,
+        description="GPUs per node: the default failure rate (Llama 3's, per 8-GPU node) is scaled by it / 8.",
+    )
     spec: OperationsSection
 
 
@@ -229,7 +259,8 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
     elapsed / M (each segment's expected interruptions are E[T]/M).
     """
     spec, w = request.spec, request.useful_seconds
-    m = job_mtbf_seconds(spec.failures_per_1000_node_days, request.n_nodes)
+    rate, source = failure_rate_for(spec, request.gpus_per_node)
+    m = job_mtbf_seconds(rate, request.n_nodes)
     tau, delta, r = min(request.interval_seconds, w), request.save_blocking_seconds, spec.restart_seconds
     full = math.floor(w / tau * (1.0 + 1e-12))  # (τ = W·k/S from steps: W/τ is whole up to rounding)
     rest = max(0.0, w - full * tau)
@@ -239,7 +270,7 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
     seg_first, elapsed_first = _run_seconds(first_order_segment_seconds, full, rest, (tau, delta, r, m))
     goodput = Reasoned(w / elapsed, f"W / elapsed = {fmt(w)} / {fmt(elapsed)} = {w / elapsed:.4f}")
     return Reliability.build(
-        **_failure_rate(spec.failures_per_1000_node_days, request.n_nodes, m),
+        **_failure_rate(rate, request.n_nodes, m, source),
         **_segment_inputs(r, tau, delta),
         segments=Reasoned(
             segments, f"⌈W/τ⌉ = ⌈{fmt(w)} / {fmt(tau)}⌉ = {segments:,} segments (each ends with a save)"
@@ -278,17 +309,12 @@ def _run_seconds(
     return one, full * one + (float(segment_seconds(rest, delta, r, m)) if rest > 0 else 0.0)
 
 
-def _failure_rate(rate: float, nodes: int, m: float) -> dict[str, Reasoned[float]]:
+def _failure_rate(rate: float, nodes: int, m: float, source: str) -> dict[str, Reasoned[float]]:
     """Node failure rate → the job's interruption rate λ and its MTBF M (any node stops a synchronous job)."""
     per_day = job_interruption_rate_per_day(rate, nodes)
-    source = (
-        " (Llama 3: 419 / (54 d × 2,048 nodes) × 1,000)"
-        if rate == LLAMA3_FAILURES_PER_1000_NODE_DAYS
-        else " (plan file)"
-    )
     return dict(
-        failures_per_1000_node_days=Reasoned(rate, f"r = {rate:.3g} per 1,000 node-days{source}"),
-        n_nodes=Reasoned(nodes, f"{nodes:,} nodes in the job"),
+        failures_per_1000_node_days=Reasoned(rate, f"r = {rate:.3g} per 1,000 node-days ({source})"),
+        n_nodes=Reasoned(nodes, f"{nodes:,} node{'s' * (nodes != 1)} in the job"),
         job_interruptions_per_day=Reasoned(
             per_day, f"λ = n·r/1000 = {nodes:,} × {rate:.3g} / 1000 = {per_day:.3g} per day"
         ),
@@ -321,10 +347,11 @@ def _lost_time(
     failure_loss = exact - w - save_overhead
     return dict(
         expected_interruptions=Reasoned(
-            interruptions, f"elapsed / M = {fmt(exact)} / {fmt(m)} = {interruptions:.1f} interruptions"
+            interruptions, f"elapsed / M = {fmt(exact)} / {fmt(m)} = {fmt(interruptions)} interruptions"
         ),
         save_overhead_seconds=Reasoned(
-            save_overhead, f"{segments:,} saves × δ {fmt(delta)} s = {fmt_seconds(save_overhead)}"
+            save_overhead,
+            f"{segments:,} save{'s' * (segments != 1)} × δ {fmt(delta)} s = {fmt_seconds(save_overhead)}",
         ),
         expected_failure_loss_seconds=Reasoned(
             failure_loss, f"elapsed − W − saves = {fmt_seconds(failure_loss)} (redone work + restarts)"
