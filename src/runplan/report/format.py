@@ -46,7 +46,15 @@ def fmt_duration(value: float, *, scale_of: float | None = None, extra_digits: i
         return f"{value / 60:.{3 + extra}g} min"
     if ref < 3 * 86400:
         return f"{value / 3600:.{3 + extra}g} h"
+    if ref >= 999.5 * 86400:  # whole days with separators, as fmt_days: not 1.77e+03
+        return f"{value / 86400:,.{extra}f} days"
     return f"{value / 86400:.{3 + extra}g} days"
+
+
+def fmt_days(value: float) -> str:
+    """Days to three significant digits (``38.6``, ``4.05``); from 1000 whole with separators (``1,774``), not
+    ``1.77e+03``, as the summary and the warnings print them."""
+    return f"{value:,.0f}" if abs(value) >= 999.5 else f"{value:.3g}"
 
 
 def fmt_value(name: str, value: object) -> str:
@@ -74,7 +82,7 @@ def fmt_value(name: str, value: object) -> str:
     if lower.endswith("per_1000_node_days"):
         return f"{number:.3g}"
     if lower.endswith("_days") or lower == "days":
-        return f"{number:.3g} days"
+        return f"{fmt_days(number)} days"
     if lower.endswith(("fraction", "goodput", "mfu", "hfu", "saving", "overhead")) or lower in ("mfu", "hfu"):
         return f"{number:.1%}" if abs(number) >= 0.01 or number == 0 else f"{100 * number:.2g}%"
     if "flops" in lower and not lower.endswith("per_token"):
@@ -95,7 +103,7 @@ def fmt_value(name: str, value: object) -> str:
 def label(name: str) -> str:
     """``save_blocking_seconds`` → ``save blocking (s)``-free plain words: ``save blocking``."""
     words = name.replace("_", " ")
-    for unit in (" seconds", " bytes", " usd"):
+    for unit in (" seconds", " bytes", " usd", " mwh"):
         if words.endswith(unit):
             words = words[: -len(unit)]
     return words

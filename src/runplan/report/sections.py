@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from runplan.plan import RunPlan, token_fill_note
-from runplan.report.format import fmt_bytes, fmt_count, fmt_duration, fmt_ratio, fmt_value, label
+from runplan.report.format import fmt_bytes, fmt_count, fmt_days, fmt_duration, fmt_ratio, fmt_value, label
 from runplan.scaling.sweep import PLAN_BUDGETS, dense_proxies_note, flag_notes, wsd_hours_note
 
 
@@ -590,8 +590,8 @@ def _cost(plan: RunPlan) -> Section:
                     x.name,
                     f"{x.gpus:,}",
                     fmt_count(round(x.billed_gpu_hours)),
-                    f"{x.useful_days:.3g}",
-                    f"{x.wall_clock_days:.3g}",
+                    fmt_days(x.useful_days),
+                    fmt_days(x.wall_clock_days),
                     f"{x.cost:,.0f}",
                     f"{x.energy_mwh:,.1f} MWh",
                 ]
