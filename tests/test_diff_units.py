@@ -60,7 +60,16 @@ def test_durations_days_energy_and_fractions():
     assert (
         _line("cost.main.energy_mwh", 398.3, 420.0) == "cost.main.energy_mwh: 398.3 MWh → 420.0 MWh (+5.45%)"
     )
-    assert _line("layout.best.mfu", 0.535148, 0.525542) == "layout.best.mfu: 53.5% → 52.6% (-1.80%)"
+    # a fraction shown as a percentage changes by points first: "−1.80%" alone read as points (MFU fell 0.96)
+    assert (
+        _line("layout.best.mfu", 0.535148, 0.525542)
+        == "layout.best.mfu: 53.5% → 52.6% (-0.96 pp, -1.80% relative)"
+    )
+    assert (
+        _line("constraints.max_bubble_fraction", 0.15, 0.1)
+        == "constraints.max_bubble_fraction: 15.0% → 10.0% (-5.00 pp, -33.33% relative)"
+    )
+    assert _line("cost.main.goodput", 0.001, 0.00102).endswith("(+0.002 pp, +2.00% relative)")
     assert (
         _line("layout.best.time_seconds.overhead", 0.1218, 0.2)
         == "layout.best.time_seconds.overhead: 0.1218 s → 0.2 s (+64.20%)"
@@ -136,3 +145,12 @@ def test_a_cost_usd_key_is_in_the_plan_s_currency():
         _line("sweep.cost_usd", 3508.0, 5263.0, "EUR", "EUR")
         == "sweep.cost_usd: 3,508 EUR → 5,263 EUR (+50.03%)"
     )
+
+
+def test_a_fraction_from_zero_changes_by_points_alone():
+    # no relative change from 0%, but the points are defined: it printed "0.0% → 10.0%" with no change at all
+    assert (
+        _line("schedule.final_lr_fraction", 0.0, 0.1)
+        == "schedule.final_lr_fraction: 0.0% → 10.0% (+10.00 pp)"
+    )
+    assert _line("schedule.final_lr_fraction", float("nan"), 0.5) == "schedule.final_lr_fraction: nan → 50.0%"

@@ -8,10 +8,12 @@ changes the plan.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -63,8 +65,9 @@ HEADLINE_PATHS = (
     "cost.main.wall_clock_days",
     "cost.main.cost",
     "cost.total_cost",
-    "cost.main.gpu_hours",
+    "cost.main.billed_gpu_hours",  # (the cost line's GPU-hours: cost = billed GPU-hours × price)
     "cost.main.gpus",
+    "cost.main.goodput",
     "allocation.params",
     "model.total_params",  # the model trained (the summary's count): the law's N above differs by up to 7.5%
     "allocation.tokens",
@@ -87,6 +90,8 @@ class Change:
     old: Any
     new: Any
     relative_change: float | None = None
+    #: a "length" change: the items past the shorter list's end (added when the list grew, else removed)
+    extra: tuple[Any, ...] = ()
 
     @property
     def section(self) -> str:
@@ -119,17 +124,27 @@ class Change:
             return f"{self.path}: (new) → {_shown(fmt, [self.new], new_currency)[0]}"
         if self.kind == "gone":
             return f"{self.path}: {_shown(fmt, [self.old], old_currency)[0]} → (gone)"
-        if self.kind == "length":
-            return self.text()
+        if self.kind == "length":  # which items came or went, not just how many
+            verb, start = ("added", self.old) if self.new > self.old else ("removed", self.new)
+            items = "; ".join(f"[{start + i}] {_short(item)}" for i, item in enumerate(self.extra))
+            return f"{self.path}: {_items(self.old)} → {_items(self.new)}" + (
+                f" ({verb} {items})" if items else ""
+            )
         old, new = _shown(fmt, [self.old, self.new], old_currency, new_currency)
         shown = self.relative_change is not None and self.path not in LAYOUT_AXIS_PATHS
         shown = shown and (fmt not in _MONEY or old_currency == new_currency)  # 1,000 USD → 900 EUR: no %
         change = f" ({self.relative_change:+.2%})" if shown else ""
+        if fmt is _percent and _finite(self.old) and _finite(self.new):
+            # points first: MFU 53.5% → 52.6% is −0.96 points, and "−1.80%" alone read as points; from 0% only
+            # the points mean anything
+            relative = "" if self.relative_change is None else f", {self.relative_change:+.2%} relative"
+            change = f" ({_points(self.old, self.new)} pp{relative})"
         return f"{self.path}: {old} → {new}{change}"
 
     def record(self) -> dict[str, Any]:
-        """The JSON form: path, section, kind, old, new, relative_change (None unless both are numbers)."""
-        return {
+        """The JSON form: path, section, kind, old, new, relative_change (None unless both are numbers); a
+        "length" change adds ``added`` or ``removed``, the items past the shorter list's end."""
+        record = {
             "path": self.path,
             "section": self.section,
             "kind": self.kind,
@@ -137,6 +152,23 @@ class Change:
             "new": _json_value(self.new),
             "relative_change": self.relative_change,
         }
+        if self.kind == "length":
+            record["added" if self.new > self.old else "removed"] = _json_value(self.extra)
+        return record
+
+
+def _points(old: float, new: float) -> str:
+    """The change of a fraction in percentage points, signed: two decimals, or two digits under 0.005."""
+    points = 100 * (float(new) - float(old))
+    return f"{points:+.2f}" if abs(points) >= 0.005 else f"{points:+.2g}"
+
+
+def _finite(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value)
+
+
+def _items(count: int) -> str:
+    return f"{count} item" if count == 1 else f"{count} items"
 
 
 def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None:
@@ -153,8 +185,13 @@ def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None
                 _walk(sub, old[key], new[key], rtol, out)
         return
     if isinstance(old, list) and isinstance(new, list):
+        if _texts(old) and _texts(new) and sorted(old) != sorted(new):
+            _walk_texts(path, old, new, out)
+            return
         if len(old) != len(new):
-            out.append(Change(path, "length", len(old), len(new)))
+            longer = new if len(new) > len(old) else old
+            extra = tuple(longer[min(len(old), len(new)) :])
+            out.append(Change(path, "length", len(old), len(new), extra=extra))
         for index, (a, b) in enumerate(zip(old, new, strict=False)):
             _walk(f"{path}[{index}]", a, b, rtol, out)
         return
@@ -168,10 +205,34 @@ def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None
         out.append(Change(path, "changed", old, new))
 
 
+def _texts(values: list[Any]) -> bool:
+    return all(isinstance(value, str) for value in values)
+
+
+def _walk_texts(path: str, old: list[str], new: list[str], out: list[Change]) -> None:
+    """Two lists of strings (warnings, recompute modules) that hold different items: each item gone from the
+    old list and each new one, at its own index. Compared item by item, one warning fewer at the top showed as
+    every later warning "changed" into the next one."""
+    gone, came = Counter(old) - Counter(new), Counter(new) - Counter(old)
+    for index, item in enumerate(old):
+        if gone[item] > 0:
+            gone[item] -= 1
+            out.append(Change(f"{path}[{index}]", "gone", item, None))
+    for index, item in enumerate(new):
+        if came[item] > 0:
+            came[item] -= 1
+            out.append(Change(f"{path}[{index}]", "new", None, item))
+
+
 def _json_value(value: Any) -> Any:
-    """A resolved value for JSON: a hand-written .nan or .inf as the string YAML spells it (JSON has none)."""
+    """A resolved value for JSON: a hand-written .nan or .inf as the string YAML spells it (JSON has none), in a
+    mapping or list too (a whole section gone from a hand-edited file)."""
     if isinstance(value, float) and not math.isfinite(value):
         return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    if isinstance(value, dict):
+        return {key: _json_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_value(item) for item in value]
     return value
 
 
@@ -180,9 +241,15 @@ def _is_number(value: Any) -> bool:
 
 
 def _short(value: Any) -> str:
+    """``value`` in at most 60 characters, spelt as in the plan file: ``true``, ``null``, a mapping or list as
+    JSON (``{"batch_fraction": 0.5}``, not Python's ``{'batch_fraction': 0.5}``), a string quoted."""
     if _is_number(value):
         return f"{value:.6g}"
-    text = repr(value)
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    text = (
+        json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, dict | list) else repr(value)
+    )
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -292,6 +359,17 @@ def _shown(fmt: _Fmt, values: list[Any], *currencies: str) -> list[str]:
     return texts
 
 
+def in_two_currencies(changes: list[Change], old_currency: str, new_currency: str) -> list[Change]:
+    """``changes`` with no relative change for money (a cost, a price) when the two plans price in different
+    currencies: 1,000 USD → 900 EUR is not −10% (:meth:`Change.readable` prints none either)."""
+    if old_currency == new_currency:
+        return changes
+    return [
+        replace(change, relative_change=None) if unit_of(change.path) in _MONEY else change
+        for change in changes
+    ]
+
+
 def diff_changes(old: dict[str, Any], new: dict[str, Any], rtol: float = 1e-4) -> list[Change]:
     """Every derived value that moved beyond ``rtol``: the headline numbers first (days and cost leading, in
     HEADLINE_PATHS order), then the rest by section and path."""
@@ -313,9 +391,10 @@ _RESOLVED_KEY = re.compile(r"""^(?:resolved|"resolved"|'resolved')\s*:(?:\s|$)""
 def updated_text(original: str, plan: RunPlan) -> str:
     """The plan file's own text with its ``resolved:`` section replaced by ``plan``'s numbers.
 
-    The user's keys and comments are kept as written: a trailing top-level ``resolved:`` block (as
-    ``runplan plan -f yaml`` writes it) is cut and a fresh one appended. A ``resolved:`` that is not the last
-    top-level key cannot be cut safely, so the file is written out again from its parsed keys instead.
+    The user's keys and comments are kept as written: the top-level ``resolved:`` block is cut (up to the next
+    top-level key, keeping a column-0 comment there: it belongs to that key) and a fresh one appended at the
+    end, as ``runplan plan -f yaml`` writes it. Only where the cut would change another key (a block the line
+    rules misread) is the file written out again from its parsed keys, without its comments.
     """
     lines = original.splitlines(keepends=True)
     starts = [i for i, line in enumerate(lines) if _RESOLVED_KEY.match(line)]
@@ -323,18 +402,34 @@ def updated_text(original: str, plan: RunPlan) -> str:
         data = yaml.safe_load(original) or {}
         if "resolved" in data:  # written some way the match misses: the file is written again from its keys
             return resolved_document(data, plan)
-    if starts:
-        later_keys = [
-            line
-            for line in lines[starts[-1] + 1 :]
-            if line.strip() and not line.startswith((" ", "\t", "#", "-"))
-        ]
-        if later_keys:
-            return resolved_document(yaml.safe_load(original), plan)
-        lines = lines[: starts[-1]]
+    kept = _without_resolved_block(lines, starts[-1]) if starts else lines
     newline = "\r\n" if "\r\n" in original else "\n"  # the file's own line ending, kept in the new block
-    head = "".join(lines).rstrip("\r\n") + newline
+    head = "".join(kept).rstrip("\r\n") + newline
     body = yaml.safe_dump(
         {"resolved": resolved_section(plan)}, sort_keys=False, width=120, allow_unicode=True
     )
-    return head + body.replace("\n", newline)
+    text = head + body.replace("\n", newline)
+    if starts and _keys_but_resolved(text) != _keys_but_resolved(original):
+        return resolved_document(yaml.safe_load(original), plan)
+    return text
+
+
+def _without_resolved_block(lines: list[str], start: int) -> list[str]:
+    """``lines`` without the ``resolved:`` block that begins at ``start`` (its indented lines, up to the next
+    top-level key or the end); a column-0 comment inside the span is kept, as the next key's."""
+    end = next(
+        (
+            i
+            for i in range(start + 1, len(lines))
+            if lines[i].strip() and not lines[i].startswith((" ", "\t", "#", "-"))
+        ),
+        len(lines),
+    )
+    comments = [line for line in lines[start + 1 : end] if line.startswith("#")]
+    return lines[:start] + comments + lines[end:]
+
+
+def _keys_but_resolved(text: str) -> Any:
+    """The parsed document without ``resolved`` (what an --update must leave as it was)."""
+    data = yaml.safe_load(text)
+    return {k: v for k, v in data.items() if k != "resolved"} if isinstance(data, dict) else data

@@ -30,6 +30,8 @@ DEFAULT_INIT_GPUS = "1024"
 COMMENT_WIDTH = 80
 #: What a commented top-level key that is neither a section nor a list shows as its value.
 _EXAMPLES = {"calibration": "calibration.yaml"}
+#: The preset a commented-out `model:` shows (any `runplan catalog models` name or a size like 70b).
+_EXAMPLE_MODEL = "llama-3.1-70b"
 
 
 def _comment(text: str, indent: str = "") -> list[str]:
@@ -68,8 +70,11 @@ def _scalar(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):  # short (3e+09), unless that rounds the default (3.788700810185185)
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
+    if isinstance(value, int):
+        return str(value)
     if isinstance(value, BaseModel):
         return json.dumps(value.model_dump(mode="json", exclude_none=True))
     if isinstance(value, list | tuple | dict):  # (a list of models, e.g. batch_ramp, as their mappings)
@@ -91,7 +96,7 @@ def _section(name: str, cls: type[BaseModel], values: dict[str, Any], descriptio
     active = {k: v for k, v in values.items() if v is not None}
     lines.append(f"{name}:" if active else f"# {name}:")
     for key, field in cls.model_fields.items():
-        lines += _comment(field.description or key, "  ")
+        lines += _comment(field.description or key, "  ") + _item_help(field.annotation)
         if key in active:
             lines.append(f"  {key}: {_scalar(active[key])}")
             continue
@@ -101,6 +106,20 @@ def _section(name: str, cls: type[BaseModel], values: dict[str, Any], descriptio
         else:
             lines.append(f"  # {key}: {_scalar(default)}".rstrip())
     return lines
+
+
+def _item_help(annotation: Any) -> list[str]:
+    """For a list of mappings (``schedule.batch_ramp``), each item's keys with their help, so that the
+    starter documents the keys inside the list too; else nothing."""
+    if typing.get_origin(annotation) is not list:
+        return []
+    item = _model_class(typing.get_args(annotation)[0])
+    if item is None:
+        return []
+    keys = "; ".join(
+        f"`{key}`: {(field.description or key).rstrip('.')}" for key, field in item.model_fields.items()
+    )
+    return _comment(f"Each item: {keys}.", "  ")
 
 
 def _checked_budget(
@@ -207,12 +226,13 @@ def starter_plan(
             f"{DEFAULT_INIT_DAYS} days)"
         )
         lines += _comment(f"budget below is a placeholder, {what}: replace it with yours")
-    if model is not None:
-        lines += [
-            "",
-            "# Fix the model: a catalog preset (`runplan catalog models`) or a size like 70b.",
-            f"model: {model}",
-        ]
+    # the model key is documented whether or not --model set it (commented out, it shows the form to write)
+    model_help = PlanSpec.model_fields["model"].description or "model"
+    lines += [
+        "",
+        *_comment(f"{model_help} `runplan catalog models` lists the presets."),
+        f"model: {model}" if model is not None else f"# model: {_EXAMPLE_MODEL}",
+    ]
     for key, field in PlanSpec.model_fields.items():
         if key in _SKIP or key in ("schema_version", "name", "description", "model"):
             continue
@@ -226,23 +246,19 @@ def starter_plan(
 
 
 def _validated(text: str) -> str:
-    """``text`` when it loads as a plan and its cluster is whole nodes; else the SpecError of the flag at fault."""
+    """``text`` when it loads as a plan, its cluster is whole nodes and its budget is one runplan plans; else the
+    SpecError of the flag at fault. A budget beyond MAX_TRAINING_FLOPS (``--flops 1e40``, ``--days 1e9``) was
+    written and then refused by `runplan plan`."""
+    from runplan.errors import Infeasible
+    from runplan.plan import allocation_stage, resolve_inputs
     from runplan.spec import load_plan_text
 
     try:  # the starter must itself be a valid plan; what it refuses came from a flag, which the CLI names
         spec = load_plan_text(text, "<runplan init>")
-        from runplan.catalog import load_catalog
-        from runplan.hardware import GpuSpec
-        from runplan.parallel.request_rules import check_whole_nodes
-
-        chosen_gpu = spec.cluster.gpu
-        gpu_spec = (
-            chosen_gpu
-            if isinstance(chosen_gpu, GpuSpec)
-            else load_catalog().gpu(chosen_gpu, where="cluster.gpu")
-        )
-        # as `runplan plan` will (plan.resolve_inputs)
-        check_whole_nodes(spec.cluster.gpus, spec.cluster.gpus_per_node or gpu_spec.gpus_per_node)
+        # as `runplan plan` will: catalog, GPU, whole nodes, law, then the budget's FLOPs and N, D
+        allocation_stage(spec, resolve_inputs(spec))
     except SpecError as error:
         raise SpecError(error.message, where=error.where, hint=error.hint) from None
+    except Infeasible:  # a valid file no model or layout fits: `runplan plan` says why and what would help
+        pass
     return text

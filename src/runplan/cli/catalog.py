@@ -46,8 +46,10 @@ def model_record(entry: ModelEntry) -> dict[str, Any]:
     return record
 
 
-def _kind(kind: str) -> str:
-    from runplan.catalog import normalize_name
+def _kind(kind: str, catalog_files: list[Path]) -> str:
+    """'gpus' or 'models' for KIND; else a SpecError at KIND. A GPU or model name given as KIND (`runplan
+    catalog h100-sxm`) is answered with the command that shows it."""
+    from runplan.catalog import load_catalog, normalize_name
     from runplan.errors import SpecError
 
     key = normalize_name(kind)
@@ -58,11 +60,15 @@ def _kind(kind: str) -> str:
     import difflib
 
     close = difflib.get_close_matches(key, KINDS, n=1, cutoff=0.4)
-    raise SpecError(
-        f"unknown catalog '{kind}'",
-        where="KIND",
-        hint=f"did you mean '{close[0]}'?" if close else "use 'gpus' or 'models'",
-    )
+    hint = f"did you mean '{close[0]}'?" if close else "use 'gpus' or 'models'"
+    cat = load_catalog(catalog_files)
+    for listed, lookup in (("gpus", cat.gpu_entry), ("models", cat.model_entry)):
+        try:
+            entry = lookup(kind)
+        except SpecError:
+            continue
+        hint = f"'{entry.name}' is in the {listed} catalog: `runplan catalog {listed} {entry.name}`"
+    raise SpecError(f"unknown catalog '{kind}'", where="KIND", hint=hint)
 
 
 @handle_errors
@@ -77,7 +83,7 @@ def catalog(
     """List the GPU or model catalog (or one entry with NAME); add your own entries with --catalog."""
     from runplan.catalog import load_catalog
 
-    kind = _kind(kind)
+    kind = _kind(kind, catalog_files)
     cat = load_catalog(catalog_files)
     if kind == "gpus":
         gpus = [cat.gpu_entry(name, where="NAME")] if name else list(cat.gpu_entries)
@@ -121,8 +127,10 @@ def _cell(value: Any) -> str:
     not a Python dict with ``None``."""
     if value is None:
         return ""
+    if isinstance(value, bool):  # YAML's spelling, not Python's True
+        return "true" if value else "false"
     if isinstance(value, dict):
-        return ", ".join(f"{k}: {v}" for k, v in value.items() if v is not None)
+        return ", ".join(f"{k}: {_cell(v)}" for k, v in value.items() if v is not None)
     return str(value)
 
 

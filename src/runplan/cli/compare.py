@@ -24,24 +24,25 @@ def diff(
     ),
 ) -> None:
     """The inputs and the headline numbers (days, cost, size, loss, MFU) that differ between two plans."""
-    from runplan.resolved import diff_changes, resolved_section
+    from runplan.resolved import diff_changes, in_two_currencies, resolved_section
 
     _, spec_a, plan_a = _named_plan(first)
     _, spec_b, plan_b = _named_plan(second)
-    inputs = diff_changes(
-        spec_a.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
-        spec_b.model_dump(mode="json", exclude={"resolved"}, exclude_none=True),
-        rtol=1e-12,
-    )
+    currencies = (plan_a.cost.currency, plan_b.cost.currency)  # each number in its report's unit
+    dumps = [
+        spec.model_dump(mode="json", exclude={"resolved"}, exclude_none=True) for spec in (spec_a, spec_b)
+    ]
+    _spell_out_gpu(dumps, (spec_a, spec_b), (first, second))
+    inputs = diff_changes(dumps[0], dumps[1], rtol=1e-12)
     headline = [
         c for c in diff_changes(resolved_section(plan_a), resolved_section(plan_b), rtol=1e-4) if c.headline
     ]
+    inputs, headline = (in_two_currencies(changes, *currencies) for changes in (inputs, headline))
     if as_json:
         print_json({"inputs": [c.record() for c in inputs], "headline": [c.record() for c in headline]})
         return
     from runplan.cli.common import echo_wrapped
 
-    currencies = (plan_a.cost.currency, plan_b.cost.currency)  # each number in its report's unit
     typer.echo(f"{first}\n→ {second}")
     typer.echo(f"inputs ({len(inputs)} changed):" if inputs else "inputs: the same")
     for change in inputs:
@@ -49,6 +50,22 @@ def diff(
     typer.echo(f"headline ({len(headline)} changed):" if headline else "headline numbers: the same")
     for change in headline:
         echo_wrapped(f"  {change.readable(*currencies)}", indent="      ")
+
+
+def _spell_out_gpu(dumps: list[dict[str, Any]], specs: tuple[PlanSpec, ...], paths: tuple[Path, ...]) -> None:
+    """A catalog GPU name on one side and an inline GPU spec on the other: the name replaced by its catalog
+    spec, so that the diff says which fields differ (`inter_node_bandwidth_bytes_per_s: 50 GB/s → 25 GB/s`),
+    not a name against a mapping cut at 60 characters."""
+    gpus = [dump.get("cluster", {}).get("gpu") for dump in dumps]
+    if sum(isinstance(gpu, str) for gpu in gpus) != 1 or sum(isinstance(gpu, dict) for gpu in gpus) != 1:
+        return
+    from runplan.catalog import load_catalog
+
+    side = 0 if isinstance(gpus[0], str) else 1
+    base = paths[side].resolve().parent
+    catalog = load_catalog([base / extra for extra in specs[side].catalog])
+    spec = catalog.gpu(str(gpus[side]), where="cluster.gpu")
+    dumps[side]["cluster"]["gpu"] = spec.model_dump(mode="json", exclude_none=True)
 
 
 def _named_plan(path: Path) -> tuple[Any, PlanSpec, RunPlan]:
@@ -65,17 +82,21 @@ def _named_plan(path: Path) -> tuple[Any, PlanSpec, RunPlan]:
 @handle_errors
 def whatif(
     plan_file: Path = typer.Argument(..., help="A plan file.", show_default=False),
-    gpus: str = typer.Option(..., "--gpus", help="Cluster sizes to compare, e.g. 256,512,1024."),
+    gpus: list[str] = typer.Option(
+        ..., "--gpus", help="Cluster sizes to compare, e.g. 256,512,1024 (or --gpus repeated)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one record per cluster size."),
 ) -> None:
     """The plan at each cluster size: days, cost, MFU, goodput and the chosen layout, in one table. A size no
     layout fits is a row that says why (exit 1 only when no size is feasible)."""
-    from runplan.cli.common import flag_value, load_plan_file, located
+    from runplan.cli.common import load_plan_file, located
     from runplan.cli.flags import with_flag
-    from runplan.errors import Infeasible, SpecError
+    from runplan.errors import Infeasible, PinConflict, SpecError
 
-    # each size once, in the order given (256,256 planned one size twice)
-    counts = list(dict.fromkeys(flag_value(text.strip(), "--gpus", "count") for text in gpus.split(",")))
+    # each size once, in the order given (256,256 planned one size twice); a repeated --gpus adds its sizes
+    # (it kept only the last: `--gpus 512 --gpus 256` planned 256 alone)
+    sizes = [text for given in gpus for text in given.split(",")]
+    counts = list(dict.fromkeys(_gpu_count(text) for text in sizes))
     if not counts or len(counts) > 12:
         raise SpecError(
             f"expected 1 to 12 GPU counts, got {len(counts)}", where="--gpus", hint="e.g. 256,512,1024"
@@ -93,11 +114,34 @@ def whatif(
         print_json(records)
     if len(refused) == len(counts):
         first = refused[0]
+        if all(
+            isinstance(error, PinConflict) for error in refused
+        ):  # a pin no size can take: bad input (exit
+            with located(loaded, from_flags=("cluster.gpus",)):  # 2) at its file:line, as `runplan plan` says
+                raise first
         raise Infeasible(
             f"at every size; at {counts[0]:,} GPUs: {first.reason}", suggestions=first.suggestions
         )
     if not as_json:
         _render(records, plan_file)
+
+
+def _gpu_count(text: str) -> int:
+    """One size of the --gpus list; a size that is not a number says the list's form (the number parser's own
+    hint, "2e23, 70B, 15T", is a budget's, and `256;512` is a separator mistake)."""
+    from runplan.cli.common import flag_value
+    from runplan.errors import SpecError
+
+    try:
+        return flag_value(text.strip(), "--gpus", "count")
+    except SpecError as error:
+        if not error.message.startswith("expected a number"):
+            raise
+        raise SpecError(
+            f"expected a GPU count, got {text.strip()!r}",
+            where="--gpus",
+            hint="a comma-separated list of counts, e.g. 256,512,1024 or 1k,2k",
+        ) from None
 
 
 def _plan_at(spec: PlanSpec, count: int, plan_file: Path) -> RunPlan:
