@@ -146,3 +146,12 @@ def test_a_scalar_where_a_section_goes_names_yaml_not_a_python_class(tmp_path):
         assert info.value.where == where
         assert "must be a mapping of keys (key: value)" in info.value.message
         assert "instance of" not in info.value.message
+
+
+def test_schema_refuses_two_budgets_as_runplan_does():
+    validator = jsonschema.Draft202012Validator(plan_json_schema())
+    two = yaml.safe_load(GOOD.replace("  flops: 2e23\n", "  flops: 2e23\n  days: 30\n"))
+    assert list(validator.iter_errors(two))  # an editor flags it
+    with pytest.raises(SpecError, match="exactly one of flops, gpu_hours, days or tokens"):
+        load_plan_text(yaml.safe_dump(two))
+    assert not list(validator.iter_errors(yaml.safe_load(GOOD)))

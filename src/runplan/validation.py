@@ -50,6 +50,25 @@ def allowed_keys(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return names
 
 
+def key_paths(model_cls: type[BaseModel], key: str) -> list[str]:
+    """The dotted paths below ``model_cls`` where a field named ``key`` lives ("price_per_gpu_hour" ->
+    "cluster.price_per_gpu_hour"), for a key written in the wrong section."""
+    found: list[str] = []
+    seen: set[type[BaseModel]] = set()
+    todo: list[tuple[type[BaseModel], str]] = [(model_cls, "")]
+    while todo:
+        cls, prefix = todo.pop(0)
+        if cls in seen:
+            continue
+        seen.add(cls)
+        for name, field in cls.model_fields.items():
+            path = f"{prefix}{field.alias or name}"
+            if (field.alias or name) == key:
+                found.append(path)
+            todo.extend((inner, f"{path}.") for inner in _model_classes(field.annotation))
+    return found
+
+
 _BOUND_TEXT = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 
 
@@ -241,6 +260,52 @@ _ENGINE_KEYS = {
 _MONEY_KEYS = {"usd", "cost", "cost_usd", "dollars", "money", "price", "budget_usd", "eur"}
 
 
+#: How alike (difflib ratio) an allowed key must be to an unknown one to be suggested over a missing required key.
+NEAR_EXACT_SPELLING = 0.8
+
+
+def _unknown_key(
+    problems: list[Any], loc: tuple[Any, ...], model_cls: type[BaseModel]
+) -> tuple[str, str | None, int]:
+    """Message, hint and problems explained for an unknown key at ``loc``: an engine's name for a key, else the
+    closest allowed key or a required key missing beside it ("gpu_count" for "gpus"), whichever is nearer, else
+    the section the key belongs in, else the schema."""
+    key = str(loc[-1]) if loc else "?"
+    missing = [
+        str(_clean_loc(tuple(p["loc"]))[-1])
+        for p in problems
+        if p["type"] == "missing" and _clean_loc(tuple(p["loc"]))[:-1] == loc[:-1]
+    ]
+    allowed = allowed_keys(model_cls, loc[:-1])
+    synonym = _ENGINE_KEYS.get(key.lower())
+    guess = synonym if synonym in allowed else suggest(key, allowed)
+    closest_missing = suggest(key, missing, cutoff=0.0) if missing else None
+    if synonym not in allowed and closest_missing is not None:
+
+        def similarity(choice: str | None) -> float:
+            return difflib.SequenceMatcher(None, key, choice or "").ratio()
+
+        # the missing key, unless an allowed key is a near-exact spelling ("gpus_per_nod" is gpus_per_node,
+        # not the missing gpus; "gpu_count" is the missing gpus, not gpu, which is likely given already)
+        if similarity(guess) < max(NEAR_EXACT_SPELLING, similarity(closest_missing)):
+            guess = closest_missing
+    explained = 1 if guess in missing else 0
+    elsewhere = key_paths(model_cls, key)
+    hint = (
+        f"did you mean '{guess}'?"
+        if guess
+        else f"'{key}' belongs at {' or '.join(elsewhere)}"
+        if elsewhere
+        else "see `runplan schema` for the allowed keys"
+    )
+    if loc[:-1] == ("budget",) and key.lower() in _MONEY_KEYS:
+        hint = (
+            "write a money budget as GPU-hours: gpu_hours = amount / cluster.price_per_gpu_hour, "
+            "e.g. 10M USD at 2 USD/h is gpu_hours: 5M"
+        )
+    return f"unknown key '{key}'", hint, explained
+
+
 def _message_and_hint(
     first: Any, problems: list[Any], loc: tuple[Any, ...], model_cls: type[BaseModel]
 ) -> tuple[str, str | None, int]:
@@ -250,30 +315,7 @@ def _message_and_hint(
     hint = None
     explained = 0
     if first["type"] == "extra_forbidden":
-        key = loc[-1] if loc else "?"
-        message = f"unknown key '{key}'"
-        # a required key missing beside it is the likeliest intent ("gpu_count" for "gpus")
-        missing = [
-            _clean_loc(tuple(p["loc"]))[-1]
-            for p in problems
-            if p["type"] == "missing" and _clean_loc(tuple(p["loc"]))[:-1] == loc[:-1]
-        ]
-        allowed = allowed_keys(model_cls, loc[:-1])
-        synonym = _ENGINE_KEYS.get(str(key).lower())
-        guess = (
-            synonym
-            if synonym in allowed
-            else suggest(str(key), [str(m) for m in missing], cutoff=0.0)
-            if missing
-            else suggest(str(key), allowed)
-        )
-        explained = 1 if missing and guess in missing else 0
-        hint = f"did you mean '{guess}'?" if guess else "see `runplan schema` for the allowed keys"
-        if loc[:-1] == ("budget",) and str(key).lower() in _MONEY_KEYS:
-            hint = (
-                "write a money budget as GPU-hours: gpu_hours = amount / cluster.price_per_gpu_hour, "
-                "e.g. 10M USD at 2 USD/h is gpu_hours: 5M"
-            )
+        message, hint, explained = _unknown_key(problems, loc, model_cls)
     elif first["type"] == "missing":
         message = "required key is missing"
         # the other keys missing beside it, said at once rather than one run of the command per key

@@ -111,7 +111,14 @@ __all__ = [
 class Budget(BaseModel):
     """How much the run trains: exactly one of FLOPs, GPU-hours, days on the cluster, or tokens (fixed model)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # the schema says "exactly one" too, so that an editor flags `{flops, days}` as runplan refuses it
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        json_schema_extra={
+            "oneOf": [{"required": [key]} for key in ("flops", "gpu_hours", "days", "tokens")]
+        },
+    )
 
     flops: PositiveNumber | None = Field(None, description="Training compute C in FLOPs, e.g. 2e23.")
     gpu_hours: PositiveNumber | None = Field(
