@@ -115,6 +115,13 @@ def plan_law(spec: PlanSpec, base_dir: Path) -> ParametricLaw:
     return resolve_law(law_spec)
 
 
+def allocation_law(spec: PlanSpec, base_dir: Path, shape: ModelShape) -> ParametricLaw:
+    """The law the plan's allocation applied to ``shape``: :func:`plan_law` for a dense model, the MoE law in
+    active parameters for a MoE model (:func:`_law_for_shape`); L(N, D) of it passes through the plan's loss."""
+    law, _ = _law_for_shape(spec, plan_law(spec, base_dir), shape)
+    return law
+
+
 def _flops(spec: PlanSpec, gpu: GpuSpec, n_gpus: int, law_params: float | None) -> float:
     """Training compute C of the budget: as given; GPUs × peak × MFU × seconds for a GPU-time budget (MFU as
     defined in PaLM, Chowdhery et al. 2022, §4.1); or C = 6·N·D for a token budget (Kaplan et al. 2020 §2.1:
@@ -162,6 +169,8 @@ class ResolvedInputs:
     base_dir: Path
     #: runplan.calibrate.calibration.Calibration of the plan's `calibration:` key; None = the shipped one
     calibration: Any = None
+    #: runplan.scaling.hyperparams.HyperparamLaw of `schedule.hyperparams`; None = DeepSeek LLM's
+    hyperparam_law: Any = None
 
     def efficiency(self) -> Any:
         """The calibrated time-model constants for this GPU (None: the search uses the shipped ones)."""
@@ -221,7 +230,20 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
         spec.training.seq_len,
         base_dir,
         calibration,
+        _hyperparam_law(spec, base_dir),
     )
+
+
+def _hyperparam_law(spec: PlanSpec, base_dir: Path) -> Any:
+    """The batch/LR law file `schedule.hyperparams` names (relative to the plan file), else None (DeepSeek's)."""
+    if spec.schedule.hyperparams is None:
+        return None
+    from runplan.scaling.hyperparams import load_hyperparam_law
+
+    try:
+        return load_hyperparam_law(base_dir / spec.schedule.hyperparams)
+    except SpecError as error:
+        raise SpecError(error.one_line(), where="schedule.hyperparams") from None
 
 
 def allocation_stage(
@@ -328,6 +350,12 @@ def _sized_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None) ->
 FIXED_PARAMS_AGREEMENT = 0.10
 
 
+def _checkpoint_folder(name: str | None, base_dir: Path) -> bool:
+    """Whether ``model: some/folder`` names a downloaded checkpoint folder next to the plan file (read as its
+    config.json, as ``--model`` reads one), rather than a catalog name or a size."""
+    return name is not None and ("/" in name or "\\" in name) and (base_dir / name).is_dir()
+
+
 def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None = None) -> AllocationStage:
     """A fixed model: the objective becomes ``fixed_params``; a MoE model is allocated on active compute."""
     from runplan.architect import resolve_model
@@ -343,11 +371,13 @@ def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | No
         )
     if choice.shape is not None:
         shape, resolution = choice.shape, "explicit shape from the plan file"
-    elif choice.config is not None:
+    elif choice.config is not None or _checkpoint_folder(choice.name, inputs.base_dir):
         from runplan.hf_config import load_config_shape
 
-        shape = load_config_shape(inputs.base_dir / choice.config, where="model.config")
-        resolution = f"{choice.config} → {shape.name} (Hugging Face config.json)"
+        given = choice.config or choice.name or ""
+        where = "model.config" if choice.config is not None else "model"
+        shape = load_config_shape(inputs.base_dir / given, where=where)  # relative to the plan file
+        resolution = f"{given} → {shape.name} (Hugging Face config.json)"
     else:
         shape, resolution = resolve_model(choice.name or "", inputs.catalog, where="model")
     law, moe_warnings = _law_for_shape(spec, inputs.law, shape)
@@ -452,7 +482,8 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
     """Steps 4-5 input: the batch target (plan file, else DeepSeek's B_opt) and the layout search request."""
     from runplan.parallel.batch import critical_batch
 
-    crit = critical_batch(shape, inputs.seq_len, tokens)  # DeepSeek B_opt at C = M·D: target and ceiling
+    # B_opt at C = M·D (DeepSeek's law or the plan's schedule.hyperparams): target and ceiling
+    crit = critical_batch(shape, inputs.seq_len, tokens, inputs.hyperparam_law)
     compute = crit.compute_flops
     low = spec.constraints.min_global_batch_tokens
     high = spec.constraints.max_global_batch_tokens
@@ -468,7 +499,11 @@ def layout_request(spec: PlanSpec, inputs: ResolvedInputs, shape: ModelShape, to
     else:
         # at least one sequence, at most the whole run (tiny runs: the law's batch can exceed D)
         target = min(max(crit.tokens, float(inputs.seq_len)), max(tokens, float(inputs.seq_len)))
-        reason = f"DeepSeek B_opt = 0.2920·C^0.3271 at C = M·D = {compute:.3g} (Bi et al. 2024, Eq. 1)"
+        reason = (
+            f"DeepSeek B_opt = 0.2920·C^0.3271 at C = M·D = {compute:.3g} (Bi et al. 2024, Eq. 1)"
+            if inputs.hyperparam_law is None
+            else f"B_opt of your law {inputs.hyperparam_law.name} (schedule.hyperparams) at C = M·D = {compute:.3g}"
+        )
         if low is not None and low > tokens:
             raise SpecError(
                 f"the smallest batch {low:.4g} tokens is more than the {tokens:.4g} training tokens (the run would "
@@ -545,12 +580,13 @@ def _layout_choice(planned: LayoutStage, result: SearchResult, calibration: str)
 
 
 def _schedule(
-    spec: PlanSpec, planned: LayoutStage, best: LayoutEstimate, tokens: float, seq_len: int
+    spec: PlanSpec, inputs: ResolvedInputs, planned: LayoutStage, best: LayoutEstimate, tokens: float
 ) -> Schedule:
     """Step 6: batch ramp, LR and WSD phases at the layout's batch."""
     from runplan.ops import ScheduleRequest, plan_schedule
 
     schedule_spec = spec.schedule.model_copy(update={"global_batch_tokens": float(best.global_batch_tokens)})
+    seq_len = inputs.seq_len
     return plan_schedule(
         ScheduleRequest(
             training_tokens=tokens,
@@ -561,6 +597,7 @@ def _schedule(
             microbatch_multiple=best.pp if best.vpp > 1 else 1,
             critical_batch_tokens=None,
             spec=schedule_spec,
+            hyperparam_law=inputs.hyperparam_law,
             batch_source=f"= d·b·m·s = {best.dp}·{best.micro_batch}·{best.microbatches}·{seq_len}, the chosen "
             f"layout's batch (the layout search aimed at {planned.target_batch_tokens:.4g}: {planned.target_reason})",
         )
@@ -992,8 +1029,10 @@ def _naming_the_model(error: Infeasible, spec: PlanSpec, inputs: ResolvedInputs)
         return error
     shape = allocation_stage(spec, inputs).shape
     model = f"{shape.n_layers} layers × d_model {shape.d_model}, {shape.total_params / 1e9:.4g} B"
+    # beside the verdict, before the nearest-miss layouts (report.format lists those one per line)
+    verdict, misses, near = error.reason.partition("; nearest misses: ")
     return Infeasible(
-        f"{error.reason} (the model the budget sizes: {model})",
+        f"{verdict} (the model the budget sizes: {model}){misses}{near}",
         suggestions=[*error.suggestions, "or fix the model with 'model: <preset or size>' and pin for it"],
     )
 
@@ -1009,7 +1048,7 @@ def _build_once(
     planned = layout_request(spec, inputs, stage.shape, stage.allocation.tokens)
     result = ensure_feasible(search(planned.request), planned.request)
     best = result.layouts[0]
-    schedule = _schedule(spec, planned, best, stage.allocation.tokens, inputs.seq_len)
+    schedule = _schedule(spec, inputs, planned, best, stage.allocation.tokens)
     operations = _operations(spec, inputs, stage, planned, best, schedule)
     sweep, cost, no_sweep = _sweep_and_cost(spec, inputs, stage, operations)
     warnings = [

@@ -55,7 +55,7 @@ def plan(
 ) -> None:
     """Plan the whole run: allocation, shape, layout, schedule, checkpoints, failures, monitoring, sweep, cost."""
     from runplan.cli.common import check_output_path, write_output
-    from runplan.plan import plan_law
+    from runplan.plan import allocation_law
 
     if json_flag and fmt not in (Format.terminal, Format.json):  # terminal is the default: not a choice
         from runplan.errors import SpecError
@@ -77,7 +77,8 @@ def plan(
         if plots is not None:
             from runplan.report.plots import write_plots
 
-            files = write_plots(result, plan_law(spec, base_dir=plan_file.resolve().parent), plots)
+            law = allocation_law(spec, plan_file.resolve().parent, result.model.shape)
+            files = write_plots(result, law, plots)
         to_stdout = output is None or str(output) == "-"
         text = _rendered(
             fmt, loaded, result, _plot_links(plots, files, output), to_stdout=to_stdout, detail=detail
@@ -213,9 +214,9 @@ def check(
         raise typer.Exit(1)
 
 
-def _report_inputs(inputs: list[Change], *, drift: bool) -> None:
+def _report_inputs(inputs: list[Change], *, drift: bool, currencies: tuple[str, str] = ("", "")) -> None:
     """The inputs that differ from those the resolved section records, or (drift) that none does, so that the
-    numbers moved with runplan, a catalog or the calibration."""
+    numbers moved with runplan, a catalog or the calibration; money in ``currencies`` (resolved, recomputed)."""
     if not inputs:
         if drift:
             echo_wrapped(
@@ -228,7 +229,7 @@ def _report_inputs(inputs: list[Change], *, drift: bool) -> None:
         f"  inputs changed since the file was resolved ({len(inputs)}, defaults included):", err=drift
     )
     for change in inputs[:CHANGES_PER_SECTION]:
-        echo_wrapped(f"    {change.readable()}", err=drift, indent="        ")
+        echo_wrapped(f"    {change.readable(*currencies)}", err=drift, indent="        ")
     if len(inputs) > CHANGES_PER_SECTION:
         echo_wrapped(f"    and {len(inputs) - CHANGES_PER_SECTION} more (--json lists every one)", err=drift)
 
@@ -300,7 +301,7 @@ def _report_check(
         typer.echo(f"ok: {plan_file}")
         echo_wrapped(f"  every derived number matches within rtol {rtol:g}")
         if inputs:
-            _report_inputs(inputs, drift=False)
+            _report_inputs(inputs, drift=False, currencies=currencies)
         return
     verb = "updated" if status == "updated" else "drift"
     count = (
@@ -311,7 +312,7 @@ def _report_check(
         "  " + count + (" (resolved → recomputed):" if changes else " written"), err=status == "drift"
     )
     if status == "drift" and inputs is not None:
-        _report_inputs(inputs, drift=True)
+        _report_inputs(inputs, drift=True, currencies=currencies)
     headline = [c for c in changes if c.headline]
     lines: list[str] = [f"  {c.readable(*currencies)}" for c in headline]
     sections: dict[str, list[Change]] = {}

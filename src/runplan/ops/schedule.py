@@ -30,7 +30,12 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from runplan.errors import SpecError
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt
-from runplan.scaling.hyperparams import DEEPSEEK_LARGEST_USE_FLOPS, deepseek_batch_tokens, deepseek_peak_lr
+from runplan.scaling.hyperparams import (
+    DEEPSEEK_LARGEST_USE_FLOPS,
+    HyperparamLaw,
+    deepseek_batch_tokens,
+    deepseek_peak_lr,
+)
 from runplan.units import Fraction, PositiveCount, PositiveNumber
 
 if TYPE_CHECKING:
@@ -76,6 +81,13 @@ class ScheduleSpec(BaseModel):
     )
     peak_lr: PositiveNumber | None = Field(
         None, description="Peak learning rate; unset = DeepSeek LLM law η = 0.3118·C^−0.125."
+    )
+    hyperparams: str | None = Field(
+        None,
+        description="Your batch/LR law, the file `runplan fit --hyperparams -o` writes (path relative to the plan "
+        "file): unset global_batch_tokens and peak_lr come from its B_opt = k_B·C^e_B and η_opt = k_η·C^e_η "
+        "instead of DeepSeek LLM's, at the same C = M·D (non-embedding FLOPs per token incl. attention × D: "
+        "write your sweep's flops column that way).",
     )
     warmup_tokens: PositiveNumber | None = Field(
         None, description="Linear warmup length in tokens (set this or warmup_fraction, not both)."
@@ -152,6 +164,9 @@ class ScheduleRequest(BaseModel):
         None, description="Critical batch in tokens; the law's batch is capped at it (None: no cap)."
     )
     spec: ScheduleSpec = Field(default_factory=ScheduleSpec, description="The plan file's schedule section.")
+    hyperparam_law: HyperparamLaw | None = Field(
+        None, description="The law of spec.hyperparams, loaded (None: DeepSeek LLM's)."
+    )
     batch_source: str = Field(
         "set in the plan file (schedule.global_batch_tokens)",
         description="Where spec.global_batch_tokens came from, for its reason (the plan passes its layout's).",
@@ -238,22 +253,22 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
     tokens. LR phase boundaries are the step boundaries nearest to their token targets.
     """
     spec, c, crit = request.spec, request.compute_flops, request.critical_batch_tokens
-    law_batch = deepseek_batch_tokens(c)
+    law = request.hyperparam_law
+    law_batch = deepseek_batch_tokens(c) if law is None else law.batch_tokens(c)
     target, capped = _target_batch(spec, law_batch, crit, request.batch_source)
     unit = request.dp * request.micro_batch
     main_seqs, units, batch_warnings = _main_batch(request, target.value, capped)
     stages, ramp_warnings = _batch_stages(request, main_seqs.value)
-    peak, source = _peak_lr(spec, c)
+    peak, source = _peak_lr(spec, c, law)
     final = spec.final_lr_fraction * peak.value
     warmup, cooldown = _warmup_and_cooldown(spec, stages)
     return Schedule.build(
-        batch_law="DeepSeek LLM (Bi et al. 2024, §3.1): B_opt = 0.2920·C^0.3271, η_opt = 0.3118·C^−0.125",
+        batch_law="DeepSeek LLM (Bi et al. 2024, §3.1): B_opt = 0.2920·C^0.3271, η_opt = 0.3118·C^−0.125"
+        if law is None
+        else f"{law.name} ({law.source}): B_opt = {law.batch_coef:.4g}·C^{law.batch_exp:.4g}, η_opt = "
+        f"{law.lr_coef:.4g}·C^{law.lr_exp:.4g}",
         compute_flops=Reasoned(c, f"C = {fmt(c)} FLOPs (training compute the laws take)"),
-        law_batch_tokens=Reasoned(
-            law_batch,
-            f"B_opt = 0.2920·C^0.3271 = 0.2920·({fmt(c)})^0.3271 = {fmt(law_batch)} tokens, C = M·D with M the "
-            "non-embedding FLOPs per token incl. attention, not 6·N·D (DeepSeek LLM §3.1)",
-        ),
+        law_batch_tokens=Reasoned(law_batch, _law_batch_reason(c, law_batch, law)),
         critical_batch_tokens=None
         if crit is None
         else Reasoned(crit, f"critical batch {fmt(crit)} tokens (from the parallel stage's batch law)"),
@@ -275,7 +290,7 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
         cooldown_shape=spec.cooldown_shape,
         batch_stages=stages,
         lr_phases=_lr_phases(stages, spec, peak.value, final, warmup.value, cooldown.value),
-        warnings=[*batch_warnings, *ramp_warnings, *_lr_extrapolation(spec, c, peak.value)],
+        warnings=[*batch_warnings, *ramp_warnings, *_lr_extrapolation(spec, c, peak.value, law)],
     )
 
 
@@ -353,8 +368,14 @@ def _batch_stages(request: ScheduleRequest, main_seqs: int) -> tuple[list[BatchS
         stage = _ramp_stage(request, index, ramp, main_seqs, step, done_tokens)
         if stage is None:
             continue
-        if stage.global_batch_sequences == main_seqs and ramp.batch_fraction < 1:
-            warnings.append(_no_ramp_warning(request, index, main_seqs))
+        if stage.global_batch_sequences == main_seqs:
+            # a stage at the main batch is no ramp (batch_fraction 1 switches it off): its tokens go to the
+            # main stage, so the plan does not count "steps in the batch ramp" that run the main batch
+            if ramp.batch_fraction < 1:
+                warnings.append(_no_ramp_warning(request, index, main_seqs))
+            continue
+        if stages and stages[-1].global_batch_sequences == stage.global_batch_sequences:
+            stage = _merged(stages.pop(), stage, index, unit)
         stages.append(stage)
         step, done_tokens = stage.end_step, stage.end_tokens
     main_tokens = float(main_seqs * seq_len)
@@ -387,6 +408,27 @@ def _ramp_stage(
     return _batch_stage(f"ramp {index + 1}", step, done_tokens, Reasoned(steps, why), seqs, seq_len, unit)
 
 
+def _merged(first: BatchStage, then: BatchStage, index: int, unit: int) -> BatchStage:
+    """Two consecutive ramp stages that round to the same batch, as one stage (``ramp 2-3``): the same steps, one
+    row instead of several (2,000 listed fractions of one batch made 2,000 stages, each re-timed)."""
+    name = f"{first.name.split('-')[0]}-{index + 1}"
+    steps = first.steps + then.steps
+    why = (
+        f"{first.steps:,} + {then.steps:,} = {steps:,} steps: consecutive ramp stages at the same batch "
+        f"({then.global_batch_sequences:,} sequences) merged"
+    )
+    seq_len = round(then.global_batch_tokens / then.global_batch_sequences)
+    return _batch_stage(
+        name,
+        first.start_step,
+        first.start_tokens,
+        Reasoned(steps, why),
+        then.global_batch_sequences,
+        seq_len,
+        unit,
+    )
+
+
 def _no_ramp_warning(request: ScheduleRequest, index: int, main_seqs: int) -> str:
     unit = request.dp * request.micro_batch
     groups = (
@@ -396,7 +438,8 @@ def _no_ramp_warning(request: ScheduleRequest, index: int, main_seqs: int) -> st
     )
     return (
         f"ramp stage {index + 1} cannot shrink the batch: {main_seqs} sequences is {main_seqs // unit} "
-        f"multiple(s) of u={unit}{groups}; lower micro_batch or raise the batch to make a ramp possible"
+        f"multiple(s) of u={unit}{groups}, so its tokens run at the main batch; lower micro_batch or raise "
+        "the batch to make a ramp possible"
     )
 
 
@@ -440,24 +483,52 @@ def _run_length(stages: list[BatchStage], training_tokens: float) -> dict[str, R
     )
 
 
-def _peak_lr(spec: ScheduleSpec, c: float) -> tuple[Reasoned[float], str]:
-    """The plan file's peak LR, else DeepSeek LLM's η_opt(C); and where it came from."""
+def _law_batch_reason(c: float, law_batch: float, law: HyperparamLaw | None) -> str:
+    """How B_opt(C) was computed: DeepSeek LLM's law, or the plan's own (schedule.hyperparams)."""
+    if law is None:
+        return (
+            f"B_opt = 0.2920·C^0.3271 = 0.2920·({fmt(c)})^0.3271 = {fmt(law_batch)} tokens, C = M·D with M the "
+            "non-embedding FLOPs per token incl. attention, not 6·N·D (DeepSeek LLM §3.1)"
+        )
+    return (
+        f"B_opt = {law.batch_coef:.4g}·({fmt(c)})^{law.batch_exp:.4g} = {fmt(law_batch)} tokens, your law "
+        f"{law.name} (schedule.hyperparams, fitted on C = {fmt(law.flops_min)} to {fmt(law.flops_max)}), C = M·D "
+        "as DeepSeek LLM §3.1 defines it"
+    )
+
+
+def _peak_lr(spec: ScheduleSpec, c: float, law: HyperparamLaw | None = None) -> tuple[Reasoned[float], str]:
+    """The plan file's peak LR, else η_opt(C) of the plan's law (schedule.hyperparams) or DeepSeek LLM's; and
+    where it came from."""
     if spec.peak_lr is not None:
         return Reasoned(
             spec.peak_lr, f"{spec.peak_lr:.3g} set in the plan file"
         ), "plan file (schedule.peak_lr)"
+    if law is not None:
+        peak = law.peak_lr(c)
+        why = f"η_opt = {law.lr_coef:.4g}·({fmt(c)})^{law.lr_exp:.4g} = {peak:.3g}, your law {law.name}, C as for B_opt"
+        return Reasoned(peak, why), f"{law.name} (schedule.hyperparams)"
     peak = deepseek_peak_lr(c)
     why = f"η_opt = 0.3118·({fmt(c)})^−0.125 = {peak:.3g}, C = M·D as for B_opt (DeepSeek LLM §3.1)"
     return Reasoned(peak, why), "DeepSeek LLM law η = 0.3118·C^−0.125"
 
 
-def _lr_extrapolation(spec: ScheduleSpec, c: float, peak: float) -> list[str]:
+def _lr_extrapolation(
+    spec: ScheduleSpec, c: float, peak: float, law: HyperparamLaw | None = None
+) -> list[str]:
     """A caution when the law sets the peak LR beyond twice the compute its numbers were ever used at (within a
     factor 2 of a published use is not called an extrapolation).
 
     DeepSeek's own largest use is 67B at C ≈ 9.9e23 (``DEEPSEEK_LARGEST_USE_FLOPS``). For scale, Llama 3 405B
     (C ≈ 3.8e25) trained at a peak LR of 8e-5 (arXiv 2407.21783, §3.4.1), where the law gives about 2e-4.
     """
+    if law is not None:  # your own law: how far beyond the budgets it was fitted on
+        if spec.peak_lr is not None or c <= 2 * law.flops_max:
+            return []
+        return [
+            f"peak LR {peak:.2e} extrapolates your law {law.name} to C = {fmt(c)} FLOPs, {c / law.flops_max:.0f}× "
+            f"the largest budget it was fitted on ({fmt(law.flops_max)}): set schedule.peak_lr to choose"
+        ]
     if spec.peak_lr is not None or c <= 2 * DEEPSEEK_LARGEST_USE_FLOPS:
         return []
     return [
@@ -484,7 +555,7 @@ def _warmup_and_cooldown(spec: ScheduleSpec, stages: list[BatchStage]) -> tuple[
         raise SpecError(
             f"warmup ({fmt(warm_target)} tokens) and cooldown ({spec.cooldown_fraction:g} of "
             f"{fmt(scheduled)} tokens) overlap",
-            where="schedule.warmup_tokens",
+            where=_overlap_key(spec),
             hint="shorten the warmup or the cooldown_fraction",
         )
     return (
@@ -495,6 +566,16 @@ def _warmup_and_cooldown(spec: ScheduleSpec, stages: list[BatchStage]) -> tuple[
             f"{total_steps - cool_start:,} steps",
         ),
     )
+
+
+def _overlap_key(spec: ScheduleSpec) -> str:
+    """The plan-file key to name when warmup and cooldown overlap: the warmup key the user set, else (the
+    default 1% warmup) the cooldown fraction."""
+    if spec.warmup_tokens is not None:
+        return "schedule.warmup_tokens"
+    if spec.warmup_fraction is not None:
+        return "schedule.warmup_fraction"
+    return "schedule.cooldown_fraction"
 
 
 def _lr_phases(

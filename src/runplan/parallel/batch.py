@@ -18,15 +18,20 @@ from __future__ import annotations
 
 from runplan.model import ModelShape
 from runplan.parallel.layout import CriticalBatch
-from runplan.scaling.hyperparams import deepseek_batch_tokens, deepseek_flops_per_token
+from runplan.scaling.hyperparams import HyperparamLaw, deepseek_batch_tokens, deepseek_flops_per_token
 
 CHINCHILLA_TOKENS_PER_PARAM = 20.0
 LAW_NAME = "DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, Eq. 1): B_opt = 0.2920·C^0.3271 tokens, C = M·D"
 
 
-def critical_batch(shape: ModelShape, seq_len: int, training_tokens: float | None = None) -> CriticalBatch:
-    """Batch ceiling (DeepSeek's B_opt) for ``shape`` trained on ``training_tokens`` (default 20 × total
-    parameters)."""
+def critical_batch(
+    shape: ModelShape,
+    seq_len: int,
+    training_tokens: float | None = None,
+    law: HyperparamLaw | None = None,
+) -> CriticalBatch:
+    """Batch ceiling (DeepSeek's B_opt, or ``law``'s: a plan's schedule.hyperparams) for ``shape`` trained on
+    ``training_tokens`` (default 20 × total parameters), at DeepSeek's C = M·D either way."""
     assumed = training_tokens is None
     tokens = (
         CHINCHILLA_TOKENS_PER_PARAM * shape.total_params
@@ -35,8 +40,10 @@ def critical_batch(shape: ModelShape, seq_len: int, training_tokens: float | Non
     )
     compute = deepseek_flops_per_token(shape, seq_len) * tokens
     return CriticalBatch(
-        tokens=deepseek_batch_tokens(compute),
-        law=LAW_NAME,
+        tokens=deepseek_batch_tokens(compute) if law is None else law.batch_tokens(compute),
+        law=LAW_NAME
+        if law is None
+        else f"{law.name}: B_opt = {law.batch_coef:.4g}·C^{law.batch_exp:.4g} tokens, C = M·D (schedule.hyperparams)",
         compute_flops=compute,
         training_tokens=tokens,
         assumed_training_tokens=assumed,

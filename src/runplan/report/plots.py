@@ -48,7 +48,9 @@ def quiet_minor_log_ticks(ax: Any) -> None:
 
 
 def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dict[str, str]:
-    """Write the PNGs into ``directory``; return {title: file name}."""
+    """Write the PNGs into ``directory``; return {title: file name}. ``law`` is the one the allocation applied
+    (``plan.allocation_law``: for a MoE model the MoE law in active parameters), so the loss curve passes through
+    the plan's loss."""
     import numpy as np
 
     from runplan.fileio import save_figure
@@ -85,12 +87,18 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
     steps = np.linspace(0, schedule.total_steps - 1, 2000)
     tokens = tokens_at_step(schedule.batch_stages, steps)
     fig, (ax_lr, ax_batch) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
-    ax_lr.plot(tokens / 1e9, lr_at_step(schedule, steps))
+    lr_label = f"peak {schedule.peak_lr:.3g}, {schedule.cooldown_shape} cooldown to {schedule.final_lr:.3g}"
+    ax_lr.plot(tokens / 1e9, lr_at_step(schedule, steps), label=lr_label)
     ax_lr.set_ylabel("learning rate")
     ax_lr.set_title("LR and batch schedule over tokens (WSD, batch ramp)")
-    ax_batch.step(tokens / 1e9, batch_tokens_at_step(schedule, steps) / 1e6, where="post")
+    ax_lr.legend(fontsize=8)
+    batch_label = (
+        f"{len(schedule.batch_stages)} stage(s), main {schedule.global_batch_tokens / 1e6:.4g} M tokens"
+    )
+    ax_batch.step(tokens / 1e9, batch_tokens_at_step(schedule, steps) / 1e6, where="post", label=batch_label)
     ax_batch.set_ylabel("global batch (M tokens)")
     ax_batch.set_xlabel("tokens trained (B)")
+    ax_batch.legend(fontsize=8)
     fig.tight_layout()
     written["LR and batch schedule over tokens"] = "schedule.png"
     save_figure(fig, directory / "schedule.png", where="plan.plots")
@@ -103,7 +111,9 @@ def write_plots(plan: RunPlan, law: ParametricLaw, directory: str | Path) -> dic
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.semilogx(d, law.loss(n_params, d), label=f"L(N = {n_params:.3g}, D)")
     ax.axvline(d_run, color="gray", linestyle=":", label=f"this run: D = {d_run:.3g}")
-    ax.scatter([d_run], [plan.allocation.loss], color="red", zorder=3)
+    ax.scatter(
+        [d_run], [plan.allocation.loss], color="red", zorder=3, label=f"plan: {plan.allocation.loss:.4f}"
+    )
     ax.set_xlabel("training tokens D")
     ax.set_ylabel("predicted loss (nats/token)")
     ax.set_title(f"Loss curve predicted by the law ({plan.allocation.law})")

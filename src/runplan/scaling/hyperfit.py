@@ -19,8 +19,20 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from runplan.errors import SpecError
-from runplan.scaling.fit import Runs, _parse_rows, group_budgets, read_csv_text
+from runplan.scaling.fit import (
+    BUDGET_WINDOW_DECADES,
+    Runs,
+    _check_at_flops,
+    _parse_rows,
+    group_budgets,
+    read_csv_text,
+)
+from runplan.scaling.hyperparams import HyperparamLaw, load_hyperparam_law
 from runplan.scaling.laws import Interval, interval_of
+
+#: A batch column whose largest value is below this many tokens (one 4k sequence) counts sequences, most likely:
+#: DeepSeek LLM §3.1's smallest budget, 1e17 FLOPs, has B_opt = 0.2920·(1e17)^0.3271 = 1.06e5 tokens.
+SEQUENCES_NOT_TOKENS_BELOW = 4096
 
 #: DeepSeek LLM §3.1: a run is near-optimal when its loss is within 0.25% of the budget's minimum.
 NEAR_OPTIMAL_TOLERANCE = 0.0025
@@ -94,29 +106,6 @@ class HyperparamBudget(BaseModel):
     lines: list[int] = Field(description="CSV lines of the budget's runs.")
 
 
-class HyperparamLaw(BaseModel):
-    """B_opt = k_B·C^e_B tokens and η_opt = k_η·C^e_η, as fitted (the file `runplan fit --hyperparams -o` writes)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(description="Short name, e.g. 'hyperparams:sweep.csv'.")
-    batch_coef: float = Field(gt=0, description="k_B (tokens).")
-    batch_exp: float = Field(description="e_B.")
-    lr_coef: float = Field(gt=0, description="k_η.")
-    lr_exp: float = Field(description="e_η.")
-    flops_min: float = Field(gt=0, description="Smallest budget fitted.")
-    flops_max: float = Field(gt=0, description="Largest budget fitted.")
-    source: str = Field(description="Method and CSV.")
-
-    def batch_tokens(self, compute_flops: float) -> float:
-        """B_opt = k_B·C^e_B tokens (DeepSeek LLM §3.1 form, your coefficients)."""
-        return self.batch_coef * compute_flops**self.batch_exp
-
-    def peak_lr(self, compute_flops: float) -> float:
-        """η_opt = k_η·C^e_η (DeepSeek LLM §3.1 form, your coefficients)."""
-        return self.lr_coef * compute_flops**self.lr_exp
-
-
 class HyperparamFit(BaseModel):
     """B_opt = k_B·C^e_B and η_opt = k_η·C^e_η with bootstrap intervals (keys in docs/scaling.md)."""
 
@@ -155,24 +144,6 @@ class HyperparamFit(BaseModel):
         )
 
 
-def load_hyperparam_law(path: str | Path) -> HyperparamLaw:
-    """Read a law written by `runplan fit --hyperparams -o`; a bad file is a one-line SpecError."""
-    from pydantic import ValidationError
-
-    from runplan.validation import spec_error_from_validation
-    from runplan.yamlio import load_yaml_file
-
-    loaded = load_yaml_file(path)
-    if not isinstance(loaded.data, dict):
-        raise SpecError(
-            "a hyperparameter law must be a mapping (batch_coef, batch_exp, ...)", source=str(path)
-        )
-    try:
-        return HyperparamLaw.model_validate(loaded.data)
-    except ValidationError as error:
-        raise spec_error_from_validation(error, HyperparamLaw, loaded) from None
-
-
 def _near_optimal_fit(
     log_c: np.ndarray,
     log_b: np.ndarray,
@@ -202,25 +173,9 @@ def fit_hyperparams(
     bin_decades: float | None = None,
     seed: int = 0,
 ) -> HyperparamFit:
-    """DeepSeek LLM §3.1 on ``runs`` (see the module docstring); at least 2 budgets of 2+ runs each."""
-    # group_budgets counts distinct sizes per budget; here a "size" is a distinct (batch, lr) setting
-    _, setting = np.unique(np.stack([runs.batch, runs.lr], axis=1), axis=0, return_inverse=True)
-    grouped = Runs(
-        params=setting.ravel() + 1.0,
-        tokens=np.ones_like(runs.flops),
-        flops=runs.flops,
-        loss=runs.loss,
-        lines=runs.lines,
-        source=runs.source,
-    )
-    groups, grouping, _, _ = group_budgets(grouped, bin_decades)
-    if len(groups) < 2:
-        raise SpecError(
-            f"a hyperparameter fit needs at least 2 budgets with 3+ distinct (batch, lr) settings, found "
-            f"{len(groups)} ({grouping})",
-            source=runs.source,
-            hint="sweep batch and learning rate at 3 or more compute budgets, as DeepSeek LLM §3.1 did",
-        )
+    """DeepSeek LLM §3.1 on ``runs`` (see the module docstring); at least 2 budgets of 3+ (batch, lr) settings."""
+    _check_at_flops(at_flops)  # --flops: a positive, bounded budget, as the law fit holds it
+    groups, grouping, left_out = _budget_groups(runs, bin_decades)
     log_c, log_b, log_lr = np.log(runs.flops), np.log(runs.batch), np.log(runs.lr)
     kb, eb, kl, el = _near_optimal_fit(log_c, log_b, log_lr, runs.loss, groups, tolerance)
     samples = np.full((bootstrap, 4), np.nan)
@@ -261,7 +216,48 @@ def fit_hyperparams(
         bootstrap=bootstrap,
         percentiles=percentiles,
     )
-    return fit.model_copy(update={"warnings": _warnings(fit, runs, groups)})
+    return fit.model_copy(update={"warnings": left_out + _warnings(fit, runs, groups)})
+
+
+def _budget_groups(
+    runs: HyperparamRuns, bin_decades: float | None
+) -> tuple[list[np.ndarray], str, list[str]]:
+    """The runs of each budget (grouped as ``runplan fit`` groups them), the grouping, and what was left out, in
+    words: a budget of fewer than 3 distinct (batch, lr) settings, runs near no budget. Fewer than 2 budgets
+    left is a SpecError naming those."""
+    # group_budgets counts distinct sizes per budget; here a "size" is a distinct (batch, lr) setting
+    _, setting = np.unique(np.stack([runs.batch, runs.lr], axis=1), axis=0, return_inverse=True)
+    setting = setting.ravel()
+    grouped = Runs(
+        params=setting + 1.0,
+        tokens=np.ones_like(runs.flops),
+        flops=runs.flops,
+        loss=runs.loss,
+        lines=runs.lines,
+        source=runs.source,
+    )
+    groups, grouping, dropped, ungrouped = group_budgets(grouped, bin_decades)
+    left_out = []
+    for budget in dropped:
+        settings = np.unique(setting[np.isin(runs.lines, budget.lines)]).size
+        shown = ", ".join(str(x) for x in budget.lines[:6]) + (", ..." if len(budget.lines) > 6 else "")
+        left_out.append(
+            f"budget {budget.flops:.3g} ({budget.runs} runs, lines {shown}) left out: {settings} distinct "
+            "(batch, lr) setting(s), and a budget needs 3 or more"
+        )
+    if ungrouped:
+        left_out.append(
+            f"{ungrouped} of {runs.flops.size} runs left out: their C is more than {BUDGET_WINDOW_DECADES:g} "
+            "decade from every budget (--bin-decades groups budgets otherwise)"
+        )
+    if len(groups) < 2:
+        raise SpecError(
+            f"a hyperparameter fit needs at least 2 budgets with 3+ distinct (batch, lr) settings, found "
+            f"{len(groups)} ({grouping})" + "".join(f"; {line}" for line in left_out),
+            source=runs.source,
+            hint="sweep batch and learning rate at 3 or more compute budgets, as DeepSeek LLM §3.1 did",
+        )
+    return groups, grouping, left_out
 
 
 def _budget(runs: HyperparamRuns, idx: np.ndarray, tolerance: float) -> HyperparamBudget:
@@ -279,20 +275,28 @@ def _budget(runs: HyperparamRuns, idx: np.ndarray, tolerance: float) -> Hyperpar
 
 def _warnings(fit: HyperparamFit, runs: HyperparamRuns, groups: list[np.ndarray]) -> list[str]:
     """Few budgets; a budget whose best run sits at the edge of its swept lr or batch (the grid did not bracket
-    the optimum, so the fitted law is pulled toward the grid)."""
+    the optimum, so the fitted law is pulled toward the grid); a budget that did not sweep lr or batch at all (the
+    fit then returns the value chosen, as if it were the optimum)."""
     out = []
     if len(fit.budgets) < 3:
         out.append(
             f"the exponents rest on {len(fit.budgets)} budgets: add budgets (DeepSeek LLM §3.1 used 8, "
             "1e17 to 2e19 FLOPs)"
         )
+    if runs.batch.max() < SEQUENCES_NOT_TOKENS_BELOW:
+        out.append(
+            f"every batch is below {SEQUENCES_NOT_TOKENS_BELOW:,} tokens (largest {runs.batch.max():.4g}): if "
+            "the column counts sequences, multiply by the sequence length; B_opt is in tokens (DeepSeek LLM §3.1)"
+        )
     for budget, idx in zip(fit.budgets, groups, strict=True):
-        edges = []
+        edges, fixed = [], []
         for name, values, best in (
             ("lr", runs.lr[idx], budget.best_lr),
             ("batch", runs.batch[idx], budget.best_batch),
         ):
-            if np.unique(values).size > 1 and best in (values.min(), values.max()):
+            if np.unique(values).size == 1:
+                fixed.append(f"{name} {best:.3g}")
+            elif best in (values.min(), values.max()):
                 edges.append(
                     f"{name} {best:.3g} is the {'smallest' if best == values.min() else 'largest'} swept"
                 )
@@ -301,6 +305,11 @@ def _warnings(fit: HyperparamFit, runs: HyperparamRuns, groups: list[np.ndarray]
                 f"budget {budget.flops:.3g}: the best run's "
                 + " and ".join(edges)
                 + ": widen the grid so the optimum is bracketed"
+            )
+        if fixed:
+            out.append(
+                f"budget {budget.flops:.3g}: every run has {' and '.join(fixed)}, so the fit takes it as given, "
+                "not found by the loss: sweep it at this budget too"
             )
     return out
 

@@ -9,8 +9,12 @@ al. 2024 (arXiv 2410.21676) find the critical batch grows mainly with D, not N.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from runplan.errors import SpecError
 from runplan.model import ModelShape
 
 if TYPE_CHECKING:
@@ -107,3 +111,47 @@ def critical_batch_ramp(
             "2020's critical batch for most of training)"
         )
     return stages, warnings
+
+
+# ---- your own batch/LR law (`runplan fit --hyperparams -o`) -------------------------------------------
+
+
+class HyperparamLaw(BaseModel):
+    """B_opt = k_B·C^e_B tokens and η_opt = k_η·C^e_η, as fitted (the file `runplan fit --hyperparams -o` writes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Short name, e.g. 'hyperparams:sweep.csv'.")
+    batch_coef: float = Field(gt=0, description="k_B (tokens).")
+    batch_exp: float = Field(description="e_B.")
+    lr_coef: float = Field(gt=0, description="k_η.")
+    lr_exp: float = Field(description="e_η.")
+    flops_min: float = Field(gt=0, description="Smallest budget fitted.")
+    flops_max: float = Field(gt=0, description="Largest budget fitted.")
+    source: str = Field(description="Method and CSV.")
+
+    def batch_tokens(self, compute_flops: float) -> float:
+        """B_opt = k_B·C^e_B tokens (DeepSeek LLM §3.1 form, your coefficients)."""
+        return self.batch_coef * compute_flops**self.batch_exp
+
+    def peak_lr(self, compute_flops: float) -> float:
+        """η_opt = k_η·C^e_η (DeepSeek LLM §3.1 form, your coefficients)."""
+        return self.lr_coef * compute_flops**self.lr_exp
+
+
+def load_hyperparam_law(path: str | Path) -> HyperparamLaw:
+    """Read a law written by `runplan fit --hyperparams -o`; a bad file is a one-line SpecError."""
+    from pydantic import ValidationError
+
+    from runplan.validation import spec_error_from_validation
+    from runplan.yamlio import load_yaml_file
+
+    loaded = load_yaml_file(path)
+    if not isinstance(loaded.data, dict):
+        raise SpecError(
+            "a hyperparameter law must be a mapping (batch_coef, batch_exp, ...)", source=str(path)
+        )
+    try:
+        return HyperparamLaw.model_validate(loaded.data)
+    except ValidationError as error:
+        raise spec_error_from_validation(error, HyperparamLaw, loaded) from None
