@@ -7,14 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from tests.ops._run70b import operations_70b
 
 from runplan.ops import (
-    OperationsRequest,
-    OperationsSpec,
-    ScheduleRequest,
     expected_segment_seconds,
-    operate,
-    plan_schedule,
 )
 
 
@@ -52,26 +48,8 @@ def test_lag_correction_matches_simulation():
     assert runs.mean() - base > 10 * sem  # the formula without the lag is clearly short
 
 
-def _operations(**spec):
-    schedule = plan_schedule(
-        ScheduleRequest(training_tokens=1.4e12, compute_flops=5.88e23, seq_len=4096, dp=16, micro_batch=1)
-    )
-    return operate(
-        OperationsRequest(
-            total_params=70_000_000_000,
-            tp=8,
-            pp=4,
-            dp=16,
-            seq_len=4096,
-            step_seconds=9.0,
-            schedule=schedule,
-            operations=OperationsSpec(**spec),
-        )
-    )
-
-
 def test_slow_storage_warns_with_the_corrected_goodput():
-    ops = _operations(storage_write_bandwidth_bytes_per_s=1e8)
+    ops = operations_70b(storage_write_bandwidth_bytes_per_s=1e8)
     ck, r = ops.checkpointing, ops.reliability
     # 70e9 × 14 B = 980 GB at 100 MB/s: the background write takes 9,800 s (the interval is raised to it)
     assert ck.background_write_seconds == pytest.approx(ck.total_bytes / 1e8)
@@ -83,14 +61,14 @@ def test_slow_storage_warns_with_the_corrected_goodput():
 
 def test_fast_storage_and_sync_saves_do_not_warn():
     # default 2 TB/s: the write is 0.49 s, far below 0.1% of the run; synchronous saves have no lag at all
-    assert not any(w.startswith("async saves") for w in _operations().warnings)
-    slow_sync = _operations(storage_write_bandwidth_bytes_per_s=1e8, host_staging=False)
+    assert not any(w.startswith("async saves") for w in operations_70b().warnings)
+    slow_sync = operations_70b(storage_write_bandwidth_bytes_per_s=1e8, host_staging=False)
     assert not any(w.startswith("async saves") for w in slow_sync.warnings)
 
 
 def test_a_write_longer_than_the_mtbf_is_called_out():
     # 980 GB at 100 MB/s = 9,800 s of background write against M = 3,600 s (64 nodes at 375 per 1,000
     # node-days: 86,400 × 1,000 / (64 × 375) = 3,600 s)
-    ops = _operations(storage_write_bandwidth_bytes_per_s=1e8, failures_per_1000_node_days=375)
+    ops = operations_70b(storage_write_bandwidth_bytes_per_s=1e8, failures_per_1000_node_days=375)
     assert ops.reliability.job_mtbf_seconds == pytest.approx(3_600)
     assert any(w.startswith("async saves: the background write") and "outlasts" in w for w in ops.warnings)

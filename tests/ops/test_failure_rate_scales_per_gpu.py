@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from tests.ops._run70b import operations_70b
 
 from runplan.ops import (
     LLAMA3_FAILURES_PER_1000_NODE_DAYS,
-    OperationsRequest,
     OperationsSpec,
     ReliabilityRequest,
-    ScheduleRequest,
     assess_reliability,
     default_failure_rate,
     failure_rate_for,
-    operate,
-    plan_schedule,
 )
 
 
@@ -55,21 +52,7 @@ def test_same_gpus_same_mtbf_whatever_the_node_size():
 
 
 def test_operate_uses_the_scaled_rate_for_checkpoints_and_goodput():
-    schedule = plan_schedule(
-        ScheduleRequest(training_tokens=1.4e12, compute_flops=5.88e23, seq_len=4096, dp=16, micro_batch=1)
-    )
-    ops = operate(
-        OperationsRequest(
-            total_params=70_000_000_000,
-            tp=8,
-            pp=4,
-            dp=16,
-            seq_len=4096,
-            gpus_per_node=4,
-            step_seconds=9.0,
-            schedule=schedule,
-        )
-    )
+    ops = operations_70b(gpus_per_node=4)
     # 512 GPUs on 4-GPU nodes: 128 nodes at 3.7887 × 4/8 = 1.8944 → M = 86,400 × 1,000 / (128 × 1.8944) =
     # 356,323 s, the same as 64 nodes of 8 (docs/operations.md §2)
     rel = ops.reliability

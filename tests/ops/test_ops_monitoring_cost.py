@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from tests.ops._run70b import operations_70b
 
 from runplan.ops import (
     CostLine,
@@ -14,13 +15,9 @@ from runplan.ops import (
     MonitoringRequest,
     MonitoringSpec,
     Operations,
-    OperationsRequest,
-    ScheduleRequest,
     daly_interval_seconds,
     estimate_cost,
-    operate,
     plan_monitoring,
-    plan_schedule,
 )
 
 
@@ -135,26 +132,8 @@ def test_a_number_without_a_reason_is_refused():
         )
 
 
-def _operations(gpus_per_node=8, step_seconds=9.0):
-    schedule = plan_schedule(
-        ScheduleRequest(training_tokens=1.4e12, compute_flops=5.88e23, seq_len=4096, dp=16, micro_batch=1)
-    )
-    return operate(
-        OperationsRequest(
-            total_params=70_000_000_000,
-            tp=8,
-            pp=4,
-            dp=16,
-            seq_len=4096,
-            gpus_per_node=gpus_per_node,
-            step_seconds=step_seconds,
-            schedule=schedule,
-        )
-    )
-
-
 def test_operate_chains_the_stages_consistently():
-    ops = _operations()
+    ops = operations_70b()
     ck, rel = ops.checkpointing, ops.reliability
     assert rel.job_mtbf_seconds == ck.job_mtbf_seconds
     # the failure model's segments are the checkpoint stage's saves: τ is the average work of interval_steps
@@ -175,7 +154,7 @@ def test_operate_chains_the_stages_consistently():
 @settings(max_examples=15, deadline=None)
 @given(step=st.floats(1.0, 30.0), gpn=st.sampled_from([4, 8]))
 def test_operate_invariants(step, gpn):
-    ops = _operations(gpus_per_node=gpn, step_seconds=step)
+    ops = operations_70b(gpus_per_node=gpn, step_seconds=step)
     assert 0 < ops.reliability.goodput <= 1
     assert ops.reliability.useful_seconds == pytest.approx(ops.useful_seconds)
     assert ops.checkpointing.interval_steps >= 1
