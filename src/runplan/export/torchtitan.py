@@ -39,8 +39,12 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
   the memory will differ.
 * required values torchtitan would otherwise default silently (its ``c4_test`` data set, a test tokenizer):
   ``training.dataset`` and ``model.hf_assets_path`` are ``SET-ME`` placeholders that make it stop at start-up.
-* model: a registered flavor (``_FLAVORS``); the catalog's architecture is listed in the header and each field
-  where torchtitan's flavor (``export/data/torchtitan_flavors.json``) builds something else is a warning.
+* model: a registered flavor (``_FLAVORS``: llama3 8B/70B/405B, deepseek_v3 671B, qwen3 30B-A3B); the catalog's
+  architecture is listed in the header and each field where torchtitan's flavor
+  (``export/data/torchtitan_flavors.json``) builds something else is a warning, as is what the model code does
+  beyond the sizes (``_flavor_behaviour``: deepseek_v3's flex block-causal attention, YaRN only past 4096
+  tokens, eps-less final norm; qwen3's unbalanced router). Refused (exit 2, ``_refuse_flavor_parallelism``):
+  qwen3 with PP (no ``pipelining_fn``) and deepseek_v3 671B with CP (flex attention; CP takes SDPA only).
 
 torchtitan 0.3 replaced TOML job files with Python config functions (``--module <model> --config
 <function>`` plus ``--section.key value`` overrides); this file targets 0.2.x only and says so in its header.
@@ -83,6 +87,9 @@ _FLAVORS = {
     "llama-3.1-405b": ("llama3", "405B"),
     "llama-3-8b": ("llama3", "8B"),
     "llama-3-70b": ("llama3", "70B"),
+    # torchtitan 0.2.2 models/deepseek_v3/__init__.py (deepseekv3_args) and models/qwen3/__init__.py (qwen3_args)
+    "deepseek-v3": ("deepseek_v3", "671B"),
+    "qwen3-30b-a3b": ("qwen3", "30B-A3B"),
 }
 
 Entry = tuple[str, Any, str]  # key, value, comment
@@ -187,7 +194,6 @@ def _pipeline_entries(f: Facts, warnings: list[str]) -> list[Entry]:
 
 def _model_entries(f: Facts, arch: Architecture, warnings: list[str]) -> list[Entry]:
     """``[model]``: a registered flavor, the tokenizer placeholder, and the flavor/catalog comparison."""
-    flavors = engine_data(FLAVORS)["llama3"]
     name, flavor = _FLAVORS.get(f.model_name, ("llama3", f.name))
     if f.model_name not in _FLAVORS:
         warnings.append(
@@ -204,12 +210,37 @@ def _model_entries(f: Facts, arch: Architecture, warnings: list[str]) -> list[En
             )
         )
     else:
-        warnings += _flavor_differences(f, arch, flavor, flavors[flavor])
+        spec = engine_data(FLAVORS)[name][flavor]
+        _refuse_flavor_parallelism(f, name, flavor, spec)
+        warnings += _flavor_differences(f, arch, name, flavor, spec)
+        warnings += _flavor_behaviour(f, arch, name, flavor, spec)
     return [
         ("name", name, ""),
         ("flavor", flavor, f"L={f.n_layers}, h={f.d_model}"),
         ("hf_assets_path", TOKENIZER_PLACEHOLDER, "REQUIRED: directory with the tokenizer files"),
     ]
+
+
+def _refuse_flavor_parallelism(f: Facts, name: str, flavor: str, spec: dict[str, Any]) -> None:
+    """Refuse (exit 2) what the flavor's model raises on at start-up (torchtitan 0.2.2): a TrainSpec without
+    ``pipelining_fn`` (qwen3) under PP (train.py: RuntimeError "does not support pipelining"), and a flavor
+    whose ``attn_type`` is not sdpa (deepseek_v3 671B: flex) under CP (models/deepseek_v3/infra/parallelize.py
+    and model/args.py: NotImplementedError "Context Parallel only supports SDPA attention")."""
+    if not spec.get("pipelining", True) and f.layout.pp > 1:
+        raise SpecError(
+            f"torchtitan 0.2.2's {name} model has no pipeline parallelism (its TrainSpec has no pipelining_fn "
+            f"and train.py raises at start-up); the plan uses p = {f.layout.pp}",
+            where="parallel.pp",
+            hint="pin parallel.pp: 1, or export to megatron",
+        )
+    attn_type = spec.get("attn_type", "sdpa")
+    if attn_type != "sdpa" and f.layout.cp > 1:
+        raise SpecError(
+            f"torchtitan 0.2.2's {name} '{flavor}' flavor uses {attn_type} attention, which its context "
+            f"parallelism refuses at start-up (SDPA only); the plan uses c = {f.layout.cp}",
+            where="parallel.cp",
+            hint="pin parallel.cp: 1, or export to megatron",
+        )
 
 
 def _brief(value: Any) -> str:
@@ -220,16 +251,33 @@ def _brief(value: Any) -> str:
     return str(value)
 
 
-def _flavor_differences(f: Facts, arch: Architecture, flavor: str, spec: dict[str, Any]) -> list[str]:
-    """One warning per field where torchtitan's flavor builds another model than the catalog's."""
+def _planned_fields(f: Facts, arch: Architecture) -> dict[str, Any]:
+    """The catalog's value of every field a flavor in ``torchtitan_flavors.json`` may record, by its key
+    there (MLA, MoE and router fields are compared only where the flavor records them)."""
     scaling = arch.rope_scaling
-    planned: dict[str, Any] = {
+    return {
         "n_layers": f.n_layers,
         "dim": f.d_model,
         "n_heads": f.n_heads,
         "n_kv_heads": f.n_kv_heads,
+        "head_dim": f.head_dim,
         "ffn_hidden": f.ffn_hidden,
         "vocab_size": f.vocab_size,
+        "attention": f.attention,
+        "q_lora_rank": f.q_lora_rank,
+        "kv_lora_rank": f.kv_lora_rank,
+        "qk_rope_head_dim": f.qk_rope_head_dim,
+        "v_head_dim": f.v_head_dim,
+        "n_experts": f.n_experts,
+        "top_k": f.top_k,
+        "n_shared_experts": f.n_shared_experts,
+        "expert_ffn_hidden": f.expert_ffn_hidden,
+        "n_dense_layers": f.n_dense_layers,
+        "router_score": arch.router_score,
+        "router_expert_bias": arch.router_expert_bias,
+        "router_groups": arch.router_groups,
+        "router_group_topk": arch.router_group_topk,
+        "router_topk_scale": arch.router_topk_scale,
         "rope_theta": arch.rope_theta,
         "rope_scaling": scaling.model_dump(exclude_none=True) if scaling else "none",
         "norm_eps": arch.norm_eps,
@@ -237,16 +285,63 @@ def _flavor_differences(f: Facts, arch: Architecture, flavor: str, spec: dict[st
         "bias": arch.linear_bias or arch.qkv_bias,
         "qk_norm": arch.qk_norm,
     }
+
+
+def _flavor_differences(
+    f: Facts, arch: Architecture, name: str, flavor: str, spec: dict[str, Any]
+) -> list[str]:
+    """One warning per field where torchtitan's flavor builds another model than the catalog's."""
     out = [
-        f"architecture: torchtitan's llama3 '{flavor}' flavor has {key} = {_brief(spec[key])} where "
+        f"architecture: torchtitan's {name} '{flavor}' flavor has {key} = {_brief(spec[key])} where "
         f"{f.model_name} has {_brief(value)}; register a flavor with the catalog's value"
-        for key, value in planned.items()
-        if value is not None and value != spec[key]
+        for key, value in _planned_fields(f, arch).items()
+        if key in spec and value is not None and value != spec[key]
     ]
     if arch.init_std is not None and arch.init_std != spec["init_std"]:
         out.append(
             f"init: torchtitan initialises with std {spec['init_std']} (output projections depth-scaled), "
             f"not {arch.init_std}"
+        )
+    return out
+
+
+def _flavor_behaviour(
+    f: Facts, arch: Architecture, name: str, flavor: str, spec: dict[str, Any]
+) -> list[str]:
+    """What the flavor's model code does beyond its sizes that differs from the plan (torchtitan 0.2.2
+    models/deepseek_v3 and models/qwen3, see ``torchtitan_flavors.json``); none for llama3."""
+    out = []
+    if (
+        "final_norm_eps" in spec and arch.norm_eps is not None
+    ):  # deepseek_v3 model.py: nn.RMSNorm(model_args.dim)
+        out.append(
+            f"norm: torchtitan's {name} model builds its final RMSNorm without eps, so torch's default "
+            f"(torch.finfo(dtype).eps) applies there, not {f.model_name}'s {arch.norm_eps}; no flavor setting "
+            "changes it (torchtitan/models/deepseek_v3/model/model.py)"
+        )
+    attn = (spec.get("attn_type", "sdpa"), spec.get("attn_mask_type", "causal"))
+    if attn != ("sdpa", "causal"):  # models/attention.py get_document_mask_mod: documents split at EOS
+        out.append(
+            f"attention: torchtitan's {name} '{flavor}' flavor runs {attn[0]} attention with {attn[1]} masks "
+            "(each token attends only within its own document, split at the tokenizer's EOS) where the plan "
+            f"timed causal attention over whole {f.seq_len}-token sequences: another model and another step "
+            'time; register a flavor with attn_type = "sdpa" and attn_mask_type = "causal"'
+        )
+    scaling = spec["rope_scaling"]
+    original = scaling.get("original_max_position_embeddings") if isinstance(scaling, dict) else None
+    if scaling != "none" and name == "deepseek_v3" and original and f.seq_len <= original:
+        out.append(  # deepseek_v3 model.py precompute_freqs_cis: YaRN only when seq_len > original_seq_len
+            f"rope: torchtitan's {name} applies its YaRN scaling (x{scaling['factor']}) only when "
+            f"training.seq_len > {original}; at {f.seq_len} it trains unscaled RoPE (theta {spec['rope_theta']}), "
+            "as DeepSeek-V3's 4K pre-training did (arXiv 2412.19437 section 4.3 adds YaRN after pre-training), "
+            f"not the catalog's {_brief(scaling)}"
+        )
+    if f.n_experts and spec.get("router_load_balancing") == "none":
+        out.append(
+            f"router: torchtitan's {name} trains the router with no load balancing (no auxiliary loss; its "
+            "TrainSpec builds optimizers without the expert-bias update, so expert_bias stays 0), where Qwen3 "
+            "used a global-batch load-balancing loss (arXiv 2505.09388 section 2): expert loads can drift from "
+            "the even load the plan timed"
         )
     return out
 
