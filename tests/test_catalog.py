@@ -48,6 +48,29 @@ def test_datasheet_values(name, hbm, bf16, hbm_bw, intra):
     ) == (hbm, bf16, hbm_bw, intra)
 
 
+@pytest.mark.parametrize(
+    ("name", "fp8", "inter", "per_node", "tdp"),
+    [
+        # dense fp8 = the datasheet's "with sparsity" figure halved; scale-out = the reference system's NIC per GPU
+        ("a100-40gb", None, 25e9, 8, 400.0),  # no fp8; DGX A100 8× HDR 200 Gb/s; SXM4 400 W
+        ("a100-80gb", None, 25e9, 8, 400.0),
+        ("h100-sxm", 1979e12, 50e9, 8, 700.0),  # 3,958 sparse; DGX H100 8× NDR 400 Gb/s; up to 700 W
+        ("h100-pcie", 1513e12, 50e9, 8, 350.0),  # 3,026 sparse; 400 Gb/s assumed; 300-350 W
+        ("h200", 1979e12, 50e9, 8, 700.0),  # 3,958 sparse; DGX H200 8× ConnectX-7 400 Gb/s; up to 700 W
+        ("b200", 4500e12, 50e9, 8, 1000.0),  # HGX B200 72 PFLOP/s sparse / 8 / 2; DGX B200 8× CX-7 400 Gb/s
+        ("mi300x", 2614.9e12, 50e9, 8, 750.0),  # 5,229.8 sparse; 400 Gb/s assumed; 750 W
+    ],
+)
+def test_datasheet_fp8_network_node_and_power(name, fp8, inter, per_node, tdp):
+    gpu = CATALOG.gpu(name)
+    assert (
+        gpu.fp8_flops,
+        gpu.inter_node_bandwidth_bytes_per_s,
+        gpu.gpus_per_node,
+        gpu.tdp_watts,
+    ) == (fp8, inter, per_node, tdp)
+
+
 @pytest.mark.parametrize("gpu", CATALOG.gpus, ids=lambda g: g.name)
 def test_gpu_entries_are_sane(gpu: GpuSpec):
     assert 16e9 <= gpu.hbm_bytes <= 300e9
@@ -423,3 +446,10 @@ def test_a_mapping_field_prints_as_the_catalog_file_writes_it():
     line = next(x for x in out.splitlines() if "rope_scaling" in x)
     assert "type: llama3, factor: 8.0, original_max_position_embeddings: 8192" in line
     assert "None" not in line and "{" not in line
+
+
+def test_gpu_table_prints_the_datasheet_hbm_bandwidth_unrounded():
+    # A100 40GB datasheet: 1,555 GB/s; A100 80GB SXM: 2,039 GB/s
+    result = CliRunner().invoke(app, ["catalog", "gpus"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "1.555" in result.output and "2.039" in result.output

@@ -155,7 +155,7 @@ def _render_gpus(records: list[dict[str, Any]]) -> None:
             f"{r['hbm_bytes'] / 1e9:g}",
             f"{r['bf16_flops'] / 1e12:g}",
             "-" if r["fp8_flops"] is None else f"{r['fp8_flops'] / 1e12:g}",
-            f"{r['hbm_bandwidth_bytes_per_s'] / 1e12:.3g}",
+            f"{r['hbm_bandwidth_bytes_per_s'] / 1e12:g}",  # the datasheet's digits (1.555, 2.039 TB/s)
             f"{r['intra_node_bandwidth_bytes_per_s'] / 1e9:g}",
             f"{r['inter_node_bandwidth_bytes_per_s'] / 1e9:g}",
             str(r["gpus_per_node"]),
