@@ -46,7 +46,9 @@ RecomputeModule = Literal["core_attn", "layernorm", "mlp_act", "mlp", "moe_act",
 LOSS_LOGIT_BYTES = {"fused": 6.0, "unfused": 12.0}
 
 #: FP8 scaling recipes, named as the engines name them: Megatron-LM ``--fp8-recipe`` offers delayed, tensorwise,
-#: blockwise and mxfp8 (megatron/training/arguments.py, _add_transformer_engine_args; TransformerEngine's
+#: blockwise and mxfp8, plus 'custom' (a user quantizer factory; not offered here) (TransformerConfig.fp8_recipe,
+#: turned into flags by ArgumentGroupFactory, megatron/core/transformer/transformer_config.py @ d98e8a6; earlier
+#: arguments.py _add_transformer_engine_args; TransformerEngine's
 #: DelayedScaling, Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling); torchtitan 0.2.2 offers
 #: tensorwise and rowwise (``[quantize.linear.float8] recipe_name``, torchao Float8LinearConfig) and mxfp8
 #: (``[quantize.linear.mx]``). mxfp8 needs Blackwell tensor cores (TransformerEngine MXFP8BlockScaling).
@@ -275,6 +277,20 @@ class Stack(BaseModel):
                 "shards are the master copy); drop one of them"
             )
         return on
+
+    @field_validator("distributed_optimizer")
+    @classmethod
+    def _fp8_weights_need_sharded_optimizer(cls, sharded: bool | None, info: ValidationInfo) -> bool | None:
+        """Megatron-LM asserts the distributed optimizer (or an FSDP) with --fp8-param-gather (validate_args,
+        megatron/training/arguments.py), so the search tries ZeRO >= 1 only for fp8 weights, while False keeps
+        ZeRO 0 only: nothing would be left to search (``fp8_param_gather`` is declared before this field)."""
+        if sharded is False and info.data.get("fp8_param_gather"):
+            raise ValueError(
+                "false (ZeRO-0) does not go with fp8_param_gather: Megatron-LM keeps fp8 weights only with the "
+                "distributed optimizer (validate_args); set distributed_optimizer: true or leave it out, or drop "
+                "fp8_param_gather"
+            )
+        return sharded
 
     @field_validator("selective_recompute")
     @classmethod
