@@ -1202,7 +1202,8 @@ CASES: list[tuple[str, list[str], dict[str, str], int, list[str]]] = [
         {
             "p": plan(
                 SHAPE.format(layers=5040, d=92160, h=720, extra="")
-                + "budget: {tokens: 1T}\ncluster: {gpus: 8847360, gpus_per_node: 1024}\n"
+                # 720-GPU nodes: every TP dividing the 720 heads keeps its groups inside a node (timing.within_node)
+                + "budget: {tokens: 1T}\ncluster: {gpus: 8847360, gpus_per_node: 720}\n"
             )
         },
         2,

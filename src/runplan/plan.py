@@ -679,6 +679,7 @@ def _sweep_and_cost(
             sweep_gpu_hours=sweep.gpu_hours if sweep is not None else None,
             sweep_gpus=inputs.n_gpus,
             price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
+            price_is_default="price_per_gpu_hour" not in spec.cluster.model_fields_set,
             spec=spec.cost,
         )
     )
@@ -722,7 +723,8 @@ def _tp_overlap_warnings(request: ParallelRequest, best: LayoutEstimate) -> list
     plan prints may not be reachable; the Megatron export leaves the flag out there."""
     from runplan.parallel.timing import tp_overlap_applies
 
-    overlapped = best.tp > 1 and bool(tp_overlap_applies(best.sequence_parallel, best.tp, request.node_size))
+    node = min(request.node_size, request.n_gpus)  # (timing.step_time: a one-node job is its own node)
+    overlapped = best.tp > 1 and bool(tp_overlap_applies(best.sequence_parallel, best.tp, node))
     if not overlapped or not request.stack.tp_comm_overlap or request.gpu.family != "ampere":
         return []
     return [

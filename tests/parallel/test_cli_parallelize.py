@@ -97,7 +97,7 @@ def test_infeasible_exits_1_with_reason():
         (
             ["--cp", "3"],
             "--cp: cp=3 does not divide the 512 GPUs; cp=3 needs the sequence (4,096) to split into 2·cp = 6 "
-            "equal chunks (pin a divisor of 512; pin one of 1, 2, 4, 8, 16, 32, 64, or a sequence divisible by 6)",
+            "equal chunks (pin a divisor of 512; pin one of 1, 2, 4, 8, 16, 32, ... 512, or a sequence divisible by 6)",
         ),
         (
             ["--tp", "8", "--pp", "8", "--dp", "16"],
@@ -120,7 +120,7 @@ def test_a_pin_no_layout_can_take_is_bad_input_at_its_flag(pins, line):
     [
         (
             ["--tp", "16"],
-            "--tp: tp=16 is wider than a node of 8 GPUs (pin tp ≤ 8, or allow it: --allow-cross-node-tp)",
+            "--tp: tp=16 is wider than a node of 8 GPUs (pin one of 1, 2, 4, 8, or allow it: --allow-cross-node-tp)",
         ),
         (
             ["--tp", "8", "--pp", "4", "--cp", "8", "--ep", "64"],

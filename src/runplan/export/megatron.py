@@ -461,7 +461,7 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
     if f.layout.sequence_parallel:
         layout.append(("--sequence-parallel", [], "shard norms/dropout activations over t"))
         # userbuffers work inside one NVLink domain (the time model agrees)
-        if f.stack.tp_comm_overlap and f.layout.tp <= f.gpus_per_node:
+        if f.stack.tp_comm_overlap and f.gpus_per_node % f.layout.tp == 0:  # (timing.within_node)
             layout += _tp_overlap_args(f, warnings)
     elif f.layout.tp > 1:
         warnings.append("sequence parallel: the plan turns it off with TP > 1; Megatron runs without it")
@@ -751,7 +751,9 @@ _FP8_FORMAT = {"delayed": "hybrid", "tensorwise": "hybrid", "blockwise": "e4m3",
 
 
 def _fp8_args(f: Facts) -> list[Arg]:
-    """``--fp8-format``/``--fp8-recipe`` for stack precision fp8 (Megatron-LM _add_transformer_engine_args)."""
+    """``--fp8-format``/``--fp8-recipe`` for stack precision fp8 (Megatron-LM TransformerConfig.fp8, flag
+    --fp8-format e4m3|hybrid, and .fp8_recipe, megatron/core/transformer/transformer_config.py @ d98e8a6) and
+    ``--fp8-param-gather`` (arguments.py _add_transformer_engine_args, asserted with the distributed optimizer)."""
     stack = f.stack
     if stack.precision != "fp8":
         return []

@@ -455,7 +455,9 @@ def _parallelism_entries(f: Facts, warnings: list[str]) -> tuple[list[Entry], bo
     par = _data_parallel_entries(f, warnings)
     par.append(("tensor_parallel_degree", int(f.layout.tp), "t"))
     # symmetric memory is intra-node (the time model agrees); only when the plan's stack overlaps TP
-    async_tp = f.stack.tp_comm_overlap and 1 < f.layout.tp <= f.gpus_per_node
+    async_tp = (
+        f.stack.tp_comm_overlap and f.layout.tp > 1 and f.gpus_per_node % f.layout.tp == 0
+    )  # within_node
     if async_tp:
         par.append(
             (

@@ -88,6 +88,10 @@ class CostRequest(BaseModel):
     price_per_gpu_hour: PricePerGpuHour = Field(
         2.0, description="Price of one GPU-hour in `currency` (plan file cluster.price_per_gpu_hour)."
     )
+    price_is_default: bool = Field(
+        False,
+        description="The plan file set no price: the cost line says the price is the default, an H100 figure.",
+    )
     spec: CostSpec = Field(default_factory=CostSpec, description="The plan file's cost section.")
 
     @model_validator(mode="after")
@@ -112,6 +116,11 @@ class CostLine(Explained):
     cost: float
     energy_mwh: float
     gpu_only_energy_mwh: float
+
+
+#: Said beside a cost priced at the default: 2 USD/h is an H100 planning figure (docs/operations.md §5), not a
+#: quote for the plan's GPU type or provider.
+DEFAULT_PRICE_NOTE = " (the default price, a common H100 planning figure: set cluster.price_per_gpu_hour)"
 
 
 class Cost(Explained):
@@ -159,7 +168,9 @@ def _line(
         wall_clock_days=in_days(elapsed_s, f"{fmt(elapsed_s)} s", "days with goodput"),
         goodput=Reasoned(goodput, f"useful / elapsed = {goodput:.4f}{goodput_reason}"),
         cost=Reasoned(
-            cost, f"{fmt(billed_h)} GPU-h × {price:g} {spec.currency}/h = {fmt(cost)} {spec.currency}"
+            cost,
+            f"{fmt(billed_h)} GPU-h × {price:g} {spec.currency}/h = {fmt(cost)} {spec.currency}"
+            + (DEFAULT_PRICE_NOTE if request.price_is_default else ""),
         ),
         energy_mwh=Reasoned(
             mwh,

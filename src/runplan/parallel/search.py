@@ -39,7 +39,13 @@ from runplan.parallel.layout import (
 )
 from runplan.parallel.memory import ShapeTerms, memory_breakdown, model_state_bytes
 from runplan.parallel.request_rules import MAX_GLOBAL_BATCH_TOKENS, check_request, pinned_mesh_problem
-from runplan.parallel.timing import context_parallel_notes, default_efficiency, precision_notes, step_time
+from runplan.parallel.timing import (
+    context_parallel_notes,
+    default_efficiency,
+    precision_notes,
+    step_time,
+    within_node,
+)
 from runplan.units import SECONDS_PER_DAY
 
 #: Most candidate layouts one search evaluates: about 0.5 GB and 1.5 s per million rows on one core (8.8M
@@ -101,7 +107,9 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
     tps = [
         t
         for t in divisors(n)
-        if shape.n_heads % t == 0 and shape.n_kv_heads % t == 0 and (t <= node or cons.allow_cross_node_tp)
+        if shape.n_heads % t == 0
+        and shape.n_kv_heads % t == 0
+        and (within_node(t, node, n) or cons.allow_cross_node_tp)
     ]
     if pins.tp is not None:
         tps = [t for t in tps if t == pins.tp]
@@ -179,28 +187,7 @@ def pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
         axis = next(a for a in ("dp", "cp", "pp", "tp") if getattr(pins, a) is not None)
         leave = ", or leave dp to the search" if axis == "dp" else ""
         out.append((axis, f"pinned {mesh}", f"pin tp·pp·dp·cp = the job's GPUs{leave}"))
-    heads = math.gcd(shape.n_heads, shape.n_kv_heads)
-    if pins.tp is not None and heads % pins.tp:
-        undivided = " and ".join(
-            f"{count} {name}"
-            for count, name in ((shape.n_heads, "heads"), (shape.n_kv_heads, "KV heads"))
-            if count % pins.tp
-        )
-        out.append(
-            (
-                "tp",
-                f"tp={pins.tp} does not divide the {undivided}",
-                f"pin one of {_valid(divisors(heads))}",
-            )
-        )
-    elif pins.tp is not None and pins.tp > request.node_size and not request.constraints.allow_cross_node_tp:
-        out.append(
-            (
-                "tp",
-                f"tp={pins.tp} is wider than a node of {request.node_size} GPUs",
-                f"pin tp ≤ {request.node_size}, or allow it: constraints.allow_cross_node_tp",
-            )
-        )
+    out += _tp_pin_conflicts(request)
     if pins.pp is not None and pins.pp > L:
         out.append(("pp", f"pp={pins.pp} is more pipeline stages than the {L} layers", f"pin pp ≤ {L}"))
     elif pins.pp is not None and L % pins.pp and not request.constraints.allow_uneven_pipeline:
@@ -229,7 +216,7 @@ def pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
             )
         )
     if pins.cp is not None and pins.cp > 1 and s % (2 * pins.cp):
-        chunks = [c for c in divisors(s // 2) if c <= 64] if s % 2 == 0 else [1]
+        chunks = [c for c in divisors(s // 2) if n % c == 0] if s % 2 == 0 else [1]  # the job can take them
         out.append(
             (
                 "cp",
@@ -238,6 +225,45 @@ def pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
             )
         )
     out += _expert_pin_conflicts(request)
+    return out
+
+
+def _tp_pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
+    """:func:`pin_conflicts` of the tp pin: it divides the heads and KV heads, and (unless cross-node TP is
+    allowed) its groups of consecutive ranks fit whole in a node (:func:`timing.within_node`)."""
+    shape, pins, out = request.model, request.pins, []
+    if pins.tp is None:
+        return out
+    heads = math.gcd(shape.n_heads, shape.n_kv_heads)
+    if heads % pins.tp:
+        undivided = " and ".join(
+            f"{count} {name}"
+            for count, name in ((shape.n_heads, "heads"), (shape.n_kv_heads, "KV heads"))
+            if count % pins.tp
+        )
+        out.append(
+            (
+                "tp",
+                f"tp={pins.tp} does not divide the {undivided}",
+                f"pin one of {_valid(divisors(heads))}",
+            )
+        )
+    elif (
+        not within_node(pins.tp, request.node_size, request.n_gpus)
+        and not request.constraints.allow_cross_node_tp
+    ):
+        node = request.node_size
+        within = [t for t in divisors(node) if heads % t == 0]
+        out.append(
+            (
+                "tp",
+                f"tp={pins.tp} is wider than a node of {node} GPUs"
+                if pins.tp > node
+                else f"tp={pins.tp} does not divide a node of {node} GPUs: groups of consecutive ranks "
+                f"straddle two nodes (ranks {pins.tp}-{2 * pins.tp - 1} of the second group)",
+                f"pin one of {_valid(within)}, or allow it: constraints.allow_cross_node_tp",
+            )
+        )
     return out
 
 
@@ -494,7 +520,7 @@ def _why(request: ParallelRequest, layout: Layout, ev: Evaluation, i: int, bound
         f"TP {t} divides {shape.n_heads} heads and {shape.n_kv_heads} KV heads"
         + (
             f", within a node of {request.node_size}"
-            if t <= request.node_size
+            if within_node(t, request.node_size, request.n_gpus)
             else ", across nodes (allowed)"
         ),
         f"PP {p}: {shape.n_layers} layers, {layers} on the largest stage"
@@ -985,6 +1011,11 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
         (
             request.seq_len >= 32768 and pins.cp is not None and pins.cp < request.n_gpus,
             "more context parallelism (parallel.cp) for this long sequence",
+        ),
+        (
+            request.seq_len >= 32768 and not request.stack.context_parallel and pins.cp is None,
+            "a stack with context parallelism for this long sequence (stack.preset megatron-core or "
+            "torchtitan-fsdp2: this stack runs none)",
         ),
     ]
     useful = [text for wanted, text in tips if wanted]

@@ -371,6 +371,19 @@ def fp8_cast_bytes(m, n, k, recipe: str, weight_share=1.0):
     return forward, backward
 
 
+def within_node(span, node_size: int, n_gpus: int | None = None):
+    """Whether every copy of a group spanning ``span`` consecutive ranks sits inside one node (NVLink domain).
+
+    Megatron-core (parallel_state RankGenerator, order tp-cp-ep-dp-pp) and torchtitan (DeviceMesh over ranks in
+    order) lay each group out as a run of consecutive ranks, so a group is intra-node only when the node holds
+    whole groups: span ≤ node and node % span == 0. TP 6 on 8-GPU nodes puts ranks 6-11 on two nodes, and TP 16
+    on a 72-GPU NVL72 rack straddles racks; a job of at most one node (``n_gpus``) is inside it whatever the
+    span."""
+    node = node_size if n_gpus is None else min(node_size, n_gpus)
+    span = np.asarray(span, dtype=float)
+    return (span <= node) & (np.mod(node, span) == 0)
+
+
 def _link(gpu: GpuSpec, inside_node):
     return np.where(inside_node, gpu.intra_node_bandwidth_bytes_per_s, gpu.inter_node_bandwidth_bytes_per_s)
 
@@ -389,7 +402,7 @@ def dp_bandwidth(gpu: GpuSpec, t, group, node_size: int):
     group = np.asarray(group, dtype=float)
     members = np.clip(node_size / t, 1.0, np.maximum(group, 1.0))
     across = np.minimum(gpu.intra_node_bandwidth_bytes_per_s, members * gpu.inter_node_bandwidth_bytes_per_s)
-    return np.where(t * group <= node_size, gpu.intra_node_bandwidth_bytes_per_s, across)
+    return np.where(within_node(t * group, node_size), gpu.intra_node_bandwidth_bytes_per_s, across)
 
 
 @dataclass(frozen=True)
@@ -685,7 +698,9 @@ def _tensor_parallel_seconds(st: _Step, compute: _Compute):
         sp = np.asarray(st.grid.sequence_parallel, dtype=bool)
         rerun = np.where(sp, 1.0, 2.0)
         collectives = np.where(np.asarray(st.grid.recompute) == 1, 4.0 + rerun, collectives)
-    tp_one = 2.0 * (t - 1.0) / t * (2.0 * st.tokens * st.terms.h) / st.link(t <= st.node_size) + lat
+    tp_one = (
+        2.0 * (t - 1.0) / t * (2.0 * st.tokens * st.terms.h) / st.link(within_node(t, st.node_size)) + lat
+    )
     # An MoE layer's MLP collectives (one all-reduce's worth forward, one backward, one more with full recompute)
     # are the token dispatcher's: with the experts sharded over TP it all-gathers the routed tokens over TP after
     # the expert-parallel all-to-all and reduce-scatters the experts' output before the return all-to-all, so
@@ -710,7 +725,7 @@ def tp_overlap_applies(sequence_parallel, t, node_size: int):
     """Where TP communication overlap hides anything: the SP all-gather/reduce-scatter pair only (Megatron
     asserts SP; torchtitan's async TP is the same pair), and inside one NVLink domain (userbuffers and symmetric
     memory are intra-node)."""
-    return np.asarray(sequence_parallel, dtype=bool) & (np.asarray(t) <= node_size)
+    return np.asarray(sequence_parallel, dtype=bool) & within_node(t, node_size)
 
 
 def _expert_parallel_seconds(st: _Step):
@@ -720,7 +735,7 @@ def _expert_parallel_seconds(st: _Step):
     # the EP group spans t·e consecutive ranks: Megatron-core builds the expert grid with cp=1 (parallel_state.py,
     # expert_decoder_rank_generator, order tp-ep-dp-pp, "MoE parallel folding"), torchtitan's sparse mesh is
     # (..., efsdp, ep, etp); CP ranks fold into the expert data-parallel group, not between EP ranks
-    ep_bw = st.link(st.t * e <= st.node_size)
+    ep_bw = st.link(within_node(st.t * e, st.node_size))
     ep_one = (e - 1.0) / e * (
         2.0 * st.tokens * terms.top_k * terms.h * st.x
     ) / ep_bw + st.eff.collective_latency_seconds
@@ -741,7 +756,7 @@ def _context_parallel_seconds(st: _Step, compute: _Compute):
     lat = st.eff.collective_latency_seconds
     attn_core_fwd, attn_bwd_ratio = compute.attention_forward, compute.attention_backward_ratio
     kv_bytes = 2.0 * tokens * terms.kv * (terms.d_qk + terms.d_v) / t
-    intra_node = t * c <= st.node_size
+    intra_node = within_node(t * c, st.node_size)
     cp_fwd = (c - 1.0) * (kv_bytes / st.link(intra_node) + lat)
     forwards = np.where(full, 2.0, 1.0)
     cp_exposed = np.maximum(0.0, cp_fwd - attn_core_fwd) * forwards + np.maximum(
@@ -793,7 +808,7 @@ def _torch_context_parallel_seconds(st: _Step):
     dq_el = st.tokens * heads * terms.d_qk
     kv_el = st.tokens * kv_heads * (terms.d_qk + terms.d_v)
     kv_bytes = 2.0 * kv_el  # bf16
-    bandwidth = st.link(st.t * c <= st.node_size)
+    bandwidth = st.link(within_node(st.t * c, st.node_size))
     all_gather = (c - 1.0) * kv_bytes / bandwidth + lat
     dkv_send = 2.0 * kv_bytes / bandwidth + lat  # fp32 dK and dV
     forwards = np.where(full, 2.0, 1.0)
@@ -864,7 +879,7 @@ def _data_parallel_seconds(st: _Step, compute_mb):
         gathers_per_step = np.select([zero == 0, (zero <= 2) | held], [0.0, 1.0], m * gathers)
         dp_bytes = dp_bytes - gathers_per_step * fp8_ring_linear
     dp_bw = dp_bandwidth(st.gpu, st.t, group, st.node_size) * st.network_efficiency(
-        st.t * group <= st.node_size
+        within_node(st.t * group, st.node_size)
     )
     # ZeRO-1/2's all-gather of the updated parameters (param_bytes each) without --overlap-param-gather: after
     # the optimizer step, before the next forward (DeepSpeed ZeRO-1/2 gathers there too), so never hidden
@@ -907,7 +922,9 @@ def step_time(
 ) -> tuple[Columns[TimeSeconds], np.ndarray]:
     """Where one optimizer step's time goes, term by term, and the step's seconds (module docstring)."""
     check_precision(gpu, stack)
-    st = _Step.of(terms, grid, gpu, eff, seq_len=seq_len, node_size=node_size, stack=stack)
+    # a job of at most one node holds every group inside it (within_node): its node is the job
+    node = min(node_size, n_gpus)
+    st = _Step.of(terms, grid, gpu, eff, seq_len=seq_len, node_size=node, stack=stack)
     compute = _compute(st)
     compute_mb = compute.seconds
     tp_mb = _tensor_parallel_seconds(st, compute)
