@@ -231,7 +231,8 @@ def pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
 def _tp_pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
     """:func:`pin_conflicts` of the tp pin: it divides the heads and KV heads, and (unless cross-node TP is
     allowed) its groups of consecutive ranks fit whole in a node (:func:`timing.within_node`)."""
-    shape, pins, out = request.model, request.pins, []
+    shape, pins = request.model, request.pins
+    out: list[tuple[str, str, str]] = []
     if pins.tp is None:
         return out
     heads = math.gcd(shape.n_heads, shape.n_kv_heads)
