@@ -187,3 +187,25 @@ def test_llama3_flavors_get_no_model_code_warnings() -> None:
     spec = engine_data("torchtitan_flavors")["llama3"]["70B"]
     assert tomllib.loads(export_plan(plan, "torchtitan").text)["model"]["name"] == "llama3"
     assert _flavor_behaviour(facts(plan), architecture(plan), "llama3", "70B", spec) == []
+
+
+def test_a_flex_attention_flavor_is_not_told_it_runs_sdpa_flash_attention(deepseek, qwen) -> None:
+    # the plan timed cuDNN attention (default stack); torchtitan's deepseek_v3 671B runs flex attention (its own
+    # 'attention:' warning above), qwen3 30B-A3B runs SDPA, whose FlashAttention-2 warning stays
+    assert not [w for w in export_plan(deepseek, "torchtitan").warnings if "SDPA's FlashAttention-2" in w]
+    assert [w for w in export_plan(qwen, "torchtitan").warnings if "SDPA's FlashAttention-2" in w]
+
+
+def test_deepseek_v3_float8_tensorwise_under_tp_is_refused(tmp_path) -> None:
+    # models/deepseek_v3/infra/parallelize.py @ v0.2.2 raises "float8 tensorwise TP is not tested for deepseekv3"
+    plan = tmp_path / "dsv3-fp8.yaml"
+    text = PLAN.format(name="dsv3-fp8", model="deepseek-v3", gpus=2048, pin="{cp: 1, tp: 8}").replace(
+        "parallel:\n  {cp: 1, tp: 8}", "parallel: {cp: 1, tp: 8}"
+    )
+    plan.write_text(text + "stack: {preset: torchtitan-fsdp2, precision: fp8, fp8_recipe: tensorwise}\n")
+    result = _run(str(plan), "--to", "torchtitan")
+    assert result.exit_code == 2, result.output
+    assert (
+        "stack.fp8_recipe: torchtitan 0.2.2's deepseek_v3 refuses float8 tensorwise scaling" in result.stderr
+    )
+    assert "set stack.fp8_recipe: rowwise, or pin parallel.tp: 1" in result.stderr

@@ -342,7 +342,10 @@ class MemoryBytes(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    weights: float = Field(description="bf16 weights held (after TP/PP/EP and ZeRO-3 sharding).")
+    weights: float = Field(
+        description="bf16 weights held (after TP/PP/EP and ZeRO-3 sharding), with the fp8 copy of the linear "
+        "layers' weights under precision fp8."
+    )
     gradients: float = Field(description="Gradient buffer (fp32 or bf16; sharded from ZeRO-2).")
     optimizer: float = Field(
         description="fp32 master weights + Adam m + v: 12 bytes/param (sharded from ZeRO-1)."

@@ -316,7 +316,14 @@ TORCHTITAN_CP_TIME_RATIO = (0.99, 1.12, 1.34)
 
 def context_parallel_notes(stack: Stack, cp: int) -> list[str]:
     """For a layout with context parallelism run by PyTorch's context_parallel (``Stack.context_parallel_impl``
-    'pytorch', the torchtitan preset): the margin its published CP runs ask for."""
+    'pytorch', the torchtitan preset): the margin its published CP runs ask for; on a stack without CP (a pin
+    wins): that it was timed as TransformerEngine's ring."""
+    if cp > 1 and not stack.context_parallel:  # a pin wins over the stack: say what was timed
+        return [
+            f"context parallelism: cp = {cp} is pinned, but this stack runs no ring-attention CP "
+            "(stack.context_parallel off: DeepSpeed's Ulysses splits heads, not timed here); it is timed as "
+            "TransformerEngine's ring (Megatron-core): plan with stack preset megatron-core or torchtitan-fsdp2"
+        ]
     if cp <= 1 or stack.context_parallel_impl != "pytorch":
         return []
     low, median, high = TORCHTITAN_CP_TIME_RATIO

@@ -276,7 +276,8 @@ def _mfu_reason(plan: RunPlan) -> str:
     # N here is the weights a token multiplies (the input embedding is a lookup), not the parameter count the
     # summary prints: name it, and what 6N reads with that count, which a hand check would take
     return (
-        "model FLOPs per second / peak; model FLOPs = 6N + attention counted in full (PaLM §4.1, App. B); with "
+        "model FLOPs per second / bf16 peak (fp8 stacks too); model FLOPs = 6N + attention counted in full (PaLM "
+        "§4.1, App. B); with "
         f"causal attention {mfu * causal / per_token:.1%}, with 6N alone {mfu * dense / per_token:.1%} (N = "
         f"{fmt_count(matmul)} matmul parameters per token; {mfu * 6.0 * active / per_token:.1%} with the "
         f"{fmt_count(active)} active parameters)"
