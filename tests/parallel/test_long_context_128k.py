@@ -7,29 +7,15 @@ from __future__ import annotations
 
 import pytest
 from tests.parallel.shapes import H100, LLAMA_405B
+from tests.parallel.test_torch_context_parallel import EFF  # explicit constants: a refit moves nothing
 from typer.testing import CliRunner
 
 from runplan.parallel.grid import LayoutGrid
-from runplan.parallel.layout import Efficiency, Layout, ParallelRequest
+from runplan.parallel.layout import Layout, ParallelRequest
 from runplan.parallel.memory import ShapeTerms, activation_bytes
 from runplan.parallel.search import evaluate
 from runplan.parallel.stack import Stack
 
-#: explicit constants (not the shipped calibration, so a refit cannot move these hand-derived values)
-EFF = Efficiency(
-    gemm_peak_fraction=0.8,
-    gemm_half_dim=100.0,
-    attention_fraction=0.5,
-    attention_half_seq=1000.0,
-    network_efficiency=0.9,
-    inter_node_network_efficiency=None,
-    step_overhead_seconds=0.0,
-    tp_overlap_fraction=0.5,
-    dp_overlap_interference=0.3,
-    collective_latency_seconds=2e-5,
-    elementwise_time_factor=1.0,
-    eager_elementwise_share=1.0,
-)
 SEQ = 131072
 #: Meta's 128k stage (Table 4 row 3); micro-batch 1 and 16 micro-batches per DP rank (16 x 8 = 128 sequences
 #: = 16,777,216 tokens), interleaved v = 8 over 8 layers per stage (§3.3.2), selective recompute
