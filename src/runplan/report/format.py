@@ -23,12 +23,15 @@ def fmt_change(value: float) -> str:
 
 
 def fmt_count(value: float, *, scale_of: float | None = None, extra_digits: int = 0) -> str:
-    """``70553706496`` → ``70.55 B``; below a million, thousands separators (``491,679``, ``28.3``).
+    """``70553706496`` → ``70.55 B``; below a million, thousands separators (``491,679``, ``28.3``); from 1e15
+    powers of ten (``1.356e+15``).
 
     ``scale_of`` and ``extra_digits`` as in :func:`runplan.units.format_bytes` (one scale for two values)."""
     ref, extra = abs(value if scale_of is None else scale_of), extra_digits
+    if ref >= 1e15:  # past trillions a count reads best in powers of ten (a step count of 1e21 tokens)
+        return f"{value:.{3 + extra}e}"
     if ref >= 1e6:
-        for threshold, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M")):
+        for threshold, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
             if ref >= threshold:
                 return f"{value / threshold:.{4 + extra}g} {suffix}"
     if float(value).is_integer() or ref >= 1000:
@@ -49,6 +52,11 @@ def fmt_duration(value: float, *, scale_of: float | None = None, extra_digits: i
     if ref >= 999.5 * 86400:  # whole days with separators, as fmt_days: not 1.77e+03
         return f"{value / 86400:,.{extra}f} days"
     return f"{value / 86400:.{3 + extra}g} days"
+
+
+def fmt_mwh(number: float) -> str:
+    """Energy in MWh to one decimal (330.3), or two significant digits below 1 MWh (0.013, not 0.0)."""
+    return f"{number:,.1f}" if abs(number) >= 1 or number == 0 else f"{number:.2g}"
 
 
 def fmt_days(value: float) -> str:
@@ -92,7 +100,7 @@ def fmt_value(name: str, value: object) -> str:
     if lower.endswith(("usd", "cost")):
         return f"{number:,.0f}"
     if lower.endswith("_mwh"):
-        return f"{number:,.1f} MWh"
+        return f"{fmt_mwh(number)} MWh"
     if lower in ("loss", "target_loss") or lower.endswith("_loss") or "loss_" in lower:
         return f"{number:.4f}"
     if lower.endswith(("_per_param", "_factor", "_sigma")):

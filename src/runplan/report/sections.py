@@ -12,7 +12,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from runplan.plan import RunPlan, token_fill_note
-from runplan.report.format import fmt_bytes, fmt_count, fmt_days, fmt_duration, fmt_ratio, fmt_value, label
+from runplan.report.format import (
+    fmt_bytes,
+    fmt_count,
+    fmt_days,
+    fmt_duration,
+    fmt_mwh,
+    fmt_ratio,
+    fmt_value,
+    label,
+)
 from runplan.scaling.sweep import PLAN_BUDGETS, dense_proxies_note, flag_notes, wsd_hours_note
 
 
@@ -594,7 +603,7 @@ def _cost(plan: RunPlan) -> Section:
                     fmt_days(x.useful_days),
                     fmt_days(x.wall_clock_days),
                     f"{x.cost:,.0f}",
-                    f"{x.energy_mwh:,.1f} MWh",
+                    f"{fmt_mwh(x.energy_mwh)} MWh",
                 ]
                 for x in lines
             ],
