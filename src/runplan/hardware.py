@@ -44,6 +44,13 @@ class GpuSpec(BaseModel):
     intra_node_bandwidth_bytes_per_s: PositiveBytes = Field(
         description="NVLink/fabric bandwidth per GPU, one direction, bytes/s (H100: 450e9)."
     )
+    intra_node_link_bytes_per_s: PositiveBytes | None = Field(
+        None,
+        description="Fully connected nodes only (no switch; AMD Infinity Fabric): one peer-to-peer link, one "
+        "direction, bytes/s (MI300X: 64e9). A collective among g GPUs of the node then runs on its g-1 links, "
+        "min(intra_node_bandwidth, (g-1) x link); a send to one peer on one link. Unset: a switched node "
+        "(NVSwitch), every group at intra_node_bandwidth.",
+    )
     inter_node_bandwidth_bytes_per_s: PositiveBytes = Field(
         description="Scale-out network bandwidth per GPU, one direction, bytes/s (400 Gb/s = 50e9)."
     )

@@ -391,8 +391,16 @@ def within_node(span, node_size: int, n_gpus: int | None = None):
     return (span <= node) & (np.mod(node, span) == 0)
 
 
-def _link(gpu: GpuSpec, inside_node):
-    return np.where(inside_node, gpu.intra_node_bandwidth_bytes_per_s, gpu.inter_node_bandwidth_bytes_per_s)
+def _link(gpu: GpuSpec, inside_node, peers=None):
+    """Bytes/s per GPU, one direction, of a transfer inside one node or across nodes. ``peers``: how many GPUs
+    each one exchanges with at once inside the node (g - 1 for a collective of g, 1 for a send); on a fully
+    connected node (``GpuSpec.intra_node_link_bytes_per_s``, no switch) that many links carry it."""
+    intra = gpu.intra_node_bandwidth_bytes_per_s
+    if gpu.intra_node_link_bytes_per_s is not None and peers is not None:
+        intra = np.minimum(
+            intra, np.maximum(np.asarray(peers, dtype=float), 1.0) * gpu.intra_node_link_bytes_per_s
+        )
+    return np.where(inside_node, intra, gpu.inter_node_bandwidth_bytes_per_s)
 
 
 def dp_bandwidth(gpu: GpuSpec, t, group, node_size: int):
@@ -409,7 +417,8 @@ def dp_bandwidth(gpu: GpuSpec, t, group, node_size: int):
     group = np.asarray(group, dtype=float)
     members = np.clip(node_size / t, 1.0, np.maximum(group, 1.0))
     across = np.minimum(gpu.intra_node_bandwidth_bytes_per_s, members * gpu.inter_node_bandwidth_bytes_per_s)
-    return np.where(within_node(t * group, node_size), gpu.intra_node_bandwidth_bytes_per_s, across)
+    inside = _link(gpu, True, peers=group - 1.0)  # (a fully connected node: the group's links, _link)
+    return np.where(within_node(t * group, node_size), inside, across)
 
 
 @dataclass(frozen=True)
@@ -466,9 +475,9 @@ class _Step:
         """Whether the linear layers' GEMMs run in fp8 (stack precision)."""
         return self.stack.precision == "fp8"
 
-    def link(self, inside_node) -> np.ndarray:
+    def link(self, inside_node, peers=None) -> np.ndarray:
         """Achieved bytes/s of a collective inside one node (NVLink) or across nodes."""
-        return _link(self.gpu, inside_node) * self.network_efficiency(inside_node)
+        return _link(self.gpu, inside_node, peers) * self.network_efficiency(inside_node)
 
     def network_efficiency(self, inside_node) -> np.ndarray:
         """NCCL bus bandwidth / link bandwidth of the tier a collective runs on (one value unless calibrated)."""
@@ -706,7 +715,8 @@ def _tensor_parallel_seconds(st: _Step, compute: _Compute):
         rerun = np.where(sp, 1.0, 2.0)
         collectives = np.where(np.asarray(st.grid.recompute) == 1, 4.0 + rerun, collectives)
     tp_one = (
-        2.0 * (t - 1.0) / t * (2.0 * st.tokens * st.terms.h) / st.link(within_node(t, st.node_size)) + lat
+        2.0 * (t - 1.0) / t * (2.0 * st.tokens * st.terms.h) / st.link(within_node(t, st.node_size), t - 1.0)
+        + lat
     )
     # An MoE layer's MLP collectives (one all-reduce's worth forward, one backward, one more with full recompute)
     # are the token dispatcher's: with the experts sharded over TP it all-gathers the routed tokens over TP after
@@ -742,7 +752,7 @@ def _expert_parallel_seconds(st: _Step):
     # the EP group spans t·e consecutive ranks: Megatron-core builds the expert grid with cp=1 (parallel_state.py,
     # expert_decoder_rank_generator, order tp-ep-dp-pp, "MoE parallel folding"), torchtitan's sparse mesh is
     # (..., efsdp, ep, etp); CP ranks fold into the expert data-parallel group, not between EP ranks
-    ep_bw = st.link(within_node(st.t * e, st.node_size))
+    ep_bw = st.link(within_node(st.t * e, st.node_size), e - 1.0)
     ep_one = (e - 1.0) / e * (
         2.0 * st.tokens * terms.top_k * terms.h * st.x
     ) / ep_bw + st.eff.collective_latency_seconds
@@ -764,7 +774,9 @@ def _context_parallel_seconds(st: _Step, compute: _Compute):
     attn_core_fwd, attn_bwd_ratio = compute.attention_forward, compute.attention_backward_ratio
     kv_bytes = 2.0 * tokens * terms.kv * (terms.d_qk + terms.d_v) / t
     intra_node = within_node(t * c, st.node_size)
-    cp_fwd = (c - 1.0) * (kv_bytes / st.link(intra_node) + lat)
+    cp_fwd = (c - 1.0) * (
+        kv_bytes / st.link(intra_node, 1.0) + lat
+    )  # each ring step: a send to the next rank
     forwards = np.where(full, 2.0, 1.0)
     cp_exposed = np.maximum(0.0, cp_fwd - attn_core_fwd) * forwards + np.maximum(
         0.0, 2.0 * cp_fwd - attn_bwd_ratio * attn_core_fwd
@@ -815,7 +827,7 @@ def _torch_context_parallel_seconds(st: _Step):
     dq_el = st.tokens * heads * terms.d_qk
     kv_el = st.tokens * kv_heads * (terms.d_qk + terms.d_v)
     kv_bytes = 2.0 * kv_el  # bf16
-    bandwidth = st.link(within_node(st.t * c, st.node_size))
+    bandwidth = st.link(within_node(st.t * c, st.node_size), c - 1.0)
     all_gather = (c - 1.0) * kv_bytes / bandwidth + lat
     dkv_send = 2.0 * kv_bytes / bandwidth + lat  # fp32 dK and dV
     forwards = np.where(full, 2.0, 1.0)
@@ -833,7 +845,7 @@ def _torch_context_parallel_seconds(st: _Step):
 def _pipeline_seconds(st: _Step, n_gpus: int):
     """Stage-boundary sends of one micro-batch, forward and backward, per chunk (module docstring, PP)."""
     p = st.p
-    pp_bw = st.link(np.full_like(p, n_gpus <= st.node_size, dtype=bool))
+    pp_bw = st.link(np.full_like(p, n_gpus <= st.node_size, dtype=bool), 1.0)
     # Megatron scatters each send over the TP ranks (all-gather after) even without SP, unless turned off
     shard = np.where(
         np.asarray(st.grid.sequence_parallel, dtype=bool) | st.stack.pipeline_scatter_gather, 1.0 / st.t, 1.0

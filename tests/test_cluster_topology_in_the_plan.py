@@ -1,19 +1,18 @@
-"""Known defects outside the catalog (runplan/parallel, runplan/ops), pinned as strict xfails so the fix flips them:
+"""Where the cluster's topology shows in the plan:
 
-* a TP (or EP) group whose size does not divide the node is priced at NVLink although, as runs of consecutive
-  ranks, some copies of it straddle two nodes (TP 6 on 8-GPU nodes; TP/EP 16, 32, 64 on a 72-GPU NVL72 rack);
+* a TP (or EP) group whose size does not divide the node has copies straddling two nodes (groups are runs of
+  consecutive ranks): TP 6 on 8-GPU nodes is not "within a node" (timing.within_node);
 * MI300X's intra-node figure, 448 GB/s each way, is the sum of 7 Infinity Fabric links (AMD MI300X datasheet:
   7 links × 128 GB/s both ways), reached only by a collective over all 8 GPUs; a TP 2 group talks over one link,
-  64 GB/s each way, yet is priced at 448, faster than H100's NVSwitch (450 GB/s to any peer);
-* a plan on a GPU other than an H100 without cluster.price_per_gpu_hour costs 2 USD/h, an H100 planning figure
-  (spec.py ClusterSpec), without saying so.
+  64 GB/s each way (GpuSpec.intra_node_link_bytes_per_s);
+* a plan on a GPU other than an H100 without cluster.price_per_gpu_hour costs 2 USD/h, an H100 planning figure,
+  and says so.
 """
 
 from __future__ import annotations
 
 import json
 
-import pytest
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
@@ -43,7 +42,6 @@ def test_tp_group_that_straddles_nodes_is_not_called_intra_node():
     assert six["time_seconds"]["tensor_parallel"] > 4 * eight["time_seconds"]["tensor_parallel"]
 
 
-@pytest.mark.xfail(strict=True, reason="parallel/timing.py: one intra-node bandwidth for every group size")
 def test_mi300x_tp2_is_not_faster_than_h100_nvswitch():
     pins = [
         "--model",
