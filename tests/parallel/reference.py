@@ -368,15 +368,26 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         held_params = stages["last"]["dense_params"] + stages["last"]["expert_params"]
         compute += (24 + (6 if full else 0)) * held_params / gpu.hbm_bandwidth_bytes_per_s
 
-    node = req.node_size
+    # docs/parallel.md, intra-node tier: groups are runs of consecutive ranks, inside a node only when it holds
+    # whole groups; a job of at most one node is its own node
+    node = min(req.node_size, req.n_gpus)
+
+    def whole(span: float) -> bool:
+        return span <= node and node % span == 0
+
     lat = eff.collective_latency_seconds
     inter = eff.inter_node_network_efficiency
     if inter is None:  # one efficiency for both tiers
         inter = eff.network_efficiency
 
-    def link(inside: bool) -> float:
+    def link(inside: bool, peers: float | None = None) -> float:
         if inside:
-            return gpu.intra_node_bandwidth_bytes_per_s * eff.network_efficiency
+            intra = gpu.intra_node_bandwidth_bytes_per_s
+            if (
+                gpu.intra_node_link_bytes_per_s is not None and peers is not None
+            ):  # no switch: the group's links
+                intra = min(intra, max(peers, 1.0) * gpu.intra_node_link_bytes_per_s)
+            return intra * eff.network_efficiency
         return gpu.inter_node_bandwidth_bytes_per_s * inter
 
     colls = 6 if full else 4
@@ -384,12 +395,12 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         # docs/parallel.md: the op-level recompute reruns the SP all-gathers (1 all-reduce's worth) or, without
         # SP, both all-reduces; reduce-scatter outputs are saved
         colls = 5 if lay.sequence_parallel else 6
-    one_tp = 2 * (t - 1) / t * 2 * tokens * h / link(t <= node) + lat
+    one_tp = 2 * (t - 1) / t * 2 * tokens * h / link(whole(t), t - 1) + lat
     # docs/parallel.md, TP: an MoE layer's MLP pair (2, 3 with full recompute) is the dispatcher's gather and
     # scatter of top_k routed copies, never overlapped; shared experts keep the dense pair
     mlp_pair = 3 if full else 2
     tp_c = (layers * colls - (moe * mlp_pair if not sh.n_shared_experts else 0)) * one_tp if t > 1 else 0.0
-    if req.stack.tp_comm_overlap and lay.sequence_parallel and t <= node:
+    if req.stack.tp_comm_overlap and lay.sequence_parallel and whole(t):
         hidden = min(eff.tp_overlap_fraction * tp_c, gemm_fwd * (4 if full else 3))
         tp_c -= hidden
     if t > 1:
@@ -401,7 +412,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         ep_c = (
             moe
             * (6 if full else 4)
-            * ((e - 1) / e * 2 * tokens * sh.top_k * h * shard / link(t * e <= node) + lat)
+            * ((e - 1) / e * 2 * tokens * sh.top_k * h * shard / link(whole(t * e), e - 1) + lat)
         )
     cp_c = 0.0
     cp_nic = 0.0  # ring seconds under the attention while a cross-node ring holds the NICs (docs: DP window)
@@ -412,7 +423,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         # nothing held under the attention
         kv_heads = sh.n_heads if req.stack.kv_repeated_before_attention else sh.n_kv_heads
         shard = 2 * tokens * (kv_heads / t) * (sh.qk_dim + sh.value_dim)  # bf16 K + V bytes
-        bw = link(t * c <= node)
+        bw = link(whole(t * c), c - 1)
         gather = (c - 1) * shard / bw + lat
         send = 2 * shard / bw + lat
         passes = 2 if full else 1
@@ -430,7 +441,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         cp_c = layers * ((passes + 1) * gather + c * send + merge_bytes / gpu.hbm_bandwidth_bytes_per_s)
     elif c > 1:
         kv = 2 * tokens * sh.n_kv_heads * (sh.qk_dim + sh.value_dim) / t
-        step_fwd = (c - 1) * (kv / link(t * c <= node) + lat)
+        step_fwd = (c - 1) * (kv / link(whole(t * c), 1) + lat)
         exposed = max(0.0, step_fwd - core) * (2 if full else 1) + max(0.0, 2 * step_fwd - core_bwd * core)
         forward = tokens * sh.n_heads / t * sh.value_dim
         backward = tokens * (sh.n_heads / t * sh.qk_dim + sh.n_kv_heads / t * (sh.qk_dim + sh.value_dim))
@@ -441,7 +452,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             cp_nic = layers * (step_fwd * ((2 if full else 1) + 2) - exposed)
     # Megatron's scatter/gather splits each pipeline send over the TP ranks, with or without SP
     pp_shard = 1 / t if lay.sequence_parallel or req.stack.pipeline_scatter_gather else 1.0
-    pp_c = v * 2 * (2 * tokens * h * pp_shard / link(req.n_gpus <= node) + lat) if p > 1 else 0.0
+    pp_c = v * 2 * (2 * tokens * h * pp_shard / link(req.n_gpus <= req.node_size, 1) + lat) if p > 1 else 0.0
     micro = compute + tp_c + ep_c + cp_c + pp_c
     bubble_s = (p - 1) / v * micro
 
@@ -465,8 +476,8 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     volume = per_param * (
         (group - 1) / group * last["dense_params"] + (egroup - 1) / egroup * last["expert_params"]
     )
-    if t * group <= node:
-        dp_link = link(True)
+    if whole(t * group):
+        dp_link = link(True, group - 1)
     else:  # node/t group members share a node, one NIC each, NCCL one ring per NIC (timing.dp_bandwidth)
         members = max(1.0, min(group, node / t))
         dp_link = (
