@@ -105,7 +105,7 @@ def test_a_missing_command_module_is_an_error_not_a_missing_command(monkeypatch)
 def test_flag_commands_do_not_import_the_plan_file_machinery(args):
     """`parallelize --model --gpus` and `allocate --flops` take no plan file: the plan file's models
     (runplan.spec) pull in every ops stage (about 0.4 s of pydantic class building) and scipy is for fits;
-    neither is on their path."""
+    neither is on their path. Nor is numpy.ma (~15 ms), which np.unique imports on its first call."""
     probe = f"""
 import sys
 from runplan.cli.app import app
@@ -113,10 +113,111 @@ try:
     app(args={args!r}, prog_name="runplan")
 except SystemExit:
     pass
-loaded = sorted(m for m in ("runplan.spec", "runplan.ops", "scipy") if m in sys.modules)
+loaded = sorted(m for m in ("runplan.spec", "runplan.ops", "scipy", "numpy.ma") if m in sys.modules)
 print("LOADED=" + ",".join(loaded), file=sys.stderr)
 """
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     line = [ln for ln in result.stderr.splitlines() if ln.startswith("LOADED=")]
     assert line, result.stderr
     assert line[0] == "LOADED=", f"`runplan {' '.join(args)}` imported {line[0][7:]}"
+
+
+def test_the_command_table_lists_each_modules_commands_in_help_order():
+    """main() imports only the module COMMAND_MODULES names for the command it runs: the table must say which
+    module registers each command, in the order `runplan --help` lists them."""
+    import importlib
+
+    import typer
+
+    from runplan.cli import app as app_module
+
+    names = [info.name for info in app_module.app.registered_commands]
+    assert names == list(app_module.COMMAND_MODULES)
+    for module in dict.fromkeys(app_module.COMMAND_MODULES.values()):
+        scratch = typer.Typer()
+        importlib.import_module(f"runplan.cli.{module}").register(scratch)
+        registered = [info.name for info in scratch.registered_commands]
+        assert registered == [c for c, m in app_module.COMMAND_MODULES.items() if m == module]
+
+
+RUN_ONE = """
+import contextlib, io, sys
+from runplan.cli.app import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        main({args!r})
+    except SystemExit:
+        pass
+loaded = sorted(m for m in sys.modules if m.startswith("runplan.cli.") or m == "typer")
+print("LOADED=" + ",".join(loaded), file=sys.stderr)
+print("OUT=" + repr(out.getvalue()), file=sys.stderr)
+"""
+
+COMMAND_MODULE_NAMES = (
+    "allocate",
+    "calibrate",
+    "catalog",
+    "compare",
+    "export",
+    "fit",
+    "monitor",
+    "parallelize",
+    "plan",
+    "schema",
+    "sweep",
+)
+
+
+def _run_one(args: list[str]) -> tuple[set[str], str]:
+    result = subprocess.run(
+        [sys.executable, "-c", RUN_ONE.format(args=args)], capture_output=True, text=True, timeout=120
+    )
+    lines = {ln.split("=", 1)[0]: ln.split("=", 1)[1] for ln in result.stderr.splitlines() if "=" in ln}
+    assert "LOADED" in lines, result.stderr
+    return set(filter(None, lines["LOADED"].split(","))), eval(lines["OUT"])
+
+
+@pytest.mark.parametrize(
+    ("args", "own"),
+    [
+        (["parallelize", "--model", "7b", "--gpus", "8", "--json"], "parallelize"),
+        (["allocate", "--flops", "2e23", "--json"], "allocate"),
+        (["check", "--help"], "plan"),
+    ],
+)
+def test_a_command_imports_no_other_command_module(args, own):
+    """`runplan COMMAND ...` builds that command alone: the other command modules (their imports and typer's
+    work on their signatures, ~35 ms, ~60 ms where bytecode is not cached) are not on its path."""
+    loaded, _ = _run_one(args)
+    others = {f"runplan.cli.{m}" for m in COMMAND_MODULE_NAMES if m != own}
+    assert f"runplan.cli.{own}" in loaded
+    assert not loaded & others, f"`runplan {' '.join(args)}` imported {sorted(loaded & others)}"
+
+
+def test_version_alone_is_answered_before_typer_is_imported():
+    loaded, out = _run_one(["--version"])
+    assert "typer" not in loaded
+    from typer.testing import CliRunner
+
+    from runplan.cli.app import app
+
+    assert out == CliRunner().invoke(app, ["--version"]).stdout == "runplan 0.1.0\n"
+
+
+@pytest.mark.parametrize("command", ["plan", "parallelize", "check", "whatif", "init", "monitor", "sweep"])
+def test_a_commands_help_from_main_is_the_full_apps(command, capsys, monkeypatch):
+    """main() runs a command from an app holding that command alone: its help reads as the full app's."""
+    from runplan.cli.app import app, main
+
+    monkeypatch.setenv("COLUMNS", "100")
+    texts = []
+    for run in (
+        lambda: main([command, "--help"]),
+        lambda: app(args=[command, "--help"], prog_name="runplan"),
+    ):
+        with pytest.raises(SystemExit) as done:
+            run()
+        assert done.value.code == 0
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1]
+    assert texts[0].startswith(f"Usage: runplan {command} ")

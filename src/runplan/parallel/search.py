@@ -830,10 +830,13 @@ def _best_by_tp(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, near: np.ndar
     TP 8?'), with the whole ranking's ties ``near``."""
     if not idx.size:
         return []
-    top = float(ev.tokens_per_second[_order(grid, ev, idx, near, 1)[0]])
     tps = grid.tp[idx]
-    degrees = np.unique(tps)
-    firsts = [_order(grid, ev, idx[tps == t], near[tps == t], 1)[0] for t in degrees]
+    # sorted(set()), not np.unique: its first call imports numpy.ma (~15 ms of a CLI run's start-up)
+    degrees = sorted(set(tps.tolist()))
+    positions = np.array([_first_position(grid, ev, idx, near, np.flatnonzero(tps == t)) for t in degrees])
+    firsts = idx[positions]
+    # the ranking is one key order over rows, so its first row is the first of the degrees' firsts
+    top = float(ev.tokens_per_second[_order(grid, ev, firsts, near[positions], 1)[0]])
     out = []
     for tp, i in zip(degrees, firsts, strict=True):
         x = grid.row(int(i))
@@ -851,6 +854,14 @@ def _best_by_tp(grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, near: np.ndar
             )
         )
     return out
+
+
+def _first_position(
+    grid: LayoutGrid, ev: Evaluation, idx: np.ndarray, near: np.ndarray, subset: np.ndarray
+) -> int:
+    """The position in ``idx`` of the first-ranked row among the positions ``subset``."""
+    row = _order(grid, ev, idx[subset], near[subset], 1)[0]
+    return int(subset[np.flatnonzero(idx[subset] == row)[0]])
 
 
 def _suggestions(
