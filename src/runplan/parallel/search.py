@@ -993,7 +993,7 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
     ]
     states_line = (
         f"model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
-        f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {request.gpu.name} GPUs"
+        f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {request.gpu.name} GPU{'' if need == 1 else 's'}"
     )
     if need > request.n_gpus:  # no knob shrinks the states below their fully sharded size: only GPUs help
         return [*out, f"more GPUs: {states_line}"], True
@@ -1014,7 +1014,11 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
         (staged, "ZeRO-3 without pipeline stages (parallel.zero=3 parallel.pp=1)"),
         (pins.recompute not in (None, "full"), "full recomputation (parallel.recompute=full)"),
         (pins.micro_batch not in (None, 1), "a smaller micro-batch (parallel.micro_batch=1)"),
-        (request.stack.gradient_bytes == 4, "bf16 gradients (stack.gradient_dtype)"),
+        # bf16 gradients halve the gradients term: offered where that alone covers the excess
+        (
+            request.stack.gradient_bytes == 4 and float(ev.memory.gradients[smallest]) / 2 >= best - limit,
+            "bf16 gradients (stack.gradient_dtype)",
+        ),
         (
             best <= request.gpu.hbm_bytes,  # it fits the card: the margins kept free are what rule it out
             f"a smaller margin (constraints.memory_headroom_fraction, constraints.reserve_bytes): the smallest "
