@@ -192,6 +192,13 @@ def _pipeline_entries(f: Facts, warnings: list[str]) -> list[Entry]:
     return entries
 
 
+def _registered_flavor(f: Facts) -> dict[str, Any] | None:
+    """What torchtitan's registered flavor of the plan's catalog model builds (torchtitan_flavors.json), or None
+    for a model torchtitan has no flavor of."""
+    registered = _FLAVORS.get(f.model_name)
+    return engine_data(FLAVORS)[registered[0]][registered[1]] if registered else None
+
+
 def _model_entries(f: Facts, arch: Architecture, warnings: list[str]) -> list[Entry]:
     """``[model]``: a registered flavor, the tokenizer placeholder, and the flavor/catalog comparison."""
     name, flavor = _FLAVORS.get(f.model_name, ("llama3", f.name))
@@ -210,7 +217,7 @@ def _model_entries(f: Facts, arch: Architecture, warnings: list[str]) -> list[En
             )
         )
     else:
-        spec = engine_data(FLAVORS)[name][flavor]
+        spec = _registered_flavor(f) or {}
         _refuse_flavor_parallelism(f, name, flavor, spec)
         warnings += _flavor_differences(f, arch, name, flavor, spec)
         warnings += _flavor_behaviour(f, arch, name, flavor, spec)
@@ -598,10 +605,7 @@ def _stack_warnings(f: Facts) -> list[str]:
         warnings.append(
             "attention: torchtitan always runs SDPA's fused kernels; the plan assumed no FlashAttention"
         )
-    registered = _FLAVORS.get(f.model_name)
-    attn_type = (
-        engine_data(FLAVORS)[registered[0]][registered[1]].get("attn_type", "sdpa") if registered else "sdpa"
-    )
+    attn_type = (_registered_flavor(f) or {}).get("attn_type", "sdpa")
     if f.attention_speedup > 1.0 and attn_type == "sdpa":  # (a flex flavor's attention is its own warning)
         warnings.append(
             "attention: torchtitan calls SDPA's FlashAttention-2 kernel; the plan timed cuDNN's fused attention "

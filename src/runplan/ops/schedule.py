@@ -265,8 +265,7 @@ def plan_schedule(request: ScheduleRequest) -> Schedule:
     return Schedule.build(
         batch_law="DeepSeek LLM (Bi et al. 2024, §3.1): B_opt = 0.2920·C^0.3271, η_opt = 0.3118·C^−0.125"
         if law is None
-        else f"{law.name} ({law.source}): B_opt = {law.batch_coef:.4g}·C^{law.batch_exp:.4g}, η_opt = "
-        f"{law.lr_coef:.4g}·C^{law.lr_exp:.4g}",
+        else f"{law.name} ({law.source}): {law.batch_formula}, {law.lr_formula}",
         compute_flops=Reasoned(c, f"C = {fmt(c)} FLOPs (training compute the laws take)"),
         law_batch_tokens=Reasoned(law_batch, _law_batch_reason(c, law_batch, law)),
         critical_batch_tokens=None

@@ -43,7 +43,7 @@ def critical_batch(
         tokens=deepseek_batch_tokens(compute) if law is None else law.batch_tokens(compute),
         law=LAW_NAME
         if law is None
-        else f"{law.name}: B_opt = {law.batch_coef:.4g}·C^{law.batch_exp:.4g} tokens, C = M·D (schedule.hyperparams)",
+        else f"{law.name}: {law.batch_formula} tokens, C = M·D (schedule.hyperparams)",
         compute_flops=compute,
         training_tokens=tokens,
         assumed_training_tokens=assumed,

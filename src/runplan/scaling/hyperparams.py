@@ -130,6 +130,16 @@ class HyperparamLaw(BaseModel):
     flops_max: float = Field(gt=0, description="Largest budget fitted.")
     source: str = Field(description="Method and CSV.")
 
+    @property
+    def batch_formula(self) -> str:
+        """``B_opt = k_B·C^e_B`` with the fitted numbers, as every reason that names the law writes it."""
+        return f"B_opt = {self.batch_coef:.4g}·C^{self.batch_exp:.4g}"
+
+    @property
+    def lr_formula(self) -> str:
+        """``η_opt = k_η·C^e_η`` with the fitted numbers."""
+        return f"η_opt = {self.lr_coef:.4g}·C^{self.lr_exp:.4g}"
+
     def batch_tokens(self, compute_flops: float) -> float:
         """B_opt = k_B·C^e_B tokens (DeepSeek LLM §3.1 form, your coefficients)."""
         return self.batch_coef * compute_flops**self.batch_exp
