@@ -157,3 +157,11 @@ def test_a_text_log_over_its_cap_is_refused_while_jsonl_of_that_size_is_read(tmp
     assert readers.read_logs([jsonl]).steps.size == 119
     with pytest.raises(readers.SpecError, match="MB read for megatron logs"):
         readers.read_logs([text_log])
+
+
+def test_the_format_flags_help_lists_every_format_the_readers_take():
+    # --help spells the list out (no reader import at start-up); a format added to the readers must show there
+    from runplan.cli.monitor import FORMATS_HELP
+    from runplan.monitor.readers import FORMATS
+
+    assert FORMATS_HELP.split("|") == list(FORMATS)

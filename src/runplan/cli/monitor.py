@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from runplan.monitor.analyse import Report
     from runplan.monitor.series import MetricLog
 
-FORMATS_HELP = "auto|megatron|torchtitan|nemo|hf|llmc|tensorboard|scalars-json|jsonl|csv"
+# the readers' FORMATS, written out so that --help does not import them (tests/monitor/test_bad_logs.py)
+FORMATS_HELP = "auto|megatron|torchtitan|nemo|hf|llmc|tensorboard|scalars-json|jsonl|csv|deepspeed"
 
 
 def register(app: typer.Typer) -> None:

@@ -8,16 +8,19 @@ Canonical names (SI units: seconds, tokens per second; fractions in [0, 1]):
 | `loss` | training loss | `loss`, `lm_loss` (Megatron), `reduced_train_loss` (NeMo), `train_loss`, `trl` (llm.c), `loss_metrics/global_avg_loss` (torchtitan) |
 | `grad_norm` | global gradient norm before clipping | `grad_norm` (Megatron `grad norm`, torchtitan, HF), `norm` (llm.c), `gradient_norm`, `total_norm` |
 | `lr` | learning rate | `lr`, `learning_rate` |
-| `step_seconds` | wall time of one step | `elapsed_time_per_iteration_(s)` and `_(ms)` (Megatron, ÷1000), `iteration_time` (Megatron TensorBoard), `train_step_timing_in_s` (NeMo), `time_metrics/end_to_end(s)` (torchtitan), `step_time` |
+| `step_seconds` | wall time of one step | `elapsed_time_per_iteration_(s)` and `_(ms)` (Megatron, ÷1000), `iteration_time` (Megatron TensorBoard), `train_step_timing_in_s` (NeMo), `iter time (s)` (DeepSpeed pipeline engine), `time_metrics/end_to_end(s)` (torchtitan), `step_time` |
 | `tokens_per_second` | whole-job throughput | `tokens_per_second`, `tokens_per_sec`, `tok/s` |
-| `tokens_per_second_per_gpu` | throughput per GPU | `tps`, `throughput(tps)` (torchtitan: tokens over time × non-data-parallel size per data-parallel rank, i.e. per GPU) |
+| `tokens_per_second_per_gpu` | throughput per GPU | `tps`, `throughput(tps)` (torchtitan: tokens over time × non-data-parallel size per data-parallel rank, i.e. per GPU), `tokens per gpu per second (tgs)` (Megatron-DeepSpeed: tokens/s ÷ world size) |
 | `mfu` | model FLOPs utilisation (fraction) | `mfu`, `mfu(%)` (÷100) |
 | `canary_loss` | loss of a fixed held-out batch | `canary_loss`, `canary`, `canary/loss` |
 | `val_loss` | validation loss | `val_loss`, `eval_loss` (HF), `tel` (llm.c), `lm_loss_value` (Megatron validation line), `validation_metrics/loss` (torchtitan) |
 | `loss_scale` | fp16 dynamic loss scale | `loss_scale`, `loss-scale`, `scaler/scale` |
 | `global_batch` | sequences per optimizer step (checked against the plan's by `monitor --plan`) | `global batch size` (Megatron), `global_batch_size` |
+| `seq_len` | tokens per sequence (checked against the plan's by `monitor --plan`) | `actual seqlen` (Megatron-DeepSpeed), `seq_len`, `seq_length` |
 | `grad_norm_replica_<r>` | gradient norm of data-parallel replica r | `grad_norm_replica_<r>`, `grad_norm/replica_<r>`, `grad_norm_rank<r>`, `replica_<r>/grad_norm` |
 
+Prefixes dropped: `train/`, `training/`, `trainer/`, `metrics/`, and Megatron-DeepSpeed's TensorBoard groups
+(`lm-loss-training/lm loss`, `grad-norm/grad-norm`, ...; their `... vs samples` / `vs tokens` twins are not read).
 Anything else is kept out and listed in the log's notes, so a misspelt column is visible.
 """
 
@@ -77,6 +80,7 @@ _add(
         "iteration-time",
         "iteration_time",
         "train_step_timing in s",
+        "iter time (s)",
         "time_metrics/end_to_end(s)",
         "step_time",
         "step_time_s",
@@ -88,7 +92,12 @@ _add(
     "tokens_per_second",
     ("tokens_per_second", "tokens_per_sec", "tok/s", "tokens/s", "throughput/tokens_per_sec"),
 )
-_add("tokens_per_second_per_gpu", ("tps", "throughput(tps)", "tokens_per_second_per_gpu"))
+_add(
+    "tokens_per_second_per_gpu",
+    # "tokens per gpu per second (tgs)": Megatron-DeepSpeed megatron/training.py training_log (commit 4efb479d),
+    # tokens/s ÷ world size
+    ("tps", "throughput(tps)", "tokens_per_second_per_gpu", "tokens per gpu per second (tgs)"),
+)
 _add("mfu", ("mfu",))
 _add("mfu", ("mfu(%)", "mfu_percent"), 1e-2)
 _add("canary_loss", ("canary_loss", "canary", "canary/loss", "eval/canary_loss"))
@@ -107,11 +116,27 @@ _add(
 )
 _add("loss_scale", ("loss_scale", "loss scale", "loss-scale", "scaler/scale"))
 _add("global_batch", ("global batch size", "global_batch_size"))
+#: "actual seqlen": Megatron-DeepSpeed training_log (commit 4efb479d), the sequence length of the step
+_add("seq_len", ("actual seqlen", "seq_len", "seq_length"))
 
 _REPLICA = re.compile(
     r"^(?:grad_norm(?:/|_)(?:replica|rank|dp)_?(?P<a>\d+)|(?:replica|rank|dp)_?(?P<b>\d+)/grad_norm)$"
 )
-_PREFIXES = ("train/", "training/", "trainer/", "metrics/")
+_PREFIXES = (
+    "train/",
+    "training/",
+    "trainer/",
+    "metrics/",
+    # Megatron-DeepSpeed's TensorBoard groups (megatron/training.py training_log, commit 4efb479d):
+    # "lm-loss-training/lm loss", "lm-loss-validation/lm loss validation", "learning-rate/learning-rate",
+    # "grad-norm/grad-norm", "loss-scale/loss-scale", "iteration-time/iteration-time" (seconds)
+    "lm_loss_training/",
+    "lm_loss_validation/",
+    "learning_rate/",
+    "grad_norm/",
+    "loss_scale/",
+    "iteration_time/",
+)
 
 
 @functools.lru_cache(maxsize=4096)

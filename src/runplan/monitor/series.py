@@ -164,13 +164,24 @@ def assemble(rows: Rows, source: str, fmt: str) -> MetricLog:
         nonfinite = _nonfinite(rows)
         return _finish(rows, source, fmt, notes, restarts, steps, dict(rows.values), nonfinite, 0)
     unique, inverse = np.unique(steps, return_inverse=True)
-    repeated = int(steps.size - unique.size)
+    repeated = _steps_logged_twice(rows, inverse, unique.size)
     values, nonfinite = {}, {}
     for name in rows.values:
         values[name], nonfinite[name] = _last_per_step(
             rows.values[name], rows.present[name], inverse, unique.size, order
         )
     return _finish(rows, source, fmt, notes, restarts, unique, values, nonfinite, repeated)
+
+
+def _steps_logged_twice(rows: Rows, inverse: np.ndarray, size: int) -> int:
+    """Steps with a metric written in more than one row. Rows of one step with different metrics are one record
+    in parts, not a step logged twice: Megatron's ``validation loss at iteration N`` and torchtitan's
+    ``validate step: N`` follow the training line of step N; counting them would say "logged more than once"
+    and charge a step's time to the goodput (``vs_plan._goodput``) for each evaluation."""
+    twice = np.zeros(size, dtype=bool)
+    for present in rows.present.values():
+        twice |= np.bincount(inverse[present], minlength=size) > 1
+    return int(np.count_nonzero(twice))
 
 
 def _nonfinite(rows: Rows) -> dict[str, np.ndarray]:
@@ -257,16 +268,32 @@ def _without_abandoned(rows: Rows, notes: list[str]) -> tuple[Rows, np.ndarray]:
             f"{counted(int(beyond.size), 'row')} an abandoned attempt logged past where the run has reached "
             f"({steps_text(int(beyond.min()), int(beyond.max()))}) left out: the run went on from a checkpoint before them"
         )
-    seconds = rows.values.get("step_seconds")
-    abandoned = seconds[~keep] if seconds is not None else np.full(int((~keep).sum()), np.nan)
     kept = replace(
         rows,
-        abandoned_seconds=np.concatenate((rows.abandoned_seconds, abandoned)),
+        abandoned_seconds=np.concatenate((rows.abandoned_seconds, _abandoned_seconds(rows, keep))),
         steps=steps[keep],
         values={name: v[keep] for name, v in rows.values.items()},
         present={name: p[keep] for name, p in rows.present.items()},
     )
     return kept, kept.steps
+
+
+def _abandoned_seconds(rows: Rows, keep: np.ndarray) -> np.ndarray:
+    """Step time of each step the abandoned rows stand for (NaN: none logged). Rows next to each other at one
+    step are one record in parts (DeepSpeed's learning-rate line and its loss line, a Megatron validation line
+    after its iteration): one step, charged once to the goodput, at the time a part logged."""
+    index = np.flatnonzero(~keep)
+    seconds = rows.values.get("step_seconds")
+    times = seconds[index] if seconds is not None else np.full(index.size, np.nan)
+    if index.size == 0:
+        return times
+    steps = rows.steps[index]
+    starts = np.r_[True, (steps[1:] != steps[:-1]) | (index[1:] != index[:-1] + 1)]
+    group = np.cumsum(starts) - 1
+    timed = np.isfinite(times)
+    group_timed = np.zeros(int(group[-1]) + 1, dtype=bool)
+    np.logical_or.at(group_timed, group, timed)
+    return times[timed | (starts & ~group_timed[group])]
 
 
 def _last_per_step(

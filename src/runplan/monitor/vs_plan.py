@@ -110,7 +110,8 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "goodput": "useful step time ÷ time of every logged step (slow steps and an abandoned attempt's steps "
         "included; restart downtime is not in the log)",
     }
-    out["warnings"] = _batch_mismatch(logged, stage) + _mismatch(best.mfu * ratio, ratio)
+    out["warnings"] = _batch_mismatch(logged, stage) + _seq_mismatch(log, sequence_tokens)
+    out["warnings"] += _mismatch(best.mfu * ratio, ratio)
     out["warnings"] += _past_end(last, end_step, logged is not None)
     return out
 
@@ -164,6 +165,21 @@ def _batch_mismatch(logged: float | None, stage: BatchStage) -> list[str]:
     return [
         f"the log's global batch is {logged:,.0f} sequences, the plan's {stage.global_batch_sequences:,.0f}: "
         "tokens/s, MFU, steps left and the ETA here use the log's batch (the planned step time scaled to it)"
+    ]
+
+
+def _seq_mismatch(log: MetricLog, planned: float) -> list[str]:
+    """A warning when the log prints its sequence length (Megatron-DeepSpeed's ``actual seqlen``) and the last one
+    is not the plan's: tokens per step here are the batch × the plan's sequence length, so they would be off by
+    the ratio of the two."""
+    if not log.has("seq_len"):
+        return []
+    logged = float(log.points("seq_len")[1][-1])
+    if abs(logged / planned - 1) <= 0.01:
+        return []
+    return [
+        f"the log's sequence length is {logged:,.0f} tokens, the plan's {planned:,.0f}: tokens/s, MFU and steps "
+        "left here use the plan's, so the log is not this plan's run (or its tokens per step are not the plan's)"
     ]
 
 

@@ -6,7 +6,7 @@ trainer state, one whose values are ``{"values": {...}}`` maps is Megatron's sca
 objects are JSONL (also when the first line was cut); a file that starts with ``{``, does not parse, and has
 no whole JSON object in its first lines is a JSON document cut short (said as invalid JSON); a header row
 of comma-separated names is CSV; otherwise the engine whose line signature matches (Megatron, NeMo,
-torchtitan, llm.c). A file whose lines carry two engines' formats, a binary file, an
+torchtitan, llm.c; DeepSpeed's own lines when none of these match). A file whose lines carry two engines' formats, a binary file, an
 empty file, and a file nothing recognises end in a one-line error naming the file and the fix.
 """
 
@@ -45,6 +45,7 @@ FORMATS = (
     "scalars-json",
     "jsonl",
     "csv",
+    "deepspeed",
 )
 _HINT = "check the file, or name its format with --format"
 #: Largest log file read (bytes): runplan.fileio reads at most this much whatever size the file reports
@@ -156,7 +157,7 @@ def detect(body: str, path: Path) -> str:
         return "csv"
     lines = body.splitlines()
     sample = lines[:SAMPLE_LINES] + lines[max(SAMPLE_LINES, len(lines) - 1000) :]
-    counts = text.signature_counts(sample)
+    counts = text.signature_counts(sample) or text.signature_counts(sample, text.FALLBACK_SIGNATURES)
     if not counts:
         raise _error(
             f"'{path}': no known log format recognised in its first {min(len(lines), SAMPLE_LINES):,} lines",
@@ -259,7 +260,8 @@ def parse(body: str, kind: str, path: Path) -> Rows:
         return tabular.read_hf_state(data, where) if kind == "hf" else tabular.read_scalars_json(data, where)
     if kind == "jsonl":
         return tabular.read_jsonl(body, where)
-    return tabular.read_csv(body, where)
+    rows = tabular.read_csv(body, where)
+    return tabular.deepspeed_samples_to_steps(rows, path.name, body.split("\n", 1)[0], where)
 
 
 def _json_document(body: str, where: str) -> dict[str, Any]:
@@ -280,9 +282,38 @@ def _read_tensorboard(files: list[Path], source: str) -> MetricLog:
             merged.setdefault(tag, []).extend(points)
     if not merged:
         raise _error(f"'{source}': no scalars in the event file(s)", hint="log scalars with add_scalar")
+    merged = _deepspeed_tags(merged, notes)
     rows = _rows_from_tags(merged, f"'{source}'")
     rows.notes = notes + rows.notes
     return assemble(rows, source, "tensorboard")
+
+
+#: DeepSpeed's monitor tags (``deepspeed/runtime/engine.py`` and ``pipe/engine.py``, commit edaa7221):
+#: ``Train/Samples/train_loss``, ``lr``, ``loss_scale``, ``eval_loss``, written at ``self.global_samples``
+_DEEPSPEED_TAG = "Train/Samples/"
+
+
+def _deepspeed_tags(
+    tags: dict[str, list[tuple[int, float]]], notes: list[str]
+) -> dict[str, list[tuple[int, float]]]:
+    """DeepSpeed's ``Train/Samples/<name>`` scalars by ``<name>``, at steps = samples ÷ their greatest common
+    divisor: the engine adds the global batch to ``global_samples`` each step (``_take_model_step``), so step k
+    is written at k × batch (a constant batch; said in a note). Other tags are left as they are."""
+    ours = {tag: points for tag, points in tags.items() if tag.startswith(_DEEPSPEED_TAG)}
+    samples = np.asarray([step for points in ours.values() for step, _ in points], dtype=np.int64)
+    if samples.size == 0 or samples.min() < 0:
+        return tags
+    batch = int(np.gcd.reduce(samples))
+    if batch <= 1:
+        return tags
+    out = {tag: points for tag, points in tags.items() if tag not in ours}
+    for tag, points in ours.items():
+        out[tag[len(_DEEPSPEED_TAG) :]] = [(step // batch, value) for step, value in points]
+    notes.append(
+        f"DeepSpeed's {_DEEPSPEED_TAG}* scalars are written at the samples seen; steps = samples ÷ {batch:,} "
+        "(their greatest common divisor, the global batch if it was constant)"
+    )
+    return out
 
 
 def _rows_from_tags(tags: dict[str, list[tuple[int, float]]], where: str) -> Rows:

@@ -206,6 +206,31 @@ def read_csv(text: str, where: str) -> Rows:
     return rows_from_dicts(records, where, notes)
 
 
+#: DeepSpeed's monitor CSV (``deepspeed/monitor/csv_monitor.py``, commit edaa7221): one file per event, named
+#: after its tag (``Train/Samples/train_loss`` -> ``Train_Samples_train_loss.csv``), header ``step,<last part of
+#: the tag>``; the engine writes every ``Train/Samples/*`` event at ``self.global_samples``
+#: (``deepspeed/runtime/engine.py``, ``pipe/engine.py``), the samples seen, not the step
+_DEEPSPEED_CSV = re.compile(r"^Train_Samples_(?P<leaf>\w+)\.csv$")
+
+
+def deepspeed_samples_to_steps(rows: Rows, name: str, header: str, where: str) -> Rows:
+    """A DeepSpeed monitor CSV's ``step`` column is samples: each step adds the global batch
+    (``global_samples += train_batch_size()`` in ``_take_model_step``), so after step k it holds k × batch;
+    steps are the samples ÷ their greatest common divisor (the batch, when it is constant), said in a note."""
+    match = _DEEPSPEED_CSV.match(name)
+    if match is None or header.strip().replace("\r", "") != f"step,{match['leaf']}" or rows.steps.size == 0:
+        return rows
+    batch = int(np.gcd.reduce(np.abs(rows.steps)))
+    if batch <= 1:
+        return rows
+    rows.steps = rows.steps // batch
+    rows.notes.append(
+        f"{where} is DeepSpeed's monitor CSV: its step column counts samples; steps = samples ÷ {batch:,} "
+        "(their greatest common divisor, the global batch if it was constant)"
+    )
+    return rows
+
+
 def _wandb_header(header: list[str], where: str) -> tuple[list[str], list[str]]:
     """A W&B panel export: drop the run prefix and the __MIN/__MAX companions (one run per file)."""
     runs = {m["run"] for name in header if (m := _WANDB_COLUMN.match(name))}

@@ -17,6 +17,9 @@
 - torchtitan (``torchtitan/components/metrics.py``): ``step: 10  loss:  9.1234  grad_norm:  1.2345  memory:
   12.34GiB(15.62%)  tps: 12,345  tflops: 123.45  mfu: 12.34%`` with ANSI colours; ``validate step: N  loss: ...``.
 - llm.c (``train_gpt2.cu`` logger): ``s:N trl:L lr:X norm:G`` (train), ``s:N tel:L`` (validation).
+- DeepSpeed (commit edaa7221): ``steps: N loss: L iter time (s): T samples/sec: S`` (pipeline engine) and
+  ``[Rank 0] step=N, skipped=K, lr=[X, ...], mom=[...]`` (engine progress); read only when no other format's
+  lines are there (a Megatron-DeepSpeed log holds them too).
 
 Text logs are read leniently: they mix metric lines with any other output, so lines and fields not recognised
 are skipped. A metric field of a Megatron or NeMo record whose value is not a number (``lm loss: GARBAGE``) is
@@ -40,11 +43,24 @@ MEGATRON_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 _\-/().%]*?)\s*:\s*(" + _NUMBE
 #: A ``name: value`` field whatever its value, to find a metric whose value is not a number (``lm loss: GARBAGE``)
 ANY_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9 _\-/().%]*?)\s*:\s*([^|]*?)\s*(?=\||$)")
 MEGATRON_VALID = re.compile(r"validation loss at iteration\s+(\d+)\s*\|(.*)")
+#: ``report_memory`` (Megatron-LM and Megatron-DeepSpeed ``megatron/utils.py``): ``[Rank 0] (after 10 iterations)
+#: memory (MB) | allocated: ... | max reserved: ...``, printed right after the first logged iteration: its ``|``
+#: fields are not a wrapped part of that record (and its last field does not end with ``|``)
+MEGATRON_MEMORY = re.compile(r"\bmemory \(MB\)\s*\|")
 MEGATRON_SAVE = re.compile(r"saving checkpoint at iteration\s+(\d+)|saved checkpoint from iteration\s+(\d+)")
 NEMO_PIPE = re.compile(r"Training epoch \d+, iteration \d+/\d+\s*\|(.*)")
 NEMO_BAR = re.compile(r"(?:^|[\[,]\s*)([A-Za-z_][A-Za-z0-9_ /]*?)=(" + _NUMBER + r")")
 TITAN_STEP = re.compile(r"(?<![A-Za-z_])(validate )?step:\s*(\d+)\s+loss:\s*(" + _NUMBER + r")")
+#: torchrun's ``--tee`` prefix of rank N's lines: ``[rank3]:`` (``--role rank``), ``[default3]:`` (the default role)
+TITAN_RANK = re.compile(r"^\[[A-Za-z_]*(\d+)\]:")
 TITAN_FIELD = re.compile(r"\b(grad_norm|tps|tflops|mfu):\s*(" + _NUMBER + r")(%?)")
+#: DeepSpeed (commit edaa7221): ``PipelineEngine.train_batch`` prints ``steps: N loss: L [name: v ...] iter time
+#: (s): T samples/sec: S`` (``deepspeed/runtime/pipe/engine.py``); ``DeepSpeedEngine._report_progress`` logs
+#: ``[Rank 0] step=N, skipped=K, lr=[...], mom=[...]`` (``deepspeed/runtime/engine.py``; one lr per param group)
+DS_PIPE = re.compile(
+    r"(?<![A-Za-z_])steps: (\d+) loss: (" + _NUMBER + r") .*?iter time \(s\): (" + _NUMBER + r")"
+)
+DS_PROGRESS = re.compile(r"\[Rank \d+\] step=(\d+), skipped=\d+, lr=\[(" + _NUMBER + r")")
 LLMC = re.compile(r"^s:(\d+)\s+(trl|tel|eval):(" + _NUMBER + r")(.*)$")
 LLMC_FIELD = re.compile(r"\b(lr|norm):(" + _NUMBER + r")")
 
@@ -54,6 +70,13 @@ SIGNATURES: dict[str, re.Pattern[str]] = {
     "nemo": re.compile(r"reduced_train_loss[=:]"),
     "torchtitan": re.compile(r"(?<![A-Za-z_])step:\s*\d+\s+loss:"),
     "llmc": re.compile(r"^s:\d+\s+(trl|tel):"),
+}
+
+
+#: Formats recognised only when no format of SIGNATURES is: DeepSpeed's own lines also appear in a
+#: Megatron-DeepSpeed log (the engine under Megatron's loop), which is Megatron's format, not two mixed
+FALLBACK_SIGNATURES: dict[str, re.Pattern[str]] = {
+    "deepspeed": re.compile(DS_PIPE.pattern + "|" + DS_PROGRESS.pattern),
 }
 
 
@@ -150,6 +173,9 @@ def read_megatron(lines: list[str], where: str = "the log") -> Rows:
             out.add(int(valid.group(1)), [("lm loss value", v) for k, v in _val(valid.group(2))])
             current = None
             continue
+        if MEGATRON_MEMORY.search(line):
+            current = None
+            continue
         save = MEGATRON_SAVE.search(line)
         if save:
             out.saved.append(int(save.group(1) or save.group(2)))
@@ -207,20 +233,73 @@ def read_nemo(lines: list[str], where: str = "the log") -> Rows:
 
 
 def read_torchtitan(lines: list[str], where: str = "the log") -> Rows:
-    out = _Collector()
-    for raw in lines:
+    """torchtitan's lines of one rank. ``run_train.sh`` runs ``torchrun --role rank --tee 3``, which puts
+    ``[rank<N>]:`` before rank N's lines; with ``LOG_RANK=0,4`` each step is printed once per rank, and the
+    ranks' pipes reach the file in any order, so one rank is read (:func:`_titan_rank`). A negative loss is
+    not a loss: a pipeline stage without the loss returns -1 per microbatch (torchtitan v0.2.2, ``train.py``
+    ``forward_backward_step``, ``torch.tensor([-1.0])``), summed over the microbatches; it is left out, said."""
+    by_rank: dict[int | None, list[tuple[int, int, list[tuple[str, str]]]]] = {}
+    for number, raw in enumerate(lines):
         line = ANSI.sub("", raw)
         match = TITAN_STEP.search(line)
         if not match:
             continue
-        step = int(match.group(2))
+        prefix = TITAN_RANK.match(line)
+        records = by_rank.setdefault(int(prefix.group(1)) if prefix else None, [])
         if match.group(1):  # "validate step:"
-            out.add(step, [("val_loss", match.group(3))])
+            records.append((number, int(match.group(2)), [("val_loss", match.group(3))]))
             continue
         fields = [("loss", match.group(3))]
         for name, value, percent in TITAN_FIELD.findall(line[match.end() :]):
             fields.append((f"{name}(%)" if percent else name, value))
-        out.add(step, fields)
+        records.append((number, int(match.group(2)), fields))
+    out = _Collector()
+    unprefixed = by_rank.pop(None, [])  # not through torchrun's tee: kept whichever rank is read
+    rank, notes = _titan_rank(by_rank)
+    negative = ""
+    for _, step, fields in sorted(unprefixed + by_rank.get(rank, [])):  # in file order
+        kept = [(k, v) for k, v in fields if not (k == "loss" and _number(v) < 0)]
+        negative = negative or next((v for k, v in fields if k == "loss" and _number(v) < 0), "")
+        out.add(step, kept)
+    if negative:
+        notes.append(
+            f"the loss is printed as {negative.strip()}, below 0: a pipeline stage without the loss prints -1 per "
+            "microbatch; left out. Add the last stage's first rank to LOG_RANK (torchtitan's run_train.sh)"
+        )
+    rows = out.rows(where)
+    rows.notes = notes + rows.notes
+    return rows
+
+
+def _titan_rank(
+    by_rank: dict[int | None, list[tuple[int, int, list[tuple[str, str]]]]],
+) -> tuple[int | None, list[str]]:
+    """The rank to read: the lowest whose losses are not negative (a rank of the last pipeline stage), else the
+    lowest; with the note saying which, when the log holds several."""
+    if len(by_rank) < 2:
+        return next(iter(by_rank), None), []
+    ranks = sorted(r for r in by_rank if r is not None)
+
+    def has_loss(rank: int | None) -> bool:
+        return any(_number(v) >= 0 for _, _, fields in by_rank[rank] for k, v in fields if k == "loss")
+
+    chosen = next((r for r in ranks if has_loss(r)), ranks[0])
+    shown = ", ".join(str(r) for r in ranks)
+    return chosen, [f"the log holds the lines of ranks {shown}; rank {chosen}'s are read (one rank's steps)"]
+
+
+def read_deepspeed(lines: list[str], where: str = "the log") -> Rows:
+    """DeepSpeed's own lines: the pipeline engine's loss and step time, the engine's learning rate (of the
+    first parameter group). The two come at one step as two rows with different metrics (one record)."""
+    out = _Collector()
+    for line in lines:
+        pipe = DS_PIPE.search(line)
+        if pipe:
+            out.add(int(pipe.group(1)), [("loss", pipe.group(2)), ("iter time (s)", pipe.group(3))])
+            continue
+        progress = DS_PROGRESS.search(line)
+        if progress:
+            out.add(int(progress.group(1)), [("lr", progress.group(2))])
     return out.rows(where)
 
 
@@ -242,6 +321,7 @@ READERS: dict[str, Callable[[list[str], str], Rows]] = {
     "nemo": read_nemo,
     "torchtitan": read_torchtitan,
     "llmc": read_llmc,
+    "deepspeed": read_deepspeed,
 }
 
 
@@ -250,12 +330,14 @@ def strip_prefix(line: str) -> str:
     return ANSI.sub("", line)
 
 
-def signature_counts(lines: list[str]) -> dict[str, tuple[int, int]]:
+def signature_counts(
+    lines: list[str], signatures: dict[str, re.Pattern[str]] = SIGNATURES
+) -> dict[str, tuple[int, int]]:
     """Per text format: (lines matching its signature, first line number) in ``lines``."""
     counts: dict[str, tuple[int, int]] = {}
     for number, raw in enumerate(lines, start=1):
         line = strip_prefix(raw)
-        for name, pattern in SIGNATURES.items():
+        for name, pattern in signatures.items():
             if pattern.search(line):
                 hits, first = counts.get(name, (0, number))
                 counts[name] = (hits + 1, first)
