@@ -49,3 +49,22 @@ def test_one_entry_spells_booleans_as_yaml():
     assert rows["tied_embeddings"] == "false"  # was False
     assert rows["qk_norm"] == "false"
     assert "True" not in result.stdout and "False" not in result.stdout
+
+
+def test_a_user_entry_name_as_kind_keeps_its_catalog_file(tmp_path):
+    """A name only a user file holds: the command offered must carry that file, or it answers "unknown GPU"
+    (it offered `runplan catalog gpus mi325x`, which exits 2)."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        "gpus:\n  - name: mi325x\n    hbm_bytes: 256GB\n    bf16_flops: 1307.4e12\n    fp8_flops: 2614.9e12\n"
+        "    hbm_bandwidth_bytes_per_s: 6e12\n    intra_node_bandwidth_bytes_per_s: 448e9\n"
+        "    inter_node_bandwidth_bytes_per_s: 50e9\n    gpus_per_node: 8\n    tdp_watts: 1000\n"
+    )
+    result = run("catalog", "MI325X", "--catalog", str(mine))
+    assert result.exit_code == 2
+    command = f"runplan catalog gpus mi325x --catalog {mine}"
+    assert result.stderr.strip() == (
+        f"runplan: error: KIND: unknown catalog 'MI325X' ('mi325x' is in the gpus catalog: `{command}`)"
+    )
+    shown = run(*command.split()[1:])
+    assert shown.exit_code == 0 and "mi325x" in shown.stdout

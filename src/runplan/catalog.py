@@ -83,11 +83,17 @@ class Catalog:
     """GPUs and models by name; built by ``load_catalog``. Entries keep the order of their files."""
 
     def __init__(
-        self, gpu_entries: Iterable[GpuEntry], model_entries: Iterable[ModelEntry], files: Sequence[str] = ()
+        self,
+        gpu_entries: Iterable[GpuEntry],
+        model_entries: Iterable[ModelEntry],
+        files: Sequence[str] = (),
+        count_warnings: Mapping[str, str] | None = None,
     ) -> None:
         self._gpus = {normalize_name(e.name): e for e in gpu_entries}
         self._models = {normalize_name(e.name): e for e in model_entries}
         self.files = tuple(files)
+        # a user model's published count its shape misses (published_count_warning), by normalised entry name
+        self._count_warnings = dict(count_warnings or {})
         self._gpu_index = _index(self._gpus)
         self._model_index = _index(self._models)
 
@@ -118,6 +124,19 @@ class Catalog:
     def gpu(self, name: str, *, where: str | None = None) -> GpuSpec:
         """The GPU named ``name`` (or one of its aliases); a miss raises SpecError with a did-you-mean."""
         return self.gpu_entry(name, where=where).spec
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Cautions about the user files' entries, one line each: a model whose shape misses its published count."""
+        return tuple(self._count_warnings.values())
+
+    def warnings_for(self, model_name: str | None) -> list[str]:
+        """The cautions about the model entry ``model_name`` names (empty for a shipped, unknown or no name: a
+        shape sized from a parameter count has none)."""
+        if not model_name:
+            return []
+        key = self._model_index.get(normalize_name(model_name))
+        return [self._count_warnings[key]] if key in self._count_warnings else []
 
     def model(self, name: str, *, where: str | None = None) -> ModelShape:
         """The model preset named ``name`` (or an alias); a miss raises SpecError with a did-you-mean."""
@@ -379,9 +398,14 @@ def load_catalog(extra_files: Sequence[Path | str] = ()) -> Catalog:
     gpus = {normalize_name(e.name): e for e in shipped_gpus}
     models = {normalize_name(e.name): e for e in shipped_models}
     files = ["runplan/configs/gpus.yaml", "runplan/configs/models.yaml"]
+    count_warnings: dict[str, str] = {}
     for path in extra_files:
         loaded = load_yaml_file(path)
         user_gpus, user_models = _entries(loaded, required=False)
+        for i, model in enumerate(user_models):  # shipped entries: tests/test_model.py, with named reasons
+            if (warning := published_count_warning(model)) is not None:
+                where = f"{loaded.where(('models', i))}: models[{i}] '{model.name}'"
+                count_warnings[normalize_name(model.name)] = f"{where}: {warning}"
         for table, entries in ((gpus, user_gpus), (models, user_models)):
             for entry in entries:
                 key = normalize_name(entry.name)
@@ -392,7 +416,85 @@ def load_catalog(extra_files: Sequence[Path | str] = ()) -> Catalog:
         _check_aliases("gpus", gpus, user_gpus, loaded)
         _check_aliases("models", models, user_models, loaded)
         files.append(str(path))
-    return Catalog(gpus.values(), models.values(), files)
+    return Catalog(gpus.values(), models.values(), files, count_warnings)
+
+
+# Megatron-LM pads the vocabulary to a multiple of --make-vocab-size-divisible-by (default 128;
+# megatron/training/arguments.py, applied in tokenizer.py `_vocab_size_with_padding`), and a checkpoint holds the
+# padded rows: a config's unpadded vocab_size is short of the count by (padded - V)·h per matrix.
+_VOCAB_MULTIPLE = 128
+
+
+def _rounding_allowance(published: float) -> tuple[float, int]:
+    """One unit in the last significant digit written (``8.03B``: 3 digits, 1e7; ``8B``: 1e9; an exact count: 0)
+    and the digit count. A published size is the exact count rounded to the digits it shows (within half a
+    unit) or cut to them (up to a unit above): Qwen2.5-7B's card says 7.61B for 7,615,616,512 (:func:`_within`).
+    """
+    from decimal import Decimal
+
+    # 15 significant digits: "8.03B" parses to 8.03 × 1e9 = 8030000000.000001, whose repr is no digit a user wrote
+    written = Decimal(f"{published:.15g}").normalize().as_tuple()
+    exponent = int(written.exponent)
+    return (10.0**exponent if exponent > 0 else 0.0), len(written.digits)
+
+
+def _within(count: int, published: float, unit: float) -> bool:
+    """``count`` could be published as ``published``: rounded (±unit/2) or cut (up to a unit above). Every shipped
+    shape is within half a unit of its figure, but Chinchilla's and Gopher's, short by 7-8% (tests)."""
+    return -unit / 2 <= count - published < unit if unit else count == published
+
+
+def _count_explanations(shape: ModelShape, published: float, unit: float) -> list[str]:
+    """The single switches of ``shape`` (tied head, biases, vocab padding) whose count ``published`` could be
+    (:func:`_within`), and a published figure that is the shape's non-embedding or active count instead."""
+    padded = -(-shape.vocab_size // _VOCAB_MULTIPLE) * _VOCAB_MULTIPLE
+    tied = not shape.tied_embeddings
+    switches: list[tuple[dict[str, Any], str]] = [
+        ({"tied_embeddings": tied}, f"tied_embeddings: {str(tied).lower()}"),
+        ({"qkv_bias": not shape.qkv_bias}, f"qkv_bias: {str(not shape.qkv_bias).lower()}"),
+        ({"linear_bias": not shape.linear_bias}, f"linear_bias: {str(not shape.linear_bias).lower()}"),
+        ({"vocab_size": padded}, f"vocab_size: {padded} (padded to a multiple of {_VOCAB_MULTIPLE})"),
+    ]
+    found = []
+    for update, label in switches:
+        count = shape.model_copy(update=update).total_params
+        if count != shape.total_params and _within(count, published, unit):
+            found.append(f"{label} would count {count:,}")
+    for what, count in (("non-embedding", shape.non_embedding_params), ("active", shape.active_params)):
+        if count != shape.total_params and _within(count, published, unit):
+            found.append(f"published_params looks like the {what} count ({count:,}); write the total")
+    return found
+
+
+def published_count_warning(entry: ModelEntry) -> str | None:
+    """One line when ``entry``'s shape does not count its ``published_params`` as the digits written allow
+    (rounded or cut, :func:`_within`): both counts, the gap, and the switch that would close it, else what to
+    compare with the model's config. None when it matches or nothing is published."""
+    published = entry.published_params
+    if published is None:
+        return None
+    counted = entry.shape.total_params
+    unit, digits = _rounding_allowance(published)
+    if _within(counted, published, unit):
+        return None
+    allows = (
+        "written to the parameter"
+        if not unit
+        else f"{digits} digit{'s' if digits > 1 else ''}, rounded or cut, allow "
+        f"{-50 * unit / published:.2g}% to +{100 * unit / published:.2g}%"
+    )
+    causes = _count_explanations(entry.shape, published, unit)
+    cause = (
+        "likely cause: " + " or ".join(causes)
+        if causes
+        else "no single switch (tied_embeddings, qkv_bias, linear_bias, vocab padding) explains it: compare "
+        "n_layers, d_model, ffn_hidden, n_kv_heads, head_dim and vocab_size with the model's config.json, and "
+        "check that published_params is the total, embeddings included"
+    )
+    return (
+        f"the shape counts {counted:,} parameters, published_params {published:,.0f} "
+        f"({counted - published:+,.0f}, {100 * (counted - published) / published:+.2g}%; {allows}); {cause}"
+    )
 
 
 def _check_aliases(
@@ -440,4 +542,12 @@ def shipped_catalog() -> Catalog:
     return load_catalog(())
 
 
-__all__ = ["Catalog", "GpuEntry", "ModelEntry", "load_catalog", "normalize_name", "shipped_catalog"]
+__all__ = [
+    "Catalog",
+    "GpuEntry",
+    "ModelEntry",
+    "load_catalog",
+    "normalize_name",
+    "published_count_warning",
+    "shipped_catalog",
+]

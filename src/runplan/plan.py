@@ -1056,6 +1056,8 @@ def _build_once(
     warnings = [
         *_plan_warnings(best, result.critical_batch, stage.allocation, operations, schedule, sweep, no_sweep),
         *_calibration_warnings(inputs),
+        # a user catalog entry of this model whose shape misses its published count (catalog.published_count_warning)
+        *(f"model: {w}" for w in inputs.catalog.warnings_for(stage.shape.name)),
         *_batch_warnings(planned, best),
         *_position_warnings(stage.shape, inputs.seq_len),
         *_tp_overlap_warnings(planned.request, best),

@@ -67,7 +67,12 @@ def _kind(kind: str, catalog_files: list[Path]) -> str:
             entry = lookup(kind)
         except SpecError:
             continue
-        hint = f"'{entry.name}' is in the {listed} catalog: `runplan catalog {listed} {entry.name}`"
+        command = f"runplan catalog {listed} {entry.name}"
+        if not entry.origin.startswith("runplan/configs/"):  # a user file's entry: shown only with that file
+            import shlex
+
+            command += "".join(f" --catalog {shlex.quote(str(path))}" for path in catalog_files)
+        hint = f"'{entry.name}' is in the {listed} catalog: `{command}`"
     raise SpecError(f"unknown catalog '{kind}'", where="KIND", hint=hint)
 
 
@@ -82,9 +87,12 @@ def catalog(
 ) -> None:
     """List the GPU or model catalog (or one entry with NAME); add your own entries with --catalog."""
     from runplan.catalog import load_catalog
+    from runplan.cli.common import warn
 
     kind = _kind(kind, catalog_files)
     cat = load_catalog(catalog_files)
+    for warning in cat.warnings:  # a user model whose shape misses its published count (stderr)
+        warn(warning)
     if kind == "gpus":
         gpus = [cat.gpu_entry(name, where="NAME")] if name else list(cat.gpu_entries)
         records = [gpu_record(e) for e in gpus]

@@ -102,6 +102,7 @@ def whatif(
             f"expected 1 to 12 GPU counts, got {len(counts)}", where="--gpus", hint="e.g. 256,512,1024"
         )
     loaded, spec = load_plan_file(plan_file)
+    _warn_catalog(spec, plan_file)
     records, refused = [], []
     with located(loaded, from_flags=("cluster.gpus",)):  # a size --gpus gave is the flag's, not the file's
         for count in counts:
@@ -124,6 +125,18 @@ def whatif(
         )
     if not as_json:
         _render(records, plan_file)
+
+
+def _warn_catalog(spec: PlanSpec, plan_file: Path) -> None:
+    """The cautions about the plan's own catalog entries (a published count the shape misses), once, on stderr:
+    every size plans the same model, so they are no size's warning."""
+    if not spec.catalog:
+        return
+    from runplan.catalog import load_catalog
+    from runplan.cli.common import warn
+
+    for warning in load_catalog([plan_file.resolve().parent / path for path in spec.catalog]).warnings:
+        warn(warning)
 
 
 def _gpu_count(text: str) -> int:
@@ -169,6 +182,11 @@ def _record(count: int, plan: RunPlan) -> dict[str, Any]:
         "mfu": best.mfu,
         "goodput": main.goodput,
         "layout": layout,
+        # the per-layout switches two sizes can differ in under one TP/PP/DP (docs/parallel.md; the parallelize
+        # table's mbs, v and recompute columns)
+        "micro_batch": best.micro_batch,
+        "vpp": best.vpp,
+        "recompute": best.recompute,
         "warnings": len(plan.warnings),
     }
 
@@ -191,14 +209,14 @@ def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
             f"{r['cost']:,.0f} {r['currency']}",
             f"{r['mfu']:.1%}",
             f"{r['goodput']:.1%}",
-            r["layout"],
+            f"{r['layout']} mbs{r['micro_batch']} v{r['vpp']} {r['recompute']}",
             str(r["warnings"]),
         ]
         for r in records
     ]
     title = (
         f"{plan_file}: the plan at each cluster size (params of the model trained; days with goodput; MFU of the "
-        "chosen layout)"
+        "chosen layout; layout: mbs = micro-batch sequences, v = virtual pipeline stages, then recomputation)"
     )
     out.print(fitted_table(out, headers, rows, title=title, left=("layout",)))
     if any(r.get("warnings") for r in records):  # a count alone tells nothing: say where the warnings are

@@ -421,11 +421,13 @@ def _request_from_flags(
     """The search request the flags describe, and how the model was resolved."""
     from runplan.architect import resolve_model
     from runplan.catalog import load_catalog
-    from runplan.cli.common import build_from_flags
+    from runplan.cli.common import build_from_flags, warn
     from runplan.parallel.layout import ParallelRequest
 
     catalog = load_catalog(catalog_file)
     shape, resolution = resolve_model(model, catalog, where="--model")
+    for warning in catalog.warnings_for(shape.name):  # a user entry whose shape misses its published count
+        warn(warning)
     request = build_from_flags(
         ParallelRequest,
         _REQUEST_PATHS,
