@@ -32,3 +32,14 @@ def test_counts_past_a_thousand_trillion_read_in_powers_of_ten():
     from runplan.report.format import fmt_count
 
     assert fmt_count(1.356e15) == "1.356e+15" and fmt_count(70_553_706_496) == "70.55 B"
+
+
+def test_a_count_takes_the_suffix_of_the_value_as_printed():
+    # budget.tokens 1T comes back through C = 6·N·D as 999,999,999,999.9999; to 4 digits that is 1 T, and
+    # "1000 B" would be a trillion written in the next unit down. Likewise 999.99996e12 rounds to 1.000e+15.
+    from runplan.report.format import fmt_count
+
+    assert fmt_count(999_999_999_999.9999) == "1 T"
+    assert fmt_count(999_949_999_999.0) == "999.9 B"
+    assert fmt_count(999_999_600.0) == "1 B"
+    assert fmt_count(999.99996e12) == "1.000e+15"

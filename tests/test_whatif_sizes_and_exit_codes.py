@@ -74,3 +74,11 @@ def test_a_pin_no_size_can_take_is_bad_input_as_in_plan(tmp_path):
     mixed = CliRunner().invoke(app, ["whatif", str(plan), "--gpus", "32,64"], env={"COLUMNS": "200"})
     assert mixed.exit_code == 0, mixed.output
     assert "infeasible at 32 GPUs: pinned tp·dp = 8·8 = 64 does not divide 32 GPUs" in mixed.stdout
+
+
+def test_a_size_of_no_whole_nodes_names_the_plan_key_whatif_has_no_flag_for():
+    # whatif takes --gpus only: the node size is the plan's cluster.gpus_per_node, not a --gpus-per-node flag
+    result = CliRunner().invoke(app, ["whatif", str(PLAN70), "--gpus", "100"])
+    assert result.exit_code == 2
+    assert "do not fill whole nodes of 8" in result.output
+    assert "cluster.gpus_per_node" in result.output and "--gpus-per-node" not in result.output

@@ -127,6 +127,8 @@ FLAG_FOR_PATH: dict[str, str] = {
 #: (the plan's budget) as --training-tokens.
 COMMAND_FLAG_FOR_PATH: dict[str, dict[str, str]] = {
     "parallelize": {"budget": "--training-tokens", "budget.tokens": "--training-tokens"},
+    # whatif's --gpus is its only cluster flag: the node size stays a plan key
+    "whatif": {"cluster.gpus_per_node": "cluster.gpus_per_node"},
 }
 
 

@@ -28,11 +28,14 @@ def fmt_count(value: float, *, scale_of: float | None = None, extra_digits: int 
 
     ``scale_of`` and ``extra_digits`` as in :func:`runplan.units.format_bytes` (one scale for two values)."""
     ref, extra = abs(value if scale_of is None else scale_of), extra_digits
-    if ref >= 1e15:  # past trillions a count reads best in powers of ten (a step count of 1e21 tokens)
+    # the suffix of the value as printed: a 1T budget that came back through C = 6·N·D as 999,999,999,999.9999
+    # is "1 T", not "1000 B"
+    shown = float(f"{ref:.{4 + extra}g}")
+    if shown >= 1e15:  # past trillions a count reads best in powers of ten (a step count of 1e21 tokens)
         return f"{value:.{3 + extra}e}"
     if ref >= 1e6:
         for threshold, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
-            if ref >= threshold:
+            if shown >= threshold:
                 return f"{value / threshold:.{4 + extra}g} {suffix}"
     if float(value).is_integer() or ref >= 1000:
         return f"{value:,.{extra}f}"
