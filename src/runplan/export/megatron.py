@@ -309,12 +309,20 @@ def _moe_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
     if f.n_dense_layers:
         pattern = f"([0]*{f.n_dense_layers}+[1]*{f.n_layers - f.n_dense_layers})"
         model.append(("--moe-layer-freq", [pattern], f"first {f.n_dense_layers} layers dense"))
-    if not arch.router_expert_bias:  # (an expert-bias router balances without the auxiliary loss)
+    if not arch.router_expert_bias:
         warnings.append(
             "load balancing: the plan does not set the router's auxiliary loss and Megatron's "
             "--moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral 8x7B "
             "release run uses 1e-2, tests/functional_tests/test_cases/mixtral/"
             "mixtral_8x7b_alltoall_tp2pp4ep4_release)"
+        )
+    else:  # DeepSeek-V3 §2.1.2 pairs the expert bias with a sequence-wise loss, alpha = 0.0001 (§4.2)
+        warnings.append(
+            "load balancing: the router balances with its expert bias only (--moe-router-bias-update-rate, "
+            "default 1e-3, DeepSeek-V3's gamma); the plan sets no auxiliary loss and Megatron's "
+            "--moe-aux-loss-coeff defaults to 0, where DeepSeek-V3 adds a sequence-wise balance loss of "
+            "alpha = 0.0001 (arXiv 2412.19437 §2.1.2, §4.2): add --moe-router-load-balancing-type seq_aux_loss "
+            "--moe-aux-loss-coeff 1e-4 to train it as published"
         )
     return model
 
@@ -384,13 +392,35 @@ def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
     return args
 
 
-def _router_args(f: Facts, arch: Architecture) -> list[Arg]:
-    """MoE router flags: score function, expert bias, group-limited routing, weight scale."""
+#: From this many experts Megatron-core warns when the router does not run in fp32 ("Using a large number of
+#: experts (e.g. >=32) without fp32 routing", TransformerConfig.__post_init__ @ d98e8a64), and Megatron-LM's
+#: DeepSeek-V3 proxy run sets --moe-router-dtype fp32 (tests/functional_tests/test_cases/mixtral/
+#: deepseekv3_proxy_flex_tp1pp4emp16etp1cp1_release/model_config.yaml @ d98e8a64). Numerics only: with TransformerEngine
+#: the router GEMM keeps bf16 inputs and writes fp32 logits (RouterGatingLinearFunction, moe_utils.py), so the
+#: time model's bf16 router GEMM (parallel/timing.py) stands.
+FP32_ROUTER_FROM_EXPERTS = 32
+
+
+def _router_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
+    """MoE router flags: score function, expert bias, group-limited routing, weight scale, router precision."""
     if not arch.moe:
         return []
     args: list[Arg] = [
         ("--moe-router-score-function", [arch.router_score], "softmax over the top-k, or sigmoid scores")
     ]
+    if arch.router_score == "softmax" and f.top_k == 1:
+        # TransformerConfig.__post_init__ raises "Please use --moe-router-pre-softmax when topk is 1": a softmax
+        # over the one chosen logit is a constant 1 (moe_utils.topk_routing_with_score_function @ d98e8a64)
+        args.append(("--moe-router-pre-softmax", [], "top-1: softmax over all experts, then the top 1"))
+        warnings.append(
+            "router: top-1 softmax routing runs as Megatron's pre-softmax router (softmax over all experts, the "
+            "chosen expert's probability as its gate, Switch Transformer's rule): Megatron refuses a softmax "
+            "after the top-1, whose gate would be a constant 1; the model shape does not say which the model uses"
+        )
+    if f.n_experts >= FP32_ROUTER_FROM_EXPERTS:
+        args.append(
+            ("--moe-router-dtype", ["fp32"], f"{f.n_experts} experts: fp32 routing (Megatron's advice)")
+        )
     if arch.router_expert_bias:
         args.append(("--moe-router-enable-expert-bias", [], "aux-loss-free balancing bias"))
     if arch.router_groups:
@@ -410,7 +440,7 @@ def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> lis
         args.append(("--norm-epsilon", [fmt_float(arch.norm_eps)], "Megatron default 1e-5"))
     if arch.init_std is not None:
         args.append(("--init-method-std", [fmt_float(arch.init_std)], "Megatron default 0.02"))
-    args += _router_args(f, arch)
+    args += _router_args(f, arch, warnings)
     t = f.layout.tp
     if f.vocab_size % t == 0:
         quotient = f.vocab_size // t
@@ -746,8 +776,18 @@ _ATTENTION_BACKEND = {"auto": "auto", "flash-attention-2": "flash", "cudnn": "fu
 
 #: fp8 format per recipe: hybrid (e4m3 forward, e5m2 gradients) is TransformerEngine's DelayedScaling and
 #: Float8CurrentScaling default for training; its block-scaled recipes (Float8BlockScaling, MXFP8BlockScaling)
-#: use e4m3 throughout (transformer_engine/common/recipe.py defaults).
+#: use e4m3 throughout (transformer_engine/common/recipe/__init__.py defaults @ d0067d0d).
 _FP8_FORMAT = {"delayed": "hybrid", "tensorwise": "hybrid", "blockwise": "e4m3", "mxfp8": "e4m3"}
+
+#: Delayed scaling's amax history (steps) and how a scale is taken from it. The plan's 'delayed' is
+#: TransformerEngine's DelayedScaling, whose defaults are 1024 and 'max' (transformer_engine/common/recipe/
+#: __init__.py @ d0067d0d), as NVIDIA's recipes set them (NeMo bf16_with_fp8_mixed,
+#: nemo/collections/llm/recipes/precision/mixed_precision.py @ 8cfedd72; the dgxc Llama 3.1 recipes whose fp8
+#: step times the time model is checked against, benchmarks/published_runs.yaml). Megatron-LM passes its own
+#: flags to DelayedScaling (TEDelayedScaling, megatron/core/extensions/transformer_engine.py @ d98e8a64), whose
+#: defaults are 1 and 'most_recent' (arguments.py @ 000c4ac2): a scale from the last step's amax only.
+DELAYED_AMAX_HISTORY_LEN = 1024
+DELAYED_AMAX_COMPUTE_ALGO = "max"
 
 
 def _fp8_args(f: Facts) -> list[Arg]:
@@ -768,6 +808,15 @@ def _fp8_args(f: Facts) -> list[Arg]:
         ("--fp8-format", [_FP8_FORMAT[recipe]], "stack precision fp8 (TransformerEngine linear layers)"),
         ("--fp8-recipe", [recipe], "stack fp8_recipe"),
     ]
+    if recipe == "delayed":
+        args += [
+            (
+                "--fp8-amax-history-len",
+                [str(DELAYED_AMAX_HISTORY_LEN)],
+                "TransformerEngine DelayedScaling's default; Megatron's is 1",
+            ),
+            ("--fp8-amax-compute-algo", [DELAYED_AMAX_COMPUTE_ALGO], "largest amax in that history"),
+        ]
     if stack.fp8_param_gather:
         # validate_args: --fp8-param-gather only with the distributed optimizer or an FSDP
         if f.layout.zero == 0:
