@@ -18,6 +18,17 @@ if TYPE_CHECKING:
     from runplan.scaling.sweep import Sweep
 
 
+def _sizes_phrase(sweep: Sweep) -> str:
+    """The header's sizes: ``7 sizes each``, or where neighbouring sizes fell on one generated shape (listed
+    once) how many distinct models each budget has, ``7 sizes asked, 4 distinct models`` (``4/3/4`` per budget,
+    largest first, when they differ)."""
+    counts = [sum(r.budget_flops == c for r in sweep.runs) for c in sweep.budgets]
+    if all(k == sweep.sizes_per_budget for k in counts):
+        return f"{sweep.sizes_per_budget} sizes each"
+    listed = str(counts[0]) if len(set(counts)) == 1 else "/".join(str(k) for k in counts)
+    return f"{sweep.sizes_per_budget} sizes asked, {listed} distinct models"
+
+
 def render(sweep: Sweep) -> None:
     from rich.table import Table
 
@@ -30,7 +41,7 @@ def render(sweep: Sweep) -> None:
         f"[bold]Proxy sweep[/bold] for a {sweep.main_flops:.3g}-FLOP run (law {sweep.law}; N counts "
         f"{sweep.param_count.replace('_', '-')} parameters): {len(sweep.budgets)} budget(s) of "
         + ", ".join(f"{c:.3g}" for c in sweep.budgets)
-        + f" FLOPs, {sweep.sizes_per_budget} sizes each"
+        + f" FLOPs, {_sizes_phrase(sweep)}"
     )
     table = Table(box=None, padding=(0, 1))
 

@@ -4,7 +4,8 @@ For a main budget C, each proxy budget is C_p = fraction × C (default 1%), and 
 apart (``budgets`` of them) so that Hoffmann et al. 2022's Approach 2 can fit exponents. Per budget, ``sizes``
 model sizes are log-spaced over ``span_decades`` around the law's compute-optimal N at that budget (Eq. 4);
 sizes sit on one lattice in log10 N (step span/(sizes−1)) so budgets share sizes. Each run gets a concrete
-shape (runplan.architect.shape_for_params), tokens D = C_p/(6·N) (N in the law's parameter count), its
+shape (runplan.architect.shape_for_params, the nearest rung of its ladder: on a narrow span two sizes can share
+one, and a budget then lists that model once), tokens D = C_p/(6·N) (N in the law's parameter count), its
 FLOPs and, with a GPU, GPU-hours at the given MFU on the shape's model FLOPs (PaLM convention, attention included).
 
 With a WSD schedule (Hägele et al. 2024, arXiv 2405.18392; MiniCPM, arXiv 2404.06395) one stable run per size
@@ -72,7 +73,10 @@ class Sweep(BaseModel):
     param_count: str = Field(description="Which parameter count `params` is.")
     fraction: float = Field(description="Largest proxy budget / main budget.")
     budgets: list[float] = Field(description="Proxy budgets C_p, largest first.")
-    sizes_per_budget: int = Field(description="Model sizes per budget.")
+    sizes_per_budget: int = Field(
+        description="Model sizes asked per budget; a budget lists fewer runs when neighbouring sizes fall on "
+        "the same generated shape (each model once, and `warnings` says so)."
+    )
     seq_len: int = Field(description="Sequence length for the shape-aware FLOPs.")
     runs: list[SweepRun] = Field(description="The runs (WSD: cooldown branches).")
     wsd: bool = Field(description="Whether runs share WSD trunks.")
@@ -299,16 +303,29 @@ def _built(target: float, request: SweepRequest) -> ModelShape | SpecError:
         return error
 
 
-def _shape(target: float, request: SweepRequest) -> ModelShape:
-    found = _built(target, request)
-    if not isinstance(found, SpecError):
-        return found
+def _shapes(request: SweepRequest, pairs: list[tuple[float, float]]) -> dict[float, ModelShape]:
+    """The generated shape of every target size, or Infeasible naming the first size without one."""
+    shapes: dict[float, ModelShape] = {}
+    for target in sorted({t for _, t in pairs}):
+        found = _built(target, request)
+        if isinstance(found, SpecError):
+            _no_shape(target, found, request, pairs)
+        else:
+            shapes[target] = found
+    return shapes
+
+
+def _no_shape(
+    target: float, found: SpecError, request: SweepRequest, pairs: list[tuple[float, float]]
+) -> None:
+    """Infeasible (exit 1): valid inputs with no answer, naming the budget that asks for ``target`` and what would
+    make the design possible; fewer budgets when the larger budgets all have their shapes."""
     too_big = target > 1e9  # shape_for_params builds up to 1e12; a failure above 1e9 is at the top
     # when not even the main run's own compute-optimal N can be built, no fraction or span helps: the main
     # budget itself is too small for proxy runs
     main_optimum = request.law.compute_optimal(request.flops)[0]
     hopeless = not too_big and isinstance(_built(main_optimum, request), SpecError)
-    # valid inputs with no answer: infeasible (exit 1), naming what would make the design possible
+    budget = next(c for c, t in pairs if t == target)
     if hopeless:
         hint = (
             "a budget this small trains no proxy model: raise the main run's budget (budget.flops, e.g. 2e23)"
@@ -317,7 +334,18 @@ def _shape(target: float, request: SweepRequest) -> ModelShape:
         hint = "lower sweep.fraction or narrow sweep.span_decades"
     else:
         hint = "raise sweep.fraction, narrow sweep.span_decades, or use a smaller vocabulary (embeddings dominate small models)"
-    raise Infeasible(f"no proxy shape for {target:.3g} parameters: {found.message}", suggestions=[hint])
+    suggestions = [hint]
+    budgets = list(dict.fromkeys(c for c, _ in pairs))
+    failing = [c for c, t in pairs if isinstance(_built(t, request), SpecError)] if not too_big else []
+    fit = budgets.index(max(failing)) if failing else 0  # leading budgets whose every size builds
+    if fit > 0:
+        suggestions.insert(
+            0, f"use fewer budgets, sweep.budgets={fit}: the {fit} largest have a shape for every size"
+        )
+    raise Infeasible(
+        f"no proxy shape for {target:.3g} parameters (budget {budget:.3g} FLOPs): {found.message}",
+        suggestions=suggestions,
+    )
 
 
 def _size_targets(request: SweepRequest) -> tuple[list[float], list[tuple[float, float]]]:
@@ -337,14 +365,85 @@ def _size_targets(request: SweepRequest) -> tuple[list[float], list[tuple[float,
     return budget_list, pairs
 
 
-def _run(c_p: float, shape: ModelShape, request: SweepRequest, peak: float | None) -> SweepRun:
+def _law_n(shape: ModelShape, law: ParametricLaw) -> float:
+    """N of ``shape`` in the law's parameter count."""
+    return float(shape.total_params if law.param_count == "total" else shape.non_embedding_params)
+
+
+def _model_key(shape: ModelShape) -> tuple[int, ...]:
+    """What makes two generated proxies the same model (the architect builds one shape per rung)."""
+    return (
+        shape.n_layers,
+        shape.d_model,
+        shape.n_heads,
+        shape.n_kv_heads,
+        shape.ffn_hidden,
+        shape.total_params,
+    )
+
+
+def _labels(values: set[float]) -> dict[float, str]:
+    """Each value printed with the fewest significant digits, from 2, that tell every value apart (run and trunk
+    ids: 3.362e9 and 3.368e9 are both proxies of a narrow sweep, and both read 3.4e+09 at 2 digits)."""
+    for digits in range(2, 18):
+        labels = {v: f"{v:.{digits}g}" for v in values}
+        if len(set(labels.values())) == len(labels):
+            return labels
+    return {v: repr(v) for v in values}
+
+
+def _distinct_models(
+    request: SweepRequest, pairs: list[tuple[float, float]], shapes: dict[float, ModelShape]
+) -> tuple[list[tuple[float, float]], list[str]]:
+    """Each budget's targets with one target per generated model, and cautions.
+
+    The architect builds the rung nearest each lattice target (up to 7.5% away), so on a narrow span neighbouring
+    targets share a model: the copies are dropped (they cost a full run each and add no point to the isoFLOP
+    curve). Fewer than 3 models in a budget is infeasible: Approach 2's parabola needs 3 sizes (Hoffmann et al.
+    2022 §3.2). Sizes that do not straddle the budget's compute-optimal N (Eq. 4) are named: `runplan fit` drops
+    a budget whose minimum lies outside its sizes.
+    """
+    from runplan.scaling.allocate import checked_compute_optimal
+
+    kept: list[tuple[float, float]] = []
+    notes: list[str] = []
+    for c_p in dict.fromkeys(c for c, _ in pairs):
+        seen: dict[tuple[int, ...], float] = {}
+        for _, target in (p for p in pairs if p[0] == c_p):
+            seen.setdefault(_model_key(shapes[target]), target)
+        kept += [(c_p, target) for target in seen.values()]
+        sizes = sorted(_law_n(shapes[t], request.law) for t in seen.values())
+        wider = f"widen sweep.span_decades (now {request.span_decades:g})"
+        if len(sizes) < 3:
+            raise Infeasible(
+                f"budget {c_p:.3g} FLOPs: the {request.sizes} sizes over {request.span_decades:g} decades give "
+                f"{len(sizes)} distinct proxy model(s) ({', '.join(format_si(n) for n in sizes)}), and a "
+                "parabola needs 3",
+                suggestions=[f"{wider}: generated shapes sit up to 7.5% from each target size"],
+            )
+        if len(sizes) < request.sizes:
+            notes.append(
+                f"budget {c_p:.3g} FLOPs: {len(sizes)} distinct proxy models for the {request.sizes} sizes asked "
+                f"(neighbouring sizes fell on the same generated shape; each is listed once); {wider} for more"
+            )
+        n_opt, _ = checked_compute_optimal(request.law, c_p)
+        if not sizes[0] < n_opt < sizes[-1]:
+            notes.append(
+                f"budget {c_p:.3g} FLOPs: the proxy sizes {format_si(sizes[0])}..{format_si(sizes[-1])} do not "
+                f"straddle the law's compute-optimal N = {n_opt:.3g}, so `runplan fit` drops this budget "
+                f"(minimum outside the sampled sizes); {wider}"
+            )
+    return kept, notes
+
+
+def _run(c_p: float, shape: ModelShape, request: SweepRequest, peak: float | None, run_id: str) -> SweepRun:
     """One independent proxy run of ``shape`` at budget ``c_p``: D = C_p/(6N), rounded."""
     law = request.law
-    n = shape.total_params if law.param_count == "total" else shape.non_embedding_params
+    n = _law_n(shape, law)
     tokens = max(1, round(c_p / (6.0 * n)))
     model_flops = shape.model_flops_per_token(request.seq_len) * tokens
     return SweepRun(
-        run=f"c{c_p:.2g}-n{n:.2g}",
+        run=run_id,
         budget_flops=c_p,
         params=float(n),
         total_params=shape.total_params,
@@ -363,7 +462,11 @@ def _run(c_p: float, shape: ModelShape, request: SweepRequest, peak: float | Non
 
 
 def _share_trunks(
-    runs: list[SweepRun], by_size: dict[float, list[int]], f: float, peak: float | None
+    runs: list[SweepRun],
+    by_size: dict[Any, list[int]],
+    f: float,
+    peak: float | None,
+    labels: dict[float, str],
 ) -> tuple[float, float]:
     """WSD: turn ``runs`` (in place) into cooldown branches of one stable trunk per size.
 
@@ -372,7 +475,7 @@ def _share_trunks(
     total = total_model = 0.0
     for indices in by_size.values():
         longest = max(indices, key=lambda i: runs[i].tokens)
-        trunk_id = f"trunk-n{runs[longest].params:.2g}"
+        trunk_id = f"trunk-n{labels[runs[longest].params]}"
         stable_tokens = (1 - f) * runs[longest].tokens
         per_token_model = runs[longest].model_flops / runs[longest].tokens
         for i in indices:
@@ -444,8 +547,23 @@ def dense_proxies_note(n_experts: int, top_k: int) -> str:
 MAX_SWEEP_SHARE = 0.25
 
 
+def moe_law_for_dense_proxies(law: ParametricLaw) -> str:
+    """Why a mixture-of-experts law centring dense proxies misleads: its N counts every expert (Krajewski et al.
+    2024, Eq. 5), yet the proxies are dense, every parameter active in C = 6·N·D, and the granularity term g/G^γ
+    is dropped (a dense shape has no G), as `runplan allocate` reads it without a MoE model."""
+    return (
+        f"law '{law.name}' was fitted on mixture-of-experts models (N counts every expert, 64× expert expansion), "
+        "and these proxies are dense: their sizes are centred on it read as a dense law, every parameter active "
+        "in C = 6·N·D and the granularity term left out; name a dense law to size dense proxies (a MoE plan's "
+        "sweep takes the law in active parameters)"
+    )
+
+
 def _notes(request: SweepRequest, runs: list[SweepRun], total_flops: float) -> list[str]:
     notes = flag_notes(request.wsd, request.budgets)
+    # a MoE plan passes the law rewritten in active parameters (for_moe), which has no granularity term
+    if request.law.is_moe_law:
+        notes.append(moe_law_for_dense_proxies(request.law))
     share = total_flops / request.flops
     if share > MAX_SWEEP_SHARE:
         notes.append(
@@ -488,19 +606,24 @@ def design_sweep(request: SweepRequest) -> Sweep:
     """The proxy sweep for ``request`` (see the module docstring)."""
     r = request
     budget_list, pairs = _size_targets(r)
-    shapes = {target: _shape(target, r) for target in sorted({t for _, t in pairs})}
+    shapes = _shapes(r, pairs)
+    pairs, model_notes = _distinct_models(r, pairs, shapes)
     peak = r.gpu.bf16_flops * r.mfu if r.gpu is not None else None
+    n_labels = _labels({_law_n(shapes[t], r.law) for _, t in pairs})
+    c_labels = _labels(set(budget_list))
 
     runs: list[SweepRun] = []
-    by_size: dict[float, list[int]] = {}
+    by_size: dict[tuple[int, ...], list[int]] = {}  # one WSD trunk per generated model
     for c_p, target in pairs:
-        by_size.setdefault(target, []).append(len(runs))
-        runs.append(_run(c_p, shapes[target], r, peak))
+        shape = shapes[target]
+        by_size.setdefault(_model_key(shape), []).append(len(runs))
+        run_id = f"c{c_labels[c_p]}-n{n_labels[_law_n(shape, r.law)]}"
+        runs.append(_run(c_p, shape, r, peak, run_id))
 
     independent = sum(run.flops for run in runs)
     training_runs, total, total_model = len(runs), independent, sum(run.model_flops for run in runs)
     if r.wsd:
-        total, total_model = _share_trunks(runs, by_size, r.cooldown_fraction, peak)
+        total, total_model = _share_trunks(runs, by_size, r.cooldown_fraction, peak, n_labels)
         training_runs = len(by_size)
     gpu_hours = total_model / peak / SECONDS_PER_HOUR if peak else None
     return Sweep(
@@ -523,7 +646,7 @@ def design_sweep(request: SweepRequest) -> Sweep:
         mfu=r.mfu if r.gpu else None,
         gpu_hours=gpu_hours,
         cost_usd=gpu_hours * r.price_per_gpu_hour if gpu_hours is not None and r.price_per_gpu_hour else None,
-        warnings=_notes(r, runs, total),
+        warnings=[*_notes(r, runs, total), *model_notes],
     )
 
 
@@ -536,5 +659,6 @@ __all__ = [
     "dense_proxies_note",
     "design_sweep",
     "flag_notes",
+    "moe_law_for_dense_proxies",
 ]
 _ = np  # numpy is used by the law's vectorized loss
