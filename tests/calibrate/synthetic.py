@@ -40,20 +40,38 @@ LAYOUTS = [
     ("llama-3.1-70b", 128, 2048, 512, 8, 1, 16, 0, 2, 1, "full", True, False),
 ]
 
+# mixture-of-experts runs, the last field the expert parallelism: EP inside a node (Mixtral, 8 experts) and
+# across nodes (Qwen3-30B-A3B, 128 experts), beside TP and PP
+MOE_LAYOUTS = [
+    ("mixtral-8x7b", 8, 4096, 64, 1, 1, 8, 1, 1, 1, "selective", False, False, 8),
+    ("mixtral-8x7b", 64, 4096, 256, 1, 4, 16, 1, 1, 1, "selective", False, False, 8),
+    ("mixtral-8x7b", 32, 4096, 128, 1, 1, 32, 1, 1, 1, "full", False, False, 2),
+    ("mixtral-8x7b", 64, 4096, 128, 2, 1, 32, 1, 1, 1, "full", True, False, 8),
+    ("qwen3-30b-a3b", 16, 4096, 128, 1, 1, 16, 1, 1, 1, "none", False, False, 16),
+    ("qwen3-30b-a3b", 32, 4096, 128, 1, 1, 32, 1, 1, 1, "full", False, False, 32),
+]
 
-def synthetic_runs(truth: dict[str, float] = TRUTH, gpu: str = "h100-sxm") -> list[Prepared]:
-    """One measured run per row of LAYOUTS, its step time predicted with ``truth``."""
+
+def synthetic_runs(
+    truth: dict[str, float] = TRUTH, gpu: str = "h100-sxm", *, dense: bool = True, moe: bool = False
+) -> list[Prepared]:
+    """One measured run per row of LAYOUTS (``dense``) and of MOE_LAYOUTS (``moe``), its step time predicted
+    with ``truth``."""
     runs = []
     # the first and the ZeRO-3 run again with eager elementwise kernels: the pairs that identify their share
-    rows = [(row, True) for row in LAYOUTS] + [(LAYOUTS[0], False), (LAYOUTS[5], False)]
+    rows: list[tuple[tuple, bool]] = []
+    if dense:
+        rows += [(row, True) for row in LAYOUTS] + [(LAYOUTS[0], False), (LAYOUTS[5], False)]
+    if moe:
+        rows += [(row, True) for row in MOE_LAYOUTS]
     for i, (row, fused) in enumerate(rows):
-        model, n, seq, batch, tp, pp, dp, zero, mbs, vpp, recompute, sp, overlap = row
+        model, n, seq, batch, tp, pp, dp, zero, mbs, vpp, recompute, sp, overlap, *ep = row
         layout = Layout(
             tp=tp,
             pp=pp,
             dp=dp,
             cp=1,
-            ep=1,
+            ep=ep[0] if ep else 1,
             zero=zero,
             micro_batch=mbs,
             microbatches=batch // (dp * mbs),

@@ -749,6 +749,9 @@ def test_a_published_row_the_run_model_refuses_is_one_line_naming_the_run(tmp_pa
     result = CliRunner().invoke(app, ["calibrate", str(bad), "-o", str(tmp_path / "cal.yaml")])
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "run 'mpt-a100-7b-s65536-8gpu': global_batch 17 sequences does not match" in result.stderr
+    # at the row's line (it named the file alone)
+    line = text[: text.index("- id: mpt-a100-7b-s65536-8gpu")].count("\n") + 1
+    assert f"published.yaml:{line}: runs[" in result.stderr
 
 
 def test_a_fitted_constant_on_its_bound_is_named():

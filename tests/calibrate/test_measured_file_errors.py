@@ -65,6 +65,15 @@ def test_a_duplicate_run_id_names_the_run_it_repeats(tmp_path, one_error_line):
             lambda t: t + "    colour: red\n",
             "runs[0].colour: unknown key 'colour' (allowed: id, source, model,",
         ),
+        # a layout's and a stack's keys: they pointed at the docs, which list the layout's and not the stack's
+        (
+            lambda t: t.replace("micro_batch: 1,", "mbs: 1,"),
+            "runs[0].layout.mbs: unknown key 'mbs' (allowed: tp, pp, dp, ep, cp, zero, micro_batch, microbatches,",
+        ),
+        (
+            lambda t: t + "    stack: {preset: megatron-core, colour: red}\n",
+            "runs[0].stack.colour: unknown key 'colour' (allowed: preset, flash_attention,",
+        ),
         (
             lambda t: "models: {m: {n_layers: 2}}\n" + t,
             "models.m.d_model: required key is missing (also missing: n_heads, n_kv_heads, head_dim, ffn_hidden, mlp,"

@@ -68,26 +68,73 @@ COLLECTIVE_LATENCY_SECONDS = 2e-5
 
 @dataclass(frozen=True)
 class Constant:
-    """One fitted Efficiency field: its bounds, and whether each GPU family has its own value."""
+    """One fitted Efficiency field: its bounds, whether each GPU family has its own value, and the runs that
+    identify it (what an under-determined fit tells its user to add; docs/calibration.md, Under-determined
+    fits)."""
 
     name: str
     low: float
     high: float
     per_family: bool = False
     unit: str = ""
+    identified_by: str = ""
 
 
 FITTED_CONSTANTS: tuple[Constant, ...] = (
-    Constant("gemm_peak_fraction", 0.2, 1.0, per_family=True),
-    Constant("gemm_half_dim", 0.0, 512.0),
-    Constant("network_efficiency", 0.2, 1.0),
-    Constant("inter_node_network_efficiency", 0.1, 1.0),
-    Constant("step_overhead_seconds", 0.0, 30.0, unit="s"),
-    Constant("elementwise_time_factor", 0.0, 20.0),
-    Constant("tp_overlap_fraction", 0.0, 1.0),
-    Constant("dp_overlap_interference", 0.0, 1.0),
-    Constant("eager_elementwise_share", 0.0, 1.0),
+    Constant("gemm_peak_fraction", 0.2, 1.0, per_family=True, identified_by="a run on a GPU of this family"),
+    Constant(
+        "gemm_half_dim",
+        0.0,
+        512.0,
+        identified_by="runs with small and large GEMMs (a small and a large model, short and long sequences)",
+    ),
+    Constant(
+        "network_efficiency",
+        0.2,
+        1.0,
+        identified_by="runs with TP or EP inside a node beside runs without it",
+    ),
+    Constant(
+        "inter_node_network_efficiency",
+        0.1,
+        1.0,
+        identified_by="runs whose data-, pipeline- or expert-parallel groups span nodes beside runs inside one",
+    ),
+    Constant(
+        "step_overhead_seconds",
+        0.0,
+        30.0,
+        unit="s",
+        identified_by="the same layout at two global batches (a short and a long step)",
+    ),
+    Constant(
+        "elementwise_time_factor",
+        0.0,
+        20.0,
+        identified_by="runs of models of different widths (the elementwise share of a step falls as d_model grows)",
+    ),
+    Constant(
+        "tp_overlap_fraction",
+        0.0,
+        1.0,
+        identified_by="the same job with TP overlap on and off (stack.tp_comm_overlap; TP inside a node, "
+        "sequence_parallel)",
+    ),
+    Constant(
+        "dp_overlap_interference",
+        0.0,
+        1.0,
+        identified_by="runs at different data-parallel sizes (gradient traffic hidden under the backward pass)",
+    ),
+    Constant(
+        "eager_elementwise_share",
+        0.0,
+        1.0,
+        identified_by="the same job compiled and eager (stack.fused_elementwise true and false)",
+    ),
 )
+#: What identifies a named attention kernel's rate (it scales the attention only, which grows with the sequence).
+KERNEL_IDENTIFIED_BY = "runs of that kernel at two sequence lengths"
 #: Bounds of a named kernel's attention rate relative to FlashAttention-2's.
 KERNEL_RATIO_BOUNDS = (0.02, 1.0)
 
@@ -105,6 +152,14 @@ PRIORS: dict[str, float] = {
     "dp_overlap_interference": 0.5,
     "eager_elementwise_share": 1.0,
 }
+
+
+def identified_by(key: str) -> str:
+    """What run identifies the fit key ``key`` (``gemm_peak_fraction[hopper]``, ``attention_kernel[...]``)."""
+    name = key.split("[")[0]
+    if name == "attention_kernel":
+        return KERNEL_IDENTIFIED_BY
+    return constant_named(name).identified_by
 
 
 def constant_named(name: str) -> Constant:

@@ -29,6 +29,7 @@ from runplan.calibrate.constants import (
     UNSEEN_KERNEL_RATIO,
     attention_fraction,
     attention_half_seq,
+    identified_by,
 )
 from runplan.calibrate.measured import (
     THROUGHPUT_KEYS,
@@ -546,8 +547,42 @@ def calibrate(
         fit_warnings(len(fit_runs), space, identified, held)
         + kernel_warnings(fit_runs, identified)
         + bound_warnings(space, values, identified)
+        + moe_only_warnings(fit_runs, space, jac, chosen)
     )
     return result
+
+
+def moe_only_warnings(
+    fit_runs: Sequence[Prepared], space: Space, jacobian: np.ndarray, chosen: list[int]
+) -> list[str]:
+    """Name the fitted constants that only the mixture-of-experts runs identify, when dense runs are fitted
+    beside them (``jacobian``: one row per fitted run, one column per key of ``space``): the dense runs' rows
+    alone do not identify them (:func:`identify`), so every dense plan on the file takes values that MoE steps
+    set. The time model has no all-to-all constant: the expert all-to-alls are timed with the network
+    efficiencies every collective uses (parallel/timing.py, ``_expert_parallel_seconds``)."""
+    moe = [i for i, p in enumerate(fit_runs) if p.request.model.is_moe]
+    dense = [i for i, p in enumerate(fit_runs) if not p.request.model.is_moe]
+    if not moe or not dense or not chosen:
+        return []
+    kept, _ = identify(jacobian[np.ix_(dense, chosen)], len(dense))
+    only = [space.keys[j] for k, j in enumerate(chosen) if k not in kept]
+    if not only:
+        return []
+    network = [k for k in only if "network_efficiency" in k]
+    shared = (
+        f"; the time model has no all-to-all constant of its own: {', '.join(network)} times the expert "
+        "all-to-alls and the TP, PP and DP collectives alike, so an all-to-all slower than the other collectives "
+        "slows every dense plan on this file too"
+        if network
+        else ""
+    )
+    advice = "; ".join(f"{key}: {identified_by(key)}" for key in only)
+    ids = ", ".join(fit_runs[i].id for i in moe)
+    return [
+        f"{', '.join(only)}: only the MoE runs ({ids}) identify {'it' if len(only) == 1 else 'them'}, so dense "
+        f"plans on this file take {'its value' if len(only) == 1 else 'their values'} from MoE steps{shared}. "
+        f"To fit {'it' if len(only) == 1 else 'them'} on dense runs too, add dense runs of this kind: {advice}"
+    ]
 
 
 #: A fitted constant this close to an end of its range (as a fraction of the range) sits on the bound: the
@@ -603,11 +638,15 @@ def fit_warnings(n_runs: int, space: Space, identified: list[str], held: list[st
     out = []
     if n_runs < len(space.keys):
         out.append(
-            f"under-determined: {n_runs} runs for {len(space.keys)} constants; the fit sets only the "
+            f"under-determined: {n_runs} run{'s' if n_runs != 1 else ''} for {len(space.keys)} constants; the "
+            "fit sets only the "
             f"{len(identified)} the runs identify"
         )
     if held:
-        out.append("not identified by these runs, held at the base values: " + ", ".join(held))
+        advice = "; ".join(f"{key}: add {identified_by(key)}" for key in held)
+        out.append(
+            f"not identified by these runs, held at the base values: {', '.join(held)}. To fit them: {advice}"
+        )
     if not identified:
         out.append("no constant was fitted: every one is held at its base value")
     if identified and n_runs <= len(identified):

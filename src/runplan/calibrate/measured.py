@@ -20,7 +20,7 @@ from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.parallel.layout import Constraints, ParallelRequest, Pins
 from runplan.parallel.stack import Stack
-from runplan.units import PositiveCount, PositiveNumber, TokenLength
+from runplan.units import PositiveCount, PositiveNumber, TokenLength, parse_bytes
 
 if TYPE_CHECKING:
     from runplan.catalog import Catalog
@@ -73,12 +73,47 @@ class Measured(BaseModel):
         return self
 
 
+#: A size with a unit that ends in bytes ("70GiB", "75 GB", "71680MiB"); a prefix without the B ("80G") is not one.
+_SIZE_WITH_UNIT = re.compile(r"^\s*[\d.]+(?:e[+-]?\d+)?\s*[kmgtp]i?b\s*$", re.IGNORECASE)
+_PREFIX_WITHOUT_BYTES = re.compile(r"^\s*[\d.]+(?:e[+-]?\d+)?\s*[kmgtp]i?\s*$", re.IGNORECASE)
+
+
+def _gib(value: object) -> object:
+    """A peak as GiB: a plain number is GiB; a size with a byte unit is converted (GiB and MiB binary, GB and MB
+    decimal: 75GB is 69.85 GiB); a bare prefix ("80G") could be either, so it is refused saying both."""
+    if isinstance(value, str) and _SIZE_WITH_UNIT.match(value):
+        try:
+            return parse_bytes(value) / 2**30
+        except SpecError as error:  # a ValueError is what pydantic locates at runs[i].peak_memory.gib
+            raise ValueError(f"{error.message} ({error.hint})") from None
+    if isinstance(value, str) and _PREFIX_WITHOUT_BYTES.match(value):
+        raise ValueError(
+            f"{value!r} has no byte unit: write 80GiB (binary, as PyTorch reports it) or 80GB (decimal), or "
+            "a plain number of GiB"
+        )
+    return value
+
+
 class PeakMemory(BaseModel):
     """Peak memory of one GPU as the run logged it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    gib: PositiveNumber = Field(description="Peak memory in GiB.")
+    gib: PositiveNumber = Field(
+        description="Peak memory in GiB: a number (GiB), or a size with its unit (70GiB, 75GB, 71680MiB)."
+    )
+
+    @field_validator("gib", mode="before")
+    @classmethod
+    def _read_units(cls, value: object) -> object:
+        return _gib(value)
+
+    @field_validator("rank", mode="before")
+    @classmethod
+    def _rank_as_text(cls, value: object) -> object:
+        """A rank written as a number (``rank: 0``) is its text; it is a label, never computed with."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
     kind: Literal["allocated", "reserved", "device"] = Field(
         "reserved",
         description="allocated = torch.cuda.max_memory_allocated (no CUDA context, NCCL buffers or allocator "
@@ -272,6 +307,8 @@ def measured_hint(error: SpecError) -> SpecError:
             "runs[]": MeasuredRun,
             "runs[].measured": Measured,
             "runs[].peak_memory": PeakMemory,
+            "runs[].layout": Pins,
+            "runs[].stack": Stack,
         }
         owner = sections.get(parent)
         hint = (

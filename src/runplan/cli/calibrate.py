@@ -38,14 +38,15 @@ def load_measured(path: Path, catalog_files: list[str]) -> tuple[list[Any], Load
 
     loaded = load_yaml_file(path)
     catalog = load_catalog(catalog_files)
-    measured = _published_runs(loaded.data, path) if is_published(loaded.data) else parse_measured(loaded)
+    measured = _published_runs(loaded, path) if is_published(loaded.data) else parse_measured(loaded)
     with located(loaded):
         return prepare(measured, catalog), loaded
 
 
-def _published_runs(data: Any, path: Path) -> Any:
+def _published_runs(loaded: LoadedYaml, path: Path) -> Any:
     """A published-runs file (benchmarks/published_runs.yaml's layout) as a MeasuredFile; a row the measured-run
-    model refuses is one line naming the file and ``runs[i].key`` (its index among the usable rows)."""
+    model refuses is one line naming the file at that row's line, the row's id and ``runs[i].key`` (its index
+    among the usable rows)."""
     import re
 
     from pydantic import ValidationError
@@ -55,15 +56,19 @@ def _published_runs(data: Any, path: Path) -> Any:
     from runplan.errors import SpecError
     from runplan.validation import spec_error_from_validation
 
-    document = measured_document(data)
+    document = measured_document(loaded.data)
     try:
         return MeasuredFile.model_validate(document)
     except ValidationError as error:
         found = spec_error_from_validation(error, MeasuredFile)
         index = re.match(r"runs\[(\d+)\]", found.where or "")
-        run = f"run {document['runs'][int(index.group(1))].get('id')!r}: " if index else ""
+        run_id = document["runs"][int(index.group(1))].get("id") if index else None
+        rows = loaded.data.get("runs") or []
+        at = [k for k, row in enumerate(rows) if isinstance(row, dict) and row.get("id") == run_id]
+        source = loaded.where(("runs", at[0])) if at else str(path)  # the row's line in the file as written
+        run = f"run {run_id!r}: " if index else ""
         raise measured_hint(
-            SpecError(run + found.message, where=found.where, source=str(path), hint=found.hint)
+            SpecError(run + found.message, where=found.where, source=source, hint=found.hint)
         ) from None
 
 
