@@ -89,3 +89,22 @@ def test_json_runs_match_the_terminal_table():
     assert any("4 distinct proxy models" in w for w in data["warnings"])
     header = " ".join(table.split(" budget ")[0].split())
     assert "7 sizes asked, 4 distinct models" in header and "7 sizes each" not in header
+
+
+def test_the_plans_sweep_section_counts_the_distinct_models(tmp_path):
+    # 7 sizes over 0.1 decade at 2e21 and 2e20 FLOPs fall on 4 and 3 generated shapes: the plan's runs row says
+    # 7 runs, not 2 × 7, and why
+    from typer.testing import CliRunner
+
+    from runplan.cli.app import app
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "schema_version: 1\nbudget: {flops: 2e23}\ncluster: {gpu: h100-sxm, gpus: 512}\n"
+        "sweep: {span_decades: 0.1, budgets: 2}\n"
+    )
+    result = CliRunner().invoke(app, ["plan", str(plan), "-f", "markdown"])
+    assert result.exit_code == 0, result.output
+    (row,) = [line for line in result.stdout.splitlines() if line.startswith("| runs |")]
+    assert row.startswith("| runs | 7 | 7 sizes per budget")
+    assert "; 4 + 3 distinct models (sizes sharing a shape listed once)" in row

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from runplan.hardware import GpuSpec
 
 LAW_HELP = (
-    f"Scaling law: a shipped name (besiroglu2024, hoffmann2022, hoffmann2022-unrounded) or a law YAML "
+    f"Scaling law: a shipped name (besiroglu2024, hoffmann2022, hoffmann2022-unrounded, krajewski2024-moe) or a law YAML "
     f"written by `runplan fit -o`. Default: {DEFAULT_LAW} (Besiroglu et al. 2024 refit of Chinchilla)."
 )
 GPU_HELP = f"GPU catalog name (default {DEFAULT_GPU})."

@@ -22,7 +22,7 @@ from runplan.report.format import (
     fmt_value,
     label,
 )
-from runplan.scaling.sweep import PLAN_BUDGETS, dense_proxies_note, flag_notes, wsd_hours_note
+from runplan.scaling.sweep import PLAN_BUDGETS, Sweep, dense_proxies_note, flag_notes, wsd_hours_note
 
 
 @dataclass
@@ -524,6 +524,15 @@ def _strings(items: Any) -> list[str]:
     return out
 
 
+def _distinct_models(sweep: Sweep) -> str:
+    """``; 4 + 3 distinct models (...)`` when neighbouring sizes fell on one generated shape, which a budget lists
+    once (runplan.scaling.sweep._distinct_models); empty when every size is its own model."""
+    counts = [sum(r.budget_flops == c for r in sweep.runs) for c in sweep.budgets]
+    if all(k == sweep.sizes_per_budget for k in counts):
+        return ""
+    return f"; {' + '.join(str(k) for k in counts)} distinct models (sizes sharing a shape listed once)"
+
+
 def _sweep(plan: RunPlan) -> Section:
     s = plan.sweep
     section = Section("Proxy sweep")
@@ -539,7 +548,7 @@ def _sweep(plan: RunPlan) -> Section:
         (
             "runs",
             f"{len(s.runs)}",
-            f"{s.sizes_per_budget} sizes per budget, log-spaced around the law's optimum",
+            f"{s.sizes_per_budget} sizes per budget, log-spaced around the law's optimum{_distinct_models(s)}",
         ),
         ("proxy FLOPs", f"{s.total_flops:.3g}", f"{s.total_fraction:.1%} of the main run's 6ND compute"),
     ]
