@@ -1055,7 +1055,7 @@ def _build_once(
     sweep, cost, no_sweep = _sweep_and_cost(spec, inputs, stage, operations)
     warnings = [
         *_plan_warnings(best, result.critical_batch, stage.allocation, operations, schedule, sweep, no_sweep),
-        *_calibration_warnings(inputs),
+        *_calibration_warnings(inputs, stage.shape),
         # a user catalog entry of this model whose shape misses its published count (catalog.published_count_warning)
         *(f"model: {w}" for w in inputs.catalog.warnings_for(stage.shape.name)),
         *_batch_warnings(planned, best),
@@ -1105,8 +1105,12 @@ def _batch_warnings(planned: LayoutStage, best: LayoutEstimate) -> list[str]:
     ]
 
 
-def _calibration_warnings(inputs: ResolvedInputs) -> list[str]:
-    """A calibration file without the plan's GPU family: its times fall back to the shipped constants."""
+def _calibration_warnings(inputs: ResolvedInputs, shape: ModelShape) -> list[str]:
+    """A calibration file without the plan's GPU family: its times fall back to the shipped constants; a MoE
+    model on the shipped constants, fitted on dense runs only."""
+    from runplan.calibrate.calibration import moe_cautions
+
+    moe = [f"calibration: {w}" for w in moe_cautions(inputs.efficiency(), shape.is_moe)]
     if inputs.calibration is None or inputs.calibration.efficiency(inputs.gpu) is not None:
-        return []
-    return [f"calibration: {inputs.calibration_label()}; calibrate runs on this GPU to use your own"]
+        return moe
+    return [f"calibration: {inputs.calibration_label()}; calibrate runs on this GPU to use your own", *moe]

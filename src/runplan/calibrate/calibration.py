@@ -322,6 +322,23 @@ def load_calibration(path: str | Path) -> Calibration:
     return parse_calibration(loaded.data, str(path), loaded)
 
 
+#: The shipped file's fit has no mixture-of-experts run: benchmarks/published_runs.yaml's MoE rows (NVIDIA's
+#: Grok-1 runs) are predict-only (fit: false; tests/calibrate/test_calibrate.py checks it), and the time model
+#: has no all-to-all constant of its own (calibrate.fit.moe_only_warnings).
+SHIPPED_MOE_CAUTION = (
+    "the shipped time-model constants were fitted on dense runs only: this MoE model's expert all-to-all is "
+    "timed with the network efficiencies dense runs set (docs/validation.md lists the held-out MoE runs' "
+    "errors); `runplan calibrate` on your own MoE runs fits them"
+)
+
+
+def moe_cautions(efficiency: Efficiency | None, is_moe: bool) -> list[str]:
+    """The caution for a MoE model timed with the shipped constants (``efficiency`` None: no calibration file,
+    or one without this GPU family); a user's file may hold MoE runs, and its fit names the constants only they
+    set."""
+    return [SHIPPED_MOE_CAUTION] if is_moe and efficiency is None else []
+
+
 @functools.cache
 def shipped_calibration() -> Calibration:
     """The shipped default (package data), read once."""

@@ -494,9 +494,11 @@ def _request_from_plan(
 
 
 def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibration: str = "") -> None:
+    from runplan.calibrate.calibration import moe_cautions
     from runplan.parallel.search import ensure_feasible, search
 
     result = ensure_feasible(search(request), request)
+    moe_warnings = moe_cautions(request.efficiency, request.model.is_moe)  # shipped constants: dense runs only
     # the stack the times assume: its preset and every field that differs from runplan's default stack or from
     # the preset (a flag that sets a preset's field back to the default is shown too)
     from runplan.parallel.stack import Stack
@@ -510,10 +512,12 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
         data = result.model_dump(mode="json")
         data["model"]["resolution"] = resolution
         data["stack"] = request.stack.model_dump(mode="json")
+        data["calibration"] = calibration  # the line naming the constants behind every time (docs/json.md)
+        data["warnings"] = [*data["warnings"], *moe_warnings]
         print_json(data)
         return
     _render(result, resolution, request.constraints.throughput_tolerance, calibration, _stack_line(stack))
-    for line in result.warnings[1:]:  # the first (the batch law, B_opt) is in the header
+    for line in [*result.warnings[1:], *moe_warnings]:  # the first (the batch law, B_opt) is in the header
         warn(line)
 
 
