@@ -5,7 +5,10 @@ MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig, Deepseek
 (the ``configuration_deepseek.py`` shipped with DeepSeek's checkpoints) and GPTNeoXConfig. A key a config
 leaves out takes that class's default (``num_key_value_heads`` = ``num_attention_heads``, ``head_dim`` =
 ``hidden_size / num_attention_heads``; ``rope_theta`` 1e4, Mixtral's 1e6). RoPE is read from ``rope_theta`` and
-``rope_scaling``, or from the one ``rope_parameters`` object transformers v5 writes. A shape the mapping cannot
+``rope_scaling``, or from the one ``rope_parameters`` object transformers v5 writes. The router's top-k
+renormalisation comes from ``norm_topk_prob`` (each class's default when absent; Mixtral always renormalises) and
+its balance loss from ``router_aux_loss_coef`` (DeepSeek: ``aux_loss_alpha`` and ``seq_aux``), left unknown when
+absent and for DeepSeek-V3's ``noaux_tc`` router, whose code never trains with it. A shape the mapping cannot
 express (Qwen2-MoE's shared expert of its own size, Llama's ``attention_bias`` without ``mlp_bias``, DeepSeek's
 ``moe_layer_freq`` above 1) is refused, never guessed; a key of the wrong JSON type (``"false"``, ``"8"``,
 ``8.7`` experts) is refused naming the key, never coerced.
@@ -137,14 +140,24 @@ _CONFIG_KEYS = {
     "router_groups": "n_group",
     "router_group_topk": "topk_group",
     "router_topk_scale": "routed_scaling_factor",
+    "router_topk_norm": "norm_topk_prob",
+    "router_aux_loss_coef": "router_aux_loss_coef",
     "norm_eps": "rms_norm_eps",
     "init_std": "initializer_range",
 }
 _CONFIG_KEYS_BY_TYPE = {
     "mixtral": {"n_experts": "num_local_experts", "expert_ffn_hidden": "intermediate_size"},
     "qwen3_moe": {"n_experts": "num_experts"},
-    "deepseek_v2": {"n_experts": "n_routed_experts", "head_dim": "qk_nope_head_dim"},
-    "deepseek_v3": {"n_experts": "n_routed_experts", "head_dim": "qk_nope_head_dim"},
+    "deepseek_v2": {
+        "n_experts": "n_routed_experts",
+        "head_dim": "qk_nope_head_dim",
+        "router_aux_loss_coef": "aux_loss_alpha",
+    },
+    "deepseek_v3": {
+        "n_experts": "n_routed_experts",
+        "head_dim": "qk_nope_head_dim",
+        "router_aux_loss_coef": "aux_loss_alpha",
+    },
     "gpt_neox": {"norm_eps": "layer_norm_eps"},
 }
 
@@ -318,13 +331,55 @@ def _family(kind: str, c: dict[str, Any]) -> dict[str, Any]:
         if kind == "qwen3_moe" and (c.get("mlp_only_layers") or _int_or(c, "decoder_sparse_step", 1) != 1):
             raise _NotModelled("dense layers among the MoE layers (mlp_only_layers, decoder_sparse_step)")
         mixtral = kind == "mixtral"
-        return swiglu | {
-            "qk_norm": kind == "qwen3_moe",
-            "n_experts": _int(c, "num_local_experts" if mixtral else "num_experts"),
-            "top_k": _int(c, "num_experts_per_tok"),
-            "expert_ffn_hidden": _int(c, "intermediate_size" if mixtral else "moe_intermediate_size"),
-        }
-    return swiglu | _deepseek(kind, c)
+        return (
+            swiglu
+            | {
+                "qk_norm": kind == "qwen3_moe",
+                "n_experts": _int(c, "num_local_experts" if mixtral else "num_experts"),
+                "top_k": _int(c, "num_experts_per_tok"),
+                "expert_ffn_hidden": _int(c, "intermediate_size" if mixtral else "moe_intermediate_size"),
+            }
+            | _router_balance(kind, c)
+        )
+    return swiglu | _deepseek(kind, c) | _router_balance(kind, c)
+
+
+#: ``norm_topk_prob`` when config.json leaves it out: MixtralSparseMoeBlock always divides the top-k weights by
+#: their sum (transformers modeling_mixtral, no key); Qwen3MoeConfig and DeepSeek-V2's DeepseekV2Config default
+#: to false, DeepSeek-V3's DeepseekV3Config to true (configuration_deepseek.py in each checkpoint).
+_DEFAULT_TOPK_NORM = {"mixtral": True, "qwen3_moe": False, "deepseek_v2": False, "deepseek_v3": True}
+#: Tokens the balance loss counts, by family: transformers' load_balancing_loss_func (Mixtral) counts the
+#: micro-batch it sees; Qwen3 balances over the global batch (arXiv 2505.09388 §2, Qiu et al. 2025); DeepSeek's
+#: ``seq_aux`` (default true) has their MoEGate compute it per sequence (modeling_deepseek.py; DeepSeek-V3's
+#: sequence-wise balance loss, arXiv 2412.19437 §2.1.2), else over the micro-batch.
+_AUX_SCOPE = {"mixtral": "micro_batch", "qwen3_moe": "global_batch"}
+
+
+def _router_balance(kind: str, c: dict[str, Any]) -> dict[str, Any]:
+    """Top-k renormalisation and the balance loss (coefficient from ``router_aux_loss_coef``, DeepSeek's
+    ``aux_loss_alpha``; None when the key is absent: a class default is no published training value)."""
+    norm = True if kind == "mixtral" else _flag(c, "norm_topk_prob", _DEFAULT_TOPK_NORM[kind])
+    if norm and kind in MOE_LIKE and _int(c, "num_experts_per_tok") == 1:
+        # transformers divides a top-1 weight by itself (MixtralSparseMoeBlock, Qwen3MoeSparseMoeBlock): a gate of 1
+        raise _NotModelled("a top-1 router whose weight is renormalised to a constant 1 is not modelled")
+    if kind in DEEPSEEK:
+        key, scope = "aux_loss_alpha", "sequence" if _flag(c, "seq_aux", True) else "micro_batch"
+    else:
+        key, scope = "router_aux_loss_coef", _AUX_SCOPE[kind]
+    coef = c.get(key)
+    if kind in DEEPSEEK and c.get("topk_method") == "noaux_tc":
+        # DeepSeek-V3's config.json carries aux_loss_alpha 0.001, but its MoEGate asserts `not self.training` for
+        # noaux_tc (modeling_deepseek.py) and the paper trains alpha = 0.0001 (arXiv 2412.19437 §4.2): unknown
+        coef = None
+    elif coef is not None and (
+        isinstance(coef, bool) or not isinstance(coef, int | float) or not 0 <= coef < math.inf
+    ):
+        raise ValueError(f"{key} must be a number of at least 0, got {coef!r}")
+    return {
+        "router_topk_norm": norm,
+        "router_aux_loss_coef": None if coef is None else float(coef),
+        "router_aux_loss_scope": scope,
+    }
 
 
 def _llama_biases(kind: str, c: dict[str, Any]) -> dict[str, Any]:

@@ -141,6 +141,22 @@ class ModelShape(BaseModel):
         gt=0,
         description="MoE: factor on the routed experts' weights (DeepSeek-V3 routed_scaling_factor).",
     )
+    router_topk_norm: bool = Field(
+        True,
+        description="MoE: the k > 1 chosen experts' weights are divided by their sum (config.json norm_topk_prob; "
+        "Mixtral always; false: each keeps its score over all experts, DeepSeek-V2). A top-1 gate is its score.",
+    )
+    router_aux_loss_coef: float | None = Field(
+        None,
+        ge=0,
+        description="MoE: load-balancing loss coefficient (config.json router_aux_loss_coef; DeepSeek "
+        "aux_loss_alpha); None: not published.",
+    )
+    router_aux_loss_scope: Literal["micro_batch", "sequence", "global_batch"] = Field(
+        "micro_batch",
+        description="MoE: tokens the balance loss counts: each micro-batch (Switch/GShard, Mixtral), each "
+        "sequence (DeepSeek-V2/V3) or the global batch (Qwen3).",
+    )
     source: str | None = Field(
         None, description="Where the shape was published (config file or paper table)."
     )
@@ -178,8 +194,8 @@ class ModelShape(BaseModel):
                 raise ValueError("expert_ffn_hidden must be set for a MoE model")
             if self.n_dense_layers >= self.n_layers:
                 raise ValueError("n_dense_layers must be below n_layers for a MoE model")
-        elif self.top_k or self.n_shared_experts:
-            raise ValueError("top_k and n_shared_experts need n_experts > 0")
+        elif self.top_k or self.n_shared_experts or self.router_aux_loss_coef is not None:
+            raise ValueError("top_k, n_shared_experts and router_aux_loss_coef need n_experts > 0")
         if self.router_groups and (
             self.n_experts % self.router_groups or not 1 <= self.router_group_topk <= self.router_groups
         ):

@@ -76,6 +76,17 @@ def test_megatron_flags_carry_every_catalog_field(name: str) -> None:
             shape.router_group_topk,
         )
         assert (a.moe_router_topk_scaling_factor or 1.0) == shape.router_topk_scale
+        # softmax: Megatron renormalises the top-k unless --moe-router-pre-softmax (top-1: always pre-softmax)
+        if shape.router_score == "softmax":
+            assert a.moe_router_pre_softmax == (shape.top_k == 1 or not shape.router_topk_norm)
+        balance = {"micro_batch": "aux_loss", "sequence": "seq_aux_loss", "global_batch": "global_aux_loss"}
+        if shape.router_aux_loss_coef is None:  # Megatron's default coefficient 0, said in a warning
+            assert a.moe_aux_loss_coeff == 0.0 and any(
+                w.startswith("load balancing:") for w in result.warnings
+            )
+        else:
+            assert a.moe_aux_loss_coeff == [shape.router_aux_loss_coef]
+            assert a.moe_router_load_balancing_type == [balance[shape.router_aux_loss_scope]]
     if shape.vocab_size % 4 == 0:  # padded V = V: the planned embedding
         multiple = a.make_vocab_size_divisible_by * 4
         assert shape.vocab_size % multiple == 0
@@ -119,6 +130,9 @@ def _expected_fields(name: str) -> dict[str, object]:
             "router_groups": shape.router_groups,
             "router_group_topk": shape.router_group_topk,
             "router_topk_scale": shape.router_topk_scale,
+            "router_topk_norm": shape.router_topk_norm,
+            "router_aux_loss_coef": shape.router_aux_loss_coef,
+            "router_aux_loss_scope": shape.router_aux_loss_scope,
         }
     return out
 

@@ -1,7 +1,7 @@
 """The Megatron export builds the catalog's MoE routers as Megatron-core routes (megatron/core/transformer/moe/
 moe_utils.py topk_routing_with_score_function and TransformerConfig.__post_init__ @ d98e8a64): top-k, expert
 width, shared experts and dense layers for Mixtral 8x7B, Qwen3-30B-A3B and DeepSeek-V3, a router Megatron
-starts for top-1 softmax, fp32 routing where Megatron asks for it, and DeepSeek-V3's balancing loss named."""
+starts for top-1 softmax, fp32 routing where Megatron asks for it, and DeepSeek-V3's balancing loss trained."""
 
 from __future__ import annotations
 
@@ -79,16 +79,20 @@ def test_megatron_routes_in_fp32_from_32_experts(fixture, experts, request):
 
 def test_megatron_top1_softmax_router_takes_the_softmax_before_the_top1():
     # Megatron raises "Please use --moe-router-pre-softmax when topk is 1" (softmax over one logit is a
-    # constant 1 with no gradient); top-2 keeps Mixtral's softmax over the top-k
+    # constant 1 with no gradient); top-2 keeps Mixtral's softmax over the top-k. A top-1 gate is its softmax
+    # probability over all experts (ModelShape.router_topk_norm applies to k > 1), which is exactly what the
+    # pre-softmax router computes, so nothing is left to warn about
     plan = _with_top_k(golden_plan("moe-mixtral-8x7b"), 1)
     a = megatron_args(plan)
     assert a.moe_router_topk == 1 and a.moe_router_pre_softmax
-    assert any(w.startswith("router: top-1") for w in export_plan(plan, "megatron").warnings)
+    assert not any(w.startswith("router:") for w in export_plan(plan, "megatron").warnings)
     assert not megatron_args(golden_plan("moe-mixtral-8x7b")).moe_router_pre_softmax
 
 
-def test_megatron_names_deepseek_v3s_sequence_wise_balance_loss(deepseek):
+def test_megatron_trains_deepseek_v3s_sequence_wise_balance_loss(deepseek):
     # the expert bias alone is not DeepSeek-V3's recipe: §2.1.2 adds a sequence-wise balance loss with
     # alpha = 0.0001 (§4.2), Megatron's seq_aux_loss; Megatron's --moe-aux-loss-coeff defaults to 0
-    (warning,) = [w for w in export_plan(deepseek, "megatron").warnings if w.startswith("load balancing")]
-    assert "--moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 1e-4" in warning
+    a = megatron_args(deepseek)
+    assert a.moe_router_load_balancing_type == ["seq_aux_loss"] and a.moe_aux_loss_coeff == [1e-4]
+    assert a.moe_router_enable_expert_bias
+    assert not [w for w in export_plan(deepseek, "megatron").warnings if w.startswith("load balancing")]

@@ -157,12 +157,15 @@ def test_qwen3_30b_a3b_exports_as_its_flavor_with_only_the_router_difference(qwe
         "flavor": "30B-A3B",
         "hf_assets_path": TOKENIZER_PLACEHOLDER,
     }
-    assert _model_warnings(result.warnings, "qwen3") == [
-        "router: torchtitan's qwen3 trains the router with no load balancing (no auxiliary loss; its TrainSpec "
-        "builds optimizers without the expert-bias update, so expert_bias stays 0), where Qwen3 used a "
-        "global-batch load-balancing loss (arXiv 2505.09388 section 2): expert loads can drift from the even "
-        "load the plan timed"
-    ]
+    assert (
+        _model_warnings(result.warnings, "qwen3")
+        == [
+            "router: torchtitan's qwen3 trains the router with no load balancing (no auxiliary loss; its TrainSpec "
+            "builds optimizers without the expert-bias update, so expert_bias stays 0), where qwen3-30b-a3b has a "
+            "global-batch balance loss of coefficient 0.001 (router_aux_loss_coef): expert loads can drift from the "
+            "even load the plan timed"
+        ]
+    )  # the catalog's Qwen3-30B-A3B: config.json router_aux_loss_coef 0.001, global batch (arXiv 2505.09388 §2)
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,9 @@ class Architecture:
     router_groups: int
     router_group_topk: int
     router_topk_scale: float
+    router_topk_norm: bool
+    router_aux_loss_coef: float | None
+    router_aux_loss_scope: str
     source: str
 
     def fields(self) -> dict[str, ArchValue]:
@@ -70,6 +73,9 @@ class Architecture:
                 "router_groups": self.router_groups,
                 "router_group_topk": self.router_group_topk,
                 "router_topk_scale": self.router_topk_scale,
+                "router_topk_norm": self.router_topk_norm,
+                "router_aux_loss_coef": self.router_aux_loss_coef,
+                "router_aux_loss_scope": self.router_aux_loss_scope,
             }
         return out
 
@@ -105,6 +111,9 @@ def architecture_of(shape: ModelShape) -> Architecture:
         router_groups=shape.router_groups,
         router_group_topk=shape.router_group_topk,
         router_topk_scale=shape.router_topk_scale,
+        router_topk_norm=shape.router_topk_norm,
+        router_aux_loss_coef=shape.router_aux_loss_coef,
+        router_aux_loss_scope=shape.router_aux_loss_scope,
         source=shape.source or "user-given shape",
     )
 

@@ -46,9 +46,13 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   the band factors 1/4 and the original context 8192: other values warn), YaRN under MLA as ``--rope-type yarn
   --rotary-scaling-factor --mscale --mscale-all-dim`` (original context 4096 and β 32/1 come from
   MLATransformerConfig: other values warn), ``--norm-epsilon``, ``--init-method-std``, the MoE router
-  (``--moe-router-score-function``, ``--moe-router-enable-expert-bias``, ``--moe-router-num-groups``,
-  ``--moe-router-group-topk``, ``--moe-router-topk-scaling-factor``) and ``--make-vocab-size-divisible-by``
-  chosen so that Megatron's padding (to a multiple of it × t) leaves V as planned.
+  (``--moe-router-score-function``, ``--moe-router-pre-softmax`` for a softmax router whose top-k weights are not
+  renormalised or a top-1 one, ``--moe-router-enable-expert-bias``, ``--moe-router-num-groups``,
+  ``--moe-router-group-topk``, ``--moe-router-topk-scaling-factor``; a sigmoid router with k > 1 that does not
+  renormalise is refused: Megatron always does), its balance loss (``--moe-router-load-balancing-type``
+  aux_loss/seq_aux_loss/global_aux_loss and ``--moe-aux-loss-coeff``; a warning when the model publishes none)
+  and ``--make-vocab-size-divisible-by`` chosen so that Megatron's padding (to a multiple of it × t) leaves V as
+  planned.
 
 Left out (placeholders in the script): data paths, tokenizer, launcher environment (MASTER_ADDR, NODE_RANK).
 """
@@ -287,8 +291,8 @@ def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
 
 
 def _moe_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
-    """MoE shape flags (experts, top-k, expert width, shared experts, dense first layers) and the load-balancing
-    caution: the plan does not set the router's auxiliary loss."""
+    """MoE shape flags (experts, top-k, expert width, shared experts, dense first layers) and the router's
+    load-balancing loss (``_balance_args``)."""
     if not f.n_experts:
         return []
     model: list[Arg] = [
@@ -309,22 +313,50 @@ def _moe_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
     if f.n_dense_layers:
         pattern = f"([0]*{f.n_dense_layers}+[1]*{f.n_layers - f.n_dense_layers})"
         model.append(("--moe-layer-freq", [pattern], f"first {f.n_dense_layers} layers dense"))
+    return model + _balance_args(arch, warnings)
+
+
+#: Megatron's --moe-router-load-balancing-type for each scope of the model's balance loss (router.py @ d98e8a64:
+#: aux_loss counts a micro-batch's tokens over TP x CP, seq_aux_loss each sequence, global_aux_loss the tokens
+#: over TP x DP x CP accumulated over the gradient-accumulation steps, i.e. the global batch).
+_BALANCE_TYPE = {"micro_batch": "aux_loss", "sequence": "seq_aux_loss", "global_batch": "global_aux_loss"}
+_BALANCE_WORDS = {
+    "micro_batch": "balance loss per micro-batch",
+    "sequence": "balance loss per sequence",
+    "global_batch": "balance loss over the global batch",
+}
+
+
+def _balance_args(arch: Architecture, warnings: list[str]) -> list[Arg]:
+    """The model's balance loss as --moe-router-load-balancing-type and --moe-aux-loss-coeff; a model that
+    publishes none gets Megatron's default coefficient 0 (no loss) and a warning saying so."""
+    coef = arch.router_aux_loss_coef
+    if coef is not None:
+        kind = _BALANCE_TYPE[arch.router_aux_loss_scope]
+        return [
+            (
+                "--moe-router-load-balancing-type",
+                [kind],
+                _BALANCE_WORDS[arch.router_aux_loss_scope],
+            ),
+            ("--moe-aux-loss-coeff", [fmt_float(coef)], "the model's balance-loss coefficient (default 0)"),
+        ]
     if not arch.router_expert_bias:
         warnings.append(
-            "load balancing: the plan does not set the router's auxiliary loss and Megatron's "
-            "--moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral 8x7B "
-            "release run uses 1e-2, tests/functional_tests/test_cases/mixtral/"
+            "load balancing: the model publishes no auxiliary-loss coefficient (router_aux_loss_coef) and "
+            "Megatron's --moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral "
+            "8x7B release run uses 1e-2, tests/functional_tests/test_cases/mixtral/"
             "mixtral_8x7b_alltoall_tp2pp4ep4_release)"
         )
     else:  # DeepSeek-V3 §2.1.2 pairs the expert bias with a sequence-wise loss, alpha = 0.0001 (§4.2)
         warnings.append(
             "load balancing: the router balances with its expert bias only (--moe-router-bias-update-rate, "
-            "default 1e-3, DeepSeek-V3's gamma); the plan sets no auxiliary loss and Megatron's "
+            "default 1e-3, DeepSeek-V3's gamma); the model publishes no auxiliary loss and Megatron's "
             "--moe-aux-loss-coeff defaults to 0, where DeepSeek-V3 adds a sequence-wise balance loss of "
             "alpha = 0.0001 (arXiv 2412.19437 §2.1.2, §4.2): add --moe-router-load-balancing-type seq_aux_loss "
             "--moe-aux-loss-coeff 1e-4 to train it as published"
         )
-    return model
+    return []
 
 
 def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
@@ -401,22 +433,15 @@ def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
 FP32_ROUTER_FROM_EXPERTS = 32
 
 
-def _router_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
-    """MoE router flags: score function, expert bias, group-limited routing, weight scale, router precision."""
+def _router_args(f: Facts, arch: Architecture) -> list[Arg]:
+    """MoE router flags: score function, top-k renormalisation, expert bias, group-limited routing, weight scale,
+    router precision."""
     if not arch.moe:
         return []
     args: list[Arg] = [
         ("--moe-router-score-function", [arch.router_score], "softmax over the top-k, or sigmoid scores")
     ]
-    if arch.router_score == "softmax" and f.top_k == 1:
-        # TransformerConfig.__post_init__ raises "Please use --moe-router-pre-softmax when topk is 1": a softmax
-        # over the one chosen logit is a constant 1 (moe_utils.topk_routing_with_score_function @ d98e8a64)
-        args.append(("--moe-router-pre-softmax", [], "top-1: softmax over all experts, then the top 1"))
-        warnings.append(
-            "router: top-1 softmax routing runs as Megatron's pre-softmax router (softmax over all experts, the "
-            "chosen expert's probability as its gate, Switch Transformer's rule): Megatron refuses a softmax "
-            "after the top-1, whose gate would be a constant 1; the model shape does not say which the model uses"
-        )
+    args += _topk_norm_args(f, arch)
     if f.n_experts >= FP32_ROUTER_FROM_EXPERTS:
         args.append(
             ("--moe-router-dtype", ["fp32"], f"{f.n_experts} experts: fp32 routing (Megatron's advice)")
@@ -433,6 +458,33 @@ def _router_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]
     return args
 
 
+def _topk_norm_args(f: Facts, arch: Architecture) -> list[Arg]:
+    """Whether the k chosen weights add to 1, as Megatron routes (moe_utils.topk_routing_with_score_function
+    @ d98e8a64): softmax over the top-k logits renormalises by construction; --moe-router-pre-softmax takes the
+    softmax over all experts and keeps the k probabilities as they are (DeepSeek-V2's norm_topk_prob false, and
+    Switch Transformer's top-1 gate: Megatron refuses a softmax after a top-1, "Please use
+    --moe-router-pre-softmax when topk is 1", TransformerConfig.__post_init__); sigmoid scores are divided by
+    their sum whenever k > 1, with no flag to keep them, so that router is refused."""
+    if arch.router_score == "softmax":
+        if f.top_k == 1:
+            return [
+                ("--moe-router-pre-softmax", [], "top-1: softmax over all experts, the chosen one's gate")
+            ]
+        if not arch.router_topk_norm:
+            return [
+                ("--moe-router-pre-softmax", [], "softmax over all experts; top-k weights not renormalised")
+            ]
+        return []
+    if f.top_k > 1 and not arch.router_topk_norm:
+        raise SpecError(
+            f"Megatron-LM divides a sigmoid router's top-{f.top_k} scores by their sum and has no flag to keep them "
+            "(moe_utils.topk_routing_with_score_function); the model sets router_topk_norm false",
+            where="model",
+            hint="export to torchtitan (MoEArgs route_norm = false), or plan the model with router_topk_norm: true",
+        )
+    return []
+
+
 def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
     """Every architecture field the catalog carries, as flags (see _architecture)."""
     args = _rope_args(f, arch, warnings)
@@ -440,7 +492,7 @@ def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> lis
         args.append(("--norm-epsilon", [fmt_float(arch.norm_eps)], "Megatron default 1e-5"))
     if arch.init_std is not None:
         args.append(("--init-method-std", [fmt_float(arch.init_std)], "Megatron default 0.02"))
-    args += _router_args(f, arch, warnings)
+    args += _router_args(f, arch)
     t = f.layout.tp
     if f.vocab_size % t == 0:
         quotient = f.vocab_size // t

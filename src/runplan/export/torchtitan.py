@@ -221,6 +221,7 @@ def _model_entries(f: Facts, arch: Architecture, warnings: list[str]) -> list[En
         _refuse_flavor_parallelism(f, name, flavor, spec)
         warnings += _flavor_differences(f, arch, name, flavor, spec)
         warnings += _flavor_behaviour(f, arch, name, flavor, spec)
+    warnings += _balance_loss_warning(f, arch, _registered_flavor(f) or {})
     return [
         ("name", name, ""),
         ("flavor", flavor, f"L={f.n_layers}, h={f.d_model}"),
@@ -295,6 +296,7 @@ def _planned_fields(f: Facts, arch: Architecture) -> dict[str, Any]:
         "router_groups": arch.router_groups,
         "router_group_topk": arch.router_group_topk,
         "router_topk_scale": arch.router_topk_scale,
+        "router_topk_norm": arch.router_topk_norm,
         "rope_theta": arch.rope_theta,
         "rope_scaling": scaling.model_dump(exclude_none=True) if scaling else "none",
         "norm_eps": arch.norm_eps,
@@ -356,11 +358,39 @@ def _flavor_behaviour(
     if f.n_experts and spec.get("router_load_balancing") == "none":
         out.append(
             f"router: torchtitan's {name} trains the router with no load balancing (no auxiliary loss; its "
-            "TrainSpec builds optimizers without the expert-bias update, so expert_bias stays 0), where Qwen3 "
-            "used a global-batch load-balancing loss (arXiv 2505.09388 section 2): expert loads can drift from "
-            "the even load the plan timed"
+            "TrainSpec builds optimizers without the expert-bias update, so expert_bias stays 0), where "
+            + _published_balance(f, arch)
+            + ": expert loads can drift from the even load the plan timed"
         )
     return out
+
+
+def _published_balance(f: Facts, arch: Architecture) -> str:
+    """The model's balance loss in words, for the torchtitan warnings."""
+    if arch.router_aux_loss_coef is None:
+        return f"{f.model_name or 'the model'} publishes no auxiliary loss"
+    scope = arch.router_aux_loss_scope.replace("_", "-")
+    return (
+        f"{f.model_name or 'the model'} has a {scope} balance loss of coefficient {arch.router_aux_loss_coef} "
+        "(router_aux_loss_coef)"
+    )
+
+
+def _balance_loss_warning(f: Facts, arch: Architecture, spec: dict[str, Any]) -> list[str]:
+    """torchtitan 0.2.2 has no auxiliary balance loss: MoEArgs.load_balance_coeff is the step of the
+    aux-loss-free expert-bias update (components/optimizer.py, arXiv 2408.15664), and no model adds a loss term
+    (torchtitan/models/moe/moe.py @ v0.2.2). So a model that trains one is said to lose it; a flavor with no
+    balancing at all is said in ``_flavor_behaviour``."""
+    if not f.n_experts or not arch.router_aux_loss_coef or spec.get("router_load_balancing") == "none":
+        return []
+    bias = spec.get("router_load_balancing") == "expert_bias"  # no flavor ({}): its registration decides
+    return [
+        "router: torchtitan 0.2.2 has no auxiliary load-balancing loss (MoEArgs.load_balance_coeff is the "
+        "expert-bias update step, torchtitan/models/moe/moe.py), where "
+        + _published_balance(f, arch)
+        + (", so only the expert bias balances the load" if bias else "")
+        + ": expert loads can drift from the even load the plan timed"
+    ]
 
 
 def _steps(f: Facts, warnings: list[str]) -> tuple[int, int, int, str]:

@@ -5,7 +5,7 @@
 # World: 256 GPUs = 32 nodes x 8; t=1 p=1 d=256 c=1 e=8 v=1 ZeRO-1 b=1 m=12 recompute=selective.
 # Assumed, not in the plan: AdamW beta1 0.9, beta2 0.95, eps 1e-8, weight decay 0.1, gradient clipping 1.0 (DeepSeek LLM, arXiv 2401.02954, Sec. 2.3, the setting its peak-LR law was fitted under).
 # Run on every node: NODE_RANK=<i> MASTER_ADDR=<node 0> DATA_PATH=... TOKENIZER_MODEL=... CHECKPOINT_DIR=... MEGATRON_LM=<checkout> bash <this file>
-# Architecture (catalog source: huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json; Jiang et al. 2024 (arXiv 2401.04088) Table 1 and §2.1 (47B total, 13B active; mistral.ai announcement: 46.7B total, 12.9B per token); architecture from config.json rope_theta, rms_norm_eps, initializer_range (no rope_scaling)):
+# Architecture (catalog source: huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json; Jiang et al. 2024 (arXiv 2401.04088) Table 1 and §2.1 (47B total, 13B active; mistral.ai announcement: 46.7B total, 12.9B per token); architecture from config.json rope_theta, rms_norm_eps, initializer_range (no rope_scaling); router from transformers MixtralSparseMoeBlock (top-k weights always renormalised, no norm_topk_prob key; the paper's Softmax(TopK(x W_g)), §2.1), config.json router_aux_loss_coef 0.02 (the paper publishes none) counted per micro-batch as transformers' load_balancing_loss_func does):
 #   positions = rope
 #   rope_theta = 1000000.0
 #   rope_scaling.type = unpublished
@@ -21,9 +21,11 @@
 #   router_groups = 0
 #   router_group_topk = 0
 #   router_topk_scale = 1.0
+#   router_topk_norm = True
+#   router_aux_loss_coef = 0.02
+#   router_aux_loss_scope = micro_batch
 #
 # WARNINGS (what this engine cannot express as planned):
-#   - load balancing: the plan does not set the router's auxiliary loss and Megatron's --moe-aux-loss-coeff defaults to 0 (no balancing loss): set it (Megatron's own Mixtral 8x7B release run uses 1e-2, tests/functional_tests/test_cases/mixtral/mixtral_8x7b_alltoall_tp2pp4ep4_release)
 #   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints and every one at a multiple of 15,960 steps (milestones)
 #   - evaluation: Megatron evaluates whole global batches, so the canary's 1,024 sequences become 1 x 3,072; each evaluation costs 3.0x the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences (Megatron draws the next validation batches each time)
 set -euo pipefail
@@ -56,6 +58,8 @@ ARGS=(
   --moe-ffn-hidden-size 14336  # per-expert MLP width
   --moe-token-dispatcher-type alltoall  # Megatron's advice with expert parallelism
   --moe-grouped-gemm  # several experts per rank in one grouped GEMM
+  --moe-router-load-balancing-type aux_loss  # balance loss per micro-batch
+  --moe-aux-loss-coeff 0.02  # the model's balance-loss coefficient (default 0)
   # architecture (catalog: every field, see the header)
   --position-embedding-type rope
   --rotary-base 1000000  # RoPE base theta (Megatron default 10000)
