@@ -17,6 +17,10 @@ Canonical names (SI units: seconds, tokens per second; fractions in [0, 1]):
 | `loss_scale` | fp16 dynamic loss scale | `loss_scale`, `loss-scale`, `scaler/scale` |
 | `global_batch` | sequences per optimizer step (checked against the plan's by `monitor --plan`) | `global batch size` (Megatron), `global_batch_size` |
 | `seq_len` | tokens per sequence (checked against the plan's by `monitor --plan`) | `actual seqlen` (Megatron-DeepSpeed), `seq_len`, `seq_length` |
+| `peak_memory_reserved_bytes` | peak memory the allocator reserved on the logged GPU, bytes | `memory` (torchtitan's line, `memory: 61.23GiB(64.46%)`: `reserved_bytes.all.peak` over the logging interval, GiB = 2^30), `memory/max_reserved(GiB)` |
+| `peak_memory_allocated_bytes` | peak memory allocated to tensors, bytes | `max allocated` of Megatron's `report_memory` line (MB = 2^20 bytes), `mem-max-allocated-bytes` (Megatron TensorBoard), `MaxMemAllocated` (DeepSpeed's timer line, GiB though printed "GB") |
+| `samples_per_second` | whole-job sequences per second | `samples/sec` (DeepSpeed pipeline engine: train_batch_size ÷ iter time), `CurrSamplesPerSec` (DeepSpeed timer: train_batch_size ÷ the step's time), `samples per second` (Megatron-DeepSpeed) |
+| `tflops_per_gpu` | TFLOP/s per GPU as the engine counts its FLOPs | `tflops` (torchtitan: its FLOPs per token × tps ÷ 1e12), `TFLOPs` (Megatron-DeepSpeed: its own count, with the recompute forward when activations are checkpointed) |
 | `grad_norm_replica_<r>` | gradient norm of data-parallel replica r | `grad_norm_replica_<r>`, `grad_norm/replica_<r>`, `grad_norm_rank<r>`, `replica_<r>/grad_norm` |
 
 Prefixes dropped: `train/`, `training/`, `trainer/`, `metrics/`, and Megatron-DeepSpeed's TensorBoard groups
@@ -115,6 +119,25 @@ _add(
     ),
 )
 _add("loss_scale", ("loss_scale", "loss scale", "loss-scale", "scaler/scale"))
+#: torchtitan v0.2.2 ``torchtitan/components/metrics.py`` (commit 73a0e697) ``MetricsProcessor.log``: the line's
+#: ``memory: {max_reserved_gib:5.2f}GiB`` is ``reserved_bytes.all.peak`` ÷ 2^30 (``DeviceMemoryMonitor._to_gib``),
+#: reset after each log; the reader names the field ``memory(GiB)``
+_add("peak_memory_reserved_bytes", ("memory(GiB)", "memory/max_reserved(GiB)"), 2.0**30)
+#: Megatron-LM ``report_memory`` (megatron/training/utils/common_utils.py @ d98e8a64): ``max allocated`` is
+#: torch.cuda.max_memory_allocated() ÷ (1024 × 1024); the reader names it ``max allocated (MB)``.
+#: ``mem-max-allocated-bytes``: ``allocated_bytes.all.peak`` (training.py @ d98e8a64). DeepSpeed's timer line
+#: (deepspeed/utils/timer.py @ 38327e07): ``MaxMemAllocated`` = max_memory_allocated() / 1024**3, named by the reader
+#: ``MaxMemAllocated (GiB)``
+_add("peak_memory_allocated_bytes", ("max allocated (MB)",), 2.0**20)
+_add("peak_memory_allocated_bytes", ("mem-max-allocated-bytes", "peak_memory_allocated_bytes"))
+_add("peak_memory_allocated_bytes", ("MaxMemAllocated (GiB)",), 2.0**30)
+_add("peak_memory_reserved_bytes", ("peak_memory_reserved_bytes",))
+#: DeepSpeed (deepspeed/runtime/pipe/engine.py and utils/timer.py @ 38327e07): ``samples/sec`` =
+#: train_batch_size() ÷ iter time; ``CurrSamplesPerSec`` = train_batch_size() ÷ the step's elapsed time: the global
+#: batch, so whole-job sequences per second. Megatron-DeepSpeed's ``samples per second`` is the same.
+_add("samples_per_second", ("samples/sec", "CurrSamplesPerSec", "samples per second", "samples_per_second"))
+#: torchtitan ``tflops`` = num_flops_per_token × tps ÷ 1e12 (metrics.py @ 73a0e697), per GPU
+_add("tflops_per_gpu", ("tflops", "tflops_per_gpu"))
 _add("global_batch", ("global batch size", "global_batch_size"))
 #: "actual seqlen": Megatron-DeepSpeed training_log (commit 4efb479d), the sequence length of the step
 _add("seq_len", ("actual seqlen", "seq_len", "seq_length"))

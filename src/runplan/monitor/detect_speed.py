@@ -32,7 +32,8 @@ def step_time_series(ctx: Context) -> tuple[np.ndarray, np.ndarray, str] | None:
     if log.has("step_seconds"):
         steps, values = log.points("step_seconds")
         return steps, values, "step_seconds"
-    for name in ("tokens_per_second", "tokens_per_second_per_gpu"):
+    # whole-job tokens or sequences per second (DeepSpeed's samples/s): the inverse is proportional to the step time
+    for name in ("tokens_per_second", "tokens_per_second_per_gpu", "samples_per_second"):
         if log.has(name):
             steps, values = log.points(name)
             keep = values > 0

@@ -127,15 +127,21 @@ def event_block(headers: Sequence[str], row: Sequence[str], width: int) -> list[
 
 
 def vs_plan_text(vs: dict[str, Any]) -> str:
+    """The comparison with the plan: one line of speed, then a line each for peak memory and for the engine's own
+    MFU against the plan's, where the log has them (their notes)."""
+    extra = "".join(
+        f"\n{vs['notes'][key]}" for key in ("peak_memory", "logged_mfu") if key in vs.get("notes", {})
+    )
     if vs["step_seconds"] is None:
-        return "vs plan: " + vs["notes"].get("step_seconds", "nothing to compare")
+        return "vs plan: " + vs["notes"].get("step_seconds", "nothing to compare") + extra
     eta_days = vs["eta_seconds"] / 86400
     goodput = "n/a" if vs["goodput"] is None else f"{vs['goodput']:.1%}"
+    own = "" if vs.get("logged_mfu") is None else f"; the log's own {vs['logged_mfu']:.1%}"
     return (
         f"vs plan: step {vs['step_seconds']:.4g} s (planned {vs['planned_step_seconds']:.4g} s, "
         f"{vs['speed_ratio']:.2f}× the planned speed), {vs['tokens_per_second']:,.0f} tokens/s, MFU "
-        f"{vs['mfu']:.1%} (planned {vs['planned_mfu']:.1%}); {vs['remaining_steps']:,} steps left, ETA "
-        f"{eta_days:.1f} days; goodput so far {goodput} (planned {vs['planned_goodput']:.1%})"
+        f"{vs['mfu']:.1%} (planned {vs['planned_mfu']:.1%}{own}); {vs['remaining_steps']:,} steps left, ETA "
+        f"{eta_days:.1f} days; goodput so far {goodput} (planned {vs['planned_goodput']:.1%})" + extra
     )
 
 
@@ -177,7 +183,12 @@ def markdown(report: Report) -> str:
     else:
         lines.append("None.")
     if report.vs_plan:
-        lines += ["", "## Against the plan", "", vs_plan_text(report.vs_plan)]
+        speed, *more = vs_plan_text(
+            report.vs_plan
+        ).splitlines()  # memory and the log's own MFU: a bullet each
+        lines += ["", "## Against the plan", "", speed] + (
+            [""] + [f"- {line}" for line in more] if more else []
+        )
         if report.vs_plan.get("warnings"):
             lines += [""] + [f"- warning: {w}" for w in report.vs_plan["warnings"]]
     if report.summary["warnings"]:

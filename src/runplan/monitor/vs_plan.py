@@ -29,7 +29,11 @@ if TYPE_CHECKING:
     from runplan.plan import RunPlan
 
 
-def _step_seconds(log: MetricLog, tokens_per_step: float, gpus: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _step_seconds(
+    log: MetricLog, tokens_per_step: float, gpus: int, sequence_tokens: float
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Step times from what the log has: step time; else tokens/s (whole job or per GPU × the plan's GPUs); else
+    DeepSpeed's whole-job samples/s (sequences per step ÷ samples/s; tokens/s = samples/s × the plan's sequence)."""
     if log.has("step_seconds"):
         return log.points("step_seconds")
     if log.has("tokens_per_second"):
@@ -38,6 +42,9 @@ def _step_seconds(log: MetricLog, tokens_per_step: float, gpus: int) -> tuple[np
     if log.has("tokens_per_second_per_gpu"):
         steps, tps = log.points("tokens_per_second_per_gpu")
         return steps[tps > 0], tokens_per_step / (tps[tps > 0] * gpus)
+    if log.has("samples_per_second"):
+        steps, sps = log.points("samples_per_second")
+        return steps[sps > 0], tokens_per_step / sequence_tokens / sps[sps > 0]
     return None
 
 
@@ -62,7 +69,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     total_steps = int(plan.schedule.total_steps)
     end_step = _end_step(plan, None if logged is None else tokens_per_step)
     gpus = int(plan.inputs.get("cluster", {}).get("gpus", 0) or 0) or 1
-    found = _step_seconds(log, tokens_per_step, gpus)
+    found = _step_seconds(log, tokens_per_step, gpus, sequence_tokens)
     out: dict[str, Any] = {
         "planned_step_seconds": planned_step,
         "planned_tokens_per_second": best.tokens_per_second,
@@ -76,11 +83,17 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "remaining_steps": max(0, end_step - last),
         "eta_seconds": None,
         "goodput": None,
+        "peak_memory_bytes": None,
+        "peak_memory_kind": None,
+        "planned_memory_bytes": None,
+        "logged_mfu": None,
         "notes": {},
         "warnings": [],
     }
+    memory_note = _peak_memory(log, plan, out)
     if found is None:
         out["notes"]["step_seconds"] = "the log has no step time or throughput: nothing to compare"
+        out["notes"].update(memory_note)
         return out
     steps, seconds = found
     recent = seconds[_recent(log, steps, last)]
@@ -109,8 +122,10 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         f"{plan.reliability.goodput:.3f}",
         "goodput": "useful step time ÷ time of every logged step (slow steps and an abandoned attempt's steps "
         "included; restart downtime is not in the log)",
+        **memory_note,
+        **_own_mfu(log, plan, out, gpus),
     }
-    out["warnings"] = _batch_mismatch(logged, stage) + _seq_mismatch(log, sequence_tokens)
+    out["warnings"] += _batch_mismatch(logged, stage) + _seq_mismatch(log, sequence_tokens)
     out["warnings"] += _mismatch(best.mfu * ratio, ratio)
     out["warnings"] += _past_end(last, end_step, logged is not None)
     return out
@@ -226,3 +241,97 @@ def _goodput(log: MetricLog, steps: np.ndarray, seconds: np.ndarray, median: flo
     spent = float(np.sum(seconds * spans)) + lost + log.repeated_steps * median
     useful = float((steps[-1] - steps[0] + first_span) * median)
     return min(1.0, useful / spent) if spent > 0 else None
+
+
+def _peak_memory(log: MetricLog, plan: RunPlan, out: dict[str, Any]) -> dict[str, str]:
+    """The log's peak memory per GPU (its largest logged value) against the plan's ``memory_bytes.total`` of the
+    most loaded stage. A reserved peak (torchtitan's ``memory:``, max_memory_reserved) is compared with the total,
+    which holds ``constraints.reserve_bytes`` for the CUDA context, NCCL buffers and allocator slack; an allocated
+    peak (Megatron's ``max allocated``, DeepSpeed's ``MaxMemAllocated``) with the total less that reserve, as
+    ``runplan calibrate`` compares a measured peak (calibrate/fit.py ``memory_error``). Sets the ``peak_memory_*``
+    and ``planned_memory_bytes`` keys of ``out``; returns the note."""
+    kind = next((k for k in ("reserved", "allocated") if log.has(f"peak_memory_{k}_bytes")), None)
+    if kind is None:
+        return {}
+    steps, values = log.points(f"peak_memory_{kind}_bytes")
+    at = int(np.argmax(values))
+    best = plan.layout.best
+    total = float(best.memory_bytes.total)
+    reserve = float(plan.inputs.get("constraints", {}).get("reserve_bytes", 0.0) or 0.0)
+    planned = total if kind == "reserved" else total - reserve
+    measured = float(values[at])
+    out.update(peak_memory_bytes=measured, peak_memory_kind=kind, planned_memory_bytes=planned)
+    out["warnings"] += _other_stage(
+        log.source_names.get(f"peak_memory_{kind}_bytes", ""), best.pp, best.memory_stage
+    )
+    what = (
+        f"memory_bytes.total {planned / 1e9:.1f} GB, with its {reserve / 1e9:.1f} GB reserve"
+        if kind == "reserved"
+        else f"memory_bytes.total {total / 1e9:.1f} GB less its {reserve / 1e9:.1f} GB reserve, which an allocated "
+        f"peak does not hold: {planned / 1e9:.1f} GB"
+    )
+    return {
+        "peak_memory": f"peak {kind} memory {measured / 2**30:.2f} GiB = {measured / 1e9:.1f} GB per GPU (the log's "
+        f"largest, step {int(steps[at]):,}, of the rank it logs) against the plan's {what} ({best.memory_stage} "
+        f"stage, the most loaded): {measured / planned - 1:+.1%}"
+    }
+
+
+#: the pipeline stage whose memory a log's peak is, by the name it is written as: Megatron writes TensorBoard (and
+#: so its scalars export) on the last rank only (megatron/training/global_vars.py ``_set_tensorboard_writer``,
+#: ``args.rank == args.world_size - 1``, @ d98e8a64), a GPU of the last pipeline stage
+_LOGGED_STAGE = {"mem-max-allocated-bytes": "last"}
+
+
+def _other_stage(as_written: str, pp: int, plan_stage: str) -> list[str]:
+    """A warning when the log's peak memory is known to be another pipeline stage's than the plan's figure (the most
+    loaded stage's): the two are different GPUs, so their difference is not the memory model's error."""
+    stage = _LOGGED_STAGE.get(as_written)
+    if pp < 2 or stage is None or stage == plan_stage:
+        return []
+    return [
+        f"the log's peak memory ({as_written}) is the {stage} pipeline stage's (Megatron writes TensorBoard on the "
+        f"last rank), the plan's the {plan_stage} stage's, the most loaded of its {pp}: they are different GPUs, so "
+        "the difference is not the memory model's error"
+    ]
+
+
+def _own_mfu(log: MetricLog, plan: RunPlan, out: dict[str, Any], gpus: int) -> dict[str, str]:
+    """The engine's own MFU (torchtitan's ``mfu``) beside the plan's definition (docs/parallel.md: PaLM model
+    FLOPs per token × tokens/s ÷ (GPUs × bf16 peak)), with the difference explained. torchtitan (metrics.py @
+    73a0e697) prints mfu = FLOPs/token × tps ÷ peak and tflops = FLOPs/token × tps ÷ 1e12, so its FLOPs per token
+    are tflops × 1e12 ÷ tps and its peak tflops × 1e12 ÷ mfu; the plan's peak is its FLOPs per token × planned
+    tokens/s ÷ (GPUs × planned MFU). The ratio of the two MFUs is the ratio of FLOPs per token × the inverse ratio
+    of peaks × the ratio of the tokens/s each reads (the log's over its interval, here the median step time).
+    Medians over the same last 1,000 steps as the step time. Sets ``logged_mfu``; returns the note."""
+    if not log.has("mfu"):
+        return {}
+    last = int(log.steps[-1])
+
+    def recent(name: str) -> float | None:
+        if not log.has(name):
+            return None
+        steps, values = log.points(name)
+        return float(np.median(values[steps > last - 1000] if (steps > last - 1000).any() else values))
+
+    own, mfu = recent("mfu"), out["mfu"]
+    out["logged_mfu"] = own
+    tflops, tps = recent("tflops_per_gpu"), recent("tokens_per_second_per_gpu")
+    if own is None or mfu is None or not own > 0:
+        return {}
+    head = f"the log's own MFU {own:.1%} against {mfu:.1%} here"
+    if tflops is None or tps is None or not tps > 0:
+        return {
+            "logged_mfu": f"{head} (×{own / mfu:.3f}): the engine counts its own FLOPs per token and peak "
+            "(torchtitan: 6 × non-embedding parameters + attention at its bf16 peak), the plan PaLM's (docs/parallel.md)"
+        }
+    best = plan.layout.best
+    flops, plan_flops = tflops * 1e12 / tps, float(plan.model.flops_per_token)
+    peak, plan_peak = tflops * 1e12 / own, plan_flops * best.tokens_per_second / (gpus * best.mfu)
+    rest = own / mfu / (flops / plan_flops) / (plan_peak / peak)
+    return {
+        "logged_mfu": f"{head}: it counts {flops:.4g} FLOPs per token (tflops ÷ tps) against the plan's "
+        f"{plan_flops:.4g} (×{flops / plan_flops:.3f}), at a {peak / 1e12:.0f} TFLOP/s peak (tflops ÷ mfu) against "
+        f"{plan_peak / 1e12:.0f} TFLOP/s (×{plan_peak / peak:.3f}); the tokens/s each reads ×{rest:.3f} (its "
+        "interval's mean per GPU against the median step time here)"
+    }

@@ -10,16 +10,20 @@
   Step time in ``(ms)`` (Megatron-LM) or ``(s)`` (Megatron-DeepSpeed, e.g. BLOOM); launcher prefixes such as
   ``[default7]:`` are skipped; validation lines ``validation loss at iteration N | lm loss value: ...`` give
   ``val_loss``; ``saving checkpoint at iteration N`` gives a saved step. A line wrapped onto several lines
-  (fields without an ``iteration N/T`` head) is joined to the record it continues.
+  (fields without an ``iteration N/T`` head) is joined to the record it continues. ``report_memory``'s ``[Rank N]
+  (after N iterations) memory (MB) | ... | max allocated: X | ...`` gives the step's peak allocated memory (the
+  largest of the ranks that print it).
 - NeMo: ``Training epoch 0, iteration 1/249 | lr: ... | global_step: 1 | reduced_train_loss: 1.653 |
   train_step_timing in s: 2.505`` (NeMo 2) and the Lightning progress bar
   ``Epoch 0: ... [01:23<10:12, reduced_train_loss=5.43, global_step=119.0, train_step_timing in s=0.689]``.
 - torchtitan (``torchtitan/components/metrics.py``): ``step: 10  loss:  9.1234  grad_norm:  1.2345  memory:
-  12.34GiB(15.62%)  tps: 12,345  tflops: 123.45  mfu: 12.34%`` with ANSI colours; ``validate step: N  loss: ...``.
+  12.34GiB(15.62%)  tps: 12,345  tflops: 123.45  mfu: 12.34%`` with ANSI colours (``memory``: the peak reserved,
+  GiB); ``validate step: N  loss: ...``.
 - llm.c (``train_gpt2.cu`` logger): ``s:N trl:L lr:X norm:G`` (train), ``s:N tel:L`` (validation).
 - DeepSpeed (commit edaa7221): ``steps: N loss: L iter time (s): T samples/sec: S`` (pipeline engine) and
-  ``[Rank 0] step=N, skipped=K, lr=[X, ...], mom=[...]`` (engine progress); read only when no other format's
-  lines are there (a Megatron-DeepSpeed log holds them too).
+  ``[Rank 0] step=N, skipped=K, lr=[X, ...], mom=[...]`` (engine progress); the timer's ``global_step=N, ...
+  CurrSamplesPerSec=S, MemAllocated=...GB, MaxMemAllocated=XGB`` (commit 38327e07); read only when no other
+  format's lines are there (a Megatron-DeepSpeed log holds them too).
 
 Text logs are read leniently: they mix metric lines with any other output, so lines and fields not recognised
 are skipped. A metric field of a Megatron or NeMo record whose value is not a number (``lm loss: GARBAGE``) is
@@ -28,6 +32,7 @@ left out too, but counted, and the count and the first line are said in a note.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 
@@ -47,13 +52,19 @@ MEGATRON_VALID = re.compile(r"validation loss at iteration\s+(\d+)\s*\|(.*)")
 #: memory (MB) | allocated: ... | max reserved: ...``, printed right after the first logged iteration: its ``|``
 #: fields are not a wrapped part of that record (and its last field does not end with ``|``)
 MEGATRON_MEMORY = re.compile(r"\bmemory \(MB\)\s*\|")
+#: the step and ``max allocated`` of a ``report_memory`` line: ``(after N iterations)`` or ``(before|after
+#: save_checkpoint for iteration N)`` (megatron/training/training.py @ d98e8a64); MB = 1024 × 1024 bytes
+MEGATRON_MEMORY_PEAK = re.compile(
+    r"\((?:after (\d+) iterations|(?:before|after) save_checkpoint for iteration (\d+))\) memory \(MB\).*?"
+    r"\|\s*max allocated:\s*(" + _NUMBER + r")"
+)
 MEGATRON_SAVE = re.compile(r"saving checkpoint at iteration\s+(\d+)|saved checkpoint from iteration\s+(\d+)")
 NEMO_PIPE = re.compile(r"Training epoch \d+, iteration \d+/\d+\s*\|(.*)")
 NEMO_BAR = re.compile(r"(?:^|[\[,]\s*)([A-Za-z_][A-Za-z0-9_ /]*?)=(" + _NUMBER + r")")
 TITAN_STEP = re.compile(r"(?<![A-Za-z_])(validate )?step:\s*(\d+)\s+loss:\s*(" + _NUMBER + r")")
 #: torchrun's ``--tee`` prefix of rank N's lines: ``[rank3]:`` (``--role rank``), ``[default3]:`` (the default role)
 TITAN_RANK = re.compile(r"^\[[A-Za-z_]*(\d+)\]:")
-TITAN_FIELD = re.compile(r"\b(grad_norm|tps|tflops|mfu):\s*(" + _NUMBER + r")(%?)")
+TITAN_FIELD = re.compile(r"\b(grad_norm|tps|tflops|mfu|memory):\s*(" + _NUMBER + r")(%|GiB)?")
 #: DeepSpeed (commit edaa7221): ``PipelineEngine.train_batch`` prints ``steps: N loss: L [name: v ...] iter time
 #: (s): T samples/sec: S`` (``deepspeed/runtime/pipe/engine.py``); ``DeepSpeedEngine._report_progress`` logs
 #: ``[Rank 0] step=N, skipped=K, lr=[...], mom=[...]`` (``deepspeed/runtime/engine.py``; one lr per param group)
@@ -61,6 +72,13 @@ DS_PIPE = re.compile(
     r"(?<![A-Za-z_])steps: (\d+) loss: (" + _NUMBER + r") .*?iter time \(s\): (" + _NUMBER + r")"
 )
 DS_PROGRESS = re.compile(r"\[Rank \d+\] step=(\d+), skipped=\d+, lr=\[(" + _NUMBER + r")")
+DS_SAMPLES = re.compile(r"samples/sec: (" + _NUMBER + r")")
+#: ``ThroughputTimer.stop`` (deepspeed/utils/timer.py @ 38327e07): ``epoch=E/micro_step=M/global_step=N,
+#: RunningAvgSamplesPerSec=..., CurrSamplesPerSec=S, MemAllocated=...GB, MaxMemAllocated=XGB`` (X in GiB: ÷ 1024**3)
+DS_TIMER = re.compile(
+    r"global_step=(\d+), RunningAvgSamplesPerSec=\S+, CurrSamplesPerSec=(" + _NUMBER + r"), "
+    r"MemAllocated=\S+?GB, MaxMemAllocated=(" + _NUMBER + r")GB"
+)
 LLMC = re.compile(r"^s:(\d+)\s+(trl|tel|eval):(" + _NUMBER + r")(.*)$")
 LLMC_FIELD = re.compile(r"\b(lr|norm):(" + _NUMBER + r")")
 
@@ -158,6 +176,7 @@ def read_megatron(lines: list[str], where: str = "the log") -> Rows:
     current: dict[str, float] | None = None
     # per training record (index in ``out``): its last line's number and whether that line ends with "|"
     ends: dict[int, tuple[int, bool]] = {}
+    peaks: dict[int, dict[str, float]] = {}  # the last reported step -> the row that holds its peak
     for number, line in enumerate(lines, start=1):
         head = MEGATRON_HEAD.search(line)
         if head:
@@ -175,6 +194,7 @@ def read_megatron(lines: list[str], where: str = "the log") -> Rows:
             continue
         if MEGATRON_MEMORY.search(line):
             current = None
+            _memory_peak(out, peaks, line)
             continue
         save = MEGATRON_SAVE.search(line)
         if save:
@@ -190,6 +210,32 @@ def read_megatron(lines: list[str], where: str = "the log") -> Rows:
     rows = out.rows(where)
     rows.notes = notes + rows.notes
     return rows
+
+
+def _memory_peak(out: _Collector, peaks: dict[int, dict[str, float]], line: str) -> None:
+    """``max allocated`` of a ``report_memory`` line, into the record of its step: the last training record when it
+    is that step's (the report follows it), else one row per step, at the step's first report. Each pipeline
+    stage's data-parallel rank 0 prints one line (``[Rank N]``): the largest is kept, the most loaded stage, the
+    one the plan's ``memory_bytes`` describes."""
+    match = MEGATRON_MEMORY_PEAK.search(line)
+    if not match:
+        return
+    step = int(match.group(1) or match.group(2))
+    record = peaks.get(step)
+    if record is None:  # a new step: its reports start a record (a restart's repeat of a step is a new one)
+        record = out.records[-1] if out.steps and out.steps[-1] == step else out.add(step, [])
+        peaks.clear()
+        peaks[step] = record
+    before = record.get("peak_memory_allocated_bytes")
+    out.update(record, [("max allocated (MB)", match.group(3))])
+    _keep_largest(record, "peak_memory_allocated_bytes", before)
+
+
+def _keep_largest(record: dict[str, float], name: str, before: float | None) -> None:
+    """Keep the larger of ``record[name]`` and the value it had ``before`` another rank's line (a value that is not
+    a number does not replace a number)."""
+    if before is not None and math.isfinite(before) and not record.get(name, -math.inf) >= before:
+        record[name] = before
 
 
 def _drop_cut(out: _Collector, ends: dict[int, tuple[int, bool]]) -> list[str]:
@@ -251,7 +297,7 @@ def read_torchtitan(lines: list[str], where: str = "the log") -> Rows:
             continue
         fields = [("loss", match.group(3))]
         for name, value, percent in TITAN_FIELD.findall(line[match.end() :]):
-            fields.append((f"{name}(%)" if percent else name, value))
+            fields.append((f"{name}({percent})" if percent else name, value))
         records.append((number, int(match.group(2)), fields))
     out = _Collector()
     unprefixed = by_rank.pop(None, [])  # not through torchrun's tee: kept whichever rank is read
@@ -289,18 +335,52 @@ def _titan_rank(
 
 
 def read_deepspeed(lines: list[str], where: str = "the log") -> Rows:
-    """DeepSpeed's own lines: the pipeline engine's loss and step time, the engine's learning rate (of the
-    first parameter group). The two come at one step as two rows with different metrics (one record)."""
+    """DeepSpeed's own lines: the pipeline engine's loss, step time and samples/s, the engine's learning rate (of
+    the first parameter group), the timer's samples/s and peak allocated memory. The engine's lines come at one
+    step as rows with different metrics (one record); the timer's join them (:func:`_ds_timer`)."""
     out = _Collector()
+    timed: list[tuple[int, dict[str, float]]] = []  # the last timer line's step and the record holding it
     for line in lines:
         pipe = DS_PIPE.search(line)
         if pipe:
-            out.add(int(pipe.group(1)), [("loss", pipe.group(2)), ("iter time (s)", pipe.group(3))])
+            fields = [("loss", pipe.group(2)), ("iter time (s)", pipe.group(3))]
+            samples = DS_SAMPLES.search(line, pipe.end())
+            step = int(pipe.group(1))
+            if samples and not (timed and timed[-1][0] == step):  # the timer's samples/s times the same step
+                fields.append(("samples/sec", samples.group(1)))
+            out.add(step, fields)
+            continue
+        timer = DS_TIMER.search(line)
+        if timer:
+            _ds_timer(out, timed, int(timer.group(1)), timer.group(2), timer.group(3))
             continue
         progress = DS_PROGRESS.search(line)
         if progress:
             out.add(int(progress.group(1)), [("lr", progress.group(2))])
     return out.rows(where)
+
+
+def _ds_timer(
+    out: _Collector, timed: list[tuple[int, dict[str, float]]], step: int, samples: str, max_gib: str
+) -> None:
+    """The timer line's whole-job samples/s and peak allocated memory. ``ThroughputTimer`` logs through
+    ``logger.info`` on every rank (timer.py @ 38327e07, ``logging_fn`` None), so a launcher's merged output holds it
+    once per rank at each step: a line at the step of the last timer line is another rank's, into the same record
+    (its largest memory kept, the most loaded rank; the first samples/s). Else it joins the last row when that is
+    at its step (the engine's progress line: one record, and the goodput counts an abandoned attempt's rows), else
+    it is a row of its own."""
+    fields = [("CurrSamplesPerSec", samples), ("MaxMemAllocated (GiB)", max_gib)]
+    if timed and timed[-1][0] == step:
+        record = timed[-1][1]
+        before = record.get("peak_memory_allocated_bytes")
+        out.update(record, fields[1:])
+        _keep_largest(record, "peak_memory_allocated_bytes", before)
+        return
+    last = out.records[-1] if out.steps and out.steps[-1] == step else None
+    if last is None or "peak_memory_allocated_bytes" in last:
+        last = out.add(step, [])
+    out.update(last, fields if "samples_per_second" not in last else fields[1:])  # the pipeline line's, first
+    timed[:] = [(step, last)]
 
 
 def read_llmc(lines: list[str], where: str = "the log") -> Rows:
