@@ -70,7 +70,7 @@ def test_drift_lists_days_and_cost_first_and_json_records(plan_copy):
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
     assert lines[0].startswith("drift: ")
-    assert lines[1].startswith("  ") and "derived number(s) changed" in lines[1]
+    assert lines[1].startswith("  ") and "derived value(s) changed" in lines[1]
     # the edit the numbers follow, from the inputs the resolved section records (defaults filled)
     assert lines[2] == "  inputs changed since the file was resolved (1, defaults included):"
     assert lines[3] == "    cluster.gpus: 256 → 512 (+100.00%)"
@@ -162,3 +162,21 @@ def test_a_hand_written_nan_is_drift_in_json_not_a_crash(plan_copy):
     assert (
         change["path"] == "layout.best.hfu" and change["old"] == ".nan" and change["relative_change"] is None
     )
+
+
+def test_a_reworded_citation_and_a_new_null_key_are_no_drift_a_new_value_is():
+    # after a runplan upgrade: a catalog entry's `source` reworded (prose) and a field written as null (a dense
+    # model's unset MoE balance loss) move no number; a new key with a value does (router_topk_norm: true)
+    old = {"model": {"shape": {"d_model": 8192, "source": "config.json"}}}
+    new = {
+        "model": {
+            "shape": {
+                "d_model": 8192,
+                "source": "config.json; transformers' MixtralSparseMoeBlock",
+                "router_aux_loss_coef": None,
+                "router_topk_norm": True,
+            }
+        }
+    }
+    changes = diff_changes(old, new)
+    assert [(c.path, c.kind) for c in changes] == [("model.shape.router_topk_norm", "new")]

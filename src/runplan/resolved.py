@@ -25,8 +25,9 @@ from runplan.units import format_bytes
 SCHEMA_COMMENT = (
     "# yaml-language-server: $schema=docs/plan.schema.json\n"  # its path in the runplan repository
 )
-#: Keys whose values are timings or prose, not derived numbers: never diffed.
-VOLATILE_KEYS = frozenset({"search_seconds", "notes", "why", "inputs"})
+#: Keys whose values are timings or prose, not derived numbers: never diffed (``source``: a catalog entry's
+#: citation, which a runplan release may reword without moving a number).
+VOLATILE_KEYS = frozenset({"search_seconds", "notes", "why", "inputs", "source"})
 
 
 def resolved_section(plan: RunPlan) -> dict[str, Any]:
@@ -180,7 +181,9 @@ def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None
             if key not in new:
                 out.append(Change(sub, "gone", old[key], None))
             elif key not in old:
-                out.append(Change(sub, "new", None, new[key]))
+                # a key a newer runplan writes as null (a field a dense model leaves unset) holds no number
+                if new[key] is not None:
+                    out.append(Change(sub, "new", None, new[key]))
             else:
                 _walk(sub, old[key], new[key], rtol, out)
         return

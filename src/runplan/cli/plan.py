@@ -304,9 +304,7 @@ def _report_check(
             _report_inputs(inputs, drift=False, currencies=currencies)
         return
     verb = "updated" if status == "updated" else "drift"
-    count = (
-        f"{len(changes)} derived number(s) changed beyond rtol {rtol:g}" if changes else "resolved section"
-    )
+    count = f"{len(changes)} derived value(s) changed beyond rtol {rtol:g}" if changes else "resolved section"
     typer.echo(f"{verb}: {plan_file}", err=status == "drift")
     echo_wrapped(
         "  " + count + (" (resolved → recomputed):" if changes else " written"), err=status == "drift"
