@@ -403,6 +403,8 @@ def load_catalog(extra_files: Sequence[Path | str] = ()) -> Catalog:
         loaded = load_yaml_file(path)
         user_gpus, user_models = _entries(loaded, required=False)
         for i, model in enumerate(user_models):  # shipped entries: tests/test_model.py, with named reasons
+            # a later file's entry replaces an earlier one's, and with it any caution about the earlier shape
+            count_warnings.pop(normalize_name(model.name), None)
             if (warning := published_count_warning(model)) is not None:
                 where = f"{loaded.where(('models', i))}: models[{i}] '{model.name}'"
                 count_warnings[normalize_name(model.name)] = f"{where}: {warning}"

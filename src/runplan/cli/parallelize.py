@@ -464,7 +464,7 @@ def _request_from_plan(
     calibration: Path | None = None,
 ) -> tuple[ParallelRequest, str, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
-    from runplan.cli.common import calibration_key
+    from runplan.cli.common import calibration_key, warn
     from runplan.plan import budget_fill, filled_stage, layout_request, resolve_inputs
 
     if calibration is not None:
@@ -481,6 +481,8 @@ def _request_from_plan(
     merged_constraints = spec.constraints.model_copy(update=constraints.model_dump(exclude_unset=True))
     spec = spec.model_copy(update={"constraints": merged_constraints})
     stage = filled_stage(spec, inputs, fill)
+    for warning in inputs.catalog.warnings_for(stage.shape.name):  # a user entry missing its published count
+        warn(warning)
     request = layout_request(spec, inputs, stage.shape, stage.allocation.tokens).request
     merged_pins = request.pins.model_copy(update=pins.model_dump(exclude_unset=True))
     update: dict[str, Any] = {"pins": merged_pins}
@@ -498,7 +500,8 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
     from runplan.parallel.search import ensure_feasible, search
 
     result = ensure_feasible(search(request), request)
-    moe_warnings = moe_cautions(request.efficiency, request.model.is_moe)  # shipped constants: dense runs only
+    # a MoE model on the shipped constants, fitted on dense runs only
+    moe_warnings = moe_cautions(request.efficiency, request.model.is_moe)
     # the stack the times assume: its preset and every field that differs from runplan's default stack or from
     # the preset (a flag that sets a preset's field back to the default is shown too)
     from runplan.parallel.stack import Stack
