@@ -450,7 +450,7 @@ def _law_for_shape(spec: PlanSpec, law: Any, shape: ModelShape) -> tuple[Any, li
         warnings.append(
             f"MoE: allocated on active compute, C = 6·N_active·D with N_active = {active:.4g} of {total:.4g} "
             f"{law.param_count.replace('_', '-')} parameters; loss from {law.name} (Krajewski et al. 2024) at "
-            f"granularity G = {granularity:.3g}, a law fitted on C4 with 64× expert expansion"
+            f"granularity G = {granularity:.3g}, a law fitted on {law.moe_origin}"
         )
     return moe_law, warnings
 

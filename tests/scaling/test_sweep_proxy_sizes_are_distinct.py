@@ -2,7 +2,7 @@
 straddle the budget's compute-optimal N, or the sweep says why not.
 
 The sizes sit on a log10-N lattice, but each one is built by runplan.architect, which picks the nearest rung of
-its ladder (up to 7.5% away). With a narrow span neighbouring targets fell on the same rung: `runplan sweep --flops
+its ladder (up to architect.TOLERANCE, 7.5%, away). With a narrow span neighbouring targets fell on the same rung: `runplan sweep --flops
 2e23 --span 0.05 --budgets 1` listed 3.88B twice and 4.04B three times, seven runs of four models (the duplicates
 cost 3·2e21 FLOPs and teach a fit nothing), and with --wsd each copy got its own stable trunk.
 """

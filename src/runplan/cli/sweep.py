@@ -22,7 +22,7 @@ def _sizes_phrase(sweep: Sweep) -> str:
     """The header's sizes: ``7 sizes each``, or where neighbouring sizes fell on one generated shape (listed
     once) how many distinct models each budget has, ``7 sizes asked, 4 distinct models`` (``4/3/4`` per budget,
     largest first, when they differ)."""
-    counts = [sum(r.budget_flops == c for r in sweep.runs) for c in sweep.budgets]
+    counts = sweep.models_per_budget
     if all(k == sweep.sizes_per_budget for k in counts):
         return f"{sweep.sizes_per_budget} sizes each"
     listed = str(counts[0]) if len(set(counts)) == 1 else "/".join(str(k) for k in counts)

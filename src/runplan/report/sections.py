@@ -527,7 +527,7 @@ def _strings(items: Any) -> list[str]:
 def _distinct_models(sweep: Sweep) -> str:
     """``; 4 + 3 distinct models (...)`` when neighbouring sizes fell on one generated shape, which a budget lists
     once (runplan.scaling.sweep._distinct_models); empty when every size is its own model."""
-    counts = [sum(r.budget_flops == c for r in sweep.runs) for c in sweep.budgets]
+    counts = sweep.models_per_budget
     if all(k == sweep.sizes_per_budget for k in counts):
         return ""
     return f"; {' + '.join(str(k) for k in counts)} distinct models (sizes sharing a shape listed once)"

@@ -317,7 +317,7 @@ def moe_law_without_moe_model(law: ParametricLaw) -> str:
     """Why a mixture-of-experts law allocated without a MoE model misleads: its N counts every expert, yet
     C = 6·N·D then takes all of N as active, and its granularity term g/G^γ is dropped (no G to take)."""
     return (
-        f"law '{law.name}' was fitted on mixture-of-experts models (N counts every expert, 64× expert expansion), "
+        f"law '{law.name}' was fitted on {law.moe_origin}, "
         "and the model here is dense: it is read as a dense law, every parameter active in C = 6·N·D and the "
         "granularity term left out; for a MoE run fix a MoE model (model: deepseek-v3, or a shape with "
         "n_experts) to allocate on active compute, else name a dense law"

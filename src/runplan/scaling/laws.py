@@ -26,6 +26,10 @@ from runplan.errors import SpecError
 from runplan.scaling import DEFAULT_LAW
 from runplan.units import PositiveNumber
 
+#: Expert expansion rate a shipped MoE law was fitted at: Krajewski et al. 2024 (arXiv 2402.07871) fit Eq. 5 at
+#: 64 experts' worth of parameters per FFN (configs/laws.yaml note); a user's own MoE law states none.
+SHIPPED_MOE_EXPANSION = {"krajewski2024-moe": 64}
+
 
 class FittedRange(BaseModel):
     """The N and D ranges a law was fitted on; outside them the law extrapolates."""
@@ -110,6 +114,15 @@ class ParametricLaw(BaseModel):
     def is_moe_law(self) -> bool:
         """Whether the law was fitted on mixture-of-experts models (it has a granularity term)."""
         return self.granularity_coef is not None and self.granularity_exp is not None
+
+    @property
+    def moe_origin(self) -> str:
+        """What a MoE law was fitted on, for messages: "mixture-of-experts models (N counts every expert, 64×
+        expert expansion)"; the expansion only where the law's source states it (SHIPPED_MOE_EXPANSION)."""
+        expansion = SHIPPED_MOE_EXPANSION.get(self.name)
+        return "mixture-of-experts models (N counts every expert" + (
+            f", {expansion}× expert expansion)" if expansion else ")"
+        )
 
     def for_moe(self, total_params: float, active_params: float, granularity: float) -> ParametricLaw:
         """This law as a law in *active* parameters for one MoE architecture, so that C = 6·N_active·D holds.

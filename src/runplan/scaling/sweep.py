@@ -68,6 +68,12 @@ class Sweep(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @property
+    def models_per_budget(self) -> list[int]:
+        """Distinct proxy models each budget lists, largest budget first: fewer than ``sizes_per_budget`` where
+        neighbouring sizes fell on one generated shape (``_distinct_models``)."""
+        return [sum(r.budget_flops == c for r in self.runs) for c in self.budgets]
+
     main_flops: float = Field(description="Budget of the main run.")
     law: str = Field(description="Law used to centre the sizes.")
     param_count: str = Field(description="Which parameter count `params` is.")
@@ -397,12 +403,13 @@ def _distinct_models(
 ) -> tuple[list[tuple[float, float]], list[str]]:
     """Each budget's targets with one target per generated model, and cautions.
 
-    The architect builds the rung nearest each lattice target (up to 7.5% away), so on a narrow span neighbouring
-    targets share a model: the copies are dropped (they cost a full run each and add no point to the isoFLOP
-    curve). Fewer than 3 models in a budget is infeasible: Approach 2's parabola needs 3 sizes (Hoffmann et al.
-    2022 §3.2). Sizes that do not straddle the budget's compute-optimal N (Eq. 4) are named: `runplan fit` drops
-    a budget whose minimum lies outside its sizes.
+    The architect builds the rung nearest each lattice target (up to architect.TOLERANCE away), so on a narrow
+    span neighbouring targets share a model: the copies are dropped (they cost a full run each and add no point
+    to the isoFLOP curve). Fewer than 3 models in a budget is infeasible: Approach 2's parabola needs 3 sizes (Hoffmann et al.
+    2022 §3.2). Sizes that do not straddle the law's compute-optimal N at the budget (Eq. 4) are named: `runplan
+    fit` drops a budget whose fitted minimum lies outside its sizes, which is likely when the law's is.
     """
+    from runplan.architect import TOLERANCE
     from runplan.scaling.allocate import checked_compute_optimal
 
     kept: list[tuple[float, float]] = []
@@ -419,7 +426,7 @@ def _distinct_models(
                 f"budget {c_p:.3g} FLOPs: the {request.sizes} sizes over {request.span_decades:g} decades give "
                 f"{len(sizes)} distinct proxy model(s) ({', '.join(format_si(n) for n in sizes)}), and a "
                 "parabola needs 3",
-                suggestions=[f"{wider}: generated shapes sit up to 7.5% from each target size"],
+                suggestions=[f"{wider}: generated shapes sit up to {TOLERANCE:.1%} from each target size"],
             )
         if len(sizes) < request.sizes:
             notes.append(
@@ -430,8 +437,8 @@ def _distinct_models(
         if not sizes[0] < n_opt < sizes[-1]:
             notes.append(
                 f"budget {c_p:.3g} FLOPs: the proxy sizes {format_si(sizes[0])}..{format_si(sizes[-1])} do not "
-                f"straddle the law's compute-optimal N = {n_opt:.3g}, so `runplan fit` drops this budget "
-                f"(minimum outside the sampled sizes); {wider}"
+                f"straddle the law's compute-optimal N = {n_opt:.3g}, so `runplan fit` will likely drop this "
+                f"budget (its fitted minimum outside the sampled sizes); {wider}"
             )
     return kept, notes
 
@@ -552,7 +559,7 @@ def moe_law_for_dense_proxies(law: ParametricLaw) -> str:
     2024, Eq. 5), yet the proxies are dense, every parameter active in C = 6·N·D, and the granularity term g/G^γ
     is dropped (a dense shape has no G), as `runplan allocate` reads it without a MoE model."""
     return (
-        f"law '{law.name}' was fitted on mixture-of-experts models (N counts every expert, 64× expert expansion), "
+        f"law '{law.name}' was fitted on {law.moe_origin}, "
         "and these proxies are dense: their sizes are centred on it read as a dense law, every parameter active "
         "in C = 6·N·D and the granularity term left out; name a dense law to size dense proxies (a MoE plan's "
         "sweep takes the law in active parameters)"
