@@ -49,3 +49,10 @@ def test_a_malformed_size_is_one_line_at_its_key(tmp_path):
     assert res.exit_code == 2
     (line,) = [x for x in res.output.splitlines() if x.strip()]
     assert "measured.yaml:11: runs[0].peak_memory.gib: expected a byte size, got '1.2.3GB'" in line
+
+
+@pytest.mark.parametrize("written", ["70Gb", "70 gb", "70Gib"])
+def test_a_lower_case_b_is_bits_and_refused(written):
+    # 70Gb reads as gigabits by the SI/IEC convention; it was taken as 70 GB (the pattern ignored case)
+    with pytest.raises(ValueError, match=r"ends in b, bits"):
+        PeakMemory.model_validate({"gib": written})

@@ -92,7 +92,7 @@ FITTED_CONSTANTS: tuple[Constant, ...] = (
         "network_efficiency",
         0.2,
         1.0,
-        identified_by="runs with TP or EP inside a node beside runs without it",
+        identified_by="runs with TP inside a node beside runs without it (or, for MoE runs, EP inside a node)",
     ),
     Constant(
         "inter_node_network_efficiency",

@@ -74,7 +74,9 @@ class Measured(BaseModel):
 
 
 #: A size with a unit that ends in bytes ("70GiB", "75 GB", "71680MiB"); a prefix without the B ("80G") is not one.
-_SIZE_WITH_UNIT = re.compile(r"^\s*[\d.]+(?:e[+-]?\d+)?\s*[kmgtp]i?b\s*$", re.IGNORECASE)
+_SIZE_WITH_UNIT = re.compile(r"^\s*[\d.]+(?:[eE][+-]?\d+)?\s*[kmgtpKMGTP][iI]?B\s*$")
+#: ... and one that ends in a lower-case b, bits by the SI/IEC convention ("70Gb"): no memory logger writes it
+_SIZE_IN_BITS = re.compile(r"^\s*[\d.]+(?:[eE][+-]?\d+)?\s*[kmgtpKMGTP][iI]?b\s*$")
 _PREFIX_WITHOUT_BYTES = re.compile(r"^\s*[\d.]+(?:e[+-]?\d+)?\s*[kmgtp]i?\s*$", re.IGNORECASE)
 
 
@@ -86,6 +88,11 @@ def _gib(value: object) -> object:
             return parse_bytes(value) / 2**30
         except SpecError as error:  # a ValueError is what pydantic locates at runs[i].peak_memory.gib
             raise ValueError(f"{error.message} ({error.hint})") from None
+    if isinstance(value, str) and _SIZE_IN_BITS.match(value):
+        raise ValueError(
+            f"{value!r} ends in b, bits: write {value.strip()[:-1]}B (bytes, decimal) or a GiB figure as PyTorch "
+            "reports it"
+        )
     if isinstance(value, str) and _PREFIX_WITHOUT_BYTES.match(value):
         raise ValueError(
             f"{value!r} has no byte unit: write 80GiB (binary, as PyTorch reports it) or 80GB (decimal), or "
