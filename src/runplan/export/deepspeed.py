@@ -47,13 +47,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runplan.escape import file_slug
-from runplan.export._architecture import architecture
+from runplan.export._architecture import Architecture, architecture
 from runplan.export._common import (
     ASSUMED_OPTIMIZER,
     ASSUMED_OPTIMIZER_SOURCE,
     Facts,
     facts,
     fmt_bytes,
+    fmt_float,
     kept_checkpoints,
 )
 
@@ -222,7 +223,7 @@ def _refuse_pipeline_zero(f: Facts) -> None:
         )
 
 
-def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) -> None:
+def _parallel_warnings(f: Facts, arch: Architecture, config: dict[str, Any], warnings: list[str]) -> None:
     d = f.layout.dp
     if f.layout.tp > 1:
         warnings.append(_tensor_parallel_warning(f, config))
@@ -251,7 +252,7 @@ def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) ->
             "parallelism is set up in user code (sequence-parallel process groups)" + limit
         )
     if f.n_experts:
-        warnings.append(_expert_parallel_warning(f))
+        warnings.append(_expert_parallel_warning(f, arch))
     if f.layout.pp == 1 and (f.layout.tp > 1 or f.layout.cp > 1):
         warnings.append(
             f"batch identity: pass deepspeed.initialize an mpu whose data-parallel world size is d = {d} "
@@ -260,12 +261,14 @@ def _parallel_warnings(f: Facts, config: dict[str, Any], warnings: list[str]) ->
         )
 
 
-def _expert_parallel_warning(f: Facts) -> str:
+def _expert_parallel_warning(f: Facts, arch: Architecture) -> str:
     """How to build the plan's experts in DeepSpeed (any MoE plan: DeepSpeed builds no model). Its native layer
     ``deepspeed.moe.layer.MoE`` (v0.19.5 moe/layer.py) defaults to ``k=1``, ``drop_tokens=True`` at
-    ``capacity_factor=1.0`` (tokens over an expert's capacity are dropped; the plan is dropless, top-k) and
+    ``capacity_factor=1.0`` (tokens over an expert's capacity are dropped; the plan is dropless, top-k),
     ``enable_expert_tensor_parallelism=False`` (whole experts on every TP rank, where the plan splits them over
-    t, ETP = TP), so each is named. It asserts under ZeRO-3 (``runtime/engine.py``
+    t, ETP = TP) and ``top2_2nd_expert_sampling=True`` (at k = 2, Gumbel noise on the logits before the second
+    expert is picked, moe/sharded_moe.py ``top2gating`` @ edaa7221; the plan's top-2 is deterministic), so each
+    is named; then the balance loss (``_balance_loss``). It asserts under ZeRO-3 (``runtime/engine.py``
     ``_validate_zero3_moe_compatibility``: "Native DeepSpeed MoE is not supported with ZeRO Stage 3. Use AutoEP
     or choose ZeRO stage 1/2."; before v0.19.5 "MoE not supported with Stage 3"); AutoEP (ds_config
     ``expert_parallel``) runs under ZeRO-3 without AutoTP or sequence parallelism."""
@@ -274,15 +277,52 @@ def _expert_parallel_warning(f: Facts) -> str:
     layer = f"deepspeed.moe.layer.MoE(num_experts={f.n_experts}, ep_size={e}, k={f.top_k}, drop_tokens=False{etp})"
     if f.layout.zero < 3:
         split = f", experts whole on each of the {t} TP ranks" if t > 1 else ""
+        top2 = " (and top2_2nd_expert_sampling=False)" if f.top_k == 2 else ""
+        sampled = ", a Gumbel-sampled second expert" if f.top_k == 2 else ""
         return (
-            f"expert parallel: build the experts as {layer} in the model code; its defaults (k=1, drop_tokens=True "
-            f"at capacity_factor 1.0{split}) are not the plan's dropless top-{f.top_k} experts"
+            f"expert parallel: build the experts as {layer} in the model code{top2}; its defaults (k=1, drop_tokens=True "
+            f"at capacity_factor 1.0{split}{sampled}) are not the plan's dropless top-{f.top_k} experts; "
+            + _balance_loss(f, arch)
         )
     return (
         f"expert parallel: DeepSpeed's native MoE layer ({layer}) stops at start-up under ZeRO-3 ('Native "
         "DeepSpeed MoE is not supported with ZeRO Stage 3', runtime/engine.py); use AutoEP (ds_config "
         f"expert_parallel: enabled, autoep_size {e}; no AutoTP or sequence parallelism with ZeRO-3), or plan with "
         "parallel.zero: 1 or 2"
+    )
+
+
+_SCOPE_WORDS = {"sequence": "per sequence", "global_batch": "over the global batch"}
+
+
+def _balance_loss(f: Facts, arch: Architecture) -> str:
+    """The model's balance loss with DeepSpeed's MoE layer. ``MoE.forward`` returns (output, l_aux, exp_counts)
+    and the user adds l_aux to the loss (moe/layer.py @ edaa7221). l_aux is computed from the tokens the layer is
+    given, this rank's micro-batch (``MOELayer.forward``: ``input[0].reshape(-1, d_model)``), with no reduction over
+    ranks or micro-batches (moe/sharded_moe.py ``top1gating``: E·Σ me·ce; ``top2gating``: E²·mean(me·ce) with ce
+    the first choice's, ``mask1``, only; ``topkgating``: E²·mean(me·ce)/k over every choice). So a micro-batch
+    loss is l_aux × the model's coefficient; a per-sequence (DeepSeek-V3) or global-batch (Qwen3) loss is not
+    what it computes."""
+    coef = arch.router_aux_loss_coef
+    if coef is None:
+        return (
+            "balance loss: the model publishes no coefficient (router_aux_loss_coef): the l_aux each MoE layer "
+            "returns (MoE.forward's second output) counts only if the training script adds it to the loss, times a "
+            "coefficient it chooses"
+        )
+    if arch.router_aux_loss_scope in _SCOPE_WORDS:
+        return (
+            f"balance loss: the model's is {_SCOPE_WORDS[arch.router_aux_loss_scope]} (router_aux_loss_scope), "
+            "DeepSpeed's l_aux (MoE.forward's second output) each micro-batch's on its rank (moe/sharded_moe.py): "
+            f"compute the model's loss in the model code and add {fmt_float(coef)} x it to the loss"
+        )
+    first = (
+        " and, at k=2, each token's first choice only (moe/sharded_moe.py top2gating)" if f.top_k == 2 else ""
+    )
+    return (
+        f"balance loss: add {fmt_float(coef)} (router_aux_loss_coef) x the l_aux each MoE layer returns "
+        f"(MoE.forward's second output) to the loss; DeepSpeed's gate counts each micro-batch's tokens on its "
+        f"rank{first or ' (moe/sharded_moe.py)'}"
     )
 
 
@@ -513,7 +553,8 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
     overlap = _grad_reduce_overlap_warning(f, config)
     if overlap:
         warnings.append(overlap)
-    _parallel_warnings(f, config, warnings)
+    arch = architecture(plan)
+    _parallel_warnings(f, arch, config, warnings)
     if f.layout.zero == 3 and f.stack.fsdp_mixed_precision:
         bf16_shard = (
             f.gradients_bytes_per_gpu / 2
@@ -529,7 +570,6 @@ def export_deepspeed(plan: RunPlan) -> ExportResult:
             "overlap_param_gather: false) for its step time"
         )
     _user_code_warnings(f, warnings)
-    arch = architecture(plan)
     config["runplan"] = {
         "note": "written by runplan export; DeepSpeed ignores this key (docs/export.md)",
         "plan": f.name,

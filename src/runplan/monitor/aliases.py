@@ -20,7 +20,7 @@ Canonical names (SI units: seconds, tokens per second; fractions in [0, 1]):
 | `peak_memory_reserved_bytes` | peak memory the allocator reserved on the logged GPU, bytes | `memory` (torchtitan's line, `memory: 61.23GiB(64.46%)`: `reserved_bytes.all.peak` over the logging interval, GiB = 2^30), `memory/max_reserved(GiB)` |
 | `peak_memory_allocated_bytes` | peak memory allocated to tensors, bytes | `max allocated` of Megatron's `report_memory` line (MB = 2^20 bytes), `mem-max-allocated-bytes` (Megatron TensorBoard), `MaxMemAllocated` (DeepSpeed's timer line, GiB though printed "GB") |
 | `samples_per_second` | whole-job sequences per second | `samples/sec` (DeepSpeed pipeline engine: train_batch_size ÷ iter time), `CurrSamplesPerSec` (DeepSpeed timer: train_batch_size ÷ the step's time), `samples per second` (Megatron-DeepSpeed) |
-| `tflops_per_gpu` | TFLOP/s per GPU as the engine counts its FLOPs | `tflops` (torchtitan: its FLOPs per token × tps ÷ 1e12), `TFLOPs` (Megatron-DeepSpeed: its own count, with the recompute forward when activations are checkpointed) |
+| `tflops_per_gpu` | TFLOP/s per GPU as the engine counts its FLOPs | `tflops` (torchtitan: its FLOPs per token × tps ÷ 1e12), `TFLOPs` (Megatron-DeepSpeed: its own count, with the recompute forward when activations are checkpointed), `throughput per GPU (TFLOP/s/GPU)` (Megatron-LM `--log-throughput`: its own count per step ÷ (step time × 1e12 × world size), no recompute) |
 | `grad_norm_replica_<r>` | gradient norm of data-parallel replica r | `grad_norm_replica_<r>`, `grad_norm/replica_<r>`, `grad_norm_rank<r>`, `replica_<r>/grad_norm` |
 
 Prefixes dropped: `train/`, `training/`, `trainer/`, `metrics/`, and Megatron-DeepSpeed's TensorBoard groups
@@ -136,8 +136,11 @@ _add("peak_memory_reserved_bytes", ("peak_memory_reserved_bytes",))
 #: train_batch_size() ÷ iter time; ``CurrSamplesPerSec`` = train_batch_size() ÷ the step's elapsed time: the global
 #: batch, so whole-job sequences per second. Megatron-DeepSpeed's ``samples per second`` is the same.
 _add("samples_per_second", ("samples/sec", "CurrSamplesPerSec", "samples per second", "samples_per_second"))
-#: torchtitan ``tflops`` = num_flops_per_token × tps ÷ 1e12 (metrics.py @ 73a0e697), per GPU
-_add("tflops_per_gpu", ("tflops", "tflops_per_gpu"))
+#: torchtitan ``tflops`` = num_flops_per_token × tps ÷ 1e12 (metrics.py @ 73a0e697), per GPU. Megatron-LM
+#: ``throughput per GPU (TFLOP/s/GPU)`` (megatron/training/training.py ``training_log`` @ d98e8a64, with
+#: --log-throughput) = num_floating_point_operations(args, batch) ÷ (elapsed time per iteration × 10^12 × world
+#: size): model FLOPs by Megatron's own count (monitor/engine_flops.py), per GPU, per second
+_add("tflops_per_gpu", ("tflops", "tflops_per_gpu", "throughput per GPU (TFLOP/s/GPU)"))
 _add("global_batch", ("global batch size", "global_batch_size"))
 #: "actual seqlen": Megatron-DeepSpeed training_log (commit 4efb479d), the sequence length of the step
 _add("seq_len", ("actual seqlen", "seq_len", "seq_length"))

@@ -128,9 +128,11 @@ def event_block(headers: Sequence[str], row: Sequence[str], width: int) -> list[
 
 def vs_plan_text(vs: dict[str, Any]) -> str:
     """The comparison with the plan: one line of speed, then a line each for peak memory and for the engine's own
-    MFU against the plan's, where the log has them (their notes)."""
+    MFU (or Megatron's TFLOP/s per GPU) against the plan's, where the log has them (their notes)."""
     extra = "".join(
-        f"\n{vs['notes'][key]}" for key in ("peak_memory", "logged_mfu") if key in vs.get("notes", {})
+        f"\n{vs['notes'][key]}"
+        for key in ("peak_memory", "logged_mfu", "logged_tflops_per_gpu")
+        if key in vs.get("notes", {})
     )
     if vs["step_seconds"] is None:
         return "vs plan: " + vs["notes"].get("step_seconds", "nothing to compare") + extra

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from runplan.monitor.aliases import normalise
+from runplan.monitor.engine_flops import megatron_flops_per_token
 from runplan.monitor.series import MetricLog
 
 if TYPE_CHECKING:
@@ -87,6 +89,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "peak_memory_kind": None,
         "planned_memory_bytes": None,
         "logged_mfu": None,
+        "logged_tflops_per_gpu": None,
         "notes": {},
         "warnings": [],
     }
@@ -124,6 +127,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "included; restart downtime is not in the log)",
         **memory_note,
         **_own_mfu(log, plan, out, gpus),
+        **_megatron_flops(log, plan, out, gpus, tokens_per_step),
     }
     out["warnings"] += _batch_mismatch(logged, stage) + _seq_mismatch(log, sequence_tokens)
     out["warnings"] += _mismatch(best.mfu * ratio, ratio)
@@ -334,4 +338,50 @@ def _own_mfu(log: MetricLog, plan: RunPlan, out: dict[str, Any], gpus: int) -> d
         f"{plan_flops:.4g} (×{flops / plan_flops:.3f}), at a {peak / 1e12:.0f} TFLOP/s peak (tflops ÷ mfu) against "
         f"{plan_peak / 1e12:.0f} TFLOP/s (×{plan_peak / peak:.3f}); the tokens/s each reads ×{rest:.3f} (its "
         "interval's mean per GPU against the median step time here)"
+    }
+
+
+#: Megatron-LM's per-GPU TFLOP/s as written (megatron/training/training.py ``training_log`` @ d98e8a64)
+MEGATRON_TFLOPS = "throughput per GPU (TFLOP/s/GPU)"
+
+
+def _megatron_flops(
+    log: MetricLog, plan: RunPlan, out: dict[str, Any], gpus: int, tokens_per_step: float
+) -> dict[str, str]:
+    """Megatron-LM's own TFLOP/s per GPU beside the plan's count at the measured speed, with the gap explained.
+    Megatron prints throughput = its FLOPs per step ÷ (elapsed time per iteration × 10^12 × world size), both from
+    the same interval, so TFLOP/s/GPU × step time × 10^12 × GPUs (the plan's) ÷ tokens per step is its FLOPs per
+    token, exact up to the printed rounding. That is set against the plan's (PaLM, docs/parallel.md) and against
+    Megatron's formula on the plan's shape (engine_flops.py: causal attention at half, no norms, biases or router,
+    no recompute); what is left is a padded vocabulary, or another model, sequence length or GPU count. Medians
+    over the last 1,000 steps at the last logged batch, as the step time. Sets ``logged_tflops_per_gpu``."""
+    as_written = log.source_names.get("tflops_per_gpu", "")
+    if normalise(as_written) != normalise(MEGATRON_TFLOPS) or out["tokens_per_second"] is None:
+        return {}
+    if not log.has("step_seconds"):
+        return {}
+    tflops, seconds = log.values["tflops_per_gpu"], log.values["step_seconds"]
+    both = np.isfinite(tflops) & np.isfinite(seconds) & (tflops > 0) & (seconds > 0)
+    if not both.any():
+        return {}
+    keep = _recent(log, log.steps[both], int(log.steps[-1]))
+    keep = keep if keep.any() else np.ones_like(keep)
+    own = float(np.median(tflops[both][keep]))
+    out["logged_tflops_per_gpu"] = own
+    flops = float(np.median((tflops * seconds)[both][keep])) * 1e12 * gpus / tokens_per_step
+    plan_flops = float(plan.model.flops_per_token)
+    seq_len = round(
+        plan.schedule.batch_stages[-1].global_batch_tokens
+        / plan.schedule.batch_stages[-1].global_batch_sequences
+    )
+    formula = megatron_flops_per_token(plan.model.shape, seq_len)
+    plan_tflops = plan_flops * out["tokens_per_second"] / gpus / 1e12
+    return {
+        "logged_tflops_per_gpu": f"Megatron's own {own:.1f} TFLOP/s per GPU against {plan_tflops:.1f} by the "
+        f"plan's count ({plan_flops:.4g} FLOPs per token × {out['tokens_per_second']:,.0f} tokens/s ÷ {gpus:,} "
+        f"GPUs): it counts {flops:.4g} FLOPs per token (TFLOP/s/GPU × step time × {gpus:,} GPUs ÷ "
+        f"{tokens_per_step:,.0f} tokens) against the plan's {plan_flops:.4g} (×{flops / plan_flops:.3f}); "
+        f"{formula:.4g} by Megatron's formula on the plan's shape (×{formula / plan_flops:.3f}: causal attention "
+        f"at half, no norms, biases or router, no recompute), the rest ×{flops / formula:.3f} (a padded "
+        "vocabulary; more: another model, sequence length or GPU count)"
     }
