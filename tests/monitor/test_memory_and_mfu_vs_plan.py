@@ -287,3 +287,26 @@ def test_deepspeed_timer_line_of_every_rank_is_one_record(tmp_path):
     assert log.steps.tolist() == list(range(1, 41))
     assert log.values["peak_memory_allocated_bytes"][0] == pytest.approx(41.0 * GIB)
     assert log.values["samples_per_second"][0] == pytest.approx(146.2)
+
+
+def test_a_resumed_deepspeed_runs_timer_lines_take_the_engines_steps(tmp_path):
+    # resumed at step 1,000: the engine prints step=1001.., its ThroughputTimer counts this process's steps from
+    # 1 (timer.py global_step_count is never loaded from the checkpoint); read at the timer's own count they were
+    # 50 restarts and the engine's rows an "abandoned attempt"
+    lines = []
+    for step in range(1001, 1051):
+        lines += [ds_progress(step, 3e-4), ds_timer(step - 1000, 146.2, 40.5 if step != 1020 else 41.25)]
+    path = tmp_path / "ds_resumed.log"
+    path.write_text("\n".join(lines) + "\n")
+    log = read_logs([path])
+    assert log.steps.tolist() == list(range(1001, 1051))
+    assert not log.restarts
+    assert log.values["samples_per_second"][0] == pytest.approx(146.2)
+    assert log.values["peak_memory_allocated_bytes"][19] == pytest.approx(41.25 * GIB)
+
+
+def test_timer_lines_alone_keep_their_own_count(tmp_path):
+    # (a log grepped down to the timer's lines is not recognised on its own: named with --format)
+    path = tmp_path / "timer_only.log"
+    path.write_text("\n".join(ds_timer(step, 146.2, 40.5) for step in range(1, 31)) + "\n")
+    assert read_logs([path], "deepspeed").steps.tolist() == list(range(1, 31))

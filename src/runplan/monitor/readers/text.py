@@ -340,9 +340,11 @@ def read_deepspeed(lines: list[str], where: str = "the log") -> Rows:
     step as rows with different metrics (one record); the timer's join them (:func:`_ds_timer`)."""
     out = _Collector()
     timed: list[tuple[int, dict[str, float]]] = []  # the last timer line's step and the record holding it
+    engine_step: int | None = None  # the step of the engine's last own line (progress or pipeline)
     for line in lines:
         pipe = DS_PIPE.search(line)
         if pipe:
+            engine_step = int(pipe.group(1))
             fields = [("loss", pipe.group(2)), ("iter time (s)", pipe.group(3))]
             samples = DS_SAMPLES.search(line, pipe.end())
             step = int(pipe.group(1))
@@ -352,21 +354,28 @@ def read_deepspeed(lines: list[str], where: str = "the log") -> Rows:
             continue
         timer = DS_TIMER.search(line)
         if timer:
-            _ds_timer(out, timed, int(timer.group(1)), timer.group(2), timer.group(3))
+            # ThroughputTimer counts the steps of this process from 0 (timer.py global_step_count, never loaded
+            # from a checkpoint), the engine its global step (restored on resume): engine.step prints its
+            # progress line, then the timer's, for the same step (engine.py _take_model_step, then
+            # tput_timer.stop @ edaa7221), so the engine's last step is the timer line's; its own count stands
+            # only in a log without the engine's lines
+            step = int(timer.group(1)) if engine_step is None else engine_step
+            _ds_timer(out, timed, step, timer.group(2), timer.group(3))
             continue
         progress = DS_PROGRESS.search(line)
         if progress:
-            out.add(int(progress.group(1)), [("lr", progress.group(2))])
+            engine_step = int(progress.group(1))
+            out.add(engine_step, [("lr", progress.group(2))])
     return out.rows(where)
 
 
 def _ds_timer(
     out: _Collector, timed: list[tuple[int, dict[str, float]]], step: int, samples: str, max_gib: str
 ) -> None:
-    """The timer line's whole-job samples/s and peak allocated memory. ``ThroughputTimer`` logs through
-    ``logger.info`` on every rank (timer.py @ 38327e07, ``logging_fn`` None), so a launcher's merged output holds it
-    once per rank at each step: a line at the step of the last timer line is another rank's, into the same record
-    (its largest memory kept, the most loaded rank; the first samples/s). Else it joins the last row when that is
+    """The timer line's whole-job samples/s and peak allocated memory. The engine asks the timer to report on
+    global rank 0 only (engine.py ``step``: ``report_speed=report_progress`` @ edaa7221), so its memory is rank 0's;
+    a second line at the step of the last timer line (two launches' logs merged) joins the same record (its
+    largest memory kept; the first samples/s). Else it joins the last row when that is
     at its step (the engine's progress line: one record, and the goodput counts an abandoned attempt's rows), else
     it is a row of its own."""
     fields = [("CurrSamplesPerSec", samples), ("MaxMemAllocated (GiB)", max_gib)]
