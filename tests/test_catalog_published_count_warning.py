@@ -207,7 +207,7 @@ def test_a_later_file_that_corrects_the_entry_takes_the_warning_away(tmp_path):
 
 
 def test_parallelize_of_a_plan_file_says_it_too(tmp_path):
-    path, _ = _catalog(tmp_path, tied="true")
+    _catalog(tmp_path, tied="true")
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(
         "schema_version: 1\ncatalog: [mine.yaml]\nmodel: my-8b\nbudget: {tokens: 100B}\n"

@@ -319,10 +319,14 @@ def test_a_checkpoint_folder_reads_its_config_json(tmp_path):
 
 
 def test_an_unread_family_says_what_the_shape_lacks():
-    # google/gemma-2-9b: 9,241,705,984 parameters; the shape counts 42·2·3584 = 301,056 fewer (no post-norms)
-    gemma2 = {"model_type": "gemma2", "hidden_size": 3584, "head_dim": 256, "num_attention_heads": 16}
-    with pytest.raises(SpecError, match="'gemma2' is not read: its GeGLU MLP and the two extra norms"):
-        shape_from_config(gemma2)
+    # Qwen2-MoE's shared expert has its own width and a sigmoid gate; Gemma 3's multimodal wrapper nests the text
+    # tower under text_config: both refused with the reason
+    with pytest.raises(SpecError, match="'qwen2_moe' is not read: its shared expert has a size of its own"):
+        shape_from_config({"model_type": "qwen2_moe"})
+    with pytest.raises(
+        SpecError, match="'gemma3' is not read: it is the multimodal wrapper; plan its text tower"
+    ):
+        shape_from_config({"model_type": "gemma3"})
 
 
 def test_qwen3_dense_counts_its_qk_norms():

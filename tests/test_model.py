@@ -217,12 +217,14 @@ def test_mla_fields_under_gqa_are_refused_not_ignored(extra):
     )  # = head_dim: the same model
 
 
-def test_gemma_2_counts_two_norms_per_layer_short():
+def test_gemma_2_post_norms_close_the_two_norms_per_layer_gap():
     """Gemma 2 9B (google/gemma-2-9b config.json; 9,241,705,984 in the Hub's safetensors metadata) has four
-    RMSNorms per layer (pre and post attention and MLP); ModelShape has two, so a tied SwiGLU-sized shape is
-    exactly L·2·h short, what docs/catalog.md says, and the config reader refuses gemma2."""
-    shape = ModelShape(
-        n_layers=42, d_model=3584, n_heads=16, n_kv_heads=8, head_dim=256, ffn_hidden=14336, mlp="swiglu",
+    RMSNorms per layer (pre and post attention and MLP): without post_norms a tied shape of SwiGLU's (= GeGLU's)
+    size is exactly L·2·h short; with them it is exact."""
+    fields = dict(
+        n_layers=42, d_model=3584, n_heads=16, n_kv_heads=8, head_dim=256, ffn_hidden=14336, mlp="geglu",
         vocab_size=256000, tied_embeddings=True, norm="rmsnorm",
     )  # fmt: skip
-    assert 9_241_705_984 - shape.total_params == 42 * 2 * 3584 == 301_056
+    assert 9_241_705_984 - ModelShape(**fields).total_params == 42 * 2 * 3584 == 301_056
+    assert ModelShape(**fields, post_norms=True).total_params == 9_241_705_984
+    assert ModelShape(**fields).total_params == ModelShape(**fields | {"mlp": "swiglu"}).total_params

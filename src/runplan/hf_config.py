@@ -2,7 +2,10 @@
 
 The keys are the ones the transformers configuration classes define for each ``model_type``: LlamaConfig,
 MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV2Config/DeepseekV3Config
-(the ``configuration_deepseek.py`` shipped with DeepSeek's checkpoints) and GPTNeoXConfig. A key a config
+(the ``configuration_deepseek.py`` shipped with DeepSeek's checkpoints), GPTNeoXConfig and GemmaConfig,
+Gemma2Config, Gemma3TextConfig (:func:`_gemma`: GeGLU, post-norms, sliding windows; every key of theirs is read
+or ignored by name, :data:`_GEMMA_IGNORED`). Mistral's and Mixtral's ``sliding_window`` is read; Qwen's is used
+only with ``use_sliding_window``, which is refused. A key a config
 leaves out takes that class's default (``num_key_value_heads`` = ``num_attention_heads``, ``head_dim`` =
 ``hidden_size / num_attention_heads``; ``rope_theta`` 1e4, Mixtral's 1e6). RoPE is read from ``rope_theta`` and
 ``rope_scaling``, or from the one ``rope_parameters`` object transformers v5 writes. The router's top-k
@@ -29,7 +32,8 @@ LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3")
 MOE_LIKE = ("mixtral", "qwen3_moe")
 DEEPSEEK = ("deepseek_v2", "deepseek_v3")
 NEOX = ("gpt_neox",)
-MODEL_TYPES = (*LLAMA_LIKE, *MOE_LIKE, *DEEPSEEK, *NEOX)
+GEMMA = ("gemma", "gemma2", "gemma3_text")
+MODEL_TYPES = (*LLAMA_LIKE, *MOE_LIKE, *DEEPSEEK, *NEOX, *GEMMA)
 #: A config.json is a few kB; anything far larger is not one.
 MAX_CONFIG_BYTES = 1_000_000
 
@@ -118,9 +122,7 @@ def shape_from_config(
 
 #: Why a well-known family is not read (what ModelShape lacks), after "model_type ... is not read".
 _NOT_READ_BECAUSE = {
-    "gemma": ": its GeGLU MLP is neither 'gelu' nor 'swiglu' (the same three matrices as SwiGLU)",
-    "gemma2": ": its GeGLU MLP and the two extra norms per layer (after attention and MLP) are not modelled",
-    "gemma3_text": ": its GeGLU MLP and the two extra norms per layer are not modelled",
+    "gemma3": ": it is the multimodal wrapper; plan its text tower (text_config as a gemma3_text config.json)",
     "qwen2_moe": ": its shared expert has a size of its own and a gate (shared_expert_intermediate_size)",
 }
 
@@ -251,7 +253,7 @@ def _common(kind: str, c: dict[str, Any]) -> dict[str, Any]:
             f"hidden_size {hidden} does not split evenly over num_attention_heads {heads} and head_dim is not "
             "given; give head_dim, or check the two numbers"
         )
-    theta, scaling = _rope(kind, c)
+    theta, scaling = _gemma_rope(c) if kind == "gemma3_text" else _rope(kind, c)
     eps_key = "layer_norm_eps" if kind in NEOX else "rms_norm_eps"
     return {
         "n_layers": _int(c, "num_hidden_layers"),
@@ -287,8 +289,9 @@ def _rope(kind: str, c: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
     return (_DEFAULT_ROPE_THETA.get(kind, 1e4) if base is None else base), _rope_scaling(scaling, key)
 
 
-def _rope_scaling(scaling: Any, key: str = "rope_scaling") -> dict[str, Any] | None:
-    """Llama 3.1's ``llama3`` and DeepSeek's ``yarn`` scaling as RopeScaling; any other kind is refused."""
+def _rope_scaling(scaling: Any, key: str = "rope_scaling", *, linear: bool = False) -> dict[str, Any] | None:
+    """Llama 3.1's ``llama3`` and DeepSeek's ``yarn`` scaling as RopeScaling (with ``linear``, Gemma 3's
+    ``linear`` too); any other kind is refused."""
     if not scaling:
         return None
     if not isinstance(scaling, dict):
@@ -296,8 +299,10 @@ def _rope_scaling(scaling: Any, key: str = "rope_scaling") -> dict[str, Any] | N
             f'{key} must be an object such as {{"rope_type": "llama3", ...}} or null, got {scaling!r}'
         )
     kind = scaling.get("rope_type") or scaling.get("type")
-    if kind == "default" or (kind is None and key == "rope_parameters"):
+    if kind == "default" or (kind is None and key.startswith("rope_parameters")):
         return None
+    if kind == "linear" and linear:
+        return {"type": "linear", "factor": _positive_or_none(scaling.get("factor"), f"{key}.factor") or 1.0}
     if kind not in ("llama3", "yarn"):
         raise _NotModelled(
             f"{key} type {kind!r} is not modelled (llama3 and yarn are)",
@@ -318,11 +323,13 @@ def _rope_scaling(scaling: Any, key: str = "rope_scaling") -> dict[str, Any] | N
 
 
 def _family(kind: str, c: dict[str, Any]) -> dict[str, Any]:
+    if kind in GEMMA:
+        return _gemma(kind, c)
     if kind in NEOX:  # Pythia / GPT-NeoX-20B: GeLU MLP, LayerNorm, biases everywhere, untied head
         if not _flag(c, "attention_bias", True):
             raise _NotModelled("attention_bias false (no attention biases beside the MLP's) is not modelled")
         return {"mlp": "gelu", "norm": "layernorm", "linear_bias": True}
-    swiglu = {"mlp": "swiglu", "norm": "rmsnorm"}
+    swiglu = {"mlp": "swiglu", "norm": "rmsnorm"} | _mistral_window(kind, c)
     if kind in LLAMA_LIKE:
         return swiglu | _llama_biases(kind, c) | {"qk_norm": kind == "qwen3"}
     if kind in ("qwen3_moe", *DEEPSEEK):
@@ -433,3 +440,140 @@ def _deepseek(kind: str, c: dict[str, Any]) -> dict[str, Any]:
         "router_groups": _int_or(c, "n_group", 0, minimum=0) if grouped else 0,
         "router_group_topk": _int_or(c, "topk_group", 0, minimum=0) if grouped else 0,
     }
+
+
+def _mistral_window(kind: str, c: dict[str, Any]) -> dict[str, Any]:
+    """Mistral's and Mixtral's ``sliding_window`` (MistralAttention, MixtralAttention: every layer; null = none;
+    Mistral 7B v0.1: 4,096, Jiang et al. 2023, arXiv 2310.06825 §2). Qwen2/Qwen3 use theirs only with
+    ``use_sliding_window`` and from ``max_window_layers`` on, a split the shape does not express: refused."""
+    if kind in ("mistral", "mixtral"):
+        return {"sliding_window": _int_or(c, "sliding_window", 0, minimum=0)}
+    if kind in ("qwen2", "qwen3", "qwen3_moe") and _flag(c, "use_sliding_window"):
+        raise _NotModelled("use_sliding_window true (a window on the layers from max_window_layers on)")
+    return {}
+
+
+#: Keys of GemmaConfig, Gemma2Config and Gemma3TextConfig (transformers configuration_gemma*.py) that change no
+#: parameter count and no FLOP count runplan makes, each with why; any key neither read nor here is refused, so
+#: a new Gemma feature is never silently dropped.
+_GEMMA_IGNORED = {
+    **dict.fromkeys(
+        ("architectures", "_name_or_path", "model_type", "transformers_version", "torch_dtype", "dtype"),
+        "bookkeeping",
+    ),
+    **dict.fromkeys(
+        ("bos_token_id", "eos_token_id", "pad_token_id", "use_cache", "cache_implementation"), "inference"
+    ),
+    "max_position_embeddings": "RoPE has no position table: the trained context is the plan's seq_len",
+    "attention_dropout": "the plan's stack sets dropout (stack.attention_dropout)",
+    "hidden_act": "the GeGLU gate (checked: a GeLU)",
+    "hidden_activation": "the GeGLU gate (checked: a GeLU)",
+    "query_pre_attn_scalar": "a scalar on the scores (Gemma 2 §2.2): no parameters, no matrix products",
+    "attn_logit_softcapping": "tanh soft-capping of the scores (Gemma 2 §2.2): elementwise, inside the kernel",
+    "final_logit_softcapping": "tanh soft-capping of the logits (Gemma 2 §2.2): elementwise",
+    "sliding_window_size": "an older copy of sliding_window",
+    "rope_local_base_freq": "read as rope_local_theta",
+    "sliding_window_pattern": "read as global_every",
+    "_sliding_window_pattern": "read as global_every",
+    "layer_types": "read as global_every",
+    "use_bidirectional_attention": "checked: false (causal attention)",
+}
+#: What _common and _gemma read from a Gemma config.json.
+_GEMMA_READ = (
+    *("num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim"),
+    *(
+        "intermediate_size",
+        "vocab_size",
+        "tie_word_embeddings",
+        "rope_theta",
+        "rope_scaling",
+        "rope_parameters",
+    ),
+    *("rms_norm_eps", "initializer_range", "attention_bias", "sliding_window"),
+)
+#: GeLU names transformers' ACT2FN maps a Gemma gate to (GemmaMLP uses the tanh approximation for "gelu" too).
+_GELU_NAMES = (None, "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "gelu_python")
+
+
+def _gemma(kind: str, c: dict[str, Any]) -> dict[str, Any]:
+    """Gemma (Gemma Team 2024, arXiv 2403.08295 §2), Gemma 2 (arXiv 2408.00118 §2.2) and Gemma 3's text tower (Gemma
+    3 technical report, arXiv 2503.19786 §2): a GeGLU MLP (GemmaMLP: act(gate)·up, down), RMSNorm, tied
+    embeddings by default (Gemma*Config tie_word_embeddings=True); Gemma 2/3 add post_attention_layernorm and
+    post_feedforward_layernorm and sliding windows (Gemma 2: every other layer, from the first; Gemma 3: five of
+    six), Gemma 3 q/k RMSNorms of head_dim (Gemma3Attention q_norm, k_norm)."""
+    unknown = sorted(set(c) - set(_GEMMA_READ) - set(_GEMMA_IGNORED))
+    if unknown:
+        raise _NotModelled(
+            f"key {unknown[0]!r} is neither read nor known to change no count for {kind}",
+            hint=f"plan a copy of the file without {unknown[0]!r} if it changes no weight, or give the shape",
+        )
+    if _flag(c, "attention_bias"):
+        raise _NotModelled(f"attention_bias true is not modelled for {kind}")
+    if _flag(c, "use_bidirectional_attention"):
+        raise _NotModelled("use_bidirectional_attention true (not a causal decoder) is not modelled")
+    act = c.get("hidden_activation") or c.get("hidden_act")
+    if act not in _GELU_NAMES:
+        raise _NotModelled(f"hidden_activation {act!r} is not a GeLU: the MLP is not GeGLU")
+    shape: dict[str, Any] = {
+        "mlp": "geglu",
+        "norm": "rmsnorm",
+        "n_kv_heads": _int(c, "num_key_value_heads"),  # GemmaConfig's defaults are 7B's, not MHA's
+        "head_dim": _int_or(c, "head_dim", 256),  # Gemma*Config default 256
+        "tied_embeddings": _flag(c, "tie_word_embeddings", True),
+        "post_norms": kind != "gemma",
+        "qk_norm": kind == "gemma3_text",
+    }
+    if kind == "gemma":
+        return shape
+    if kind == "gemma3_text":
+        shape["rope_local_theta"] = _gemma_local_theta(c)
+    return shape | _gemma_layers(kind, c)
+
+
+def _gemma_layers(kind: str, c: dict[str, Any]) -> dict[str, Any]:
+    """The window and which layers attend globally: ``layer_types`` when given (transformers >= 4.53), else
+    Gemma2Config's alternation (Gemma2DecoderLayer: layer_idx % 2 == 0 slides) or Gemma3TextConfig's
+    ``sliding_window_pattern`` (default 6: (layer_idx + 1) % 6 != 0 slides). Layers k, 2k, ... (from 1) global is
+    the one pattern the shape holds (Megatron-core is_layer_window_attention's integer form)."""
+    layers = _int(c, "num_hidden_layers")
+    window = _int_or(c, "sliding_window", 4096)  # Gemma2Config's and Gemma3TextConfig's default
+    types = c.get("layer_types")
+    if types is None:
+        pattern = c.get("sliding_window_pattern", c.get("_sliding_window_pattern"))
+        every = (
+            2 if kind == "gemma2" else (6 if pattern is None else _whole(pattern, "sliding_window_pattern"))
+        )
+        types = ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers:
+        raise ValueError(f"layer_types must be a list of num_hidden_layers ({layers}) names, got {types!r}")
+    full = [i for i, name in enumerate(types) if name == "full_attention"]
+    if set(types) - {"full_attention", "sliding_attention"}:
+        raise _NotModelled(
+            f"layer_types other than full_attention and sliding_attention: {sorted(set(types))}"
+        )
+    if len(full) == layers:
+        return {"sliding_window": 0}
+    every = full[0] + 1 if full else 0
+    if full and full != list(range(every - 1, layers, every)):
+        raise _NotModelled("layer_types with global layers other than every k-th (layers k, 2k, ... from 1)")
+    return {"sliding_window": window, "global_every": every}
+
+
+def _gemma_rope(c: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
+    """Gemma 3's two RoPE bases (global layers ``rope_theta`` with ``rope_scaling``, window layers
+    ``rope_local_base_freq``; Gemma 3 report §2.2), or transformers v5's ``rope_parameters`` per layer type."""
+    params = c.get("rope_parameters")
+    if isinstance(params, dict) and "full_attention" in params:
+        full = params["full_attention"] or {}
+        theta = _positive_or_none(full.get("rope_theta"), "rope_parameters.full_attention.rope_theta")
+        return theta or 1e6, _rope_scaling(full, "rope_parameters.full_attention", linear=True)
+    base = _positive_or_none(c.get("rope_theta"), "rope_theta")
+    return base or 1e6, _rope_scaling(c.get("rope_scaling"), linear=True)
+
+
+def _gemma_local_theta(c: dict[str, Any]) -> float | None:
+    params = c.get("rope_parameters")
+    if isinstance(params, dict) and "sliding_attention" in params:
+        local = params["sliding_attention"] or {}
+        return _positive_or_none(local.get("rope_theta"), "rope_parameters.sliding_attention.rope_theta")
+    return _positive_or_none(c.get("rope_local_base_freq"), "rope_local_base_freq") or 1e4

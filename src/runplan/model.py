@@ -12,7 +12,15 @@ F FFN size, V vocabulary, s sequence, E routed experts):
 * **Model FLOPs per token** (PaLM, Chowdhery et al. 2022, App. B): 6 × (parameters a token multiplies:
   active non-embedding weights plus the V·h output projection, tied or not) + 6·L·s·a·(d_qk + d_v) for the
   attention score and value products (PaLM's 12·L·H·Q·T when d_qk = d_v). Like PaLM, the causal mask is not
-  discounted by default; Megatron-LM's logged count halves the s² term (``causal=True``).
+  discounted by default; Megatron-LM's logged count halves the s² term (``causal=True``). With sliding-window
+  attention (Mistral 7B, Jiang et al. 2023, arXiv 2310.06825 §2; Gemma 2, arXiv 2408.00118 §2.2; Gemma 3 tech
+  report §2.2) a query at position i (1-based) of a window-w layer attends to min(i, w) keys, so the s of that
+  layer becomes its effective context (:meth:`ModelShape.effective_context`): twice the mean causal key count,
+  s where w ≥ s (byte-identical to PaLM's count) and 2w − w²/s where w < s.
+* GeGLU (Shazeer 2020, arXiv 2002.05202 §2: GeLU(xW)·xV, Gemma's ``gelu_pytorch_tanh`` gate) has SwiGLU's three
+  matrices; Gemma 2/3's extra RMSNorms after attention and after the MLP (``post_norms``, transformers
+  modeling_gemma2.py/modeling_gemma3.py ``post_attention_layernorm``, ``post_feedforward_layernorm``) add 2·h per
+  layer.
 * Architecture fields that change no count (RoPE θ and scaling, norm ε, init std, the MoE router) are carried
   for the exports (runplan.export), so an engine rebuilds the model that was planned; ``None`` means "not
   published" (or no RoPE), and the catalog's ``source`` names the config.json or paper each value comes from.
@@ -36,15 +44,24 @@ class RopeScaling(BaseModel):
     ``llama3``: Llama 3.1's band-wise scaling (Llama Team 2024, arXiv 2407.21783; HF ``rope_type: llama3``):
     wavelengths above original/low_freq_factor divided by ``factor``, below original/high_freq_factor kept,
     interpolated between. ``yarn``: YaRN (Peng et al. 2023, arXiv 2309.00071) with ``beta_fast``/``beta_slow``
-    and the attention temperature ``mscale``/``mscale_all_dim`` (DeepSeek-V2/V3).
+    and the attention temperature ``mscale``/``mscale_all_dim`` (DeepSeek-V2/V3). ``linear``: position
+    interpolation (Chen et al. 2023, arXiv 2306.15595), every position divided by ``factor`` (Gemma 3 4B-27B's
+    global layers, config.json ``rope_scaling: {"rope_type": "linear", "factor": 8.0}``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    type: Literal["llama3", "yarn"] = Field(description="Scaling method (config.json rope_type).")
+    @model_validator(mode="after")
+    def _original_length(self) -> RopeScaling:
+        if self.type != "linear" and self.original_max_position_embeddings is None:
+            raise ValueError(f"rope_scaling type {self.type} needs original_max_position_embeddings")
+        return self
+
+    type: Literal["llama3", "yarn", "linear"] = Field(description="Scaling method (config.json rope_type).")
     factor: float = Field(gt=0, description="Context extension factor.")
-    original_max_position_embeddings: PositiveCount = Field(
-        description="Context length the RoPE frequencies were trained for before scaling."
+    original_max_position_embeddings: PositiveCount | None = Field(
+        None,
+        description="Context length the RoPE frequencies were trained for before scaling (llama3, yarn).",
     )
     low_freq_factor: float | None = Field(None, gt=0, description="llama3: low-frequency band factor.")
     high_freq_factor: float | None = Field(None, gt=0, description="llama3: high-frequency band factor.")
@@ -52,6 +69,15 @@ class RopeScaling(BaseModel):
     beta_slow: float | None = Field(None, gt=0, description="yarn: slow correction bound.")
     mscale: float | None = Field(None, ge=0, description="yarn: attention temperature scale.")
     mscale_all_dim: float | None = Field(None, ge=0, description="yarn: temperature scale on all dims.")
+
+
+def window_context(seq_len: int, window: int) -> float:
+    """The s a layer with a causal sliding window of ``window`` keys enters the attention count with (module doc):
+    twice the mean over positions i = 1..s of the min(i, w) keys a query sees, in the continuous limit (the
+    convention that gives full causal attention s, PaLM App. B): s for w ≥ s or no window, 2w − w²/s for w < s."""
+    if not window or window >= seq_len:
+        return float(seq_len)
+    return 2.0 * window - window * window / seq_len
 
 
 #: Deepest model accepted: 10x DeepNet's 1,000-layer transformer (Wang et al. 2022, arXiv 2203.00555), the
@@ -77,8 +103,9 @@ class ModelShape(BaseModel):
     ffn_hidden: PositiveCount = Field(
         description="Dense MLP inner size F (GeLU: usually 4h; SwiGLU: about 8h/3)."
     )
-    mlp: Literal["gelu", "swiglu"] = Field(
-        description="MLP kind: 'gelu' (2 matrices) or 'swiglu' (3 matrices)."
+    mlp: Literal["gelu", "swiglu", "geglu"] = Field(
+        description="MLP kind: 'gelu' (2 matrices), 'swiglu' (3 matrices, SiLU gate) or 'geglu' (3 matrices, "
+        "GeLU gate: Gemma)."
     )
     vocab_size: PositiveCount = Field(description="Vocabulary size V (padded size as trained).")
     tied_embeddings: bool = Field(description="Output head shares the token-embedding matrix.")
@@ -87,7 +114,22 @@ class ModelShape(BaseModel):
     )
     linear_bias: bool = Field(False, description="Every linear layer has a bias (GPT-2/3 style).")
     qkv_bias: bool = Field(False, description="Only the q, k, v projections have biases (Qwen2 style).")
-    qk_norm: bool = Field(False, description="RMSNorm on queries and keys per head (Qwen3, OLMo 2).")
+    qk_norm: bool = Field(False, description="RMSNorm on queries and keys per head (Qwen3, OLMo 2, Gemma 3).")
+    post_norms: bool = Field(
+        False,
+        description="A norm after attention and after the MLP too, before each residual add (Gemma 2/3: four per "
+        "layer).",
+    )
+    sliding_window: NonNegativeCount = Field(
+        0,
+        description="Sliding-window attention: a query attends to the last w keys, itself included (config.json "
+        "sliding_window; 0 = full causal attention everywhere).",
+    )
+    global_every: NonNegativeCount = Field(
+        0,
+        description="With sliding_window: every k-th layer (layers k, 2k, ... counted from 1) attends globally "
+        "(Gemma 2: 2; Gemma 3: 6); 0 = every layer uses the window (Mistral 7B v0.1).",
+    )
     learned_positions: NonNegativeCount = Field(
         0, description="Rows of a learned position embedding (0 for RoPE)."
     )
@@ -113,6 +155,12 @@ class ModelShape(BaseModel):
         None, gt=0, description="RoPE base θ (config.json rope_theta); None: no RoPE, or not published."
     )
     rope_scaling: RopeScaling | None = Field(None, description="RoPE frequency scaling (None: none).")
+    rope_local_theta: float | None = Field(
+        None,
+        gt=0,
+        description="RoPE base θ of the sliding-window layers where it differs from rope_theta (Gemma 3 "
+        "rope_local_base_freq); None: the same.",
+    )
     norm_eps: float | None = Field(
         None,
         gt=0,
@@ -205,6 +253,10 @@ class ModelShape(BaseModel):
             )
         if self.attention == "mla" and not (self.kv_lora_rank and self.qk_rope_head_dim):
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
+        if self.global_every and not self.sliding_window:
+            raise ValueError("global_every needs sliding_window > 0 (the window of the other layers)")
+        if self.global_every == 1:
+            raise ValueError("global_every 1 makes every layer global: set sliding_window 0 instead")
         return self
 
     @model_validator(mode="after")
@@ -276,10 +328,15 @@ class ModelShape(BaseModel):
         qk_norm = 2 * self.head_dim if self.qk_norm else 0
         return weights + biases + qk_norm
 
+    @property
+    def gated(self) -> bool:
+        """A gated MLP (SwiGLU or GeGLU): gate and up projections, then down: three matrices."""
+        return self.mlp in ("swiglu", "geglu")
+
     def mlp_params(self, inner: int) -> int:
         """One MLP (dense, or one expert) of inner size ``inner``."""
         h = self.d_model
-        if self.mlp == "swiglu":
+        if self.gated:
             return 3 * h * inner + ((2 * inner + h) if self.linear_bias else 0)
         return 2 * h * inner + ((inner + h) if self.linear_bias else 0)
 
@@ -305,7 +362,26 @@ class ModelShape(BaseModel):
 
     @property
     def norm_params_per_layer(self) -> int:
-        return 2 * self._norm_params(self.d_model)
+        """Pre-attention and pre-MLP norms; with ``post_norms`` also the two after them (Gemma 2/3)."""
+        return (4 if self.post_norms else 2) * self._norm_params(self.d_model)
+
+    # ---- sliding-window attention ---------------------------------------------------------------
+    @property
+    def global_layers(self) -> int:
+        """Layers with full causal attention: all without a window, else every ``global_every``-th (layers k, 2k,
+        ...; transformers Gemma 2/3 ``layer_types``, Megatron-core is_layer_window_attention), none if 0."""
+        if not self.sliding_window:
+            return self.n_layers
+        return self.n_layers // self.global_every if self.global_every else 0
+
+    def effective_context(self, seq_len: int) -> float:
+        """The s of one window layer's attention count (:func:`window_context`)."""
+        return window_context(seq_len, self.sliding_window)
+
+    def attention_context_layers(self, seq_len: int) -> float:
+        """Σ over layers of each layer's effective context: L·s without a window (module doc)."""
+        windowed = self.n_layers - self.global_layers
+        return self.global_layers * float(seq_len) + windowed * self.effective_context(seq_len)
 
     # ---- totals ---------------------------------------------------------------------------------
     @property
@@ -347,8 +423,13 @@ class ModelShape(BaseModel):
 
     # ---- FLOPs ----------------------------------------------------------------------------------
     def attention_flops_per_token(self, seq_len: int, *, causal: bool = False) -> float:
-        """Score and value products, forward and backward: 6·L·s·a·(d_qk + d_v) (PaLM App. B)."""
-        flops = 6.0 * self.n_layers * seq_len * self.n_heads * (self.qk_dim + self.value_dim)
+        """Score and value products, forward and backward: 6·L·s·a·(d_qk + d_v) (PaLM App. B); with a sliding
+        window L·s is the sum of the layers' effective contexts (:meth:`attention_context_layers`)."""
+        if self.sliding_window and self.sliding_window < seq_len:
+            context = self.attention_context_layers(seq_len)
+            flops = 6.0 * context * self.n_heads * (self.qk_dim + self.value_dim)
+        else:
+            flops = 6.0 * self.n_layers * seq_len * self.n_heads * (self.qk_dim + self.value_dim)
         return flops / 2 if causal else flops
 
     def matmul_params_per_token(self) -> int:

@@ -554,8 +554,22 @@ def _architecture(stage: AllocationStage, law: ParametricLaw, seq_len: int) -> A
             else "dense: every parameter is active",
             "law_params": f"the law counts {law.param_count} parameters (allocation N {allocation.params:.4g})",
             "flops_per_token": f"6 × {shape.matmul_params_per_token():,} matmul params + 6·L·s·a·(d_qk+d_v) "
-            f"attention at s = {seq_len:,} (PaLM App. B, no causal discount)",
+            f"attention at s = {seq_len:,} (PaLM App. B, no causal discount){_window_note(shape, seq_len)}",
         },
+    )
+
+
+def _window_note(shape: ModelShape, seq_len: int) -> str:
+    """How a sliding window enters the attention count (model.window_context), or nothing without one."""
+    if not shape.sliding_window or shape.sliding_window >= seq_len:
+        return ""
+    w = shape.sliding_window
+    k = shape.global_every
+    ordinal = {2: "2nd", 3: "3rd"}.get(k, f"{k}th")
+    which = f"the layers but every {ordinal} (global)" if k else "every layer"
+    return (
+        f"; {which} slide a {w:,}-key window and count 2w − w²/s = {2 * w - w * w / seq_len:,.0f} for s "
+        "(a query at position i sees min(i, w) keys)"
     )
 
 

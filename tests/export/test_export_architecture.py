@@ -16,6 +16,9 @@ from runplan.export import export_plan
 from runplan.export._common import engine_data
 
 PRESETS = [shape.name for shape in shipped_catalog().models]
+#: Megatron-LM and torchtitan build no GeGLU MLP and no post-norms (Gemma 2/3): those presets are refused
+#: (tests/export/test_gemma_and_window_export.py), the rest must carry every field
+BUILDABLE = [s.name for s in shipped_catalog().models if s.mlp != "geglu" and not s.post_norms]
 
 
 def plan_with(name: str):
@@ -42,7 +45,7 @@ def test_presets_cover_the_published_values() -> None:
     assert catalog.model("gopher-280b").rope_theta is None  # relative positions, nothing published
 
 
-@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("name", BUILDABLE)
 def test_megatron_flags_carry_every_catalog_field(name: str) -> None:
     shape = shipped_catalog().model(name)
     result = export_plan(plan_with(name), "megatron")
@@ -137,7 +140,7 @@ def _expected_fields(name: str) -> dict[str, object]:
     return out
 
 
-@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("name", BUILDABLE)
 @pytest.mark.parametrize("target", ["megatron", "torchtitan"])
 def test_file_headers_list_every_catalog_field(name: str, target: str) -> None:
     text = export_plan(plan_with(name), target).text
@@ -154,7 +157,7 @@ def test_deepspeed_json_carries_every_catalog_field(name: str) -> None:
         assert written[key] == value, key
 
 
-@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize("name", BUILDABLE)
 def test_torchtitan_flavor_matches_the_catalog_or_says_where_not(name: str) -> None:
     """A registered flavor builds the catalog's model, or each differing field is a warning; a preset
     without a flavor is a warning that names the registration."""

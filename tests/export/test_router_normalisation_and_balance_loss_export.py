@@ -84,8 +84,8 @@ def test_torchtitan_says_it_has_no_auxiliary_loss(deepseek):
     (mixtral,) = [
         w for w in export_plan(golden_plan("moe-mixtral-8x7b"), "torchtitan").warnings if "auxiliary" in w
     ]
-    assert "micro-batch balance loss of coefficient 0.02" in mixtral and "expert bias" not in mixtral
+    assert "balance loss per micro-batch of coefficient 0.02" in mixtral and "expert bias" not in mixtral
     (v3,) = [w for w in export_plan(deepseek, "torchtitan").warnings if "no auxiliary load-balancing" in w]
-    assert "sequence balance loss of coefficient 0.0001" in v3 and "only the expert bias balances" in v3
+    assert "balance loss per sequence of coefficient 0.0001" in v3 and "only the expert bias balances" in v3
     no_coef = _with(deepseek, router_aux_loss_coef=None)
     assert not [w for w in export_plan(no_coef, "torchtitan").warnings if "no auxiliary load-balancing" in w]

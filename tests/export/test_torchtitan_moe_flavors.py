@@ -162,8 +162,8 @@ def test_qwen3_30b_a3b_exports_as_its_flavor_with_only_the_router_difference(qwe
         == [
             "router: torchtitan's qwen3 trains the router with no load balancing (no auxiliary loss; its TrainSpec "
             "builds optimizers without the expert-bias update, so expert_bias stays 0), where qwen3-30b-a3b has a "
-            "global-batch balance loss of coefficient 0.001 (router_aux_loss_coef): expert loads can drift from the "
-            "even load the plan timed"
+            "balance loss over the global batch of coefficient 0.001 (router_aux_loss_coef): expert loads can drift "
+            "from the even load the plan timed"
         ]
     )  # the catalog's Qwen3-30B-A3B: config.json router_aux_loss_coef 0.001, global batch (arXiv 2505.09388 §2)
 

@@ -147,3 +147,16 @@ def test_other_engines_tflops_get_no_megatron_note(tmp_path):
     path.write_text("\n".join(mds_line(it, 7000.0, 6.0, 0.9) for it in range(1, 30)) + "\n")
     out = compare(read_logs([path]), _plan())
     assert out["logged_tflops_per_gpu"] is None and "logged_tflops_per_gpu" not in out["notes"]
+
+
+def test_megatron_count_has_no_window_term_and_counts_geglu_as_three_matrices():
+    # num_floating_point_operations (@ d98e8a64) counts each layer's attention core over the full s (causal
+    # half) whatever the window, and a gated MLP as 3 matrices: Gemma 2 9B at 8,192 tokens by hand
+    from runplan.catalog import shipped_catalog
+    from runplan.monitor.engine_flops import megatron_flops_per_token
+
+    shape = shipped_catalog().model("gemma-2-9b")
+    h, layers, q, kv = 3584, 42, 16 * 256, 8 * 256
+    weights = layers * (h * (q + 2 * kv) + q * h) + layers * h * 14336 * 3 + h * 256000
+    core = 6 * layers * 8192 * 16 * (256 + 256) / 2
+    assert megatron_flops_per_token(shape, 8192) == 6 * weights + core

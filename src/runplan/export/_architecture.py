@@ -44,6 +44,11 @@ class Architecture:
     router_aux_loss_coef: float | None
     router_aux_loss_scope: str
     source: str
+    mlp: str = "swiglu"
+    post_norms: bool = False
+    sliding_window: int = 0
+    global_every: int = 0
+    rope_local_theta: float | None = None
 
     def fields(self) -> dict[str, ArchValue]:
         """Every field by a flat name (``rope_scaling.factor``), MoE router fields only for MoE models."""
@@ -66,6 +71,16 @@ class Architecture:
             "qkv_bias": self.qkv_bias,
             "qk_norm": self.qk_norm,
         }
+        # Gemma-style fields, listed only where set, so every other model's listing stays as it was
+        if self.mlp == "geglu":
+            out["mlp"] = "geglu (gate GeLU, tanh approximation)"
+        if self.post_norms:
+            out["post_norms"] = True
+        if self.sliding_window:
+            out["sliding_window"] = self.sliding_window
+            out["global_every"] = self.global_every
+        if self.rope_local_theta is not None:
+            out["rope_local_theta"] = self.rope_local_theta
         if self.moe:
             out |= {
                 "router_score": self.router_score,
@@ -84,6 +99,14 @@ class Architecture:
         return [
             f"{key} = {'unpublished' if value is None else value}" for key, value in self.fields().items()
         ]
+
+
+#: The tokens a model's balance loss counts (ModelShape.router_aux_loss_scope), in the exporters' words.
+BALANCE_SCOPE_WORDS = {
+    "micro_batch": "per micro-batch",
+    "sequence": "per sequence",
+    "global_batch": "over the global batch",
+}
 
 
 def positions_of(shape: ModelShape) -> str:
@@ -115,6 +138,11 @@ def architecture_of(shape: ModelShape) -> Architecture:
         router_aux_loss_coef=shape.router_aux_loss_coef,
         router_aux_loss_scope=shape.router_aux_loss_scope,
         source=shape.source or "user-given shape",
+        mlp=shape.mlp,
+        post_norms=shape.post_norms,
+        sliding_window=shape.sliding_window,
+        global_every=shape.global_every,
+        rope_local_theta=shape.rope_local_theta,
     )
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from runplan.hardware import GpuSpec
+    from runplan.model import ModelShape
     from runplan.parallel.layout import Layout
     from runplan.parallel.stack import Stack
     from runplan.plan import RunPlan
@@ -85,6 +86,9 @@ class Facts:
     head_dim: int
     ffn_hidden: int
     mlp: str
+    post_norms: bool
+    sliding_window: int
+    global_every: int
     vocab_size: int
     tied_embeddings: bool
     norm: str
@@ -217,6 +221,16 @@ def _attention_speedup(gpu: GpuSpec | None, stack: Stack) -> float:
     return attention_kernel_speedup(stack, gpu)
 
 
+def _block_facts(shape: ModelShape) -> dict[str, Any]:
+    """The MLP kind, post-norms and sliding window of ``shape`` (Facts fields)."""
+    return {
+        "mlp": shape.mlp,
+        "post_norms": shape.post_norms,
+        "sliding_window": shape.sliding_window,
+        "global_every": shape.global_every,
+    }
+
+
 def facts(plan: RunPlan) -> Facts:
     """Collect the numbers every exporter reads (pure)."""
     from runplan.parallel.stack import resolve_stack
@@ -242,7 +256,7 @@ def facts(plan: RunPlan) -> Facts:
         n_kv_heads=shape.n_kv_heads,
         head_dim=shape.head_dim,
         ffn_hidden=shape.ffn_hidden,
-        mlp=shape.mlp,
+        **_block_facts(shape),
         vocab_size=shape.vocab_size,
         tied_embeddings=shape.tied_embeddings,
         norm=shape.norm,

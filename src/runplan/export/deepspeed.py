@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runplan.escape import file_slug
-from runplan.export._architecture import Architecture, architecture
+from runplan.export._architecture import BALANCE_SCOPE_WORDS, Architecture, architecture
 from runplan.export._common import (
     ASSUMED_OPTIMIZER,
     ASSUMED_OPTIMIZER_SOURCE,
@@ -292,9 +292,6 @@ def _expert_parallel_warning(f: Facts, arch: Architecture) -> str:
     )
 
 
-_SCOPE_WORDS = {"sequence": "per sequence", "global_batch": "over the global batch"}
-
-
 def _balance_loss(f: Facts, arch: Architecture) -> str:
     """The model's balance loss with DeepSpeed's MoE layer. ``MoE.forward`` returns (output, l_aux, exp_counts)
     and the user adds l_aux to the loss (moe/layer.py @ edaa7221). l_aux is computed from the tokens the layer is
@@ -310,9 +307,10 @@ def _balance_loss(f: Facts, arch: Architecture) -> str:
             "returns (MoE.forward's second output) counts only if the training script adds it to the loss, times a "
             "coefficient it chooses"
         )
-    if arch.router_aux_loss_scope in _SCOPE_WORDS:
+    if arch.router_aux_loss_scope != "micro_batch":
         return (
-            f"balance loss: the model's is {_SCOPE_WORDS[arch.router_aux_loss_scope]} (router_aux_loss_scope), "
+            f"balance loss: the model's is {BALANCE_SCOPE_WORDS[arch.router_aux_loss_scope]} "
+            "(router_aux_loss_scope), "
             "DeepSpeed's l_aux (MoE.forward's second output) each micro-batch's on its rank (moe/sharded_moe.py): "
             f"compute the model's loss in the model code and add {fmt_float(coef)} x it to the loss"
         )

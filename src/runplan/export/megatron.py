@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING
 
 from runplan.errors import SpecError
 from runplan.escape import comment_text, file_slug, shell_word
-from runplan.export._architecture import Architecture, architecture
+from runplan.export._architecture import BALANCE_SCOPE_WORDS, Architecture, architecture
 from runplan.export._common import (
     ASSUMED_OPTIMIZER,
     ASSUMED_OPTIMIZER_SOURCE,
@@ -266,12 +266,14 @@ def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
         ("--max-position-embeddings", [str(f.seq_len)], "Megatron requires >= seq-length"),
         ("--normalization", ["RMSNorm" if f.norm == "rmsnorm" else "LayerNorm"], ""),
     ]
+    _refuse_gemma_blocks(f)
     if f.mlp == "swiglu":
         model.append(("--swiglu", [], "gated SiLU MLP"))
     elif f.mlp not in ("gelu",):
         warnings.append(
             f"model: MLP type '{f.mlp}' has no Megatron flag here; the script uses Megatron's GeLU"
         )
+    model += _window_args(f)
     if not f.linear_bias:
         model.append(("--disable-bias-linear", [], "no biases in linear layers"))
     if f.qkv_bias and not f.linear_bias:
@@ -288,6 +290,41 @@ def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
             "fused_elementwise: true"
         )
     return model
+
+
+def _refuse_gemma_blocks(f: Facts) -> None:
+    """Megatron-LM @ d98e8a64 builds neither a GeGLU MLP with GeLU's tanh form (--swiglu gates with SiLU,
+    --quick-geglu with x·sigmoid(1.702x), fused_bias_geglu.py; activation_func is not a command-line flag,
+    arguments.py _add_network_size_args excludes it) nor a norm after attention or the MLP (the GPT layer specs,
+    gpt_layer_specs.py, have input_layernorm and pre_mlp_layernorm only): refused, never another model."""
+    if f.mlp == "geglu":
+        raise SpecError(
+            "Megatron-LM has no GeGLU MLP with a tanh-GeLU gate (--swiglu gates with SiLU, --quick-geglu with "
+            "x·sigmoid(1.702x)); the model's MLP is geglu",
+            where="model",
+            hint="build the model in your own code (runplan export --to deepspeed), or plan mlp: swiglu",
+        )
+    if f.post_norms:
+        raise SpecError(
+            "Megatron-LM's GPT layer has no norm after attention or the MLP (gpt_layer_specs.py); the model has "
+            "post_norms (Gemma 2/3)",
+            where="model",
+            hint="build the model in your own code (runplan export --to deepspeed), or plan post_norms: false",
+        )
+
+
+def _window_args(f: Facts) -> list[Arg]:
+    """Sliding-window attention: --window-size "(w-1,0)" (TransformerEngine's (left, right) window: a query sees
+    itself and w-1 keys before it, the w keys of transformers' sliding_window) and --window-attn-skip-freq k
+    (layer_number % k == 0 global, 1-based: Megatron-core is_layer_window_attention @ d98e8a64, transformer/utils.py)."""
+    if not f.sliding_window:
+        return []
+    args: list[Arg] = [
+        ("--window-size", [f"({f.sliding_window - 1},0)"], f"sliding window of {f.sliding_window:,} keys")
+    ]
+    if f.global_every:
+        args.append(("--window-attn-skip-freq", [str(f.global_every)], "every k-th layer full attention"))
+    return args
 
 
 def _moe_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
@@ -320,11 +357,6 @@ def _moe_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
 #: aux_loss counts a micro-batch's tokens over TP x CP, seq_aux_loss each sequence, global_aux_loss the tokens
 #: over TP x DP x CP accumulated over the gradient-accumulation steps, i.e. the global batch).
 _BALANCE_TYPE = {"micro_batch": "aux_loss", "sequence": "seq_aux_loss", "global_batch": "global_aux_loss"}
-_BALANCE_WORDS = {
-    "micro_batch": "balance loss per micro-batch",
-    "sequence": "balance loss per sequence",
-    "global_batch": "balance loss over the global batch",
-}
 
 
 def _balance_args(arch: Architecture, warnings: list[str]) -> list[Arg]:
@@ -337,7 +369,7 @@ def _balance_args(arch: Architecture, warnings: list[str]) -> list[Arg]:
             (
                 "--moe-router-load-balancing-type",
                 [kind],
-                _BALANCE_WORDS[arch.router_aux_loss_scope],
+                f"balance loss {BALANCE_SCOPE_WORDS[arch.router_aux_loss_scope]}",
             ),
             ("--moe-aux-loss-coeff", [fmt_float(coef)], "the model's balance-loss coefficient (default 0)"),
         ]
@@ -389,6 +421,8 @@ def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
         if f.attention == "mla":
             args.append(("--rope-type", ["rope"], "MLA defaults to yarn; this model has no RoPE scaling"))
         return args
+    if scaling.type == "linear":
+        return args + _linear_rope_args(scaling.factor)
     if scaling.type == "llama3":
         args += [
             ("--use-rope-scaling", [], "Llama 3.1 RoPE scaling"),
@@ -433,15 +467,31 @@ def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
 FP32_ROUTER_FROM_EXPERTS = 32
 
 
+def _linear_rope_args(factor: float) -> list[Arg]:
+    """Linear RoPE scaling (position interpolation) as --rotary-seq-len-interpolation-factor, an int in
+    Megatron-LM @ d98e8a64 (arguments.py): a fractional factor is refused."""
+    if factor != int(factor):
+        raise SpecError(
+            f"Megatron-LM's --rotary-seq-len-interpolation-factor is an integer; the model's linear RoPE factor is "
+            f"{factor:g}",
+            where="model",
+            hint="plan a whole-number rope_scaling.factor",
+        )
+    return [("--rotary-seq-len-interpolation-factor", [str(int(factor))], "linear RoPE scaling")]
+
+
 def _router_args(f: Facts, arch: Architecture) -> list[Arg]:
     """MoE router flags: score function, top-k renormalisation, expert bias, group-limited routing, weight scale,
     router precision."""
     if not arch.moe:
         return []
-    args: list[Arg] = [
-        ("--moe-router-score-function", [arch.router_score], "softmax over the top-k, or sigmoid scores")
-    ]
-    args += _topk_norm_args(f, arch)
+    norm = _topk_norm_args(f, arch)
+    # the comment says what this script's flags make of the score function (pre-softmax: over all experts)
+    what = {
+        "sigmoid": "sigmoid scores, top-k divided by their sum",
+        "softmax": "softmax over all experts, then the top-k" if norm else "softmax over the top-k logits",
+    }[arch.router_score]
+    args: list[Arg] = [("--moe-router-score-function", [arch.router_score], what), *norm]
     if f.n_experts >= FP32_ROUTER_FROM_EXPERTS:
         args.append(
             ("--moe-router-dtype", ["fp32"], f"{f.n_experts} experts: fp32 routing (Megatron's advice)")
@@ -488,6 +538,11 @@ def _topk_norm_args(f: Facts, arch: Architecture) -> list[Arg]:
 def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
     """Every architecture field the catalog carries, as flags (see _architecture)."""
     args = _rope_args(f, arch, warnings)
+    if arch.rope_local_theta is not None and arch.rope_local_theta != arch.rope_theta:
+        warnings.append(
+            f"RoPE: Megatron-LM has one --rotary-base for every layer; the model's window layers use "
+            f"{arch.rope_local_theta:g}, its global layers {arch.rope_theta:g} (written)"
+        )
     if arch.norm_eps is not None:
         args.append(("--norm-epsilon", [fmt_float(arch.norm_eps)], "Megatron default 1e-5"))
     if arch.init_std is not None:

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from runplan.errors import SpecError
 from runplan.escape import comment_text, file_slug, toml_string
-from runplan.export._architecture import Architecture, architecture
+from runplan.export._architecture import BALANCE_SCOPE_WORDS, Architecture, architecture
 from runplan.export._common import (
     ASSUMED_OPTIMIZER,
     ASSUMED_OPTIMIZER_SOURCE,
@@ -369,9 +369,9 @@ def _published_balance(f: Facts, arch: Architecture) -> str:
     """The model's balance loss in words, for the torchtitan warnings."""
     if arch.router_aux_loss_coef is None:
         return f"{f.model_name or 'the model'} publishes no auxiliary loss"
-    scope = arch.router_aux_loss_scope.replace("_", "-")
+    scope = BALANCE_SCOPE_WORDS[arch.router_aux_loss_scope]
     return (
-        f"{f.model_name or 'the model'} has a {scope} balance loss of coefficient {arch.router_aux_loss_coef} "
+        f"{f.model_name or 'the model'} has a balance loss {scope} of coefficient {arch.router_aux_loss_coef} "
         "(router_aux_loss_coef)"
     )
 
@@ -613,6 +613,28 @@ def _recompute_entries(f: Facts, warnings: list[str]) -> list[Entry]:
     return ac
 
 
+def _refuse_gemma_blocks(f: Facts) -> None:
+    """torchtitan 0.2.2 has no Gemma model (its models: llama3, llama4, qwen3, deepseek_v3; SwiGLU FeedForward,
+    two norms per block, full causal attention): a GeGLU MLP, post-norms or a sliding window is refused."""
+    what = [
+        name
+        for name, present in (
+            ("GeGLU MLP", f.mlp == "geglu"),
+            ("post-norms", f.post_norms),
+            (f"{f.sliding_window:,}-token sliding window", bool(f.sliding_window)),
+        )
+        if present
+    ]
+    if what:
+        megatron = "" if f.mlp == "geglu" or f.post_norms else ", or export to megatron (--window-size)"
+        raise SpecError(
+            f"torchtitan 0.2.2 has no Gemma-like model: its llama3/qwen3/deepseek_v3 blocks build none of the "
+            f"model's {', '.join(what)}",
+            where="model",
+            hint=f"build the model in your own code (runplan export --to deepspeed){megatron}",
+        )
+
+
 def _stack_warnings(f: Facts) -> list[str]:
     """What of the plan's stack torchtitan cannot do: dropout is refused (its models have none, so the plan's
     masks and dropout would silently vanish); the rest it runs differently, said in a warning."""
@@ -739,6 +761,7 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
 
     f = facts(plan)
     _refuse_seq_len(f)
+    _refuse_gemma_blocks(f)
     arch = architecture(plan)
     warnings = _stack_warnings(f)
     job: list[Entry] = [

@@ -37,11 +37,13 @@ def megatron_flops_per_token(shape: ModelShape, seq_len: int, padded_vocab: int 
     """Megatron-LM's training FLOPs per token for ``shape`` at ``seq_len`` (module docstring; ``padded_vocab``:
     the vocabulary as Megatron pads it, default the shape's, as runplan's export sets it unpadded)."""
     h = shape.d_model
-    matrices = 3 if shape.mlp == "swiglu" else 2
+    matrices = 3 if shape.gated else 2  # gate, up and down (Megatron's swiglu factor; GeGLU has the same three)
     weights = (
         shape.n_layers * _megatron_projections(shape)
         + shape.dense_layers * h * shape.ffn_hidden * matrices
         + shape.moe_layers * h * shape.expert_ffn_hidden * (shape.top_k + shape.n_shared_experts) * matrices
         + h * (padded_vocab or shape.vocab_size)
     )
-    return 6.0 * weights + shape.attention_flops_per_token(seq_len, causal=True)
+    # Megatron's count has no window term: every layer's core over the full s, causal half
+    core = 6.0 * shape.n_layers * seq_len * shape.n_heads * (shape.qk_dim + shape.value_dim) / 2
+    return 6.0 * weights + core

@@ -23,7 +23,7 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   layer for a pre-norm block with FlashAttention (no s² tensors stored;
   only the fp32 log-sum-exp, 4 bytes per head),
   no dropout (Llama-style training), GQA widths and a SwiGLU or GeLU MLP, bf16:
-  attention: norm input 2h + norm output 2h (÷t with SP) + Q, K, V 2(a·d_qk + k·d_qk + k·d_v)/t + output
+  attention: norm input 2h + norm output 2h (÷t with SP; Gemma 2/3's post-norms save their inputs too, 2h each) + Q, K, V 2(a·d_qk + k·d_qk + k·d_v)/t + output
   2·a·d_v/t + LSE 4a/t; MLP: norm input 2h + norm output 2h (÷t with SP) + SwiGLU gate, up and product 6F/t
   (GeLU: pre- and post-activation 4F/t); MoE MLP: per routed expert a token visits, the permuted input 2h (not
   ÷t: Megatron-core's token dispatcher all-gathers the routed tokens over TP before the experts,
@@ -111,6 +111,9 @@ class ShapeTerms:
     )
     rotary_width: float  # elements per token RoPE rotates in one layer (0 with learned positions)
     qk_norm_width: float  # elements per token the per-head q/k norms see (0 without qk_norm)
+    post_norms: bool = False  # a norm after attention and after the MLP too (Gemma 2/3): 4 norms per layer
+    window: int = 0  # sliding-window attention: keys a windowed layer's query sees (0: none)
+    global_every: int = 0  # with a window: layers k, 2k, ... (from 1) attend globally (0: none do)
 
     @classmethod
     def from_shape(cls, shape: ModelShape) -> ShapeTerms:
@@ -131,7 +134,7 @@ class ShapeTerms:
             top_k=shape.top_k,
             expert_ffn=shape.expert_ffn_hidden,
             n_shared=shape.n_shared_experts,
-            gated=shape.mlp == "swiglu",
+            gated=shape.gated,
             attn_norm_params=attn + shape.norm_params_per_layer,
             attn_in_width=(attn - out_proj) / h,
             dense_mlp_params=shape.dense_mlp_params,
@@ -145,6 +148,9 @@ class ShapeTerms:
             rmsnorm=shape.norm == "rmsnorm",
             rotary_width=_rotary_width(shape),
             qk_norm_width=(shape.n_heads + shape.n_kv_heads) * shape.qk_dim if shape.qk_norm else 0.0,
+            post_norms=shape.post_norms,
+            window=shape.sliding_window,
+            global_every=shape.global_every,
         )
 
 
@@ -317,7 +323,9 @@ def layer_activation_bytes_per_token(
     else:
         mlp_all = _mlp_bytes(terms, terms.ffn, False) / t
         mlp_keep = _mlp_bytes(terms, terms.ffn, True) / t
-    norm_inputs = 4.0 * h * x
+    # Gemma 2/3's post-norms save their inputs (the output projection's and the MLP's outputs, 2h each); their
+    # outputs go straight into the residual add, which saves nothing
+    norm_inputs = (8.0 if terms.post_norms else 4.0) * h * x
     norm_outputs = 4.0 * h * x
     score_bytes = 5.0 if stack.attention_dropout > 0 else 2.0
     scores = 0.0 if stack.flash_attention else score_bytes * terms.a * seq_len / t

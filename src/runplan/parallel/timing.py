@@ -11,6 +11,11 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
 * **Attention core** (FlashAttention): executed FLOPs 2·T·s·(a/t)·(d_qk + d_v)·½ (causal mask skipped)
   forward, 2.5× that backward (the kernel recomputes the scores), at ``attention_fraction`` of peak over
   (1 + ``attention_half_seq`` / (s/c)): FlashAttention-2's published rate rises with the length of a call.
+  A sliding window of w keys (FlashAttention-2's ``window_size``, §3.1.1 block skipping extended to the band)
+  replaces s by the layer's effective context 2w − w²/s (``model.window_context``: a query at position i sees
+  min(i, w) keys), averaged over the most loaded stage's layers counting its most global layers
+  (:func:`stage_attention_share`). Without FlashAttention the full s×s scores are computed and masked
+  (transformers' eager_attention_forward adds the mask to the full product), so a window changes nothing there.
 * **Elementwise** (norms, activation, residual, rotary; the softmax without FlashAttention): HBM-bound; the
   forward's bytes counted op by op (:func:`elementwise_forward_bytes`, one read and one write per fused kernel,
   every kernel PyTorch launches when eager), the backward twice that, + 1/3 of the total for full recompute and
@@ -172,7 +177,7 @@ SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE = 7.0 / 6.0
 #: Eager counts every kernel PyTorch launches, as torchtitan's Llama issues them (@ 9dec370, llama/model.py and
 #: models/norms.py): RMSNorm = x.float() 2+4, pow 4+4, mean 4, x·rsqrt 4+4, type_as 4+2, ·weight 2+2 = 36;
 #: RoPE on q and k = .float() 2+4, complex multiply 4+4, type_as 4+2 = 20; SwiGLU per output element = silu 2+2,
-#: multiply 2+2+2 = 10; dropout 2+2+1 (mask) then add 2+2+2 = 11. Fused: one kernel reads its inputs and writes
+#: multiply 2+2+2 = 10 (GeGLU the same: tanh-GeLU is one kernel, 2+2); dropout 2+2+1 (mask) then add 2+2+2 = 11. Fused: one kernel reads its inputs and writes
 #: its output once (norm 2+2; rope 2+2; SwiGLU 2+2+2; Megatron's bias-dropout-add 2+2+2+1). LayerNorm, GeLU and
 #: a plain residual add are one kernel either way (PyTorch's native layer_norm; 2+2, 2+2, 2+2+2). Derived from
 #: the kernels' data types, not measured. An MoE layer also permutes each token's top_k copies into expert order
@@ -202,7 +207,7 @@ ELEMENTWISE_BACKWARD_RATIO = 2.0
 
 def elementwise_forward_bytes(terms: ShapeTerms, stack: Stack, t, x, seq_len: int, *, moe: bool, eager: bool):
     """HBM bytes per token of one layer's elementwise forward (:data:`ELEMENTWISE_OP_BYTES`), sharded as the ops
-    run: two norms and two residual adds over h (÷t with sequence parallelism: ``x``; MoE layers also permute
+    run: two norms (four with post-norms) and two residual adds over h (÷t with sequence parallelism: ``x``; MoE layers also permute
     and combine top_k copies of h), the q/k norms, RoPE and the MLP activation inside the TP region (÷t), and
     without FlashAttention the softmax (and its dropout) over the a·s scores (÷t). ``eager``: PyTorch eager
     kernels instead of fused ones."""
@@ -220,6 +225,8 @@ def elementwise_forward_bytes(terms: ShapeTerms, stack: Stack, t, x, seq_len: in
         scores = SOFTMAX_BYTES + (ATTENTION_DROPOUT_BYTES if stack.attention_dropout > 0 else 0.0)
         tp_region = tp_region + terms.a * seq_len * scores
     per_h = norm + residual + (terms.top_k * ELEMENTWISE_OP_BYTES["moe_dispatch"][k] / 2.0 if moe else 0.0)
+    if terms.post_norms:  # Gemma 2/3: a norm after attention and after the MLP too, over h (÷t with SP)
+        per_h = per_h + norm
     return 2.0 * terms.h * x * per_h + tp_region / t
 
 
@@ -613,7 +620,7 @@ def _attention_core_forward(st: _Step):
     """(forward seconds of the attention core of one layer, backward/forward ratio)."""
     terms, t, seq_len, gpu, eff = st.terms, st.t, st.seq_len, st.gpu, st.eff
     if st.stack.flash_attention:
-        forward = (
+        forward = stage_attention_share(terms, st.grid.pp, seq_len) * (
             2.0
             * st.tokens
             * seq_len
@@ -632,6 +639,29 @@ def _attention_core_forward(st: _Step):
         + gemm_seconds(seq_len, terms.d_v, seq_len, gpu, eff)
     )
     return forward, 2.0
+
+
+def stage_attention_share(terms: ShapeTerms, p, seq_len: int):
+    """Attention-core work per layer of the most loaded stage relative to full causal attention: 1 without a
+    window; else (g + (n − g)·r)/n with n = ⌈L/p⌉ layers, g the most global layers any stage of n holds
+    (layers k, 2k, ... from 1 global: ⌊end/k⌋ − ⌊start/k⌋ of them on layers start+1..end) and
+    r = window_context(s, w)/s (runplan.model)."""
+    from runplan.model import window_context
+
+    if not terms.window or terms.window >= seq_len:
+        return 1.0
+    share = window_context(seq_len, terms.window) / seq_len
+    p = np.asarray(p)
+    layers = -(-terms.n_layers // p)
+    k = terms.global_every
+    most: dict[int, int] = {}
+    for stages in np.unique(p):
+        n = -(-terms.n_layers // int(stages))
+        starts = np.arange(0, terms.n_layers, n)
+        ends = np.minimum(starts + n, terms.n_layers)
+        most[int(stages)] = int((ends // k - starts // k).max()) if k else 0
+    g = np.vectorize(most.__getitem__, otypes=[float])(p) if p.ndim else float(most[int(p)])
+    return (g + (layers - g) * share) / layers
 
 
 def _elementwise_layer_bytes(st: _Step, *, moe: bool):

@@ -65,7 +65,7 @@ ARGS=(
   --rotary-base 1000000  # RoPE base theta (Megatron default 10000)
   --norm-epsilon 1e-05  # Megatron default 1e-5
   --init-method-std 0.02  # Megatron default 0.02
-  --moe-router-score-function softmax  # softmax over the top-k, or sigmoid scores
+  --moe-router-score-function softmax  # softmax over the top-k logits
   --make-vocab-size-divisible-by 128  # Megatron pads V to a multiple of this x t; 128 x 1 divides V = 32,000
   # parallel layout (DP = world / (t*p*c) = 256 / (1*1*1) = 256)
   --tensor-model-parallel-size 1  # t
