@@ -637,6 +637,12 @@ def _operations(
             dp=best.dp,
             cp=best.cp,
             zero=best.zero,
+            ep=best.ep,
+            expert_params=stage.shape.routed_expert_params,
+            # the fp32 parameters are the optimizer's master (FSDP mixed precision under ZeRO-3; autocast):
+            # the checkpoint holds them and Adam's moments, no bf16 copy (ops.checkpoint.LayoutRequest)
+            fp32_master_weights=(planned.request.stack.fsdp_mixed_precision and best.zero >= 3)
+            or planned.request.stack.autocast_fp32_weights,
             gpus_per_node=inputs.gpus_per_node,
             seq_len=inputs.seq_len,
             step_seconds=best.step_seconds,

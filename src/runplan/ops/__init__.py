@@ -291,5 +291,6 @@ def _monitoring_request(request: OperationsRequest, checkpoint: CheckpointPlan) 
         retention_generations=request.operations.retention_generations,
         rollback_checkpoint_every_steps=checkpoint.rollback_every_steps or None,
         dp=request.dp,
+        moe=request.expert_params > 0,
         spec=request.monitoring,
     )

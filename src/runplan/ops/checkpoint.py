@@ -13,22 +13,34 @@ Sources (docs/operations.md §2):
   host memory (blocking) and write it to storage in the background (not blocking). Nebula / CheckFreq /
   Gemini follow the same two-phase idea.
 
+* **MoE**: the checkpoint holds every expert (14 B × total parameters); under expert parallelism a routed
+  expert's state lives only on its EP rank (Megatron-Core parallel_state: expert layers over expert-tensor ×
+  expert-parallel ranks), so a GPU holds dense / (t·p) + experts / (t·p·e) of a part not sharded over replicas.
+* **fp8** keeps 14 B/param: Megatron-Core dequantizes fp8 weights to their nominal bf16 when it saves
+  (dist_checkpointing/strategies/filesystem_async.py, utils.py ``force_all_tensors_to_non_fp8``, Megatron-LM
+  @ d98e8a6; TransformerEngine ``Float8Tensor.dequantize`` @ d0067d0) and the optimizer keeps the fp32 master.
+  Stacks whose fp32 parameters are the master (FSDP2 mixed precision, autocast) save 12 B/param.
+
 Leaves out: checkpoint compression, the read time on restart (it belongs in ``restart_seconds``), file-system
-metadata cost for very many small files, and expert-parallel sharding of MoE optimizer state when the save is
-not fully parallel (the per-rank figure is then an upper bound).
+metadata cost for very many small files, TE's fp8 scaling state (a few bytes per layer), and with a save that
+is not fully parallel the exact placement of the first expert replica (the per-node figure is an upper bound).
 """
 
 from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_bytes, fmt_seconds
 from runplan.ops.reliability import OperationsSection, OperationsSpec
 from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber
 
 BYTES_PER_PARAM = {"weights_bf16": 2, "master_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4}
+#: When the fp32 parameters are the optimizer's master copy (PyTorch FSDP2 mixed precision, torch.autocast) there
+#: is no bf16 weight copy: the fp32 weights and Adam's two moments, 12 B/param (torchtitan's DCP checkpointer
+#: saves the model state dict, the fp32 shards, and the optimizer state: components/checkpointer/dcp.py @ b5bcd76).
+FP32_MASTER_BYTES_PER_PARAM = {"weights_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4}
 #: RNG states per rank, bytes: Python and NumPy Mersenne Twister (624 32-bit words each ≈ 2.5 kB),
 #: torch CPU generator (5,056 B), CUDA Philox (seed + offset, 16 B).
 RNG_BYTES_PER_RANK = 2_500 + 2_500 + 5_056 + 16
@@ -68,6 +80,40 @@ class LayoutRequest(BaseModel):
         "weights.",
     )
     gpus_per_node: PositiveCount = Field(8, description="GPUs per node (each writes through the node's NIC).")
+    ep: PositiveCount = Field(
+        1,
+        description="Expert-parallel degree e: each routed expert's weights live on one of e ranks, carved out "
+        "of the d·c data-parallel ranks (Megatron-Core parallel_state; torchtitan ParallelDims).",
+    )
+    expert_params: NonNegativeCount = Field(
+        0,
+        description="Routed-expert parameters of all MoE layers, what expert parallelism divides "
+        "(ModelShape.routed_expert_params; 0 for a dense model).",
+    )
+
+    fp32_master_weights: bool = Field(
+        False,
+        description="The fp32 parameters are the optimizer's master copy, with no bf16 weight copy (Stack "
+        "fsdp_mixed_precision under ZeRO-3, torchtitan; autocast_fp32_weights): the checkpoint holds fp32 "
+        "weights and Adam's two moments, 12 B/param. Off: bf16 weights beside an fp32 master (Megatron, "
+        "DeepSpeed; also with fp8, whose weights Megatron saves dequantized), 14 B/param.",
+    )
+
+    @model_validator(mode="after")
+    def _experts_fit_the_layout(self) -> LayoutRequest:
+        if self.expert_params > self.total_params:
+            raise ValueError(
+                f"expert_params ({self.expert_params:,}) exceeds total_params ({self.total_params:,}); give the "
+                "routed-expert parameters only (ModelShape.routed_expert_params)"
+            )
+        if self.ep > 1 and not self.expert_params:
+            raise ValueError(f"ep = {self.ep} needs expert_params > 0 (a dense model runs with ep = 1)")
+        if (self.dp * self.cp) % self.ep:
+            raise ValueError(
+                f"ep = {self.ep} must divide d·c = {self.dp}·{self.cp} (expert-parallel ranks are data-parallel "
+                "ranks)"
+            )
+        return self
 
     def layout(self) -> dict[str, int]:
         """These fields by name, to pass the layout on to another stage's request."""
@@ -211,7 +257,7 @@ def _n_nodes(r: CheckpointRequest, world: int) -> Reasoned[int]:
 def _parts(r: CheckpointRequest, world: int) -> list[CheckpointPart]:
     """Weights, fp32 master and the Adam moments (sharded per the ZeRO stage), then RNG states and cursors."""
     replicas = r.dp * r.cp  # copies of each model-parallel shard
-    model_state = [_state_part(name, per_param, r, replicas) for name, per_param in BYTES_PER_PARAM.items()]
+    model_state = [_state_part(name, per_param, r, replicas) for name, per_param in _state_bytes(r).items()]
     bookkeeping = (
         ("rng_states", RNG_BYTES_PER_RANK, world, "rank (Python, NumPy, torch CPU, CUDA)", "ranks",
          f"one per rank: {world:,}", ""),
@@ -231,35 +277,65 @@ def _parts(r: CheckpointRequest, world: int) -> list[CheckpointPart]:
     ]
 
 
+def _state_bytes(r: LayoutRequest) -> dict[str, int]:
+    """Bytes per parameter of each model-state part the checkpoint holds (weights first)."""
+    return FP32_MASTER_BYTES_PER_PARAM if r.fp32_master_weights else BYTES_PER_PARAM
+
+
+def _is_weights(name: str) -> bool:
+    return name.startswith("weights_")
+
+
 def _state_part(name: str, per_param: int, r: CheckpointRequest, replicas: int) -> CheckpointPart:
-    """Weights are sharded over the replicas from ZeRO-3 on, optimizer state (master, m, v) from ZeRO-1 on."""
-    sharded = r.zero >= (3 if name == "weights_bf16" else 1)
-    shards = r.tp * r.pp * (replicas if sharded else 1)
+    """Weights are sharded over the replicas from ZeRO-3 on, optimizer state (master, m, v) from ZeRO-1 on.
+
+    A part not sharded over the replicas is split t·p ways, its routed experts t·p·e ways: an expert's state
+    lives only on its expert-parallel rank (Megatron-Core: expert layers over expert-tensor × expert-parallel
+    ranks, replicated over the d·c/e expert-data-parallel ones), so a GPU holds the dense part / (t·p) plus the
+    experts / (t·p·e). Sharded over the replicas, dense state splits over d·c and expert state over d·c/e:
+    everything over t·p·d·c (the distributed optimizer; runplan/parallel/memory.py ``model_state_bytes``).
+    """
+    sharded = r.zero >= (3 if _is_weights(name) else 1)
     size = float(per_param * r.total_params)
+    if sharded or r.ep == 1:
+        shards = r.tp * r.pp * (replicas if sharded else 1)
+        per_shard = Reasoned(size / shards, f"{fmt_bytes(size)} / {shards:,} = {fmt_bytes(size / shards)}")
+    else:
+        shards = r.tp * r.pp * r.ep
+        dense, experts = r.total_params - r.expert_params, r.expert_params
+        held = per_param * (dense / (r.tp * r.pp) + experts / shards)
+        per_shard = Reasoned(
+            held,
+            f"{per_param} B × (dense {fmt(dense)} / {r.tp * r.pp:,} + experts {fmt(experts)} / {shards:,}) "
+            f"= {fmt_bytes(held)} on each GPU",
+        )
     return CheckpointPart.build(
         name=name,
         bytes=Reasoned(size, f"{per_param} B/param × {fmt(r.total_params)} params = {fmt_bytes(size)}"),
-        shards=Reasoned(shards, _shard_note(name, r.tp, r.pp, replicas, r.zero)),
-        bytes_per_shard=Reasoned(
-            size / shards, f"{fmt_bytes(size)} / {shards:,} = {fmt_bytes(size / shards)}"
-        ),
+        shards=Reasoned(shards, _shard_note(name, (r.tp, r.pp, r.ep), replicas, r.zero)),
+        bytes_per_shard=per_shard,
     )
 
 
 def _total_bytes(parts: list[CheckpointPart]) -> Reasoned[float]:
+    """Model state (every part but the RNG states and cursors, the last two) plus those two."""
     total = sum(p.bytes for p in parts)
-    model_state = sum(p.bytes for p in parts[:4])
-    rng, cursor = parts[4].bytes, parts[5].bytes
+    model_state = sum(p.bytes for p in parts[:-2])
+    rng, cursor = parts[-2].bytes, parts[-1].bytes
+    per_param = sum(
+        BYTES_PER_PARAM.get(p.name, FP32_MASTER_BYTES_PER_PARAM.get(p.name, 0)) for p in parts[:-2]
+    )
     return Reasoned(
         total,
-        f"14 B/param model state {fmt_bytes(model_state)} + RNG {fmt_bytes(rng)} + cursor {fmt_bytes(cursor)}"
+        f"{per_param} B/param model state {fmt_bytes(model_state)} + RNG {fmt_bytes(rng)} + cursor {fmt_bytes(cursor)}"
         f" = {fmt_bytes(total)}",
     )
 
 
 def _held_bytes_per_gpu(parts: list[CheckpointPart]) -> Reasoned[float]:
-    held = sum(p.bytes_per_shard for p in parts[:4])
-    return Reasoned(held, f"Σ bytes_per_shard of weights, master, m, v = {fmt_bytes(held)} per GPU")
+    held = sum(p.bytes_per_shard for p in parts[:-2])
+    names = "weights, master, m, v" if len(parts) == 6 else "fp32 weights (the master), m, v"
+    return Reasoned(held, f"Σ bytes_per_shard of {names} = {fmt_bytes(held)} per GPU")
 
 
 def _written_bytes(
@@ -292,7 +368,7 @@ def _first_replica_node_bytes(
     and their RNG state. With t·p = 1 and ZeRO-0 one GPU of the node writes everything, not all of them.
     """
     writers = min(r.gpus_per_node, r.tp * r.pp)
-    sharded = sum(p.bytes_per_shard for p in parts[:4] if p.shards > r.tp * r.pp)  # split over replicas too
+    sharded = _replica_sharded_bytes(r, parts)
     others = r.gpus_per_node - writers
     per_node = writers * written + others * (sharded + RNG_BYTES_PER_RANK)
     return Reasoned(
@@ -300,6 +376,24 @@ def _first_replica_node_bytes(
         f"{writers} GPU(s) of the first replica × {fmt_bytes(written)} + {others} other GPU(s) × "
         f"{fmt_bytes(sharded + RNG_BYTES_PER_RANK)} (their replica-sharded state and RNG) = {fmt_bytes(per_node)}",
     )
+
+
+def _replica_sharded_bytes(r: CheckpointRequest, parts: list[CheckpointPart]) -> float:
+    """What a GPU outside the first replica's t·p ranks still writes of the model state.
+
+    A part sharded over the replicas (ZeRO) is written by its owner: its whole shard. Otherwise, with expert
+    parallelism, the ranks of the first expert replica (e ranks, placed right after the tensor- and
+    context-parallel ranks in Megatron-Core's default order tp-cp-ep-dp-pp) write their 1/(t·p·e) of the
+    experts; every other GPU of the node is counted as one of them, an upper bound (exact for t·p·c = 1 and e ≥
+    GPUs per node).
+    """
+    replica_sharded = 0.0
+    for part in parts[:-2]:
+        if r.zero >= (3 if _is_weights(part.name) else 1) and r.dp * r.cp > 1:
+            replica_sharded += part.bytes_per_shard
+        elif r.ep > 1:
+            replica_sharded += _state_bytes(r)[part.name] * r.expert_params / (r.tp * r.pp * r.ep)
+    return replica_sharded
 
 
 def _sync_save(
@@ -459,7 +553,8 @@ def _milestones(
     every = max(steps, round(wanted / tps / steps) * steps)
     count = r.total_steps // every
     size = weights_bytes if spec.milestone_weights_only else total
-    what = "2 B/param bf16 weights" if spec.milestone_weights_only else "full checkpoint"
+    weights = "4 B/param fp32 weights" if r.fp32_master_weights else "2 B/param bf16 weights"
+    what = weights if spec.milestone_weights_only else "full checkpoint"
     return (
         Reasoned(
             every,
@@ -519,7 +614,8 @@ def _procedure(
         if rollback_every
         else []
     )
-    kept = "bf16 weights only" if spec.milestone_weights_only else "full resumable state"
+    weights = "fp32 weights only" if r.fp32_master_weights else "bf16 weights only"
+    kept = weights if spec.milestone_weights_only else "full resumable state"
     milestone_steps, milestones = milestone
     keep = (
         f"every {milestone_steps:,} steps ({fmt(milestone_steps * tps)} tokens): keep that generation "
@@ -571,13 +667,29 @@ def _warnings(
     return warnings
 
 
-def _shard_note(name: str, tp: int, pp: int, replicas: int, zero: int) -> str:
-    if name == "weights_bf16":
-        if zero >= 3:
-            return f"t·p·(d·c) = {tp}·{pp}·{replicas} shards (ZeRO-3 shards weights over replicas)"
-        return (
-            f"t·p = {tp}·{pp} = {tp * pp} distinct shards (replicated over {replicas} data-parallel copies)"
+def _shard_note(name: str, mp: tuple[int, int, int], replicas: int, zero: int) -> str:
+    tp, pp, ep = mp
+    sharded = zero >= (3 if _is_weights(name) else 1)
+    if sharded:
+        why = (
+            "ZeRO-3 shards weights over replicas"
+            if _is_weights(name)
+            else f"ZeRO-{zero} / distributed optimizer"
         )
-    if zero >= 1:
-        return f"t·p·(d·c) = {tp}·{pp}·{replicas} shards (ZeRO-{zero} / distributed optimizer)"
-    return f"t·p = {tp * pp} distinct shards (ZeRO-0: replicated over {replicas} copies)"
+        return f"t·p·(d·c) = {tp}·{pp}·{replicas} shards ({why})"
+    weights = _is_weights(name)
+    copies = (
+        f"replicated over {replicas} data-parallel copies"
+        if weights
+        else f"ZeRO-0: replicated over {replicas} copies"
+    )
+    if ep > 1:
+        return (
+            f"experts over t·p·e = {tp}·{pp}·{ep} = {tp * pp * ep:,} distinct shards (expert parallelism), the "
+            f"dense part over t·p = {tp * pp} ({copies})"
+        )
+    return (
+        f"t·p = {tp}·{pp} = {tp * pp} distinct shards ({copies})"
+        if weights
+        else f"t·p = {tp * pp} distinct shards ({copies})"
+    )

@@ -84,6 +84,7 @@ class MonitoringRequest(BaseModel):
         "points); None = only the rolling generations, spaced by the checkpoint interval.",
     )
     dp: PositiveCount = Field(1, description="Data-parallel replicas; the canary is split evenly over them.")
+    moe: bool = Field(False, description="The model routes tokens to experts: log the router metrics too.")
     spec: MonitoringSpec = Field(
         default_factory=MonitoringSpec, description="The plan file's monitoring section."
     )
@@ -142,6 +143,33 @@ _METRICS = [
     ("global_batch_tokens", "confirms the batch ramp stages"),
 ]
 
+#: A mixture-of-experts run also logs its router, per MoE layer (Megatron-LM ``--moe-per-layer-logging``). No
+#: alert threshold is published for these: compare each with its own rolling history, as for the grad norm.
+_MOE_METRICS = [
+    (
+        "moe_load_balancing_loss",
+        "auxiliary balance loss (Switch Transformer, Fedus et al. 2022 §2.2, Eq. 4; DeepSeek-V3's sequence-wise "
+        "one, arXiv 2412.19437 §2.1.2); Megatron-LM logs load_balancing_loss, seq_ and global_ variants "
+        "(training.py @ d98e8a6); a rising value means routing is drifting out of balance",
+    ),
+    (
+        "moe_expert_load_max_violation",
+        "MaxVio = (max_i load_i − mean load) / mean load from the tokens each expert got this step (Wang et al. "
+        "2024, arXiv 2408.15664, §4.1); growth means routing collapse onto a few experts, and the busiest "
+        "expert-parallel rank sets the step time",
+    ),
+    (
+        "moe_dropped_token_fraction",
+        "tokens over an expert's capacity ⌈tokens / E × capacity factor⌉, skipped by that expert (Switch "
+        "Transformer §2.2; Megatron-LM moe_utils.py); stays 0 for a dropless run (DeepSeek-V3 §2.1.2 drops none)",
+    ),
+    (
+        "moe_router_z_loss",
+        "mean squared log-sum-exp of the router logits (ST-MoE, Zoph et al. 2022, arXiv 2202.08906, §3.1): large "
+        "router logits go with training instability; Megatron-LM logs it as z_loss",
+    ),
+]
+
 
 def plan_monitoring(request: MonitoringRequest) -> Monitoring:
     """Concrete monitoring numbers for one run (see the module docstring for sources and what is left out)."""
@@ -153,7 +181,9 @@ def plan_monitoring(request: MonitoringRequest) -> Monitoring:
     spacing, max_redo, required = _rollback_reach(request)
     lo, hi = spec.skip_batches_min, spec.skip_batches_max
     return Monitoring.build(
-        per_step_metrics=[Metric(name=name, why=why) for name, why in _METRICS],
+        per_step_metrics=[
+            Metric(name=name, why=why) for name, why in _METRICS + (_MOE_METRICS if request.moe else [])
+        ],
         canary_examples=examples,
         canary_tokens=tokens,
         canary_seconds=seconds,
