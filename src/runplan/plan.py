@@ -654,6 +654,15 @@ def _operations(
     )
 
 
+def _proxy_vocab_size(spec: PlanSpec, shape: ModelShape) -> int:
+    """The proxies' vocabulary: training.vocab_size where the plan sets it, else a fixed model's own (the proxies
+    train on its tokenizer: Mixtral's 32,000 or Gemma 2's 256,000 embeddings weigh very differently in a small
+    proxy), else the default a generated shape takes."""
+    if spec.model is not None and "vocab_size" not in spec.training.model_fields_set:
+        return shape.vocab_size
+    return spec.training.vocab_size
+
+
 def _sweep_and_cost(
     spec: PlanSpec, inputs: ResolvedInputs, stage: AllocationStage, operations: Operations
 ) -> tuple[Sweep | None, Cost, str | None]:
@@ -671,7 +680,7 @@ def _sweep_and_cost(
             gpu=gpu,
             mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
             seq_len=inputs.seq_len,
-            vocab_size=spec.training.vocab_size,
+            vocab_size=_proxy_vocab_size(spec, stage.shape),
             price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
             **chosen,
         )
@@ -708,13 +717,14 @@ def _sweep_and_cost(
 
 def _in_plan_words(sweep: Sweep) -> Sweep:
     """The sweep with its suggestions naming the plan key (``sweep: {budgets: 3}``), not ``runplan sweep``'s flag."""
-    from runplan.scaling.sweep import PLAN_BUDGETS, flag_notes
+    from runplan.scaling.sweep import PLAN_BUDGETS, VOCAB_FLAG, VOCAB_PLAN_KEY, flag_notes
 
     budgets = len(sweep.budgets)
     plan_words = dict(
         zip(flag_notes(sweep.wsd, budgets), flag_notes(sweep.wsd, budgets, PLAN_BUDGETS), strict=True)
     )
-    return sweep.model_copy(update={"warnings": [plan_words.get(w, w) for w in sweep.warnings]})
+    warnings = [plan_words.get(w, w).replace(VOCAB_FLAG, VOCAB_PLAN_KEY) for w in sweep.warnings]
+    return sweep.model_copy(update={"warnings": warnings})
 
 
 #: Wall-clock days beyond which a plan warns (a planning choice: a year, about three times BLOOM-176B's

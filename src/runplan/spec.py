@@ -100,7 +100,8 @@ class Training(BaseModel):
     vocab_size: PositiveCount = Field(
         DEFAULT_VOCAB_SIZE,
         **at_most(MAX_VOCAB_SIZE),
-        description="Vocabulary size V for generated shapes (a catalog preset keeps its own); at most 1e7.",
+        description="Vocabulary size V for generated shapes (a catalog preset keeps its own) and the proxy "
+        "sweep's shapes (default there: a fixed model's own V); at most 1e7.",
     )
 
 

@@ -591,6 +591,10 @@ def _notes(request: SweepRequest, runs: list[SweepRun], total_flops: float) -> l
 MIN_PROXY_ASPECT = 10.0
 
 
+#: How the narrow-proxy caution names the vocabulary setting: the sweep command's flag, and in a plan its key
+VOCAB_FLAG, VOCAB_PLAN_KEY = "`runplan sweep --vocab-size`", "training.vocab_size"
+
+
 def _too_deep(runs: list[SweepRun], vocab_size: int) -> list[str]:
     """A caution naming the proxy shapes far narrower than Kaplan's compared aspect ratios: at the bottom of a sweep
     with a large vocabulary, the embedding takes most of the count and the generated shape is a deep, thin
@@ -604,7 +608,7 @@ def _too_deep(runs: list[SweepRun], vocab_size: int) -> list[str]:
     return [
         f"{len(narrow)} proxy shape(s) far narrower than the shapes Kaplan et al. 2020 compared (d_model / layers "
         f"< {MIN_PROXY_ASPECT:g}, their Fig. 5 spans about 20-200: {shapes}): the {vocab_size:,}-token embedding "
-        "takes much of their count; a smaller proxy vocabulary (`runplan sweep --vocab-size`) or larger budgets "
+        f"takes much of their count; a smaller proxy vocabulary ({VOCAB_FLAG}) or larger budgets "
         "avoid them"
     ]
 
