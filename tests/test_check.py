@@ -164,9 +164,10 @@ def test_a_hand_written_nan_is_drift_in_json_not_a_crash(plan_copy):
     )
 
 
-def test_a_reworded_citation_and_a_new_null_key_are_no_drift_a_new_value_is():
-    # after a runplan upgrade: a catalog entry's `source` reworded (prose) and a field written as null (a dense
-    # model's unset MoE balance loss) move no number; a new key with a value does (router_topk_norm: true)
+def test_a_reworded_citation_and_new_default_keys_are_no_drift_a_new_value_is():
+    # after a runplan upgrade: a catalog entry's `source` reworded (prose), a field written as null (a dense
+    # model's unset MoE balance loss) or a shape field at its default (no window, no post-norms: what older
+    # runplans assumed) move no number; a shape field off its default does (a model that now has a window)
     old = {"model": {"shape": {"d_model": 8192, "source": "config.json"}}}
     new = {
         "model": {
@@ -175,8 +176,14 @@ def test_a_reworded_citation_and_a_new_null_key_are_no_drift_a_new_value_is():
                 "source": "config.json; transformers' MixtralSparseMoeBlock",
                 "router_aux_loss_coef": None,
                 "router_topk_norm": True,
+                "post_norms": False,
+                "sliding_window": 4096,
             }
-        }
+        },
+        "layout": {"new_number": 0},  # a section older files lack: new as a whole
     }
     changes = diff_changes(old, new)
-    assert [(c.path, c.kind) for c in changes] == [("model.shape.router_topk_norm", "new")]
+    assert [(c.path, c.kind) for c in changes] == [
+        ("layout", "new"),
+        ("model.shape.sliding_window", "new"),
+    ]

@@ -172,6 +172,21 @@ def _items(count: int) -> str:
     return f"{count} item" if count == 1 else f"{count} items"
 
 
+def _unchanged_when_new(path: str, value: Any) -> bool:
+    """A key a newer runplan writes that changes nothing for a file resolved before it: null (a field a dense
+    model leaves unset), or a model-shape field at its default (``sliding_window: 0``, ``post_norms: false``:
+    the shape every older runplan assumed)."""
+    if value is None:
+        return True
+    field = path.removeprefix("model.shape.")
+    if field == path or "." in field:
+        return False
+    from runplan.model import ModelShape
+
+    info = ModelShape.model_fields.get(field)
+    return info is not None and not info.is_required() and info.default == value
+
+
 def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None:
     if isinstance(old, dict) and isinstance(new, dict):
         for key in old.keys() | new.keys():
@@ -181,8 +196,7 @@ def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None
             if key not in new:
                 out.append(Change(sub, "gone", old[key], None))
             elif key not in old:
-                # a key a newer runplan writes as null (a field a dense model leaves unset) holds no number
-                if new[key] is not None:
+                if not _unchanged_when_new(sub, new[key]):
                     out.append(Change(sub, "new", None, new[key]))
             else:
                 _walk(sub, old[key], new[key], rtol, out)
