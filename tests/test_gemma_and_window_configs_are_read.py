@@ -121,3 +121,16 @@ def test_transformers_v5_rope_parameters_per_layer_type():
     shape = shape_from_config(config)
     assert (shape.rope_theta, shape.rope_local_theta) == (1e6, 1e4)
     assert shape.rope_scaling is not None and shape.rope_scaling.factor == 8.0
+
+
+def test_a_null_gemma_window_is_no_window_as_for_mistral():
+    # null was read as Gemma2Config's default 4,096 (a window the model does not have); Mistral's null is none
+    shape = shape_from_config(GEMMA_2_9B | {"sliding_window": None})
+    assert (shape.sliding_window, shape.global_every) == (0, 0)
+
+
+def test_layer_types_that_are_not_names_are_one_line_naming_the_key():
+    with pytest.raises(
+        SpecError, match=r"layer_types must be a list of num_hidden_layers \(42\) names, got a list"
+    ):
+        shape_from_config(GEMMA_2_9B | {"layer_types": [{"kind": "full"}] * 42})

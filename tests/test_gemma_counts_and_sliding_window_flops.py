@@ -27,7 +27,7 @@ def _by_hand(L, h, a, kv, dh, F, V, *, gemma3):
     return L * per_layer + h, V * h  # (non-embedding, embedding)
 
 
-# Gemma 2 (arXiv 2408.00118 Table 1 non-embedding; totals in the Hub's safetensors metadata). Table 1's
+# Gemma 2 (arXiv 2408.00118 Table 2 non-embedding; totals in the Hub's safetensors metadata). Table 2's
 # embedding column counts 256,128 rows; the checkpoints hold vocab_size 256,000.
 GEMMA_2 = {
     "2b": ((26, 2304, 8, 4, 256, 9216, 256000), 2_024_517_888, 2_614_341_888),
@@ -177,3 +177,13 @@ def test_the_plan_explains_the_window_in_its_flops_note(tmp_path):
         "; the layers but every 2nd (global) slide a 4,096-key window and count 2w − w²/s = 6,144 for s (a "
         "query at position i sees min(i, w) keys)"
     )
+
+
+@pytest.mark.parametrize(
+    ("every", "ordinal"), [(2, "2nd"), (6, "6th"), (11, "11th"), (21, "21st"), (22, "22nd")]
+)
+def test_the_window_note_writes_english_ordinals(every, ordinal):
+    from runplan.plan import _window_note
+
+    shape = ENTRIES["gemma-2-9b"].shape.model_copy(update={"global_every": every})
+    assert f"the layers but every {ordinal} (global)" in _window_note(shape, 8192)

@@ -468,9 +468,9 @@ _GEMMA_IGNORED = {
     "attention_dropout": "the plan's stack sets dropout (stack.attention_dropout)",
     "hidden_act": "the GeGLU gate (checked: a GeLU)",
     "hidden_activation": "the GeGLU gate (checked: a GeLU)",
-    "query_pre_attn_scalar": "a scalar on the scores (Gemma 2 §2.2): no parameters, no matrix products",
-    "attn_logit_softcapping": "tanh soft-capping of the scores (Gemma 2 §2.2): elementwise, inside the kernel",
-    "final_logit_softcapping": "tanh soft-capping of the logits (Gemma 2 §2.2): elementwise",
+    "query_pre_attn_scalar": "a scalar on the scores (Gemma 2 §2): no parameters, no matrix products",
+    "attn_logit_softcapping": "tanh soft-capping of the scores (Gemma 2 §2): elementwise, inside the kernel",
+    "final_logit_softcapping": "tanh soft-capping of the logits (Gemma 2 §2): elementwise",
     "sliding_window_size": "an older copy of sliding_window",
     "rope_local_base_freq": "read as rope_local_theta",
     "sliding_window_pattern": "read as global_every",
@@ -496,7 +496,7 @@ _GELU_NAMES = (None, "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "gelu
 
 
 def _gemma(kind: str, c: dict[str, Any]) -> dict[str, Any]:
-    """Gemma (Gemma Team 2024, arXiv 2403.08295 §2), Gemma 2 (arXiv 2408.00118 §2.2) and Gemma 3's text tower (Gemma
+    """Gemma (Gemma Team 2024, arXiv 2403.08295 §2), Gemma 2 (arXiv 2408.00118 §2) and Gemma 3's text tower (Gemma
     3 technical report, arXiv 2503.19786 §2): a GeGLU MLP (GemmaMLP: act(gate)·up, down), RMSNorm, tied
     embeddings by default (Gemma*Config tie_word_embeddings=True); Gemma 2/3 add post_attention_layernorm and
     post_feedforward_layernorm and sliding windows (Gemma 2: every other layer, from the first; Gemma 3: five of
@@ -536,7 +536,11 @@ def _gemma_layers(kind: str, c: dict[str, Any]) -> dict[str, Any]:
     ``sliding_window_pattern`` (default 6: (layer_idx + 1) % 6 != 0 slides). Layers k, 2k, ... (from 1) global is
     the one pattern the shape holds (Megatron-core is_layer_window_attention's integer form)."""
     layers = _int(c, "num_hidden_layers")
-    window = _int_or(c, "sliding_window", 4096)  # Gemma2Config's and Gemma3TextConfig's default
+    if (
+        "sliding_window" in c and c["sliding_window"] is None
+    ):  # null: no window, as for Mistral (_mistral_window)
+        return {"sliding_window": 0}
+    window = _int_or(c, "sliding_window", 4096)  # absent: Gemma2Config's and Gemma3TextConfig's default
     types = c.get("layer_types")
     if types is None:
         pattern = c.get("sliding_window_pattern", c.get("_sliding_window_pattern"))
@@ -544,8 +548,13 @@ def _gemma_layers(kind: str, c: dict[str, Any]) -> dict[str, Any]:
             2 if kind == "gemma2" else (6 if pattern is None else _whole(pattern, "sliding_window_pattern"))
         )
         types = ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers:
-        raise ValueError(f"layer_types must be a list of num_hidden_layers ({layers}) names, got {types!r}")
+    if (
+        not isinstance(types, list)
+        or len(types) != layers
+        or not all(isinstance(name, str) for name in types)
+    ):
+        shown = types if not isinstance(types, list) else f"a list of {len(types)}"
+        raise ValueError(f"layer_types must be a list of num_hidden_layers ({layers}) names, got {shown}")
     full = [i for i, name in enumerate(types) if name == "full_attention"]
     if set(types) - {"full_attention", "sliding_attention"}:
         raise _NotModelled(
@@ -561,7 +570,7 @@ def _gemma_layers(kind: str, c: dict[str, Any]) -> dict[str, Any]:
 
 def _gemma_rope(c: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
     """Gemma 3's two RoPE bases (global layers ``rope_theta`` with ``rope_scaling``, window layers
-    ``rope_local_base_freq``; Gemma 3 report §2.2), or transformers v5's ``rope_parameters`` per layer type."""
+    ``rope_local_base_freq``; Gemma 3 report §2), or transformers v5's ``rope_parameters`` per layer type."""
     params = c.get("rope_parameters")
     if isinstance(params, dict) and "full_attention" in params:
         full = params["full_attention"] or {}

@@ -13,8 +13,8 @@ F FFN size, V vocabulary, s sequence, E routed experts):
   active non-embedding weights plus the V·h output projection, tied or not) + 6·L·s·a·(d_qk + d_v) for the
   attention score and value products (PaLM's 12·L·H·Q·T when d_qk = d_v). Like PaLM, the causal mask is not
   discounted by default; Megatron-LM's logged count halves the s² term (``causal=True``). With sliding-window
-  attention (Mistral 7B, Jiang et al. 2023, arXiv 2310.06825 §2; Gemma 2, arXiv 2408.00118 §2.2; Gemma 3 tech
-  report §2.2) a query at position i (1-based) of a window-w layer attends to min(i, w) keys, so the s of that
+  attention (Mistral 7B, Jiang et al. 2023, arXiv 2310.06825 §2; Gemma 2, arXiv 2408.00118 §2; Gemma 3 tech
+  report §2) a query at position i (1-based) of a window-w layer attends to min(i, w) keys, so the s of that
   layer becomes its effective context (:meth:`ModelShape.effective_context`): twice the mean causal key count,
   s where w ≥ s (byte-identical to PaLM's count) and 2w − w²/s where w < s.
 * GeGLU (Shazeer 2020, arXiv 2002.05202 §2: GeLU(xW)·xV, Gemma's ``gelu_pytorch_tanh`` gate) has SwiGLU's three

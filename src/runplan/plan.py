@@ -565,7 +565,8 @@ def _window_note(shape: ModelShape, seq_len: int) -> str:
         return ""
     w = shape.sliding_window
     k = shape.global_every
-    ordinal = {2: "2nd", 3: "3rd"}.get(k, f"{k}th")
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    ordinal = f"{k}{suffix}"
     which = f"the layers but every {ordinal} (global)" if k else "every layer"
     return (
         f"; {which} slide a {w:,}-key window and count 2w − w²/s = {2 * w - w * w / seq_len:,.0f} for s "
