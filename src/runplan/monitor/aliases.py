@@ -10,15 +10,15 @@ Canonical names (SI units: seconds, tokens per second; fractions in [0, 1]):
 | `lr` | learning rate | `lr`, `learning_rate` |
 | `step_seconds` | wall time of one step | `elapsed_time_per_iteration_(s)` and `_(ms)` (Megatron, ÷1000), `iteration_time` (Megatron TensorBoard), `train_step_timing_in_s` (NeMo), `iter time (s)` (DeepSpeed pipeline engine), `time_metrics/end_to_end(s)` (torchtitan), `step_time` |
 | `tokens_per_second` | whole-job throughput | `tokens_per_second`, `tokens_per_sec`, `tok/s` |
-| `tokens_per_second_per_gpu` | throughput per GPU | `tps`, `throughput(tps)` (torchtitan: tokens over time × non-data-parallel size per data-parallel rank, i.e. per GPU), `tokens per gpu per second (tgs)` (Megatron-DeepSpeed: tokens/s ÷ world size) |
+| `tokens_per_second_per_gpu` | throughput per GPU | `tps`, `tokens_per_sec_per_gpu` (NeMo's TimingCallback), `throughput(tps)` (torchtitan: tokens over time × non-data-parallel size per data-parallel rank, i.e. per GPU), `tokens per gpu per second (tgs)` (Megatron-DeepSpeed: tokens/s ÷ world size) |
 | `mfu` | model FLOPs utilisation (fraction) | `mfu`, `mfu(%)` (÷100) |
 | `canary_loss` | loss of a fixed held-out batch | `canary_loss`, `canary`, `canary/loss` |
 | `val_loss` | validation loss | `val_loss`, `eval_loss` (HF), `tel` (llm.c), `lm_loss_value` (Megatron validation line), `validation_metrics/loss` (torchtitan) |
 | `loss_scale` | fp16 dynamic loss scale | `loss_scale`, `loss-scale`, `scaler/scale` |
 | `global_batch` | sequences per optimizer step (checked against the plan's by `monitor --plan`) | `global batch size` (Megatron), `global_batch_size` |
 | `seq_len` | tokens per sequence (checked against the plan's by `monitor --plan`) | `actual seqlen` (Megatron-DeepSpeed), `seq_len`, `seq_length` |
-| `peak_memory_reserved_bytes` | peak memory the allocator reserved on the logged GPU, bytes | `memory` (torchtitan's line, `memory: 61.23GiB(64.46%)`: `reserved_bytes.all.peak` over the logging interval, GiB = 2^30), `memory/max_reserved(GiB)` |
-| `peak_memory_allocated_bytes` | peak memory allocated to tensors, bytes | `max allocated` of Megatron's `report_memory` line (MB = 2^20 bytes), `mem-max-allocated-bytes` (Megatron TensorBoard), `MaxMemAllocated` (DeepSpeed's timer line, GiB though printed "GB") |
+| `peak_memory_reserved_bytes` | peak memory the allocator reserved on the logged GPU, bytes | `memory` (torchtitan's line, `memory: 61.23GiB(64.46%)`: `reserved_bytes.all.peak` over the logging interval, GiB = 2^30), `memory/max_reserved(GiB)`, `max_memory_reserved` (NeMo 2, bytes) |
+| `peak_memory_allocated_bytes` | peak memory allocated to tensors, bytes | `max allocated` of Megatron's `report_memory` line (MB = 2^20 bytes), `mem-max-allocated-bytes` (Megatron TensorBoard), `MaxMemAllocated` (DeepSpeed's timer line, GiB though printed "GB"), `max_memory_allocated` (NeMo 2, bytes) |
 | `samples_per_second` | whole-job sequences per second | `samples/sec` (DeepSpeed pipeline engine: train_batch_size ÷ iter time), `CurrSamplesPerSec` (DeepSpeed timer: train_batch_size ÷ the step's time), `samples per second` (Megatron-DeepSpeed) |
 | `tflops_per_gpu` | TFLOP/s per GPU as the engine counts its FLOPs | `tflops` (torchtitan: its FLOPs per token × tps ÷ 1e12), `TFLOPs` (Megatron-DeepSpeed: its own count, with the recompute forward when activations are checkpointed), `throughput per GPU (TFLOP/s/GPU)` (Megatron-LM `--log-throughput`: its own count per step ÷ (step time × 1e12 × world size), no recompute) |
 | `grad_norm_replica_<r>` | gradient norm of data-parallel replica r | `grad_norm_replica_<r>`, `grad_norm/replica_<r>`, `grad_norm_rank<r>`, `replica_<r>/grad_norm` |
@@ -100,7 +100,15 @@ _add(
     "tokens_per_second_per_gpu",
     # "tokens per gpu per second (tgs)": Megatron-DeepSpeed megatron/training.py training_log (commit 4efb479d),
     # tokens/s ÷ world size
-    ("tps", "throughput(tps)", "tokens_per_second_per_gpu", "tokens per gpu per second (tgs)"),
+    # "tokens_per_sec_per_gpu": NeMo's TimingCallback (nemo/utils/exp_manager.py @ 8cfedd72), (global batch ÷
+    # accumulate_grad_batches) × seq ÷ world size ÷ the step's time
+    (
+        "tps",
+        "throughput(tps)",
+        "tokens_per_second_per_gpu",
+        "tokens per gpu per second (tgs)",
+        "tokens_per_sec_per_gpu",
+    ),
 )
 _add("mfu", ("mfu",))
 _add("mfu", ("mfu(%)", "mfu_percent"), 1e-2)
@@ -132,6 +140,11 @@ _add("peak_memory_allocated_bytes", ("max allocated (MB)",), 2.0**20)
 _add("peak_memory_allocated_bytes", ("mem-max-allocated-bytes", "peak_memory_allocated_bytes"))
 _add("peak_memory_allocated_bytes", ("MaxMemAllocated (GiB)",), 2.0**30)
 _add("peak_memory_reserved_bytes", ("peak_memory_reserved_bytes",))
+#: NeMo 2 ``MegatronStrategy.training_step`` with ``log_memory_usage`` (nemo/lightning/pytorch/strategies/
+#: megatron_strategy.py @ 8cfedd72): torch.cuda.max_memory_reserved() and max_memory_allocated(), in bytes, never
+#: reset (the peak since the process started)
+_add("peak_memory_reserved_bytes", ("max_memory_reserved",))
+_add("peak_memory_allocated_bytes", ("max_memory_allocated",))
 #: DeepSpeed (deepspeed/runtime/pipe/engine.py and utils/timer.py @ 38327e07): ``samples/sec`` =
 #: train_batch_size() ÷ iter time; ``CurrSamplesPerSec`` = train_batch_size() ÷ the step's elapsed time: the global
 #: batch, so whole-job sequences per second. Megatron-DeepSpeed's ``samples per second`` is the same.

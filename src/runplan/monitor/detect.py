@@ -21,7 +21,7 @@ recovered by restarting earlier and skipping batches, without changing hyper-par
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -59,6 +59,12 @@ class Context:
             return None, (
                 f"roll back to the newest checkpoint at a step ≤ {before_step:,} (no checkpoint steps known: "
                 "give --checkpoint-interval or --plan)"
+            )
+        written = replace(self.checkpoints, retention_generations=None, rollback_generations=None)
+        if written.newest_at_or_before(before_step, before_step) is None:  # none due by then, kept or not
+            return None, (
+                f"no checkpoint is due at a step ≤ {before_step:,} ({self.checkpoints.source}): the first comes "
+                "later; restart the run from its start"
             )
         return None, f"no kept checkpoint at a step ≤ {before_step:,}: the oldest one kept is too new"
 
@@ -221,7 +227,7 @@ def _one_spike(
     if within and end_step is not None:
         event.skip_steps = [start_step, peak_step]
         event.why += (
-            f"; back within {percent(t.spike_fraction)} by step {end_step:,} ({end_step - start_step:,} steps, "
+            f"; back within {percent(t.spike_fraction)} by step {end_step:,} ({counted(end_step - start_step, 'step')}, "
             f"under {t.spike_recovery_steps}): recovered by itself{gap}. If the canary stayed flat it was the "
             f"data: inspect the batches of {steps_text(start_step, peak_step)}"
         )

@@ -37,7 +37,8 @@ def megatron_flops_per_token(shape: ModelShape, seq_len: int, padded_vocab: int 
     """Megatron-LM's training FLOPs per token for ``shape`` at ``seq_len`` (module docstring; ``padded_vocab``:
     the vocabulary as Megatron pads it, default the shape's, as runplan's export sets it unpadded)."""
     h = shape.d_model
-    matrices = 3 if shape.gated else 2  # gate, up and down (Megatron's swiglu factor; GeGLU has the same three)
+    # gate, up and down (Megatron's swiglu factor; GeGLU has the same three)
+    matrices = 3 if shape.gated else 2
     weights = (
         shape.n_layers * _megatron_projections(shape)
         + shape.dense_layers * h * shape.ffn_hidden * matrices

@@ -82,7 +82,9 @@ def terminal(report: Report) -> None:
                     out.print(Text(line))
     if quiet:
         kinds = sorted({e.kind.replace("_", " ") for e in quiet})
-        out.print(f"{len(quiet)} events needing nothing ({', '.join(kinds)}); --json or --report lists them")
+        out.print(
+            f"{counted(len(quiet), 'event')} needing nothing ({', '.join(kinds)}); --json or --report lists them"
+        )
     if report.vs_plan:
         out.print(vs_plan_text(report.vs_plan))
         for warning in report.vs_plan.get("warnings", []):

@@ -300,6 +300,15 @@ def _other_stage(as_written: str, pp: int, plan_stage: str) -> list[str]:
     ]
 
 
+#: How each engine that prints an MFU counts it, for the note. llm.c (karpathy/llm.c @ f1e2ace6, train_gpt2.cu
+#: ``gpt2_estimate_mfu``): 6 × every parameter (embeddings and biases included) + 6·L·C·T per token, at the bf16
+#: peak of its own GPU table (llmc/mfu.h ``get_flops_promised``)
+_OWN_MFU = {
+    "torchtitan": "torchtitan: 6 × non-embedding parameters + attention at its bf16 peak",
+    "llmc": "llm.c: 6 × all parameters + 6·L·C·T at the bf16 peak of its GPU table",
+}
+
+
 def _own_mfu(log: MetricLog, plan: RunPlan, out: dict[str, Any], gpus: int) -> dict[str, str]:
     """The engine's own MFU (torchtitan's ``mfu``) beside the plan's definition (docs/parallel.md: PaLM model
     FLOPs per token × tokens/s ÷ (GPUs × bf16 peak)), with the difference explained. torchtitan (metrics.py @
@@ -327,7 +336,7 @@ def _own_mfu(log: MetricLog, plan: RunPlan, out: dict[str, Any], gpus: int) -> d
     if tflops is None or tps is None or not tps > 0:
         return {
             "logged_mfu": f"{head} (×{own / mfu:.3f}): the engine counts its own FLOPs per token and peak "
-            "(torchtitan: 6 × non-embedding parameters + attention at its bf16 peak), the plan PaLM's (docs/parallel.md)"
+            f"({_OWN_MFU.get(log.format, 'by its own count')}), the plan PaLM's (docs/parallel.md)"
         }
     best = plan.layout.best
     flops, plan_flops = tflops * 1e12 / tps, float(plan.model.flops_per_token)

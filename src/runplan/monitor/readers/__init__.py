@@ -13,6 +13,7 @@ empty file, and a file nothing recognises end in a one-line error naming the fil
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,7 @@ def detect(body: str, path: Path) -> str:
     sample = lines[:SAMPLE_LINES] + lines[max(SAMPLE_LINES, len(lines) - 1000) :]
     counts = text.signature_counts(sample) or text.signature_counts(sample, text.FALLBACK_SIGNATURES)
     if not counts:
+        _refuse_hf_printed(body, f"'{path}'")
         raise _error(
             f"'{path}': no known log format recognised in its first {min(len(lines), SAMPLE_LINES):,} lines",
             hint=f"name the format with --format ({', '.join(FORMATS[1:])})",
@@ -176,6 +178,25 @@ def detect(body: str, path: Path) -> str:
     return best
 
 
+#: The Hugging Face Trainer's printed log dicts: ``PrinterCallback`` / ``ProgressCallback.on_log`` print
+#: ``str(logs)`` (transformers ``trainer_callback.py``), a Python dict without the step (``Trainer.log`` adds
+#: ``"step"`` only to the copy it appends to ``state.log_history``); ``tqdm.write`` puts a ``\r`` (the bar cleared)
+#: before each when stderr shares the file
+_HF_PRINTED = re.compile(
+    r"(?:^|\r)\{'(?:loss|grad_norm|learning_rate|epoch|eval_loss|train_runtime)': ", re.MULTILINE
+)
+
+
+def _refuse_hf_printed(body: str, where: str) -> None:
+    """A log of the Trainer's printed dicts (in its first 64 kB) cannot be read: they carry no step."""
+    if _HF_PRINTED.search(body[:65536]):
+        raise _error(
+            f"{where} holds the Hugging Face Trainer's printed log dicts ({{'loss': ...}}), which carry no step",
+            hint="give the run's trainer_state.json (output_dir/checkpoint-N/trainer_state.json, written at every "
+            "save): its log_history holds the same entries with their steps",
+        )
+
+
 #: Non-blank lines looked at to tell JSONL from a JSON document that does not parse (one cut short).
 _JSONL_PROBE_LINES = 5
 
@@ -191,6 +212,7 @@ def _detect_json(body: str, where: str, object_lines: bool) -> str | None:
             return None
         # a document (Megatron's scalars export, a trainer state) cut short or broken: its own error, where it
         # breaks, not a count of its lines that are not JSON objects
+        _refuse_hf_printed(body, where)
         raise _not_json(where, error) from None
     if isinstance(data, dict):
         if "log_history" in data:
@@ -371,7 +393,8 @@ def merge(logs: list[MetricLog]) -> MetricLog:
     previous_last: int | None = None
     for k, log in enumerate(logs):
         slots = np.searchsorted(steps, log.steps)
-        again = _repeated_from(log, slots, steps.size, values, nonfinite, notes)
+        same_history = all(earlier.format == "hf" for earlier in logs[: k + 1])
+        again = _repeated_from(log, slots, steps.size, values, nonfinite, notes, same_history)
         if previous_last is not None and again is not None and again <= previous_last:
             restarts.append(Restart(previous_last, again, min(previous_last, reach[k])))
             abandoned.append(_abandon_from(again, reach[k], steps, values, nonfinite, notes))
@@ -411,15 +434,24 @@ def _repeated_from(
     values: dict[str, np.ndarray],
     nonfinite: dict[str, np.ndarray],
     notes: list[str],
+    same_history: bool = False,
 ) -> int | None:
     """The first step at which ``log`` has a metric that an earlier file has too (None: none), said per metric;
-    adds the merged columns (on the union of the steps) of metrics not seen before."""
+    adds the merged columns (on the union of the steps) of metrics not seen before. ``same_history``: trainer
+    states (HF), where a later checkpoint's ``log_history`` holds an earlier one's entries as they were (the
+    Trainer loads it on resume and appends): a value equal to the earlier file's is that entry again, not a
+    redone step; only a value that differs is (a run resumed from an older checkpoint)."""
     again: int | None = None
+    copies = np.zeros(log.steps.size, dtype=bool)
     for name, column in log.values.items():
         target = values.setdefault(name, np.full(size, np.nan))
         bad = nonfinite.setdefault(name, np.zeros(size, dtype=bool))
         has = np.isfinite(column) | log.nonfinite[name]
         overlap = has & (np.isfinite(target[slots]) | bad[slots])
+        if same_history:
+            equal = overlap & ((target[slots] == column) | (bad[slots] & log.nonfinite[name]))
+            copies |= equal
+            overlap &= ~equal
         if overlap.any():
             first, last = int(log.steps[overlap][0]), int(log.steps[overlap][-1])
             again = first if again is None else min(again, first)
@@ -427,6 +459,12 @@ def _repeated_from(
                 f"{log.source} logs {name} again at {int(overlap.sum()):,} steps ({first:,}-{last:,}): a restart; "
                 "its values are used"
             )
+    if copies.any():
+        first, last = int(log.steps[copies][0]), int(log.steps[copies][-1])
+        notes.append(
+            f"{log.source} holds the earlier file's entries at {counted(int(copies.sum()), 'step')} ({first:,}-"
+            f"{last:,}) unchanged: the same log_history, saved again at a later checkpoint, not a restart"
+        )
     return again
 
 

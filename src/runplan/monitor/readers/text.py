@@ -19,7 +19,8 @@
 - torchtitan (``torchtitan/components/metrics.py``): ``step: 10  loss:  9.1234  grad_norm:  1.2345  memory:
   12.34GiB(15.62%)  tps: 12,345  tflops: 123.45  mfu: 12.34%`` with ANSI colours (``memory``: the peak reserved,
   GiB); ``validate step: N  loss: ...``.
-- llm.c (``train_gpt2.cu`` logger): ``s:N trl:L lr:X norm:G`` (train), ``s:N tel:L`` (validation).
+- llm.c (``train_gpt2.cu`` logger): ``s:N trl:L lr:X norm:G`` (train), ``s:N tel:L`` (validation); its stdout
+  ``step N/M | loss L (Zz)| norm G (Zz)| lr X | T ms | Y% bf16 MFU | R tok/s`` and ``val loss V``.
 - DeepSpeed (commit edaa7221): ``steps: N loss: L iter time (s): T samples/sec: S`` (pipeline engine) and
   ``[Rank 0] step=N, skipped=K, lr=[X, ...], mom=[...]`` (engine progress); the timer's ``global_step=N, ...
   CurrSamplesPerSec=S, MemAllocated=...GB, MaxMemAllocated=XGB`` (commit 38327e07); read only when no other
@@ -81,13 +82,31 @@ DS_TIMER = re.compile(
 )
 LLMC = re.compile(r"^s:(\d+)\s+(trl|tel|eval):(" + _NUMBER + r")(.*)$")
 LLMC_FIELD = re.compile(r"\b(lr|norm):(" + _NUMBER + r")")
+#: llm.c's stdout (karpathy/llm.c @ f1e2ace6, ``train_gpt2.cu``): ``printf0("step %4d/%d | loss %7.6f (%+.2fz)| norm
+#: %6.4f (%+.2fz)| lr %.2e | %.2f ms | %.1f%% bf16 MFU | %.0f tok/s\n", step + 1, ...)``; earlier commits print
+#: ``train loss`` without the z-scores (and ``A100 fp16 MFU``), ``train_gpt2.py`` ``| (T ms | Y tok/s)``, the
+#: first ones ``step N/M: train loss L norm G lr X (T ms, Y tok/s)``. The printed step is ``step + 1``: the updates
+#: done once the line is printed
+LLMC_STDOUT = re.compile(r"^step\s+(\d+)/(\d+)\s*[|:]\s*(?=(?:train )?loss\s)(.*)$")
+LLMC_STDOUT_FIELDS = (
+    ("trl", re.compile(r"\bloss\s+(" + _NUMBER + r")")),
+    ("norm", re.compile(r"\bnorm\s+(" + _NUMBER + r")")),
+    ("lr", re.compile(r"\blr\s+(" + _NUMBER + r")")),
+    ("dt_ms", re.compile(r"(" + _NUMBER + r") ms\b")),
+    ("mfu(%)", re.compile(r"(" + _NUMBER + r")%[^|]*?MFU")),
+    ("tok/s", re.compile(r"(" + _NUMBER + r") tok/s")),
+)
+#: ``printf0("val loss %f\n", val_loss)``: computed at the top of loop step ``step``, before its update, so on
+#: the weights after ``step`` updates: the printed step of the line before (``step`` = the next line's ``step + 1``
+#: − 1)
+LLMC_VAL = re.compile(r"^val loss\s+(" + _NUMBER + r")\s*$")
 
 #: format name -> regex whose hits in a sample of lines decide the format (``detect``)
 SIGNATURES: dict[str, re.Pattern[str]] = {
     "megatron": re.compile(r"^(?!.*reduced_train_loss).*\biteration\s+\d+\s*/\s*\d+\s*\|"),
     "nemo": re.compile(r"reduced_train_loss[=:]"),
     "torchtitan": re.compile(r"(?<![A-Za-z_])step:\s*\d+\s+loss:"),
-    "llmc": re.compile(r"^s:\d+\s+(trl|tel):"),
+    "llmc": re.compile(r"^s:\d+\s+(trl|tel):|" + LLMC_STDOUT.pattern),
 }
 
 
@@ -264,6 +283,7 @@ def _val(text: str) -> list[tuple[str, str]]:
 
 def read_nemo(lines: list[str], where: str = "the log") -> Rows:
     out = _Collector()
+    rounded = 0  # bar lines whose global_step tqdm rounded and whose counter does not give it
     for number, raw in enumerate(lines, start=1):
         for line in raw.split("\r"):
             pipe = NEMO_PIPE.search(line)
@@ -271,11 +291,46 @@ def read_nemo(lines: list[str], where: str = "the log") -> Rows:
             if pipe and len(fields) < pipe.group(1).count(":"):  # a record, even one skipped below
                 out.unreadable_in(number, pipe.group(1))
             by_name = {k.strip(): v for k, v in fields}
-            step = by_name.get("global_step")
-            if step is None or "reduced_train_loss" not in by_name:
+            text = by_name.get("global_step")
+            if text is None or "reduced_train_loss" not in by_name:
                 continue
-            out.add(int(float(step)), [(k, v) for k, v in fields if k.strip() != "global_step"])
-    return out.rows(where)
+            step = int(float(text)) if pipe else _bar_step(text, line)
+            if step is None:
+                rounded += 1
+                continue
+            out.add(step, [(k, v) for k, v in fields if k.strip() != "global_step"])
+    rows = out.rows(where)
+    if rounded:
+        rows.notes.append(
+            f"{counted(rounded, 'progress-bar line')} left out: tqdm rounded its global_step to 3 significant "
+            "digits and the bar's counter does not give it (use NeMo's ProgressPrinter or TensorBoard for exact steps)"
+        )
+    return rows
+
+
+#: The bar's counter ``| n/total [`` (MegatronProgressBar's ``{n_fmt}/{total_fmt} [``)
+NEMO_BAR_COUNT = re.compile(r"\|\s*(\d+)/\d+\s*\[")
+
+
+def _tqdm_text(value: float) -> str:
+    """How tqdm's ``format_num`` (tqdm/std.py, applied by ``set_postfix`` to every number) prints ``value``: the
+    ``.3g`` form, its exponent without a leading zero, where that is shorter than ``str(value)``."""
+    short = re.sub(r"e([-+])0", r"e\1", format(value, ".3g"))
+    return short if len(short) < len(str(value)) else str(value)
+
+
+def _bar_step(text: str, line: str) -> int | None:
+    """The step of a Lightning progress-bar line. tqdm prints the float ``global_step`` (trainer.global_step at
+    training_step) in 3 significant digits where that is shorter (2001.0 as ``2e+3``, every step from 99,999):
+    then the step is the bar's counter − 1 (MegatronProgressBar's n is ``current_epoch_step``, the steps done,
+    one more than the global_step logged during the step, in the first epoch) when tqdm prints that as ``text``;
+    else None (not known: ``2e+3`` may be any step from 1,995 to 2,004)."""
+    if "e" not in text.lower():  # printed whole: "199", "2010.0"
+        return int(float(text))
+    count = NEMO_BAR_COUNT.search(line)
+    if count and _tqdm_text(float(int(count.group(1)) - 1)) == text:
+        return int(count.group(1)) - 1
+    return None
 
 
 def read_torchtitan(lines: list[str], where: str = "the log") -> Rows:
@@ -393,6 +448,11 @@ def _ds_timer(
 
 
 def read_llmc(lines: list[str], where: str = "the log") -> Rows:
+    """llm.c's ``main.log`` (``llmc/logger.h``: ``s:%d trl:%.4f lr:%.6f norm:%.2f`` at the 0-based step, ``s:%d
+    tel:%.4f``, ``s:%d eval:%.4f``) or its stdout (:data:`LLMC_STDOUT`, at the printed 1-based step); a file
+    with stdout step lines is read as stdout."""
+    if any(LLMC_STDOUT.match(line.strip()) for line in lines):
+        return _read_llmc_stdout(lines, where)
     out = _Collector()
     names = {"trl": "trl", "tel": "tel"}
     for line in lines:
@@ -403,6 +463,47 @@ def read_llmc(lines: list[str], where: str = "the log") -> Rows:
         fields += [(k, v) for k, v in LLMC_FIELD.findall(match.group(4))]
         out.add(int(match.group(1)), fields)
     return out.rows(where)
+
+
+def _read_llmc_stdout(lines: list[str], where: str) -> Rows:
+    """The stdout lines: ``ms`` is the step's time (cudaEvent, ÷ 1000 to seconds); ``tok/s`` the whole job's
+    (num_processes × B × T × grad_accum ÷ the step's time), an EMA bias-corrected from the second step; MFU
+    ``-100.0%`` (``gpt2_estimate_mfu`` returns -1 for a GPU not in its table) is not a value and is left out,
+    said. A ``val loss`` line goes at the step before the next step line's (the last step at the end)."""
+    out = _Collector()
+    pending: list[str] = []
+    last, unknown_mfu = 0, 0
+    for raw in lines:
+        line = raw.strip()
+        val = LLMC_VAL.match(line)
+        if val:
+            pending.append(val.group(1))
+            continue
+        match = LLMC_STDOUT.match(line)
+        if not match:
+            continue
+        last = int(match.group(1))
+        out.total = int(match.group(2))
+        for value in pending:
+            out.add(last - 1, [("tel", value)])
+        pending = []
+        fields = [
+            (name, hit.group(1))
+            for name, pattern in LLMC_STDOUT_FIELDS
+            if (hit := pattern.search(match.group(3)))
+        ]
+        kept = [(name, value) for name, value in fields if not (name == "mfu(%)" and _number(value) < 0)]
+        unknown_mfu += len(fields) - len(kept)
+        out.add(last, kept)
+    for value in pending:
+        out.add(last, [("tel", value)])
+    rows = out.rows(where)
+    if unknown_mfu:
+        rows.notes.append(
+            f"MFU is printed below 0 on {counted(unknown_mfu, 'line')} (llm.c prints -100% when its GPU table "
+            "has no peak for the GPU); left out"
+        )
+    return rows
 
 
 READERS: dict[str, Callable[[list[str], str], Rows]] = {
