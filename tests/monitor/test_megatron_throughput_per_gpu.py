@@ -160,3 +160,18 @@ def test_megatron_count_has_no_window_term_and_counts_geglu_as_three_matrices():
     weights = layers * (h * (q + 2 * kv) + q * h) + layers * h * 14336 * 3 + h * 256000
     core = 6 * layers * 8192 * 16 * (256 + 256) / 2
     assert megatron_flops_per_token(shape, 8192) == 6 * weights + core
+
+
+def test_a_windowed_plan_names_the_window_among_the_formula_gaps(tmp_path):
+    # Gemma 2 9B at 8,192 tokens: the plan counts its window layers at 2w - w²/s, Megatron's formula the full s
+    from runplan.cli.common import plan_from_file
+    from runplan.monitor.vs_plan import compare
+
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(
+        "schema_version: 1\nmodel: gemma-2-9b\nbudget: {tokens: 1T}\ncluster: {gpu: h100-sxm, gpus: 512}\n"
+        "training: {seq_len: 8192}\n"
+    )
+    note = compare(_log(tmp_path), plan_from_file(str(plan_file))[2])["notes"]["logged_tflops_per_gpu"]
+    assert "no recompute, no sliding window)" in note
+    assert "no sliding window" not in compare(_log(tmp_path), _plan())["notes"]["logged_tflops_per_gpu"]

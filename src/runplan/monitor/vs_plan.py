@@ -383,14 +383,17 @@ def _megatron_flops(
         plan.schedule.batch_stages[-1].global_batch_tokens
         / plan.schedule.batch_stages[-1].global_batch_sequences
     )
-    formula = megatron_flops_per_token(plan.model.shape, seq_len)
+    shape = plan.model.shape
+    formula = megatron_flops_per_token(shape, seq_len)
     plan_tflops = plan_flops * out["tokens_per_second"] / gpus / 1e12
+    # Megatron's count has no window term; the plan's counts a windowed layer at 2w - w²/s (model.window_context)
+    window = ", no sliding window" if 0 < shape.sliding_window < seq_len else ""
     return {
         "logged_tflops_per_gpu": f"Megatron's own {own:.1f} TFLOP/s per GPU against {plan_tflops:.1f} by the "
         f"plan's count ({plan_flops:.4g} FLOPs per token × {out['tokens_per_second']:,.0f} tokens/s ÷ {gpus:,} "
         f"GPUs): it counts {flops:.4g} FLOPs per token (TFLOP/s/GPU × step time × {gpus:,} GPUs ÷ "
         f"{tokens_per_step:,.0f} tokens) against the plan's {plan_flops:.4g} (×{flops / plan_flops:.3f}); "
         f"{formula:.4g} by Megatron's formula on the plan's shape (×{formula / plan_flops:.3f}: causal attention "
-        f"at half, no norms, biases or router, no recompute), the rest ×{flops / formula:.3f} (a padded "
+        f"at half, no norms, biases or router, no recompute{window}), the rest ×{flops / formula:.3f} (a padded "
         "vocabulary; more: another model, sequence length or GPU count)"
     }

@@ -413,7 +413,10 @@ def read_deepspeed(lines: list[str], where: str = "the log") -> Rows:
             # from a checkpoint), the engine its global step (restored on resume): engine.step prints its
             # progress line, then the timer's, for the same step (engine.py _take_model_step, then
             # tput_timer.stop @ edaa7221), so the engine's last step is the timer line's; its own count stands
-            # only in a log without the engine's lines
+            # only in a log without the engine's lines. Both print every steps_per_print of their own counts: a
+            # run resumed off that cadence prints its timer lines between the engine's, and the same lines would
+            # come from a run resumed on it, so they are placed on the engine's last printed step, up to
+            # steps_per_print - 1 steps early (docs/monitor.md)
             step = int(timer.group(1)) if engine_step is None else engine_step
             _ds_timer(out, timed, step, timer.group(2), timer.group(3))
             continue
