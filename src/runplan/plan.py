@@ -644,6 +644,11 @@ def _operations(
             # the checkpoint holds them and Adam's moments, no bf16 copy (ops.checkpoint.LayoutRequest)
             fp32_master_weights=(planned.request.stack.fsdp_mixed_precision and best.zero >= 3)
             or planned.request.stack.autocast_fp32_weights,
+            optimizer_state_dtype=planned.request.stack.optimizer_state_dtype,
+            # bf16 moments beside bf16 weights (or delayed fp8): TransformerEngine's FusedAdam holds the master
+            # and Megatron saves it whole (ops.checkpoint, 12 B/param); other fp8 recipes: 10 B/param
+            fused_adam_master=planned.request.stack.optimizer_state_dtype == "bf16"
+            and (planned.request.stack.precision == "bf16" or planned.request.stack.fp8_recipe == "delayed"),
             gpus_per_node=inputs.gpus_per_node,
             seq_len=inputs.seq_len,
             step_seconds=best.step_seconds,

@@ -44,7 +44,7 @@ def test_megatron_writes_linear_rope_scaling_as_an_integer_interpolation_factor(
 
 
 def test_torchtitan_sends_a_window_alone_to_megatron():
-    plan = _with_shape(golden_plan("70b-512-h100"), sliding_window=4096)
+    plan = _with_shape(golden_plan("70b-512-h100"), sliding_window=1024)
     with pytest.raises(SpecError) as error:
         export_plan(plan, "torchtitan")
     assert "export to megatron (--window-size)" in (error.value.hint or "")
@@ -63,18 +63,28 @@ def test_megatron_refuses_what_it_cannot_build(change, message):
 
 
 @pytest.mark.parametrize(
-    "change, what",
+    "change, kind, what",
     [
-        ({"mlp": "geglu"}, "GeGLU MLP"),
-        ({"post_norms": True}, "post-norms"),
-        ({"sliding_window": 4096}, "4,096-token sliding window"),
+        ({"mlp": "geglu"}, "Gemma-like model", "GeGLU MLP"),
+        ({"post_norms": True}, "Gemma-like model", "post-norms"),
+        ({"sliding_window": 1024}, "sliding-window attention", "1,024-token sliding window"),
     ],
 )
-def test_torchtitan_refuses_gemma_blocks(change, what):
+def test_torchtitan_refuses_gemma_blocks(change, kind, what):
     with pytest.raises(
-        SpecError, match=f"torchtitan 0.2.2 has no Gemma-like model: .* build none of the model's {what}"
+        SpecError, match=f"torchtitan 0.2.2 has no {kind}: .* build none of the model's {what}"
     ):
         export_plan(_with_shape(golden_plan("70b-512-h100"), **change), "torchtitan")
+
+
+def test_torchtitan_takes_a_window_no_shorter_than_the_sequence():
+    # Mistral 7B v0.1's 4,096-key window at a 4,096-token sequence (or shorter) masks nothing: full attention
+    plan = golden_plan("70b-512-h100")
+    seq_len = round(
+        plan.schedule.batch_stages[-1].global_batch_tokens
+        / plan.schedule.batch_stages[-1].global_batch_sequences
+    )
+    export_plan(_with_shape(plan, sliding_window=seq_len), "torchtitan")
 
 
 def test_deepspeed_lists_the_gemma_fields_for_the_model_code():

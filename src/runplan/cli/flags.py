@@ -81,6 +81,7 @@ FLAG_FOR_PATH: dict[str, str] = {
     "stack.attention_kernel": "--attention-kernel",
     "stack.fused_elementwise": "--fused-elementwise",
     "stack.fp8_param_gather": "--fp8-param-gather",
+    "stack.optimizer_state_dtype": "--optimizer-state-dtype",
     "parallelize.catalog": "--catalog",
     # sweep
     "sweep.flops": "--flops",

@@ -166,6 +166,14 @@ Fp8ParamGather = Annotated[
         "--fp8-param-gather (stack fp8_param_gather).",
     ),
 ]
+OptimizerStateDtype = Annotated[
+    Text,
+    _opt(
+        "--optimizer-state-dtype",
+        help="Adam's moments in fp32 or bf16 (DeepSeek-V3 §3.3.2; master weights stay fp32) "
+        "(stack optimizer_state_dtype).",
+    ),
+]
 Mfu = Annotated[Text, _opt("--mfu", help="Use this MFU instead of predicting step time.")]
 PinKeyValue = Annotated[
     list[str],
@@ -223,6 +231,7 @@ def parallelize(
     attention_kernel: AttentionKernel = None,
     fused_elementwise: FusedElementwise = None,
     fp8_param_gather: Fp8ParamGather = None,
+    optimizer_state_dtype: OptimizerStateDtype = None,
     mfu: Mfu = None,
     pin: PinKeyValue = [],  # noqa: B006 (typer's way to declare a repeatable option)
     catalog_file: Catalogs = [],  # noqa: B006 (typer's way to declare a repeatable option)
@@ -248,7 +257,7 @@ def parallelize(
     stack = _stack_flags(
         stack_preset, flash_attention, tp_comm_overlap, selective_recompute, dropout, bf16_grads, precision=precision,
         fp8_recipe=fp8_recipe, attention_kernel=attention_kernel, fused_elementwise=fused_elementwise,
-        fp8_param_gather=fp8_param_gather,
+        fp8_param_gather=fp8_param_gather, optimizer_state_dtype=optimizer_state_dtype,
     )  # fmt: skip
     if plan_file is not None:
         _no_input_flags({"--model": model, "--gpus": gpus, "--gpu": gpu, "--gpus-per-node": gpus_per_node,
@@ -373,7 +382,8 @@ def _stack_flags(
     **fields_as_given: str | bool | None,
 ) -> dict[str, Any]:
     """The stack fields the flags set (empty: the plan's or the default stack stands); ``fields_as_given``: flags
-    whose value is the field's (precision, fp8_recipe, attention_kernel, fused_elementwise, fp8_param_gather)."""
+    whose value is the field's (precision, fp8_recipe, attention_kernel, fused_elementwise, fp8_param_gather,
+    optimizer_state_dtype)."""
     from runplan.cli.common import flag_value
 
     probability = None if dropout is None else flag_value(dropout, "--dropout")

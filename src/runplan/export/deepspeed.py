@@ -500,8 +500,18 @@ def _user_code_warnings(f: Facts, warnings: list[str]) -> None:
 
 def _refuse_precision(f: Facts) -> None:
     """What the exported ds_config cannot train as planned: fp8 (no config key; fp8 runs through
-    TransformerEngine modules in user code) and torch.autocast over fp32 weights (the config sets bf16 mode)."""
+    TransformerEngine modules in user code), torch.autocast over fp32 weights (the config sets bf16 mode) and
+    bf16 Adam moments beside an fp32 master: DeepSpeed's ``bf16.bf16_optimizer_states`` asserts
+    ``bf16_master_weights_and_grads`` (runtime/config.py, precision_config.py @ edaa722), a bf16 master."""
     from runplan.errors import SpecError
+
+    if f.stack.optimizer_state_dtype != "fp32":
+        raise SpecError(
+            "DeepSpeed keeps bf16 optimizer states (bf16_optimizer_states) only with a bf16 master "
+            "(bf16_master_weights_and_grads), not beside the plan's fp32 master",
+            where="stack.optimizer_state_dtype",
+            hint="plan with optimizer_state_dtype fp32, or export to megatron",
+        )
 
     if f.stack.precision == "fp8":
         raise SpecError(

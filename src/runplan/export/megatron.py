@@ -36,6 +36,9 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
 * LR: ``--lr-decay-style WSD`` with ``--lr-wsd-decay-style`` minus_sqrt (the plan's 1-sqrt: Megatron's
   coefficient is 1 − sqrt(progress)), linear or cosine; warmup linear from 0 (``--lr-warmup-init 0``);
   ``--min-lr`` the plan's final LR.
+* optimizer state: stack ``optimizer_state_dtype: bf16`` → ``--use-precision-aware-optimizer --exp-avg-dtype bf16
+  --exp-avg-sq-dtype bf16``; refused without the distributed optimizer (ZeRO-0), and with
+  bf16 weights a warning that TransformerEngine keeps the fp32 master as 16-bit remainders (:func:`_optimizer_state_args`).
 * checkpoints: ``--save-interval`` the plan's interval; ``--async-save`` when the plan stages through host
   memory; no ``--save-retain-interval`` (each save would delete the previous checkpoint unless it is at a
   multiple of it: the plan's rolling generations and rollback points would go), so Megatron keeps every save
@@ -936,6 +939,38 @@ def _fp8_args(f: Facts) -> list[Arg]:
     return args
 
 
+def _optimizer_state_args(f: Facts, warnings: list[str]) -> list[Arg]:
+    """bf16 Adam moments (stack optimizer_state_dtype, DeepSeek-V3 arXiv 2412.19437 §3.3.2):
+    ``--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16`` (arguments.py @ d98e8a6).
+    get_megatron_optimizer (megatron/core/optimizer/__init__.py @ d98e8a6) raises without the distributed
+    optimizer, which ZeRO-1/2 and Megatron FSDP v1 (ZeRO-3) turn on and ZeRO-0 does not (--use-torch-fsdp2 does
+    not either: the Stack refuses bf16 moments with fsdp_mixed_precision).
+    With bf16 weights (or delayed fp8) TransformerEngine's FusedAdam then holds the fp32 master itself and, by
+    OptimizerConfig.store_param_remainders (default True, no flag), keeps only its 16 low bits beside the bf16
+    weight (FusedAdam store_param_remainders, transformer_engine/pytorch/optimizers/fused_adam.py @ d0067d0):
+    2 B/param less than the plan's fp32 master, said in a warning."""
+    stack = f.stack
+    if stack.optimizer_state_dtype == "fp32":
+        return []
+    if f.layout.zero == 0:
+        raise SpecError(
+            "Megatron-LM keeps bf16 optimizer states (--use-precision-aware-optimizer) only with the distributed "
+            "optimizer, not ZeRO-0",
+            where="stack.optimizer_state_dtype",
+            hint="plan with zero 1 or 2 (parallel.zero), or with optimizer_state_dtype fp32",
+        )
+    if stack.precision == "bf16" or stack.fp8_recipe == "delayed":
+        warnings.append(
+            "optimizer state: TransformerEngine's FusedAdam keeps the fp32 master as its 16 low bits beside the "
+            "bf16 weights (store_param_remainders, on by default): 2 B/param less than planned"
+        )
+    return [
+        ("--use-precision-aware-optimizer", [], "TransformerEngine FusedAdam with low-precision states"),
+        ("--exp-avg-dtype", ["bf16"], "stack optimizer_state_dtype bf16: Adam m in bf16"),
+        ("--exp-avg-sq-dtype", ["bf16"], "Adam v in bf16; master weights stay fp32"),
+    ]
+
+
 def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
     """Optimizer, learning-rate schedule and run length."""
     ramped = bool(f.ramp)
@@ -948,6 +983,7 @@ def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
             if f.stack.gradient_dtype == "bf16"
             else []
         ),
+        *_optimizer_state_args(f, warnings),
         ("--optimizer", ["adam"], "Megatron's adam is AdamW (decoupled weight decay)"),
         ("--lr", [fmt_float(f.peak_lr)], "peak LR from the plan"),
         ("--min-lr", [fmt_float(f.final_lr)], "final LR"),

@@ -614,22 +614,24 @@ def _recompute_entries(f: Facts, warnings: list[str]) -> list[Entry]:
 
 
 def _refuse_gemma_blocks(f: Facts) -> None:
-    """torchtitan 0.2.2 has no Gemma model (its models: llama3, llama4, qwen3, deepseek_v3; SwiGLU FeedForward,
-    two norms per block, full causal attention): a GeGLU MLP, post-norms or a sliding window is refused."""
+    """torchtitan 0.2.2 has no Gemma model (the llama3, llama4, qwen3 and deepseek_v3 blocks runplan exports to:
+    SwiGLU FeedForward, two norms per block, full causal attention): a GeGLU MLP, post-norms or a sliding window
+    shorter than the sequence (one of w >= s changes nothing: Mistral 7B v0.1 at 4,096) is refused."""
     what = [
         name
         for name, present in (
             ("GeGLU MLP", f.mlp == "geglu"),
             ("post-norms", f.post_norms),
-            (f"{f.sliding_window:,}-token sliding window", bool(f.sliding_window)),
+            (f"{f.sliding_window:,}-token sliding window", 0 < f.sliding_window < f.seq_len),
         )
         if present
     ]
     if what:
         megatron = "" if f.mlp == "geglu" or f.post_norms else ", or export to megatron (--window-size)"
+        kind = "Gemma-like model" if f.mlp == "geglu" or f.post_norms else "sliding-window attention"
         raise SpecError(
-            f"torchtitan 0.2.2 has no Gemma-like model: its llama3/qwen3/deepseek_v3 blocks build none of the "
-            f"model's {', '.join(what)}",
+            f"torchtitan 0.2.2 has no {kind}: the llama3/qwen3/deepseek_v3 blocks runplan exports to build none "
+            f"of the model's {', '.join(what)}",
             where="model",
             hint=f"build the model in your own code (runplan export --to deepspeed){megatron}",
         )
@@ -755,6 +757,18 @@ def _refuse_seq_len(f: Facts) -> None:
         )
 
 
+def _refuse_optimizer_state(f: Facts) -> None:
+    """torchtitan 0.2.2's ``[optimizer]`` (config/job_config.py Optimizer: name, lr, beta1, beta2, eps,
+    weight_decay, implementation, early_step_in_backward) has no state dtype: torch.optim.AdamW keeps its moments
+    in the dtype of the fp32 parameter shards."""
+    if f.stack.optimizer_state_dtype != "fp32":
+        raise SpecError(
+            "torchtitan 0.2.2 has no optimizer-state dtype ([optimizer] keeps AdamW's moments in fp32)",
+            where="stack.optimizer_state_dtype",
+            hint="plan with optimizer_state_dtype fp32, or export to megatron",
+        )
+
+
 def export_torchtitan(plan: RunPlan) -> ExportResult:
     """Render ``plan`` as a torchtitan 0.2.x TOML job config (pure; see the module docstring)."""
     from runplan.export import ExportResult
@@ -762,6 +776,7 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
     f = facts(plan)
     _refuse_seq_len(f)
     _refuse_gemma_blocks(f)
+    _refuse_optimizer_state(f)
     arch = architecture(plan)
     warnings = _stack_warnings(f)
     job: list[Entry] = [

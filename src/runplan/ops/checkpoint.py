@@ -20,6 +20,15 @@ Sources (docs/operations.md §2):
   (dist_checkpointing/strategies/filesystem_async.py, utils.py ``force_all_tensors_to_non_fp8``, Megatron-LM
   @ d98e8a6; TransformerEngine ``Float8Tensor.dequantize`` @ d0067d0) and the optimizer keeps the fp32 master.
   Stacks whose fp32 parameters are the master (FSDP2 mixed precision, autocast) save 12 B/param.
+* **bf16 Adam moments** (Stack ``optimizer_state_dtype: bf16``, DeepSeek-V3 arXiv 2412.19437 §3.3.2; only Megatron-LM
+  --use-precision-aware-optimizer runs them beside an fp32 master) are saved as Megatron's distributed optimizer
+  holds them (dp_reshardable, its default format: DistributedOptimizer._get_main_param_and_optimizer_states,
+  megatron/core/optimizer/distrib_optimizer.py @ d98e8a6). Where Megatron keeps the fp32 master (fp8 recipes
+  other than delayed) the moments are the optimizer's bf16 tensors: 2 + 4 + 2 + 2 = 10 B/param. Where
+  TransformerEngine's FusedAdam holds the master (bf16 weights, delayed fp8: ``fused_adam_master``), its
+  ``get_unscaled_state`` upcasts bf16 moments to fp32 and returns the master as its int16 low 16 bits
+  (store_param_remainders, on by default; transformer_engine/pytorch/optimizers/fused_adam.py @ d0067d0):
+  2 + 2 + 4 + 4 = 12 B/param.
 
 Leaves out: checkpoint compression, the read time on restart (it belongs in ``restart_seconds``), file-system
 metadata cost for very many small files, TE's fp8 scaling state (a few bytes per layer), and with a save that
@@ -29,6 +38,7 @@ is not fully parallel the exact placement of the first expert replica (the per-n
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -41,6 +51,22 @@ BYTES_PER_PARAM = {"weights_bf16": 2, "master_fp32": 4, "adam_m_fp32": 4, "adam_
 #: is no bf16 weight copy: the fp32 weights and Adam's two moments, 12 B/param (torchtitan's DCP checkpointer
 #: saves the model state dict, the fp32 shards, and the optimizer state: components/checkpointer/dcp.py @ b5bcd76).
 FP32_MASTER_BYTES_PER_PARAM = {"weights_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4}
+#: bf16 Adam moments saved as held beside Megatron's fp32 master (module docstring, bf16 Adam moments): 10 B/param.
+BF16_MOMENTS_BYTES_PER_PARAM = {"weights_bf16": 2, "master_fp32": 4, "adam_m_bf16": 2, "adam_v_bf16": 2}
+#: bf16 Adam moments under TransformerEngine's FusedAdam master: the master's int16 low bits beside the bf16
+#: weights, the moments upcast to fp32 on save (module docstring): 12 B/param.
+FUSED_ADAM_MASTER_BYTES_PER_PARAM = {
+    "weights_bf16": 2,
+    "master_low_bits_int16": 2,
+    "adam_m_fp32": 4,
+    "adam_v_fp32": 4,
+}
+_ALL_PARTS = {
+    **BYTES_PER_PARAM,
+    **FP32_MASTER_BYTES_PER_PARAM,
+    **BF16_MOMENTS_BYTES_PER_PARAM,
+    **FUSED_ADAM_MASTER_BYTES_PER_PARAM,
+}
 #: RNG states per rank, bytes: Python and NumPy Mersenne Twister (624 32-bit words each ≈ 2.5 kB),
 #: torch CPU generator (5,056 B), CUDA Philox (seed + offset, 16 B).
 RNG_BYTES_PER_RANK = 2_500 + 2_500 + 5_056 + 16
@@ -98,6 +124,18 @@ class LayoutRequest(BaseModel):
         "weights and Adam's two moments, 12 B/param. Off: bf16 weights beside an fp32 master (Megatron, "
         "DeepSpeed; also with fp8, whose weights Megatron saves dequantized), 14 B/param.",
     )
+    optimizer_state_dtype: Literal["fp32", "bf16"] = Field(
+        "fp32",
+        description="Dtype Adam's moments are held in (Stack optimizer_state_dtype). bf16 (Megatron-LM "
+        "--use-precision-aware-optimizer): saved as held beside the fp32 master, 10 B/param, or, with "
+        "fused_adam_master, 12 B/param.",
+    )
+    fused_adam_master: bool = Field(
+        False,
+        description="bf16 moments only: TransformerEngine's FusedAdam holds the fp32 master (Megatron's "
+        "precision-aware optimizer with bf16 weights or delayed fp8), and the checkpoint saves its 16 low bits "
+        "(2 B) and the moments upcast to fp32 (4 + 4): 12 B/param.",
+    )
 
     @model_validator(mode="after")
     def _experts_fit_the_layout(self) -> LayoutRequest:
@@ -108,6 +146,15 @@ class LayoutRequest(BaseModel):
             )
         if self.ep > 1 and not self.expert_params:
             raise ValueError(f"ep = {self.ep} needs expert_params > 0 (a dense model runs with ep = 1)")
+        if self.optimizer_state_dtype == "bf16" and self.fp32_master_weights:
+            raise ValueError(
+                "optimizer_state_dtype bf16 with fp32_master_weights: no engine keeps bf16 moments beside fp32 "
+                "parameters as the master (torchtitan has no state dtype); drop one of them"
+            )
+        if self.fused_adam_master and self.optimizer_state_dtype != "bf16":
+            raise ValueError(
+                "fused_adam_master applies only with optimizer_state_dtype bf16; set it or drop it"
+            )
         if (self.dp * self.cp) % self.ep:
             raise ValueError(
                 f"ep = {self.ep} must divide d·c = {self.dp}·{self.cp} (expert-parallel ranks are data-parallel "
@@ -279,7 +326,11 @@ def _parts(r: CheckpointRequest, world: int) -> list[CheckpointPart]:
 
 def _state_bytes(r: LayoutRequest) -> dict[str, int]:
     """Bytes per parameter of each model-state part the checkpoint holds (weights first)."""
-    return FP32_MASTER_BYTES_PER_PARAM if r.fp32_master_weights else BYTES_PER_PARAM
+    if r.fp32_master_weights:
+        return FP32_MASTER_BYTES_PER_PARAM
+    if r.optimizer_state_dtype == "bf16":
+        return FUSED_ADAM_MASTER_BYTES_PER_PARAM if r.fused_adam_master else BF16_MOMENTS_BYTES_PER_PARAM
+    return BYTES_PER_PARAM
 
 
 def _is_weights(name: str) -> bool:
@@ -322,9 +373,7 @@ def _total_bytes(parts: list[CheckpointPart]) -> Reasoned[float]:
     total = sum(p.bytes for p in parts)
     model_state = sum(p.bytes for p in parts[:-2])
     rng, cursor = parts[-2].bytes, parts[-1].bytes
-    per_param = sum(
-        BYTES_PER_PARAM.get(p.name, FP32_MASTER_BYTES_PER_PARAM.get(p.name, 0)) for p in parts[:-2]
-    )
+    per_param = sum(_ALL_PARTS.get(p.name, 0) for p in parts[:-2])
     return Reasoned(
         total,
         f"{per_param} B/param model state {fmt_bytes(model_state)} + RNG {fmt_bytes(rng)} + cursor {fmt_bytes(cursor)}"

@@ -5,7 +5,9 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
 
 * **Model states** (Rajbhandari et al. 2020, ZeRO, §3 and Fig. 1): bf16 weights 2 bytes/param, gradients
   ``g`` bytes/param (4 = fp32 accumulation, Megatron-LM's default with bf16: ``--accumulate-allreduce-grads-
-  in-fp32``; 2 = bf16), optimizer 12 bytes/param (fp32 master 4 + Adam m 4 + v 4).
+  in-fp32``; 2 = bf16), optimizer 12 bytes/param (fp32 master 4 + Adam m 4 + v 4), or 8 with bf16 moments
+  (``Stack.optimizer_state_dtype`` bf16: 4 + 2 + 2, DeepSeek-V3, arXiv 2412.19437 §3.3.2: "BF16 ... to track the
+  first and second moments", master weights kept in FP32; :func:`optimizer_bytes_per_param`).
   ZeRO-1 (= Megatron's distributed optimizer) shards the 12 optimizer bytes over the data-parallel group;
   ZeRO-2 also the gradients; ZeRO-3 also the weights (with pipeline stages, as torchtitan runs it, the
   stage's bf16 weights and unsharded gradients are also held for the whole step: :func:`model_state_bytes`). PyTorch FSDP mixed precision (``Stack.fsdp_mixed_precision``)
@@ -76,6 +78,13 @@ BF16_BYTES = 2.0
 FP32_BYTES = 4.0
 FP8_BYTES = 1.0
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
+
+
+def optimizer_bytes_per_param(moment_bytes: float = FP32_BYTES, *, master: bool = True) -> float:
+    """Adam's state per parameter: the fp32 master (4, unless the fp32 parameters are the master themselves)
+    plus the two moments at ``moment_bytes`` each (``Stack.moment_bytes``): 4 + 4 + 4 = 12 in fp32, 4 + 2 + 2 = 8
+    with bf16 moments (DeepSeek-V3, arXiv 2412.19437 §3.3.2; Megatron-LM --exp-avg-dtype/--exp-avg-sq-dtype)."""
+    return (FP32_BYTES if master else 0.0) + 2.0 * moment_bytes
 
 
 @dataclass(frozen=True)
@@ -205,8 +214,10 @@ def model_state_bytes(
     fsdp_mixed_precision: bool = False,
     autocast: bool = False,
     p=1,
+    moment_bytes: float = FP32_BYTES,
 ):
-    """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero`` (Rajbhandari 2020 §5).
+    """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero`` (Rajbhandari 2020 §5); the
+    optimizer holds :func:`optimizer_bytes_per_param` with Adam's moments at ``moment_bytes`` each.
 
     ZeRO-3 with pipeline stages (``p`` > 1; only torchtitan runs it: DeepSpeed's pipeline engine, Megatron's
     --use-torch-fsdp2 and Megatron-FSDP v2 refuse it, megatron/training/arguments.py and mcore_fsdp_adapter.py) holds the stage unsharded for the whole step: torchtitan does not reshard after forward
@@ -239,12 +250,12 @@ def model_state_bytes(
     )
     gradients = np.where(fsdp, FP32_BYTES * sharded, gradient_bytes * np.where(zero >= 2, sharded, full))
     gradients = gradients + np.where(held, gradient_bytes * full, 0.0)
-    optimizer = OPTIMIZER_BYTES_PER_PARAM * np.where(zero >= 1, sharded, full)
+    optimizer = optimizer_bytes_per_param(moment_bytes) * np.where(zero >= 1, sharded, full)
     if autocast:
         # (a stage held gathered under ZeRO-3 with pipeline stages holds its fp32 parameters, 4 bytes)
         weights = FP32_BYTES * (np.where(zero >= 3, sharded, full) + np.where(held, full, 0.0))
         weights = weights + BF16_BYTES * full
-        optimizer = (OPTIMIZER_BYTES_PER_PARAM - FP32_BYTES) * np.where(zero >= 1, sharded, full)
+        optimizer = optimizer_bytes_per_param(moment_bytes, master=False) * np.where(zero >= 1, sharded, full)
     return weights, gradients, optimizer
 
 
@@ -480,6 +491,7 @@ def memory_breakdown(
             fsdp_mixed_precision=stack.fsdp_mixed_precision,
             autocast=stack.autocast_fp32_weights,
             p=g.pp,
+            moment_bytes=stack.moment_bytes,
         )
         if stack.precision == "fp8":
             copy = fp8_weight_copy_bytes(terms, g.tp, g.pp, g.ep, g.zero, g.dp, g.cp, last=last)

@@ -332,7 +332,12 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         values = list(request.micro_batch_choices if domain is None else domain.values)
         if axis == "zero" and request.stack.distributed_optimizer is not None:  # the stack fixes sharding
             values = [z for z in values if (z >= 1) == request.stack.distributed_optimizer]
-        if axis == "zero" and request.stack.fp8_param_gather:  # Megatron asserts the distributed optimizer
+        # Megatron asserts the distributed optimizer for fp8 parameter gathers and for its precision-aware
+        # optimizer (bf16 moments: core/optimizer/__init__.py @ d98e8a64), the one engine that keeps them; a
+        # pinned ZeRO-0 is still evaluated (a pinned layout always is), and the Megatron export refuses it
+        if axis == "zero" and (
+            request.stack.fp8_param_gather or request.stack.optimizer_state_dtype == "bf16"
+        ):
             values = [z for z in values if z >= 1]
         if axis == "zero" and request.stack.zero_stages is not None:  # the stages the engine has
             values = [z for z in values if z in request.stack.zero_stages] or values
@@ -956,6 +961,26 @@ def _one_layout_memory_fixes(
     return _memory_suggestions(request, ev, limit)[0]
 
 
+def _state_bytes_per_param(request: ParallelRequest) -> tuple[float, float, float]:
+    """The model states of one parameter fully sharded, as the memory model counts them: bf16 weights (2; none
+    under FSDP mixed precision) + gradients (the stack's) + Adam's fp32 master, momentum and variance (12; 8 with
+    bf16 moments), Rajbhandari et al. 2020 §3.1 (2 + 2 + 12 = 16 with bf16 gradients); activations on top."""
+    stack = request.stack
+    weights, grads, optimizer = model_state_bytes(
+        1.0,
+        0.0,
+        3,
+        1,
+        1,
+        1,
+        stack.gradient_bytes,
+        fsdp_mixed_precision=stack.fsdp_mixed_precision,
+        autocast=stack.autocast_fp32_weights,
+        moment_bytes=stack.moment_bytes,
+    )
+    return float(weights), float(grads), float(optimizer)
+
+
 def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) -> tuple[list[str], bool]:
     """When no layout fits in memory: what overflows in the smallest one and what would help; and whether only
     more GPUs can (the fully sharded model states alone exceed the job's HBM)."""
@@ -965,23 +990,7 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
     largest, largest_bytes = _largest_memory_term(
         {k: float(getattr(ev.memory, k)[smallest]) for k in MemoryBytes.model_fields}
     )
-    # the model states of one parameter fully sharded, as the memory model counts them: bf16 weights (2; none
-    # under FSDP mixed precision) + gradients (the stack's) + Adam's fp32 master, momentum and variance (12),
-    # Rajbhandari et al. 2020 §3.1 (2 + 2 + 12 = 16 with bf16 gradients); activations come on top
-    weights, grads, optimizer = (
-        float(x)
-        for x in model_state_bytes(
-            1.0,
-            0.0,
-            3,
-            1,
-            1,
-            1,
-            request.stack.gradient_bytes,
-            fsdp_mixed_precision=request.stack.fsdp_mixed_precision,
-            autocast=request.stack.autocast_fp32_weights,
-        )
-    )
+    weights, grads, optimizer = _state_bytes_per_param(request)
     per_param = weights + grads + optimizer
     states = per_param * float(request.model.total_params)
     need = math.ceil(states / max(limit - request.constraints.reserve_bytes, 1.0))

@@ -129,6 +129,13 @@ class Stack(BaseModel):
         description="Gradient buffer and reduction dtype: fp32 (Megatron's default with bf16, "
         "--accumulate-allreduce-grads-in-fp32) or bf16 (FSDP mixed precision 'pure', NeMo's H100 recipes).",
     )
+    optimizer_state_dtype: Literal["fp32", "bf16"] = Field(
+        "fp32",
+        description="Dtype of Adam's first and second moments (m, v); the master weights stay fp32. fp32: 4 + 4 + "
+        "4 bytes of optimizer state per parameter; bf16: 4 + 2 + 2, as DeepSeek-V3 trains (arXiv 2412.19437 "
+        "§3.3.2, 'Low-Precision Optimizer States'); Megatron-LM --use-precision-aware-optimizer --exp-avg-dtype "
+        "bf16 --exp-avg-sq-dtype bf16 (TransformerEngine FusedAdam, distributed optimizer only).",
+    )
     fsdp_mixed_precision: bool = Field(
         False,
         description="PyTorch FSDP/FSDP2 mixed precision (torchtitan, Composer, fms-fsdp): under ZeRO-3 the "
@@ -239,6 +246,11 @@ class Stack(BaseModel):
     def gradient_bytes(self) -> int:
         return 4 if self.gradient_dtype == "fp32" else 2
 
+    @property
+    def moment_bytes(self) -> int:
+        """Bytes of each Adam moment per parameter (``optimizer_state_dtype``)."""
+        return 4 if self.optimizer_state_dtype == "fp32" else 2
+
     @model_serializer(mode="wrap")
     def _without_unused_recipe(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """A bf16 stack is written without fp8_recipe (it only means something with precision fp8)."""
@@ -325,6 +337,28 @@ class Stack(BaseModel):
                 raise ValueError(
                     f"autocast_fp32_weights (fp32 parameters and .grad under torch.autocast) does not go with "
                     f"{', '.join(clash)}; drop one of them"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _bf16_moments_beside_an_fp32_master(self) -> Stack:
+        """bf16 moments beside an fp32 master are Megatron's precision-aware optimizer (TransformerEngine FusedAdam);
+        where the fp32 parameters are the master (FSDP mixed precision, autocast) the optimizer is torch.optim's
+        AdamW, whose moments take the parameter's dtype (torchtitan 0.2.2's [optimizer] has no state dtype)."""
+        if self.optimizer_state_dtype == "bf16":
+            clash = [
+                name
+                for name, on in (
+                    ("fsdp_mixed_precision", self.fsdp_mixed_precision),
+                    ("autocast_fp32_weights", self.autocast_fp32_weights),
+                )
+                if on
+            ]
+            if clash:
+                raise ValueError(
+                    f"optimizer_state_dtype bf16 (Megatron's precision-aware optimizer, beside an fp32 master) does "
+                    f"not go with {', '.join(clash)} (torch AdamW keeps its moments in the fp32 parameters' dtype); "
+                    "drop one of them"
                 )
         return self
 

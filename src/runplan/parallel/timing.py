@@ -78,7 +78,10 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
   (ZeRO-0/1 and ZeRO-3 with stages: the last backward and the next forward) or behind all micro-batches
   (ZeRO-2/3); only the excess is exposed. With fp8 weights (``Stack.fp8_param_gather``, Megatron-LM
   --fp8-param-gather) every parameter all-gather moves the linear layers' weights in 1 byte, not 2.
-* **Optimizer**: Adam update HBM-bound, (2·12 + g + 2) bytes per locally held parameter.
+* **Optimizer**: Adam update HBM-bound, (2·12 + g + 2) bytes per locally held parameter: its state (fp32 master
+  and moments) read and written, the gradient read, the bf16 weight written; with bf16 moments
+  (``Stack.optimizer_state_dtype``, DeepSeek-V3 arXiv 2412.19437 §3.3.2) the state is 4 + 2 + 2 = 8 bytes and the
+  update moves (2·8 + g + 2) (memory.optimizer_bytes_per_param).
 * **fp8** (stack precision fp8; docs/parallel.md, FP8): the linear layers' GEMMs (QKV, output projection, MLP,
   experts) run at the catalog's fp8 peak with the same eta (a prior), plus the HBM traffic of their casts to
   fp8 per recipe (:func:`fp8_cast_bytes`, derived, not fitted); attention core, router, head, communication
@@ -104,6 +107,7 @@ from runplan.parallel.grid import Columns, LayoutGrid
 from runplan.parallel.layout import Efficiency, TimeSeconds
 from runplan.parallel.memory import (
     ShapeTerms,
+    optimizer_bytes_per_param,
     stage_layers,
     stage_linear_params,
     stage_params,
@@ -645,7 +649,9 @@ def stage_attention_share(terms: ShapeTerms, p, seq_len: int):
     """Attention-core work per layer of the most loaded stage relative to full causal attention: 1 without a
     window; else (g + (n − g)·r)/n with n = ⌈L/p⌉ layers, g the most global layers any stage of n holds
     (layers k, 2k, ... from 1 global: ⌊end/k⌋ − ⌊start/k⌋ of them on layers start+1..end) and
-    r = window_context(s, w)/s (runplan.model)."""
+    r = window_context(s, w)/s (runplan.model). Stages are taken as contiguous blocks of n layers: interleaved
+    chunks (vpp) and a short last stage spread the global layers more evenly, so this overstates the most loaded
+    stage's attention slightly (conservative)."""
     from runplan.model import window_context
 
     if not terms.window or terms.window >= seq_len:
@@ -954,7 +960,9 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     local = np.where(
         zero >= 1, dense_params / group + expert_params / expert_group, dense_params + expert_params
     )
-    optimizer = (2.0 * 12.0 + gradient_bytes + 2.0) * local / st.gpu.hbm_bandwidth_bytes_per_s
+    # the state (master, m, v) read and written once: 12 bytes in fp32, 8 with bf16 moments
+    state = optimizer_bytes_per_param(st.stack.moment_bytes)
+    optimizer = (2.0 * state + gradient_bytes + 2.0) * local / st.gpu.hbm_bandwidth_bytes_per_s
     return dp_exposed, optimizer
 
 
