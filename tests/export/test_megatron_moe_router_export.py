@@ -8,30 +8,15 @@ from __future__ import annotations
 import pytest
 from tests.export._plans import golden_plan, parse_script_args
 from tests.export.test_export_keys import megatron_args
+from tests.export.test_torchtitan_moe_flavors import _plan_file
 
 from runplan.export import export_plan
-
-PLAN = """schema_version: 1
-name: {name}
-model: {model}
-budget:
-  tokens: 1T
-training:
-  seq_len: 4096
-parallel:
-  {pin}
-cluster:
-  gpu: h100-sxm
-  gpus: {gpus}
-"""
 
 
 def _plan(folder, name: str, model: str, gpus: int, pin: str):
     from runplan.cli.common import plan_from_file
 
-    path = folder / f"{name}.yaml"
-    path.write_text(PLAN.format(name=name, model=model, gpus=gpus, pin=pin), encoding="utf-8")
-    return plan_from_file(str(path))[2]
+    return plan_from_file(str(_plan_file(folder, name, model, gpus, pin)))[2]
 
 
 @pytest.fixture(scope="module")

@@ -11,27 +11,15 @@ beside an fp32 master: 14 B/param (tests/ops/test_ops_checkpoint.py).
 from __future__ import annotations
 
 import pytest
+from tests.ops.test_ops_checkpoint import _request as checkpoint_request
 
-from runplan.ops import CheckpointRequest, OperationsSpec, plan_checkpoints
+from runplan.ops import OperationsSpec, plan_checkpoints
 from runplan.ops.checkpoint import CURSOR_BYTES_PER_REPLICA, RNG_BYTES_PER_RANK
 
 
 def _request(**kw):
-    base = dict(
-        total_params=70_000_000_000,
-        tp=8,
-        pp=4,
-        dp=16,
-        zero=3,
-        fp32_master_weights=True,
-        step_seconds=8.0,
-        tokens_per_step=4e6,
-        total_steps=350_000,
-        training_tokens=1.4e12,
-        job_mtbf_seconds=356_323.0,
-    )
-    base.update(kw)
-    return CheckpointRequest(**base)
+    """The 70B request of tests/ops/test_ops_checkpoint.py at ZeRO-3 with the fp32 parameters as the master."""
+    return checkpoint_request(**({"zero": 3, "fp32_master_weights": True} | kw))
 
 
 def test_fsdp2_zero3_saves_fp32_weights_and_two_moments():

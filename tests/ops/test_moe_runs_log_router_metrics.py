@@ -9,12 +9,12 @@ arXiv 2202.08906, §3.1). A dense run logs none of them.
 
 from __future__ import annotations
 
+from tests.ops.test_ops_monitoring_cost import _monitoring
+
 from runplan.ops import (
-    MonitoringRequest,
     OperationsRequest,
     ScheduleRequest,
     operate,
-    plan_monitoring,
     plan_schedule,
 )
 
@@ -24,19 +24,6 @@ MOE_METRICS = {
     "moe_dropped_token_fraction",
     "moe_router_z_loss",
 }
-
-
-def _monitoring(**kw):
-    base = dict(
-        total_steps=100_000,
-        tokens_per_step=1024 * 4096,
-        step_seconds=10.0,
-        seq_len=4096,
-        checkpoint_interval_steps=250,
-        dp=64,
-    )
-    base.update(kw)
-    return plan_monitoring(MonitoringRequest(**base))
 
 
 def test_moe_run_logs_the_router_metrics_with_their_sources():
