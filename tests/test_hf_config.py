@@ -57,7 +57,7 @@ DEEPSEEK_V3 = {
     "v_head_dim": 128, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
     "first_k_dense_replace": 3, "scoring_func": "sigmoid", "topk_method": "noaux_tc", "n_group": 8,
     "topk_group": 4, "routed_scaling_factor": 2.5, "rms_norm_eps": 1e-06, "rope_theta": 10000,
-    "tie_word_embeddings": False,
+    "tie_word_embeddings": False, "num_nextn_predict_layers": 1,
 }  # fmt: skip
 # EleutherAI/pythia-160m
 PYTHIA_160M = {
@@ -82,7 +82,8 @@ def test_config_gives_the_catalog_preset_built_from_the_same_file(config, preset
     assert shape.total_params == expected.total_params
     assert shape.active_params == expected.active_params
     for field in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "ffn_hidden", "vocab_size",
-                  "attention", "n_experts", "top_k", "expert_ffn_hidden", "n_dense_layers", "qk_norm"):  # fmt: skip
+                  "attention", "n_experts", "top_k", "expert_ffn_hidden", "n_dense_layers", "qk_norm",
+                  "mtp_layers"):  # fmt: skip
         assert getattr(shape, field) == getattr(expected, field), field
 
 
@@ -353,3 +354,15 @@ def test_a_plan_file_reads_a_checkpoint_folder_next_to_it(tmp_path):
     result = CliRunner().invoke(app, ["plan", str(plan), "-f", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["model"]["total_params"] == 8_030_261_248
+
+
+def test_deepseek_v3_multi_token_prediction_depth_is_read():
+    """num_nextn_predict_layers (DeepSeek-V3 config.json: 1; arXiv 2412.19437 §2.2) becomes mtp_layers, counted
+    apart from the 671B main model; absent it is 0, as a checkpoint without MTP layers has none."""
+    shape = shape_from_config(DEEPSEEK_V3)
+    assert shape.mtp_layers == 1 and shape.total_params == 671_026_419_200
+    assert shape.mtp_params == 11_610_068_224  # tests/test_mtp_counts.py derives it by hand
+    absent = shape_from_config({k: v for k, v in DEEPSEEK_V3.items() if k != "num_nextn_predict_layers"})
+    assert absent.mtp_layers == 0 and absent.mtp_params == 0
+    with pytest.raises(SpecError, match="num_nextn_predict_layers"):
+        shape_from_config({**DEEPSEEK_V3, "num_nextn_predict_layers": -1})

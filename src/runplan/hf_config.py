@@ -415,8 +415,9 @@ def _no_attention_bias(kind: str, c: dict[str, Any]) -> None:
 
 
 def _deepseek(kind: str, c: dict[str, Any]) -> dict[str, Any]:
-    """DeepSeek-V2/V3: MLA attention (DeepSeek-AI 2024, arXiv 2405.04434 §2.1) and DeepSeekMoE layers. The
-    multi-token-prediction module (V3 ``num_nextn_predict_layers``) is not counted, as in the 671B."""
+    """DeepSeek-V2/V3: MLA attention (DeepSeek-AI 2024, arXiv 2405.04434 §2.1) and DeepSeekMoE layers. V3's
+    multi-token-prediction depth ``num_nextn_predict_layers`` (arXiv 2412.19437 §2.2; 1 in DeepSeek-V3's
+    config.json, absent = 0) is read as ``mtp_layers``: counted apart from the 671B main model (model.py)."""
     if _int_or(c, "moe_layer_freq", 1) != 1:  # DeepseekV3DecoderLayer: MoE where layer % freq == 0
         raise _NotModelled("moe_layer_freq other than 1 (dense layers among the MoE layers) is not modelled")
     grouped = kind == "deepseek_v3" or c.get("topk_method") == "group_limited_greedy"
@@ -439,6 +440,7 @@ def _deepseek(kind: str, c: dict[str, Any]) -> dict[str, Any]:
         or 1.0,
         "router_groups": _int_or(c, "n_group", 0, minimum=0) if grouped else 0,
         "router_group_topk": _int_or(c, "topk_group", 0, minimum=0) if grouped else 0,
+        "mtp_layers": _int_or(c, "num_nextn_predict_layers", 0, minimum=0) if kind == "deepseek_v3" else 0,
     }
 
 

@@ -27,6 +27,15 @@ F FFN size, V vocabulary, s sequence, E routed experts):
 * Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 §2.1) is counted exactly from its low-rank
   projections: q (optionally through a ``q_lora_rank`` bottleneck with an RMSNorm), a joint KV down-projection
   of width ``kv_lora_rank + qk_rope_head_dim`` with an RMSNorm, per-head KV up-projections, and the output.
+* Multi-token prediction (DeepSeek-V3, arXiv 2412.19437 §2.2; Megatron-LM multi_token_prediction.py
+  MultiTokenPredictionLayer at d98e8a6): each of the ``mtp_layers`` modules holds the 2h→h projection M_k of
+  [norm(h_i); norm(Emb(t_{i+k}))] (``eh_proj``, no bias), those two norms (``hnorm``, ``enorm``), one Transformer
+  block of the model's last-layer kind (MoE with MLA in DeepSeek-V3: the checkpoint's layer 61 has experts) and
+  the norm before the shared head (Megatron ``final_layernorm``, DeepSeek ``shared_head.norm``); embedding and
+  output head are the main model's, not counted again. ``total_params`` stays the main model (DeepSeek-V3's
+  671B, paper §1 and Table 1; the 685B Hugging Face checkpoint is it plus the module: :attr:`ModelShape.mtp_params`).
+  Model FLOPs count what the run computes: the module's active weights, its own V·h logits and its attention
+  enter :meth:`ModelShape.model_flops_per_token` (docs/parallel.md, MFU).
 """
 
 from __future__ import annotations
@@ -205,6 +214,18 @@ class ModelShape(BaseModel):
         description="MoE: tokens the balance loss counts: each micro-batch (Switch/GShard, Mixtral), each "
         "sequence (DeepSeek-V2/V3) or the global batch (Qwen3).",
     )
+    mtp_layers: NonNegativeCount = Field(
+        0,
+        description="Multi-token-prediction modules D trained beside the main model (DeepSeek-V3 config.json "
+        "num_nextn_predict_layers: 1); each is a projection, norms and one block, embedding and head shared. "
+        "Not in total_params (mtp_params).",
+    )
+    mtp_loss_weight: float | None = Field(
+        None,
+        gt=0,
+        description="With mtp_layers: weight λ of the mean MTP loss (DeepSeek-V3 §4.2: 0.3 for the first 10T "
+        "tokens, then 0.1); None: the engine's default.",
+    )
     source: str | None = Field(
         None, description="Where the shape was published (config file or paper table)."
     )
@@ -257,6 +278,8 @@ class ModelShape(BaseModel):
             raise ValueError("global_every needs sliding_window > 0 (the window of the other layers)")
         if self.global_every == 1:
             raise ValueError("global_every 1 makes every layer global: set sliding_window 0 instead")
+        if self.mtp_loss_weight is not None and not self.mtp_layers:
+            raise ValueError("mtp_loss_weight needs mtp_layers > 0 (the multi-token-prediction depth)")
         return self
 
     @model_validator(mode="after")
@@ -421,6 +444,33 @@ class ModelShape(BaseModel):
     def active_params(self) -> int:
         return self.active_non_embedding_params + self.embedding_params
 
+    # ---- multi-token prediction (module doc) ----------------------------------------------------
+    def _mtp_module(self, routed_per_layer: int) -> int:
+        """One MTP module: 2h·h projection (no bias), hnorm + enorm + the norm before the shared head, and one
+        block of the last layer's kind (MoE where the model has MoE layers) with its two norms."""
+        h = self.d_model
+        block = self.attention_params_per_layer + self.norm_params_per_layer
+        if self.is_moe:
+            block += self.router_params + self.shared_expert_params + routed_per_layer * self.expert_params
+        else:
+            block += self.dense_mlp_params
+        return 2 * h * h + 3 * self._norm_params(h) + block
+
+    @property
+    def mtp_params(self) -> int:
+        """Every weight of the ``mtp_layers`` MTP modules, embedding and head shared (not counted again)."""
+        return self.mtp_layers * self._mtp_module(self.n_experts)
+
+    @property
+    def mtp_active_params(self) -> int:
+        """MTP weights one token multiplies: top-k of the routed experts."""
+        return self.mtp_layers * self._mtp_module(self.top_k)
+
+    @property
+    def mtp_routed_expert_params(self) -> int:
+        """Routed experts of the MTP modules (what expert parallelism divides)."""
+        return self.mtp_layers * self.n_experts * self.expert_params if self.is_moe else 0
+
     # ---- FLOPs ----------------------------------------------------------------------------------
     def attention_flops_per_token(self, seq_len: int, *, causal: bool = False) -> float:
         """Score and value products, forward and backward: 6·L·s·a·(d_qk + d_v) (PaLM App. B); with a sliding
@@ -430,11 +480,15 @@ class ModelShape(BaseModel):
             flops = 6.0 * context * self.n_heads * (self.qk_dim + self.value_dim)
         else:
             flops = 6.0 * self.n_layers * seq_len * self.n_heads * (self.qk_dim + self.value_dim)
+        if self.mtp_layers:  # each MTP block attends over the full causal context (DeepSeek-V3 has no window)
+            flops += 6.0 * self.mtp_layers * seq_len * self.n_heads * (self.qk_dim + self.value_dim)
         return flops / 2 if causal else flops
 
     def matmul_params_per_token(self) -> int:
-        """Weights one token multiplies: active non-embedding weights plus the V·h output projection."""
-        return self.active_non_embedding_params + self.vocab_size * self.d_model
+        """Weights one token multiplies: active non-embedding weights plus the V·h output projection; with MTP
+        also each module's active weights and its own pass through the shared V·h head (module doc)."""
+        head = self.vocab_size * self.d_model
+        return self.active_non_embedding_params + head + self.mtp_active_params + self.mtp_layers * head
 
     def model_flops_per_token(self, seq_len: int, *, causal: bool = False) -> float:
         """Training FLOPs per token (forward + backward), no recomputation: PaLM's model FLOPs."""

@@ -545,7 +545,13 @@ def _architecture(stage: AllocationStage, law: ParametricLaw, seq_len: int) -> A
         law_params=stage.law_params,
         flops_per_token=shape.model_flops_per_token(seq_len),
         notes={
-            "total_params": "embeddings + L × (attention + MLP/experts + norms) + final norm (model.py)",
+            "total_params": "embeddings + L × (attention + MLP/experts + norms) + final norm (model.py)"
+            + (
+                f"; the {shape.mtp_layers} multi-token-prediction module(s) add {shape.mtp_params:,} more, trained "
+                "and checkpointed (DeepSeek-V3 §2.2: not in the published total)"
+                if shape.mtp_layers
+                else ""
+            ),
             "embedding_params": f"V·h{' × 2 (untied head)' if not shape.tied_embeddings else ''} = "
             f"{shape.vocab_size:,} × {shape.d_model:,}",
             "non_embedding_params": "total − embedding (Kaplan et al. 2020 §2.1 convention)",
@@ -554,8 +560,19 @@ def _architecture(stage: AllocationStage, law: ParametricLaw, seq_len: int) -> A
             else "dense: every parameter is active",
             "law_params": f"the law counts {law.param_count} parameters (allocation N {allocation.params:.4g})",
             "flops_per_token": f"6 × {shape.matmul_params_per_token():,} matmul params + 6·L·s·a·(d_qk+d_v) "
-            f"attention at s = {seq_len:,} (PaLM App. B, no causal discount){_window_note(shape, seq_len)}",
+            f"attention at s = {seq_len:,} (PaLM App. B, no causal discount){_window_note(shape, seq_len)}"
+            f"{_mtp_note(shape)}",
         },
+    )
+
+
+def _mtp_note(shape: ModelShape) -> str:
+    """How multi-token-prediction modules enter the count (model.matmul_params_per_token), or nothing."""
+    if not shape.mtp_layers:
+        return ""
+    return (
+        f"; with {shape.mtp_layers} MTP module(s) (DeepSeek-V3 §2.2) L counts their blocks too, and the matmul "
+        "params their active weights and their own pass through the V·h head"
     )
 
 
@@ -632,14 +649,15 @@ def _operations(
 
     return operate(
         OperationsRequest(
-            total_params=stage.shape.total_params,
+            # the checkpoint saves the multi-token-prediction modules beside the main model (model.py)
+            total_params=stage.shape.total_params + stage.shape.mtp_params,
             tp=best.tp,
             pp=best.pp,
             dp=best.dp,
             cp=best.cp,
             zero=best.zero,
             ep=best.ep,
-            expert_params=stage.shape.routed_expert_params,
+            expert_params=stage.shape.routed_expert_params + stage.shape.mtp_routed_expert_params,
             # the fp32 parameters are the optimizer's master (FSDP mixed precision under ZeRO-3; autocast):
             # the checkpoint holds them and Adam's moments, no bf16 copy (ops.checkpoint.LayoutRequest)
             fp32_master_weights=(planned.request.stack.fsdp_mixed_precision and best.zero >= 3)

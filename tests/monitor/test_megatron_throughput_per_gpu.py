@@ -104,11 +104,16 @@ def test_megatron_formula_on_deepseek_v3_takes_the_mla_branch():
     terms per layer: q 1,536 × (7,168 + 128 × 192 + 1) = 48,760,320; kv 512 × (7,168 + 128 × 256 + 1) + 7,168 × 64
     = 20,906,496; out 128 × 128 × 7,168 = 117,440,512; so 6 × (61 × 187,107,328 + 3 × 3 × 7,168 × 18,432 + 58 × 9 ×
     3 × 7,168 × 2,048 + 7,168 × 129,280) = 6 × 36,518,291,456 = 219,109,748,736, + core 3 × 61 × 4,096 × 128 ×
-    (192 + 128) = 30,702,305,280: 249,812,054,016."""
+    (192 + 128) = 30,702,305,280: 249,812,054,016 without its multi-token-prediction module. With it
+    (--mtp-num-layers 1, num_floating_point_operations @ d98e8a64): one more MoE block (187,107,328 + 9 × 3 × 7,168
+    × 2,048), its 3 norms and 2h·h projection (21,504 + 102,760,448) and one more logit pass (7,168 × 129,280):
+    6 × 1,612,930,048 more, and one more layer of core, 3 × 4,096 × 128 × 320: 259,992,950,784."""
     from runplan.catalog import shipped_catalog
     from runplan.monitor.engine_flops import megatron_flops_per_token
 
-    assert megatron_flops_per_token(shipped_catalog().model("deepseek-v3"), 4_096) == 249_812_054_016.0
+    deepseek = shipped_catalog().model("deepseek-v3")
+    assert megatron_flops_per_token(deepseek.model_copy(update={"mtp_layers": 0}), 4_096) == 249_812_054_016.0
+    assert megatron_flops_per_token(deepseek, 4_096) == 259_992_950_784.0
 
 
 def test_plan_comparison_explains_megatrons_count(tmp_path):

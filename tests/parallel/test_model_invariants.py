@@ -463,7 +463,17 @@ def _executed_flops_per_token(shape: ModelShape, seq: int) -> float:
         - router_biases
         + shape.vocab_size * shape.d_model
     )
-    return 6.0 * linear + 3.5 * shape.n_layers * seq * shape.n_heads * (shape.qk_dim + shape.value_dim)
+    # multi-token prediction (DeepSeek-V3 §2.2): each module's active weights less its three h-norms (enorm,
+    # hnorm, the shared head's norm), its block's norms and router biases, plus its own pass through the V·h head;
+    # and one more layer of attention
+    norm = (2 if shape.norm == "layernorm" else 1) * shape.d_model
+    router_bias = shape.router_params - shape.d_model * shape.n_experts if shape.is_moe else 0
+    mtp = shape.mtp_layers * (
+        3 * norm + shape.norm_params_per_layer + router_bias - shape.vocab_size * shape.d_model
+    )
+    linear += shape.mtp_active_params - mtp
+    layers = shape.n_layers + shape.mtp_layers
+    return 6.0 * linear + 3.5 * layers * seq * shape.n_heads * (shape.qk_dim + shape.value_dim)
 
 
 def _ideal_flops_per_token(case: Case) -> float:

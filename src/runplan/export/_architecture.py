@@ -49,6 +49,8 @@ class Architecture:
     sliding_window: int = 0
     global_every: int = 0
     rope_local_theta: float | None = None
+    mtp_layers: int = 0  # multi-token-prediction modules (ModelShape.mtp_layers; DeepSeek-V3 §2.2)
+    mtp_loss_weight: float | None = None  # their loss weight λ (None: the engine's default)
 
     def fields(self) -> dict[str, ArchValue]:
         """Every field by a flat name (``rope_scaling.factor``), MoE router fields only for MoE models."""
@@ -81,6 +83,9 @@ class Architecture:
             out["global_every"] = self.global_every
         if self.rope_local_theta is not None:
             out["rope_local_theta"] = self.rope_local_theta
+        if self.mtp_layers:  # listed only where set, as the Gemma fields
+            out["mtp_layers"] = self.mtp_layers
+            out["mtp_loss_weight"] = self.mtp_loss_weight
         if self.moe:
             out |= {
                 "router_score": self.router_score,
@@ -143,6 +148,8 @@ def architecture_of(shape: ModelShape) -> Architecture:
         sliding_window=shape.sliding_window,
         global_every=shape.global_every,
         rope_local_theta=shape.rope_local_theta,
+        mtp_layers=shape.mtp_layers,
+        mtp_loss_weight=shape.mtp_loss_weight,
     )
 
 

@@ -53,8 +53,8 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   renormalised or a top-1 one, ``--moe-router-enable-expert-bias``, ``--moe-router-num-groups``,
   ``--moe-router-group-topk``, ``--moe-router-topk-scaling-factor``; a sigmoid router with k > 1 that does not
   renormalise is refused: Megatron always does), its balance loss (``--moe-router-load-balancing-type``
-  aux_loss/seq_aux_loss/global_aux_loss and ``--moe-aux-loss-coeff``; a warning when the model publishes none)
-  and ``--make-vocab-size-divisible-by`` chosen so that Megatron's padding (to a multiple of it × t) leaves V as
+  aux_loss/seq_aux_loss/global_aux_loss and ``--moe-aux-loss-coeff``; a warning when the model publishes none),
+  multi-token prediction (``--mtp-num-layers``, ``--mtp-loss-scaling-factor``: :func:`_mtp_args`) and ``--make-vocab-size-divisible-by`` chosen so that Megatron's padding (to a multiple of it × t) leaves V as
   planned.
 
 Left out (placeholders in the script): data paths, tokenizer, launcher environment (MASTER_ADDR, NODE_RANK).
@@ -550,7 +550,7 @@ def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> lis
         args.append(("--norm-epsilon", [fmt_float(arch.norm_eps)], "Megatron default 1e-5"))
     if arch.init_std is not None:
         args.append(("--init-method-std", [fmt_float(arch.init_std)], "Megatron default 0.02"))
-    args += _router_args(f, arch)
+    args += _router_args(f, arch) + _mtp_args(arch)
     t = f.layout.tp
     if f.vocab_size % t == 0:
         quotient = f.vocab_size // t
@@ -569,6 +569,24 @@ def _architecture_args(f: Facts, arch: Architecture, warnings: list[str]) -> lis
         warnings.append(
             f"vocabulary: V = {f.vocab_size:,} is not a multiple of t = {t}; Megatron pads it to {padded:,} rows "
             "(more embedding and output parameters than planned)"
+        )
+    return args
+
+
+def _mtp_args(arch: Architecture) -> list[Arg]:
+    """Multi-token prediction (DeepSeek-V3, arXiv 2412.19437 §2.2) as ``--mtp-num-layers`` D and
+    ``--mtp-loss-scaling-factor`` λ (arguments.py at 000c4ac and TransformerConfig at d98e8a6: defaults None,
+    i.e. no MTP, and 0.1); Megatron builds the D modules on the last pipeline stage, as the plan counts them."""
+    if not arch.mtp_layers:
+        return []
+    args: list[Arg] = [("--mtp-num-layers", [str(arch.mtp_layers)], "multi-token-prediction depth D")]
+    if arch.mtp_loss_weight is not None:
+        args.append(
+            (
+                "--mtp-loss-scaling-factor",
+                [fmt_float(arch.mtp_loss_weight)],
+                "MTP loss weight λ (Megatron default 0.1; DeepSeek-V3 §4.2: 0.3, then 0.1 after 10T tokens)",
+            )
         )
     return args
 

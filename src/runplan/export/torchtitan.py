@@ -45,6 +45,8 @@ Section and key names were read from the torchtitan 0.2.2 wheel's ``torchtitan/c
   beyond the sizes (``_flavor_behaviour``: deepseek_v3's flex block-causal attention, YaRN only past 4096
   tokens, eps-less final norm; qwen3's unbalanced router). Refused (exit 2, ``_refuse_flavor_parallelism``):
   qwen3 with PP (no ``pipelining_fn``) and deepseek_v3 671B with CP (flex attention; CP takes SDPA only).
+  A model with multi-token prediction (``mtp_layers``, DeepSeek-V3) warns that torchtitan 0.2.x (v0.2.2) has no
+  MTP module, so it is not trained.
 
 torchtitan 0.3 replaced TOML job files with Python config functions (``--module <model> --config
 <function>`` plus ``--section.key value`` overrides); this file targets 0.2.x only and says so in its header.
@@ -222,6 +224,11 @@ def _model_entries(f: Facts, arch: Architecture, warnings: list[str]) -> list[En
         warnings += _flavor_differences(f, arch, name, flavor, spec)
         warnings += _flavor_behaviour(f, arch, name, flavor, spec)
     warnings += _balance_loss_warning(f, arch, _registered_flavor(f) or {})
+    if arch.mtp_layers:  # no MTP in torchtitan v0.2.2 (73a0e69): models/deepseek_v3 has none, nor models/moe
+        warnings.append(
+            f"mtp: torchtitan 0.2.x builds no multi-token-prediction module: the model's {arch.mtp_layers} MTP "
+            "module(s) are not trained (next-token loss only), though the plan counts their time, memory and FLOPs"
+        )
     return [
         ("name", name, ""),
         ("flavor", flavor, f"L={f.n_layers}, h={f.d_model}"),

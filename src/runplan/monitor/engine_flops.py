@@ -39,12 +39,21 @@ def megatron_flops_per_token(shape: ModelShape, seq_len: int, padded_vocab: int 
     h = shape.d_model
     # gate, up and down (Megatron's swiglu factor; GeGLU has the same three)
     matrices = 3 if shape.gated else 2
+    # multi-token prediction (--mtp-num-layers): each module one more block of the last layer's kind (MoE when
+    # the model has MoE layers, which follow its dense ones), its 3 norms and 2h·h projection, and one more pass
+    # through the logits (num_floating_point_operations @ d98e8a64)
+    mtp = shape.mtp_layers
+    dense, moe = (
+        shape.dense_layers + (0 if shape.is_moe else mtp),
+        shape.moe_layers + (mtp if shape.is_moe else 0),
+    )
     weights = (
-        shape.n_layers * _megatron_projections(shape)
-        + shape.dense_layers * h * shape.ffn_hidden * matrices
-        + shape.moe_layers * h * shape.expert_ffn_hidden * (shape.top_k + shape.n_shared_experts) * matrices
-        + h * (padded_vocab or shape.vocab_size)
+        (shape.n_layers + mtp) * _megatron_projections(shape)
+        + dense * h * shape.ffn_hidden * matrices
+        + moe * h * shape.expert_ffn_hidden * (shape.top_k + shape.n_shared_experts) * matrices
+        + mtp * (3 * h + 2 * h * h)
+        + h * (padded_vocab or shape.vocab_size) * (1 + mtp)
     )
     # Megatron's count has no window term: every layer's core over the full s, causal half
-    core = 6.0 * shape.n_layers * seq_len * shape.n_heads * (shape.qk_dim + shape.value_dim) / 2
+    core = 6.0 * (shape.n_layers + mtp) * seq_len * shape.n_heads * (shape.qk_dim + shape.value_dim) / 2
     return 6.0 * weights + core

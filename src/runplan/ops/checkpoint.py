@@ -94,7 +94,10 @@ class LayoutRequest(BaseModel):
 
     model_config = INPUT_CONFIG
 
-    total_params: PositiveCount = Field(description="Every parameter of the model (ModelShape.total_params).")
+    total_params: PositiveCount = Field(
+        description="Every parameter the checkpoint saves: ModelShape.total_params plus mtp_params (the "
+        "multi-token-prediction modules, DeepSeek-V3 arXiv 2412.19437 §2.2, trained and saved beside the model)."
+    )
     tp: PositiveCount = Field(1, description="Tensor-parallel degree t.")
     pp: PositiveCount = Field(1, description="Pipeline-parallel degree p.")
     dp: PositiveCount = Field(1, description="Data-parallel degree d (replicas).")
@@ -114,7 +117,7 @@ class LayoutRequest(BaseModel):
     expert_params: NonNegativeCount = Field(
         0,
         description="Routed-expert parameters of all MoE layers, what expert parallelism divides "
-        "(ModelShape.routed_expert_params; 0 for a dense model).",
+        "(ModelShape.routed_expert_params + mtp_routed_expert_params; 0 for a dense model).",
     )
 
     fp32_master_weights: bool = Field(

@@ -123,6 +123,12 @@ class ShapeTerms:
     post_norms: bool = False  # a norm after attention and after the MLP too (Gemma 2/3): 4 norms per layer
     window: int = 0  # sliding-window attention: keys a windowed layer's query sees (0: none)
     global_every: int = 0  # with a window: layers k, 2k, ... (from 1) attend globally (0: none do)
+    # multi-token prediction (model.py module doc): D modules on the last pipeline stage, as Megatron-LM places
+    # them (multi_token_prediction.py mtp_on_this_rank at d98e8a6), with an embedding copy there when p > 1
+    # (gpt_model.py builds the embedding where pre_process or mtp_process)
+    mtp_layers: int = 0
+    mtp_dense_params: float = 0.0  # one module without its routed experts: projection, 3 norms, block
+    mtp_expert_params: float = 0.0  # the routed experts of one module's MoE block
 
     @classmethod
     def from_shape(cls, shape: ModelShape) -> ShapeTerms:
@@ -160,6 +166,11 @@ class ShapeTerms:
             post_norms=shape.post_norms,
             window=shape.sliding_window,
             global_every=shape.global_every,
+            mtp_layers=shape.mtp_layers,
+            mtp_dense_params=float(
+                (shape.mtp_params - shape.mtp_routed_expert_params) // max(shape.mtp_layers, 1)
+            ),
+            mtp_expert_params=float(shape.mtp_routed_expert_params // max(shape.mtp_layers, 1)),
         )
 
 
@@ -199,6 +210,14 @@ def stage_params(terms: ShapeTerms, t, p, e, *, last: bool):
         + extra
     ) / t
     expert_params = moe * terms.expert_layer_params / (np.asarray(t) * e)
+    if (
+        terms.mtp_layers
+    ):  # the MTP modules live on the last stage (ShapeTerms), with an embedding copy if p > 1
+        on_stage = np.ones_like(single) if last else single
+        mtp_dense = terms.mtp_layers * terms.mtp_dense_params + np.where(single, 0.0, terms.embed_params)
+        dense_params = dense_params + np.where(on_stage, mtp_dense, 0.0) / t
+        mtp_experts = terms.mtp_layers * terms.mtp_expert_params / (np.asarray(t) * e)
+        expert_params = expert_params + np.where(on_stage, mtp_experts, 0.0)
     return dense_params, expert_params
 
 
@@ -452,6 +471,10 @@ def activation_bytes(
     total = in_flight(p, m, v, last=last) * per_microbatch + working
     single = np.asarray(p) == 1
     logits = LOSS_LOGIT_BYTES[stack.cross_entropy] * tokens * terms.vocab / t
+    if terms.mtp_layers:  # each MTP module: one more block's activations and its own logits, last stage only
+        kept = moe_kept if terms.moe_layers else dense_kept
+        mtp = terms.mtp_layers * (in_flight(p, m, v, last=True) * tokens * kept + logits)
+        total = total + (mtp if last else np.where(single, mtp, 0.0))
     total = total + logits if last else total + np.where(single, logits, 0.0)
     return total
 

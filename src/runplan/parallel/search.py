@@ -992,7 +992,8 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
     )
     weights, grads, optimizer = _state_bytes_per_param(request)
     per_param = weights + grads + optimizer
-    states = per_param * float(request.model.total_params)
+    # the multi-token-prediction modules are trained and held too (model.mtp_params, on the last stage)
+    states = per_param * float(request.model.total_params + request.model.mtp_params)
     need = math.ceil(states / max(limit - request.constraints.reserve_bytes, 1.0))
     if need > request.node_size:  # GPUs come in whole nodes past one node
         need = math.ceil(need / request.node_size) * request.node_size

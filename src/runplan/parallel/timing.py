@@ -1,6 +1,9 @@
 """Time per optimizer step of one layout, as numpy array expressions (work on scalars too).
 
 The most loaded stage (ceil(L/p) layers, and the output head on the last stage) sets the pace of the pipeline.
+Multi-token prediction (DeepSeek-V3, arXiv 2412.19437 §2.2) adds its D blocks, D more passes through the head
+and D 2h→h projections to that stage (Megatron-LM puts the modules on the last stage), an upper bound where the
+last stage holds fewer than ceil(L/p) layers.
 Per micro-batch on that stage (T = b·s/c tokens per GPU):
 
 * **GEMMs**: each projection as an (M, N, K) matrix product; time = max(2MNK / (eta·peak), bytes / HBM
@@ -461,6 +464,13 @@ class _Step:
         """``inputs``: seq_len, node_size, stack."""
         t = np.asarray(g.tp, dtype=float)
         layers, moe, dense = stage_layers(terms, g.pp)
+        if (
+            terms.mtp_layers
+        ):  # MTP blocks (model.py) run on the last stage; counted on the paced one (module doc)
+            moe, dense = (
+                (moe + terms.mtp_layers, dense) if terms.moe_layers else (moe, dense + terms.mtp_layers)
+            )
+            layers = layers + terms.mtp_layers
         return cls(
             terms=terms,
             grid=g,
@@ -730,6 +740,11 @@ def _compute(st: _Step) -> _Compute:
     layers_fwd = dense * (attn_proj + dense_mlp + attn_core_fwd) + moe * (attn_proj + moe_mlp + attn_core_fwd)
     layers_gemm_fwd = dense * (attn_proj + dense_mlp) + moe * (attn_proj + moe_mlp)
     logits_fwd = gemm_seconds(st.tokens, st.terms.vocab / st.t, st.terms.h, st.gpu, st.eff)
+    if (
+        st.terms.mtp_layers
+    ):  # each MTP module: its own logits through the shared head, and the 2h→h projection
+        projection = gemm_seconds(st.tokens, st.terms.h / st.t, 2.0 * st.terms.h, st.gpu, st.eff)
+        logits_fwd = (1.0 + st.terms.mtp_layers) * logits_fwd + st.terms.mtp_layers * projection
     backward = 2.0 * layers_gemm_fwd + attn_bwd_ratio * layers * attn_core_fwd + 2.0 * logits_fwd
     cast_fwd, cast_bwd = _fp8_cast_seconds(st)
     # recomputation repeats the forward casts of what it recomputes (full: all; selective: _selective_seconds)
