@@ -134,3 +134,19 @@ def test_layer_types_that_are_not_names_are_one_line_naming_the_key():
         SpecError, match=r"layer_types must be a list of num_hidden_layers \(42\) names, got a list"
     ):
         shape_from_config(GEMMA_2_9B | {"layer_types": [{"kind": "full"}] * 42})
+
+
+@pytest.mark.parametrize(
+    ("config", "vocab"), [(GEMMA_3_1B, 262_208), (GEMMA_2_9B, 256_000), (GEMMA_7B, 256_000)]
+)
+def test_a_gemma_config_without_vocab_size_takes_the_class_default(config, vocab):
+    # a Gemma 3 checkpoint's text_config can leave vocab_size to Gemma3TextConfig's 262,208; Gemma and Gemma 2
+    # default to 256,000 (transformers configuration_gemma*.py): the vocabularies every release uses
+    trimmed = {k: v for k, v in config.items() if k != "vocab_size"}
+    assert shape_from_config(trimmed).vocab_size == vocab
+
+
+def test_other_families_still_ask_for_vocab_size():
+    with pytest.raises(SpecError, match="lacks 'vocab_size'"):
+        shape_from_config({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+                           "num_attention_heads": 32, "num_hidden_layers": 32})  # fmt: skip

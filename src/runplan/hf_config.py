@@ -262,7 +262,9 @@ def _common(kind: str, c: dict[str, Any]) -> dict[str, Any]:
         "n_kv_heads": _int_or(c, "num_key_value_heads", heads),
         "head_dim": _int_or(c, "head_dim", hidden // heads),
         "ffn_hidden": _int(c, "intermediate_size"),
-        "vocab_size": _int(c, "vocab_size"),
+        "vocab_size": _int_or(c, "vocab_size", _GEMMA_VOCAB[kind])
+        if kind in GEMMA
+        else _int(c, "vocab_size"),
         "tied_embeddings": _flag(c, "tie_word_embeddings"),  # False: every class read here defaults to untied
         "rope_theta": theta,
         "norm_eps": _positive_or_none(c.get(eps_key), eps_key),
@@ -495,6 +497,11 @@ _GEMMA_READ = (
 )
 #: GeLU names transformers' ACT2FN maps a Gemma gate to (GemmaMLP uses the tanh approximation for "gelu" too).
 _GELU_NAMES = (None, "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "gelu_python")
+
+
+#: A Gemma checkpoint's text_config may leave vocab_size to the class default, the one every release uses:
+#: Gemma3TextConfig 262,208, GemmaConfig and Gemma2Config 256,000 (transformers configuration_gemma*.py)
+_GEMMA_VOCAB = {"gemma": 256_000, "gemma2": 256_000, "gemma3_text": 262_208}
 
 
 def _gemma(kind: str, c: dict[str, Any]) -> dict[str, Any]:
