@@ -113,3 +113,11 @@ def test_the_plan_says_how_the_mtp_module_enters_its_counts(tmp_path):
         "with 1 MTP module(s) (DeepSeek-V3 §2.2) L counts their blocks too"
         in model["notes"]["flops_per_token"]
     )
+
+
+def test_mtp_with_a_sliding_window_is_refused():
+    from runplan.catalog import shipped_catalog
+
+    gemma = shipped_catalog().model("gemma-2-9b").model_dump()
+    with pytest.raises(ValueError, match="mtp_layers with sliding_window is not modelled"):
+        type(shipped_catalog().model("gemma-2-9b")).model_validate(gemma | {"mtp_layers": 1})

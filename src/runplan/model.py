@@ -280,6 +280,9 @@ class ModelShape(BaseModel):
             raise ValueError("global_every 1 makes every layer global: set sliding_window 0 instead")
         if self.mtp_loss_weight is not None and not self.mtp_layers:
             raise ValueError("mtp_loss_weight needs mtp_layers > 0 (the multi-token-prediction depth)")
+        if self.mtp_layers and self.sliding_window:  # no published model has both, and the MTP block's window
+            # is not defined (its FLOPs count full attention, the time model would apply the window share)
+            raise ValueError("mtp_layers with sliding_window is not modelled: set one of them to 0")
         return self
 
     @model_validator(mode="after")

@@ -663,10 +663,7 @@ def _operations(
             fp32_master_weights=(planned.request.stack.fsdp_mixed_precision and best.zero >= 3)
             or planned.request.stack.autocast_fp32_weights,
             optimizer_state_dtype=planned.request.stack.optimizer_state_dtype,
-            # bf16 moments beside bf16 weights (or delayed fp8): TransformerEngine's FusedAdam holds the master
-            # and Megatron saves it whole (ops.checkpoint, 12 B/param); other fp8 recipes: 10 B/param
-            fused_adam_master=planned.request.stack.optimizer_state_dtype == "bf16"
-            and (planned.request.stack.precision == "bf16" or planned.request.stack.fp8_recipe == "delayed"),
+            fused_adam_master=_fused_adam_master(planned.request.stack, best.zero),
             gpus_per_node=inputs.gpus_per_node,
             seq_len=inputs.seq_len,
             step_seconds=best.step_seconds,
@@ -685,6 +682,19 @@ def _proxy_vocab_size(spec: PlanSpec, shape: ModelShape) -> int:
     if spec.model is not None and "vocab_size" not in spec.training.model_fields_set:
         return shape.vocab_size
     return spec.training.vocab_size
+
+
+def _fused_adam_master(stack: Stack, zero: int) -> bool:
+    """bf16 moments beside bf16 weights (or delayed fp8) under Megatron's distributed optimizer (ZeRO-1/2):
+    TransformerEngine's FusedAdam holds the master and the checkpoint saves it with the moments upcast
+    (ops.checkpoint, 12 B/param); other fp8 recipes, and Megatron FSDP (ZeRO-3), which turns FusedAdam's own
+    master off and saves the moments as held (core/optimizer/__init__.py, distrib_optimizer.py @ d98e8a64):
+    10 B/param."""
+    return (
+        stack.optimizer_state_dtype == "bf16"
+        and zero in (1, 2)
+        and (stack.precision == "bf16" or stack.fp8_recipe == "delayed")
+    )
 
 
 def _sweep_and_cost(

@@ -1,4 +1,4 @@
-"""bf16 Adam moments (stack optimizer_state_dtype: bf16, DeepSeek-V3 arXiv 2412.19437 §3.3.2) in each engine.
+"""bf16 Adam moments (stack optimizer_state_dtype: bf16, DeepSeek-V3 arXiv 2412.19437 §3.3.3) in each engine.
 
 * Megatron-LM: ``--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16`` (arguments.py @
   d98e8a6: choices fp32, fp16, bf16, fp8). get_megatron_optimizer raises "--use-precision-aware-optimizer only

@@ -95,3 +95,24 @@ def test_a_plan_with_bf16_moments_checkpoints_12_bytes_per_param(tmp_path):
     assert (
         data["layout"]["best"]["zero"] >= 1
     )  # Megatron's precision-aware optimizer needs the distributed one
+
+
+def test_under_megatron_fsdp_the_moments_are_saved_as_held(tmp_path):
+    # ZeRO-3 (Megatron FSDP) turns FusedAdam's own master off and saves the bf16 moments as held
+    # (core/optimizer/__init__.py, distrib_optimizer.py @ d98e8a64): 2 weights + 4 master + 2 + 2 = 10 B/param
+    import json
+
+    from typer.testing import CliRunner
+
+    from runplan.cli.app import app
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "schema_version: 1\nmodel: llama-3.1-70b\nbudget: {tokens: 1T}\ncluster: {gpu: h100-sxm, gpus: 512}\n"
+        "stack: {optimizer_state_dtype: bf16}\nparallel: {zero: 3}\n"
+    )
+    result = CliRunner().invoke(app, ["plan", str(plan), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["layout"]["best"]["zero"] == 3
+    assert data["checkpointing"]["bytes_per_param"] == pytest.approx(10, rel=1e-4)

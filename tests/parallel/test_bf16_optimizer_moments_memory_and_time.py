@@ -1,7 +1,7 @@
 """bf16 Adam moments (stack optimizer_state_dtype: bf16) shrink the optimizer state from 12 to 8 bytes per parameter
 and the optimizer step's HBM traffic from (2·12 + g + 2) to (2·8 + g + 2) bytes per local parameter.
 
-Source: DeepSeek-V3 (arXiv 2412.19437 §3.3.2, "Low-Precision Optimizer States"): the first and second moments of
+Source: DeepSeek-V3 (arXiv 2412.19437 §3.3.3, "Low-Precision Optimizer States"): the first and second moments of
 AdamW in BF16, the master weights kept in FP32: 4 + 2 + 2 bytes per parameter; ZeRO-1 shards them over d·c as
 before (Rajbhandari et al. 2020 §5).
 
@@ -136,3 +136,20 @@ def test_the_no_fit_advice_counts_bf16_moments():
     assert "(18 bytes/param: 2 weights + 4 gradients + 12 optimizer, fully sharded)" in " ".join(
         fp32.output.split()
     )
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"distributed_optimizer": False}, "needs Megatron's distributed optimizer"),
+        ({"preset": "deepspeed"}, "which preset deepspeed does not have"),
+        ({"preset": "megatron-2022"}, "which preset megatron-2022 predates"),
+    ],
+)
+def test_bf16_moments_are_refused_where_no_engine_keeps_them(fields, message):
+    # distributed_optimizer false left no ZeRO stage to search (an IndexError, exit 3); DeepSpeed and the 2022
+    # Megatron stack planned moments their engines cannot keep
+    from runplan.parallel.stack import Stack
+
+    with pytest.raises(ValueError, match=message):
+        Stack.model_validate({"optimizer_state_dtype": "bf16", **fields})

@@ -170,7 +170,7 @@ OptimizerStateDtype = Annotated[
     Text,
     _opt(
         "--optimizer-state-dtype",
-        help="Adam's moments in fp32 or bf16 (DeepSeek-V3 §3.3.2; master weights stay fp32) "
+        help="Adam's moments in fp32 or bf16 (DeepSeek-V3 §3.3.3; master weights stay fp32) "
         "(stack optimizer_state_dtype).",
     ),
 ]

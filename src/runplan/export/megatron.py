@@ -958,7 +958,7 @@ def _fp8_args(f: Facts) -> list[Arg]:
 
 
 def _optimizer_state_args(f: Facts, warnings: list[str]) -> list[Arg]:
-    """bf16 Adam moments (stack optimizer_state_dtype, DeepSeek-V3 arXiv 2412.19437 §3.3.2):
+    """bf16 Adam moments (stack optimizer_state_dtype, DeepSeek-V3 arXiv 2412.19437 §3.3.3):
     ``--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16`` (arguments.py @ d98e8a6).
     get_megatron_optimizer (megatron/core/optimizer/__init__.py @ d98e8a6) raises without the distributed
     optimizer, which ZeRO-1/2 and Megatron FSDP v1 (ZeRO-3) turn on and ZeRO-0 does not (--use-torch-fsdp2 does
@@ -977,7 +977,8 @@ def _optimizer_state_args(f: Facts, warnings: list[str]) -> list[Arg]:
             where="stack.optimizer_state_dtype",
             hint="plan with zero 1 or 2 (parallel.zero), or with optimizer_state_dtype fp32",
         )
-    if stack.precision == "bf16" or stack.fp8_recipe == "delayed":
+    # Megatron FSDP (ZeRO-3) turns FusedAdam's own master off (core/optimizer/__init__.py @ d98e8a64)
+    if f.layout.zero in (1, 2) and (stack.precision == "bf16" or stack.fp8_recipe == "delayed"):
         warnings.append(
             "optimizer state: TransformerEngine's FusedAdam keeps the fp32 master as its 16 low bits beside the "
             "bf16 weights (store_param_remainders, on by default): 2 B/param less than planned"

@@ -20,7 +20,7 @@ Sources (docs/operations.md §2):
   (dist_checkpointing/strategies/filesystem_async.py, utils.py ``force_all_tensors_to_non_fp8``, Megatron-LM
   @ d98e8a6; TransformerEngine ``Float8Tensor.dequantize`` @ d0067d0) and the optimizer keeps the fp32 master.
   Stacks whose fp32 parameters are the master (FSDP2 mixed precision, autocast) save 12 B/param.
-* **bf16 Adam moments** (Stack ``optimizer_state_dtype: bf16``, DeepSeek-V3 arXiv 2412.19437 §3.3.2; only Megatron-LM
+* **bf16 Adam moments** (Stack ``optimizer_state_dtype: bf16``, DeepSeek-V3 arXiv 2412.19437 §3.3.3; only Megatron-LM
   --use-precision-aware-optimizer runs them beside an fp32 master) are saved as Megatron's distributed optimizer
   holds them (dp_reshardable, its default format: DistributedOptimizer._get_main_param_and_optimizer_states,
   megatron/core/optimizer/distrib_optimizer.py @ d98e8a6). Where Megatron keeps the fp32 master (fp8 recipes

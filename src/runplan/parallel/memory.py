@@ -6,7 +6,7 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
 * **Model states** (Rajbhandari et al. 2020, ZeRO, §3 and Fig. 1): bf16 weights 2 bytes/param, gradients
   ``g`` bytes/param (4 = fp32 accumulation, Megatron-LM's default with bf16: ``--accumulate-allreduce-grads-
   in-fp32``; 2 = bf16), optimizer 12 bytes/param (fp32 master 4 + Adam m 4 + v 4), or 8 with bf16 moments
-  (``Stack.optimizer_state_dtype`` bf16: 4 + 2 + 2, DeepSeek-V3, arXiv 2412.19437 §3.3.2: "BF16 ... to track the
+  (``Stack.optimizer_state_dtype`` bf16: 4 + 2 + 2, DeepSeek-V3, arXiv 2412.19437 §3.3.3: "BF16 ... to track the
   first and second moments", master weights kept in FP32; :func:`optimizer_bytes_per_param`).
   ZeRO-1 (= Megatron's distributed optimizer) shards the 12 optimizer bytes over the data-parallel group;
   ZeRO-2 also the gradients; ZeRO-3 also the weights (with pipeline stages, as torchtitan runs it, the
@@ -83,7 +83,7 @@ OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
 def optimizer_bytes_per_param(moment_bytes: float = FP32_BYTES, *, master: bool = True) -> float:
     """Adam's state per parameter: the fp32 master (4, unless the fp32 parameters are the master themselves)
     plus the two moments at ``moment_bytes`` each (``Stack.moment_bytes``): 4 + 4 + 4 = 12 in fp32, 4 + 2 + 2 = 8
-    with bf16 moments (DeepSeek-V3, arXiv 2412.19437 §3.3.2; Megatron-LM --exp-avg-dtype/--exp-avg-sq-dtype)."""
+    with bf16 moments (DeepSeek-V3, arXiv 2412.19437 §3.3.3; Megatron-LM --exp-avg-dtype/--exp-avg-sq-dtype)."""
     return (FP32_BYTES if master else 0.0) + 2.0 * moment_bytes
 
 

@@ -57,6 +57,15 @@ Fp8Recipe = Literal["delayed", "tensorwise", "rowwise", "blockwise", "mxfp8"]
 PresetName = Literal["default", "megatron-core", "megatron-2022", "deepspeed", "torchtitan-fsdp2"]
 
 
+#: Stack presets with no bf16 Adam moments: DeepSpeed's ds_config has no moment dtype (bf16_optimizer_states
+#: asserts a bf16 master, runtime/bf16_optimizer.py @ edaa7221), and Megatron-LM of 2022 predates the
+#: precision-aware optimizer (--use-precision-aware-optimizer, Megatron-core r0.10).
+BF16_MOMENTS_UNSUPPORTED = {
+    "deepspeed": "does not have (ds_config has no moment dtype; bf16_optimizer_states asserts a bf16 master)",
+    "megatron-2022": "predates (Megatron-core r0.10 added it)",
+}
+
+
 class Stack(BaseModel):
     """Software-stack facts of the training engine (a preset plus overrides)."""
 
@@ -133,7 +142,7 @@ class Stack(BaseModel):
         "fp32",
         description="Dtype of Adam's first and second moments (m, v); the master weights stay fp32. fp32: 4 + 4 + "
         "4 bytes of optimizer state per parameter; bf16: 4 + 2 + 2, as DeepSeek-V3 trains (arXiv 2412.19437 "
-        "§3.3.2, 'Low-Precision Optimizer States'); Megatron-LM --use-precision-aware-optimizer --exp-avg-dtype "
+        "§3.3.3, 'Low-Precision Optimizer States'); Megatron-LM --use-precision-aware-optimizer --exp-avg-dtype "
         "bf16 --exp-avg-sq-dtype bf16 (TransformerEngine FusedAdam, distributed optimizer only).",
     )
     fsdp_mixed_precision: bool = Field(
@@ -359,6 +368,18 @@ class Stack(BaseModel):
                     f"optimizer_state_dtype bf16 (Megatron's precision-aware optimizer, beside an fp32 master) does "
                     f"not go with {', '.join(clash)} (torch AdamW keeps its moments in the fp32 parameters' dtype); "
                     "drop one of them"
+                )
+            if (
+                self.distributed_optimizer is False
+            ):  # Megatron asserts it (core/optimizer/__init__.py @ d98e8a64)
+                raise ValueError(
+                    "optimizer_state_dtype bf16 needs Megatron's distributed optimizer (its precision-aware "
+                    "optimizer asserts it); set distributed_optimizer: true or leave it out"
+                )
+            if self.preset in BF16_MOMENTS_UNSUPPORTED:
+                raise ValueError(
+                    f"optimizer_state_dtype bf16 is Megatron-core's precision-aware optimizer, which preset "
+                    f"{self.preset} {BF16_MOMENTS_UNSUPPORTED[self.preset]}; plan it with preset megatron-core"
                 )
         return self
 
