@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.planned import planned_json
 from typer.testing import CliRunner
 
 from runplan.catalog import _rounding_allowance, load_catalog, published_count_warning, shipped_catalog
@@ -166,16 +167,16 @@ def test_whatif_says_it_for_the_plans_catalog(tmp_path):
     assert [r["model_params"] for r in json.loads(result.stdout)] == [TIED, TIED]
 
 
+#: a plan of ``model`` with the user catalog mine.yaml beside it
+_PLAN_WITH_MINE = (
+    "catalog: [mine.yaml]\nmodel: {model}\nbudget: {{tokens: 100B}}\ncluster: {{gpu: h100-sxm, gpus: 64}}\n"
+)
+
+
 def test_the_plan_and_parallelize_of_that_model_carry_the_warning(tmp_path):
     path, _ = _catalog(tmp_path, tied="true")
-    plan_file = tmp_path / "plan.yaml"
-    plan_file.write_text(
-        "schema_version: 1\ncatalog: [mine.yaml]\nmodel: my-8b\nbudget: {tokens: 100B}\n"
-        "cluster: {gpu: h100-sxm, gpus: 64}\n"
-    )
-    planned = CliRunner().invoke(app, ["plan", str(plan_file), "-f", "json"])
-    assert planned.exit_code == 0, planned.output
-    (warning,) = [w for w in json.loads(planned.stdout)["warnings"] if "published_params" in w]
+    planned = planned_json(tmp_path, _PLAN_WITH_MINE.format(model="my-8b"))
+    (warning,) = [w for w in planned["warnings"] if "published_params" in w]
     assert warning.startswith(f"model: {path}:2: models[0] 'my-8b': the shape counts 7,504,924,672")
     searched = CliRunner().invoke(
         app, ["parallelize", "--model", "my-8b", "--gpus", "64", "--catalog", str(path), "--json"]
@@ -187,14 +188,8 @@ def test_the_plan_and_parallelize_of_that_model_carry_the_warning(tmp_path):
 
 def test_a_plan_of_another_model_is_not_told_about_the_entry(tmp_path):
     _catalog(tmp_path, tied="true")
-    plan_file = tmp_path / "plan.yaml"
-    plan_file.write_text(
-        "schema_version: 1\ncatalog: [mine.yaml]\nmodel: llama-3.1-8b\nbudget: {tokens: 100B}\n"
-        "cluster: {gpu: h100-sxm, gpus: 64}\n"
-    )
-    planned = CliRunner().invoke(app, ["plan", str(plan_file), "-f", "json"])
-    assert planned.exit_code == 0, planned.output
-    assert not [w for w in json.loads(planned.stdout)["warnings"] if "published_params" in w]
+    planned = planned_json(tmp_path, _PLAN_WITH_MINE.format(model="llama-3.1-8b"))
+    assert not [w for w in planned["warnings"] if "published_params" in w]
 
 
 def test_a_later_file_that_corrects_the_entry_takes_the_warning_away(tmp_path):
@@ -209,10 +204,7 @@ def test_a_later_file_that_corrects_the_entry_takes_the_warning_away(tmp_path):
 def test_parallelize_of_a_plan_file_says_it_too(tmp_path):
     _catalog(tmp_path, tied="true")
     plan_file = tmp_path / "plan.yaml"
-    plan_file.write_text(
-        "schema_version: 1\ncatalog: [mine.yaml]\nmodel: my-8b\nbudget: {tokens: 100B}\n"
-        "cluster: {gpu: h100-sxm, gpus: 64}\n"
-    )
+    plan_file.write_text("schema_version: 1\n" + _PLAN_WITH_MINE.format(model="my-8b"))
     result = CliRunner().invoke(app, ["parallelize", str(plan_file), "--json"])
     assert result.exit_code == 0, result.output
     assert "runplan: warning:" in result.stderr and "7,504,924,672" in result.stderr

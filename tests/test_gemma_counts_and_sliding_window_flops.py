@@ -158,20 +158,10 @@ def test_window_fields_that_contradict_are_refused(fields, message):
 def test_the_plan_explains_the_window_in_its_flops_note(tmp_path):
     # Gemma 2 9B at 8,192: 21 global layers at s and 21 window layers at 2·4096 − 4096²/8192 = 6,144, so
     # 6 × 9,241,705,984 (tied head: total = matmul weights) + 6 × (21·8192 + 21·6144) × 16 × 512 = 70,247,740,416
-    import json
+    from tests.planned import planned_json
 
-    from typer.testing import CliRunner
-
-    from runplan.cli.app import app
-
-    plan = tmp_path / "plan.yaml"
-    plan.write_text(
-        "schema_version: 1\nmodel: gemma-2-9b\nbudget: {tokens: 1T}\ncluster: {gpu: h100-sxm, gpus: 64}\n"
-        "training: {seq_len: 8192}\n"
-    )
-    result = CliRunner().invoke(app, ["plan", str(plan), "-f", "json"])
-    assert result.exit_code == 0, result.output
-    model = json.loads(result.stdout)["model"]
+    body = "model: gemma-2-9b\nbudget: {tokens: 1T}\ncluster: {gpu: h100-sxm, gpus: 64}\ntraining: {seq_len: 8192}\n"
+    model = planned_json(tmp_path, body)["model"]
     assert model["flops_per_token"] == 6 * 9_241_705_984 + 6 * (21 * 8192 + 21 * 6144) * 16 * 512
     assert model["notes"]["flops_per_token"].endswith(
         "; the layers but every 2nd (global) slide a 4,096-key window and count 2w − w²/s = 6,144 for s (a "

@@ -94,19 +94,10 @@ def test_mtp_weights_sit_on_the_last_pipeline_stage_with_an_embedding_copy():
 
 def test_the_plan_says_how_the_mtp_module_enters_its_counts(tmp_path):
     # 6 × 38,240,398,080 matmul params + 6 × (61 + 1) layers × 4,096 × 128 heads × (192 + 128) = 291,853,632,000
-    import json
+    from tests.planned import planned_json
 
-    from typer.testing import CliRunner
-
-    from runplan.cli.app import app
-
-    plan = tmp_path / "plan.yaml"
-    plan.write_text(
-        "schema_version: 1\nmodel: deepseek-v3\nbudget: {tokens: 14.8T}\ncluster: {gpu: h100-sxm, gpus: 2048}\n"
-    )
-    result = CliRunner().invoke(app, ["plan", str(plan), "-f", "json"])
-    assert result.exit_code == 0, result.output
-    model = json.loads(result.stdout)["model"]
+    body = "model: deepseek-v3\nbudget: {tokens: 14.8T}\ncluster: {gpu: h100-sxm, gpus: 2048}\n"
+    model = planned_json(tmp_path, body)["model"]
     assert model["flops_per_token"] == 6 * 38_240_398_080 + 6 * 62 * 4096 * 128 * 320
     assert "the 1 multi-token-prediction module(s) add 11,610,068,224 more" in model["notes"]["total_params"]
     assert (

@@ -4,22 +4,13 @@ proxy, Gemma 2's 256,000 most of it). In a plan, the narrow-proxy caution names 
 
 from __future__ import annotations
 
-import json
-
-from typer.testing import CliRunner
-
-from runplan.cli.app import app
+from tests.planned import planned_json
 
 
 def _plan(tmp_path, model: str, extra: str = "") -> dict:
-    path = tmp_path / "plan.yaml"
-    path.write_text(
-        f"schema_version: 1\nmodel: {model}\nbudget: {{tokens: 1T}}\ncluster: {{gpu: h100-sxm, gpus: 64}}\n"
-        f"{extra}"
+    return planned_json(
+        tmp_path, f"model: {model}\nbudget: {{tokens: 1T}}\ncluster: {{gpu: h100-sxm, gpus: 64}}\n{extra}"
     )
-    result = CliRunner().invoke(app, ["plan", str(path), "-f", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def _embedding(run: dict) -> int:

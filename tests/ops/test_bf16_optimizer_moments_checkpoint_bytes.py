@@ -14,6 +14,7 @@ Llama 3.1 70B, 70,553,706,496 parameters, TP 8, PP 4, DP 16, ZeRO-1 (512 GPUs).
 from __future__ import annotations
 
 import pytest
+from tests.planned import planned_json
 
 from runplan.ops import CheckpointRequest, plan_checkpoints
 from runplan.ops.checkpoint import CURSOR_BYTES_PER_REPLICA, RNG_BYTES_PER_RANK
@@ -73,23 +74,13 @@ def test_contradictions_are_refused(kw, word):
         _plan(**kw)
 
 
+LLAMA_70B_ON_512 = "model: llama-3.1-70b\nbudget: {tokens: 1T}\ncluster: {gpu: h100-sxm, gpus: 512}\n"
+
+
 def test_a_plan_with_bf16_moments_checkpoints_12_bytes_per_param(tmp_path):
     # bf16 weights: TransformerEngine's FusedAdam holds the master, Megatron saves bf16 weights 2 + master low bits 2
     # + moments upcast 4 + 4 = 12 B/param: 70,553,706,496 × 12 = 846,644,477,952 B + RNG state and data cursor
-    import json
-
-    from typer.testing import CliRunner
-
-    from runplan.cli.app import app
-
-    plan = tmp_path / "plan.yaml"
-    plan.write_text(
-        "schema_version: 1\nmodel: llama-3.1-70b\nbudget: {tokens: 1T}\ncluster: {gpu: h100-sxm, gpus: 512}\n"
-        "stack: {optimizer_state_dtype: bf16}\n"
-    )
-    result = CliRunner().invoke(app, ["plan", str(plan), "-f", "json"])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
+    data = planned_json(tmp_path, f"{LLAMA_70B_ON_512}stack: {{optimizer_state_dtype: bf16}}\n")
     assert data["checkpointing"]["bytes_per_param"] == pytest.approx(12, rel=1e-4)  # with RNG and cursor
     assert data["checkpointing"]["total_bytes"] == pytest.approx(70_553_706_496 * 12, rel=1e-5)
     assert (
@@ -100,19 +91,8 @@ def test_a_plan_with_bf16_moments_checkpoints_12_bytes_per_param(tmp_path):
 def test_under_megatron_fsdp_the_moments_are_saved_as_held(tmp_path):
     # ZeRO-3 (Megatron FSDP) turns FusedAdam's own master off and saves the bf16 moments as held
     # (core/optimizer/__init__.py, distrib_optimizer.py @ d98e8a64): 2 weights + 4 master + 2 + 2 = 10 B/param
-    import json
-
-    from typer.testing import CliRunner
-
-    from runplan.cli.app import app
-
-    plan = tmp_path / "plan.yaml"
-    plan.write_text(
-        "schema_version: 1\nmodel: llama-3.1-70b\nbudget: {tokens: 1T}\ncluster: {gpu: h100-sxm, gpus: 512}\n"
-        "stack: {optimizer_state_dtype: bf16}\nparallel: {zero: 3}\n"
+    data = planned_json(
+        tmp_path, f"{LLAMA_70B_ON_512}stack: {{optimizer_state_dtype: bf16}}\nparallel: {{zero: 3}}\n"
     )
-    result = CliRunner().invoke(app, ["plan", str(plan), "-f", "json"])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
     assert data["layout"]["best"]["zero"] == 3
     assert data["checkpointing"]["bytes_per_param"] == pytest.approx(10, rel=1e-4)
