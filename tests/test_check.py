@@ -187,3 +187,18 @@ def test_a_reworded_citation_and_new_default_keys_are_no_drift_a_new_value_is():
         ("layout", "new"),
         ("model.shape.sliding_window", "new"),
     ]
+
+
+def test_a_layouts_per_stage_memory_totals_are_no_drift_for_a_file_resolved_before_them():
+    # each layout's memory_total_bytes_by_stage (first and last pipeline stage) came after files resolved without
+    # it; its larger total is the memory_bytes.total those files already hold, so it is no change of the plan;
+    # the same key with a moved value in a file that holds it is
+    old = {"layout": {"best": {"memory_bytes": {"total": 7.0e10}}}}
+    stages = {"first": 7.0e10, "last": 5.5e10}
+    new = {"layout": {"best": {"memory_bytes": {"total": 7.0e10}, "memory_total_bytes_by_stage": stages}}}
+    assert diff_changes(old, new) == []
+    moved = {**new["layout"]["best"], "memory_total_bytes_by_stage": {"first": 7.0e10, "last": 6.0e10}}
+    changes = diff_changes(new, {"layout": {"best": moved}})
+    assert [(c.path, c.kind) for c in changes] == [
+        ("layout.best.memory_total_bytes_by_stage.last", "changed")
+    ]

@@ -221,38 +221,6 @@ def test_plan_peak_is_derived_from_the_plans_own_numbers():
 MIXTRAL = "mixtral_8x7b_alltoall_tp2pp4ep4_release.dgx_h100.json"
 
 
-def _mixtral_plan(tmp_path):
-    """The Megatron-Core release run as a plan: TP2 PP4 EP4, ZeRO-1 (distributed optimizer), 64 micro-batches of 1
-    × 4,096 tokens on 128 H100 (the GPU count is not in the run's files: 128 is an assumption)."""
-    from runplan.cli.common import plan_from_file
-
-    path = tmp_path / "mixtral-release.yaml"
-    path.write_text(
-        "schema_version: 1\nname: mixtral-release\nmodel: mixtral-8x7b\nbudget:\n  tokens: 100663296000\n"
-        "training:\n  seq_len: 4096\ncluster:\n  gpu: h100-sxm\n  gpus: 128\nparallel:\n  tp: 2\n  pp: 4\n"
-        "  ep: 4\n  micro_batch: 1\n  zero: 1\n  microbatches: 64\n  vpp: 1\nstack: megatron-core\nschedule:\n"
-        "  global_batch_tokens: 4194304\n  batch_ramp:\n    - batch_fraction: 1\n      token_fraction: 0.01\n"
-    )
-    return plan_from_file(path)[2]
-
-
-def test_megatron_tensorboard_memory_is_the_last_stages_and_the_comparison_says_so(tmp_path, shared_data_dir):
-    """Megatron writes TensorBoard on the last rank only (global_vars.py ``_set_tensorboard_writer``: rank ==
-    world_size − 1 @ d98e8a64), the last pipeline stage; the plan's memory_bytes is the first stage's (the most
-    loaded, 4 micro-batches in flight under 1F1B): the −5.0% (26,495,959,040 ÷ (30.90e9 − 3e9) − 1, hand-derived
-    from the file's largest ``mem-max-allocated-bytes``, step 20) compares two different GPUs, and must say so."""
-    from runplan.monitor.vs_plan import compare
-
-    plan = _mixtral_plan(tmp_path)
-    assert plan.layout.best.memory_stage == "first" and plan.layout.best.pp == 4
-    out = compare(read_logs([shared_data_dir / "training_logs" / "megatron" / MIXTRAL]), plan)
-    assert out["peak_memory_bytes"] == 26_495_959_040
-    planned = plan.layout.best.memory_bytes.total - 3e9
-    assert out["planned_memory_bytes"] == pytest.approx(planned)
-    assert f"{26_495_959_040 / planned - 1:+.1%}" in out["notes"]["peak_memory"]
-    assert any("last pipeline stage" in w and "first stage" in w for w in out["warnings"])
-
-
 def test_deepspeed_samples_per_second_alone_feeds_the_throughput_detector(tmp_path):
     """A DeepSpeed engine log without the pipeline line has no step time: its samples/s stand in (1/samples/s is
     proportional to the step time). 146.2 → 138.0 samples/s from step 91 on, to the end: the step time is

@@ -28,6 +28,7 @@ from runplan.monitor.series import MetricLog
 
 if TYPE_CHECKING:
     from runplan.ops.schedule import BatchStage
+    from runplan.parallel.layout import LayoutEstimate
     from runplan.plan import RunPlan
 
 
@@ -248,55 +249,110 @@ def _goodput(log: MetricLog, steps: np.ndarray, seconds: np.ndarray, median: flo
 
 
 def _peak_memory(log: MetricLog, plan: RunPlan, out: dict[str, Any]) -> dict[str, str]:
-    """The log's peak memory per GPU (its largest logged value) against the plan's ``memory_bytes.total`` of the
-    most loaded stage. A reserved peak (torchtitan's ``memory:``, max_memory_reserved) is compared with the total,
-    which holds ``constraints.reserve_bytes`` for the CUDA context, NCCL buffers and allocator slack; an allocated
-    peak (Megatron's ``max allocated``, DeepSpeed's ``MaxMemAllocated``) with the total less that reserve, as
-    ``runplan calibrate`` compares a measured peak (calibrate/fit.py ``memory_error``). Sets the ``peak_memory_*``
-    and ``planned_memory_bytes`` keys of ``out``; returns the note."""
+    """The log's peak memory per GPU (its largest logged value) against the plan's total of the pipeline stage
+    the log's peak is (:func:`_planned_stage`): ``memory_total_bytes_by_stage`` of that stage where the log names
+    it, else ``memory_bytes.total`` of the most loaded. A reserved peak (torchtitan's ``memory:``,
+    max_memory_reserved) is compared with the total, which holds ``constraints.reserve_bytes`` for the CUDA
+    context, NCCL buffers and allocator slack; an allocated peak (Megatron's ``max allocated``, DeepSpeed's
+    ``MaxMemAllocated``) with the total less that reserve, as ``runplan calibrate`` compares a measured peak
+    (calibrate/fit.py ``memory_error``). Sets the ``peak_memory_*`` and ``planned_memory_bytes`` keys of ``out``;
+    returns the note."""
     kind = next((k for k in ("reserved", "allocated") if log.has(f"peak_memory_{k}_bytes")), None)
     if kind is None:
         return {}
     steps, values = log.points(f"peak_memory_{kind}_bytes")
     at = int(np.argmax(values))
-    best = plan.layout.best
-    total = float(best.memory_bytes.total)
+    figure, total, where, warnings = _planned_stage(
+        log.source_names.get(f"peak_memory_{kind}_bytes", ""), plan.layout.best
+    )
     reserve = float(plan.inputs.get("constraints", {}).get("reserve_bytes", 0.0) or 0.0)
     planned = total if kind == "reserved" else total - reserve
     measured = float(values[at])
     out.update(peak_memory_bytes=measured, peak_memory_kind=kind, planned_memory_bytes=planned)
-    out["warnings"] += _other_stage(
-        log.source_names.get(f"peak_memory_{kind}_bytes", ""), best.pp, best.memory_stage
-    )
+    out["warnings"] += warnings
     what = (
-        f"memory_bytes.total {planned / 1e9:.1f} GB, with its {reserve / 1e9:.1f} GB reserve"
+        f"{figure} {planned / 1e9:.1f} GB, with its {reserve / 1e9:.1f} GB reserve"
         if kind == "reserved"
-        else f"memory_bytes.total {total / 1e9:.1f} GB less its {reserve / 1e9:.1f} GB reserve, which an allocated "
+        else f"{figure} {total / 1e9:.1f} GB less its {reserve / 1e9:.1f} GB reserve, which an allocated "
         f"peak does not hold: {planned / 1e9:.1f} GB"
     )
     return {
         "peak_memory": f"peak {kind} memory {measured / 2**30:.2f} GiB = {measured / 1e9:.1f} GB per GPU (the log's "
-        f"largest, step {int(steps[at]):,}, of the rank it logs) against the plan's {what} ({best.memory_stage} "
-        f"stage, the most loaded): {measured / planned - 1:+.1%}"
+        f"largest, step {int(steps[at]):,}, of the rank it logs) against the plan's {what} ({where}): "
+        f"{measured / planned - 1:+.1%}"
     }
 
 
-#: the pipeline stage whose memory a log's peak is, by the name it is written as: Megatron writes TensorBoard (and
-#: so its scalars export) on the last rank only (megatron/training/global_vars.py ``_set_tensorboard_writer``,
-#: ``args.rank == args.world_size - 1``, @ d98e8a64), a GPU of the last pipeline stage
-_LOGGED_STAGE = {"mem-max-allocated-bytes": "last"}
+#: the pipeline stage whose memory a log's peak is, by the name it is written as ("max": the largest of every
+#: stage's, so the most loaded one's):
+#: - ``mem-max-allocated-bytes``: Megatron writes TensorBoard (and so its scalars export) on the last rank only
+#:   (megatron/training/global_vars.py ``_set_tensorboard_writer``, ``args.rank == args.world_size - 1``,
+#:   @ d98e8a64); the highest rank is on the last pipeline stage whatever the rank order (``tp-cp-ep-dp-pp`` or
+#:   ``--use-tp-pp-dp-mapping``'s ``tp-cp-ep-pp-dp``, megatron/training/initialize.py)
+#: - ``memory/max_reserved(GiB)``: torchtitan's TensorBoard and W&B scalars come from one rank, the first rank of
+#:   the last pipeline stage (torchtitan/components/metrics.py ``_get_metrics_rank`` @ b5bcd76c), for the 1F1B and
+#:   Interleaved1F1B schedules runplan exports (not ZBVZeroBubble: rank 0; not ``save_for_all_ranks``)
+#: - ``max allocated (MB)``: ``report_memory`` prints on data-parallel rank 0 of every pipeline stage (Megatron-LM
+#:   megatron/training/utils/common_utils.py @ d98e8a64, Megatron-DeepSpeed megatron/utils.py @ 4efb479d) and
+#:   the reader keeps the largest (docs/monitor.md)
+_LOGGED_STAGE = {
+    "mem-max-allocated-bytes": "last",
+    "memory/max_reserved(GiB)": "last",
+    "max allocated (MB)": "max",
+}
+
+
+def _planned_stage(as_written: str, best: LayoutEstimate) -> tuple[str, float, str, list[str]]:
+    """(the plan's figure by its JSON key, its total bytes, which stage in words, warnings) to compare a log's peak
+    memory with. Where the log names its stage (:data:`_LOGGED_STAGE`), that stage's total; where it does not and
+    p > 1, the most loaded stage's, with a warning. A plan written before ``memory_total_bytes_by_stage`` (None)
+    compares with the most loaded stage and warns where the log's stage is known to be the other one."""
+    stage = _LOGGED_STAGE.get(as_written)
+    total = float(best.memory_bytes.total)
+    if best.pp == 1:
+        return "memory_bytes.total", total, "its one pipeline stage", []
+    most = f"{best.memory_stage} stage, the most loaded of {best.pp}"
+    by_stage = best.memory_total_bytes_by_stage
+    if stage == "max":
+        return "memory_bytes.total", total, f"{most}: the log's is the largest of every stage's", []
+    if stage is not None and by_stage is not None:
+        figure = f"memory_total_bytes_by_stage.{stage}"
+        return (
+            figure,
+            float(getattr(by_stage, stage)),
+            f"{stage} stage of {best.pp}, the one the log's peak is from",
+            [],
+        )
+    if stage is not None:  # a plan from before the per-stage totals
+        return "memory_bytes.total", total, most, _other_stage(as_written, best.pp, best.memory_stage)
+    other = "last" if best.memory_stage == "first" else "first"
+    also = (
+        f"; the {other} stage's total is {getattr(by_stage, other) / 1e9:.1f} GB"
+        if by_stage is not None
+        else ""
+    )
+    return (
+        "memory_bytes.total",
+        total,
+        most,
+        [
+            f"the log does not say which of the {best.pp} pipeline stages its peak memory ({as_written}) is: it is "
+            f"compared with the most loaded stage's ({best.memory_stage}){also}"
+        ],
+    )
 
 
 def _other_stage(as_written: str, pp: int, plan_stage: str) -> list[str]:
     """A warning when the log's peak memory is known to be another pipeline stage's than the plan's figure (the most
-    loaded stage's): the two are different GPUs, so their difference is not the memory model's error."""
+    loaded stage's) and the plan has no per-stage totals: the two are different GPUs, so their difference is not
+    the memory model's error."""
     stage = _LOGGED_STAGE.get(as_written)
     if pp < 2 or stage is None or stage == plan_stage:
         return []
     return [
-        f"the log's peak memory ({as_written}) is the {stage} pipeline stage's (Megatron writes TensorBoard on the "
-        f"last rank), the plan's the {plan_stage} stage's, the most loaded of its {pp}: they are different GPUs, so "
-        "the difference is not the memory model's error"
+        f"the log's peak memory ({as_written}) is the {stage} pipeline stage's, the plan's the {plan_stage} "
+        f"stage's, the most loaded of its {pp}: they are different GPUs, so the difference is not the memory "
+        "model's error (a plan written before memory_total_bytes_by_stage; plan it again to compare the same stage)"
     ]
 
 

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from pydantic import BaseModel
 
-from runplan.parallel.layout import Layout, MemoryBytes, TimeSeconds, searched_domain
+from runplan.parallel.layout import Layout, MemoryBytes, StageTotalBytes, TimeSeconds, searched_domain
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -89,6 +89,8 @@ class Evaluation:
 
     memory: Columns[MemoryBytes]
     memory_last_is_max: np.ndarray
+    #: ``memory.total`` of the first and of the last stage (``memory`` holds the larger's terms)
+    memory_stage_totals: Columns[StageTotalBytes]
     time: Columns[TimeSeconds]
     step_seconds: np.ndarray
     tokens_per_step: np.ndarray

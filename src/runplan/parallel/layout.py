@@ -400,6 +400,18 @@ _ESTIMATE_KEY_ORDER = (
 )
 
 
+class StageTotalBytes(BaseModel):
+    """Per-GPU total bytes (as ``MemoryBytes.total``) on the first and on the last pipeline stage; the larger is
+    ``memory_bytes.total``. Both stages are counted with ceil(L/p) layers; the first holds the embedding and
+    1F1B's in-flight micro-batches, the last the head, the logits and one micro-batch (docs/parallel.md, Memory).
+    Where p = 1 both are the one stage, the same GPU: the same figure."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    first: float = Field(description="Total bytes per GPU of the first pipeline stage.")
+    last: float = Field(description="Total bytes per GPU of the last pipeline stage (the first where p = 1).")
+
+
 class LayoutEstimate(Layout):
     """One layout (its :class:`Layout` axes) with its memory and time estimate."""
 
@@ -414,6 +426,11 @@ class LayoutEstimate(Layout):
     layers_per_stage: int = Field(description="Layers on the most loaded stage, ceil(L/p).")
     uneven_stages: bool = Field(description="p does not divide L: the largest stage sets the pace.")
     memory_stage: Literal["first", "last"] = Field(description="Stage whose memory is reported (the larger).")
+    memory_total_bytes_by_stage: StageTotalBytes | None = Field(
+        None,
+        description="Per-GPU total bytes of the first and of the last stage (equal where p = 1: one GPU); "
+        "absent from plans written before it was added.",
+    )
     memory_limit_bytes: float = Field(description="HBM x (1 - headroom): what total must stay under.")
     time_seconds: TimeSeconds
     days_to_train: float | None = Field(None, description="training_tokens / tokens_per_second, in days.")

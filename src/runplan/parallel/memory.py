@@ -496,9 +496,10 @@ def memory_breakdown(
     seq_len: int,
     reserve_bytes: float,
     stack: Stack = DEFAULT_STACK,
-) -> tuple[Columns[MemoryBytes], np.ndarray]:
-    """Per-GPU bytes of the more loaded of the first and last stage, term by term, and which stage that is
-    (True where the last stage is reported)."""
+) -> tuple[Columns[MemoryBytes], np.ndarray, dict[str, np.ndarray]]:
+    """Per-GPU bytes of the more loaded of the first and last stage, term by term; which stage that is (True
+    where the last stage is reported); and each stage's total ({"first": ..., "last": ...}, the same GPU and
+    the same figure where p = 1), which a log of one stage's peak is compared with (monitor/vs_plan.py)."""
     g = grid
     out = {}
     for name, last in (("first", False), ("last", True)):
@@ -538,4 +539,4 @@ def memory_breakdown(
     last_is_max = out["last"][5] > out["first"][5]
     keys = ("weights", "gradients", "optimizer", "activations", "other", "total")
     terms_bytes = {k: np.where(last_is_max, out["last"][i], out["first"][i]) for i, k in enumerate(keys)}
-    return Columns(MemoryBytes, terms_bytes), last_is_max
+    return Columns(MemoryBytes, terms_bytes), last_is_max, {"first": out["first"][5], "last": out["last"][5]}

@@ -33,6 +33,7 @@ from runplan.parallel.layout import (
     MemoryBytes,
     ParallelRequest,
     SearchResult,
+    StageTotalBytes,
     TimeSeconds,
     TpBest,
     searched_domain,
@@ -447,7 +448,7 @@ def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None 
     shape, gpu = request.model, request.gpu
     terms = ShapeTerms.from_shape(shape)
     s = request.seq_len
-    memory, last_is_max = memory_breakdown(
+    memory, last_is_max, stage_totals = memory_breakdown(
         terms,
         grid,
         seq_len=s,
@@ -475,6 +476,7 @@ def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None 
     return Evaluation(
         memory=memory,
         memory_last_is_max=last_is_max,
+        memory_stage_totals=Columns(StageTotalBytes, stage_totals),
         time=times,
         step_seconds=step,
         tokens_per_step=tokens_per_step,
@@ -568,6 +570,7 @@ def _estimate(
         layers_per_stage=-(-shape.n_layers // layout.pp),
         uneven_stages=shape.n_layers % layout.pp != 0,
         memory_stage="last" if ev.memory_last_is_max[i] else "first",
+        memory_total_bytes_by_stage=ev.memory_stage_totals.row(i),
         memory_limit_bytes=bounds.memory_limit_bytes,
         time_seconds=ev.time.row(i),
         days_to_train=request.training_tokens / tps / SECONDS_PER_DAY if request.training_tokens else None,
