@@ -685,16 +685,11 @@ def _proxy_vocab_size(spec: PlanSpec, shape: ModelShape) -> int:
 
 
 def _fused_adam_master(stack: Stack, zero: int) -> bool:
-    """bf16 moments beside bf16 weights (or delayed fp8) under Megatron's distributed optimizer (ZeRO-1/2):
-    TransformerEngine's FusedAdam holds the master and the checkpoint saves it with the moments upcast
-    (ops.checkpoint, 12 B/param); other fp8 recipes, and Megatron FSDP (ZeRO-3), which turns FusedAdam's own
-    master off and saves the moments as held (core/optimizer/__init__.py, distrib_optimizer.py @ d98e8a64):
-    10 B/param."""
-    return (
-        stack.optimizer_state_dtype == "bf16"
-        and zero in (1, 2)
-        and (stack.precision == "bf16" or stack.fp8_recipe == "delayed")
-    )
+    """TransformerEngine's FusedAdam holds the master (Stack.fused_adam_master) where Megatron's distributed
+    optimizer (ZeRO-1/2) runs: the checkpoint saves it with the moments upcast (ops.checkpoint, 12 B/param).
+    Megatron FSDP (ZeRO-3) turns FusedAdam's own master off and saves the moments as held (core/optimizer/
+    __init__.py, distrib_optimizer.py @ d98e8a64): 10 B/param."""
+    return stack.fused_adam_master and zero in (1, 2)
 
 
 def _sweep_and_cost(

@@ -965,8 +965,8 @@ def _optimizer_state_args(f: Facts, warnings: list[str]) -> list[Arg]:
     not either: the Stack refuses bf16 moments with fsdp_mixed_precision).
     With bf16 weights (or delayed fp8) TransformerEngine's FusedAdam then holds the fp32 master itself and, by
     OptimizerConfig.store_param_remainders (default True, no flag), keeps only its 16 low bits beside the bf16
-    weight (FusedAdam store_param_remainders, transformer_engine/pytorch/optimizers/fused_adam.py @ d0067d0):
-    2 B/param less than the plan's fp32 master, said in a warning."""
+    weight (FusedAdam store_param_remainders, transformer_engine/pytorch/optimizers/fused_adam.py @ d0067d0),
+    as the plan counts it (Stack.fused_adam_master, memory.model_state_bytes)."""
     stack = f.stack
     if stack.optimizer_state_dtype == "fp32":
         return []
@@ -977,11 +977,15 @@ def _optimizer_state_args(f: Facts, warnings: list[str]) -> list[Arg]:
             where="stack.optimizer_state_dtype",
             hint="plan with zero 1 or 2 (parallel.zero), or with optimizer_state_dtype fp32",
         )
-    # Megatron FSDP (ZeRO-3) turns FusedAdam's own master off (core/optimizer/__init__.py @ d98e8a64)
-    if f.layout.zero in (1, 2) and (stack.precision == "bf16" or stack.fp8_recipe == "delayed"):
+    if stack.precision == "fp8" and stack.fp8_recipe == "delayed" and stack.fp8_param_gather:
+        # FusedAdam.step sends delayed-scaling Float8Tensor weights to multi_tensor_adam_fp8, which checks for fp32
+        # moments and an fp32 master (transformer_engine/common/multi_tensor/adam.cu @ d0067d0); bf16 moments
+        # reach it as bf16 (fuse_unscale) and the master as int16 remainders (the weight's nominal dtype is bf16)
         warnings.append(
-            "optimizer state: TransformerEngine's FusedAdam keeps the fp32 master as its 16 low bits beside the "
-            "bf16 weights (store_param_remainders, on by default): 2 B/param less than planned"
+            "optimizer state: bf16 moments with delayed-scaling fp8 weights (--fp8-param-gather): "
+            "TransformerEngine's fused fp8 Adam kernel takes only fp32 moments and an fp32 master, so the first "
+            "step is expected to fail; plan with optimizer_state_dtype fp32, another fp8_recipe, or without "
+            "fp8_param_gather"
         )
     return [
         ("--use-precision-aware-optimizer", [], "TransformerEngine FusedAdam with low-precision states"),

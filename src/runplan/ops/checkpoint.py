@@ -28,7 +28,8 @@ Sources (docs/operations.md §2):
   TransformerEngine's FusedAdam holds the master (bf16 weights, delayed fp8: ``fused_adam_master``), its
   ``get_unscaled_state`` upcasts bf16 moments to fp32 and returns the master as its int16 low 16 bits
   (store_param_remainders, on by default; transformer_engine/pytorch/optimizers/fused_adam.py @ d0067d0):
-  2 + 2 + 4 + 4 = 12 B/param.
+  2 + 2 + 4 + 4 = 12 B/param. It is the rule by which the memory model holds that optimizer state at 2 + 2 + 2
+  B/param (``Stack.fused_adam_master`` under ZeRO-1/2, runplan/parallel/memory.py ``model_state_bytes``).
 
 Leaves out: checkpoint compression, the read time on restart (it belongs in ``restart_seconds``), file-system
 metadata cost for very many small files, TE's fp8 scaling state (a few bytes per layer), and with a save that

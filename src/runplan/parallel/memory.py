@@ -7,7 +7,9 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   ``g`` bytes/param (4 = fp32 accumulation, Megatron-LM's default with bf16: ``--accumulate-allreduce-grads-
   in-fp32``; 2 = bf16), optimizer 12 bytes/param (fp32 master 4 + Adam m 4 + v 4), or 8 with bf16 moments
   (``Stack.optimizer_state_dtype`` bf16: 4 + 2 + 2, DeepSeek-V3, arXiv 2412.19437 §3.3.3: "BF16 ... to track the
-  first and second moments", master weights kept in FP32; :func:`optimizer_bytes_per_param`).
+  first and second moments", master weights kept in FP32; :func:`optimizer_bytes_per_param`); 2 + 2 + 2 = 6 under
+  ZeRO-1/2 where TransformerEngine's FusedAdam keeps the master as 16 low bits beside the bf16 weight
+  (``Stack.fused_adam_master``, :func:`model_state_bytes`).
   ZeRO-1 (= Megatron's distributed optimizer) shards the 12 optimizer bytes over the data-parallel group;
   ZeRO-2 also the gradients; ZeRO-3 also the weights (with pipeline stages, as torchtitan runs it, the
   stage's bf16 weights and unsharded gradients are also held for the whole step: :func:`model_state_bytes`). PyTorch FSDP mixed precision (``Stack.fsdp_mixed_precision``)
@@ -48,8 +50,8 @@ ep, cp, zero, micro_batch, microbatches, vpp, recompute, sequence_parallel) and 
   Megatron-LM issues #525 and PR #482 report estimate-vs-measured gaps both ways) and, under ZeRO-3 without
   pipeline stages, two gathered layers of bf16 weights (current + prefetched).
 
-* **fp8** (stack precision fp8): the weights term adds a 1-byte copy of the linear layers' weights
-  (:func:`fp8_weight_copy_bytes`); with ``fp8_param_gather`` those weights are held in fp8 only, 1 byte
+* **fp8** (stack precision fp8): the weights term adds a 1-byte copy of the linear layers' weights, the MTP
+  modules' on the last stage included (:func:`fp8_weight_copy_bytes`, :func:`mtp_linear_params`); with ``fp8_param_gather`` those weights are held in fp8 only, 1 byte
   instead of 2 (Megatron-LM --fp8-param-gather). Activations stay counted in bf16, an upper bound:
   TransformerEngine and torchao save a linear layer's input for the backward as its 1-byte fp8 cast, but
   which of Table 2's bf16 tensors that frees depends on what else keeps the bf16 tensor (the norm's and
@@ -78,6 +80,8 @@ BF16_BYTES = 2.0
 FP32_BYTES = 4.0
 FP8_BYTES = 1.0
 OPTIMIZER_BYTES_PER_PARAM = 12.0  # fp32 master + Adam m + Adam v
+#: the fp32 master's low 16 bits TransformerEngine's FusedAdam keeps beside a bf16 weight (store_param_remainders)
+MASTER_REMAINDER_BYTES = 2.0
 
 
 def optimizer_bytes_per_param(moment_bytes: float = FP32_BYTES, *, master: bool = True) -> float:
@@ -234,9 +238,17 @@ def model_state_bytes(
     autocast: bool = False,
     p=1,
     moment_bytes: float = FP32_BYTES,
+    fused_adam_master: bool = False,
 ):
     """(weights, gradients, optimizer) bytes per GPU under ZeRO stage ``zero`` (Rajbhandari 2020 §5); the
     optimizer holds :func:`optimizer_bytes_per_param` with Adam's moments at ``moment_bytes`` each.
+
+    ``fused_adam_master`` (``Stack.fused_adam_master``: bf16 moments with bf16 weights or delayed fp8): under
+    ZeRO-1/2, Megatron's distributed optimizer, TransformerEngine's FusedAdam keeps the fp32 master as its 16 low
+    bits beside the bf16 weight (store_param_remainders; the high 16 bits are the bf16 weight counted in the
+    weights): 2 + 2·``moment_bytes`` instead of 4 + 2·``moment_bytes`` (6 instead of 8 with bf16 moments).
+    ZeRO-0 and ZeRO-3 keep the 4-byte master (Megatron refuses the first, Megatron FSDP turns FusedAdam's master
+    off); Megatron-LM @ d98e8a64 core/optimizer/__init__.py, TransformerEngine @ d0067d0 optimizers/fused_adam.py.
 
     ZeRO-3 with pipeline stages (``p`` > 1; only torchtitan runs it: DeepSpeed's pipeline engine, Megatron's
     --use-torch-fsdp2 and Megatron-FSDP v2 refuse it, megatron/training/arguments.py and mcore_fsdp_adapter.py) holds the stage unsharded for the whole step: torchtitan does not reshard after forward
@@ -269,7 +281,10 @@ def model_state_bytes(
     )
     gradients = np.where(fsdp, FP32_BYTES * sharded, gradient_bytes * np.where(zero >= 2, sharded, full))
     gradients = gradients + np.where(held, gradient_bytes * full, 0.0)
-    optimizer = optimizer_bytes_per_param(moment_bytes) * np.where(zero >= 1, sharded, full)
+    # with fused_adam_master, the master's int16 low bits under Megatron's distributed optimizer (docstring)
+    distributed = (zero == 1) | (zero == 2)
+    saved = np.where(distributed, FP32_BYTES - MASTER_REMAINDER_BYTES, 0.0) if fused_adam_master else 0.0
+    optimizer = (optimizer_bytes_per_param(moment_bytes) - saved) * np.where(zero >= 1, sharded, full)
     if autocast:
         # (a stage held gathered under ZeRO-3 with pipeline stages holds its fp32 parameters, 4 bytes)
         weights = FP32_BYTES * (np.where(zero >= 3, sharded, full) + np.where(held, full, 0.0))
@@ -287,7 +302,7 @@ def stage_linear_params(terms: ShapeTerms, t, p, e):
     """(dense, expert) parameters of the stage's linear projections per GPU, unsharded by ZeRO: attention QKV
     and output, dense MLP, shared and routed experts; not the embedding, head, norms or router, which fp8
     leaves in bf16 (docs/parallel.md, FP8). The layers, not the embedding or head: the same on the first and
-    the last stage."""
+    the last stage (the MTP modules' linears on the last are :func:`mtp_linear_params`)."""
     layers, moe, dense = stage_layers(terms, p)
     attn_linear = (terms.attn_in_width + terms.a * terms.d_v) * terms.h
     dense_linear = (
@@ -296,10 +311,30 @@ def stage_linear_params(terms: ShapeTerms, t, p, e):
     return dense_linear, moe * terms.expert_layer_params / (np.asarray(t) * e)
 
 
+def mtp_linear_params(terms: ShapeTerms, t, p, e, *, last: bool):
+    """(dense, expert) parameters of the multi-token-prediction modules' linear layers per GPU, on the stage that
+    holds them (the last, or the only one: :func:`stage_params`), unsharded by ZeRO; 0 elsewhere. Per module
+    (ShapeTerms.mtp_*; model.py ``_mtp_module``): the 2h→h ``eh_proj``, the block's attention projections and its
+    shared experts (a dense model's block: its MLP), and the routed experts; not the norms or the router.
+
+    Megatron-LM @ d98e8a64 multi_token_prediction.py builds them as TransformerEngine linears (the TE backend's
+    ``column_parallel_linear`` for ``eh_proj``, the decoder's layer spec for the block) inside
+    ``get_fp8_context(config, is_init=True)`` and runs ``eh_proj`` and the block under ``get_fp8_context`` when
+    ``config.fp8``, so fp8 casts (or, with fp8 weights, keeps) them like the decoder's layers."""
+    p = np.asarray(p)
+    on_stage = np.ones_like(p, dtype=bool) if last else p == 1
+    attn_linear = (terms.attn_in_width + terms.a * terms.d_v) * terms.h
+    mlp = terms.shared_expert_params if terms.n_experts else terms.dense_mlp_params
+    dense = terms.mtp_layers * (2.0 * terms.h * terms.h + attn_linear + mlp) / t
+    experts = terms.mtp_layers * terms.mtp_expert_params / (np.asarray(t) * e)
+    return np.where(on_stage, dense, 0.0), np.where(on_stage, experts, 0.0)
+
+
 def fp8_weight_copy_bytes(terms: ShapeTerms, t, p, e, zero, d, c, *, last: bool):
     """fp8 copy of the linear-layer weights on the stage, per GPU (stack precision fp8; module docstring).
 
-    1 byte per parameter of the layers' linear projections (:func:`stage_linear_params`). TransformerEngine
+    1 byte per parameter of the layers' linear projections (:func:`stage_linear_params`) and, on the stage
+    that holds them, of the MTP modules' (:func:`mtp_linear_params`). TransformerEngine
     casts the weights once per step and keeps the fp8 copy for every micro-batch (its first-micro-batch
     weight caching); torchao casts them in each forward and saves the fp8 copy for the backward. Under ZeRO-3
     the shard is cast before the gather (torchtitan's fp8 all-gather), so the copy is sharded like the bf16
@@ -308,9 +343,11 @@ def fp8_weight_copy_bytes(terms: ShapeTerms, t, p, e, zero, d, c, *, last: bool)
     bytes from the 2-byte weights instead of adding them, 1 byte per linear weight in all.
     """
     dense_linear, expert_linear = stage_linear_params(terms, t, p, e)
+    if terms.mtp_layers:
+        mtp_dense, mtp_expert = mtp_linear_params(terms, t, p, e, last=last)
+        dense_linear, expert_linear = dense_linear + mtp_dense, expert_linear + mtp_expert
     group = np.asarray(d) * c
     sharded = dense_linear / group + expert_linear * e / group
-    del last  # the layers (not the embedding or head) carry the fp8 copy: same on the first and last stage
     return FP8_BYTES * np.where(np.asarray(zero) >= 3, sharded, dense_linear + expert_linear)
 
 
@@ -516,6 +553,7 @@ def memory_breakdown(
             autocast=stack.autocast_fp32_weights,
             p=g.pp,
             moment_bytes=stack.moment_bytes,
+            fused_adam_master=stack.fused_adam_master,
         )
         if stack.precision == "fp8":
             copy = fp8_weight_copy_bytes(terms, g.tp, g.pp, g.ep, g.zero, g.dp, g.cp, last=last)

@@ -756,6 +756,7 @@ def search(request: ParallelRequest) -> SearchResult:
         warnings=[
             _batch_law_line(request, crit, bounds),
             *precision_notes(request.gpu, request.stack, moe=request.model.is_moe),
+            *_pinned_zero0_notes(request),
         ],
     )
     if grid is None:
@@ -813,6 +814,31 @@ def search(request: ParallelRequest) -> SearchResult:
         search_seconds=time.perf_counter() - start,
         **common,
     )
+
+
+def _pinned_zero0_notes(request: ParallelRequest) -> list[str]:
+    """A pinned ZeRO-0 that Megatron-LM, the one engine with bf16 optimizer states beside an fp32 master and with
+    fp8 weights, cannot run: get_megatron_optimizer raises for its precision-aware optimizer without the
+    distributed optimizer (core/optimizer/__init__.py @ d98e8a64), and validate_args asserts the distributed
+    optimizer or an FSDP for --fp8-param-gather (training/arguments.py). The search leaves ZeRO-0 out for these
+    stacks (:func:`build_grid`); a pinned one is still evaluated, with this one-line warning naming the fix."""
+    if request.pins.zero != 0:
+        return []
+    stack, notes = request.stack, []
+    if stack.optimizer_state_dtype == "bf16":
+        notes.append(
+            "the pinned ZeRO-0 is evaluated, but no engine runs bf16 optimizer states (stack optimizer_state_dtype) "
+            "there: Megatron-LM's precision-aware optimizer needs its distributed optimizer; pin ZeRO 1 or 2 "
+            "(--zero / parallel.zero) or keep the moments in fp32 (--optimizer-state-dtype / "
+            "stack.optimizer_state_dtype)"
+        )
+    if stack.precision == "fp8" and stack.fp8_param_gather:
+        notes.append(
+            "the pinned ZeRO-0 is evaluated, but Megatron-LM keeps fp8 weights (stack fp8_param_gather) only with "
+            "its distributed optimizer or an FSDP; pin ZeRO 1 or more (--zero / parallel.zero) or drop "
+            "--fp8-param-gather (stack.fp8_param_gather)"
+        )
+    return notes
 
 
 def _pinned_layout(

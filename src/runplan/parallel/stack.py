@@ -260,6 +260,23 @@ class Stack(BaseModel):
         """Bytes of each Adam moment per parameter (``optimizer_state_dtype``)."""
         return 4 if self.optimizer_state_dtype == "fp32" else 2
 
+    @property
+    def fused_adam_master(self) -> bool:
+        """TransformerEngine's FusedAdam holds the fp32 master, as the 16 low bits beside each bf16 weight, wherever
+        Megatron's distributed optimizer (ZeRO-1/2) runs these bf16 moments: with bf16 weights or delayed fp8.
+
+        Megatron-LM @ d98e8a64: OptimizerConfig ``use_precision_aware_optimizer_no_fp8_or_ds_fp8`` (fp32 main
+        params and no fp8 recipe, or delayed) makes get_megatron_optimizer pass FusedAdam ``master_weights=True``
+        and ``store_param_remainders`` (OptimizerConfig default True, no command-line flag; off only with TE <
+        2.1), and the distributed optimizer then keeps no fp32 main shard of its own (distrib_optimizer.py:
+        "main params are held by FusedAdam"). TransformerEngine @ d0067d0 (optimizers/fused_adam.py) keeps an
+        int16 remainder for each bf16 parameter. Other fp8 recipes keep Megatron's fp32 main shard; Megatron
+        FSDP (ZeRO-3) sets FusedAdam's ``master_weights`` False (core/optimizer/__init__.py); ZeRO-0 refuses the
+        precision-aware optimizer. Memory: memory.model_state_bytes; checkpoint: ops/checkpoint.py."""
+        return self.optimizer_state_dtype == "bf16" and (
+            self.precision == "bf16" or self.fp8_recipe == "delayed"
+        )
+
     @model_serializer(mode="wrap")
     def _without_unused_recipe(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """A bf16 stack is written without fp8_recipe (it only means something with precision fp8)."""

@@ -109,7 +109,10 @@ from runplan.hardware import GpuSpec
 from runplan.parallel.grid import Columns, LayoutGrid
 from runplan.parallel.layout import Efficiency, TimeSeconds
 from runplan.parallel.memory import (
+    FP32_BYTES,
+    MASTER_REMAINDER_BYTES,
     ShapeTerms,
+    mtp_linear_params,
     optimizer_bytes_per_param,
     stage_layers,
     stage_linear_params,
@@ -945,6 +948,9 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     fp8_ring_linear = 0.0
     if st.stack.precision == "fp8" and st.stack.fp8_param_gather:
         dense_linear, expert_linear = stage_linear_params(st.terms, g.tp, g.pp, g.ep)
+        if st.terms.mtp_layers:  # the last stage's MTP linears are fp8 weights too (memory.mtp_linear_params)
+            mtp_dense, mtp_expert = mtp_linear_params(st.terms, g.tp, g.pp, g.ep, last=True)
+            dense_linear, expert_linear = dense_linear + mtp_dense, expert_linear + mtp_expert
         fp8_ring_linear = ring_dense * dense_linear + ring_expert * expert_linear
         gathers_per_step = np.select([zero == 0, (zero <= 2) | held], [0.0, 1.0], m * gathers)
         dp_bytes = dp_bytes - gathers_per_step * fp8_ring_linear
@@ -975,10 +981,25 @@ def _data_parallel_seconds(st: _Step, compute_mb):
     local = np.where(
         zero >= 1, dense_params / group + expert_params / expert_group, dense_params + expert_params
     )
-    # the state (master, m, v) read and written once: 12 bytes in fp32, 8 with bf16 moments
+    return dp_exposed, _optimizer_seconds(st, zero, local)
+
+
+def _optimizer_seconds(st: _Step, zero, local_params):
+    """The HBM-bound Adam update of the ``local_params`` a GPU updates (module docstring, DP and optimizer).
+
+    The state (master, m, v) is read and written once: 12 bytes in fp32, 8 with bf16 moments; the gradient read
+    (g) and the bf16 weight written (+2). TransformerEngine's FusedAdam with the master's 16 low bits beside the
+    bf16 weight (Stack.fused_adam_master, ZeRO-1/2: memory.model_state_bytes) reads and writes the 2-byte
+    remainder and the bf16 weight it rebuilds the master from: 2·(2 + 2 + 2) + g + 2 + 2, 2 bytes fewer
+    (multi_tensor_adam's param-remainder kernel, transformer_engine/pytorch/optimizers/fused_adam.py @ d0067d0)."""
     state = optimizer_bytes_per_param(st.stack.moment_bytes)
-    optimizer = (2.0 * state + gradient_bytes + 2.0) * local / st.gpu.hbm_bandwidth_bytes_per_s
-    return dp_exposed, optimizer
+    remainder = (
+        np.where((zero == 1) | (zero == 2), FP32_BYTES - MASTER_REMAINDER_BYTES, 0.0)
+        if st.stack.fused_adam_master
+        else 0.0
+    )
+    per_param = 2.0 * state + st.stack.gradient_bytes + 2.0 - remainder
+    return per_param * local_params / st.gpu.hbm_bandwidth_bytes_per_s
 
 
 def step_time(
