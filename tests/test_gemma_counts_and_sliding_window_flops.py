@@ -177,3 +177,14 @@ def test_the_window_note_writes_english_ordinals(every, ordinal):
 
     shape = ENTRIES["gemma-2-9b"].shape.model_copy(update={"global_every": every})
     assert f"the layers but every {ordinal} (global)" in _window_note(shape, 8192)
+
+
+def test_a_window_on_every_layer_reads_as_english():
+    # Mistral-style: no global layers, every layer slides the window (2·4096 − 4096²/8192 = 6,144 at s = 8,192)
+    from runplan.plan import _window_note
+
+    shape = ENTRIES["gemma-2-9b"].shape.model_copy(update={"global_every": 0})
+    assert _window_note(shape, 8192) == (
+        "; every layer slides a 4,096-key window and counts 2w − w²/s = 6,144 for s (a query at position i sees "
+        "min(i, w) keys)"
+    )

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
-from runplan.units import parse_bytes, parse_count, parse_number
+from runplan.units import parse_bytes, parse_count, parse_number, parse_token_length
 from runplan.yamlio import LoadedYaml, load_yaml_file, load_yaml_text
 
 _TOP_KEYS = ("gpus", "models")
@@ -119,6 +119,14 @@ class Catalog:
         return self._gpus[_lookup(name, self._gpu_index, "GPU", "gpus", where)]
 
     def model_entry(self, name: str, *, where: str | None = None) -> ModelEntry:
+        key = normalize_name(str(name))
+        family = [e.name for e in self._models.values() if e.family and normalize_name(e.family) == key]
+        if key not in self._model_index and family:  # 'gemma-2': the closest name is another family's model
+            raise SpecError(
+                f"'{name}' is a model family, not one model",
+                where=where,
+                hint=f"name one of its models: {', '.join(family)}",
+            )
         return self._models[_lookup(name, self._model_index, "model", "models", where)]
 
     def gpu(self, name: str, *, where: str | None = None) -> GpuSpec:
@@ -195,6 +203,10 @@ def _numeric_fields(model: type[BaseModel]) -> dict[str, str]:
     return _NUMERIC[key]
 
 
+#: Shape fields that are lengths in tokens (model.py reads them with units.parse_token_length: k = 1024).
+_TOKEN_LENGTH_FIELDS = frozenset({"sliding_window"})
+
+
 def _convert_numbers(
     raw: dict[str, Any], fields: dict[str, str], loaded: LoadedYaml, path: tuple[Any, ...]
 ) -> dict[str, Any]:
@@ -206,7 +218,9 @@ def _convert_numbers(
             continue
         dotted = _dotted((*path, key))
         try:
-            if kind == "int":
+            if key in _TOKEN_LENGTH_FIELDS:  # a length in tokens, as the shape reads it: 4k = 4096
+                out[key] = parse_token_length(value, where=dotted)
+            elif kind == "int":
                 out[key] = parse_count(value, where=dotted)
             elif key.endswith(("_bytes", "_bytes_per_s")):  # a bandwidth per second: "3350GB" as bytes
                 out[key] = parse_bytes(value, where=dotted)
@@ -446,6 +460,12 @@ def _within(count: int, published: float, unit: float) -> bool:
     return -unit / 2 <= count - published < unit if unit else count == published
 
 
+def _mlp_switch(shape: ModelShape) -> tuple[dict[str, Any], str]:
+    """The MLP kind with the other matrix count: an ungated 'gelu' as GeGLU, a gated one as 'gelu'."""
+    other = "gelu" if shape.gated else "geglu"
+    return {"mlp": other}, f"mlp: {other}"
+
+
 def _count_explanations(shape: ModelShape, published: float, unit: float) -> list[str]:
     """The single switches of ``shape`` (tied head, biases, vocab padding) whose count ``published`` could be
     (:func:`_within`), and a published figure that is the shape's non-embedding or active count instead."""
@@ -456,6 +476,11 @@ def _count_explanations(shape: ModelShape, published: float, unit: float) -> lis
         ({"qkv_bias": not shape.qkv_bias}, f"qkv_bias: {str(not shape.qkv_bias).lower()}"),
         ({"linear_bias": not shape.linear_bias}, f"linear_bias: {str(not shape.linear_bias).lower()}"),
         ({"vocab_size": padded}, f"vocab_size: {padded} (padded to a multiple of {_VOCAB_MULTIPLE})"),
+        # Gemma-like mistakes: post-norms or q/k norms left out (Gemma 2/3, model.py), and "Gemma uses GeLU"
+        # written as the ungated mlp: gelu (2 matrices) for GeGLU's 3 (or the reverse)
+        ({"post_norms": not shape.post_norms}, f"post_norms: {str(not shape.post_norms).lower()}"),
+        ({"qk_norm": not shape.qk_norm}, f"qk_norm: {str(not shape.qk_norm).lower()}"),
+        _mlp_switch(shape),
     ]
     found = []
     for update, label in switches:
@@ -474,28 +499,71 @@ def published_count_warning(entry: ModelEntry) -> str | None:
     compare with the model's config. None when it matches or nothing is published."""
     published = entry.published_params
     if published is None:
-        return None
+        return _active_count_warning(entry)
     counted = entry.shape.total_params
-    unit, digits = _rounding_allowance(published)
+    unit, _ = _rounding_allowance(published)
     if _within(counted, published, unit):
-        return None
-    allows = (
-        "written to the parameter"
-        if not unit
-        else f"{digits} digit{'s' if digits > 1 else ''}, rounded or cut, allow "
-        f"{-50 * unit / published:.2g}% to +{100 * unit / published:.2g}%"
-    )
+        return _active_count_warning(entry)
+    allows = _allowance_text(published)
     causes = _count_explanations(entry.shape, published, unit)
     cause = (
         "likely cause: " + " or ".join(causes)
         if causes
-        else "no single switch (tied_embeddings, qkv_bias, linear_bias, vocab padding) explains it: compare "
-        "n_layers, d_model, ffn_hidden, n_kv_heads, head_dim and vocab_size with the model's config.json, and "
-        "check that published_params is the total, embeddings included"
+        else "no single switch (tied_embeddings, qkv_bias, linear_bias, vocab padding) explains it, nor post_norms, "
+        "qk_norm or the MLP kind: compare n_layers, d_model, ffn_hidden, n_kv_heads, head_dim and vocab_size with "
+        "the model's config.json, and check that published_params is the total, embeddings included"
     )
+    if entry.shape.mtp_layers and published > counted:  # model.py: MTP modules are counted apart (mtp_params)
+        cause += (
+            f"; the shape's {entry.shape.mtp_layers} MTP module(s) (mtp_params {entry.shape.mtp_params:,}) are not "
+            "in its total: a figure that includes them (DeepSeek-V3's 685B checkpoint, 671B + MTP) is not it"
+        )
     return (
         f"the shape counts {counted:,} parameters, published_params {published:,.0f} "
         f"({counted - published:+,.0f}, {100 * (counted - published) / published:+.2g}%; {allows}); {cause}"
+    )
+
+
+def _allowance_text(published: float) -> str:
+    """What the digits of a published figure allow (:func:`_rounding_allowance`), in words."""
+    unit, digits = _rounding_allowance(published)
+    if not unit:
+        return "written to the parameter"
+    return (
+        f"{digits} digit{'s' if digits > 1 else ''}, rounded or cut, allow "
+        f"{-50 * unit / published:.2g}% to +{100 * unit / published:.2g}%"
+    )
+
+
+def _active_count_warning(entry: ModelEntry) -> str | None:
+    """One line when a MoE entry's ``published_active_params`` is not its shape's active count (model.py: top-k of
+    the routed experts), as :func:`published_count_warning` does for the total; the top_k or shared-expert count
+    one off that would close the gap is named."""
+    shape, published = entry.shape, entry.published_active_params
+    if published is None or not shape.is_moe:
+        return None
+    counted = shape.active_params
+    unit, _ = _rounding_allowance(published)
+    if _within(counted, published, unit):
+        return None
+    tries = [("top_k", k) for k in (shape.top_k - 1, shape.top_k + 1) if 1 <= k <= shape.n_experts]
+    tries += [
+        ("n_shared_experts", n) for n in (shape.n_shared_experts - 1, shape.n_shared_experts + 1) if n >= 0
+    ]
+    causes = []
+    for key, value in tries:
+        count = shape.model_copy(update={key: value}).active_params
+        if _within(count, published, unit):
+            causes.append(f"{key}: {value} would count {count:,}")
+    cause = (
+        "likely cause: " + " or ".join(causes)
+        if causes
+        else "compare top_k, n_shared_experts, expert_ffn_hidden and n_dense_layers with the model's config.json"
+    )
+    return (
+        f"the shape's active count is {counted:,}, published_active_params {published:,.0f} "
+        f"({counted - published:+,.0f}, {100 * (counted - published) / published:+.2g}%; "
+        f"{_allowance_text(published)}); {cause}"
     )
 
 

@@ -4,7 +4,8 @@ The keys are the ones the transformers configuration classes define for each ``m
 MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV2Config/DeepseekV3Config
 (the ``configuration_deepseek.py`` shipped with DeepSeek's checkpoints), GPTNeoXConfig and GemmaConfig,
 Gemma2Config, Gemma3TextConfig (:func:`_gemma`: GeGLU, post-norms, sliding windows; every key of theirs is read
-or ignored by name, :data:`_GEMMA_IGNORED`). Mistral's and Mixtral's ``sliding_window`` is read; Qwen's is used
+or ignored by name, :data:`_GEMMA_IGNORED`; a later Gemma's key in an earlier one's file is refused,
+:data:`_LATER_GEMMA_KEYS`). Mistral's and Mixtral's ``sliding_window`` is read; Qwen's is used
 only with ``use_sliding_window``, which is refused. A key a config
 leaves out takes that class's default (``num_key_value_heads`` = ``num_attention_heads``, ``head_dim`` =
 ``hidden_size / num_attention_heads``; ``rope_theta`` 1e4, Mixtral's 1e6). RoPE is read from ``rope_theta`` and
@@ -159,6 +160,7 @@ _CONFIG_KEYS_BY_TYPE = {
         "n_experts": "n_routed_experts",
         "head_dim": "qk_nope_head_dim",
         "router_aux_loss_coef": "aux_loss_alpha",
+        "mtp_layers": "num_nextn_predict_layers",
     },
     "gpt_neox": {"norm_eps": "layer_norm_eps"},
 }
@@ -245,8 +247,15 @@ _DEFAULT_ROPE_THETA = {"mixtral": 1e6}
 
 
 def _common(kind: str, c: dict[str, Any]) -> dict[str, Any]:
-    heads, hidden = _int(c, "num_attention_heads"), _int(c, "hidden_size")
-    if c.get("head_dim") is None and hidden % heads and kind not in DEEPSEEK:
+    heads = (
+        _int_or(c, "num_attention_heads", _GEMMA_HEADS[kind][0])
+        if kind in GEMMA
+        else _int(c, "num_attention_heads")
+    )
+    hidden = _int(c, "hidden_size")
+    if (
+        c.get("head_dim") is None and hidden % heads and kind not in (*DEEPSEEK, *GEMMA)
+    ):  # Gemma: head_dim 256
         # Hugging Face takes hidden_size // num_attention_heads without head_dim, and its attention modules
         # refuse (older releases) or mis-shape a hidden size that does not split evenly over the heads
         raise ValueError(
@@ -422,6 +431,15 @@ def _deepseek(kind: str, c: dict[str, Any]) -> dict[str, Any]:
     config.json, absent = 0) is read as ``mtp_layers``: counted apart from the 671B main model (model.py)."""
     if _int_or(c, "moe_layer_freq", 1) != 1:  # DeepseekV3DecoderLayer: MoE where layer % freq == 0
         raise _NotModelled("moe_layer_freq other than 1 (dense layers among the MoE layers) is not modelled")
+    mtp = _int_or(c, "num_nextn_predict_layers", 0, minimum=0)
+    if (
+        mtp and kind == "deepseek_v2"
+    ):  # DeepseekV2Config has no such key: a V3 file relabelled would lose its module
+        raise _NotModelled(
+            f"num_nextn_predict_layers {mtp} is a DeepSeek-V3 key (DeepseekV3Config), which model_type "
+            "'deepseek_v2' ignores",
+            hint="set model_type deepseek_v3 if the checkpoint trains MTP modules, or remove the key",
+        )
     grouped = kind == "deepseek_v3" or c.get("topk_method") == "group_limited_greedy"
     return {
         "attention": "mla",
@@ -442,7 +460,7 @@ def _deepseek(kind: str, c: dict[str, Any]) -> dict[str, Any]:
         or 1.0,
         "router_groups": _int_or(c, "n_group", 0, minimum=0) if grouped else 0,
         "router_group_topk": _int_or(c, "topk_group", 0, minimum=0) if grouped else 0,
-        "mtp_layers": _int_or(c, "num_nextn_predict_layers", 0, minimum=0) if kind == "deepseek_v3" else 0,
+        "mtp_layers": mtp,
     }
 
 
@@ -502,6 +520,38 @@ _GELU_NAMES = (None, "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "gelu
 #: A Gemma checkpoint's text_config may leave vocab_size to the class default, the one every release uses:
 #: Gemma3TextConfig 262,208, GemmaConfig and Gemma2Config 256,000 (transformers configuration_gemma*.py)
 _GEMMA_VOCAB = {"gemma": 256_000, "gemma2": 256_000, "gemma3_text": 262_208}
+#: Query and KV heads of each Gemma class when config.json leaves them out, as Gemma 3 4B's text_config does (8 and
+#: 4): GemmaConfig 16 and 16 (7B's), Gemma2Config and Gemma3TextConfig 8 and 4 (transformers configuration_gemma*.py)
+_GEMMA_HEADS = {"gemma": (16, 16), "gemma2": (8, 4), "gemma3_text": (8, 4)}
+
+
+#: Keys only a later Gemma's configuration class defines (transformers configuration_gemma.py has none of the first
+#: group, configuration_gemma2.py none of the second): the earlier family's model ignores them, so a file with one
+#: set is another family's, relabelled, and would be planned without its window, post-norms or local RoPE base.
+_LATER_GEMMA_KEYS = {
+    **dict.fromkeys(
+        (
+            *("sliding_window", "sliding_window_size", "layer_types", "query_pre_attn_scalar"),
+            *("attn_logit_softcapping", "final_logit_softcapping"),
+        ),
+        ("Gemma 2/3", "Gemma2Config, Gemma3TextConfig", ("gemma",)),
+    ),
+    **dict.fromkeys(
+        ("rope_local_base_freq", "sliding_window_pattern", "_sliding_window_pattern"),
+        ("Gemma 3", "Gemma3TextConfig", ("gemma", "gemma2")),
+    ),
+}
+
+
+def _later_gemma_key(kind: str, c: dict[str, Any]) -> None:
+    """Refuse a non-null key of a later Gemma (:data:`_LATER_GEMMA_KEYS`) in an earlier one's config.json."""
+    for key in sorted(c):
+        family, classes, earlier = _LATER_GEMMA_KEYS.get(key, ("", "", ()))
+        if kind in earlier and c[key] is not None:
+            raise _NotModelled(
+                f"key {key!r} is a {family} key ({classes}), which transformers' model_type {kind!r} ignores",
+                hint="set model_type to the checkpoint's family (gemma2, gemma3_text), or remove the key",
+            )
 
 
 def _gemma(kind: str, c: dict[str, Any]) -> dict[str, Any]:
@@ -516,6 +566,7 @@ def _gemma(kind: str, c: dict[str, Any]) -> dict[str, Any]:
             f"key {unknown[0]!r} is neither read nor known to change no count for {kind}",
             hint=f"plan a copy of the file without {unknown[0]!r} if it changes no weight, or give the shape",
         )
+    _later_gemma_key(kind, c)
     if _flag(c, "attention_bias"):
         raise _NotModelled(f"attention_bias true is not modelled for {kind}")
     if _flag(c, "use_bidirectional_attention"):
@@ -526,7 +577,7 @@ def _gemma(kind: str, c: dict[str, Any]) -> dict[str, Any]:
     shape: dict[str, Any] = {
         "mlp": "geglu",
         "norm": "rmsnorm",
-        "n_kv_heads": _int(c, "num_key_value_heads"),  # GemmaConfig's defaults are 7B's, not MHA's
+        "n_kv_heads": _int_or(c, "num_key_value_heads", _GEMMA_HEADS[kind][1]),  # the class's, not MHA's
         "head_dim": _int_or(c, "head_dim", 256),  # Gemma*Config default 256
         "tied_embeddings": _flag(c, "tie_word_embeddings", True),
         "post_norms": kind != "gemma",
@@ -534,9 +585,10 @@ def _gemma(kind: str, c: dict[str, Any]) -> dict[str, Any]:
     }
     if kind == "gemma":
         return shape
-    if kind == "gemma3_text":
+    layers = _gemma_layers(kind, c)
+    if kind == "gemma3_text" and layers["sliding_window"]:  # no window layers: no local RoPE base to carry
         shape["rope_local_theta"] = _gemma_local_theta(c)
-    return shape | _gemma_layers(kind, c)
+    return shape | layers
 
 
 def _gemma_layers(kind: str, c: dict[str, Any]) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runplan.units import NonNegativeCount, PositiveCount
+from runplan.units import AnyTokenLength, NonNegativeCount, PositiveCount, at_least
 
 
 class RopeScaling(BaseModel):
@@ -129,10 +129,11 @@ class ModelShape(BaseModel):
         description="A norm after attention and after the MLP too, before each residual add (Gemma 2/3: four per "
         "layer).",
     )
-    sliding_window: NonNegativeCount = Field(
+    sliding_window: AnyTokenLength = Field(
         0,
+        **at_least(0),
         description="Sliding-window attention: a query attends to the last w keys, itself included (config.json "
-        "sliding_window; 0 = full causal attention everywhere).",
+        "sliding_window; 0 = full causal attention everywhere); a length in tokens like seq_len: 4k = 4096.",
     )
     global_every: NonNegativeCount = Field(
         0,
@@ -230,6 +231,12 @@ class ModelShape(BaseModel):
         None, description="Where the shape was published (config file or paper table)."
     )
 
+    @field_validator("sliding_window", mode="before")
+    @classmethod
+    def _null_window_is_zero(cls, value: object) -> object:
+        """``null``, as config.json writes "no window" (MistralConfig, Gemma2Config), is 0."""
+        return 0 if value is None else value
+
     @field_validator("n_layers")
     @classmethod
     def _searchable_depth(cls, value: int) -> int:
@@ -278,6 +285,21 @@ class ModelShape(BaseModel):
             raise ValueError("global_every needs sliding_window > 0 (the window of the other layers)")
         if self.global_every == 1:
             raise ValueError("global_every 1 makes every layer global: set sliding_window 0 instead")
+        if self.global_every > self.n_layers:  # layers k, 2k, ... from 1: none at all beyond the depth
+            raise ValueError(
+                f"global_every {self.global_every} is more than n_layers {self.n_layers}: no layer would attend "
+                "globally; set global_every 0 for a window on every layer, or at most n_layers"
+            )
+        if self.rope_local_theta is not None and not self.sliding_window:
+            raise ValueError(
+                "rope_local_theta needs sliding_window > 0 (it is the RoPE base of the window layers; Gemma 3 "
+                "rope_local_base_freq): set the window, or leave rope_local_theta out"
+            )
+        if self.mtp_layers > self.n_layers:  # each module is a whole block; DeepSeek-V3 trains D = 1 (§2.2)
+            raise ValueError(
+                f"mtp_layers {self.mtp_layers:,} is more than n_layers {self.n_layers:,}: each module is a whole "
+                "block (DeepSeek-V3 trains 1); write the prediction depth D"
+            )
         if self.mtp_loss_weight is not None and not self.mtp_layers:
             raise ValueError("mtp_loss_weight needs mtp_layers > 0 (the multi-token-prediction depth)")
         if self.mtp_layers and self.sliding_window:  # no published model has both, and the MTP block's window

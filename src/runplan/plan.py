@@ -584,9 +584,10 @@ def _window_note(shape: ModelShape, seq_len: int) -> str:
     k = shape.global_every
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     ordinal = f"{k}{suffix}"
-    which = f"the layers but every {ordinal} (global)" if k else "every layer"
+    which = f"the layers but every {ordinal} (global) slide" if k else "every layer slides"
+    count = "count" if k else "counts"
     return (
-        f"; {which} slide a {w:,}-key window and count 2w − w²/s = {2 * w - w * w / seq_len:,.0f} for s "
+        f"; {which} a {w:,}-key window and {count} 2w − w²/s = {2 * w - w * w / seq_len:,.0f} for s "
         "(a query at position i sees min(i, w) keys)"
     )
 

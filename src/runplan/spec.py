@@ -68,7 +68,7 @@ class ModelChoice(BaseModel):
     config: str | None = Field(
         None,
         description="A local Hugging Face config.json (path relative to the plan file): Llama, Mistral, Mixtral, "
-        "Qwen2/3 (MoE), DeepSeek-V2/V3 or GPT-NeoX.",
+        "Qwen2/3 (MoE), DeepSeek-V2/V3, GPT-NeoX, Gemma, Gemma 2 or Gemma 3 (text).",
     )
 
     @model_validator(mode="before")
@@ -76,15 +76,25 @@ class ModelChoice(BaseModel):
     def _from_string(cls, value: Any) -> Any:
         if isinstance(value, str):
             return {"config": value} if value.strip().lower().endswith(".json") else {"name": value}
+        if isinstance(value, dict):  # before the shape is validated: a preset plus one changed field is not a
+            # whole shape missing nine keys
+            given = [key for key in ("name", "shape", "config") if value.get(key) is not None]
+            if len(given) > 1:
+                preset = value.get("name") if isinstance(value.get("name"), str) else "NAME"
+                raise ValueError(
+                    f"{_ONE_OF}, not {' and '.join(given)}; to change a preset's field, write model.shape (or a "
+                    f"catalog entry) with every shape key `runplan catalog models {preset}` lists and that one changed"
+                )
         return value
 
     @model_validator(mode="after")
     def _one(self) -> ModelChoice:
         if sum(x is not None for x in (self.name, self.shape, self.config)) != 1:
-            raise ValueError(
-                "give one of name (a preset or size like '70b'), shape or config (a config.json path)"
-            )
+            raise ValueError(_ONE_OF)
         return self
+
+
+_ONE_OF = "give one of name (a preset or size like '70b'), shape or config (a config.json path)"
 
 
 class Training(BaseModel):

@@ -2,7 +2,8 @@
 
 JSON keys (stable, SI base units): GPUs carry every ``GpuSpec`` field plus ``aliases`` and ``note``; models
 carry ``name``, ``family``, ``total_params``, ``embedding_params``, ``non_embedding_params``,
-``active_params``, ``published_params``, ``published_active_params``, ``aliases``, ``note`` and every
+``active_params``, ``mtp_params`` (multi-token-prediction modules, not in the total; 0 without),
+``published_params``, ``published_active_params``, ``aliases``, ``note`` and every
 ``ModelShape`` field. Without NAME the output is a list; with NAME it is one object.
 """
 
@@ -36,6 +37,8 @@ def model_record(entry: ModelEntry) -> dict[str, Any]:
         "embedding_params": shape.embedding_params,
         "non_embedding_params": shape.non_embedding_params,
         "active_params": shape.active_params,
+        # multi-token-prediction modules, trained beside the model and not in total_params (model.py; DeepSeek-V3)
+        "mtp_params": shape.mtp_params,
         "published_params": entry.published_params,
         "published_active_params": entry.published_active_params,
         "aliases": list(entry.aliases),
