@@ -647,6 +647,11 @@ def _per_param(tokens: float, m: Any) -> str:
     return f"{ratio} of the law's N {fmt_count(m.law_params)}"
 
 
+def _wall_clock(days: float) -> str:
+    """Days to one decimal (``29.9 days``); under a day in hours or minutes (``19 min``, not ``0.0 days``)."""
+    return f"{days:,.1f} days" if days >= 1 else fmt_duration(days * 86400)
+
+
 def _steps_phrase(plan: RunPlan) -> str:
     """Steps and batch; with a batch ramp its steps are named apart, so that steps × batch reads as D."""
     s = plan.schedule
@@ -671,7 +676,7 @@ def summary_lines(plan: RunPlan) -> list[str]:
         f"recompute {best.recompute}: {fmt_bytes(best.memory_bytes.total)}/GPU, step {fmt_duration(best.step_seconds)},"
         f" MFU {best.mfu:.1%}",
         _steps_phrase(plan) + f", peak LR {plan.schedule.peak_lr:.3g}, " + _checkpoint_phrase(plan),
-        f"{c.main.wall_clock_days:,.1f} days on {c.main.gpus:,} GPU{'s' if c.main.gpus != 1 else ''} "
+        f"{_wall_clock(c.main.wall_clock_days)} on {c.main.gpus:,} GPU{'s' if c.main.gpus != 1 else ''} "
         f"(goodput {c.main.goodput:.1%}), {c.main.cost:,.0f} {c.currency}, {_mwh(c.main.energy_mwh)} MWh; proxy sweep "
         + (f"{c.sweep.cost:,.0f} {c.currency}" if c.sweep else "none"),
         f"predictions from {plan.layout.calibration}",
