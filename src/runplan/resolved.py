@@ -354,9 +354,11 @@ _UNITS: tuple[tuple[tuple[str, ...], _Fmt], ...] = (
 
 def unit_of(path: str) -> _Fmt:
     """The formatter of the number at ``path``: by its key's suffix, or by its mapping's for the terms of one
-    (``layout.best.memory_bytes.total`` is bytes, ``time_seconds.overhead`` seconds)."""
+    (``layout.best.memory_bytes.total`` is bytes, ``time_seconds.overhead`` seconds, and so is each entry of a
+    ``..._bytes_by_stage`` mapping: ``memory_total_bytes_by_stage.first``)."""
     keys = re.sub(r"\[\d+\]", "", path).split(".")
-    name = keys[-2] if len(keys) > 1 and keys[-2].endswith(("_bytes", "_seconds")) else keys[-1]
+    mapping = re.sub(r"_by_[a-z]+$", "", keys[-2]) if len(keys) > 1 else ""
+    name = mapping if mapping.endswith(("_bytes", "_seconds")) else keys[-1]
     for suffixes, fmt in _UNITS:
         if name.lower().endswith(suffixes):
             return fmt

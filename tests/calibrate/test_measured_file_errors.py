@@ -59,7 +59,7 @@ def test_a_duplicate_run_id_names_the_run_it_repeats(tmp_path, one_error_line):
         (lambda t: t + "extra: 1\n", "extra: unknown key 'extra' (allowed: models, gpus, runs)"),
         (
             lambda t: t + "    peak_memory: {gib: 50, total: 3}\n",
-            "runs[0].peak_memory.total: unknown key 'total' (allowed: gib, kind, rank)",
+            "runs[0].peak_memory.total: unknown key 'total' (allowed: gib, kind, rank, stage)",
         ),
         (
             lambda t: t + "    colour: red\n",

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from runplan.catalog import Catalog
     from runplan.hardware import GpuSpec
     from runplan.model import ModelShape
-    from runplan.parallel.grid import LayoutGrid
+    from runplan.parallel.grid import Evaluation, LayoutGrid
     from runplan.parallel.memory import ShapeTerms
 
 #: A pivot below this fraction of the largest leaves its constant unidentified: Belsley, Kuh & Welsch's condition
@@ -326,12 +326,36 @@ def complete_layout(p: Prepared, eff: Efficiency) -> Layout:
 
 
 def predict(p: Prepared, layout: Layout, eff: Efficiency) -> tuple[float, float]:
-    """(predicted tokens/s per GPU, predicted peak bytes per GPU) of one run on one layout."""
+    """(predicted tokens/s per GPU, predicted peak bytes per GPU of the stage the run's peak is from) of one run
+    on one layout (:func:`predict_memory`)."""
     from runplan.parallel.grid import LayoutGrid
     from runplan.parallel.search import evaluate
 
     ev = evaluate(p.request, LayoutGrid.of([layout]), eff)
-    return float(ev.tokens_per_second[0]) / p.request.n_gpus, float(ev.memory.total[0])
+    return float(ev.tokens_per_second[0]) / p.request.n_gpus, _logged_stage_bytes(p, ev)
+
+
+def predict_memory(p: Prepared, layout: Layout, eff: Efficiency) -> tuple[float, float]:
+    """(predicted bytes per GPU of the pipeline stage the run's logged peak is from, of the most loaded stage).
+
+    The first: ``peak_memory.stage``'s total where the run names it (Megatron writes TensorBoard on the last rank
+    only, megatron/training/global_vars.py ``_set_tensorboard_writer`` @ d98e8a64; torchtitan under 1F1B on the
+    first rank of the last stage, components/metrics.py ``_get_metrics_rank`` @ b5bcd76c), as ``runplan monitor``
+    compares a log's peak (monitor/vs_plan.py); else the most loaded stage's (a peak over every rank, or one that
+    does not say). The second decides whether the layout fits at all."""
+    from runplan.parallel.grid import LayoutGrid
+    from runplan.parallel.search import evaluate
+
+    ev = evaluate(p.request, LayoutGrid.of([layout]), eff)
+    return _logged_stage_bytes(p, ev), float(ev.memory.total[0])
+
+
+def _logged_stage_bytes(p: Prepared, ev: Evaluation) -> float:
+    """The one-row evaluation's total of ``peak_memory.stage``, or of the most loaded stage (:func:`predict_memory`)."""
+    stage = p.run.peak_memory.stage if p.run.peak_memory is not None else None
+    if stage is None:
+        return float(ev.memory.total[0])
+    return float(getattr(ev.memory_stage_totals, stage)[0])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -752,7 +776,7 @@ def leave_one_source_out(
             if p.run.source_id != f.source:
                 continue
             eff = run_efficiency(p, effs, f.result.values, f.result.space)
-            memory = memory_error(p, predict(p, f.result.layouts[i], eff)[1])
+            memory = memory_error(p, predict_memory(p, f.result.layouts[i], eff)[0])
             out.append(HeldOut(p.id, f.source, p.family, float(f.result.log_errors[i]), memory))
     return out
 

@@ -127,6 +127,12 @@ class PeakMemory(BaseModel):
         "slack: compared without the reserve); reserved = max_memory_reserved; device = nvidia-smi.",
     )
     rank: str = Field("", description="Which rank (free text, e.g. 'last pipeline stage').")
+    stage: Literal["first", "last"] | None = Field(
+        None,
+        description="The pipeline stage of the rank whose peak this is, compared with that stage's total (last: "
+        "Megatron's TensorBoard, written on the last rank; torchtitan's TensorBoard under 1F1B); unset: the largest "
+        "over ranks or not stated, compared with the most loaded stage's.",
+    )
 
 
 class MeasuredRun(BaseModel):

@@ -153,11 +153,13 @@ def _layout(row: dict[str, Any]) -> dict[str, Any]:
 
 def _peak_memory(row: dict[str, Any]) -> dict[str, Any] | None:
     if row.get("peak_memory_gib") is not None:
-        return {
+        peak = {
             "gib": row["peak_memory_gib"],
             "kind": row.get("peak_memory_kind", "reserved"),
             "rank": str(row.get("peak_memory_rank", "")),
         }
+        # the pipeline stage the logging rank is on (PeakMemory.stage), where the row states it
+        return peak | ({"stage": row["peak_memory_stage"]} if row.get("peak_memory_stage") else {})
     memory = (row.get("published") or {}).get("memory_gib")
     return {"gib": memory, "kind": "reserved"} if memory is not None else None
 

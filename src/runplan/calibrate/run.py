@@ -22,7 +22,7 @@ from runplan.calibrate.fit import (
     leave_one_out,
     lone_run_warnings,
     memory_error,
-    predict,
+    predict_memory,
     run_efficiency,
     step_error,
     summary,
@@ -182,8 +182,8 @@ def _residual(
     """Run ``p``'s row of the report (its step errors in the fit and left out, its memory error); a peak the
     layout makes implausible is refused, a layout the memory model cannot fit is added to ``warnings``."""
     eff = run_efficiency(p, effs, result.values, result.space)
-    predicted_bytes = predict(p, result.layouts[i], eff)[1]
-    memory = memory_error(p, predicted_bytes)
+    logged_stage_bytes, predicted_bytes = predict_memory(p, result.layouts[i], eff)
+    memory = memory_error(p, logged_stage_bytes)
     _check_peak_plausible(p, memory)
     warnings += _beyond_memory_warning(p, predicted_bytes)
     return RunResidual(

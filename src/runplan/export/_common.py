@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from runplan.hardware import GpuSpec
     from runplan.model import ModelShape
-    from runplan.parallel.layout import Layout
+    from runplan.parallel.layout import Layout, LayoutEstimate
     from runplan.parallel.stack import Stack
     from runplan.plan import RunPlan
 
@@ -115,7 +115,9 @@ class Facts:
     )
     layers_per_stage: int
     uneven_stages: bool
-    weights_bytes_per_gpu: float
+    #: parameters a GPU of the plan's largest stage holds before ZeRO shards anything (memory.stage_params): not
+    #: its weights term halved, which under fp8 also holds the linear weights' 1-byte copy (or 1 byte for 2)
+    params_per_gpu: float
     gradients_bytes_per_gpu: float
     memory_bytes_per_gpu: float  # the plan's total on its largest stage
     memory_limit_bytes: float  # what the plan allowed per GPU (HBM less the headroom)
@@ -231,6 +233,18 @@ def _block_facts(shape: ModelShape) -> dict[str, Any]:
     }
 
 
+def _params_per_gpu(shape: ModelShape, best: LayoutEstimate) -> float:
+    """Parameters per GPU of the stage ``memory_bytes`` reports (``memory_stage``), unsharded by ZeRO: the layers'
+    dense ÷ t and experts ÷ (t·e), with the embedding or the head (and MTP modules) of that stage
+    (runplan/parallel/memory.py ``stage_params``, the count the weights and gradients terms are made of)."""
+    from runplan.parallel.memory import ShapeTerms, stage_params
+
+    dense, expert = stage_params(
+        ShapeTerms.from_shape(shape), best.tp, best.pp, best.ep, last=best.memory_stage == "last"
+    )
+    return float(dense + expert)
+
+
 def facts(plan: RunPlan) -> Facts:
     """Collect the numbers every exporter reads (pure)."""
     from runplan.parallel.stack import resolve_stack
@@ -280,7 +294,7 @@ def facts(plan: RunPlan) -> Facts:
         stack=stack,
         layers_per_stage=best.layers_per_stage,
         uneven_stages=best.uneven_stages,
-        weights_bytes_per_gpu=float(best.memory_bytes.weights),
+        params_per_gpu=_params_per_gpu(shape, best),
         gradients_bytes_per_gpu=float(best.memory_bytes.gradients),
         memory_bytes_per_gpu=float(best.memory_bytes.total),
         memory_limit_bytes=float(best.memory_limit_bytes),

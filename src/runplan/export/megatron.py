@@ -688,8 +688,7 @@ def _zero2_buffer(f: Facts) -> str:
     """Megatron has no sharded-gradient ZeRO-2: its distributed optimizer reduce-scatters gradients out of a
     full-size buffer of the stack's gradient dtype (fp32 under bf16 unless --grad-reduce-in-bf16, which the
     export writes for gradient_dtype bf16). Refused when that buffer breaks the plan's memory limit, else said."""
-    params_per_gpu = f.weights_bytes_per_gpu / 2.0  # bf16 weights
-    buffer = f.stack.gradient_bytes * params_per_gpu
+    buffer = f.stack.gradient_bytes * f.params_per_gpu
     total = f.memory_bytes_per_gpu - f.gradients_bytes_per_gpu + buffer
     what = (
         f"keeps a full-size {f.stack.gradient_dtype} gradient buffer ({fmt_bytes(buffer)} per GPU here) where "
