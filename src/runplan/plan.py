@@ -405,11 +405,11 @@ def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | No
             hint="remove objective (model: fixes the size), or change model:",
         )
     allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
-    given = spec.budget.tokens
-    if given is not None and math.isclose(allocation.tokens, given, rel_tol=1e-12):
+    budget_tokens = spec.budget.tokens if spec.budget is not None else None
+    if budget_tokens is not None and math.isclose(allocation.tokens, budget_tokens, rel_tol=1e-12):
         # D = C/(6N) of the budget's C = 6·N·D, in floating point: the budget's own tokens (8T, not
         # 7,999,999,999,999.999)
-        allocation = allocation.model_copy(update={"tokens": float(given)})
+        allocation = allocation.model_copy(update={"tokens": float(budget_tokens)})
     if shape.is_moe:
         total = shape.total_params if law.param_count == "total" else shape.non_embedding_params
         allocation = allocation.model_copy(

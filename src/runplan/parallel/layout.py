@@ -348,7 +348,8 @@ class MemoryBytes(BaseModel):
     )
     gradients: float = Field(description="Gradient buffer (fp32 or bf16; sharded from ZeRO-2).")
     optimizer: float = Field(
-        description="fp32 master weights + Adam m + v: 12 bytes/param (sharded from ZeRO-1)."
+        description="fp32 master weights + Adam m + v: 12 bytes/param (sharded from ZeRO-1); 8 with bf16 "
+        "moments, 6 where TransformerEngine's FusedAdam keeps the master as 16-bit remainders."
     )
     activations: float = Field(
         description="Stored activations of in-flight micro-batches + the loss's logits."

@@ -143,7 +143,9 @@ class Stack(BaseModel):
         description="Dtype of Adam's first and second moments (m, v); the master weights stay fp32. fp32: 4 + 4 + "
         "4 bytes of optimizer state per parameter; bf16: 4 + 2 + 2, as DeepSeek-V3 trains (arXiv 2412.19437 "
         "§3.3.3, 'Low-Precision Optimizer States'); Megatron-LM --use-precision-aware-optimizer --exp-avg-dtype "
-        "bf16 --exp-avg-sq-dtype bf16 (TransformerEngine FusedAdam, distributed optimizer only).",
+        "bf16 --exp-avg-sq-dtype bf16 (TransformerEngine FusedAdam, distributed optimizer only), which with bf16 "
+        "weights or delayed fp8 keeps the master as its 16 low bits beside the bf16 weight: 2 + 2 + 2 at "
+        "ZeRO-1/2 (fused_adam_master).",
     )
     fsdp_mixed_precision: bool = Field(
         False,

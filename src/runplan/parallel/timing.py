@@ -84,7 +84,9 @@ Per micro-batch on that stage (T = b·s/c tokens per GPU):
 * **Optimizer**: Adam update HBM-bound, (2·12 + g + 2) bytes per locally held parameter: its state (fp32 master
   and moments) read and written, the gradient read, the bf16 weight written; with bf16 moments
   (``Stack.optimizer_state_dtype``, DeepSeek-V3 arXiv 2412.19437 §3.3.3) the state is 4 + 2 + 2 = 8 bytes and the
-  update moves (2·8 + g + 2) (memory.optimizer_bytes_per_param).
+  update moves (2·8 + g + 2) (memory.optimizer_bytes_per_param); where TransformerEngine's FusedAdam keeps the
+  master as 16-bit remainders beside the bf16 weight (``Stack.fused_adam_master``, ZeRO-1/2) the state is
+  2 + 2 + 2 and the update moves 2·6 + g + 2 + 2, the bf16 weight read too (:func:`_optimizer_seconds`).
 * **fp8** (stack precision fp8; docs/parallel.md, FP8): the linear layers' GEMMs (QKV, output projection, MLP,
   experts) run at the catalog's fp8 peak with the same eta (a prior), plus the HBM traffic of their casts to
   fp8 per recipe (:func:`fp8_cast_bytes`, derived, not fitted); attention core, router, head, communication
