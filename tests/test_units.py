@@ -150,3 +150,14 @@ def test_seq_len_8k_is_8192_in_plans_flags_and_exports(tmp_path):
         app, ["parallelize", "--model", "8b", "--gpus", "64", "--seq-len", "128k", "--json"]
     )
     assert __import__("json").loads(flags.stdout)["seq_len"] == 131072
+
+
+def test_a_fractional_token_length_says_how_to_write_one():
+    # seq_len: 1.5 or sliding_window: 1.5 in YAML is a float: refused with the token-length hint, as '1.5x' is
+    from runplan.units import parse_token_length
+
+    with pytest.raises(SpecError) as raised:
+        parse_token_length(1.5, where="training.seq_len")
+    assert "whole number of tokens" in str(raised.value)
+    assert raised.value.hint == "write e.g. 4096, 8k (8192) or 128k (131072)"
+    assert parse_token_length(8192.0) == 8192

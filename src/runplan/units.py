@@ -76,6 +76,7 @@ def parse_bytes(value: object, *, where: str | None = None) -> float:
 
 
 _TOKEN_LENGTH_SUFFIX = {"": 1, "k": 1024, "m": 1024**2}
+_TOKEN_LENGTH_HINT = "write e.g. 4096, 8k (8192) or 128k (131072)"
 _TOKEN_LENGTH_RE = re.compile(r"^\s*(\d[\d_,]*\.?\d*|\.\d+)\s*([km]?)\s*$", re.IGNORECASE)
 
 
@@ -93,14 +94,17 @@ def parse_token_length(value: object, *, where: str | None = None) -> int:
             raise SpecError(
                 f"expected a length in tokens, got {value!r}",
                 where=where,
-                hint="write e.g. 4096, 8k (8192) or 128k (131072)",
+                hint=_TOKEN_LENGTH_HINT,
             )
         mantissa, suffix = match.groups()
         number = float(mantissa.replace("_", "").replace(",", "")) * _TOKEN_LENGTH_SUFFIX[suffix.lower()]
-        if number != round(number):
-            raise SpecError(f"expected a whole number of tokens, got {value!r}", where=where)
-        return round(number)
-    return parse_count(value, where=where)
+    else:
+        number = parse_number(value, where=where)
+    if number != round(number):
+        raise SpecError(
+            f"expected a whole number of tokens, got {value!r}", where=where, hint=_TOKEN_LENGTH_HINT
+        )
+    return round(number)
 
 
 def format_si(value: float, unit: str = "", digits: int = 3) -> str:
