@@ -257,3 +257,14 @@ def test_mixtral_release_steady_allocation_is_the_hand_derived_state(shared_data
 
 
 MIXTRAL = "mixtral_8x7b_alltoall_tp2pp4ep4_release.dgx_h100.json"
+
+
+def test_the_reports_memory_table_names_the_other_stages_total(tmp_path):
+    # the plan's Memory per GPU table shows the most loaded stage term by term; its title gives the other stage's
+    # total, the figure a log of that stage's peak is compared with (FIRST 3.61 GB, LAST 3.57 GB above)
+    from runplan.report.sections import _other_stage_total
+
+    best = _plan(tmp_path).layout.best
+    assert best.memory_stage == "first" and best.pp == 2
+    assert _other_stage_total(best) == "; last stage 3.57 GB"
+    assert _other_stage_total(best.model_copy(update={"memory_total_bytes_by_stage": None})) == ""

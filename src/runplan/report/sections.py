@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from runplan.parallel.layout import LayoutEstimate
 from runplan.plan import RunPlan, token_fill_note
 from runplan.report.format import (
     fmt_bytes,
@@ -329,7 +330,8 @@ def _layout(plan: RunPlan) -> Section:
     memory = best.memory_bytes.model_dump()
     section.tables.append(
         Table(
-            f"Memory per GPU, {best.memory_stage} stage (limit {fmt_bytes(best.memory_limit_bytes)})",
+            f"Memory per GPU, {best.memory_stage} stage (limit {fmt_bytes(best.memory_limit_bytes)}"
+            f"{_other_stage_total(best)})",
             ["part", "bytes", "what it counts"],
             [[k, fmt_bytes(v), _meaning(best.memory_bytes, k)] for k, v in memory.items()],
         )
@@ -645,6 +647,16 @@ def _per_param(tokens: float, m: Any) -> str:
     if fmt_count(m.law_params) in (fmt_count(m.total_params), fmt_count(m.active_params)):
         return ratio
     return f"{ratio} of the law's N {fmt_count(m.law_params)}"
+
+
+def _other_stage_total(best: LayoutEstimate) -> str:
+    """``; last stage 27.7 GB`` where pipeline stages differ: the stage the table does not show, whose total a log
+    of that stage's peak is compared with (memory_total_bytes_by_stage; ``runplan monitor --plan``)."""
+    stages = best.memory_total_bytes_by_stage
+    if best.pp < 2 or stages is None:
+        return ""
+    other = "first" if best.memory_stage == "last" else "last"
+    return f"; {other} stage {fmt_bytes(getattr(stages, other))}"
 
 
 def _wall_clock(days: float) -> str:
