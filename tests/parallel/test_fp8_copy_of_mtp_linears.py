@@ -31,6 +31,20 @@ WITHOUT = ShapeTerms.from_shape(V3.model_copy(update={"mtp_layers": 0, "mtp_loss
 MTP_DENSE_LINEAR = 2 * 7168**2 + 187_107_328 + 3 * 7168 * 2048
 MTP_EXPERT_LINEAR = 256 * 3 * 7168 * 2048
 MTP_FP8_BYTES_EP64 = 510_068_736
+#: one stage (it holds the MTP module) on 2048 GPUs, EP 64, ZeRO-1
+ONE_STAGE_EP64 = Layout(
+    tp=1,
+    pp=1,
+    dp=2048,
+    ep=64,
+    cp=1,
+    zero=1,
+    micro_batch=1,
+    microbatches=64,
+    vpp=1,
+    recompute="full",
+    sequence_parallel=False,
+)
 
 
 def test_mtp_linear_parameters_by_hand():
@@ -60,21 +74,8 @@ def test_deepseek_v3_ep64_last_stage_holds_the_mtp_fp8_copy():
 def test_last_stage_weights_term(param_gather, sign):
     """One stage (p = 1, d = 2048) holds the module: its weights term gains the module's bf16 weights plus the
     1-byte copy, or with fp8 weights 1 byte instead of 2 per MTP linear weight (510,068,736 fewer bytes)."""
-    layout = Layout(
-        tp=1,
-        pp=1,
-        dp=2048,
-        ep=64,
-        cp=1,
-        zero=1,
-        micro_batch=1,
-        microbatches=64,
-        vpp=1,
-        recompute="full",
-        sequence_parallel=False,
-    )
     stack = Stack(precision="fp8", fp8_recipe="delayed", fp8_param_gather=param_gather)
-    grid = LayoutGrid.of([layout])
+    grid = LayoutGrid.of([ONE_STAGE_EP64])
 
     def weights(terms):
         memory = memory_breakdown(terms, grid, seq_len=4096, reserve_bytes=3e9, stack=stack)[0]
@@ -94,20 +95,7 @@ def test_fp8_weight_gather_moves_the_mtp_linears_in_one_byte():
     from runplan.parallel.timing import default_efficiency, step_time
 
     gpu = shipped_catalog().gpu("h100-sxm")
-    layout = Layout(
-        tp=1,
-        pp=1,
-        dp=2048,
-        ep=64,
-        cp=1,
-        zero=1,
-        micro_batch=1,
-        microbatches=64,
-        vpp=1,
-        recompute="full",
-        sequence_parallel=False,
-    )
-    grid = LayoutGrid.of([layout])
+    grid = LayoutGrid.of([ONE_STAGE_EP64])
 
     def saved_seconds(terms):
         def dp(gather):
