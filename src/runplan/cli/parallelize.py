@@ -669,6 +669,7 @@ def stack_from_flags(flags: dict[str, Any], base: Stack | None) -> Stack:
     """The stack the flags ask for: a preset (or ``base``, the plan's stack) with the flags' fields laid over."""
     from pydantic import ValidationError
 
+    from runplan.cli.flags import FLAG_FOR_PATH
     from runplan.errors import SpecError
     from runplan.parallel.stack import Stack
     from runplan.validation import spec_error_from_validation
@@ -680,4 +681,15 @@ def stack_from_flags(flags: dict[str, Any], base: Stack | None) -> Stack:
         return Stack.model_validate({**start, **flags})
     except ValidationError as error:
         found = spec_error_from_validation(error, Stack, prefix=("stack",))
-        raise SpecError(found.message, where=found.where, hint=found.hint) from None
+        where, hint = found.where, found.hint
+        overrides = sorted(
+            {FLAG_FOR_PATH.get(f"stack.{key}", f"stack.{key}") for key in flags if key != "preset"}
+        )
+        if where == "stack" and "preset" in flags and overrides:
+            # two fields of the whole stack clash and the user typed only some of them: the preset set the rest
+            where = f"--stack {flags['preset']} with {', '.join(overrides)}"
+            hint = hint or (
+                f"the other setting comes from the preset (configs/stacks.yaml): drop {', '.join(overrides)} "
+                "or choose a --stack preset without it"
+            )
+        raise SpecError(found.message, where=where, hint=hint) from None
