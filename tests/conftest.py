@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,23 @@ def _one_error_line(result) -> str:
 def one_error_line():
     """:func:`_one_error_line`: bad input is one line and exit 2 (the project's error rule), as a fixture."""
     return _one_error_line
+
+
+@pytest.fixture(scope="session")
+def validate():
+    """benchmarks/validate.py, a script outside the package, loaded once as a module (its predictions of the
+    published runs are what docs/validation.md prints)."""
+    spec = importlib.util.spec_from_file_location(
+        "runplan_validate", REPO_ROOT / "benchmarks" / "validate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["runplan_validate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def published(validate):
+    """(the published-runs document, its prepared runs, ...) as validate.load_published returns them."""
+    return validate.load_published()

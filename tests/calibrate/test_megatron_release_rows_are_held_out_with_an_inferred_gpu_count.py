@@ -20,10 +20,6 @@ Adam moments over DP, or over expert-DP for experts) at N GPUs: 6 × (dense + ex
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from runplan.calibrate.calibration import shipped_calibration
@@ -31,29 +27,12 @@ from runplan.calibrate.fit import complete_layout, memory_error, predict_memory,
 from runplan.parallel.grid import LayoutGrid
 from runplan.parallel.search import evaluate
 
-REPO = Path(__file__).resolve().parents[2]
 DENSE = 692_391_936
 EXPERTS = 1_409_286_144
 LOGGED_ALLOCATED = {"h100": 17_703_634_944, "a100": 17_448_130_560}
 LOGGED_PEAK = {"h100": 26_495_959_040, "a100": 26_760_161_280}
 LOGGED_STEP = {"h100": 8.9599, "a100": 22.2240}
 IDS = {gpu: f"megatron-release-mixtral-8x7b-a2a-128gpu-{gpu}" for gpu in ("h100", "a100")}
-
-
-@pytest.fixture(scope="module")
-def validate():
-    spec = importlib.util.spec_from_file_location(
-        "runplan_validate_release", REPO / "benchmarks" / "validate.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["runplan_validate_release"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def published(validate):
-    return validate.load_published()
 
 
 def model_state_bytes(n_gpus: int) -> float:

@@ -1,6 +1,5 @@
 """The shipped time-model constants against the published runs (benchmarks/published_runs.yaml)."""
 
-import importlib.util
 import math
 import statistics
 import sys
@@ -17,20 +16,6 @@ from runplan.parallel.stack import Stack
 from runplan.parallel.timing import default_efficiency, dp_bandwidth
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def validate():
-    spec = importlib.util.spec_from_file_location("runplan_validate", REPO / "benchmarks" / "validate.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["runplan_validate"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def published(validate):
-    return validate.load_published()
 
 
 @pytest.fixture(scope="module")
