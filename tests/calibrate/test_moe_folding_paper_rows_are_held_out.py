@@ -10,6 +10,7 @@ FLOP count behind their MFU is not determined (the row file's block comment).
 FLOPs per token (the paper states none; taken as Megatron-core's num_floating_point_operations before 8873b55d6a,
 2025-03-06, identical at core_v0.10.0 and core_v0.11.0): 12·L·h²·[(1 + g/a + s/h)·q/h + (F/h)·k·3/2 + V/(2·L·h)]
 with L 56, h 6,144, a 48, g 8, q 6,144, F 16,384, k 2, V 32,000 padded to a multiple of 128·TP (32,256 at TP 4).
+F is --ffn-hidden-size at those tags and --moe-ffn-hidden-size on main from 0d389f5e99 (2025-02-25): 16,384 either way.
 By hand at s 4,096: 12 x 56 x 6,144² = 25,367,150,592; bracket 1 + 1/6 + 2/3 + 8 + 32,000/688,128 = 9.879837...;
 product 250,623,295,488.
 """
