@@ -669,7 +669,7 @@ def stack_from_flags(flags: dict[str, Any], base: Stack | None) -> Stack:
     """The stack the flags ask for: a preset (or ``base``, the plan's stack) with the flags' fields laid over."""
     from pydantic import ValidationError
 
-    from runplan.cli.flags import FLAG_FOR_PATH
+    from runplan.cli.flags import flag_for
     from runplan.errors import SpecError
     from runplan.parallel.stack import Stack
     from runplan.validation import spec_error_from_validation
@@ -682,9 +682,13 @@ def stack_from_flags(flags: dict[str, Any], base: Stack | None) -> Stack:
     except ValidationError as error:
         found = spec_error_from_validation(error, Stack, prefix=("stack",))
         where, hint = found.where, found.hint
-        overrides = sorted(
-            {FLAG_FOR_PATH.get(f"stack.{key}", f"stack.{key}") for key in flags if key != "preset"}
-        )
+        typed = [key for key in flags if key != "preset"]
+        # the flags the clash is about: those whose removal alone lets the stack validate
+        named = [
+            key for key in typed if _validates({**start, **{k: v for k, v in flags.items() if k != key}})
+        ]
+        named = named or typed
+        overrides = sorted({str(flag_for(f"stack.{key}", "parallelize")) for key in named})
         if where == "stack" and "preset" in flags and overrides:
             # two fields of the whole stack clash and the user typed only some of them: the preset set the rest
             where = f"--stack {flags['preset']} with {', '.join(overrides)}"
@@ -693,3 +697,16 @@ def stack_from_flags(flags: dict[str, Any], base: Stack | None) -> Stack:
                 "or choose a --stack preset without it"
             )
         raise SpecError(found.message, where=where, hint=hint) from None
+
+
+def _validates(fields: dict[str, Any]) -> bool:
+    """Whether these stack fields make a valid Stack."""
+    from pydantic import ValidationError
+
+    from runplan.parallel.stack import Stack
+
+    try:
+        Stack.model_validate(fields)
+    except ValidationError:
+        return False
+    return True
