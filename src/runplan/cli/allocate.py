@@ -169,19 +169,24 @@ def render(
 def _hardware_rows(a: Allocation, currency: str, of_budget: bool) -> list[tuple[str, str]]:
     """GPU-hours, wall-clock and cost of an allocation given a GPU (``of_budget``: a GPU-time budget's, spent
     whole; `runplan plan` predicts the run's own days and cost)."""
+    from runplan.cli.budget import fmt_amount, gpus_phrase
+
     if a.gpu_hours is None:
         return []
-    rows = [("GPU-hours", f"{a.gpu_hours:,.0f} on {a.gpu} at MFU {a.mfu:.3g}")]
-    if a.days is not None:
+    rows = [("GPU-hours", f"{fmt_amount(a.gpu_hours)} on {a.gpu} at MFU {a.mfu:.3g}")]
+    if a.days is not None and a.gpus is not None:
         rows.append(
-            ("budget's wall-clock" if of_budget else "wall-clock", f"{_days(a.days)} on {a.gpus:,} GPUs")
+            (
+                "budget's wall-clock" if of_budget else "wall-clock",
+                f"{_days(a.days)} on {gpus_phrase(a.gpus)}",
+            )
         )
     if a.cost_usd is not None:
         price = a.cost_usd / a.gpu_hours
         rows.append(
             (
                 "budget's cost" if of_budget else "cost",
-                f"{a.cost_usd:,.0f} {currency} at {price:.4g} {currency} per GPU-hour"
+                f"{fmt_amount(a.cost_usd)} {currency} at {price:.4g} {currency} per GPU-hour"
                 + (" (`runplan plan`: the predicted days and cost)" if of_budget else ""),
             )
         )

@@ -35,6 +35,17 @@ BUDGET_PATHS = {
 }
 
 
+def fmt_amount(value: float) -> str:
+    """GPU-hours or a cost: thousands separators from 10 (``140,434``), three significant digits below
+    (``0.0702``: 1e17 FLOPs on H100s at MFU 0.4, which ``,.0f`` printed as ``0``)."""
+    return f"{value:,.0f}" if abs(value) >= 10 else f"{value:.3g}"
+
+
+def gpus_phrase(gpus: int) -> str:
+    """``1 GPU``, ``1,024 GPUs``."""
+    return f"{gpus:,} GPU" + ("" if gpus == 1 else "s")
+
+
 def flag_budget_model() -> type[FlagBudget]:
     """``runplan.scaling.budget.Budget`` plus ``gpus`` and ``price_per_gpu_hour`` (imported on first use: pydantic is heavy)."""
     from runplan.cli.flag_models import FlagBudget

@@ -207,6 +207,7 @@ def fit_command(
     single_threaded_blas()
     _refuse_flags_of_other_mode(ctx, hyperparams)
     options = _check_options(method, param_count, bootstrap, ci, starts, bin_decades, at_flops, seed)
+    _refuse_flags_the_method_ignores(ctx, method, bootstrap)  # after the values' own checks (--seed -1)
     _check_outputs(plot, output, method)
     if hyperparams:
         _fit_hyperparams(
@@ -217,6 +218,7 @@ def fit_command(
             json_output=json_output,
         )
         return
+    options = options._replace(named_columns=_typed_column_flags(ctx))
     report, runs = _fit_runs(csv_file, (params_col, tokens_col, flops_col, loss_col), drop_highest, options)
     report, usable = _refuse_unusable_law(report, runs, output)
     if output is not None and report.parametric is not None:
@@ -282,6 +284,21 @@ def _refuse_unusable_law(report: FitReport, runs: Runs, output: str | None) -> t
     return report.model_copy(update={"parametric": parametric}), False
 
 
+def _on_command_line(ctx: typer.Context, name: str) -> bool:
+    """Whether the parameter ``name`` was typed (compared by name: typer >= 0.22 vendors click, so the enum's
+    module depends on typer's version)."""
+    return getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
+
+
+def _typed_column_flags(ctx: typer.Context) -> tuple[str, ...]:
+    """--tokens-col and --flops-col as typed: their columns must exist (read_runs ``named``)."""
+    return tuple(
+        flag
+        for name, flag in (("tokens_col", "--tokens-col"), ("flops_col", "--flops-col"))
+        if _on_command_line(ctx, name)
+    )
+
+
 def _refuse_flags_of_other_mode(ctx: typer.Context, hyperparams: bool) -> None:
     """A SpecError naming the first flag given on the command line that this mode does not read (the law fit's
     --method under --hyperparams, --lr-col without it): a flag that changes nothing must not look accepted."""
@@ -289,14 +306,34 @@ def _refuse_flags_of_other_mode(ctx: typer.Context, hyperparams: bool) -> None:
 
     unused = LAW_FIT_ONLY_FLAGS if hyperparams else HYPERPARAMS_ONLY_FLAGS
     for name, flag in unused.items():
-        # compared by name: typer >= 0.22 vendors click, so the enum's module depends on typer's version
-        if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE":
+        if _on_command_line(ctx, name):
             raise SpecError(
                 "applies to the scaling-law fit, not to --hyperparams"
                 if hyperparams
                 else "applies only with --hyperparams (a batch/LR sweep)",
                 where=flag,
                 hint=f"drop {flag}" if hyperparams else f"add --hyperparams or drop {flag}",
+            )
+
+
+def _refuse_flags_the_method_ignores(ctx: typer.Context, method: str, bootstrap: int) -> None:
+    """A SpecError for a typed flag that the chosen approach does not read: --starts steers Approach 3 only,
+    --bin-decades Approach 2 only, --ci the bootstrap only (`--method isoflop --starts 100` printed a fit as if
+    the flag had been used). --seed with --bootstrap 0 stays accepted: tests/test_hostile.py runs two fits that
+    differ only in it."""
+    from runplan.errors import SpecError
+
+    unread = (
+        ("starts", method == "isoflop", "steers Approach 3's L-BFGS starts", "--method parametric or both"),
+        ("bin_decades", method == "parametric", "groups Approach 2's budgets", "--method isoflop or both"),
+        ("ci", bootstrap == 0, "sets the bootstrap interval", "--bootstrap N (N > 0)"),
+    )
+    for name, ignored, what, fix in unread:
+        if ignored and _on_command_line(ctx, name):
+            flag = "--" + name.replace("_", "-")
+            given = f"--method {method}" if fix.startswith("--method") else "--bootstrap 0"
+            raise SpecError(
+                f"{what}, which {given} does not run", where=flag, hint=f"use {fix}, or drop {flag}"
             )
 
 
@@ -311,6 +348,7 @@ class FitOptions(NamedTuple):
     bin_decades: float | None
     at_flops: float | None
     seed: int
+    named_columns: tuple[str, ...] = ()  # --tokens-col / --flops-col as typed: their columns must exist
 
 
 def _check_options(
@@ -345,7 +383,14 @@ def _check_options(
         raise SpecError(f"must be in (0, 100), got {ci:g}", where="--ci")
     n_starts = None
     if starts.strip().lower() != "all":
-        n_starts = flag_value(starts, "--starts", "count")
+        try:
+            n_starts = flag_value(starts, "--starts", "count")
+        except SpecError:  # the generic number hint suggests 2e23 and 70B, which --starts refuses
+            raise SpecError(
+                f"expected a whole number of starts or 'all', got {starts!r}",
+                where="--starts",
+                hint=f"a count from 1 to {MAX_STARTS:,}, or 'all' for every one of the {GRID_STARTS:,} grid points",
+            ) from None
         if n_starts < 1:
             raise SpecError("must be at least 1 (or 'all')", where="--starts")
         if n_starts > MAX_STARTS:
@@ -402,7 +447,12 @@ def _fit_runs(
     params_col, tokens_col, flops_col, loss_col = columns
     params_col, count, count_warnings = choose_param_count(csv_file, params_col, options.param_count)
     runs = read_runs(
-        csv_file, params_col=params_col, tokens_col=tokens_col, flops_col=flops_col, loss_col=loss_col
+        csv_file,
+        params_col=params_col,
+        tokens_col=tokens_col,
+        flops_col=flops_col,
+        loss_col=loss_col,
+        named=options.named_columns,
     )
     total = runs.size
     runs = runs.drop_highest_loss(drop_highest)

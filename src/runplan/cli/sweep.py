@@ -32,6 +32,7 @@ def _sizes_phrase(sweep: Sweep) -> str:
 def render(sweep: Sweep) -> None:
     from rich.table import Table
 
+    from runplan.cli.budget import fmt_amount
     from runplan.cli.common import console
     from runplan.scaling.sweep import WSD_HOURS_HEADER, wsd_hours_note
     from runplan.units import format_si
@@ -67,7 +68,7 @@ def render(sweep: Sweep) -> None:
             si(r.tokens),
         ]
         if sweep.gpu_hours is not None:
-            row.append(f"{r.gpu_hours:,.0f}")
+            row.append("-" if r.gpu_hours is None else fmt_amount(r.gpu_hours))
         if sweep.wsd:
             row += [si(r.cooldown_start_tokens or 0)]
         table.add_row(*row)
@@ -77,11 +78,11 @@ def render(sweep: Sweep) -> None:
     out.print(
         f"total: {sweep.total_flops:.3g} FLOPs = {sweep.total_fraction:.2%} of the main run"
         + (
-            f"; {sweep.gpu_hours:,.0f} GPU-hours on {sweep.gpu} at MFU {sweep.mfu:g}"
+            f"; {fmt_amount(sweep.gpu_hours)} GPU-hours on {sweep.gpu} at MFU {sweep.mfu:g}"
             if sweep.gpu_hours is not None
             else ""
         )
-        + (f"; {sweep.cost_usd:,.0f} USD" if sweep.cost_usd is not None else "")
+        + (f"; {fmt_amount(sweep.cost_usd)} USD" if sweep.cost_usd is not None else "")
     )
     if sweep.wsd:
         out.print(

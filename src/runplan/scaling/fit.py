@@ -20,7 +20,7 @@ import csv
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -110,22 +110,34 @@ def read_runs(
     tokens_col: str = "tokens",
     flops_col: str = "flops",
     loss_col: str = "loss",
+    named: Collection[str] = (),
 ) -> Runs:
     """Read proxy runs from a CSV with a header row; every bad cell is a one-line SpecError naming row and column.
 
     Needs the params and loss columns and at least one of tokens and flops (the other is derived with
     C = 6·N·D). Other columns are ignored (a `runplan sweep` CSV reads back as is once its losses are filled in).
+    ``named``: the flags the user gave (``--tokens-col``, ``--flops-col``); a column so named must exist, else
+    the fit would silently derive it from the other one.
     """
     text, source = read_csv_text(path)
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
     if not header:
         raise SpecError("empty file: expected a header row such as 'params,tokens,loss'", source=source)
+    roles = {
+        "--params-col": params_col,
+        "--tokens-col": tokens_col,
+        "--flops-col": flops_col,
+        "--loss-col": loss_col,
+    }
+    refuse_shared_column(roles, source)
     index = _column_index([h.strip() for h in header], (params_col, tokens_col, flops_col, loss_col), source)
     i_n = _need(index, params_col, "--params-col", source)
     i_l = _need(index, loss_col, "--loss-col", source)
-    i_d = index.get(tokens_col)
-    i_c = index.get(flops_col)
+    i_d = (
+        _need(index, tokens_col, "--tokens-col", source) if "--tokens-col" in named else index.get(tokens_col)
+    )
+    i_c = _need(index, flops_col, "--flops-col", source) if "--flops-col" in named else index.get(flops_col)
     if i_d is None and i_c is None:
         raise SpecError(
             f"missing column '{tokens_col}' or '{flops_col}' (one of them is needed)",
@@ -222,6 +234,21 @@ def _column_index(header: list[str], wanted: tuple[str, ...], source: str) -> di
             )
         index.setdefault(name, i)
     return index
+
+
+def refuse_shared_column(roles: dict[str, str], source: str) -> None:
+    """A SpecError when one column is named for two roles (flag → column): ``--params-col loss`` fitted the loss
+    against itself and ended "infeasible: no law with positive exponents"; ``--hyperparams --lr-col batch`` raised
+    an IndexError."""
+    seen: dict[str, str] = {}
+    for flag, column in roles.items():
+        if column in seen:
+            raise SpecError(
+                f"{seen[column]} and {flag} both name column '{column}'",
+                source=source,
+                hint="each quantity needs its own column",
+            )
+        seen[column] = flag
 
 
 def _need(index: dict[str, int], column: str, flag: str, source: str) -> int:
@@ -573,7 +600,27 @@ def magnitude_warnings(runs: Runs) -> list[str]:
                 f"{what}: the median run has {median:.3g}, below {low:.0e}: is the column in millions or billions "
                 "(or the FLOPs in PF-days)? runplan reads plain counts (write 7e9, not 7)"
             )
-    return out
+    return out + _rising_loss_warning(runs)
+
+
+#: Compute span (decades) over which a loss must fall: below it the sign of the trend says nothing.
+MIN_TREND_DECADES = 0.5
+
+
+def _rising_loss_warning(runs: Runs) -> list[str]:
+    """A caution when the loss rises with compute (Pearson r of ln L on ln C above 0): an accuracy or a score
+    in the loss column. Real losses fall: r = −0.90 on the Chinchilla points, −0.94 on Sardana et al.'s runs
+    (tests/scaling/test_fit_warns_when_loss_rises_with_compute.py); Approach 3 fitted such a column silently."""
+    log_c, log_l = np.log(runs.flops), np.log(runs.loss)
+    if log_c.max() - log_c.min() < MIN_TREND_DECADES * math.log(10) or np.ptp(log_l) == 0:
+        return []
+    r = float(np.corrcoef(log_c, log_l)[0, 1])
+    if not r > 0:
+        return []
+    return [
+        f"the loss rises with compute (r = {r:+.2f} between ln L and ln C; real losses fall): is the loss "
+        "column an accuracy or a score? give the final loss in nats per token"
+    ]
 
 
 def duplicate_warnings(runs: Runs) -> list[str]:
@@ -682,7 +729,7 @@ def fit_parametric(
         seconds=time.perf_counter() - t0,
     )
     warnings = warnings + few_runs_warnings(runs) + one_budget_warnings(runs)
-    warnings += parametric_warnings(fit, float(runs.flops.max()))
+    warnings += parametric_warnings(fit, runs.flops)
     return fit.model_copy(update={"warnings": warnings})
 
 
@@ -855,7 +902,7 @@ E_SPREAD = 1.5
 TOKENS_PER_PARAM_SPREAD = 4.0
 
 
-def parametric_warnings(fit: ParametricFit, largest_flops: float) -> list[str]:
+def parametric_warnings(fit: ParametricFit, flops: np.ndarray) -> list[str]:
     """Cautions for Approach 3: ill-conditioned (E and D/N poorly determined), wide intervals, extrapolation."""
     out = []
     e, tpp = fit.E, fit.tokens_per_param
@@ -870,7 +917,7 @@ def parametric_warnings(fit: ParametricFit, largest_flops: float) -> list[str]:
                 "budgets"
             )
     out += _wide_warnings("Approach 3", fit.params_opt, fit.tokens_per_param, fit.at_flops)
-    out += _extrapolation_warning(fit.at_flops, largest_flops)
+    out += _extrapolation_warning(fit.at_flops, float(flops.max()), float(flops.min()))
     return out
 
 
@@ -1199,7 +1246,7 @@ def isoflop_warnings(fit: IsoflopFit, runs: Runs) -> list[str]:
             f"so few points cannot show a bad fit; add budgets (Hoffmann et al. 2022 used 9)"
         )
     out += _wide_warnings("Approach 2", fit.params_opt, fit.tokens_per_param, fit.at_flops)
-    out += _extrapolation_warning(fit.at_flops, float(runs.flops.max()))
+    out += _extrapolation_warning(fit.at_flops, float(runs.flops.max()), float(runs.flops.min()))
     return out
 
 
@@ -1216,17 +1263,19 @@ def _wide_warnings(method: str, params_opt: Interval, tokens_per_param: Interval
     ]
 
 
-#: Reporting the optimum at more than this multiple of the largest run's compute is warned as extrapolation.
+#: Reporting the optimum at more than this multiple of the largest run's compute, or below the smallest run's
+#: divided by it, is warned as extrapolation (a 1e10-FLOP optimum from 1e18..1e21 runs was printed unwarned).
 EXTRAPOLATION_FACTOR = 10.0
 
 
-def _extrapolation_warning(at: float, largest: float) -> list[str]:
-    if at <= EXTRAPOLATION_FACTOR * largest:
+def _extrapolation_warning(at: float, largest: float, smallest: float | None = None) -> list[str]:
+    if at > EXTRAPOLATION_FACTOR * largest:
+        where = f"{at / largest:.3g}× the largest run ({largest:.3g})"
+    elif smallest is not None and at < smallest / EXTRAPOLATION_FACTOR:
+        where = f"{smallest / at:.3g}× below the smallest run ({smallest:.3g})"
+    else:
         return []
-    return [
-        f"the optimum is reported at C = {at:.3g}, {at / largest:.3g}× the largest run ({largest:.3g}): an "
-        "extrapolation of the fitted power laws"
-    ]
+    return [f"the optimum is reported at C = {at:.3g}, {where}: an extrapolation of the fitted power laws"]
 
 
 # ==== both, and the law file =====================================================================
@@ -1418,6 +1467,7 @@ __all__ = [
     "law_file_dict",
     "plot_fits",
     "read_runs",
+    "refuse_shared_column",
     "runs_from_arrays",
     "start_grid",
     "write_law_file",

@@ -26,6 +26,7 @@ from runplan.scaling.fit import (
     _parse_rows,
     group_budgets,
     read_csv_text,
+    refuse_shared_column,
 )
 from runplan.scaling.hyperparams import HyperparamLaw, load_hyperparam_law
 from runplan.scaling.laws import Interval, interval_of
@@ -64,6 +65,8 @@ def read_hyperparam_runs(
     text, source = read_csv_text(path)
     reader = csv.reader(text.splitlines())
     header = [h.strip() for h in next(reader, [])]
+    roles = {"--flops-col": flops_col, "--lr-col": lr_col, "--batch-col": batch_col, "--loss-col": loss_col}
+    refuse_shared_column(roles, source)
     columns = []
     for name in (flops_col, lr_col, batch_col, loss_col):
         if name not in header:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runplan.errors import SpecError
 from runplan.scaling import DEFAULT_LAW
@@ -292,6 +292,16 @@ class LawSpec(BaseModel):
         None, description="Inline law: which parameter count N it uses (default total)."
     )
 
+    @field_validator("file")
+    @classmethod
+    def _file_named(cls, value: str | None) -> str | None:
+        """A blank ``file`` resolved to the plan's own folder ("DIR: is a directory", no key named)."""
+        if value is not None and not value.strip():
+            raise ValueError(
+                "empty path (give a law YAML written by `runplan fit -o law.yaml`, or use name:)"
+            )
+        return value
+
     @model_validator(mode="after")
     def _one_form(self) -> LawSpec:
         inline = [self.E, self.A, self.B, self.alpha, self.beta]
@@ -384,10 +394,16 @@ def law_from_flag(text: str | None) -> ParametricLaw:
         return resolve_law(None)
     if text.strip().lower() in shipped_laws():
         return get_shipped_law(text, where="law")
+    if not text.strip():  # Path("") is the current directory: "--law ''" read "." and named no flag
+        raise SpecError("empty law name", where="law", hint="shipped laws: " + ", ".join(shipped_laws()))
     from runplan.fileio import check_name
 
     check_name(text, "law")  # Path.exists() raises on a name over 255 bytes
     path = Path(text)
+    if path.is_dir():
+        raise SpecError(
+            f"'{text}' is a directory", where="law", hint="give a law YAML written by `runplan fit -o`"
+        )
     if path.suffix.lower() in (".yaml", ".yml") or path.exists():
         if not path.exists():
             raise SpecError(f"law file '{text}' not found", where="law")
