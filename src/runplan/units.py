@@ -109,11 +109,13 @@ def parse_token_length(value: object, *, where: str | None = None) -> int:
 
 def format_si(value: float, unit: str = "", digits: int = 3) -> str:
     """``4.08e10`` → ``40.8 B`` (``816 B tokens`` with a unit) style short form used in terminal output (B = 1e9 for counts)."""
-    if value == 0 or not math.isfinite(value) or abs(value) >= 1e18:  # past P: scientific, not "1.01e+03 P"
+    # the suffix of the value as printed: 999.6e9 at three digits is "1 T", not "1e+03 B"
+    shown = abs(float(f"{value:.{digits}g}")) if math.isfinite(value) else math.inf
+    if value == 0 or not math.isfinite(value) or shown >= 1e18:  # past P: scientific, not "1.01e+03 P"
         text = f"{value:.{digits}g}"
         return f"{text} {unit}" if unit else text
     for threshold, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= threshold:
+        if shown >= threshold:
             text = f"{value / threshold:.{digits}g} {suffix}"
             return f"{text} {unit}" if unit else text
     text = f"{value:.{digits}g}"
@@ -126,8 +128,9 @@ def format_bytes(value: float, *, scale_of: float | None = None, extra_digits: i
     ``scale_of`` picks the unit instead of ``value`` (two sides of a change in one unit: ``0.95 GB → 1.21 GB``);
     ``extra_digits`` adds significant digits (two values that would print alike)."""
     ref = abs(value if scale_of is None else scale_of)
+    shown = float(f"{ref:.{3 + extra_digits}g}")  # the unit of the rounded value: 999.6e9 is "1 TB"
     for threshold, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if ref >= threshold:
+        if shown >= threshold:
             return f"{value / threshold:.{3 + extra_digits}g} {unit}"
     return f"{value:.{3 + extra_digits}g} B"
 
