@@ -32,7 +32,7 @@ def _sizes_phrase(sweep: Sweep) -> str:
 def render(sweep: Sweep) -> None:
     from rich.table import Table
 
-    from runplan.cli.budget import fmt_amount
+    from runplan.cli.budget import fmt_amount, gpus_phrase
     from runplan.cli.common import console
     from runplan.scaling.sweep import WSD_HOURS_HEADER, wsd_hours_note
     from runplan.units import format_si
@@ -83,6 +83,11 @@ def render(sweep: Sweep) -> None:
             else ""
         )
         + (f"; {fmt_amount(sweep.cost_usd)} USD" if sweep.cost_usd is not None else "")
+        + (
+            f"; {sweep.days:.3g} days on {gpus_phrase(sweep.gpus)} if the proxies keep them all busy"
+            if sweep.days is not None and sweep.gpus is not None
+            else ""
+        )
     )
     if sweep.wsd:
         out.print(
@@ -101,7 +106,9 @@ def sweep_command(
     flops: str | None = typer.Option(
         None, "--flops", help="Main-run training compute C in FLOPs, e.g. 2e23."
     ),
-    gpus: str | None = typer.Option(None, "--gpus", help="GPUs of the main run: with --days gives C."),
+    gpus: str | None = typer.Option(
+        None, "--gpus", help="GPUs of the main run: with --days gives C; alone, the sweep's wall-clock days."
+    ),
     days: str | None = typer.Option(None, "--days", help="Wall-clock days of the main run on --gpus."),
     gpu: str | None = typer.Option(
         None, "--gpu", help=f"GPU catalog name for GPU-hours (default {DEFAULT_GPU})."
@@ -163,6 +170,7 @@ def sweep_command(
         seq_len=seq_len,  # a TokenLength field: 8k = 8192
         vocab_size=flag_value(vocab_size, "--vocab-size", "count"),
         price_per_gpu_hour=budget.price,
+        gpus=budget.gpus,
     )
     result = design_sweep(request)
     if output is not None:

@@ -96,6 +96,10 @@ class Sweep(BaseModel):
     mfu: float | None = Field(None, description="MFU assumed.")
     gpu_hours: float | None = Field(None, description="Total proxy GPU-hours.")
     cost_usd: float | None = Field(None, description="gpu_hours × price per GPU-hour.")
+    gpus: int | None = Field(None, description="GPUs the sweep runs on (the main run's), for its days.")
+    days: float | None = Field(
+        None, description="gpu_hours / gpus / 24: wall-clock days if the proxies keep every GPU busy."
+    )
     warnings: list[str] = Field(default_factory=list, description="Cautions and remarks.")
 
     @property
@@ -185,6 +189,7 @@ class SweepRequest(BaseModel):
     )
     vocab_size: int = Field(DEFAULT_VOCAB_SIZE, description="Vocabulary of the proxy shapes.")
     price_per_gpu_hour: float | None = Field(None, description="USD per GPU-hour, for the cost.")
+    gpus: int | None = Field(None, ge=1, description="GPUs the sweep runs on, for its wall-clock days.")
 
     @field_validator("flops")
     @classmethod
@@ -657,6 +662,8 @@ def design_sweep(request: SweepRequest) -> Sweep:
         mfu=r.mfu if r.gpu else None,
         gpu_hours=gpu_hours,
         cost_usd=gpu_hours * r.price_per_gpu_hour if gpu_hours is not None and r.price_per_gpu_hour else None,
+        gpus=r.gpus if gpu_hours is not None else None,
+        days=gpu_hours / r.gpus / 24 if gpu_hours is not None and r.gpus else None,
         warnings=[*_notes(r, runs, total), *model_notes],
     )
 
