@@ -120,6 +120,7 @@ def _follow(
     logs: list[Path], fmt: str, setup: tuple[Any, Any, int | None], poll: float, limit: float | None
 ) -> None:
     """Re-read the log every ``poll`` seconds and print each new or changed event once, as a line."""
+    from runplan.monitor.readers.crash import CRASH_NOTE
     from runplan.monitor.render import event_line
     from runplan.monitor.series import NoRecords
 
@@ -139,6 +140,10 @@ def _follow(
                 if key not in seen:
                     seen.add(key)
                     print(event_line(event), flush=True)
+            for note in result.summary["warnings"]:  # the job died: said once, as the events are
+                if note.startswith(CRASH_NOTE) and ("crash", 0, note) not in seen:
+                    seen.add(("crash", 0, note))
+                    print(f"note: {note}", flush=True)
         elapsed = time.monotonic() - started
         if limit is not None and elapsed >= limit:
             return

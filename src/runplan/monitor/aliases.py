@@ -15,6 +15,7 @@ Canonical names (SI units: seconds, tokens per second; fractions in [0, 1]):
 | `canary_loss` | loss of a fixed held-out batch | `canary_loss`, `canary`, `canary/loss` |
 | `val_loss` | validation loss | `val_loss`, `eval_loss` (HF), `tel` (llm.c), `lm_loss_value` (Megatron validation line), `validation_metrics/loss` (torchtitan) |
 | `loss_scale` | fp16 dynamic loss scale | `loss_scale`, `loss-scale`, `scaler/scale` |
+| `nan_iterations` | steps of the logging interval skipped for a nan/inf loss, which the printed loss leaves out | `number of nan iterations` (Megatron) |
 | `global_batch` | sequences per optimizer step (checked against the plan's by `monitor --plan`) | `global batch size` (Megatron), `global_batch_size` |
 | `seq_len` | tokens per sequence (checked against the plan's by `monitor --plan`) | `actual seqlen` (Megatron-DeepSpeed), `seq_len`, `seq_length` |
 | `peak_memory_reserved_bytes` | peak memory the allocator reserved on the logged GPU, bytes | `memory` (torchtitan's line, `memory: 61.23GiB(64.46%)`: `reserved_bytes.all.peak` over the logging interval, GiB = 2^30), `memory/max_reserved(GiB)`, `max_memory_reserved` (NeMo 2, bytes) |
@@ -127,6 +128,7 @@ _add(
     ),
 )
 _add("loss_scale", ("loss_scale", "loss scale", "loss-scale", "scaler/scale"))
+_add("nan_iterations", ("number of nan iterations", "nan_iterations"))
 #: torchtitan v0.2.2 ``torchtitan/components/metrics.py`` (commit 73a0e697) ``MetricsProcessor.log``: the line's
 #: ``memory: {max_reserved_gib:5.2f}GiB`` is ``reserved_bytes.all.peak`` ÷ 2^30 (``DeviceMemoryMonitor._to_gib``),
 #: reset after each log; the reader names the field ``memory(GiB)``

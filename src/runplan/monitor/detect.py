@@ -86,6 +86,15 @@ def _baseline_note(points: int, first_step: int, log_first: int, window_steps: i
     )
 
 
+def _times(ratio: float, factor: float) -> str:
+    """``ratio`` as a whole number, or with the decimals that keep a ratio under ``factor`` from reading as it
+    (99.67× is "99.7×" beside "watch", not "100×", the pause factor)."""
+    decimals = 0
+    while ratio < factor <= round(ratio, decimals) and decimals < 6:
+        decimals += 1
+    return f"{ratio:,.{decimals}f}"
+
+
 def grad_norm_events(ctx: Context) -> list[Event]:
     log, t = ctx.log, ctx.thresholds
     if not log.has("grad_norm"):
@@ -114,7 +123,8 @@ def grad_norm_events(ctx: Context) -> list[Event]:
         done, trailing = first_confirmed(~flags, last + 1, t.confirm_points, holes)
         open_end = done is None
         why = (
-            f"grad norm {values[peak]:.4g} at step {steps[peak]:,} is {ratio:,.0f}× its mean {base:.3g} "
+            f"grad norm {values[peak]:.4g} at step {steps[peak]:,} is {_times(ratio, t.grad_norm_pause_factor)}× "
+            f"its mean {base:.3g} "
             f"({_baseline_note(points, int(steps[first]), int(log.steps[0]), t.grad_norm_window_steps)}); alert at "
             f"{t.grad_norm_factor:g}×"
             + (
@@ -331,21 +341,27 @@ def _gap_before(steps: np.ndarray, point: int, interval: int) -> str:
 
 
 def nan_events(ctx: Context) -> list[Event]:
-    """Runs of nan/inf written in the loss (or in the grad norm when there is no fp16 loss scale)."""
+    """Runs of nan/inf written in the loss (or in the grad norm when there is no fp16 loss scale), and of the
+    steps Megatron counts as skipped for a nan/inf loss (:func:`_nan_iterations`), by their count."""
     log, t = ctx.log, ctx.thresholds
     events: list[Event] = []
     metrics = ["loss"] + ([] if "loss_scale" in log.values else ["grad_norm"])
+    skipped_nan = _nan_iterations(log)
     for metric in metrics:
-        if metric not in log.nonfinite or not log.nonfinite[metric].any():
+        written = log.nonfinite.get(metric, np.zeros(log.steps.size, dtype=bool))
+        bad = written | (skipped_nan > 0) if metric == "loss" else written
+        if not bad.any():
             continue
-        bad = log.nonfinite[metric]
         for first, last in runs(bad, bridge=1):
             if any(e.start_step <= int(log.steps[first]) <= (e.end_step or ctx.last_step) for e in events):
                 continue  # the loss was nan at the same steps: one event
-            count = int(bad[first : last + 1].sum())
+            span = slice(first, last + 1)
+            # a point Megatron counted skipped nan steps at stands for that count; a written nan for one point
+            count = int(np.where(skipped_nan[span] > 0, skipped_nan[span], bad[span]).sum())
             open_end = last == bad.size - 1
             # a sparse log (every ≥ 3 steps) writes one value for several steps: one nan stands for several
-            persistent = open_end or count >= t.confirm_points or log.interval_steps >= t.confirm_points
+            sparse = log.interval_steps >= t.confirm_points and bool(written[span].any())
+            persistent = open_end or count >= t.confirm_points or sparse
             start = int(log.steps[first])
             checkpoint, text = ctx.rollback(start - 1)
             events.append(
@@ -366,6 +382,12 @@ def nan_events(ctx: Context) -> list[Event]:
                         f"{metric} is nan/inf at {count} logged step{'s' if count != 1 else ''} from step "
                         f"{start:,}"
                         + (
+                            " (Megatron's number of nan iterations: steps skipped for a nan/inf loss, left out "
+                            "of the loss it prints)"
+                            if metric == "loss" and (skipped_nan[span] > 0).any()
+                            else ""
+                        )
+                        + (
                             f"{' to the end of the log' if open_end else ''}: the weights may be corrupt; "
                             f"{text} and inspect the batches of {steps_text(start, int(log.steps[last]))}"
                             if persistent
@@ -375,6 +397,17 @@ def nan_events(ctx: Context) -> list[Event]:
                 )
             )
     return events
+
+
+def _nan_iterations(log: MetricLog) -> np.ndarray:
+    """Megatron's ``number of nan iterations`` per logged point (0 where not logged). ``training_log``
+    (megatron/training/training.py @ d98e8a64) adds a step's loss to the interval's average only when its update
+    was not skipped; a skipped step whose loss was nan/inf is counted here instead, and an interval of skipped steps
+    prints no loss at all: the loss it prints never shows that nan."""
+    counts = log.values.get("nan_iterations")
+    if counts is None:
+        return np.zeros(log.steps.size)
+    return np.where(np.isfinite(counts), counts, 0.0)
 
 
 def loss_scale_events(ctx: Context) -> list[Event]:

@@ -107,7 +107,6 @@ def _slow(
     start, end = int(steps[first]), int(steps[last])
     open_end = last == seconds.size - 1
     peak = first + int(np.argmax(span))
-    unit = "s per step" if metric == "step_seconds" else f"(1/{metric})"
     if last == first and not open_end:
         reason = _one_off_reason(ctx, start)
         return Event(
@@ -147,11 +146,32 @@ def _slow(
         recovered=None if open_end else True,
         action=action,  # type: ignore[arg-type]
         why=(
-            f"throughput down {drop:.1%} from step {start:,} (step time +{level / base - 1:.1%}: {base:.4g} → "
-            f"{level:.4g} {unit} over "
+            f"throughput down {drop:.1%} from step {start:,} ({_levels(metric, base, level)} over "
             f"{counted(last - first + 1, 'logged step')}, baseline of {counted(points, 'point')}): {tail}"
         ),
     )
+
+
+#: How a rate the detector inverted is named where its levels are said, in the log's own unit
+_RATE_WORDS = {
+    "tokens_per_second": "tokens/s",
+    "tokens_per_second_per_gpu": "tokens/s per GPU",
+    "samples_per_second": "samples/s",
+}
+
+
+def _levels(metric: str, base: float, level: float) -> str:
+    """The baseline and slow levels as the log writes them: step times in s, a rate (tokens/s, samples/s) as that
+    rate (the detector works on its inverse, a stand-in for the step time), with the step time's rise."""
+    rise = f"step time +{level / base - 1:.1%}"
+    if metric == "step_seconds":
+        return f"{rise}: {base:.4g} → {level:.4g} s per step"
+    return f"{_RATE_WORDS.get(metric, metric)} {_rate(1 / base)} → {_rate(1 / level)}, {rise}"
+
+
+def _rate(value: float) -> str:
+    """A rate with thousands separators (572,416 tokens/s, not 5.724e+05), 4 significant digits below 1,000."""
+    return f"{value:,.0f}" if value >= 999.5 else f"{value:.4g}"
 
 
 def _shown(metric: str, seconds_like: float) -> float:

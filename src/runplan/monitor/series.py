@@ -138,13 +138,11 @@ def whole_steps(values: Sequence[float] | np.ndarray, where: str, noun: str = "e
 def rows_from_lists(steps: list[int], records: list[dict[str, float]], where: str = "the log") -> Rows:
     """:class:`Rows` from per-row dicts of canonical name -> value (the text readers' output)."""
     names = sorted({name for record in records for name in record})
-    count = len(steps)
-    values = {name: np.full(count, np.nan) for name in names}
-    present = {name: np.zeros(count, dtype=bool) for name in names}
-    for row, record in enumerate(records):
-        for name, value in record.items():
-            values[name][row] = value
-            present[name][row] = True
+    values, present = {}, {}
+    for name in names:  # a column at a time: numpy converts None (not logged in that row) to nan
+        column = [record.get(name) for record in records]
+        present[name] = np.array([value is not None for value in column], dtype=bool)
+        values[name] = np.array(column, dtype=np.float64)
     return Rows(steps=whole_steps(steps, where, "logged step"), values=values, present=present)
 
 

@@ -7,8 +7,10 @@
   the steps left at that batch).
 - MFU = the plan's MFU × planned step time ÷ measured step time: the same model FLOPs per step (PaLM §4.1
   counts model FLOPs only), done in a different time.
-- ETA = (planned total steps − last logged step) × measured step time; failures and restarts add to it by
-  1 / the plan's goodput (its reliability section). A log past the plan's last step is said in a warning.
+- ETA = Σ over the batch stages left of their steps left × planned step time ÷ (planned ÷ measured step time now):
+  in the main stage (or at the log's own batch) the steps left × the measured step time; a log in the batch ramp
+  has the main stage's longer steps ahead. Failures and restarts add to it by 1 / the plan's goodput (its
+  reliability section). A log past the plan's last step is said in a warning.
 - goodput so far = time of the steps that count ÷ time spent on all logged steps, where the steps that count
   take the median step time, and the steps an attempt abandoned at a restart (redone later or never reached
   again; their logged time, else the median) and slow steps count in full in the time spent (restart downtime
@@ -103,12 +105,13 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     recent = seconds[_recent(log, steps, last)]
     measured = float(np.median(recent if recent.size else seconds))
     ratio = planned_step / measured
+    eta = _eta(plan, last, out["remaining_steps"], logged is None, measured, ratio)
     out.update(
         step_seconds=measured,
         tokens_per_second=tokens_per_step / measured,
         mfu=best.mfu * ratio,
         speed_ratio=ratio,
-        eta_seconds=out["remaining_steps"] * measured / max(plan.reliability.goodput, 1e-9),
+        eta_seconds=eta[0],
         goodput=_goodput(log, steps, seconds, measured),
     )
     out["notes"] = {
@@ -122,8 +125,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         )
         + f": {best.step_seconds:.4g} s × {tokens_per_step:.4g} / {best.global_batch_tokens:.4g} tokens",
         "speed_ratio": "planned step time ÷ measured (above 1: faster than planned)",
-        "eta_seconds": f"{out['remaining_steps']:,} steps × {measured:.4g} s ÷ planned goodput "
-        f"{plan.reliability.goodput:.3f}",
+        "eta_seconds": eta[1],
         "goodput": "useful step time ÷ time of every logged step (slow steps and an abandoned attempt's steps "
         "included; restart downtime is not in the log)",
         **memory_note,
@@ -134,6 +136,33 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     out["warnings"] += _mismatch(best.mfu * ratio, ratio)
     out["warnings"] += _past_end(last, end_step, logged is not None)
     return out
+
+
+def _eta(
+    plan: RunPlan, last: int, remaining: int, plans_batch: bool, measured: float, ratio: float
+) -> tuple[float, str]:
+    """(seconds left, its one-line reason): each batch stage's steps left at its planned step time (the main
+    step time × the stage's tokens per step ÷ the main stage's, as the planned step time above) ÷ the measured
+    speed ratio, ÷ the plan's goodput. A log still in the batch ramp has the main stage's longer steps ahead: the
+    ramp's measured step time for every step left would put the end about twice too early. A log at its own
+    batch (not the plan's) counts every step left at the measured time (the ramp is not in that comparison)."""
+    goodput = max(plan.reliability.goodput, 1e-9)
+    tail = f"÷ planned goodput {plan.reliability.goodput:.3f}"
+    best = plan.layout.best
+    left = [
+        (
+            min(stage.steps, stage.end_step - last),
+            best.step_seconds * stage.global_batch_tokens / float(best.global_batch_tokens) / ratio,
+        )
+        for stage in plan.schedule.batch_stages
+        if stage.end_step > last
+    ]
+    if not plans_batch or len(left) < 2:
+        return remaining * measured / goodput, f"{remaining:,} steps × {measured:.4g} s {tail}"
+    terms = " + ".join(f"{steps:,} × {seconds:.4g} s" for steps, seconds in left)
+    return sum(steps * seconds for steps, seconds in left) / goodput, (
+        f"steps left per batch stage × its planned step time ÷ the speed ratio {ratio:.3f}: {terms} {tail}"
+    )
 
 
 def _logged_batch(log: MetricLog, stage: BatchStage) -> float | None:

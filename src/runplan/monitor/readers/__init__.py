@@ -23,7 +23,9 @@ from runplan.errors import SpecError
 from runplan.fileio import JsonInputError, parse_json, read_bytes
 from runplan.monitor.aliases import canonical
 from runplan.monitor.readers import tabular, text, tfevents
+from runplan.monitor.readers.crash import crash_notes
 from runplan.monitor.series import (
+    _FORMAT_HINT,
     MAX_RESTARTS,
     MetricLog,
     NoRecords,
@@ -98,12 +100,44 @@ def read_log(path: Path, fmt: str = "auto") -> MetricLog:
         )
     if fmt == "tensorboard" or (fmt == "auto" and tfevents.is_event_file(data[:12])):
         _check_line_by_line_size(path, len(data), "tensorboard")
-        return _read_tensorboard([path], str(path))
+        try:
+            return _read_tensorboard([path], str(path))
+        except SpecError as error:
+            if fmt == "auto" or b"\x00" in data[:65536]:
+                raise
+            raise _named_format_error(error, _decode(data, path), path, "tensorboard") from None
     body = _decode(data, path)
     kind = fmt if fmt != "auto" else detect(body, path)
     _check_line_by_line_size(path, len(data), kind)
-    rows = parse(body, kind, path)
-    return assemble(rows, str(path), kind)
+    if fmt == "auto":
+        return assemble(parse(body, kind, path), str(path), kind)
+    try:
+        return assemble(parse(body, kind, path), str(path), kind)
+    except SpecError as error:
+        raise _named_format_error(error, body, path, kind) from None
+
+
+def _named_format_error(error: SpecError, body: str, path: Path, kind: str) -> SpecError:
+    """The error of a log read with ``--format KIND`` that gave nothing: where the content reads as another format,
+    say which and the flag that reads it (not "name its format with --format" to a user who named one); else the
+    reader's own error, its hint asking whether the file is a KIND log (a NoRecords stays one: --follow waits)."""
+    try:
+        found: str | None = detect(body, path)
+    except SpecError:
+        found = None
+    if found is not None and found != kind:
+        return _error(
+            f"'{path}' is not a {kind} log (--format {kind}): it reads as a {found} log",
+            hint=f"drop --format (auto-detects it) or give --format {found}",
+        )
+    if error.hint not in (_HINT, _FORMAT_HINT):
+        return error
+    return type(error)(
+        error.message,
+        where=error.where,
+        source=error.source,
+        hint=f"check the file: is it a {kind} log? Leave --format out to detect its format",
+    )
 
 
 def _check_line_by_line_size(path: Path, size: int, kind: str) -> None:
@@ -131,7 +165,20 @@ def _read_directory(path: Path, fmt: str) -> MetricLog:
     )
 
 
+#: The magic numbers of the compressions logs are kept in (RFC 1952 for gzip; bzip2's "BZh"; the xz and zstd file
+#: formats' headers), with the command that decompresses a copy beside the file
+_COMPRESSED = (
+    (b"\x1f\x8b", "gzip", "gunzip -k"),
+    (b"BZh", "bzip2", "bunzip2 -k"),
+    (b"\xfd7zXZ\x00", "xz", "unxz -k"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+)
+
+
 def _decode(data: bytes, path: Path) -> str:
+    for magic, name, command in _COMPRESSED:
+        if data.startswith(magic) and (name != "bzip2" or data[3:4].isdigit()):
+            raise _error(f"'{path}' is {name}-compressed", hint=f"decompress it first ({command} {path})")
     if b"\x00" in data[:65536]:
         raise _error(f"'{path}' is binary, and not a TensorBoard event file", hint="give a text log")
     try:
@@ -264,17 +311,16 @@ def parse(body: str, kind: str, path: Path) -> Rows:
     if kind in text.READERS:
         lines = body.splitlines()
         notes = []
-        if (
-            not body.endswith("\n")
-            and len(lines) > 1
-            and kind == "megatron"
-            and not lines[-1].rstrip().endswith("|")
-        ):
+        if _last_line_cut(body, lines, kind):
+            notes.append(f"the last line (line {len(lines):,}) is cut short (still being written?); left out")
             lines = lines[:-1]
-            notes.append("the last line is cut short (still being written?); left out")
         rows = text.READERS[kind](lines, where)
         if rows.steps.size == 0:
             raise _error(f"{where}: no {kind} log lines found", hint=_HINT)
+        record = text.SIGNATURES.get(kind) or text.FALLBACK_SIGNATURES[kind]
+        rows.notes += crash_notes(
+            body, lines, lambda line: bool(record.search(text.strip_prefix(line))), int(rows.steps[-1])
+        )
         rows.notes = notes + rows.notes
         return rows
     if kind in ("hf", "scalars-json"):
@@ -282,8 +328,42 @@ def parse(body: str, kind: str, path: Path) -> Rows:
         return tabular.read_hf_state(data, where) if kind == "hf" else tabular.read_scalars_json(data, where)
     if kind == "jsonl":
         return tabular.read_jsonl(body, where)
+    # a row being appended may be cut mid-number (``51,3.0,1`` of ``51,3.0,12345``): every whole row ends in a
+    # newline (csv.writer's default, pandas' to_csv), so a last row without one is left out, said
+    last_line = 0 if body.endswith("\n") else body.count("\n") + 1
+    cut = last_line >= 3  # a header and a whole row before it
+    if cut:
+        body = body[: body.rfind("\n") + 1]
     rows = tabular.read_csv(body, where)
+    if cut:
+        rows.notes.insert(
+            0, f"the last line (line {last_line:,}) is cut short (still being written?); left out"
+        )
     return tabular.deepspeed_samples_to_steps(rows, path.name, body.split("\n", 1)[0], where)
+
+
+#: The text a whole metric line of a format ends with, where it has one: Megatron's fields each end with ``|``;
+#: NeMo's progress bar with its postfix's ``]`` (tqdm rewrites the bar after a ``\r``, with no newline until the
+#: epoch ends); torchtitan's training line with its last field, ``mfu: M%`` (metrics.py, v0.2.2)
+_WHOLE_LINE_END = {"megatron": "|", "nemo": "]", "torchtitan": "%"}
+
+
+def _last_line_cut(body: str, lines: list[str], kind: str) -> bool:
+    """Whether a text log's last line is a metric line still being written: the engines end every line with a
+    newline (``print``, ``logging``), so a file that does not end with one has its last line cut, maybe mid-number
+    (``tps: 1`` of ``tps: 1,118``). A line that ends as a whole line of its format does (:data:`_WHOLE_LINE_END`)
+    is kept; a Megatron line that does not is cut whatever it holds (a record's wrapped tail); a last line that is
+    no metric line is not said."""
+    if body.endswith("\n") or len(lines) < 2:
+        return False
+    last = text.strip_prefix(lines[-1]).rstrip()
+    end = _WHOLE_LINE_END.get(kind)
+    if end is not None and last.endswith(end):
+        return False
+    if kind == "megatron":
+        return True
+    record = text.SIGNATURES.get(kind) or text.FALLBACK_SIGNATURES[kind]
+    return bool(record.search(last))
 
 
 def _json_document(body: str, where: str) -> dict[str, Any]:
