@@ -49,11 +49,42 @@ def input_changes(resolved: dict[str, Any], plan: RunPlan) -> list[Change] | Non
     return diff_changes(recorded, plan.inputs, rtol=1e-12)  # (RunPlan.inputs is already the JSON form)
 
 
-def resolved_document(raw_inputs: dict[str, Any], plan: RunPlan) -> str:
-    """YAML text: the plan file's own keys as written, then ``resolved:``."""
+#: Keys that time runplan itself, not the run: a fresh measurement on every plan, so a section that differs from
+#: the recomputed one only there is current (``check --update`` leaves the file as it is).
+TIMING_KEYS = frozenset({"search_seconds"})
+
+
+def _without_timings(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+def is_current(recorded: dict[str, Any], plan: RunPlan) -> bool:
+    """True when a resolved section already holds ``plan``'s section exactly (numbers, prose and the inputs it
+    records), but for the timings in TIMING_KEYS: rewriting it would change only those."""
+    fresh = json.loads(json.dumps(resolved_section(plan)))  # the JSON types a YAML reader gives back
+    return bool(_without_timings(recorded) == _without_timings(fresh))
+
+
+def resolved_document(raw_inputs: dict[str, Any], plan: RunPlan, original: str = "") -> str:
+    """YAML text: the plan file's own keys as written, then ``resolved:``; first the editor's schema line of the
+    plan file's text ``original`` (:func:`schema_line`)."""
     document = {k: v for k, v in raw_inputs.items() if k != "resolved"}
     document["resolved"] = resolved_section(plan)
-    return SCHEMA_COMMENT + yaml.safe_dump(document, sort_keys=False, width=120, allow_unicode=True)
+    return schema_line(original) + yaml.safe_dump(document, sort_keys=False, width=120, allow_unicode=True)
+
+
+_SCHEMA_LINE = re.compile(r"^#\s*yaml-language-server:.*$", re.MULTILINE)
+
+
+def schema_line(original: str) -> str:
+    """The plan file's own ``# yaml-language-server: $schema=...`` comment line (its path is relative to that
+    file: ``../docs/plan.schema.json`` in examples/), else :data:`SCHEMA_COMMENT`."""
+    found = _SCHEMA_LINE.search(original)
+    return found.group(0).rstrip("\r") + "\n" if found else SCHEMA_COMMENT
 
 
 #: The numbers a reader looks at first, in this order: days and cost, then the run's size and loss.
@@ -425,7 +456,7 @@ def updated_text(original: str, plan: RunPlan) -> str:
     if not starts and "resolved" in original:  # (a first --update has none: nothing to parse)
         data = yaml.safe_load(original) or {}
         if "resolved" in data:  # written some way the match misses: the file is written again from its keys
-            return resolved_document(data, plan)
+            return resolved_document(data, plan, original)
     kept = _without_resolved_block(lines, starts[-1]) if starts else lines
     newline = "\r\n" if "\r\n" in original else "\n"  # the file's own line ending, kept in the new block
     head = "".join(kept).rstrip("\r\n") + newline
@@ -434,7 +465,7 @@ def updated_text(original: str, plan: RunPlan) -> str:
     )
     text = head + body.replace("\n", newline)
     if starts and _keys_but_resolved(text) != _keys_but_resolved(original):
-        return resolved_document(yaml.safe_load(original), plan)
+        return resolved_document(yaml.safe_load(original), plan, original)
     return text
 
 

@@ -178,8 +178,10 @@ class PlanSpec(BaseModel):
         default_factory=list,
         description="Extra catalog files (GPUs, models) merged over the shipped ones; paths relative to the plan file.",
     )
-    budget: Budget | None = Field(
-        None, description="Compute budget; required unless the model and tokens are fixed."
+    budget: Budget | None = Field(  # None here so that plan.py says how to write one; the schema requires it
+        None,
+        description="Compute budget (required): FLOPs, GPU-hours, days on the cluster, or tokens for a fixed "
+        "model.",
     )
     objective: Objective = Field(
         default_factory=Objective, description="How to split the budget into N and D."
@@ -250,17 +252,63 @@ def parse_plan(loaded: LoadedYaml) -> PlanSpec:
             where="schema_version",
             hint=f"add 'schema_version: {SCHEMA_VERSION}' at the top",
         )
-    if data.get("schema_version") != SCHEMA_VERSION:
+    written = data.get("schema_version")
+    if isinstance(written, str) and written.strip() == str(
+        SCHEMA_VERSION
+    ):  # a number quoted, as others may be
+        raise SpecError(
+            f"the version is a number, got the string {written!r}",
+            source=loaded.where(("schema_version",)),
+            where="schema_version",
+            hint=f"write schema_version: {SCHEMA_VERSION}, without quotes",
+        )
+    if written != SCHEMA_VERSION:
         raise SpecError(
             f"schema version {data.get('schema_version')!r} is not supported",
             source=loaded.where(("schema_version",)),
             where="schema_version",
             hint=f"this runplan reads schema_version: {SCHEMA_VERSION}",
         )
+    _refuse_empty_sections(data, loaded)
+    _refuse_a_preset_that_is_no_name(data, loaded)
     try:
         return PlanSpec.model_validate(data)
     except ValidationError as error:
         raise spec_error_from_validation(error, PlanSpec, loaded) from None
+
+
+def _refuse_a_preset_that_is_no_name(data: dict[Any, Any], loaded: LoadedYaml) -> None:
+    """``stack: {preset: [...]}``: a list or mapping where a preset name goes is bad input at its line. The Stack
+    model looks the preset up before its own check (runplan.parallel.stack.Stack._preset_defaults), and an
+    unhashable value stopped runplan there with an internal error."""
+    stack = data.get("stack")
+    preset = stack.get("preset") if isinstance(stack, dict) else None
+    if isinstance(preset, list | dict):
+        from runplan.parallel.stack import PRESETS
+
+        raise SpecError(
+            f"must be a preset name, got a {'list' if isinstance(preset, list) else 'mapping'}",
+            source=loaded.where(("stack", "preset")),
+            where="stack.preset",
+            hint=f"one of {', '.join(PRESETS)}",
+        )
+
+
+def _refuse_empty_sections(data: dict[Any, Any], loaded: LoadedYaml) -> None:
+    """A section header left with every key under it commented out (``parallel:`` uncommented alone in `runplan
+    init`'s starter) is null in YAML: say so and how to fix it, rather than "must be a mapping, got None". The
+    keys that may be null (budget:, law:, model:, resolved:, ...) are not sections that need a value."""
+    for key, value in data.items():
+        field = PlanSpec.model_fields.get(str(key))
+        if value is not None or field is None or key == "schema_version":
+            continue
+        if field.default_factory is not None or field.is_required():
+            raise SpecError(
+                "the section is empty (every key under it is commented out)",
+                source=loaded.where((key,)),
+                where=str(key),
+                hint=f"uncomment a key under {key}:, or comment out the {key}: line as well",
+            )
 
 
 def load_plan(path: str | Path) -> PlanSpec:
@@ -275,6 +323,15 @@ def load_plan_text(text: str, source: str = "<plan>") -> PlanSpec:
 def plan_json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of the plan file, with its $id."""
     schema = PlanSpec.model_json_schema(mode="validation")
+    # every plan needs a budget (a fixed model's tokens are budget.tokens); the model leaves it optional only so
+    # that its absence is the one line plan.py writes, with an example
+    schema["required"] = [*schema.get("required", []), "budget"]
+    # `stack:` as runplan reads it (Stack._preset_defaults): a preset name or a mapping; pydantic sees only the
+    # mapping, so an editor flagged `stack: megatron-core`, a form docs/plan-file.md gives
+    stack = schema["properties"]["stack"]
+    mapping = stack.pop("$ref")
+    preset = schema["$defs"][mapping.removeprefix("#/$defs/")]["properties"]["preset"]
+    stack["anyOf"] = [{"$ref": mapping}, {"type": "string", "enum": preset["enum"]}]
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = SCHEMA_URL
     return schema

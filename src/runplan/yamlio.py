@@ -31,12 +31,14 @@ def _path_text(path: tuple[Any, ...]) -> str:
 
 
 class LoadedYaml:
-    """A parsed YAML document plus the line of each dotted path (1-based)."""
+    """A parsed YAML document plus the line of each dotted path (1-based), and the text it was read from
+    (``runplan plan -f yaml`` keeps the file's editor schema line, runplan.resolved.schema_line)."""
 
-    def __init__(self, data: Any, lines: dict[tuple[Any, ...], int], source: str) -> None:
+    def __init__(self, data: Any, lines: dict[tuple[Any, ...], int], source: str, text: str = "") -> None:
         self.data = data
         self.lines = lines
         self.source = source
+        self.text = text
 
     def line_of(self, path: tuple[Any, ...]) -> int | None:
         """Line of ``path`` or of its nearest ancestor that has one."""
@@ -225,7 +227,7 @@ def load_yaml_text(text: str, source: str = "<string>") -> LoadedYaml:
             node = _compose(loader, source)
             lines: dict[tuple[Any, ...], int] = {}
             if node is None:
-                return LoadedYaml(None, lines, source)
+                return LoadedYaml(None, lines, source, text)
             lines[()] = node.start_mark.line + 1
             _walk(node, lines, source)
             data = loader.construct_document(node)
@@ -239,7 +241,7 @@ def load_yaml_text(text: str, source: str = "<string>") -> LoadedYaml:
         ) from None
     except yaml.YAMLError as error:
         raise SpecError(f"not valid YAML: {error}", source=source) from None
-    return LoadedYaml(data, lines, source)
+    return LoadedYaml(data, lines, source, text)
 
 
 def _yaml_hint(text: str, mark: Any) -> str:

@@ -17,6 +17,7 @@ from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 if TYPE_CHECKING:
     from runplan.plan import RunPlan
     from runplan.resolved import Change
+    from runplan.spec import PlanSpec
     from runplan.yamlio import LoadedYaml
 
 
@@ -85,9 +86,45 @@ def plan(
         )
         if text is not None:
             write_output(text, output, "--output", not_over=plan_file)
+        if fmt is Format.yaml and not to_stdout:
+            _warn_of_moved_paths(plan_file, Path(str(output)), spec)
     machine_output = to_stdout and fmt in (Format.json, Format.yaml)  # stays clean: no line beside it
     if plots is not None and not machine_output:  # stderr when stdout is the report
         typer.echo("wrote plots " + ", ".join(str(plots / name) for name in files.values()), err=to_stdout)
+
+
+def relative_path_keys(spec: PlanSpec, base_dir: Path) -> list[str]:
+    """``key: path`` for each relative path among the plan's keys (read from the plan file's folder,
+    ``base_dir``): catalog files, calibration, law file, hyperparameter law, model config (``model: {config:
+    ...}``, or ``model:`` naming a config.json or a checkpoint folder, as runplan.plan._local_config reads it)."""
+    choice = spec.model if spec.model is not None and not isinstance(spec.model, str) else None
+    name = choice.name if choice is not None else None
+    local = name is not None and (name.strip().lower().endswith(".json") or (base_dir / name).is_dir())
+    named = [
+        *((f"catalog[{i}]", path) for i, path in enumerate(spec.catalog)),
+        ("calibration", spec.calibration),
+        ("law.file", spec.law.file if spec.law is not None else None),
+        ("schedule.hyperparams", spec.schedule.hyperparams),
+        ("model.config", choice.config if choice is not None else None),
+        ("model", name if local else None),
+    ]
+    return [f"{key}: {path}" for key, path in named if path is not None and not Path(path).is_absolute()]
+
+
+def _warn_of_moved_paths(plan_file: Path, output: Path, spec: PlanSpec) -> None:
+    """The resolved plan (-f yaml) written to another folder than the plan file: its keys are copied as written,
+    so a relative path among them would be read from the new folder; say which (stderr)."""
+    from runplan.cli.common import warn
+
+    if output.resolve().parent == plan_file.resolve().parent:
+        return
+    keys = relative_path_keys(spec, plan_file.resolve().parent)
+    if keys:
+        warn(
+            f"{output} is in another folder than {plan_file}; the paths it copies are read relative to the "
+            f"folder of the file that names them ({'; '.join(keys)}), so planned there they name nothing: write "
+            f"it beside {plan_file.name}, or make those paths absolute"
+        )
 
 
 @contextmanager
@@ -183,15 +220,9 @@ def check(
         raise
     changes = [] if spec.resolved is None else diff_changes(spec.resolved, resolved_section(result), rtol)
     inputs = None if spec.resolved is None else input_changes(spec.resolved, result)
+    written = True
     if update:
-        from runplan.cli.common import write_output
-        from runplan.fileio import read_text, reset_inputs
-        from runplan.resolved import updated_text
-        from runplan.yamlio import MAX_FILE_BYTES
-
-        original = read_text(plan_file, MAX_FILE_BYTES)
-        reset_inputs()  # the one write that replaces the file it read, on purpose (atomically: write_output)
-        write_output(updated_text(original, result), plan_file, "--update")
+        written = _update(plan_file, spec, result)
         status = "updated"
     else:
         status = "unresolved" if spec.resolved is None else "drift" if changes else "ok"
@@ -209,9 +240,26 @@ def check(
     else:
         resolved_cost = (spec.resolved or {}).get("cost") or {}
         currencies = (str(resolved_cost.get("currency", result.cost.currency)), result.cost.currency)
-        _report_check(plan_file, status, changes, rtol, calibration, currencies, inputs)
+        _report_check(plan_file, status, changes, rtol, calibration, currencies, inputs, written=written)
     if status == "drift":
         raise typer.Exit(1)
+
+
+def _update(plan_file: Path, spec: PlanSpec, result: RunPlan) -> bool:
+    """`check --update`: write ``result``'s resolved section into the plan file, keeping the user's text; a
+    section already current (``runplan.resolved.is_current``: equal but for the search's wall time) is left as
+    it is, so that an update with nothing to change leaves no diff to commit. True when the file was written."""
+    from runplan.cli.common import write_output
+    from runplan.fileio import read_text, reset_inputs
+    from runplan.resolved import is_current, updated_text
+    from runplan.yamlio import MAX_FILE_BYTES
+
+    if spec.resolved is not None and is_current(spec.resolved, result):
+        return False
+    original = read_text(plan_file, MAX_FILE_BYTES)
+    reset_inputs()  # the one write that replaces the file it read, on purpose (atomically: write_output)
+    write_output(updated_text(original, result), plan_file, "--update")
+    return True
 
 
 def _report_inputs(inputs: list[Change], *, drift: bool, currencies: tuple[str, str] = ("", "")) -> None:
@@ -255,7 +303,7 @@ def _rendered(
     elif fmt is Format.yaml:
         from runplan.resolved import resolved_document
 
-        text = resolved_document(loaded.data, result)
+        text = resolved_document(loaded.data, result, loaded.text)
     elif fmt is Format.markdown:
         from runplan.report.markdown import render_markdown
 
@@ -286,10 +334,13 @@ def _report_check(
     calibration: Path | None = None,
     currencies: tuple[str, str] = ("", ""),
     inputs: list[Change] | None = None,
+    *,
+    written: bool = True,
 ) -> None:
-    """One line of verdict; the inputs that changed since the file was resolved (:func:`_report_inputs`); on
-    drift the headline changes (days and cost first), then a few per section, each in the unit the report prints
-    it in (``currencies``: the resolved section's and the recomputed plan's)."""
+    """One line of verdict (``written``: False where --update found the section current and left the file);
+    the inputs that changed since the file was resolved (:func:`_report_inputs`); on drift the headline changes
+    (days and cost first), then a few per section, each in the unit the report prints it in (``currencies``: the
+    resolved section's and the recomputed plan's)."""
     if status == "unresolved":
         typer.echo(f"unresolved: {plan_file}")
         echo_wrapped(
@@ -302,6 +353,12 @@ def _report_check(
         echo_wrapped(f"  every derived number matches within rtol {rtol:g}")
         if inputs:
             _report_inputs(inputs, drift=False, currencies=currencies)
+        return
+    if status == "updated" and not written:
+        typer.echo(f"updated: {plan_file}")
+        echo_wrapped(
+            "  resolved section already current (every value but the search's wall time): file left as it was"
+        )
         return
     verb = "updated" if status == "updated" else "drift"
     count = f"{len(changes)} derived value(s) changed beyond rtol {rtol:g}" if changes else "resolved section"
