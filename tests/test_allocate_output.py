@@ -21,6 +21,9 @@ def test_large_and_small_numbers_keep_their_scale():
     assert format_si(1.006e18) == "1.01e+18"  # not "1.01e+03 P"
     assert format_si(2.5e15) == "2.5 P"
     assert fmt_ratio(162253078.0) == "1.62e+08" and fmt_ratio(99999.0) == "99999.0"
+    # below 10, three significant digits: --params 473B at 2e23 has 0.149 tokens per parameter, not "0.1"
+    assert fmt_ratio(0.149) == "0.149" and fmt_ratio(0.588) == "0.588" and fmt_ratio(9.87) == "9.87"
+    assert fmt_ratio(18.94) == "18.9" and fmt_ratio(0.033) == "0.033"
     assert fmt_change(0.25) == "+25.0%" and fmt_change(-0.5) == "-50.0%"
     assert fmt_change(1.23e14 - 1.0) == "1.23e+14×"  # a percentage of 1e16 digits says nothing
 

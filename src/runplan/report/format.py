@@ -8,11 +8,13 @@ from runplan.units import format_bytes as fmt_bytes
 
 
 def fmt_ratio(value: float) -> str:
-    """A ratio such as tokens per parameter: ``18.9``; below 0.1 two significant digits (``3.3e-08``), not
-    ``0.0``; from 1e5 three (``1.62e+08``), not ``162253078.0``."""
+    """A ratio such as tokens per parameter: ``18.9``; below 10 three significant digits (``0.149``, not ``0.1``,
+    33% off); below 0.1 two (``3.3e-08``), not ``0.0``; from 1e5 three (``1.62e+08``), not ``162253078.0``."""
     if value >= 1e5:
         return f"{value:.3g}"
-    return f"{value:.1f}" if value >= 0.1 else f"{value:.2g}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}" if value >= 0.1 else f"{value:.2g}"
 
 
 def fmt_change(value: float) -> str:
