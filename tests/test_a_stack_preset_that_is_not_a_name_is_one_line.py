@@ -34,3 +34,14 @@ def test_the_cli_exits_2_with_one_line(tmp_path):
 
 def test_a_preset_name_still_works():
     assert load_plan_text(BASE + "stack: {preset: deepspeed}\n").stack.preset == "deepspeed"
+
+
+def test_the_stack_model_itself_refuses_a_list_preset_as_a_validation_error():
+    """The guard sits in Stack's own validator too (every reader of a Stack, not only the plan loader):
+    `{preset: [x]}` raised TypeError (unhashable list) out of pydantic."""
+    import pydantic
+
+    from runplan.parallel.stack import Stack
+
+    with pytest.raises(pydantic.ValidationError, match="preset"):
+        Stack.model_validate({"preset": ["megatron-core"]})

@@ -410,7 +410,7 @@ class Stack(BaseModel):
             value = {"preset": value}
         if isinstance(value, dict) and "preset" in value:
             name = value["preset"]
-            if name not in PRESETS:
+            if not isinstance(name, str) or name not in PRESETS:  # a list is unhashable: no `in` on it
                 return value  # the Literal check names the allowed presets
             return {**PRESETS[name], **value}
         return value
