@@ -48,9 +48,17 @@ def monitor(
     max_seconds: float | None = typer.Option(
         None, "--max-seconds", min=0, help="--follow: stop after N s (default: until Ctrl-C, exit 130)."
     ),
+    stall_seconds: float = typer.Option(
+        600.0,
+        "--stall-seconds",
+        min=0,
+        help="Say a stall when no step is logged for N s past the next one's due time (600: the engines' "
+        "collective timeout; 0: never).",
+    ),
 ) -> None:
     """Read a run's metric log; find loss spikes, divergence, NaN, loss-scale collapse, canary drift,
-    replica disagreement, stragglers and restarts; say what to do (verdict healthy, watch or act)."""
+    replica disagreement, stragglers, restarts and a log no longer written; say what to do (verdict healthy,
+    watch or act)."""
     from runplan.cli.common import check_output_path
 
     for target, flag in ((report, "--report"), (plot, "--plot")):
@@ -64,9 +72,9 @@ def monitor(
         )
     setup = _setup(plan, checkpoint_interval)
     if follow:
-        _follow(logs, fmt, setup, poll_seconds, max_seconds)
+        _follow(logs, fmt, setup, poll_seconds, max_seconds, stall_seconds)
         return
-    log, result = _run(logs, fmt, setup)
+    log, result = _run(logs, fmt, setup, stall_seconds)
     _emit(result, log, json_out, report, plot)
 
 
@@ -93,13 +101,20 @@ def _setup(plan_path: Path | None, interval: int | None) -> tuple[Any, Any, int 
     return from_plan(plan.monitoring), plan, interval
 
 
-def _run(logs: list[Path], fmt: str, setup: tuple[Any, Any, int | None]) -> tuple[MetricLog, Report]:
+def _run(
+    logs: list[Path], fmt: str, setup: tuple[Any, Any, int | None], stall_seconds: float
+) -> tuple[MetricLog, Report]:
+    """Read and analyse the logs; a log not written for longer than its next step was due plus
+    ``stall_seconds`` gets a ``stall`` event (runplan.monitor.stall: checked in the one-shot mode too)."""
     from runplan.monitor.analyse import analyse, checkpoints_for
     from runplan.monitor.readers import read_logs
+    from runplan.monitor.stall import add_stall
 
     thresholds, plan, interval = setup
     log = read_logs(logs, fmt)
-    return log, analyse(log, thresholds, checkpoints_for(log, interval, plan), plan)
+    report = analyse(log, thresholds, checkpoints_for(log, interval, plan), plan)
+    add_stall(report, log, logs, stall_seconds, time.time())
+    return log, report
 
 
 def _emit(result: Report, log: MetricLog, json_out: bool, report: Path | None, plot: Path | None) -> None:
@@ -117,9 +132,15 @@ def _emit(result: Report, log: MetricLog, json_out: bool, report: Path | None, p
 
 
 def _follow(
-    logs: list[Path], fmt: str, setup: tuple[Any, Any, int | None], poll: float, limit: float | None
+    logs: list[Path],
+    fmt: str,
+    setup: tuple[Any, Any, int | None],
+    poll: float,
+    limit: float | None,
+    stall_seconds: float,
 ) -> None:
-    """Re-read the log every ``poll`` seconds and print each new or changed event once, as a line."""
+    """Re-read the log every ``poll`` seconds and print each new or changed event once, as a line (a stall once
+    per last step: it is keyed by the step it stalled after)."""
     from runplan.monitor.readers.crash import CRASH_NOTE
     from runplan.monitor.render import event_line
     from runplan.monitor.series import NoRecords
@@ -129,7 +150,7 @@ def _follow(
     waiting = False
     while True:
         try:
-            _, result = _run(logs, fmt, setup)
+            _, result = _run(logs, fmt, setup, stall_seconds)
         except NoRecords:  # not written yet: wait for it (any other bad input ends the command)
             if not waiting:
                 print(f"waiting for {logs[0]} to have records...", file=sys.stderr, flush=True)
