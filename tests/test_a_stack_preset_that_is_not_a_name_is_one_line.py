@@ -1,5 +1,6 @@
 """`stack: {preset: [megatron-core]}` (a list where a name goes) stopped runplan with "internal error: TypeError:
-unhashable type: 'list'" (exit 3): the preset lookup ran before the field was checked. It is now bad input at
+unhashable type: 'list'" (exit 3): the preset lookup ran before the field was checked. Stack._preset_defaults now
+leaves a non-string preset to the field's own check, so it is bad input at
 its line, naming the key and the presets, exit 2."""
 
 from __future__ import annotations

@@ -51,3 +51,11 @@ def test_the_budget_description_says_it_is_always_required():
     # a fixed model's tokens are themselves a budget key (budget.tokens): no plan goes without budget:
     description = plan_json_schema()["properties"]["budget"]["description"]
     assert "unless" not in description and "required" in description
+
+
+def test_an_empty_budget_is_flagged_by_the_schema_as_runplan_refuses_it():
+    """`budget:` left empty is null in YAML: runplan refuses it ("a plan needs a budget"), so the schema may not
+    take null for it (it did: anyOf [Budget, null])."""
+    text = BASE.replace("budget:\n  flops: 2e23\n", "budget:\n")
+    assert _schema_errors(text)
+    assert {"type": "null"} not in plan_json_schema()["properties"]["budget"]["anyOf"]

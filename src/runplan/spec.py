@@ -270,28 +270,10 @@ def parse_plan(loaded: LoadedYaml) -> PlanSpec:
             hint=f"this runplan reads schema_version: {SCHEMA_VERSION}",
         )
     _refuse_empty_sections(data, loaded)
-    _refuse_a_preset_that_is_no_name(data, loaded)
     try:
         return PlanSpec.model_validate(data)
     except ValidationError as error:
         raise spec_error_from_validation(error, PlanSpec, loaded) from None
-
-
-def _refuse_a_preset_that_is_no_name(data: dict[Any, Any], loaded: LoadedYaml) -> None:
-    """``stack: {preset: [...]}``: a list or mapping where a preset name goes is bad input at its line. The Stack
-    model looks the preset up before its own check (runplan.parallel.stack.Stack._preset_defaults), and an
-    unhashable value stopped runplan there with an internal error."""
-    stack = data.get("stack")
-    preset = stack.get("preset") if isinstance(stack, dict) else None
-    if isinstance(preset, list | dict):
-        from runplan.parallel.stack import PRESETS
-
-        raise SpecError(
-            f"must be a preset name, got a {'list' if isinstance(preset, list) else 'mapping'}",
-            source=loaded.where(("stack", "preset")),
-            where="stack.preset",
-            hint=f"one of {', '.join(PRESETS)}",
-        )
 
 
 def _refuse_empty_sections(data: dict[Any, Any], loaded: LoadedYaml) -> None:
@@ -326,6 +308,9 @@ def plan_json_schema() -> dict[str, Any]:
     # every plan needs a budget (a fixed model's tokens are budget.tokens); the model leaves it optional only so
     # that its absence is the one line plan.py writes, with an example
     schema["required"] = [*schema.get("required", []), "budget"]
+    budget = schema["properties"]["budget"]  # and not null: `budget:` left empty is refused as missing
+    budget["anyOf"] = [branch for branch in budget["anyOf"] if branch != {"type": "null"}]
+    budget.pop("default", None)
     # `stack:` as runplan reads it (Stack._preset_defaults): a preset name or a mapping; pydantic sees only the
     # mapping, so an editor flagged `stack: megatron-core`, a form docs/plan-file.md gives
     stack = schema["properties"]["stack"]
