@@ -69,3 +69,14 @@ def test_real_losses_are_not_warned(path, columns, request):
     r = float(np.corrcoef(np.log(runs.flops), np.log(runs.loss))[0, 1])
     assert r < -0.85 and not math.isnan(r)
     assert not [w for w in magnitude_warnings(runs) if "rises with compute" in w]
+
+
+def test_a_rise_that_is_noise_is_not_warned(tmp_path):
+    """Three runs whose loss wobbles up by chance: r = +0.32 on 3 points is p = 0.40 one-sided (t = r·√(n−2)/
+    √(1−r²) = 0.34 on 1 degree of freedom), above the 5% level: no caution."""
+    path = tmp_path / "noise.csv"
+    path.write_text("params,tokens,loss\n1e8,2e9,3.0\n1e8,4e9,2.9\n1e8,8e9,3.05\n")
+    runs = read_runs(path)
+    r = float(np.corrcoef(np.log(runs.flops), np.log(runs.loss))[0, 1])
+    assert r == pytest.approx(0.3215, abs=1e-4)
+    assert not [w for w in magnitude_warnings(runs) if "rises with compute" in w]

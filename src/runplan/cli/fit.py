@@ -291,10 +291,16 @@ def _on_command_line(ctx: typer.Context, name: str) -> bool:
 
 
 def _typed_column_flags(ctx: typer.Context) -> tuple[str, ...]:
-    """--tokens-col and --flops-col as typed: their columns must exist (read_runs ``named``)."""
+    """The column flags as typed (read_runs ``named``): a typed --tokens-col or --flops-col column must exist, and
+    a typed flag's column takes precedence over an optional column left at its default name."""
     return tuple(
         flag
-        for name, flag in (("tokens_col", "--tokens-col"), ("flops_col", "--flops-col"))
+        for name, flag in (
+            ("params_col", "--params-col"),
+            ("tokens_col", "--tokens-col"),
+            ("flops_col", "--flops-col"),
+            ("loss_col", "--loss-col"),
+        )
         if _on_command_line(ctx, name)
     )
 
@@ -348,7 +354,7 @@ class FitOptions(NamedTuple):
     bin_decades: float | None
     at_flops: float | None
     seed: int
-    named_columns: tuple[str, ...] = ()  # --tokens-col / --flops-col as typed: their columns must exist
+    named_columns: tuple[str, ...] = ()  # the --*-col flags as typed (read_runs ``named``)
 
 
 def _check_options(
