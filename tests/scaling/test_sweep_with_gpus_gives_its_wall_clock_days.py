@@ -37,3 +37,10 @@ def test_the_total_line_says_the_days():
     result = runner.invoke(app, ["sweep", "--flops", "2e23", "--gpus", "64"])
     assert result.exit_code == 0
     assert "7.76 days on 64 GPUs" in " ".join(result.stdout.split())
+
+
+def test_under_three_days_the_time_is_in_hours():
+    """1,024 GPUs: 11,918 GPU-hours / 1,024 = 11.6 h (report.format.fmt_duration), not '0.485 days'."""
+    result = runner.invoke(app, ["sweep", "--flops", "2e23", "--gpus", "1024"])
+    assert result.exit_code == 0
+    assert "11.6 h on 1,024 GPUs" in " ".join(result.stdout.split())

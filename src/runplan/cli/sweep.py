@@ -34,6 +34,7 @@ def render(sweep: Sweep) -> None:
 
     from runplan.cli.budget import fmt_amount, gpus_phrase
     from runplan.cli.common import console
+    from runplan.report.format import fmt_duration
     from runplan.scaling.sweep import WSD_HOURS_HEADER, wsd_hours_note
     from runplan.units import format_si
 
@@ -84,7 +85,7 @@ def render(sweep: Sweep) -> None:
         )
         + (f"; {fmt_amount(sweep.cost_usd)} USD" if sweep.cost_usd is not None else "")
         + (
-            f"; {sweep.days:.3g} days on {gpus_phrase(sweep.gpus)} if the proxies keep them all busy"
+            f"; {fmt_duration(sweep.days * 86400)} on {gpus_phrase(sweep.gpus)} if the proxies keep them all busy"
             if sweep.days is not None and sweep.gpus is not None
             else ""
         )
