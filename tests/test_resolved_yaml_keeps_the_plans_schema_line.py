@@ -48,3 +48,22 @@ def test_the_line_is_a_comment_of_its_own():
     assert schema_line(late) == "# yaml-language-server: $schema=late.json\n"  # editors read it anywhere
     assert schema_line("schema_version: 1\n") == SCHEMA_COMMENT
     assert schema_line("name: '# yaml-language-server: $schema=x'\n") == SCHEMA_COMMENT  # not a comment
+
+
+def test_written_to_another_folder_the_schema_path_still_names_the_schema(tmp_path):
+    """`-o other/r.yaml` copied `$schema=../docs/plan.schema.json`, which from other/ names nothing: a relative
+    schema path is rewritten from the output's folder; a URL stays."""
+    repo = tmp_path / "repo"
+    (repo / "examples").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    (repo / "docs" / "plan.schema.json").write_text("{}")
+    plan = repo / "examples" / "p.yaml"
+    plan.write_text(EXAMPLE.read_text())
+    out = repo / "runs" / "2026" / "r.yaml"
+    result = run("plan", str(plan), "-f", "yaml", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    first = out.read_text().splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../../docs/plan.schema.json"
+    assert (out.parent / first.split("$schema=")[1]).resolve() == (repo / "docs" / "plan.schema.json").resolve()
+    url = "# yaml-language-server: $schema=https://example.org/plan.schema.json\n"
+    assert schema_line(url + "schema_version: 1\n", (repo / "examples", out.parent)) == url

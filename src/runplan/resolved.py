@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -69,22 +71,42 @@ def is_current(recorded: dict[str, Any], plan: RunPlan) -> bool:
     return bool(_without_timings(recorded) == _without_timings(fresh))
 
 
-def resolved_document(raw_inputs: dict[str, Any], plan: RunPlan, original: str = "") -> str:
+def resolved_document(
+    raw_inputs: dict[str, Any], plan: RunPlan, original: str = "", moved: tuple[Path, Path] | None = None
+) -> str:
     """YAML text: the plan file's own keys as written, then ``resolved:``; first the editor's schema line of the
-    plan file's text ``original`` (:func:`schema_line`)."""
+    plan file's text ``original`` (:func:`schema_line`; ``moved``: the plan's folder and the output's)."""
     document = {k: v for k, v in raw_inputs.items() if k != "resolved"}
     document["resolved"] = resolved_section(plan)
-    return schema_line(original) + yaml.safe_dump(document, sort_keys=False, width=120, allow_unicode=True)
+    head = schema_line(original, moved)
+    return head + yaml.safe_dump(document, sort_keys=False, width=120, allow_unicode=True)
 
 
 _SCHEMA_LINE = re.compile(r"^#\s*yaml-language-server:.*$", re.MULTILINE)
+_SCHEMA_PATH = re.compile(r"(\$schema=)(\S+)")
 
 
-def schema_line(original: str) -> str:
+def schema_line(original: str, moved: tuple[Path, Path] | None = None) -> str:
     """The plan file's own ``# yaml-language-server: $schema=...`` comment line (its path is relative to that
-    file: ``../docs/plan.schema.json`` in examples/), else :data:`SCHEMA_COMMENT`."""
+    file: ``../docs/plan.schema.json`` in examples/), else :data:`SCHEMA_COMMENT`. ``moved`` (the plan file's
+    folder, the output's folder): a relative schema path is rewritten to name the same file from the output's
+    folder, as an editor reads it (a URL or an absolute path stays)."""
     found = _SCHEMA_LINE.search(original)
-    return found.group(0).rstrip("\r") + "\n" if found else SCHEMA_COMMENT
+    if not found:
+        return SCHEMA_COMMENT
+    line = found.group(0).rstrip("\r")
+    if moved is not None:
+        line = _SCHEMA_PATH.sub(lambda m: m.group(1) + _relocated(m.group(2), *moved), line)
+    return line + "\n"
+
+
+def _relocated(path: str, from_dir: Path, to_dir: Path) -> str:
+    if "://" in path or Path(path).is_absolute():
+        return path
+    try:
+        return Path(os.path.relpath((from_dir / path).resolve(), to_dir.resolve())).as_posix()
+    except ValueError:  # Windows: two drives
+        return str((from_dir / path).resolve())
 
 
 #: The numbers a reader looks at first, in this order: days and cost, then the run's size and loss.

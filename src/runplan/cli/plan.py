@@ -81,8 +81,15 @@ def plan(
             law = allocation_law(spec, plan_file.resolve().parent, result.model.shape)
             files = write_plots(result, law, plots)
         to_stdout = output is None or str(output) == "-"
+        moved = None if to_stdout else (plan_file.resolve().parent, Path(str(output)).resolve().parent)
         text = _rendered(
-            fmt, loaded, result, _plot_links(plots, files, output), to_stdout=to_stdout, detail=detail
+            fmt,
+            loaded,
+            result,
+            _plot_links(plots, files, output),
+            to_stdout=to_stdout,
+            detail=detail,
+            moved=moved,
         )
         if text is not None:
             write_output(text, output, "--output", not_over=plan_file)
@@ -294,8 +301,10 @@ def _rendered(
     *,
     to_stdout: bool,
     detail: bool,
+    moved: tuple[Path, Path] | None = None,
 ) -> str | None:
-    """The plan in ``fmt`` as text; None when the terminal view went straight to the console."""
+    """The plan in ``fmt`` as text; None when the terminal view went straight to the console. ``moved``: the
+    plan file's folder and the output's (the YAML's schema line names its file from the output's)."""
     if fmt is Format.json:
         import json
 
@@ -303,7 +312,7 @@ def _rendered(
     elif fmt is Format.yaml:
         from runplan.resolved import resolved_document
 
-        text = resolved_document(loaded.data, result, loaded.text)
+        text = resolved_document(loaded.data, result, loaded.text, moved)
     elif fmt is Format.markdown:
         from runplan.report.markdown import render_markdown
 
