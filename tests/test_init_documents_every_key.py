@@ -34,14 +34,21 @@ def test_every_top_level_key_is_in_the_starter():
         assert re.search(rf"^(# )?{key}:", text, re.MULTILINE), key  # model was missing
     # commented out, with the field's own help and a preset it can take
     assert "\n# model: llama-3.1-70b\n" in text
-    assert "# omitted: a shape is generated for the allocated N." in text
+    assert "omitted: a shape is generated for the allocated N." in _help(text)
+    assert "\n# omitted:" not in text  # folded there, it read as a key to uncomment
     assert load_plan_text(text).model is None  # and the starter still sizes the model itself
 
 
 def test_with_model_the_key_is_active_with_the_same_help():
     text = _init("--model", "llama-3.1-8b", "--tokens", "1T", "--gpus", "64")
     assert "\nmodel: llama-3.1-8b\n" in text
-    assert "# omitted: a shape is generated for the allocated N." in text
+    assert "omitted: a shape is generated for the allocated N." in _help(text)
+    assert "\n# omitted:" not in text
+
+
+def _help(text: str) -> str:
+    """The top-level comments of ``text`` as one line, their folds undone."""
+    return " ".join(line.removeprefix("# ") for line in text.splitlines() if line.startswith("# "))
 
 
 def _uncommented(text: str) -> str:

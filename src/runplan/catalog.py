@@ -401,38 +401,51 @@ def _shipped() -> tuple[tuple[GpuEntry, ...], tuple[ModelEntry, ...]]:
     return tuple(gpus), tuple(models)
 
 
-def load_catalog(extra_files: Sequence[Path | str] = ()) -> Catalog:
+def load_catalog(extra_files: Sequence[Path | str] = (), where: str | None = None) -> Catalog:
     """The shipped catalogs with each user file in ``extra_files`` merged over them, in order.
 
     A user entry whose (normalised) name equals an existing one replaces it in place (keeping the old
     entry's aliases unless it lists its own, so ``h100`` still reaches a replaced ``h100-sxm``); others
-    are appended.
+    are appended. ``where`` is the plan key that lists the files (``catalog``): an error reading or merging a
+    file then names that key (``catalog``, or ``catalog[1]`` among several) before the file's own message, as
+    ``calibration:`` and ``schedule.hyperparams:`` do.
     """
     shipped_gpus, shipped_models = _shipped()
     gpus = {normalize_name(e.name): e for e in shipped_gpus}
     models = {normalize_name(e.name): e for e in shipped_models}
     files = ["runplan/configs/gpus.yaml", "runplan/configs/models.yaml"]
     count_warnings: dict[str, str] = {}
-    for path in extra_files:
-        loaded = load_yaml_file(path)
-        user_gpus, user_models = _entries(loaded, required=False)
-        for i, model in enumerate(user_models):  # shipped entries: tests/test_model.py, with named reasons
-            # a later file's entry replaces an earlier one's, and with it any caution about the earlier shape
-            count_warnings.pop(normalize_name(model.name), None)
-            if (warning := published_count_warning(model)) is not None:
-                where = f"{loaded.where(('models', i))}: models[{i}] '{model.name}'"
-                count_warnings[normalize_name(model.name)] = f"{where}: {warning}"
-        for table, entries in ((gpus, user_gpus), (models, user_models)):
-            for entry in entries:
-                key = normalize_name(entry.name)
-                old = table.get(key)
-                if old is not None and not entry.aliases:
-                    entry = entry.model_copy(update={"aliases": old.aliases})
-                table[key] = entry  # type: ignore[assignment]
-        _check_aliases("gpus", gpus, user_gpus, loaded)
-        _check_aliases("models", models, user_models, loaded)
+    for index, path in enumerate(extra_files):
+        try:
+            _merge_file(path, gpus, models, count_warnings)
+        except SpecError as error:
+            if where is None:
+                raise
+            key = where if len(extra_files) == 1 else f"{where}[{index}]"
+            raise SpecError(error.one_line(), where=key) from None
         files.append(str(path))
     return Catalog(gpus.values(), models.values(), files, count_warnings)
+
+
+def _merge_file(path: Path | str, gpus: dict, models: dict, count_warnings: dict[str, str]) -> None:
+    """Read one user catalog file and merge its entries over ``gpus`` and ``models`` (in place)."""
+    loaded = load_yaml_file(path)
+    user_gpus, user_models = _entries(loaded, required=False)
+    for i, model in enumerate(user_models):  # shipped entries: tests/test_model.py, with named reasons
+        # a later file's entry replaces an earlier one's, and with it any caution about the earlier shape
+        count_warnings.pop(normalize_name(model.name), None)
+        if (warning := published_count_warning(model)) is not None:
+            where = f"{loaded.where(('models', i))}: models[{i}] '{model.name}'"
+            count_warnings[normalize_name(model.name)] = f"{where}: {warning}"
+    for table, entries in ((gpus, user_gpus), (models, user_models)):
+        for entry in entries:
+            key = normalize_name(entry.name)
+            old = table.get(key)
+            if old is not None and not entry.aliases:
+                entry = entry.model_copy(update={"aliases": old.aliases})
+            table[key] = entry
+    _check_aliases("gpus", gpus, user_gpus, loaded)
+    _check_aliases("models", models, user_models, loaded)
 
 
 # Megatron-LM pads the vocabulary to a multiple of --make-vocab-size-divisible-by (default 128;

@@ -110,9 +110,14 @@ def plan_law(spec: PlanSpec, base_dir: Path) -> ParametricLaw:
     from runplan.scaling.laws import resolve_law
 
     law_spec = spec.law
-    if law_spec is not None and law_spec.file is not None and not Path(law_spec.file).is_absolute():
+    if law_spec is None or law_spec.file is None:
+        return resolve_law(law_spec)
+    if not Path(law_spec.file).is_absolute():
         law_spec = law_spec.model_copy(update={"file": str(base_dir / law_spec.file)})
-    return resolve_law(law_spec)
+    try:  # the file's own error after the plan key that named it, as `calibration:` and `schedule.hyperparams:`
+        return resolve_law(law_spec)
+    except SpecError as error:
+        raise SpecError(error.one_line(), where="law.file") from None
 
 
 def allocation_law(spec: PlanSpec, base_dir: Path, shape: ModelShape) -> ParametricLaw:
@@ -207,7 +212,7 @@ def resolve_inputs(spec: PlanSpec, base_dir: str | Path = ".") -> ResolvedInputs
     from runplan.parallel.request_rules import check_whole_nodes
 
     base_dir = Path(base_dir)
-    catalog = load_catalog([base_dir / path for path in spec.catalog])
+    catalog = load_catalog([base_dir / path for path in spec.catalog], where="catalog")
     gpu = _resolve_gpu(spec, catalog)
     n_gpus = spec.cluster.gpus
     gpus_per_node = spec.cluster.gpus_per_node or gpu.gpus_per_node

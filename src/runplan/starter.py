@@ -7,7 +7,9 @@ drift from the schema (it is generated from it).
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import textwrap
 import types
 import typing
@@ -34,24 +36,48 @@ _EXAMPLES = {"calibration": "calibration.yaml"}
 _EXAMPLE_MODEL = "llama-3.1-70b"
 
 
+#: A word and a colon opening a line: it reads as a commented-out key (``# node: Llama 3 ...``).
+_KEY_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*:$")
+
+
 def _comment(text: str, indent: str = "") -> list[str]:
     """``text`` as comment lines folded at COMMENT_WIDTH, each continuation a '#' line at the same indent
     (a description is one paragraph: its own line breaks and runs of spaces are not kept). A `code span`
-    and a word longer than the line (a path, a URL) stay whole: split, they could not be copied."""
+    and a word longer than the line (a path, a URL) stay whole: split, they could not be copied. A fold never
+    opens a line with a word and a colon (``omitted:``, ``node:``): the word before it goes along, so that no
+    line of help looks like a key to uncomment."""
     prefix = f"{indent}# "
     words = " ".join(text.split())
-    # spaces inside backticks become NUL so textwrap does not break there; NUL is not in any description
+    # spaces inside backticks and {mappings} become NUL so textwrap does not break there; NUL is not in any
+    # description
     spans = words.split("`")
     words = "`".join(span.replace(" ", "\0") if i % 2 else span for i, span in enumerate(spans))
-    folded = textwrap.wrap(
-        words,
-        width=COMMENT_WIDTH,
-        initial_indent=prefix,
-        subsequent_indent=prefix,
-        break_long_words=False,
-        break_on_hyphens=False,  # 1e-6, 2024-07 and flag names stay whole
-    )
-    return [line.replace("\0", " ") for line in folded] or [prefix.rstrip()]
+    tokens = _unbroken_mappings(words).split(" ")
+    while True:
+        folded = textwrap.wrap(
+            " ".join(tokens),
+            width=COMMENT_WIDTH,
+            initial_indent=prefix,
+            subsequent_indent=prefix,
+            break_long_words=False,
+            break_on_hyphens=False,  # 1e-6, 2024-07 and flag names stay whole
+        )
+        # textwrap breaks only at the spaces between tokens: line k opens with token sum(words on lines < k)
+        starts = list(itertools.accumulate(len(line[len(prefix) :].split(" ")) for line in folded))[:-1]
+        bad = next((start for start in starts if _KEY_LIKE.match(tokens[start].split("\0")[0])), None)
+        if bad is None:
+            return [line.replace("\0", " ") for line in folded] or [prefix.rstrip()]
+        tokens[bad - 1 : bad + 1] = [f"{tokens[bad - 1]}\0{tokens[bad]}"]  # one fewer token: this ends
+
+
+def _unbroken_mappings(text: str) -> str:
+    """``text`` with the spaces inside ``{...}`` made NUL: a flow mapping (``{shape: {...}}``) folded over two
+    comment lines could not be copied, and its half on the next line opened it with ``word:``."""
+    depth, out = 0, []
+    for char in text:
+        depth += (char == "{") - (char == "}" and depth > 0)
+        out.append("\0" if char == " " and depth > 0 else char)
+    return "".join(out)
 
 
 def _model_class(annotation: Any) -> type[BaseModel] | None:

@@ -26,32 +26,41 @@ _NUMBER_RE = re.compile(
 _BYTES_RE = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmgtp]?)(i?)b?\s*$", re.IGNORECASE)
 
 
-def parse_number(value: object, *, where: str | None = None) -> float:
-    """Return ``value`` as a finite float; accept numbers and strings like ``2e23`` or ``70B``."""
+#: What to write instead of a value that is not a number, by the kind of number a field holds: the examples of a
+#: budget (2e23, 70B) are wrong for a GPU count or a fraction, so each parser and unit type names its own.
+NUMBER_HINT = "write e.g. 2e23, 70B or 3e-4"
+_NUMBER_TEXT_HINT = "write e.g. 2e23, 70B, 15T, 4M, 1.5k or 3e-4"
+COUNT_HINT = "write a whole number, e.g. 8, 512 or 1.5k"
+BYTES_HINT = "write e.g. 80GB or 80GiB"
+FRACTION_HINT = "write a fraction, e.g. 0.05"
+PRICE_HINT = "write a price per GPU-hour, e.g. 2 or 2.5"
+
+
+def parse_number(value: object, *, where: str | None = None, hint: str | None = None) -> float:
+    """Return ``value`` as a finite float; accept numbers and strings like ``2e23`` or ``70B``. ``hint`` is the
+    example a value of the wrong type gets (the field's kind: :data:`COUNT_HINT`, ...); None: a number's."""
     if isinstance(value, bool) or value is None:
-        raise SpecError(f"expected a number, got {value!r}", where=where, hint="write e.g. 2e23, 70B or 3e-4")
+        raise SpecError(f"expected a number, got {value!r}", where=where, hint=hint or NUMBER_HINT)
     if isinstance(value, int | float):
         number = float(value)
     elif isinstance(value, str):
         match = _NUMBER_RE.match(value)
         if not match:
-            raise SpecError(
-                f"expected a number, got {value!r}",
-                where=where,
-                hint="write e.g. 2e23, 70B, 15T, 4M, 1.5k or 3e-4",
-            )
+            raise SpecError(f"expected a number, got {value!r}", where=where, hint=hint or _NUMBER_TEXT_HINT)
         mantissa, suffix = match.groups()
         number = float(mantissa.replace("_", "").replace(",", "")) * _SUFFIX[suffix.lower()]
-    else:
-        raise SpecError(f"expected a number, got {type(value).__name__}", where=where)
+    else:  # a list or mapping (YAML `gpus: [8]`)
+        raise SpecError(
+            f"expected a number, got {type(value).__name__}", where=where, hint=hint or NUMBER_HINT
+        )
     if not math.isfinite(number):
         raise SpecError(f"expected a finite number, got {value!r}", where=where)
     return number
 
 
-def parse_count(value: object, *, where: str | None = None) -> int:
+def parse_count(value: object, *, where: str | None = None, hint: str | None = None) -> int:
     """Return ``value`` as an int; ``1.5k`` is 1500, ``2.5`` is refused."""
-    number = parse_number(value, where=where)
+    number = parse_number(value, where=where, hint=hint or COUNT_HINT)
     if number != round(number):
         raise SpecError(f"expected a whole number, got {value!r}", where=where)
     return round(number)
@@ -62,9 +71,7 @@ def parse_bytes(value: object, *, where: str | None = None) -> float:
     if isinstance(value, str):
         match = _BYTES_RE.match(value)
         if not match:
-            raise SpecError(
-                f"expected a byte size, got {value!r}", where=where, hint="write e.g. 80GB or 80GiB"
-            )
+            raise SpecError(f"expected a byte size, got {value!r}", where=where, hint=BYTES_HINT)
         mantissa, prefix, binary = match.groups()
         power = "kmgtp".find(prefix.lower()) + 1 if prefix else 0
         base = 1024.0 if binary else 1000.0
@@ -72,7 +79,7 @@ def parse_bytes(value: object, *, where: str | None = None) -> float:
         if not math.isfinite(number):
             raise SpecError(f"expected a finite byte size, got {value!r}", where=where)
         return number
-    return parse_number(value, where=where)
+    return parse_number(value, where=where, hint=BYTES_HINT)
 
 
 _TOKEN_LENGTH_SUFFIX = {"": 1, "k": 1024, "m": 1024**2}
@@ -89,7 +96,9 @@ def parse_token_length(value: object, *, where: str | None = None) -> int:
     if isinstance(value, str):
         match = _TOKEN_LENGTH_RE.match(value)
         if not match and re.match(r"^\s*[\d_,.]+e[+-]?\d+\s*$", value, re.IGNORECASE):
-            return parse_count(value, where=where)  # 1e5: exponent notation, no suffix to read
+            return parse_count(
+                value, where=where, hint=_TOKEN_LENGTH_HINT
+            )  # 1e5: exponent, no suffix to read
         if not match:
             raise SpecError(
                 f"expected a length in tokens, got {value!r}",
@@ -99,7 +108,7 @@ def parse_token_length(value: object, *, where: str | None = None) -> int:
         mantissa, suffix = match.groups()
         number = float(mantissa.replace("_", "").replace(",", "")) * _TOKEN_LENGTH_SUFFIX[suffix.lower()]
     else:
-        number = parse_number(value, where=where)
+        number = parse_number(value, where=where, hint=_TOKEN_LENGTH_HINT)
     if number != round(number):
         raise SpecError(
             f"expected a whole number of tokens, got {value!r}", where=where, hint=_TOKEN_LENGTH_HINT
@@ -141,11 +150,19 @@ from typing import Annotated, Any  # noqa: E402
 from pydantic import BeforeValidator, Field, WithJsonSchema  # noqa: E402
 
 
-def _number(value: object) -> float:
+def _number(value: object, hint: str | None = None) -> float:
     try:
-        return parse_number(value)
+        return parse_number(value, hint=hint)
     except SpecError as error:  # pydantic turns ValueError into a located validation error
         raise ValueError(error.message + (f" ({error.hint})" if error.hint else "")) from None
+
+
+def _fraction(value: object) -> float:
+    return _number(value, FRACTION_HINT)
+
+
+def _price(value: object) -> float:
+    return _number(value, PRICE_HINT)
 
 
 def _count(value: object) -> int:
@@ -194,7 +211,7 @@ NonNegativeNumber = Annotated[
 #: A fraction in [0, 1).
 Fraction = Annotated[
     float,
-    BeforeValidator(_number),
+    BeforeValidator(_fraction),
     Field(ge=0, lt=1),
     _json_schema("number", {"minimum": 0, "exclusiveMaximum": 1}, _NUMBER_PATTERN),
 ]
@@ -246,4 +263,9 @@ def at_least(limit: float) -> dict[str, Any]:
 #: a typo, and the products with GPU-hours would overflow.
 MAX_PRICE_PER_GPU_HOUR = 1e5
 #: A price per GPU-hour: >= 0 and at most MAX_PRICE_PER_GPU_HOUR (plan files and flags share it).
-PricePerGpuHour = Annotated[NonNegativeNumber, Field(le=MAX_PRICE_PER_GPU_HOUR)]
+PricePerGpuHour = Annotated[
+    float,
+    BeforeValidator(_price),
+    Field(ge=0, le=MAX_PRICE_PER_GPU_HOUR),
+    _json_schema("number", {"minimum": 0}, _NUMBER_PATTERN),
+]

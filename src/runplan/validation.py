@@ -177,6 +177,26 @@ _KINDS = {
 }
 
 
+def _as_list(key: str, given: Any) -> str:
+    """How to write a list key given one value (``catalog: cat.yaml``) or a mapping (``key`` "": a list item)."""
+    if isinstance(given, str | int | float) and not isinstance(given, bool) and len(repr(given)) <= 40:
+        return f"write {key}[{given}]"
+    return f"write {key}[first, second]"
+
+
+def _as_string(key: str, given: Any) -> str:
+    """How to write a text key given a list (``calibration: [c.yaml]``), a number or a mapping."""
+    if isinstance(given, list) and given and isinstance(given[0], str) and len(given[0]) <= 40:
+        return f"write one value, not a list: {key}{given[0]}"
+    if isinstance(given, bool | int | float):  # YAML read it as a number or true/false
+        return f'quote it: {key}"{str(given).lower() if isinstance(given, bool) else given}"'
+    return f"write one value on the line: {key}some text"
+
+
+#: The fix for a value of the wrong shape, by pydantic error type: (key, value given) → hint.
+_WRITE_AS = {"list_type": _as_list, "tuple_type": _as_list, "string_type": _as_string}
+
+
 def _compact(value: Any) -> str:
     """The offending value, short: ``1e+300`` rather than 301 digits, long strings cut."""
     if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= 1e7:
@@ -349,6 +369,10 @@ def _message_and_hint(
         message = f"must list at least {least}, got {first.get('ctx', {}).get('actual_length', 0)}"
     elif first["type"] in ("bool_parsing", "bool_type"):  # pydantic: "unable to interpret input"
         message = f"must be {_KINDS[first['type']]}, got {_compact(first.get('input'))}"
+    elif first["type"] in _WRITE_AS:  # "a valid tuple" is a word no YAML file uses; say how to write it
+        message = f"must be {_KINDS[first['type']]}, got {_compact(first.get('input'))}"
+        key = f"{loc[-1]}: " if loc and isinstance(loc[-1], str) else ""  # a list item has no key to write
+        hint = _WRITE_AS[first["type"]](key, first.get("input"))
     elif message.startswith("Input should be"):
         message = (
             "must be" + message.removeprefix("Input should be") + f", got {_compact(first.get('input'))}"

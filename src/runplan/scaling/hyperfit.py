@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from runplan.errors import SpecError
 from runplan.scaling.fit import (
     BUDGET_WINDOW_DECADES,
+    EXTRAPOLATION_FACTOR,
     Runs,
     _check_at_flops,
     _parse_rows,
@@ -28,7 +29,7 @@ from runplan.scaling.fit import (
     read_csv_text,
     refuse_shared_column,
 )
-from runplan.scaling.hyperparams import HyperparamLaw, load_hyperparam_law
+from runplan.scaling.hyperparams import DEEPSEEK_LARGEST_USE_FLOPS, HyperparamLaw, load_hyperparam_law
 from runplan.scaling.laws import Interval, interval_of
 
 #: A batch column whose largest value is below this many tokens (one 4k sequence) counts sequences, most likely:
@@ -128,7 +129,8 @@ class HyperparamFit(BaseModel):
     bootstrap: int = Field(description="Bootstrap resamples requested.")
     percentiles: tuple[float, float] = Field(description="Percentiles of the intervals.")
     warnings: list[str] = Field(
-        default_factory=list, description="Cautions: few budgets, optimum at a grid edge."
+        default_factory=list,
+        description="Cautions: few budgets, optimum at a grid edge, at_flops over 10× outside the C fitted.",
     )
 
     def law(self) -> HyperparamLaw:
@@ -219,7 +221,29 @@ def fit_hyperparams(
         bootstrap=bootstrap,
         percentiles=percentiles,
     )
-    return fit.model_copy(update={"warnings": left_out + _warnings(fit, runs, groups)})
+    warnings = (
+        left_out + _warnings(fit, runs, groups) + _extrapolation(at, runs.flops[np.concatenate(groups)])
+    )
+    return fit.model_copy(update={"warnings": warnings})
+
+
+def _extrapolation(at: float, fitted: np.ndarray) -> list[str]:
+    """A caution when B_opt and η_opt are reported more than EXTRAPOLATION_FACTOR (10×) beyond the C of the runs
+    fitted, as `runplan fit` warns of Approaches 2 and 3 (scaling/fit.py ``_extrapolation_warning``). A caution,
+    not an error: DeepSeek LLM used its own law, fitted at budgets up to about 3e20 FLOPs, at C ≈ 9.9e23 for its
+    67B model (Bi et al. 2024 §3.1, Table 2; ``DEEPSEEK_LARGEST_USE_FLOPS``)."""
+    largest, smallest = float(fitted.max()), float(fitted.min())
+    if at > EXTRAPOLATION_FACTOR * largest:
+        where = f"{at / largest:.3g}× the largest budget ({largest:.3g})"
+    elif at < smallest / EXTRAPOLATION_FACTOR:
+        where = f"{smallest / at:.3g}× below the smallest budget ({smallest:.3g})"
+    else:
+        return []
+    return [
+        f"B_opt and η_opt are reported at C = {at:.3g}, {where}: an extrapolation of the fitted power laws (a "
+        "caution: DeepSeek LLM used its own, fitted at budgets up to about 3e+20 FLOPs, at C ≈ "
+        f"{DEEPSEEK_LARGEST_USE_FLOPS:.2g} for its 67B model, Bi et al. 2024 §3.1)"
+    ]
 
 
 def _budget_groups(
