@@ -120,6 +120,31 @@ def read_bytes(path: str | Path, cap: int) -> bytes:
     return b"".join(chunks)
 
 
+def read_tail(path: str | Path, nbytes: int) -> bytes:
+    """The last ``nbytes`` bytes of the regular file ``path`` (all of it if shorter), for a look at a growing
+    log's newest lines; a one-line SpecError where it cannot be read or is no regular file (checked on the open
+    descriptor, as :func:`read_bytes`)."""
+    source = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as error:
+        raise SpecError(f"cannot read file: {error}", source=source) from None
+    try:
+        info = os.fstat(fd)
+        _refuse_kind(info.st_mode, source)
+        os.lseek(fd, max(0, info.st_size - nbytes), os.SEEK_SET)
+        chunks: list[bytes] = []
+        total = 0
+        while total < nbytes and (chunk := os.read(fd, min(_CHUNK_BYTES, nbytes - total))):
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as error:
+        raise SpecError(f"cannot read file: {error.strerror or error}", source=source) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 def read_text(path: str | Path, cap: int, encoding: str = "utf-8") -> str:
     """:func:`read_bytes` decoded (``utf-8-sig`` drops a byte-order mark); not UTF-8 is a one-line SpecError."""
     data = read_bytes(path, cap)

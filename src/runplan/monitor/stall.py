@@ -111,11 +111,12 @@ def written_after_step(path: Path, kind: str) -> float:
     record = text.SIGNATURES.get(kind) or text.FALLBACK_SIGNATURES.get(kind)
     if record is None:
         return 0.0
+    from runplan.errors import SpecError
+    from runplan.fileio import read_tail
+
     try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, path.stat().st_size - TAIL_BYTES))
-            lines = handle.read(TAIL_BYTES).decode("utf-8", "replace").splitlines()
-    except OSError:
+        lines = read_tail(path, TAIL_BYTES).decode("utf-8", "replace").splitlines()
+    except SpecError:  # unreadable now (rotated away): the mtime alone
         return 0.0
     last = next(
         (k for k in range(len(lines) - 1, -1, -1) if record.search(text.strip_prefix(lines[k]))), None
