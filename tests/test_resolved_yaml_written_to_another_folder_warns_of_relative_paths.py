@@ -68,10 +68,15 @@ def test_every_kind_of_path_key_is_named(tmp_path):
         "schedule.hyperparams: e.yaml",
         "model: f/config.json",
     ]
-    (tmp_path / "ckpt").mkdir()  # a checkpoint folder beside the plan is a path; a catalog name is not
+    # a checkpoint folder beside the plan is a path when written as one (a "/": runplan.plan.local_config); a
+    # bare name is a catalog name or size even where a folder of that name exists (`model: 70b` beside 70b/)
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "70b").mkdir()
     for model, expected in (
         ("{config: g.json}", ["model.config: g.json"]),
-        ("ckpt", ["model: ckpt"]),
+        ("ckpt/", ["model: ckpt/"]),
+        ("./ckpt", ["model: ./ckpt"]),
+        ("ckpt", []),
         ("70b", []),
     ):
         spec = load_plan_text(

@@ -361,7 +361,7 @@ def _checkpoint_folder(name: str | None, base_dir: Path) -> bool:
     return name is not None and ("/" in name or "\\" in name) and (base_dir / name).is_dir()
 
 
-def _local_config(name: str | None, base_dir: Path) -> bool:
+def local_config(name: str | None, base_dir: Path) -> bool:
     """Whether ``model: NAME`` is a local config.json (``model: config.json``) or checkpoint folder, read relative
     to the plan file's folder as ``model: {config: ...}`` is, not to the working directory."""
     return name is not None and (name.strip().lower().endswith(".json") or _checkpoint_folder(name, base_dir))
@@ -382,7 +382,7 @@ def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | No
         )
     if choice.shape is not None:
         shape, resolution = choice.shape, "explicit shape from the plan file"
-    elif choice.config is not None or _local_config(choice.name, inputs.base_dir):
+    elif choice.config is not None or local_config(choice.name, inputs.base_dir):
         from runplan.hf_config import load_config_shape
 
         given = choice.config or choice.name or ""

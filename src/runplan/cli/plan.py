@@ -103,10 +103,12 @@ def plan(
 def relative_path_keys(spec: PlanSpec, base_dir: Path) -> list[str]:
     """``key: path`` for each relative path among the plan's keys (read from the plan file's folder,
     ``base_dir``): catalog files, calibration, law file, hyperparameter law, model config (``model: {config:
-    ...}``, or ``model:`` naming a config.json or a checkpoint folder, as runplan.plan._local_config reads it)."""
+    ...}``, or ``model:`` naming a config.json or a checkpoint folder, as runplan.plan.local_config reads it)."""
+    from runplan.plan import local_config
+
     choice = spec.model if spec.model is not None and not isinstance(spec.model, str) else None
     name = choice.name if choice is not None else None
-    local = name is not None and (name.strip().lower().endswith(".json") or (base_dir / name).is_dir())
+    local = local_config(name, base_dir)
     named = [
         *((f"catalog[{i}]", path) for i, path in enumerate(spec.catalog)),
         ("calibration", spec.calibration),
