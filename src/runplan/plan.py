@@ -636,7 +636,7 @@ def _schedule(
 
     schedule_spec = spec.schedule.model_copy(update={"global_batch_tokens": float(best.global_batch_tokens)})
     seq_len = inputs.seq_len
-    return plan_schedule(
+    schedule = plan_schedule(
         ScheduleRequest(
             training_tokens=tokens,
             compute_flops=planned.deepseek_compute_flops,
@@ -651,6 +651,33 @@ def _schedule(
             f"layout's batch (the layout search aimed at {planned.target_batch_tokens:.4g}: {planned.target_reason})",
         )
     )
+    return _timed_stages(schedule, stage_step_seconds(planned.request, best, schedule))
+
+
+def _timed_stages(schedule: Schedule, seconds: list[float]) -> Schedule:
+    """Each batch stage with the chosen layout's step time at its micro-batch count (stage_step_seconds), the
+    number training time sums and `runplan monitor --plan` compares a ramp's logged steps with."""
+    from runplan.ops._notes import fmt_seconds
+
+    stages = [
+        stage.model_copy(
+            update={
+                "step_seconds": t,
+                "notes": {
+                    **stage.notes,
+                    "step_seconds": f"the chosen layout timed at {stage.microbatches_per_replica:,} micro-batches "
+                    f"per replica: {fmt_seconds(t)}"
+                    + (
+                        ""
+                        if stage is schedule.batch_stages[-1]
+                        else " (a ramp keeps the bubble and fixed costs)"
+                    ),
+                },
+            }
+        )
+        for stage, t in zip(schedule.batch_stages, seconds, strict=True)
+    ]
+    return schedule.model_copy(update={"batch_stages": stages})
 
 
 def _operations(
@@ -684,7 +711,9 @@ def _operations(
             gpus_per_node=inputs.gpus_per_node,
             seq_len=inputs.seq_len,
             step_seconds=best.step_seconds,
-            stage_step_seconds=stage_step_seconds(planned.request, best, schedule),
+            # each stage's step time as the schedule records it (_timed_stages)
+            stage_step_seconds=[s.step_seconds for s in schedule.batch_stages if s.step_seconds is not None]
+            or None,
             schedule=schedule,
             operations=spec.operations,
             monitoring=spec.monitoring,

@@ -228,13 +228,16 @@ def _items(count: int) -> str:
 #: derived keys a newer runplan adds beside numbers an older file already holds (each layout's per-stage memory
 #: totals, whose larger is its ``memory_bytes.total``): new in the file, not a change of the plan
 ADDED_DERIVED_KEYS = frozenset({"memory_total_bytes_by_stage"})
+#: the same, by path: each batch stage's step time (the layout re-timed at the stage's micro-batches, which an
+#: older file's training time already summed)
+ADDED_DERIVED_PATHS = re.compile(r"schedule\.batch_stages\[\d+\]\.step_seconds")
 
 
 def _unchanged_when_new(path: str, value: Any) -> bool:
     """A key a newer runplan writes that changes nothing for a file resolved before it: null (a field a dense
     model leaves unset), a model-shape field at its default (``sliding_window: 0``, ``post_norms: false``:
     the shape every older runplan assumed), or one of :data:`ADDED_DERIVED_KEYS`."""
-    if value is None or path.rsplit(".", 1)[-1] in ADDED_DERIVED_KEYS:
+    if value is None or path.rsplit(".", 1)[-1] in ADDED_DERIVED_KEYS or ADDED_DERIVED_PATHS.fullmatch(path):
         return True
     field = path.removeprefix("model.shape.")
     if field == path or "." in field:

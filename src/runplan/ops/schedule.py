@@ -204,6 +204,11 @@ class BatchStage(StepSpan, _StageName):
     global_batch_sequences: int
     global_batch_tokens: float
     microbatches_per_replica: int
+    step_seconds: float | None = Field(
+        None,
+        description="The chosen layout's step time at this stage's micro-batch count, seconds (set by the plan "
+        "once the layout is chosen; a ramp stage keeps the pipeline bubble and the per-step fixed costs).",
+    )
 
 
 class LrPhase(StepSpan, _PhaseName):
