@@ -20,7 +20,14 @@ TWO_CATALOGS = (
 )
 GOOD_CATALOG = "gpus: []\n"
 
-COMMANDS = [["plan"], ["allocate"], ["parallelize"], ["check"], ["export", "--to", "megatron"]]
+COMMANDS = [
+    ["plan"],
+    ["allocate"],
+    ["parallelize"],
+    ["check"],
+    ["export", "--to", "megatron"],
+    ["whatif", "--gpus", "64,128"],  # its catalog cautions are read before any size is planned
+]
 
 
 def _error(tmp_path, body: str, argv: list[str], one_error_line) -> str:

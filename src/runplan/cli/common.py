@@ -244,17 +244,22 @@ def located(loaded: LoadedYaml, from_flags: Sequence[str] = ()) -> Iterator[None
 @overload
 def flag_value(text: str, flag: str, kind: Literal["count"]) -> int: ...
 @overload
-def flag_value(text: str, flag: str, kind: Literal["number", "bytes"] = "number") -> float: ...
+def flag_value(text: str, flag: str, kind: Literal["number", "bytes", "fraction"] = "number") -> float: ...
 @overload
-def flag_value(text: None, flag: str, kind: Literal["count", "number", "bytes"] = "number") -> None: ...
+def flag_value(
+    text: None, flag: str, kind: Literal["count", "number", "bytes", "fraction"] = "number"
+) -> None: ...
 @overload
 def flag_value(text: str | None, flag: str, kind: Literal["count"]) -> int | None: ...
 @overload
-def flag_value(text: str | None, flag: str, kind: Literal["number", "bytes"] = "number") -> float | None: ...
 def flag_value(
-    text: str | None, flag: str, kind: Literal["count", "number", "bytes"] = "number"
+    text: str | None, flag: str, kind: Literal["number", "bytes", "fraction"] = "number"
+) -> float | None: ...
+def flag_value(
+    text: str | None, flag: str, kind: Literal["count", "number", "bytes", "fraction"] = "number"
 ) -> float | int | None:
-    """A flag's text parsed by :mod:`runplan.units` (``kind``: number, count or bytes); None when not given.
+    """A flag's text parsed by :mod:`runplan.units` (``kind``: number, count, bytes or fraction, whose bad
+    notation is hinted with an example of its own kind); None when not given.
 
     Only the notation is checked here ("2e23", "70B", "3GB"); bounds belong to the input model the value fills
     (:func:`build_from_flags`), so a flag and a plan-file key are checked by the same field.
@@ -265,6 +270,8 @@ def flag_value(
 
     if kind == "count":
         return units.parse_count(text, where=flag)
+    if kind == "fraction":
+        return units.parse_number(text, where=flag, hint=units.FRACTION_HINT)
     return units.parse_bytes(text, where=flag) if kind == "bytes" else units.parse_number(text, where=flag)
 
 

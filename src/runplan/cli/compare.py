@@ -63,7 +63,7 @@ def _spell_out_gpu(dumps: list[dict[str, Any]], specs: tuple[PlanSpec, ...], pat
 
     side = 0 if isinstance(gpus[0], str) else 1
     base = paths[side].resolve().parent
-    catalog = load_catalog([base / extra for extra in specs[side].catalog])
+    catalog = load_catalog([base / extra for extra in specs[side].catalog], where="catalog")
     spec = catalog.gpu(str(gpus[side]), where="cluster.gpu")
     dumps[side]["cluster"]["gpu"] = spec.model_dump(mode="json", exclude_none=True)
 
@@ -102,7 +102,8 @@ def whatif(
             f"expected 1 to 12 GPU counts, got {len(counts)}", where="--gpus", hint="e.g. 256,512,1024"
         )
     loaded, spec = load_plan_file(plan_file)
-    _warn_catalog(spec, plan_file)
+    with located(loaded):  # a catalog file that cannot be read: at the plan's `catalog:` line
+        _warn_catalog(spec, plan_file)
     records, refused = [], []
     with located(loaded, from_flags=("cluster.gpus",)):  # a size --gpus gave is the flag's, not the file's
         for count in counts:
@@ -135,7 +136,8 @@ def _warn_catalog(spec: PlanSpec, plan_file: Path) -> None:
     from runplan.catalog import load_catalog
     from runplan.cli.common import warn
 
-    for warning in load_catalog([plan_file.resolve().parent / path for path in spec.catalog]).warnings:
+    base = plan_file.resolve().parent
+    for warning in load_catalog([base / path for path in spec.catalog], where="catalog").warnings:
         warn(warning)
 
 

@@ -386,7 +386,7 @@ def _stack_flags(
     optimizer_state_dtype)."""
     from runplan.cli.common import flag_value
 
-    probability = None if dropout is None else flag_value(dropout, "--dropout")
+    probability = None if dropout is None else flag_value(dropout, "--dropout", "fraction")
     modules = (
         None
         if selective_recompute is None

@@ -160,7 +160,7 @@ def sweep_command(
         "sweep.flops",
         flops=budget.flops,
         law=law_from_flag(law),
-        fraction=flag_value(fraction, "--fraction"),
+        fraction=flag_value(fraction, "--fraction", "fraction"),
         sizes=sizes,
         budgets=budgets,
         gpu=budget.gpu,
