@@ -211,8 +211,8 @@ class Stack(BaseModel):
     )
     distributed_optimizer: bool | None = Field(
         None,
-        description="True: optimizer states sharded (ZeRO >= 1, Megatron --use-distributed-optimizer); "
-        "False: ZeRO 0 only; None: search the ZeRO stage.",
+        description="Whether the optimizer states are sharded: true for ZeRO >= 1 (Megatron "
+        "--use-distributed-optimizer), false for ZeRO 0 only, unset to search the ZeRO stage.",
     )
     # What the engine can run at all: the search leaves out the rest (a pin still wins, and the exporter says
     # what the engine would do with it), so a preset never ranks first a layout its engine cannot start.
