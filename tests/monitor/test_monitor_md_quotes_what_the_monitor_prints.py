@@ -129,6 +129,21 @@ def test_a_crash_after_the_last_step_and_one_the_steps_go_on_after_are_said_as_q
     )
 
 
+def test_a_crash_after_the_last_step_is_the_crash_event_the_doc_quotes(tmp_path):
+    """Steps 1-40, then a traceback from line 41; checkpoints every 25 steps: the newest at or before step 40 is
+    step 25. The doc's quote is the event's whole ``why``, and the verdict it names is ``act``."""
+    trace = 'Traceback (most recent call last):\n  File "pretrain_gpt.py", line 200, in <module>\nRuntimeError: NCCL error\n'
+    log = read_logs([_megatron(tmp_path, range(1, 41), tail=trace)])
+    report = analyse(log, Thresholds(), checkpoints_for(log, 25, None))
+    (crash,) = [e for e in report.events if e.kind == "crash"]
+    assert crash.why == quoted(
+        "the job crashed after step 40 (line 41, RuntimeError: NCCL error): fix the cause and resume: roll back to "
+        "the checkpoint at step 25 (--checkpoint-interval 25)"
+    )
+    assert (crash.action, crash.rollback_to_step, report.verdict) == ("rollback", 25, "act")
+    assert quoted("(`rollback` to the newest checkpoint at or before it, so the verdict is `act`)")
+
+
 def test_the_stall_is_said_as_quoted_with_the_default_the_doc_names(tmp_path):
     now = 1_800_000_000.0
     path = _megatron(tmp_path, range(1, 41), ms="36000.0")
@@ -243,11 +258,11 @@ def test_a_compressed_log_and_a_wrong_format_are_said_as_quoted(tmp_path, capsys
     Path("run.log.gz").write_bytes(gzip.compress(body.encode()))
     Path("run.log").write_text(body)
     for args, quote in (
-        (["run.log.gz"], "'run.log.gz' is gzip-compressed (decompress it first (gunzip -k run.log.gz))"),
+        (["run.log.gz"], "'run.log.gz' is gzip-compressed: decompress it first (gunzip -k run.log.gz)"),
         (
             ["run.log", "--format", "torchtitan"],
-            "'run.log' is not a torchtitan log (--format torchtitan): it reads as a megatron log (drop --format "
-            "(auto-detects it) or give --format megatron)",
+            "'run.log' is not a torchtitan log (--format torchtitan): it reads as a megatron log: drop --format "
+            "(auto-detects it) or give --format megatron",
         ),
     ):
         with pytest.raises(SystemExit) as exit_info:

@@ -158,6 +158,8 @@ def _follow(
         else:
             for event in result.events:
                 key = (event.kind, event.start_step, event.action)
+                if event.kind == "crash":
+                    continue  # said once by its note below, which names the line and the exception
                 if key not in seen:
                     seen.add(key)
                     print(event_line(event), flush=True)

@@ -103,6 +103,7 @@ def analyse(
         *detect_sdc.replica_events(ctx),
         *detect_speed.throughput_events(ctx),
         *detect.restart_events(ctx),
+        *detect.crash_events(ctx),
     ]
     _link_grad_norm(events)
     events.sort(key=lambda event: (event.start_step, event.kind))

@@ -13,6 +13,7 @@ Rules (thresholds and their sources: :mod:`runplan.monitor.thresholds`):
   such a hole, with the loss back after it, leaves the outcome unknown (watch; :func:`_unseen`).
 - NaN/inf loss (or gradient norm without an fp16 loss scale): roll back when it persists.
 - fp16 loss-scale collapse: roll back to before the fall (OPT §2.5).
+- a crash report after the last logged step: the job died; resume from the newest checkpoint (:func:`crash_events`).
 
 Do not lower the learning rate as a recovery from a spike: Adam's moment estimates were accumulated at the old
 rate and step size, so a mid-run change of the rate breaks the match the optimizer relies on; PaLM §5.1
@@ -26,6 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from runplan.monitor.events import Checkpoints, Event
+from runplan.monitor.readers.crash import CRASH_NOTE
 from runplan.monitor.rolling import (
     Window,
     first_confirmed,
@@ -487,3 +489,39 @@ def restart_events(ctx: Context) -> list[Event]:
             )
         )
     return events
+
+
+def crash_events(ctx: Context) -> list[Event]:
+    """A crash report after the log's last step (the reader's note, :mod:`runplan.monitor.readers.crash`) as a
+    ``crash`` event at that step, open (the log cannot show the job resumed). Action ``rollback`` to the newest
+    checkpoint at or before that step, by analogy with ``nan``: there the run cannot go on from the weights it has,
+    here not from the process it had; either way the way on is to resume from a checkpoint (the steps after it
+    are lost) and a person is needed now (verdict ``act``). Not ``watch`` as ``stall`` is: a log that stopped
+    without a word may be a long checkpoint save or evaluation, a crash report is certain. No batches are
+    skipped (``skip_steps`` null): nothing says the data caused it. An error the steps go on after is no event
+    (the job survived it): the reader's note says it."""
+    last = ctx.last_step
+    head = f"{CRASH_NOTE} after its last logged step {last:,}: "
+    # a log of several files prefixes each file's notes with its name: the crash is the one at the last step
+    note = next((note for note in ctx.log.notes if head in note), None)
+    if note is None:
+        return []
+    source, rest = note.split(head, 1)  # source: "FILE: " where several logs were given, else ""
+    what = source.rstrip(": ") + (" " if source else "") + rest.split(": the job stopped there", 1)[0]
+    checkpoint, text = ctx.rollback(last)
+    return [
+        Event(
+            kind="crash",
+            start_step=last,
+            peak_step=last,
+            end_step=None,
+            metric="step",
+            value=None,
+            baseline=None,
+            baseline_points=0,
+            recovered=None,
+            action="rollback",
+            rollback_to_step=checkpoint,
+            why=f"the job crashed after step {last:,} ({what}): fix the cause and resume: {text}",
+        )
+    ]

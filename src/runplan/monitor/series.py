@@ -130,7 +130,7 @@ def whole_steps(values: Sequence[float] | np.ndarray, where: str, noun: str = "e
         raise SpecError(
             f"{where}: {noun} {first + 1} has step {shown}, not a whole number from 0 to {MAX_STEP:,}",
             where="monitor.log",
-            hint="fix or delete that line (a corrupt step counter)",
+            hint="fix or delete that line: its step counter is corrupt",
         )
     return numbers.astype(np.int64)
 

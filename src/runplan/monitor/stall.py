@@ -197,6 +197,8 @@ def add_stall(report: Report, log: MetricLog, paths: list[Path], allowed: float,
     written longer ago than the next step was due plus ``allowed`` seconds; ``allowed`` 0 checks nothing."""
     if allowed <= 0 or any(note.startswith(CRASH_NOTE) for note in report.summary["warnings"]):
         return
+    if any(event.kind == "crash" for event in report.events):  # a crash in the last of several logs
+        return
     vs = report.vs_plan or {}
     if finished(log, vs.get("remaining_steps")):
         return

@@ -1,7 +1,9 @@
 """Measured speed against the plan's prediction, the ETA and the goodput so far.
 
 - step time: the median of the logged step times over the last 1,000 steps (a median, so checkpoint saves and
-  evaluations do not move it); from tokens/s when the log has no step time (tokens per step ÷ tokens/s).
+  evaluations do not move it), at the log's last global batch, or, where it prints none, from no earlier than the
+  start of the plan's batch stage of its last step (:func:`_recent`); from tokens/s when the log has no step time
+  (tokens per step ÷ tokens/s).
 - tokens/s = tokens per step ÷ measured step time: the plan's tokens per step, or, where the log prints its own
   global batch and it is not the plan's, that batch × the plan's sequence length (and the planned step time and
   the steps left at that batch).
@@ -102,7 +104,8 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         out["notes"].update(memory_note)
         return out
     steps, seconds = found
-    recent = seconds[_recent(log, steps, last)]
+    window, since = _recent(log, steps, last, stage)
+    recent = seconds[window]
     measured = float(np.median(recent if recent.size else seconds))
     ratio = planned_step / measured
     eta = _eta(plan, last, out["remaining_steps"], logged is None, measured, ratio)
@@ -115,7 +118,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         goodput=_goodput(log, steps, seconds, measured),
     )
     out["notes"] = {
-        "step_seconds": f"median of {recent.size or seconds.size} logged step times (last 1,000 steps)",
+        "step_seconds": f"median of {recent.size or seconds.size} logged step times ({since})",
         "tokens_per_second": f"{tokens_per_step:.4g} tokens per step ÷ {measured:.4g} s",
         "mfu": f"planned {best.mfu:.1%} × planned {planned_step:.4g} s ÷ measured {measured:.4g} s",
         "planned_step_seconds": (
@@ -184,15 +187,25 @@ def _end_step(plan: RunPlan, tokens_per_step: float | None) -> int:
     return int(np.ceil(plan.schedule.batch_stages[-1].end_tokens / tokens_per_step - 1e-9))
 
 
-def _recent(log: MetricLog, steps: np.ndarray, last: int) -> np.ndarray:
-    """The step times of the last 1,000 steps (last − 999 to last) at the log's last global batch where it
-    prints one: a step time logged at a smaller batch of a ramp is not this batch's."""
+def _recent(log: MetricLog, steps: np.ndarray, last: int, stage: BatchStage) -> tuple[np.ndarray, str]:
+    """(which step times count, where from in words): those of the last 1,000 steps (last − 999 to last) at the
+    log's last global batch where it prints one: a step time logged at a smaller batch of a ramp is not this
+    batch's. A log that prints none is taken to run the plan's batches: its window starts no earlier than
+    ``stage``, the plan's batch stage of its last step (:func:`_stage_at`), else the ramp's half-batch steps
+    would halve the median just after the ramp (2.00× the planned speed, the ETA half the true one). At least the
+    last step time logged counts (a sparse log may have none in the stage yet)."""
     keep = steps > last - 1000
     if log.has("global_batch"):
         batch = log.values["global_batch"][np.searchsorted(log.steps, steps)]
         now = float(log.points("global_batch")[1][-1])
         keep &= ~np.isfinite(batch) | (batch == now)
-    return keep
+        return keep, "last 1,000 steps"
+    in_stage = keep & (steps >= stage.start_step)
+    if (in_stage == keep).all():
+        return keep, "last 1,000 steps"
+    if not in_stage.any():
+        in_stage[-1] = True
+    return in_stage, f"last 1,000 steps, from the {stage.name} stage's start at step {stage.start_step:,}"
 
 
 def _past_end(last: int, end_step: int, at_logged_batch: bool) -> list[str]:
@@ -401,16 +414,18 @@ def _own_mfu(log: MetricLog, plan: RunPlan, out: dict[str, Any], gpus: int) -> d
     are tflops × 1e12 ÷ tps and its peak tflops × 1e12 ÷ mfu; the plan's peak is its FLOPs per token × planned
     tokens/s ÷ (GPUs × planned MFU). The ratio of the two MFUs is the ratio of FLOPs per token × the inverse ratio
     of peaks × the ratio of the tokens/s each reads (the log's over its interval, here the median step time).
-    Medians over the same last 1,000 steps as the step time. Sets ``logged_mfu``; returns the note."""
+    Medians over the same steps as the step time (:func:`_recent`). Sets ``logged_mfu``; returns the note."""
     if not log.has("mfu"):
         return {}
     last = int(log.steps[-1])
+    stage = _stage_at(plan, last)
 
     def recent(name: str) -> float | None:
         if not log.has(name):
             return None
         steps, values = log.points(name)
-        return float(np.median(values[steps > last - 1000] if (steps > last - 1000).any() else values))
+        keep = _recent(log, steps, last, stage)[0]
+        return float(np.median(values[keep] if keep.any() else values))
 
     own, mfu = recent("mfu"), out["mfu"]
     out["logged_mfu"] = own
@@ -448,7 +463,7 @@ def _megatron_flops(
     token, exact up to the printed rounding. That is set against the plan's (PaLM, docs/parallel.md) and against
     Megatron's formula on the plan's shape (engine_flops.py: causal attention at half, no norms, biases or router,
     no recompute); what is left is a padded vocabulary, or another model, sequence length or GPU count. Medians
-    over the last 1,000 steps at the last logged batch, as the step time. Sets ``logged_tflops_per_gpu``."""
+    over the last 1,000 steps at the last logged batch (or the plan's batch stage), as the step time. Sets ``logged_tflops_per_gpu``."""
     as_written = log.source_names.get("tflops_per_gpu", "")
     if normalise(as_written) != normalise(MEGATRON_TFLOPS) or out["tokens_per_second"] is None:
         return {}
@@ -458,7 +473,8 @@ def _megatron_flops(
     both = np.isfinite(tflops) & np.isfinite(seconds) & (tflops > 0) & (seconds > 0)
     if not both.any():
         return {}
-    keep = _recent(log, log.steps[both], int(log.steps[-1]))
+    last = int(log.steps[-1])
+    keep = _recent(log, log.steps[both], last, _stage_at(plan, last))[0]
     keep = keep if keep.any() else np.ones_like(keep)
     own = float(np.median(tflops[both][keep]))
     out["logged_tflops_per_gpu"] = own

@@ -13,6 +13,7 @@ empty file, and a file nothing recognises end in a one-line error naming the fil
 from __future__ import annotations
 
 import contextlib
+import csv
 import re
 from pathlib import Path
 from typing import Any
@@ -126,9 +127,10 @@ def _named_format_error(error: SpecError, body: str, path: Path, kind: str) -> S
     except SpecError:
         found = None
     if found is not None and found != kind:
-        return _error(
-            f"'{path}' is not a {kind} log (--format {kind}): it reads as a {found} log",
-            hint=f"drop --format (auto-detects it) or give --format {found}",
+        return SpecError(  # the fix in the message: as a hint its brackets would stand inside the hint's own
+            f"'{path}' is not a {kind} log (--format {kind}): it reads as a {found} log: drop --format "
+            f"(auto-detects it) or give --format {found}",
+            where="monitor.log",
         )
     if error.hint not in (_HINT, _FORMAT_HINT):
         return error
@@ -178,7 +180,10 @@ _COMPRESSED = (
 def _decode(data: bytes, path: Path) -> str:
     for magic, name, command in _COMPRESSED:
         if data.startswith(magic) and (name != "bzip2" or data[3:4].isdigit()):
-            raise _error(f"'{path}' is {name}-compressed", hint=f"decompress it first ({command} {path})")
+            # the command is said in the message: in the hint it would stand in brackets inside the hint's own
+            raise SpecError(
+                f"'{path}' is {name}-compressed: decompress it first ({command} {path})", where="monitor.log"
+            )
     if b"\x00" in data[:65536]:
         raise _error(f"'{path}' is binary, and not a TensorBoard event file", hint="give a text log")
     try:
@@ -210,7 +215,7 @@ def detect(body: str, path: Path) -> str:
         _refuse_hf_printed(body, f"'{path}'")
         raise _error(
             f"'{path}': no known log format recognised in its first {min(len(lines), SAMPLE_LINES):,} lines",
-            hint=f"name the format with --format ({', '.join(FORMATS[1:])})",
+            hint=f"name the format with --format, one of: {', '.join(FORMATS[1:])}",
         )
     ranked = sorted(counts.items(), key=lambda item: -item[1][0])
     best, (hits, _) = ranked[0]
@@ -220,7 +225,7 @@ def detect(body: str, path: Path) -> str:
         raise _error(
             f"'{path}' mixes log formats: {best} lines (first at line {counts[best][1]}) and {name} lines "
             f"(first at line {first_line})",
-            hint=f"split the file per run, or name one format with --format {best} (other lines are skipped)",
+            hint=f"split the file per run, or name one format with --format {best}: the other lines are skipped",
         )
     return best
 
@@ -239,8 +244,8 @@ def _refuse_hf_printed(body: str, where: str) -> None:
     if _HF_PRINTED.search(body[:65536]):
         raise _error(
             f"{where} holds the Hugging Face Trainer's printed log dicts ({{'loss': ...}}), which carry no step",
-            hint="give the run's trainer_state.json (output_dir/checkpoint-N/trainer_state.json, written at every "
-            "save): its log_history holds the same entries with their steps",
+            hint="give the run's trainer_state.json, output_dir/checkpoint-N/trainer_state.json, written at every "
+            "save: its log_history holds the same entries with their steps",
         )
 
 
@@ -328,10 +333,10 @@ def parse(body: str, kind: str, path: Path) -> Rows:
         return tabular.read_hf_state(data, where) if kind == "hf" else tabular.read_scalars_json(data, where)
     if kind == "jsonl":
         return tabular.read_jsonl(body, where)
-    # a row being appended may be cut mid-number (``51,3.0,1`` of ``51,3.0,12345``): every whole row ends in a
-    # newline (csv.writer's default, pandas' to_csv), so a last row without one is left out, said
+    # a row being appended may be cut (``51,3.0`` of ``51,3.0,12345``): csv.writer and pandas' to_csv end every
+    # row with a newline, so a last row without one is left out, said, unless it reads whole (_whole_csv_row)
     last_line = 0 if body.endswith("\n") else body.count("\n") + 1
-    cut = last_line >= 3  # a header and a whole row before it
+    cut = last_line >= 3 and not _whole_csv_row(body)  # a header and a whole row before it
     if cut:
         body = body[: body.rfind("\n") + 1]
     rows = tabular.read_csv(body, where)
@@ -340,6 +345,45 @@ def parse(body: str, kind: str, path: Path) -> Rows:
             0, f"the last line (line {last_line:,}) is cut short (still being written?); left out"
         )
     return tabular.deepspeed_samples_to_steps(rows, path.name, body.split("\n", 1)[0], where)
+
+
+#: Rows before a CSV's last row whose last cells give the width that row's last cell is held to
+_WIDTH_ROWS = 100
+
+
+def _whole_csv_row(body: str) -> bool:
+    """Whether a CSV's last row, written without a final newline, reads whole: spreadsheet exports end so (RFC
+    4180 §2 makes the last row's line break optional). Whole: the header's field count, no quote left open, every
+    cell empty or a number, or text where the row before has text too (a run name), and a last cell no shorter
+    than the shortest of its column in the 100 rows before: a row cut while being written is cut in its last cell,
+    to a prefix of its number (``51,3.0,1`` of ``51,3.0,12345``, a 99.99% throughput drop). A cut prefix as long
+    as the column's shortest number is not told from a whole one."""
+    head = body[: body.find("\n")]
+    start = body.rfind("\n") + 1
+    earlier: list[str] = []
+    end = start - 1
+    while end > len(head) and len(earlier) < _WIDTH_ROWS:
+        begin = body.rfind("\n", 0, end) + 1
+        earlier.append(body[begin:end].rstrip("\r"))
+        end = begin - 1
+    last = body[start:]
+    header, row = next(csv.reader([head]), []), next(csv.reader([last]), [])
+    if last.count('"') % 2 or len(row) != len(header) or not earlier:
+        return False
+    previous = [next(csv.reader([line]), [""]) for line in earlier]
+    if not all(_reads(cell) or not _reads((previous[0] + [""] * len(row))[k]) for k, cell in enumerate(row)):
+        return False
+    widths = [len(cells[-1].strip()) for cells in previous if len(cells) == len(row)]
+    return len(row[-1].strip()) >= min(widths, default=0)
+
+
+def _reads(cell: str) -> bool:
+    """A CSV cell that is empty or a number as the CSV reader takes one (``float``: nan and inf included)."""
+    try:
+        float(cell.strip() or 0)
+    except ValueError:
+        return False
+    return True
 
 
 #: The text a whole metric line of a format ends with, where it has one: Megatron's fields each end with ``|``;
@@ -352,15 +396,17 @@ def _last_line_cut(body: str, lines: list[str], kind: str) -> bool:
     """Whether a text log's last line is a metric line still being written: the engines end every line with a
     newline (``print``, ``logging``), so a file that does not end with one has its last line cut, maybe mid-number
     (``tps: 1`` of ``tps: 1,118``). A line that ends as a whole line of its format does (:data:`_WHOLE_LINE_END`)
-    is kept; a Megatron line that does not is cut whatever it holds (a record's wrapped tail); a last line that is
-    no metric line is not said."""
+    is kept; one that starts like a metric record of the format (a Megatron ``iteration N/ T |`` or ``validation
+    loss at iteration N |`` line) and lacks that end is cut; a last line that is no metric line is not said
+    (Megatron's closing ``[after training is done] datetime: ...``). A Megatron record's wrapped tail cut short
+    leaves its record without the closing ``|``: the reader leaves that record out (``text._drop_cut``)."""
     if body.endswith("\n") or len(lines) < 2:
         return False
     last = text.strip_prefix(lines[-1]).rstrip()
     end = _WHOLE_LINE_END.get(kind)
     if end is not None and last.endswith(end):
         return False
-    if kind == "megatron":
+    if kind == "megatron" and text.MEGATRON_VALID.search(last):
         return True
     record = text.SIGNATURES.get(kind) or text.FALLBACK_SIGNATURES[kind]
     return bool(record.search(last))
