@@ -64,6 +64,8 @@ def test_written_to_another_folder_the_schema_path_still_names_the_schema(tmp_pa
     assert result.exit_code == 0, result.output
     first = out.read_text().splitlines()[0]
     assert first == "# yaml-language-server: $schema=../../docs/plan.schema.json"
-    assert (out.parent / first.split("$schema=")[1]).resolve() == (repo / "docs" / "plan.schema.json").resolve()
+    assert (out.parent / first.split("$schema=")[1]).resolve() == (
+        repo / "docs" / "plan.schema.json"
+    ).resolve()
     url = "# yaml-language-server: $schema=https://example.org/plan.schema.json\n"
     assert schema_line(url + "schema_version: 1\n", (repo / "examples", out.parent)) == url
