@@ -55,6 +55,16 @@ def _step_seconds(
     return None
 
 
+def _planned_step(plan: RunPlan, stage: BatchStage) -> float:
+    """The plan's step time at ``stage``: the layout timed at the stage's micro-batch count, as the plan records it
+    (``schedule.batch_stages[].step_seconds``; a ramp keeps the pipeline bubble and the per-step fixed costs),
+    else, for a plan resolved before that key, the main step scaled to the stage's tokens."""
+    if stage.step_seconds is not None:
+        return float(stage.step_seconds)
+    best = plan.layout.best
+    return best.step_seconds * float(stage.global_batch_tokens) / float(best.global_batch_tokens)
+
+
 def _stage_at(plan: RunPlan, step: int) -> BatchStage:
     """The plan's batch stage (a ramp stage or the main one) that ``step`` falls in; past the end, the last."""
     stages = plan.schedule.batch_stages
@@ -72,7 +82,9 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     logged = _logged_batch(log, stage)
     sequence_tokens = float(stage.global_batch_tokens) / stage.global_batch_sequences
     tokens_per_step = float(stage.global_batch_tokens) if logged is None else logged * sequence_tokens
-    planned_step = best.step_seconds * tokens_per_step / float(best.global_batch_tokens)
+    # the main step scaled to this step's tokens: the model FLOPs' share of a step, which MFU compares with
+    scaled_step = best.step_seconds * tokens_per_step / float(best.global_batch_tokens)
+    planned_step = _planned_step(plan, stage) if logged is None else scaled_step
     total_steps = int(plan.schedule.total_steps)
     end_step = _end_step(plan, None if logged is None else tokens_per_step)
     gpus = int(plan.inputs.get("cluster", {}).get("gpus", 0) or 0) or 1
@@ -112,21 +124,27 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     out.update(
         step_seconds=measured,
         tokens_per_second=tokens_per_step / measured,
-        mfu=best.mfu * ratio,
+        mfu=best.mfu * scaled_step / measured,
         speed_ratio=ratio,
         eta_seconds=eta[0],
-        goodput=_goodput(log, steps, seconds, measured),
+        goodput=_goodput(log, steps, seconds, measured * _stage_factors(plan, steps, stage, logged is None)),
     )
     out["notes"] = {
         "step_seconds": f"median of {recent.size or seconds.size} logged step times ({since})",
         "tokens_per_second": f"{tokens_per_step:.4g} tokens per step ÷ {measured:.4g} s",
-        "mfu": f"planned {best.mfu:.1%} × planned {planned_step:.4g} s ÷ measured {measured:.4g} s",
+        "mfu": f"planned {best.mfu:.1%} × {scaled_step:.4g} s (the main step at this step's tokens) ÷ measured "
+        f"{measured:.4g} s",
         "planned_step_seconds": (
-            f"the {stage.name} stage's batch ({stage.global_batch_sequences:,} sequences)"
-            if logged is None
-            else f"the log's batch ({logged:,.0f} sequences × {sequence_tokens:,.0f} tokens)"
-        )
-        + f": {best.step_seconds:.4g} s × {tokens_per_step:.4g} / {best.global_batch_tokens:.4g} tokens",
+            f"the {stage.name} stage's step in the plan (the layout timed at its "
+            f"{stage.microbatches_per_replica:,} micro-batches per replica)"
+            if planned_step is not scaled_step
+            else (
+                f"the {stage.name} stage's batch ({stage.global_batch_sequences:,} sequences)"
+                if logged is None
+                else f"the log's batch ({logged:,.0f} sequences × {sequence_tokens:,.0f} tokens)"
+            )
+            + f": {best.step_seconds:.4g} s × {tokens_per_step:.4g} / {best.global_batch_tokens:.4g} tokens"
+        ),
         "speed_ratio": "planned step time ÷ measured (above 1: faster than planned)",
         "eta_seconds": eta[1],
         "goodput": "useful step time ÷ time of every logged step (slow steps and an abandoned attempt's steps "
@@ -136,7 +154,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         **_megatron_flops(log, plan, out, gpus, tokens_per_step),
     }
     out["warnings"] += _batch_mismatch(logged, stage) + _seq_mismatch(log, sequence_tokens)
-    out["warnings"] += _mismatch(best.mfu * ratio, ratio)
+    out["warnings"] += _mismatch(best.mfu * scaled_step / measured, ratio)
     out["warnings"] += _past_end(last, end_step, logged is not None)
     return out
 
@@ -144,19 +162,14 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
 def _eta(
     plan: RunPlan, last: int, remaining: int, plans_batch: bool, measured: float, ratio: float
 ) -> tuple[float, str]:
-    """(seconds left, its one-line reason): each batch stage's steps left at its planned step time (the main
-    step time × the stage's tokens per step ÷ the main stage's, as the planned step time above) ÷ the measured
-    speed ratio, ÷ the plan's goodput. A log still in the batch ramp has the main stage's longer steps ahead: the
+    """(seconds left, its one-line reason): each batch stage's steps left at its planned step time
+    (:func:`_planned_step`) ÷ the measured speed ratio, ÷ the plan's goodput. A log still in the batch ramp has the main stage's longer steps ahead: the
     ramp's measured step time for every step left would put the end about twice too early. A log at its own
     batch (not the plan's) counts every step left at the measured time (the ramp is not in that comparison)."""
     goodput = max(plan.reliability.goodput, 1e-9)
     tail = f"÷ planned goodput {plan.reliability.goodput:.3f}"
-    best = plan.layout.best
     left = [
-        (
-            min(stage.steps, stage.end_step - last),
-            best.step_seconds * stage.global_batch_tokens / float(best.global_batch_tokens) / ratio,
-        )
+        (min(stage.steps, stage.end_step - last), _planned_step(plan, stage) / ratio)
         for stage in plan.schedule.batch_stages
         if stage.end_step > last
     ]
@@ -276,9 +289,30 @@ def first_point_steps(first_step: int, interval_steps: int) -> int:
     return max(1, min(interval_steps, first_step))
 
 
-def _goodput(log: MetricLog, steps: np.ndarray, seconds: np.ndarray, median: float) -> float | None:
+def _stage_factors(plan: RunPlan, steps: np.ndarray, stage: BatchStage, plans_batch: bool) -> np.ndarray:
+    """Each logged step's planned step time ÷ the planned step of the last step's stage (:func:`_planned_step`):
+    a ramp step logged before the main stage is worth its own stage's time, not the main step's (just past the
+    ramp, counting its short steps at the main median capped the goodput at 100%). 1 where the log prints its
+    own batch (its steps are compared at that batch)."""
+    if not plans_batch:
+        return np.ones(steps.size)
+    stages = plan.schedule.batch_stages
+    now = _planned_step(plan, stage)
+    factors = np.array([_planned_step(plan, s) / now for s in stages])
+    # the stage each step falls in (_stage_at: start_step <= step < end_step; past the end, the last)
+    index = np.searchsorted(np.array([s.end_step for s in stages]), steps, side="right")
+    return factors[np.minimum(index, len(stages) - 1)]
+
+
+def _goodput(
+    log: MetricLog, steps: np.ndarray, seconds: np.ndarray, expected: float | np.ndarray
+) -> float | None:
+    """Useful step time ÷ the time of every logged step; ``expected``: each logged step's useful time (the
+    measured median at the last step's stage, × :func:`_stage_factors`), or one for every step."""
     if steps.size < 2:
         return None
+    expected = np.broadcast_to(np.asarray(expected, dtype=np.float64), steps.shape)
+    median = float(expected[-1])
     first_span = first_point_steps(int(steps[0]), log.interval_steps)
     spans = np.diff(steps, prepend=steps[0] - first_span).astype(np.float64)
     # an abandoned attempt's rows (left out of the log's steps: redone or never reached again) took their logged
@@ -286,7 +320,7 @@ def _goodput(log: MetricLog, steps: np.ndarray, seconds: np.ndarray, median: flo
     abandoned = log.abandoned_seconds
     lost = float(np.sum(np.where(np.isfinite(abandoned), abandoned, median))) * log.interval_steps
     spent = float(np.sum(seconds * spans)) + lost + log.repeated_steps * median
-    useful = float((steps[-1] - steps[0] + first_span) * median)
+    useful = float(np.sum(spans * expected))
     return min(1.0, useful / spent) if spent > 0 else None
 
 
