@@ -62,3 +62,18 @@ def test_eta_in_the_main_stage_is_the_steps_left_times_the_measured_step(tmp_pat
     vs = compare(log, plan)
     assert vs["remaining_steps"] == 90333
     assert vs["eta_seconds"] == pytest.approx(90333 * 37.0 / plan.reliability.goodput)
+
+
+def test_a_plan_resolved_before_stages_recorded_their_step_scales_the_main_step(tmp_path, plan):
+    """A plan file resolved by an older runplan has no `batch_stages[].step_seconds`: the ramp's planned step is
+    the main step × the ramp's tokens ÷ the main stage's (17.82 s), and the note says so."""
+    stages = [s.model_copy(update={"step_seconds": None}) for s in plan.schedule.batch_stages]
+    old = plan.model_copy(update={"schedule": plan.schedule.model_copy(update={"batch_stages": stages})})
+    log = _log(tmp_path, [{"step": s, "loss": 3.0, "step_seconds": 18.0} for s in range(1, 301)])
+    vs = compare(log, old)
+    scaled = plan.layout.best.step_seconds * 10747904 / 21757952
+    assert vs["planned_step_seconds"] == pytest.approx(scaled)
+    assert vs["notes"]["planned_step_seconds"].startswith("the ramp 1 stage's batch (2,624 sequences): ")
+    assert compare(log, plan)["notes"]["planned_step_seconds"] == (
+        "the ramp 1 stage's step in the plan (the layout timed at its 41 micro-batches per replica)"
+    )

@@ -134,17 +134,7 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         "tokens_per_second": f"{tokens_per_step:.4g} tokens per step ÷ {measured:.4g} s",
         "mfu": f"planned {best.mfu:.1%} × {scaled_step:.4g} s (the main step at this step's tokens) ÷ measured "
         f"{measured:.4g} s",
-        "planned_step_seconds": (
-            f"the {stage.name} stage's step in the plan (the layout timed at its "
-            f"{stage.microbatches_per_replica:,} micro-batches per replica)"
-            if planned_step is not scaled_step
-            else (
-                f"the {stage.name} stage's batch ({stage.global_batch_sequences:,} sequences)"
-                if logged is None
-                else f"the log's batch ({logged:,.0f} sequences × {sequence_tokens:,.0f} tokens)"
-            )
-            + f": {best.step_seconds:.4g} s × {tokens_per_step:.4g} / {best.global_batch_tokens:.4g} tokens"
-        ),
+        "planned_step_seconds": _planned_step_note(plan, stage, logged, tokens_per_step),
         "speed_ratio": "planned step time ÷ measured (above 1: faster than planned)",
         "eta_seconds": eta[1],
         "goodput": "useful step time ÷ time of every logged step (slow steps and an abandoned attempt's steps "
@@ -157,6 +147,26 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     out["warnings"] += _mismatch(best.mfu * scaled_step / measured, ratio)
     out["warnings"] += _past_end(last, end_step, logged is not None)
     return out
+
+
+def _planned_step_note(plan: RunPlan, stage: BatchStage, logged: float | None, tokens_per_step: float) -> str:
+    """Where the planned step time comes from: the stage's own (:func:`_planned_step`), or the main step scaled to
+    the tokens of the log's batch (or of the stage, for a plan resolved before stages recorded their step)."""
+    if logged is None and stage.step_seconds is not None:
+        return (
+            f"the {stage.name} stage's step in the plan (the layout timed at its "
+            f"{stage.microbatches_per_replica:,} micro-batches per replica)"
+        )
+    best = plan.layout.best
+    sequence_tokens = float(stage.global_batch_tokens) / stage.global_batch_sequences
+    whose = (
+        f"the {stage.name} stage's batch ({stage.global_batch_sequences:,} sequences)"
+        if logged is None
+        else f"the log's batch ({logged:,.0f} sequences × {sequence_tokens:,.0f} tokens)"
+    )
+    return (
+        f"{whose}: {best.step_seconds:.4g} s × {tokens_per_step:.4g} / {best.global_batch_tokens:.4g} tokens"
+    )
 
 
 def _eta(
