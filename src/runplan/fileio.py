@@ -98,25 +98,28 @@ def read_bytes(path: str | Path, cap: int) -> bytes:
     try:
         info = os.fstat(fd)
         _refuse_kind(info.st_mode, source)
-        chunks: list[bytes] = []
-        total = 0
-        while total <= cap:
-            chunk = os.read(fd, min(_CHUNK_BYTES, cap + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+        data = _read_up_to(fd, cap + 1)  # one byte past the cap tells a file over it
     except OSError as error:
         raise SpecError(f"cannot read file: {error.strerror or error}", source=source) from None
     finally:
         os.close(fd)
-    if total > cap:
+    if len(data) > cap:
         raise SpecError(
             f"file is larger than {_size_text(cap)}",
             source=source,
             hint="runplan's input files are small; is this the right file?",
         )
     _inputs.add((info.st_dev, info.st_ino))
+    return data
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes from the open descriptor ``fd``, in chunks, up to its end."""
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit and (chunk := os.read(fd, min(_CHUNK_BYTES, limit - total))):
+        chunks.append(chunk)
+        total += len(chunk)
     return b"".join(chunks)
 
 
@@ -133,16 +136,11 @@ def read_tail(path: str | Path, nbytes: int) -> bytes:
         info = os.fstat(fd)
         _refuse_kind(info.st_mode, source)
         os.lseek(fd, max(0, info.st_size - nbytes), os.SEEK_SET)
-        chunks: list[bytes] = []
-        total = 0
-        while total < nbytes and (chunk := os.read(fd, min(_CHUNK_BYTES, nbytes - total))):
-            chunks.append(chunk)
-            total += len(chunk)
+        return _read_up_to(fd, nbytes)
     except OSError as error:
         raise SpecError(f"cannot read file: {error.strerror or error}", source=source) from None
     finally:
         os.close(fd)
-    return b"".join(chunks)
 
 
 def read_text(path: str | Path, cap: int, encoding: str = "utf-8") -> str:
