@@ -89,10 +89,21 @@ def _plan_checkpoints(interval: int, generations: int, rollback_every: int) -> s
     )
 
 
+def _batch_change_steps(log: MetricLog, plan: RunPlan | None) -> tuple[int, ...]:
+    """Steps at which the run's global batch changes: where the log's printed batch (Megatron's ``global batch
+    size``, on every line) differs from the one before, else where the plan's batch stages start."""
+    if log.has("global_batch"):
+        steps, batch = log.points("global_batch")
+        return tuple(int(step) for step in steps[1:][np.diff(batch) != 0])
+    if plan is not None:
+        return tuple(int(stage.start_step) for stage in plan.schedule.batch_stages[1:])
+    return ()
+
+
 def analyse(
     log: MetricLog, thresholds: Thresholds, checkpoints: Checkpoints, plan: RunPlan | None = None
 ) -> Report:
-    ctx = detect.Context(log, thresholds, checkpoints)
+    ctx = detect.Context(log, thresholds, checkpoints, _batch_change_steps(log, plan))
     spikes = detect.loss_spike_events(ctx)
     events = [
         *detect.grad_norm_events(ctx),

@@ -47,6 +47,9 @@ class Context:
     log: MetricLog
     thresholds: Thresholds
     checkpoints: Checkpoints
+    #: steps at which the global batch changes (a batch ramp): the log's own printed batch, else the plan's batch
+    #: stages; a step's time changes with its batch there, which is no slowdown (detect_speed)
+    batch_change_steps: tuple[int, ...] = ()
 
     @property
     def last_step(self) -> int:

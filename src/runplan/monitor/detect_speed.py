@@ -62,6 +62,13 @@ def throughput_events(ctx: Context) -> list[Event]:
         # and the next few still fade from it: nothing is flagged before 10 points have followed it (once: a
         # point masked later, a one-off slow step or a restart, does not silence the next window)
         flaggable[: MIN_BASELINE_POINTS + 1] = False
+    for change in ctx.batch_change_steps:
+        # a batch change (a ramp stage ends) changes the step time with the batch: the baseline starts afresh
+        # there and, as at the run's start, holds MIN_BASELINE_POINTS points before anything is flagged
+        k = int(np.searchsorted(steps, change, side="left"))
+        if 0 < k < steps.size:
+            window.first[k:] = np.maximum(window.first[k:], k)
+            flaggable[k : k + MIN_BASELINE_POINTS + 1] = False
     for restart in ctx.log.restarts:
         use[
             np.searchsorted(steps, restart.resumed_step) : np.searchsorted(steps, restart.resumed_step) + 1
