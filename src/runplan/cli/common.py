@@ -205,21 +205,23 @@ def plan_from_file(
 
 def calibration_key(calibration: str | Path, plan_file: str | Path, key: str | None) -> str:
     """``--calibration FILE`` as the plan's ``calibration:`` value: the key as written where it names the same
-    file; else, for a file inside the plan's repository (the nearest folder above the plan holding ``.git``; no
-    repository: the plan's own folder), its path relative to the plan's folder, as keys are read; else its
-    absolute path. A flag naming the file the key already names is then the same input, and a plan resolved
-    with ``--calibration cal/mine.yaml`` in one clone checks clean in another: an absolute path made `check`
-    report drift in a teammate's clone or on a CI runner, and `--update` wrote a machine's path into the file."""
+    file; else, for a relative flag naming a file inside the plan's repository (the nearest folder above the plan
+    holding ``.git``; no repository: the plan's own folder), its path relative to the plan's folder, as keys are
+    read; else (an absolute flag, a file elsewhere) its absolute path. A flag naming the file the key already
+    names is then the same input, and a plan resolved with ``--calibration cal/mine.yaml`` in one clone checks
+    clean in another: an absolute path made `check` report drift in a teammate's clone or on a CI runner, and
+    `--update` wrote a machine's path into the file. Paths are compared as written (``abspath``), so a symlink
+    inside the repository is recorded as the link, not as its target's machine path."""
     import os
 
-    absolute = Path(calibration).resolve()
-    plan_dir = Path(plan_file).resolve().parent
-    if key is not None and (plan_dir / key).resolve() == absolute:
+    given = Path(os.path.abspath(calibration))
+    plan_dir = Path(os.path.abspath(plan_file)).parent
+    if key is not None and (plan_dir / key).resolve() == given.resolve():
         return key
     root = next((d for d in (plan_dir, *plan_dir.parents) if (d / ".git").exists()), plan_dir)
-    if absolute.is_relative_to(root):
-        return Path(os.path.relpath(absolute, plan_dir)).as_posix()
-    return str(absolute)
+    if not Path(calibration).is_absolute() and given.is_relative_to(root):
+        return Path(os.path.relpath(given, plan_dir)).as_posix()
+    return str(given)
 
 
 @contextlib.contextmanager
