@@ -26,3 +26,10 @@ def test_a_missing_file_or_a_fifo_is_one_line(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(SpecError):
         read_tail(fifo, 10)
+
+
+def test_a_missing_file_says_why_once(tmp_path):
+    """The reason, not the OSError's repr with the path a second time."""
+    with pytest.raises(SpecError) as info:
+        read_tail(tmp_path / "gone.log", 10)
+    assert info.value.message == "cannot read file: No such file or directory"

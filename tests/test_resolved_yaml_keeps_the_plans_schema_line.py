@@ -69,3 +69,10 @@ def test_written_to_another_folder_the_schema_path_still_names_the_schema(tmp_pa
     ).resolve()
     url = "# yaml-language-server: $schema=https://example.org/plan.schema.json\n"
     assert schema_line(url + "schema_version: 1\n", (repo / "examples", out.parent)) == url
+
+
+def test_a_windows_schema_path_is_left_as_written(tmp_path):
+    """`$schema=..\\docs\\plan.schema.json` is not a path this machine's relpath can move: it stays as written
+    (it became `../../sub/..\\docs\\plan.schema.json`)."""
+    line = "# yaml-language-server: $schema=..\\docs\\plan.schema.json\n"
+    assert schema_line(line, (tmp_path / "sub", tmp_path / "a" / "b")) == line

@@ -130,8 +130,10 @@ def read_tail(path: str | Path, nbytes: int) -> bytes:
     source = str(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except (OSError, ValueError) as error:
-        raise SpecError(f"cannot read file: {error}", source=source) from None
+    except OSError as error:
+        raise SpecError(f"cannot read file: {error.strerror or error}", source=source) from None
+    except ValueError as error:  # an embedded NUL in the name
+        raise SpecError(f"cannot read file: {error}", source=repr(source)) from None
     try:
         info = os.fstat(fd)
         _refuse_kind(info.st_mode, source)

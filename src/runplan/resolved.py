@@ -101,7 +101,7 @@ def schema_line(original: str, moved: tuple[Path, Path] | None = None) -> str:
 
 
 def _relocated(path: str, from_dir: Path, to_dir: Path) -> str:
-    if "://" in path or Path(path).is_absolute():
+    if "://" in path or "\\" in path or Path(path).is_absolute():  # a URL, a Windows path: as written
         return path
     try:
         return Path(os.path.relpath((from_dir / path).resolve(), to_dir.resolve())).as_posix()

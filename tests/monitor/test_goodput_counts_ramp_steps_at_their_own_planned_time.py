@@ -49,3 +49,23 @@ def test_a_slow_ramp_lowers_the_goodput_past_it(tmp_path, plan):
 
 def test_a_ramp_on_plan_is_full_goodput(tmp_path, plan):
     assert _compare(tmp_path, plan, 1.0)["goodput"] == pytest.approx(1.0, rel=1e-9)
+
+
+def test_a_log_at_its_own_batch_counts_each_step_at_its_printed_batch(tmp_path, plan):
+    """A log printing its own batches (1,000 then 2,000 sequences, neither the plan's): a step's useful time is
+    the last batch's median × its printed batch ÷ the last (1,000 steps of 12 s where 10 s was due, then 1,000 of
+    20 s): useful 1,000 × 10 + 1,000 × 20 = 30,000 s of 32,000 spent, 0.9375. It read 100% (every step at the
+    last batch's median)."""
+    rows = [
+        {
+            "step": s,
+            "loss": 3.0,
+            "step_seconds": 12.0 if s <= 1000 else 20.0,
+            "global_batch_size": 1000 if s <= 1000 else 2000,
+        }
+        for s in range(1, 2001)
+    ]
+    path = tmp_path / "own.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    vs = compare(read_logs([path]), plan)
+    assert vs["goodput"] == pytest.approx(30000 / 32000, rel=1e-9)

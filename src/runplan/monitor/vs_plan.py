@@ -7,14 +7,17 @@
 - tokens/s = tokens per step ÷ measured step time: the plan's tokens per step, or, where the log prints its own
   global batch and it is not the plan's, that batch × the plan's sequence length (and the planned step time and
   the steps left at that batch).
-- MFU = the plan's MFU × planned step time ÷ measured step time: the same model FLOPs per step (PaLM §4.1
-  counts model FLOPs only), done in a different time.
+- planned step time: the plan's own step at the stage's micro-batches (``batch_stages[].step_seconds``; a ramp
+  keeps the pipeline bubble), or at the log's own batch the main step scaled to its tokens.
+- MFU = the plan's MFU × the main step time scaled to this step's tokens ÷ measured step time: the same model
+  FLOPs per step (PaLM §4.1 counts model FLOPs only), done in a different time.
 - ETA = Σ over the batch stages left of their steps left × planned step time ÷ (planned ÷ measured step time now):
   in the main stage (or at the log's own batch) the steps left × the measured step time; a log in the batch ramp
   has the main stage's longer steps ahead. Failures and restarts add to it by 1 / the plan's goodput (its
   reliability section). A log past the plan's last step is said in a warning.
 - goodput so far = time of the steps that count ÷ time spent on all logged steps, where the steps that count
-  take the median step time, and the steps an attempt abandoned at a restart (redone later or never reached
+  take the median step time (× their batch stage's planned step ÷ the last one's, or × their printed batch ÷ the
+  last: :func:`_stage_factors`), and the steps an attempt abandoned at a restart (redone later or never reached
   again; their logged time, else the median) and slow steps count in full in the time spent (restart downtime
   between jobs is not in a metric log and is left out). Each logged time stands for the steps since the point
   before it; the first point for :func:`first_point_steps`.
@@ -74,11 +77,11 @@ def _stage_at(plan: RunPlan, step: int) -> BatchStage:
 def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
     best = plan.layout.best
     last = int(log.steps[-1])
-    # the batch stage the log has reached: a ramp stage runs a smaller batch in a proportionally shorter step
-    # (the plan's own assumption for its ramp, ops.operate)
+    # the batch stage the log has reached: a ramp stage runs a smaller batch in a shorter step (the plan's own
+    # for that stage: the layout timed at its micro-batches)
     stage = _stage_at(plan, last)
     # a log that prints its own global batch (Megatron) runs at that batch, whatever the plan says: its tokens
-    # per step are that batch × the plan's sequence length, and the plan's step time scales to it as for a ramp
+    # per step are that batch × the plan's sequence length, and the main step time is scaled to it
     logged = _logged_batch(log, stage)
     sequence_tokens = float(stage.global_batch_tokens) / stage.global_batch_sequences
     tokens_per_step = float(stage.global_batch_tokens) if logged is None else logged * sequence_tokens
@@ -127,7 +130,9 @@ def compare(log: MetricLog, plan: RunPlan) -> dict[str, Any]:
         mfu=best.mfu * scaled_step / measured,
         speed_ratio=ratio,
         eta_seconds=eta[0],
-        goodput=_goodput(log, steps, seconds, measured * _stage_factors(plan, steps, stage, logged is None)),
+        goodput=_goodput(
+            log, steps, seconds, measured * _stage_factors(log, plan, steps, stage, logged is None)
+        ),
     )
     out["notes"] = {
         "step_seconds": f"median of {recent.size or seconds.size} logged step times ({since})",
@@ -173,9 +178,10 @@ def _eta(
     plan: RunPlan, last: int, remaining: int, plans_batch: bool, measured: float, ratio: float
 ) -> tuple[float, str]:
     """(seconds left, its one-line reason): each batch stage's steps left at its planned step time
-    (:func:`_planned_step`) ÷ the measured speed ratio, ÷ the plan's goodput. A log still in the batch ramp has the main stage's longer steps ahead: the
-    ramp's measured step time for every step left would put the end about twice too early. A log at its own
-    batch (not the plan's) counts every step left at the measured time (the ramp is not in that comparison)."""
+    (:func:`_planned_step`) ÷ the measured speed ratio, ÷ the plan's goodput. A log still in the batch ramp has
+    the main stage's longer steps ahead: the ramp's measured step time for every step left would put the end
+    about twice too early. A log at its own batch (not the plan's) counts every step left at the measured time
+    (the ramp is not in that comparison)."""
     goodput = max(plan.reliability.goodput, 1e-9)
     tail = f"÷ planned goodput {plan.reliability.goodput:.3f}"
     left = [
@@ -299,13 +305,17 @@ def first_point_steps(first_step: int, interval_steps: int) -> int:
     return max(1, min(interval_steps, first_step))
 
 
-def _stage_factors(plan: RunPlan, steps: np.ndarray, stage: BatchStage, plans_batch: bool) -> np.ndarray:
-    """Each logged step's planned step time ÷ the planned step of the last step's stage (:func:`_planned_step`):
-    a ramp step logged before the main stage is worth its own stage's time, not the main step's (just past the
-    ramp, counting its short steps at the main median capped the goodput at 100%). 1 where the log prints its
-    own batch (its steps are compared at that batch)."""
+def _stage_factors(
+    log: MetricLog, plan: RunPlan, steps: np.ndarray, stage: BatchStage, plans_batch: bool
+) -> np.ndarray:
+    """Each logged step's expected time ÷ that of the last step: a ramp step is worth its own stage's planned
+    step (:func:`_planned_step`), not the main step (just past the ramp, counting its short steps at the main
+    median capped the goodput at 100%). A log that prints its own batch (not the plan's): the batch it printed
+    at that step ÷ its last (a step's time taken in proportion to its batch)."""
     if not plans_batch:
-        return np.ones(steps.size)
+        batch_steps, batch = log.points("global_batch")
+        at = np.clip(np.searchsorted(batch_steps, steps, side="right") - 1, 0, batch.size - 1)
+        return batch[at] / batch[-1]
     stages = plan.schedule.batch_stages
     now = _planned_step(plan, stage)
     factors = np.array([_planned_step(plan, s) / now for s in stages])
