@@ -35,3 +35,12 @@ def test_two_typed_flags_on_one_column_are_still_refused(tmp_path):
 def test_a_required_column_is_not_given_away(tmp_path):
     with pytest.raises(SpecError, match="--params-col and --loss-col both name column 'loss'"):
         read_runs(_csv(tmp_path), params_col="loss", named=("--params-col",))
+
+
+def test_with_no_tokens_column_left_the_error_says_which_flag_took_flops(tmp_path):
+    """params,flops,loss with `--loss-col flops`: flops is the loss now, so D needs a tokens column; the error
+    said only "missing column 'tokens' or 'flops'" beside a header that has flops."""
+    path = tmp_path / "runs.csv"
+    path.write_text("params,flops,loss\n1e8,3.1,1\n2e8,3.2,2\n")
+    with pytest.raises(SpecError, match="'flops' is the column --loss-col names"):
+        read_runs(path, loss_col="flops", named=("--loss-col",))

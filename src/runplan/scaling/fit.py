@@ -144,8 +144,10 @@ def read_runs(
         for flag, col in (("--tokens-col", tokens_col), ("--flops-col", flops_col))
     )
     if i_d is None and i_c is None:
+        given = next((f for f in named if f in roles and roles[f] in {tokens_col, flops_col} & claimed), None)
         raise SpecError(
-            f"missing column '{tokens_col}' or '{flops_col}' (one of them is needed)",
+            f"missing column '{tokens_col}' or '{flops_col}' (one of them is needed)"
+            + (f"; '{roles[given]}' is the column {given} names" if given is not None and dropped else ""),
             source=source,
             hint=f"columns are {', '.join(index)}; name yours with --tokens-col or --flops-col",
         )
