@@ -88,13 +88,7 @@ def read_bytes(path: str | Path, cap: int) -> bytes:
     (so a file swapped in between is caught). O_NONBLOCK keeps the open itself from waiting on a FIFO.
     """
     source = str(path)
-    try:
-        _refuse_kind(os.stat(path).st_mode, source)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as error:
-        raise SpecError(f"cannot read file: {error.strerror or error}", source=source) from None
-    except ValueError as error:  # an embedded NUL in the name
-        raise SpecError(f"cannot read file: {error}", source=repr(source)) from None
+    fd = _open_regular(path)
     try:
         info = os.fstat(fd)
         _refuse_kind(info.st_mode, source)
@@ -113,6 +107,19 @@ def read_bytes(path: str | Path, cap: int) -> bytes:
     return data
 
 
+def _open_regular(path: str | Path) -> int:
+    """A read-only descriptor of ``path``, refused by name first if it is no regular file (a FIFO or device is
+    never opened; O_NONBLOCK keeps the open itself from waiting on one swapped in). A one-line SpecError else."""
+    source = str(path)
+    try:
+        _refuse_kind(os.stat(path).st_mode, source)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise SpecError(f"cannot read file: {error.strerror or error}", source=source) from None
+    except ValueError as error:  # an embedded NUL in the name
+        raise SpecError(f"cannot read file: {error}", source=repr(source)) from None
+
+
 def _read_up_to(fd: int, limit: int) -> bytes:
     """At most ``limit`` bytes from the open descriptor ``fd``, in chunks, up to its end."""
     chunks: list[bytes] = []
@@ -128,12 +135,7 @@ def read_tail(path: str | Path, nbytes: int) -> bytes:
     log's newest lines; a one-line SpecError where it cannot be read or is no regular file (checked on the open
     descriptor, as :func:`read_bytes`)."""
     source = str(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as error:
-        raise SpecError(f"cannot read file: {error.strerror or error}", source=source) from None
-    except ValueError as error:  # an embedded NUL in the name
-        raise SpecError(f"cannot read file: {error}", source=repr(source)) from None
+    fd = _open_regular(path)
     try:
         info = os.fstat(fd)
         _refuse_kind(info.st_mode, source)
