@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from runplan.monitor.events import Event, verdict
-from runplan.monitor.readers.crash import CRASH_NOTE
 from runplan.report.format import fmt_duration
 
 if TYPE_CHECKING:
@@ -195,9 +194,8 @@ def stall_event(log: MetricLog, age: float, allowed: float, due: Due, lag: float
 def add_stall(report: Report, log: MetricLog, paths: list[Path], allowed: float, now: float) -> None:
     """Add the ``stall`` event to ``report`` (and its verdict and counts) where the logs at ``paths`` were last
     written longer ago than the next step was due plus ``allowed`` seconds; ``allowed`` 0 checks nothing."""
-    if allowed <= 0 or any(note.startswith(CRASH_NOTE) for note in report.summary["warnings"]):
-        return
-    if any(event.kind == "crash" for event in report.events):  # a crash in the last of several logs
+    # a log that ends in a crash report has its crash event (detect.crash_events): said already
+    if allowed <= 0 or any(event.kind == "crash" for event in report.events):
         return
     vs = report.vs_plan or {}
     if finished(log, vs.get("remaining_steps")):
