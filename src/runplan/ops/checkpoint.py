@@ -276,8 +276,7 @@ def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
         host_staging=spec.host_staging,
         host_memory_bytes_per_node=Reasoned(
             per_node.value,
-            f"pinned host buffer: {request.gpus_per_node} × {fmt_bytes(written.value)} = "
-            f"{fmt_bytes(per_node.value)} per node",
+            f"pinned host buffer: {per_node.why} per node (what the node's GPUs write)",
         ),
         save_blocking_seconds=delta,
         job_mtbf_seconds=m,
@@ -400,14 +399,21 @@ def _written_bytes(
     if r.spec.fully_parallel_save:
         written = total / world
         how = f"fully parallel save: total / world = {fmt_bytes(total)} / {world:,}"
-        per_node = written * r.gpus_per_node
+        gpus = _gpus_on_a_node(r, world)
+        per_node = written * gpus
         return (
             Reasoned(written, f"{how} = {fmt_bytes(written)}"),
-            Reasoned(per_node, f"{r.gpus_per_node} GPUs × {fmt_bytes(written)} = {fmt_bytes(per_node)}"),
+            Reasoned(per_node, f"{gpus} GPUs × {fmt_bytes(written)} = {fmt_bytes(per_node)}"),
         )
     written = held + RNG_BYTES_PER_RANK + CURSOR_BYTES_PER_REPLICA
     how = "first replica writes its weight shard plus its optimizer shard (not fully parallel)"
     return Reasoned(written, f"{how} = {fmt_bytes(written)}"), _first_replica_node_bytes(r, parts, written)
+
+
+def _gpus_on_a_node(r: CheckpointRequest, world: int) -> int:
+    """Ranks on the busiest node: a whole node, or the whole job when it is smaller than one (4 GPUs of an 8-GPU
+    node write 4 shares, not 8)."""
+    return min(r.gpus_per_node, world)
 
 
 def _first_replica_node_bytes(
@@ -420,9 +426,10 @@ def _first_replica_node_bytes(
     replicas and write only what is sharded across replicas (optimizer state from ZeRO-1, weights from ZeRO-3)
     and their RNG state. With t·p = 1 and ZeRO-0 one GPU of the node writes everything, not all of them.
     """
-    writers = min(r.gpus_per_node, r.tp * r.pp)
+    gpus = _gpus_on_a_node(r, r.tp * r.pp * r.dp * r.cp)
+    writers = min(gpus, r.tp * r.pp)
     sharded = _replica_sharded_bytes(r, parts)
-    others = r.gpus_per_node - writers
+    others = gpus - writers
     per_node = writers * written + others * (sharded + RNG_BYTES_PER_RANK)
     return Reasoned(
         per_node,
@@ -550,7 +557,7 @@ def _saves_and_storage(
     rolling = (gens + 1) * total
     every, every_tokens, count, size, kept = _milestones(r, steps, total, weights_bytes)
     rollback_every, rollback_gens, rollback_bytes = _rollback(gens, steps, r.rollback_window_steps, total)
-    storage = rolling + rollback_bytes.value + kept.value
+    storage = _storage(r.spec, saves, total, (rolling, rollback_bytes.value, kept.value))
     return dict(
         interval_tokens=Reasoned(
             steps * tps, f"{steps:,} steps × {fmt(tps)} tokens = {fmt(steps * tps)} tokens"
@@ -579,15 +586,35 @@ def _saves_and_storage(
         rollback_every_steps=rollback_every,
         rollback_generations=rollback_gens,
         rollback_storage_bytes=rollback_bytes,
-        storage_bytes=Reasoned(
-            storage,
-            f"rolling ({gens} kept + 1 being written) {fmt_bytes(rolling)} + rollback "
-            f"{fmt_bytes(rollback_bytes.value)} + milestones "
-            f"{fmt_bytes(kept.value)} = {fmt_bytes(storage)}",
-        ),
+        storage_bytes=storage,
         retention_procedure=_procedure(
             r, steps, interval_s, rollback_every.value, (every.value, count.value)
         ),
+    )
+
+
+def _storage(
+    spec: OperationsSpec, saves: int, total: float, kept: tuple[float, float, float]
+) -> Reasoned[float]:
+    """Peak checkpoint storage: rolling set + rollback points + milestones, counted apart (an upper bound), but
+    never more than the run ever writes: its ``saves`` checkpoints, plus weights-only milestones where those are
+    extra copies. Hand-derived: a short run's rolling generations, rollback points and milestones are the same
+    few saves (a run with one save stores one checkpoint, not (g + 1) of them)."""
+    rolling, rollback, milestones = kept
+    bound = rolling + rollback + milestones
+    why = (
+        f"rolling ({spec.retention_generations} kept + 1 being written) {fmt_bytes(rolling)} + rollback "
+        f"{fmt_bytes(rollback)} + milestones {fmt_bytes(milestones)} = {fmt_bytes(bound)}"
+    )
+    extra = milestones if spec.milestone_weights_only else 0.0
+    written = saves * total + extra
+    if written >= bound:
+        return Reasoned(bound, why)
+    also = f" + weights-only milestones {fmt_bytes(extra)}" if extra else ""
+    return Reasoned(
+        written,
+        f"{why}, capped at what the run writes: {saves:,} checkpoint{'s' * (saves != 1)} × {fmt_bytes(total)}"
+        f"{also} = {fmt_bytes(written)}",
     )
 
 

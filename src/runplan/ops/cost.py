@@ -231,7 +231,8 @@ def estimate_cost(request: CostRequest) -> Cost:
         currency=currency,
         price_per_gpu_hour=Reasoned(
             request.price_per_gpu_hour,
-            f"{request.price_per_gpu_hour:g} {currency} per GPU-hour (cluster.price_per_gpu_hour)",
+            f"{request.price_per_gpu_hour:g} {currency} per GPU-hour "
+            + (DEFAULT_PRICE_NOTE.strip() if request.price_is_default else "(cluster.price_per_gpu_hour)"),
         ),
         pue=Reasoned(spec.pue, f"PUE {spec.pue:g} (default 1.2: Jean Zay for BLOOM, Luccioni et al. 2023)"),
         tdp_watts=Reasoned(tdp, f"{tdp:g} W per GPU (catalog TDP)"),

@@ -230,7 +230,7 @@ def _canary_every(spec: MonitoringSpec, canary_s: float, step_s: float) -> Reaso
     if budget > 0 and canary_s / (every * step_s) > budget:
         raised = int(100 * math.ceil(canary_s / (budget * step_s) / 100))
         return Reasoned(raised, f"raised from {every} to {raised} steps so the canary costs ≤ {budget:.0%}")
-    return Reasoned(every, f"{every} steps (monitoring.canary_every_steps)")
+    return Reasoned(every, f"evaluate the canary batch every {every} steps (monitoring.canary_every_steps)")
 
 
 def _canary_overhead(request: MonitoringRequest, canary_s: float, every: int) -> dict[str, Reasoned[float]]:
@@ -272,7 +272,9 @@ def _alert_thresholds(
             f"alert at {spec.grad_norm_factor:g}× the rolling mean (monitoring.grad_norm_factor, a planning choice)",
         ),
         grad_norm_window_steps=Reasoned(
-            grad_window, f"{grad_window:,} steps (monitoring.grad_norm_window_steps, a planning choice)"
+            grad_window,
+            f"the gradient norm's rolling mean is over the last {grad_window:,} steps "
+            "(monitoring.grad_norm_window_steps, a planning choice)",
         ),
         grad_norm_window_tokens=_in_tokens(grad_window, tps, grouped=True),
         canary_sigma=Reasoned(
@@ -348,8 +350,8 @@ def _rollback_figures(
         rollback_max_redo_steps=max_redo,
         rollback_max_redo_tokens=_in_tokens(max_redo.value, tps, grouped=True),
         rollback_max_redo_seconds=_in_seconds(max_redo.value, step_s, grouped=True),
-        skip_batches_min=Reasoned(lo, f"{lo} batches (PaLM skipped 200-500)"),
-        skip_batches_max=Reasoned(hi, f"{hi} batches"),
+        skip_batches_min=Reasoned(lo, f"a rollback skips at least {lo} batches (PaLM §5.1 skipped 200-500)"),
+        skip_batches_max=Reasoned(hi, f"a rollback skips at most {hi} batches (PaLM §5.1 skipped 200-500)"),
         skip_tokens_min=_in_tokens(lo, tps, grouped=False),
         skip_tokens_max=_in_tokens(hi, tps, grouped=False),
     )

@@ -293,7 +293,7 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
             elapsed_first, f"Σ first-order E[T] = {fmt_seconds(elapsed_first)}"
         ),
         **_lost_time(w, (elapsed, elapsed_first), m, (segments, delta), goodput),
-        warnings=_warnings(tau + delta, m, goodput.value, elapsed_first / elapsed),
+        warnings=_warnings((tau, delta), m, goodput.value, elapsed_first / elapsed),
     )
 
 
@@ -363,13 +363,28 @@ def _lost_time(
     )
 
 
-def _warnings(segment: float, m: float, goodput: float, first_order_ratio: float) -> list[str]:
-    """Cautions: segments longer than the MTBF, goodput below Llama 3's ~90%, a poor first-order estimate."""
+#: An interval this many times Young's √(2δM) is far from optimal: then, and only then, "checkpoint more often" helps.
+FAR_ABOVE_YOUNG = 2.0
+
+
+def _warnings(segment: tuple[float, float], m: float, goodput: float, first_order_ratio: float) -> list[str]:
+    """Cautions: segments longer than the MTBF, goodput below Llama 3's ~90%, a poor first-order estimate.
+
+    A segment longer than M with τ near Young's √(2δM) (the plan's interval is Daly's optimum, Daly 2006) comes
+    from a slow save: a shorter interval adds saves of the same δ, so the remedy named is a faster save."""
+    tau, delta = segment
     warnings = []
-    if segment > m:
+    if tau + delta > m:
+        remedy = (
+            "checkpoint more often (an async save's interval waits for its background write: faster storage, "
+            "storage_write_bandwidth_bytes_per_s) or run on fewer nodes"
+            if tau > FAR_ABOVE_YOUNG * math.sqrt(2.0 * delta * m)
+            else "the save is too slow for this MTBF: save faster (operations.host_staging, "
+            "storage_write_bandwidth_bytes_per_s) or run on fewer nodes"
+        )
         warnings.append(
-            f"a segment (τ+δ = {fmt_seconds(segment)}) is longer than the job MTBF ({fmt_seconds(m)}): "
-            "most segments will be interrupted; checkpoint more often or on fewer nodes"
+            f"a segment (τ+δ = {fmt_seconds(tau + delta)}) is longer than the job MTBF ({fmt_seconds(m)}): "
+            f"most segments will be interrupted; {remedy}"
         )
     if goodput < 0.9:
         warnings.append(

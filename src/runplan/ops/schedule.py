@@ -24,7 +24,7 @@ batch), weight decay, Adam β2, and any dependence of the laws on data quality (
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -116,6 +116,18 @@ class ScheduleSpec(BaseModel):
         "first "
         "1.5% of tokens). Use batch_fraction 1 to switch the ramp off.",
     )
+
+    @field_validator("batch_ramp", mode="before")
+    @classmethod
+    def _empty_ramp_says_how_to_switch_it_off(cls, value: object) -> object:
+        """An empty list is how one writes "no ramp", but a ramp is switched off by a stage at the full batch
+        (docs/operations.md §1, Rounding): say that, not pydantic's "at least 1 item"."""
+        if isinstance(value, list) and not value:
+            raise ValueError(
+                "an empty list is not a ramp setting; to switch the batch ramp off write "
+                "[{batch_fraction: 1, token_fraction: 0.015}] (one stage at the full batch)"
+            )
+        return value
 
     @field_validator("peak_lr")
     @classmethod
@@ -556,12 +568,7 @@ def _warmup_and_cooldown(spec: ScheduleSpec, stages: list[BatchStage]) -> tuple[
     warm_end = max(1, _nearest_boundary(stages, warm_target))
     cool_start = min(_nearest_boundary(stages, scheduled - cool_target), total_steps - 1)
     if warm_end > cool_start:
-        raise SpecError(
-            f"warmup ({fmt(warm_target)} tokens) and cooldown ({spec.cooldown_fraction:g} of "
-            f"{fmt(scheduled)} tokens) overlap",
-            where=_overlap_key(spec),
-            hint="shorten the warmup or the cooldown_fraction",
-        )
+        _overlap(spec, warm_target, scheduled, cool_target)
     return (
         Reasoned(warm_end, f"{warm_reason} → nearest step boundary: {warm_end:,} steps"),
         Reasoned(
@@ -569,6 +576,24 @@ def _warmup_and_cooldown(spec: ScheduleSpec, stages: list[BatchStage]) -> tuple[
             f"{spec.cooldown_fraction:g} × {fmt(scheduled)} tokens = {fmt(cool_target)} tokens → "
             f"{total_steps - cool_start:,} steps",
         ),
+    )
+
+
+def _overlap(spec: ScheduleSpec, warmup: float, scheduled: float, cooldown: float) -> NoReturn:
+    """Bad input: the warmup runs into the cooldown (WSD phases follow each other, Hägele et al. 2024 §3), or past
+    the whole run; the hint gives the longest warmup that fits, the tokens before the cooldown starts."""
+    room = scheduled - cooldown
+    what = (
+        f"warmup ({fmt(warmup)} tokens) is longer than the run ({fmt(scheduled)} tokens)"
+        if warmup >= scheduled
+        else f"warmup ({fmt(warmup)} tokens) and cooldown ({spec.cooldown_fraction:g} of {fmt(scheduled)} tokens) "
+        "overlap"
+    )
+    raise SpecError(
+        what,
+        where=_overlap_key(spec),
+        hint=f"shorten the warmup to at most {fmt(room)} tokens, {room / scheduled:.1%} of the run, where the "
+        f"cooldown (the last {spec.cooldown_fraction:g}) starts; or shorten the cooldown_fraction",
     )
 
 

@@ -59,6 +59,19 @@ def fmt_duration(value: float, *, scale_of: float | None = None, extra_digits: i
     return f"{value / 86400:.{3 + extra}g} days"
 
 
+def fmt_percent(number: float) -> str:
+    """A fraction as a percentage: ``99.5%``; below 1% two significant digits (``0.064%``, not ``0.1%``); just short
+    of 1, truncated to two decimals (``99.95%``), never rounded up to ``100.0%``: a 1-node, 1-day run's goodput of
+    0.9995 printed as 100.0% while the JSON said 0.9995 (docs/operations.md §3: a goodput is W / elapsed < 1
+    whenever a save blocks or a failure can strike)."""
+    if abs(number) < 0.01 and number != 0:
+        return f"{100 * number:.2g}%"
+    text = f"{number:.1%}"
+    if number < 1 and text == "100.0%":
+        return f"{math.floor(number * 1e4) / 100:.2f}%"
+    return text
+
+
 def fmt_mwh(number: float) -> str:
     """Energy in MWh to one decimal (330.3), or two significant digits below 1 MWh (0.013, not 0.0)."""
     return f"{number:,.1f}" if abs(number) >= 1 or number == 0 else f"{number:.2g}"
@@ -97,7 +110,7 @@ def fmt_value(name: str, value: object) -> str:
     if lower.endswith("_days") or lower == "days":
         return f"{fmt_days(number)} days"
     if lower.endswith(("fraction", "goodput", "mfu", "hfu", "saving", "overhead")) or lower in ("mfu", "hfu"):
-        return f"{number:.1%}" if abs(number) >= 0.01 or number == 0 else f"{100 * number:.2g}%"
+        return fmt_percent(number)
     if "flops" in lower and not lower.endswith("per_token"):
         return f"{number:.3g}"
     if lower.endswith("lr") or "_lr_" in lower or lower == "peak_lr" or lower.startswith("lr_"):

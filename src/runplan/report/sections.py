@@ -19,6 +19,7 @@ from runplan.report.format import (
     fmt_days,
     fmt_duration,
     fmt_mwh,
+    fmt_percent,
     fmt_ratio,
     fmt_value,
     label,
@@ -590,6 +591,10 @@ def _sweep(plan: RunPlan) -> Section:
     return section
 
 
+#: The time-and-cost rows whose value is money (their labels).
+_COSTS = (label("cost"), label("total_cost"))
+
+
 def _cost(plan: RunPlan) -> Section:
     c = plan.cost
     section = Section("Time and cost", bullets=[c.energy_leaves_out])
@@ -620,8 +625,12 @@ def _cost(plan: RunPlan) -> Section:
             ],
         )
     )
-    section.rows = _explained(c.main, ["billed_gpu_hours", "wall_clock_days", "cost", "energy_mwh"])
-    section.rows += _explained(c, ["total_cost", "total_energy_mwh", "sweep_cost_fraction", "pue"])
+    rows = _explained(c.main, ["billed_gpu_hours", "wall_clock_days", "cost", "energy_mwh"])
+    rows += _explained(c, ["total_cost", "total_energy_mwh", "sweep_cost_fraction", "pue"])
+    # a cost row carries its currency, as an energy row its MWh: "948,229 USD", not a bare "948,229"
+    section.rows = [
+        (what, f"{value} {c.currency}" if what in _COSTS else value, why) for what, value, why in rows
+    ]
     return section
 
 
@@ -689,7 +698,7 @@ def summary_lines(plan: RunPlan) -> list[str]:
         f" MFU {best.mfu:.1%}",
         _steps_phrase(plan) + f", peak LR {plan.schedule.peak_lr:.3g}, " + _checkpoint_phrase(plan),
         f"{_wall_clock(c.main.wall_clock_days)} on {c.main.gpus:,} GPU{'s' if c.main.gpus != 1 else ''} "
-        f"(goodput {c.main.goodput:.1%}), {c.main.cost:,.0f} {c.currency}, {_mwh(c.main.energy_mwh)} MWh; proxy sweep "
+        f"(goodput {fmt_percent(c.main.goodput)}), {c.main.cost:,.0f} {c.currency}, {_mwh(c.main.energy_mwh)} MWh; proxy sweep "
         + (f"{c.sweep.cost:,.0f} {c.currency}" if c.sweep else "none"),
         f"predictions from {plan.layout.calibration}",
         f"{len(plan.warnings)} warning(s)",
