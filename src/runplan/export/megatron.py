@@ -121,9 +121,10 @@ def _ramp_args(f: Facts, warnings: list[str]) -> tuple[list[str], str]:
     )
     if exact:
         comment = (
-            f"exact: batch {start:,}, +{increment:,} every {samples[0]:,} samples, {main:,} after "
-            f"{total:,} samples (= the plan's {k} ramp stage(s))"
+            f"exact before #4411 (see WARNINGS): batch {start:,}, +{increment:,} every {samples[0]:,} samples, "
+            f"{main:,} after {total:,} samples (= the plan's {k} ramp stage(s))"
         )
+        warnings.append(_step_schedule_warning(f))
         return [str(start), str(increment), str(total)], comment
     increment = main - start
     stages = ", ".join(f"{s.batch_sequences:,} x {s.steps:,} steps" for s in ramp)
@@ -131,7 +132,30 @@ def _ramp_args(f: Facts, warnings: list[str]) -> tuple[list[str], str]:
         f"batch ramp: Megatron ramps linearly in equal increments; the plan's stages ({stages}) are exported as "
         f"{start:,} sequences for the first {total:,} samples, then {main:,}"
     )
+    warnings.append(_step_schedule_warning(f))
     return [str(start), str(increment), str(total)], f"approximation of the plan's ramp ({stages})"
+
+
+def _step_schedule_warning(f: Facts) -> str:
+    """The ramp for Megatron-LM after #4411 (commit 532ad926, 2026-04-21; in the d98e8a64 snapshot): there
+    ``--rampup-batch-size`` parses but ``init_num_microbatches_calculator`` only logs it as deprecated and builds
+    the constant calculator, and ``update_train_iters`` takes train_samples // global batch
+    (core/num_microbatches_calculator.py, training/training.py @ d98e8a64), so the run has no ramp. Its
+    ``--step-batch-size-schedule`` takes "THRESHOLD:BS ..." in tokens (global_vars passes seq_length; each
+    threshold // seq_length is samples) and refuses ``--global-batch-size`` beside it; each stage's threshold is
+    the tokens consumed before it, so every stage, equal or not, switches at the plan's step."""
+    entries, start = [], 0
+    for stage in f.stages:
+        entries.append(f"{start * f.seq_len}:{stage.batch_sequences}")
+        start += stage.steps * stage.batch_sequences
+    g = f.global_batch_sequences
+    return (
+        "batch ramp: Megatron-LM after #4411 (commit 532ad926, April 2026; the d98e8a64 snapshot) parses "
+        "--rampup-batch-size but ignores it (deprecated), running every step at the main batch "
+        f"({g:,} sequences, train_samples // {g:,} steps); on such a checkout replace --global-batch-size and "
+        f"--rampup-batch-size with --step-batch-size-schedule '{' '.join(entries)}' (thresholds in tokens, "
+        f"the plan's stages exactly) --eval-global-batch-size {g} (the canary's batch)"
+    )
 
 
 def pipeline_layout(stage_layers: list[int], v: int) -> str:
@@ -635,6 +659,10 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
             layout.append(("--overlap-param-gather", [], "parameter all-gather under the next forward pass"))
         if f.layout.zero == 2:
             warnings.append(_zero2_buffer(f))
+    elif f.layout.zero == 0 and f.stack.overlap_grad_reduce:
+        # plain DDP buckets and overlaps its all-reduce too (core/distributed/distributed_data_parallel.py
+        # @ d98e8a64); the plan's step time hid it (parallel/timing.py); no parameter gather to overlap
+        layout.append(("--overlap-grad-reduce", [], "DP gradient all-reduce under the backward pass"))
     elif f.layout.zero == 3 and f.stack.fsdp_mixed_precision:
         _refuse_torch_fsdp2(f)
         # Megatron-LM docs (FSDP2): --use-torch-fsdp2 with --no-gradient-accumulation-fusion and torch_dist

@@ -454,7 +454,11 @@ def _training_entries(f: Facts, steps: int, steps_note: str) -> list[Entry]:
         ("seq_len", int(f.seq_len), "s"),
         ("steps", int(steps), steps_note),
         ("max_norm", ASSUMED_OPTIMIZER["grad_clip_norm"], "gradient clipping, assumed"),
-        ("mixed_precision_param", "bfloat16", "bf16 compute under FSDP"),
+        (
+            "mixed_precision_param",
+            "bfloat16",
+            "bf16 autocast under DDP" if _ddp_autocast(f) else "bf16 compute under FSDP",
+        ),
         (
             "mixed_precision_reduce",
             "float32",  # torchtitan's only choice (Literal["float32"]); a bf16 plan is warned (_stack_warnings)
@@ -617,6 +621,16 @@ def _recompute_entries(f: Facts, warnings: list[str]) -> list[Entry]:
                 "the plan's (stack.selective_recompute: every_other_mm is torchtitan's); activation memory "
                 "will differ"
             )
+    method, n = f.stack.full_recompute_method, f.stack.full_recompute_layers
+    every_layer = n == 1 if method == "uniform" else n >= f.layers_per_stage  # (memory.activation_bytes)
+    if f.layout.recompute == "full" and not every_layer:
+        # _apply_full_ac wraps each block on its own (distributed/activation_checkpoint.py @ 73a0e697)
+        warnings.append(
+            f"recompute: torchtitan's full mode checkpoints every block on its own (Megatron's uniform 1); the "
+            f"plan's {method} {n} (stack full_recompute_method, full_recompute_layers) has no torchtitan "
+            "setting, so activation memory and recompute time will differ: plan with full_recompute_method: "
+            "uniform, full_recompute_layers: 1"
+        )
     return ac
 
 
@@ -644,14 +658,63 @@ def _refuse_gemma_blocks(f: Facts) -> None:
         )
 
 
+def _dp_shard(f: Facts) -> int:
+    """``data_parallel_shard_degree`` as exported: 1 for ZeRO-0 (DDP replicas), else d (FSDP2)."""
+    return 1 if f.layout.zero == 0 else f.layout.dp
+
+
+def _ddp_autocast(f: Facts) -> bool:
+    """Whether torchtitan runs the plan under torch.autocast over fp32 parameters: no FSDP (dp_shard 1, c = 1),
+    no TP, no PP (``maybe_enable_amp``, below)."""
+    return _dp_shard(f) == 1 and f.layout.cp == f.layout.tp == f.layout.pp == 1
+
+
+def _ddp_precision(f: Facts) -> list[str]:
+    """torchtitan 0.2.2's mixed precision where it applies no FSDP, as ``maybe_enable_amp`` (distributed/utils.py
+    @ 73a0e697) sets it: with FSDP (``ParallelDims.fsdp_enabled``: dp_shard > 1 or cp > 1) fully_shard casts to
+    bf16; without it TP or PP turn mixed precision off (fp32 weights and matmuls: refused), else the forward
+    runs under torch.autocast over fp32 parameters (stack autocast_fp32_weights; a plan timed otherwise is
+    warned: autocast recasts every weight each micro-batch, docs/parallel.md Stacks)."""
+    t, p, c, zero = f.layout.tp, f.layout.pp, f.layout.cp, f.layout.zero
+    if _dp_shard(f) > 1:
+        return []
+    # parallelize_llama: fully_shard over the "fsdp" mesh, dp_shard*cp = c ranks, HSDP over the replicas
+    if c > 1:
+        if zero == 0:
+            return [
+                f"ZeRO-0: with c = {c} torchtitan applies FSDP2 over the context-parallel ranks (fsdp_enabled), "
+                f"so parameters, gradients and optimizer state are sharded {c} ways and gathered each "
+                "micro-batch: less memory and more communication than the plan's DDP"
+            ]
+        return []
+    dp = "DDP (the plan's ZeRO-0, dp_shard 1)" if zero == 0 else "d = 1 (dp_shard 1, no FSDP)"
+    if t > 1 or p > 1:
+        raise SpecError(
+            f"torchtitan 0.2.2 runs {dp} with t = {t}, p = {p} without mixed precision: fp32 weights and "
+            "matmuls (maybe_enable_amp, distributed/utils.py), where the plan's step time and memory are bf16",
+            where="parallel.zero" if zero == 0 else "parallel.dp",
+            hint="pin parallel.zero: 3 (FSDP2 casts to bf16) and plan again, or export to megatron"
+            if zero == 0
+            else "plan with d > 1 or c > 1 (FSDP2 casts to bf16), or export to megatron",
+        )
+    if f.stack.autocast_fp32_weights:
+        return []
+    return [
+        f"precision: torchtitan runs {dp} as torch.autocast over fp32 parameters, which recasts every weight "
+        "to bf16 each micro-batch, where the plan timed bf16 weights beside an fp32 master: plan with stack "
+        "autocast_fp32_weights: true for torchtitan's step time"
+    ]
+
+
 def _stack_warnings(f: Facts) -> list[str]:
     """What of the plan's stack torchtitan cannot do: dropout is refused (its models have none, so the plan's
     masks and dropout would silently vanish); the rest it runs differently, said in a warning."""
     stack = f.stack
-    if stack.autocast_fp32_weights:
+    warnings = _ddp_precision(f)
+    if stack.autocast_fp32_weights and not _ddp_autocast(f):
         raise SpecError(
-            "torchtitan trains with FSDP2 mixed precision, not torch.autocast over fp32 weights as the plan's "
-            "memory and step time assume",
+            "torchtitan trains this layout with FSDP2 mixed precision, not torch.autocast over fp32 weights as the "
+            "plan's memory and step time assume (autocast is its DDP path: ZeRO-0 without TP, PP or CP)",
             where="stack.autocast_fp32_weights",
             hint="set stack.autocast_fp32_weights: false (the torchtitan-fsdp2 preset), or plan without exporting",
         )
@@ -661,7 +724,6 @@ def _stack_warnings(f: Facts) -> list[str]:
             where="stack.hidden_dropout",
             hint="set stack hidden_dropout and attention_dropout to 0, or export to megatron",
         )
-    warnings = []
     if not stack.flash_attention:
         warnings.append(
             "attention: torchtitan always runs SDPA's fused kernels; the plan assumed no FlashAttention"

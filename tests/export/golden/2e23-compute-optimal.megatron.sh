@@ -19,6 +19,7 @@
 #
 # WARNINGS (what this engine cannot express as planned):
 #   - RoPE base: the model gives none (its source publishes no RoPE theta), so Megatron's default --rotary-base 10000 applies
+#   - batch ramp: Megatron-LM after #4411 (commit 532ad926, April 2026; the d98e8a64 snapshot) parses --rampup-batch-size but ignores it (deprecated), running every step at the main batch (3,072 sequences, train_samples // 3,072 steps); on such a checkout replace --global-batch-size and --rampup-batch-size with --step-batch-size-schedule '0:1536 20076036096:3072' (thresholds in tokens, the plan's stages exactly) --eval-global-batch-size 3072 (the canary's batch)
 #   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints and every one at a multiple of 10,700 steps (milestones)
 #   - evaluation: Megatron evaluates whole global batches, so the canary's 1,024 sequences become 1 x 3,072; each evaluation costs 3.0x the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences (Megatron draws the next validation batches each time)
 set -euo pipefail
@@ -63,7 +64,7 @@ ARGS=(
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 3072  # d*b*m = 256*1*12 = 3,072 sequences = 12,582,912 tokens
-  --rampup-batch-size 1536 1536 4901376  # exact: batch 1,536, +1,536 every 4,901,376 samples, 3,072 after 4,901,376 samples (= the plan's 1 ramp stage(s))
+  --rampup-batch-size 1536 1536 4901376  # exact before #4411 (see WARNINGS): batch 1,536, +1,536 every 4,901,376 samples, 3,072 after 4,901,376 samples (= the plan's 1 ramp stage(s))
   # learning rate and length
   --bf16  # bf16 compute, fp32 master weights
   --optimizer adam  # Megatron's adam is AdamW (decoupled weight decay)

@@ -22,6 +22,7 @@
 #   qk_norm = False
 #
 # WARNINGS (what this engine cannot express as planned):
+#   - batch ramp: Megatron-LM after #4411 (commit 532ad926, April 2026; the d98e8a64 snapshot) parses --rampup-batch-size but ignores it (deprecated), running every step at the main batch (128 sequences, train_samples // 128 steps); on such a checkout replace --global-batch-size and --rampup-batch-size with --step-batch-size-schedule '0:64 12004098048:128' (thresholds in tokens, the plan's stages exactly) --eval-global-batch-size 128 (the canary's batch)
 #   - recompute: the plan's selective mode recomputes the norm outputs; Megatron-core's TransformerEngine layers fuse a dense model's norms into the next linear, whose weight gradient keeps the norm output, so 'layernorm' recomputes nothing and is not set: activation memory is higher than planned (pin parallel.recompute: full, or plan with stack preset megatron-core, whose selective is core_attn)
 #   - recompute: the plan's selective mode also recomputes the dense MLP activation; Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: activation memory is higher than planned
 #   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints, the 2 newest at multiples of 306 steps (rollback points) and every one at a multiple of 4,760 steps (milestones)
@@ -73,7 +74,7 @@ ARGS=(
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 128  # d*b*m = 8*1*16 = 128 sequences = 16,777,216 tokens
-  --rampup-batch-size 64 64 91584  # exact: batch 64, +64 every 91,584 samples, 128 after 91,584 samples (= the plan's 1 ramp stage(s))
+  --rampup-batch-size 64 64 91584  # exact before #4411 (see WARNINGS): batch 64, +64 every 91,584 samples, 128 after 91,584 samples (= the plan's 1 ramp stage(s))
   # learning rate and length
   --bf16  # bf16 compute, fp32 master weights
   --optimizer adam  # Megatron's adam is AdamW (decoupled weight decay)

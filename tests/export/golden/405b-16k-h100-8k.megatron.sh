@@ -22,6 +22,7 @@
 #   qk_norm = False
 #
 # WARNINGS (what this engine cannot express as planned):
+#   - batch ramp: Megatron-LM after #4411 (commit 532ad926, April 2026; the d98e8a64 snapshot) parses --rampup-batch-size but ignores it (deprecated), running every step at the main batch (2,048 sequences, train_samples // 2,048 steps); on such a checkout replace --global-batch-size and --rampup-batch-size with --step-batch-size-schedule '0:1024 234000220160:2048' (thresholds in tokens, the plan's stages exactly) --eval-global-batch-size 2048 (the canary's batch)
 #   - recompute: the plan's selective mode recomputes the norm outputs; Megatron-core's TransformerEngine layers fuse a dense model's norms into the next linear, whose weight gradient keeps the norm output, so 'layernorm' recomputes nothing and is not set: activation memory is higher than planned (pin parallel.recompute: full, or plan with stack preset megatron-core, whose selective is core_attn)
 #   - recompute: the plan's selective mode also recomputes the dense MLP activation; Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: activation memory is higher than planned
 #   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints, the 2 newest at multiples of 315 steps (rollback points) and every one at a multiple of 92,995 steps (milestones)
@@ -74,7 +75,7 @@ ARGS=(
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 2048  # d*b*m = 64*1*32 = 2,048 sequences = 16,777,216 tokens
-  --rampup-batch-size 1024 1024 28564480  # exact: batch 1,024, +1,024 every 28,564,480 samples, 2,048 after 28,564,480 samples (= the plan's 1 ramp stage(s))
+  --rampup-batch-size 1024 1024 28564480  # exact before #4411 (see WARNINGS): batch 1,024, +1,024 every 28,564,480 samples, 2,048 after 28,564,480 samples (= the plan's 1 ramp stage(s))
   # learning rate and length
   --bf16  # bf16 compute, fp32 master weights
   --optimizer adam  # Megatron's adam is AdamW (decoupled weight decay)

@@ -26,6 +26,7 @@
 #   router_aux_loss_scope = micro_batch
 #
 # WARNINGS (what this engine cannot express as planned):
+#   - batch ramp: Megatron-LM after #4411 (commit 532ad926, April 2026; the d98e8a64 snapshot) parses --rampup-batch-size but ignores it (deprecated), running every step at the main batch (3,072 sequences, train_samples // 3,072 steps); on such a checkout replace --global-batch-size and --rampup-batch-size with --step-batch-size-schedule '0:1536 29997662208:3072' (thresholds in tokens, the plan's stages exactly) --eval-global-batch-size 3072 (the canary's batch)
 #   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints and every one at a multiple of 15,960 steps (milestones)
 #   - evaluation: Megatron evaluates whole global batches, so the canary's 1,024 sequences become 1 x 3,072; each evaluation costs 3.0x the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences (Megatron draws the next validation batches each time)
 set -euo pipefail
@@ -76,7 +77,7 @@ ARGS=(
   # batch and recomputation
   --micro-batch-size 1  # b sequences per GPU per micro-batch
   --global-batch-size 3072  # d*b*m = 256*1*12 = 3,072 sequences = 12,582,912 tokens
-  --rampup-batch-size 1536 1536 7323648  # exact: batch 1,536, +1,536 every 7,323,648 samples, 3,072 after 7,323,648 samples (= the plan's 1 ramp stage(s))
+  --rampup-batch-size 1536 1536 7323648  # exact before #4411 (see WARNINGS): batch 1,536, +1,536 every 7,323,648 samples, 3,072 after 7,323,648 samples (= the plan's 1 ramp stage(s))
   --recompute-granularity selective
   --recompute-modules layernorm moe_act  # the stack's selective_recompute modules
   # learning rate and length
