@@ -234,7 +234,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         n_group = req.stack.full_recompute_layers
         working = 0.0
         if full and req.stack.full_recompute_method == "block":  # first n layers recomputed, the rest whole
-            k = min(n_group, layers)
+            k = min(n_group * v, layers)  # docs/parallel.md: n layers of each virtual chunk
             per_mb = per_mb * k / layers + tokens * (layers - k) * layer_none
             working = tokens * (layer_none - kept_d)  # the layer's input is the kept checkpoint itself
         elif full:  # uniform: one input kept per group of n layers; n layers live while recomputing one group
@@ -335,7 +335,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     elementwise = eff.elementwise_time_factor * act_bytes * ew_share / gpu.hbm_bandwidth_bytes_per_s
     if full:  # the forward again, with its fp8 casts
         redo = (fwd + cast_fwd) * (
-            min(req.stack.full_recompute_layers, layers) / layers
+            min(req.stack.full_recompute_layers * lay.vpp, layers) / layers
             if req.stack.full_recompute_method == "block"
             else 1
         )

@@ -470,7 +470,9 @@ def activation_bytes(
 
     Full recomputation (rc 2), Megatron's --recompute-method: 'uniform' keeps the input of every group of
     n = ``full_recompute_layers`` layers and, during backward, one group's activations as the working set;
-    'block' recomputes the first n layers of the stage (keeping their inputs) and keeps the others whole.
+    'block' recomputes the first n layers of each virtual chunk (keeping their inputs), min(v·n, layers) of the
+    stage, and keeps the others whole: with interleaving each chunk is its own TransformerBlock, whose
+    ``num_layers_per_pipeline_rank`` is the chunk's layer count (core/recompute.py, transformer_block.py @ d98e8a64).
     """
     layers, moe, dense = stage_layers(terms, p)
     tokens = np.asarray(b, dtype=float) * seq_len / c
@@ -490,11 +492,11 @@ def activation_bytes(
     # the recomputed layers' own input is the stored checkpoint (Megatron's CheckpointFunction keeps it; the
     # recompute reads that tensor), already counted in per_microbatch: the working set is the rest
     stored_input = np.where(full, dense_kept, 0.0)
-    if stack.full_recompute_method == "block":  # n recomputed layers, the rest stored whole
-        whole = np.maximum(layers - group, 0.0)
+    if stack.full_recompute_method == "block":  # n recomputed layers per chunk, the rest stored whole
+        recomputed = np.minimum(group * np.asarray(v, dtype=float), layers)
         per_microbatch = np.where(
             full,
-            per_microbatch * np.minimum(group, layers) / layers + tokens * whole * layer_none,
+            per_microbatch * recomputed / layers + tokens * (layers - recomputed) * layer_none,
             per_microbatch,
         )
         working = np.where(full, tokens * (layer_none - stored_input), 0.0)

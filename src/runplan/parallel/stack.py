@@ -128,10 +128,12 @@ class Stack(BaseModel):
         "uniform",
         description="recompute = 'full': 'uniform' checkpoints the input of every group of "
         "full_recompute_layers layers; 'block' recomputes only the first full_recompute_layers layers of each "
-        "stage (Megatron --recompute-method).",
+        "stage, or of each virtual chunk with vpp > 1 (Megatron --recompute-method).",
     )
     full_recompute_layers: int = Field(
-        1, ge=1, description="Megatron --recompute-num-layers (layers per group, or per stage for 'block')."
+        1,
+        ge=1,
+        description="Megatron --recompute-num-layers (layers per group, or per stage for 'block': per virtual chunk with vpp > 1).",
     )
     gradient_dtype: Literal["fp32", "bf16"] = Field(
         "fp32",

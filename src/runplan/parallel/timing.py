@@ -714,14 +714,15 @@ def _elementwise_seconds(st: _Step):
 
 def _recompute_seconds(st: _Step, layers_fwd, attn_core_fwd):
     """Forward work repeated by recomputation, one micro-batch: full repeats every layer's forward (with
-    'block', only the first full_recompute_layers of the stage); selective repeats the attention core when it
+    'block', the first full_recompute_layers of each virtual chunk: min(v·n, layers) of the stage, as
+    memory.activation_bytes); selective repeats the attention core when it
     recomputes core_attn without FlashAttention (FlashAttention recomputes it anyway) and the linear products
     its modules recompute (:func:`_selective_gemms`). Norms and activations are elementwise (see the elementwise
     share)."""
     stack = st.stack
     full = layers_fwd
     if stack.full_recompute_method == "block":
-        full = layers_fwd * np.minimum(float(stack.full_recompute_layers), st.layers) / st.layers
+        full = layers_fwd * np.minimum(float(stack.full_recompute_layers) * st.v, st.layers) / st.layers
     selective = _selective_seconds(st)
     if "core_attn" in stack.selective_recompute and not stack.flash_attention:
         selective = selective + st.layers * attn_core_fwd
