@@ -175,13 +175,15 @@ class Calibration(BaseModel):
                 accuracy = f"; {family} constants stand in for {gpu.name} ({gpu.family}): no runs of it, error unknown"
             else:
                 checks = [c.phrase() for c in (cal.held_out, cal.peak_memory) if c is not None]
+                if cal.held_out is None:  # say it, as "error unknown" above: silence reads as no error
+                    checks.insert(0, _no_held_out(len(cal.runs)))
                 if cal.gpus and gpu.name not in cal.gpus:  # the same architecture, another card (PCIe, H200)
                     checks.append(f"measured on {', '.join(cal.gpus)}, not on {gpu.name}")
                 accuracy = "".join(f"; {c}" for c in checks)
-            return (
-                f"{where} ({self.name}, {family}: {len(cal.runs)} runs, fitted {self.created[:10]}){accuracy}"
-            )
-        return f"{where} has no {family} runs: runplan's shipped {family} constants"
+            return f"{where} ({self.name}, {family}: {_runs(len(cal.runs))}, fitted {self.created[:10]}){accuracy}"
+        shipped = shipped_calibration()  # the constants the time falls back to, and what they are worth
+        worth = f", {shipped.label(gpu)}" if family in shipped.families and shipped is not self else ""
+        return f"{where} has no {family} runs: runplan's shipped {family} constants{worth}"
 
     def efficiency(self, gpu: GpuSpec) -> Efficiency | None:
         """The constants of ``gpu``'s family, or None when this file has none for it."""
@@ -189,14 +191,30 @@ class Calibration(BaseModel):
         return family.efficiency if family else None
 
 
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def _no_held_out(n_runs: int) -> str:
+    """What a family without a held-out step error says in its label: a single fitted run has none to leave
+    out (its in-fit error is 0 by construction); more runs without one are a file written before the field."""
+    if n_runs < 2:
+        return f"step error on runs it has not seen unknown: {n_runs} fitted run, none to leave out"
+    return "step error on runs it has not seen not recorded (refit to record it)"
+
+
 def parse_calibration(data: object, source: str, loaded: LoadedYaml | None = None) -> Calibration:
     """Validate a loaded calibration document; errors are one line naming the key (and its line, given the
     ``loaded`` file)."""
     if not isinstance(data, dict) or "families" not in data:
+        measured = isinstance(data, dict) and "runs" in data  # the measured runs, given where their fit goes
         raise SpecError(
-            "not a calibration file (no 'families:')",
+            "not a calibration file (no 'families:')"
+            + (": it lists measured runs (runs:), the input of `runplan calibrate`" if measured else ""),
             source=source,
-            hint="write one with `runplan calibrate`",
+            hint=f"`runplan calibrate {source} -o calibration.yaml` writes the calibration file to give here"
+            if measured
+            else "write one with `runplan calibrate`",
         )
     try:
         calibration = Calibration.model_validate(data).model_copy(update={"source": source})
@@ -211,21 +229,90 @@ def parse_calibration(data: object, source: str, loaded: LoadedYaml | None = Non
         first = (replaced or errors)[0]
         where = ".".join(str(p) for p in first["loc"])
         hint = None
+        message = first["msg"].removeprefix("Value error, ")
+        bounded = _fit_bound_message(first)
         if replaced:
             old = _RENAMED_CONSTANTS[str(first["loc"][-1])]
             hint = (
                 f"written before '{old}' was replaced with a constant of another meaning: run `runplan "
                 "calibrate` on its measured runs again"
             )
-        message = first["msg"].removeprefix("Value error, ")
-        bounded = _fit_bound_message(first)
-        if bounded is not None:  # a fitted constant past a field bound: said as _check_fit_bounds says it
+        elif bounded is not None:  # a fitted constant past a field bound: said as _check_fit_bounds says it
             message, hint = bounded, "refit, or fix the value"
-        if hint is None and first["type"] != "value_error":  # ours say how to fix; pydantic's do not
-            hint = "calibration files are written by `runplan calibrate`: refit, or fix this key as docs/calibration.md describes it"
+        elif first["type"] != "value_error":  # ours say how to fix; pydantic's do not
+            raise _plain_error(error, source, loaded) from None
         raise _located(SpecError(message, where=where or None, hint=hint), source, loaded) from None
+    _check_complete(data, source, loaded)
     _check_fit_bounds(calibration, source, loaded)
     return calibration
+
+
+def _check_complete(data: dict[str, Any], source: str, loaded: LoadedYaml | None) -> None:
+    """Every ``Efficiency`` field written out, as `runplan calibrate` writes them all: a field with a default
+    (eager_elementwise_share 1, step_overhead_seconds 0, attention_half_seq 0) missing from a family is a file
+    written before runplan had it, and its default is not what that fit meant: a file fitted before the eager
+    share existed timed eager kernels as fused ones, and read with the default 1 it would plan them slower."""
+    for family, fitted in data["families"].items():
+        written = fitted.get("efficiency") if isinstance(fitted, dict) else None
+        missing = [name for name in Efficiency.model_fields if name not in (written or {})]
+        if isinstance(written, dict) and missing:
+            raise _located(
+                SpecError(
+                    "required key is missing",
+                    where=f"families.{family}.efficiency.{missing[0]}",
+                    hint=_OLDER_FILE_HINT,
+                ),
+                source,
+                loaded,
+            )
+
+
+#: The model each section of a calibration file is read into (``*``: a GPU family's name), for the keys an
+#: unknown key is compared with.
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "": Calibration,
+    "families.*": FamilyCalibration,
+    "families.*.efficiency": Efficiency,
+    "families.*.held_out": HeldOutError,
+    "families.*.peak_memory": PeakMemoryCheck,
+    "residuals": Residuals,
+}
+
+
+def _section_model(where: str) -> type[BaseModel] | None:
+    """The model of the section holding key ``where`` (``families.hopper.efficiency.x`` -> Efficiency)."""
+    parts = where.split(".")[:-1]
+    if len(parts) >= 2 and parts[0] == "families":
+        parts[1] = "*"
+    return _SECTIONS.get(".".join(parts))
+
+
+#: The fix for an efficiency constant missing from a calibration file: a runplan before it wrote the file.
+_OLDER_FILE_HINT = (
+    "written by a runplan without this constant: run `runplan calibrate` on its measured runs again"
+)
+
+
+def _plain_error(error: ValidationError, source: str, loaded: LoadedYaml | None) -> SpecError:
+    """A pydantic problem in runplan's words (runplan.validation: "required key is missing", "unknown key"),
+    with a calibration file's fix: a constant missing from ``efficiency`` means a file written before runplan
+    had it (refit); a misspelt key gets the key it is closest to, else the keys its section takes."""
+    import difflib
+
+    from runplan.validation import spec_error_from_validation
+
+    found = spec_error_from_validation(error, Calibration)
+    where = found.where or ""
+    key = where.rpartition(".")[2]
+    owner = _section_model(where)
+    hint = "calibration files are written by `runplan calibrate`: refit, or fix this key as docs/calibration.md describes it"
+    if found.message.startswith("required key is missing") and ".efficiency." in f".{where}":
+        hint = _OLDER_FILE_HINT
+    elif found.message.startswith("unknown key") and owner is not None:
+        close = difflib.get_close_matches(key, list(owner.model_fields), n=1)
+        allowed = [name for name, field in owner.model_fields.items() if not field.exclude]
+        hint = f"did you mean {close[0]!r}?" if close else "allowed: " + ", ".join(allowed)
+    return _located(SpecError(found.message, where=found.where, hint=hint), source, loaded)
 
 
 def _fit_bound_message(error: Any) -> str | None:

@@ -8,11 +8,20 @@ docs/calibration.md shows a complete file.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from runplan.errors import SpecError
@@ -20,9 +29,11 @@ from runplan.hardware import GpuSpec
 from runplan.model import ModelShape
 from runplan.parallel.layout import Constraints, ParallelRequest, Pins
 from runplan.parallel.stack import Stack
-from runplan.units import PositiveCount, PositiveNumber, TokenLength, parse_bytes
+from runplan.units import PositiveCount, PositiveNumber, TokenLength, parse_bytes, parse_number
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from runplan.catalog import Catalog
     from runplan.yamlio import LoadedYaml
 
@@ -41,6 +52,53 @@ def _field_error(model: str, field: str, value: object, message: str) -> Validat
     )
 
 
+#: A step time written with a time unit, and the seconds in that unit. A bare "m" is apart: the number parser reads
+#: it as the suffix million (runplan.units), so "2m" would be 2,000,000 seconds, not two minutes.
+_TIME_WITH_UNIT = re.compile(r"^\s*([\d.]+(?:[eE][+-]?\d+)?)\s*([a-zA-Z]+)\s*$")
+_SECONDS_PER = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+    **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds"), 1e-3),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), 60.0),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3600.0),
+}
+#: What each measured key holds, for a value written with a unit.
+_PLAIN_NUMBER = {
+    "step_seconds": "a plain number of seconds per optimizer step, e.g. 16.5",
+    "tokens_per_second_per_gpu": "a plain number of tokens/s per GPU, e.g. 3300 or 3.3k",
+    "tflops_per_gpu": "a plain number of model TFLOP/s per GPU, e.g. 420",
+    "mfu": "a fraction, e.g. 0.45 for 45%",
+}
+
+
+def _measured_number(key: str, value: object) -> object:
+    """``value`` unchanged unless it is text the number parser would misread or refuse with a budget's examples:
+    a step time with a time unit (converted in the message: 1200ms is 1.2), "2m" (2 million seconds to the parser),
+    an MFU in percent, a throughput with its unit. Each is a ValueError naming the plain number to write."""
+    if not isinstance(value, str):
+        return value
+    time = _TIME_WITH_UNIT.match(value) if key == "step_seconds" else None
+    if time and time.group(2) in ("m", "M"):
+        raise ValueError(
+            f"{value!r} would read as {time.group(1)} million seconds (m is the suffix for million): step_seconds is "
+            f"a plain number of seconds; for {time.group(1)} minutes write {float(time.group(1)) * 60:g}"
+        )
+    if time and time.group(2).lower() in _SECONDS_PER:
+        seconds = float(time.group(1)) * _SECONDS_PER[time.group(2).lower()]
+        raise ValueError(
+            f"{value!r} has a unit: step_seconds is a plain number of seconds (write {seconds:g})"
+        )
+    percent = re.fullmatch(r"\s*([\d.]+)\s*%\s*", value)
+    if key == "mfu" and percent:
+        raise ValueError(
+            f"{value!r} is a percentage: mfu is a fraction (write {float(percent.group(1)) / 100:g})"
+        )
+    try:
+        parse_number(value)
+    except SpecError:
+        raise ValueError(f"{value!r} is not a plain number: {key} is {_PLAIN_NUMBER[key]}") from None
+    return value
+
+
 class Measured(BaseModel):
     """What was measured: exactly one of step_seconds, tokens_per_second_per_gpu, tflops_per_gpu (model FLOPs,
     PaLM convention) or mfu; or a speedup over another run of the same file (``speedup`` + ``speedup_over``)."""
@@ -55,6 +113,11 @@ class Measured(BaseModel):
     mfu: PositiveNumber | None = Field(None, description="Model FLOPs utilisation (PaLM, App. B).")
     speedup: PositiveNumber | None = Field(None, description="Throughput / throughput of `speedup_over`.")
     speedup_over: str | None = Field(None, description="Id of the run the speedup is measured against.")
+
+    @field_validator(*THROUGHPUT_KEYS, mode="before")
+    @classmethod
+    def _plain_number(cls, value: object, info: ValidationInfo) -> object:
+        return _measured_number(str(info.field_name), value)
 
     @field_validator("mfu")
     @classmethod
@@ -89,9 +152,14 @@ def _gib(value: object) -> object:
         except SpecError as error:  # a ValueError is what pydantic locates at runs[i].peak_memory.gib
             raise ValueError(f"{error.message} ({error.hint})") from None
     if isinstance(value, str) and _SIZE_IN_BITS.match(value):
+        split = re.fullmatch(r"\s*(.*?[\d.])(\s*[a-zA-Z]+)\s*", value)  # the number, then its unit
+        assert split is not None  # _SIZE_IN_BITS matched: a number then letters
+        number, unit = split.groups()
+        binary = unit.strip()[1:2].lower() == "i"  # Gib: the GiB prefix (2**30), Gb: the GB one (1e9)
+        bytes_unit = unit.rstrip()[:-1].upper().replace("I", "i") + "B"
         raise ValueError(
-            f"{value!r} ends in b, bits: write {value.strip()[:-1]}B (bytes, decimal) or a GiB figure as PyTorch "
-            "reports it"
+            f"{value!r} ends in b, bits: write {number}{bytes_unit} (bytes, {'binary' if binary else 'decimal'}) "
+            "or a GiB figure as PyTorch reports it"
         )
     if isinstance(value, str) and _PREFIX_WITHOUT_BYTES.match(value):
         raise ValueError(
@@ -356,7 +424,8 @@ def resolve_shape(
     elif run.model in file.models:
         shape = file.models[run.model].model_copy(update={"name": run.model})
     else:
-        shape, _ = resolve_model(run.model, catalog, where=f"runs[{i}].model")
+        with _suggest_own(run.model, list(file.models), "models"):
+            shape, _ = resolve_model(run.model, catalog, where=f"runs[{i}].model")
     scheduled = shape.model_copy(update={"n_layers": run.schedule_layers}) if run.schedule_layers else shape
     return shape, scheduled
 
@@ -366,7 +435,28 @@ def resolve_gpu(run: MeasuredRun, i: int, file: MeasuredFile, catalog: Catalog) 
         return run.gpu
     if run.gpu in file.gpus:
         return file.gpus[run.gpu]
-    return catalog.gpu(run.gpu, where=f"runs[{i}].gpu")
+    with _suggest_own(run.gpu, list(file.gpus), "gpus"):
+        return catalog.gpu(run.gpu, where=f"runs[{i}].gpu")
+
+
+@contextlib.contextmanager
+def _suggest_own(name: str, own: list[str], section: str) -> Iterator[None]:
+    """A catalog lookup whose unknown-name error suggests the file's own ``section`` name that ``name`` is closest
+    to, where there is one: a typo of a name the file defines, not of a catalog entry."""
+    import difflib
+
+    try:
+        yield
+    except SpecError as error:
+        close = difflib.get_close_matches(name, own, n=1)
+        if not close or not error.message.startswith("unknown "):  # a file or shape problem, not the name
+            raise
+        raise SpecError(
+            error.message,
+            where=error.where,
+            source=error.source,
+            hint=f"did you mean {close[0]!r}, under {section}:?",
+        ) from None
 
 
 def measured_request(run: MeasuredRun, shape: ModelShape, gpu: GpuSpec) -> ParallelRequest:
@@ -379,6 +469,16 @@ def measured_request(run: MeasuredRun, shape: ModelShape, gpu: GpuSpec) -> Paral
         batch_tokens, tolerance = float(run.global_batch * run.seq_len), 0.0
     else:
         batch_tokens, tolerance = float(run.global_batch_tokens or 0.0), BATCH_TOKENS_TOLERANCE
+    try:  # the request's rules (whole nodes, bounds) run as it is built
+        return _request(run, shape, gpu, batch_tokens, tolerance)
+    except SpecError as error:  # its hints name plan-file keys: a measured run's own keys here
+        hint = (error.hint or "").replace("set cluster.gpus_per_node", "set gpus_per_node on the run")
+        raise SpecError(error.message, where=error.where, source=error.source, hint=hint or None) from None
+
+
+def _request(
+    run: MeasuredRun, shape: ModelShape, gpu: GpuSpec, batch_tokens: float, tolerance: float
+) -> ParallelRequest:
     return ParallelRequest(
         model=shape,
         gpu=gpu,

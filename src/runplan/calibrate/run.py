@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import math
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,7 +62,10 @@ class CalibrationReport(BaseModel):
 
     calibration: Calibration
     runs: list[RunResidual]
-    condition_number: float = Field(description="Of the column-scaled Jacobian over the fitted constants.")
+    condition_number: float | None = Field(
+        description="Of the column-scaled Jacobian over the fitted constants; None when none is fitted (JSON "
+        "cannot hold the infinite condition of an empty set)."
+    )
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -147,7 +151,10 @@ def run_calibration(
         warnings=warnings,
     )
     return CalibrationReport(
-        calibration=calibration, runs=rows, condition_number=result.condition, warnings=warnings
+        calibration=calibration,
+        runs=rows,
+        condition_number=result.condition if result.identified and math.isfinite(result.condition) else None,
+        warnings=warnings,
     )
 
 

@@ -173,7 +173,8 @@ def render(report: Any, written: Path | None, *, stderr: bool = False, hold: Seq
         "GEMMs are), attention_half_seq is that benchmark's, collective_latency_seconds is fixed "
         "(docs/calibration.md)"
     )
-    out.print(f"condition number of the fitted constants: {report.condition_number:.3g}; base: {cal.base}")
+    condition = "none fitted" if report.condition_number is None else f"{report.condition_number:.3g}"
+    out.print(f"condition number of the fitted constants: {condition}; base: {cal.base}")
     for warning in report.warnings:  # folded at the terminal width, as every command's warnings
         warn(warning)
     if written is not None:
