@@ -59,6 +59,11 @@ PLAN_CASES = [
         "catalog[0]: must be a string, got ['c.yaml'] (write one value, not a list: c.yaml)",
     ),
     (CLUSTER + "description: 5\n", 'description: must be a string, got 5 (quote it: description: "5")'),
+    (  # the word YAML read as true is gone: the hint must not turn `yes` into "true"
+        CLUSTER + "description: yes\n",
+        'description: must be a string, got True (quote it as written, e.g. description: "yes" — YAML reads '
+        "yes/no/on/off unquoted as true/false)",
+    ),
     (
         CLUSTER + "description: {a: b}\n",
         "description: must be a string, got {'a': 'b'} (write one value on the line: description: some text)",

@@ -188,8 +188,10 @@ def _as_string(key: str, given: Any) -> str:
     """How to write a text key given a list (``calibration: [c.yaml]``), a number or a mapping."""
     if isinstance(given, list) and given and isinstance(given[0], str) and len(given[0]) <= 40:
         return f"write one value, not a list: {key}{given[0]}"
-    if isinstance(given, bool | int | float):  # YAML read it as a number or true/false
-        return f'quote it: {key}"{str(given).lower() if isinstance(given, bool) else given}"'
+    if isinstance(given, bool):  # yes/no/on/off/true/false: the word written is gone, so do not guess it
+        return f'quote it as written, e.g. {key}"{"yes" if given else "no"}" — YAML reads yes/no/on/off unquoted as true/false'
+    if isinstance(given, int | float):  # YAML read it as a number
+        return f'quote it: {key}"{given}"'
     return f"write one value on the line: {key}some text"
 
 
