@@ -67,7 +67,8 @@ def test_bubble_advice_does_not_offer_back_what_is_pinned():
     code, text = advice("--tp 8 --pp 8 --cp 1 --vpp 2 --global-batch 1M --max-bubble 0.05")
     assert code == 1 and "interleaving (--vpp 2+)" not in text and "a larger --max-bubble" in text
     code, text = advice("--tp 8 --pp 8 --zero 1 --mbs 1 --microbatches 4 --recompute none")
-    assert code == 1 and "more micro-batches per step" not in text and "interleaving (--vpp" in text
+    # m 4 is pinned under p 8: interleaving needs p | m, so the remedy is the m that meets the cap, not --vpp
+    assert code == 1 and "8 micro-batches per step (--microbatches 8)" in text and "interleaving" not in text
 
 
 def test_the_margin_line_does_not_depend_on_top():

@@ -7,6 +7,7 @@ feasible, layouts, plus space_size, batch_range_tokens, critical_batch, best_by_
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,6 +18,7 @@ from runplan.defaults import DEFAULT_GPU, DEFAULT_SEQ_LEN
 
 if TYPE_CHECKING:
     from runplan.cli.search_flags import SearchOverrides
+    from runplan.errors import Infeasible
     from runplan.parallel.layout import Constraints, ParallelRequest, Pins, SearchResult
     from runplan.parallel.stack import Stack
     from runplan.spec import PlanSpec
@@ -263,7 +265,7 @@ def parallelize(
         _no_input_flags({"--model": model, "--gpus": gpus, "--gpu": gpu, "--gpus-per-node": gpus_per_node,
                          "--seq-len": seq_len, "--global-batch": global_batch,
                          "--training-tokens": training_tokens, "--catalog": catalog_file or None})  # fmt: skip
-        _answer_plan_file(plan_file, pins, constraints, overrides, stack, calibration, as_json)
+        _answer_plan_file(plan_file, pins, constraints, overrides, stack, calibration, as_json, batch_tolerance)  # fmt: skip
         return
     request, resolution = _request_from_flags(
         _required(model, "--model"), gpu, catalog_file, pins, constraints, overrides, stack,
@@ -272,6 +274,18 @@ def parallelize(
     )  # fmt: skip
     request, label = _calibrated(request, calibration)
     _answer(request, resolution, as_json, label)
+
+
+def _batch_tolerance(text: str) -> float:
+    """``--batch-tolerance`` over a plan file, checked as ParallelRequest.global_batch_tolerance is."""
+    from pydantic import create_model
+
+    from runplan.cli.common import build_from_flags
+    from runplan.units import Fraction
+
+    model = create_model("BatchTolerance", global_batch_tolerance=(Fraction, ...))
+    checked = build_from_flags(model, _REQUEST_PATHS, "--batch-tolerance", global_batch_tolerance=text)
+    return float(checked.global_batch_tolerance)  # type: ignore[attr-defined]
 
 
 def _search_overrides(top: str | None, mfu: str | None) -> SearchOverrides:
@@ -290,10 +304,14 @@ def _answer_plan_file(
     stack: dict[str, Any],
     calibration: Path | None,
     as_json: bool,
+    batch_tolerance: str | None = None,
 ) -> None:
-    """Search the layout `runplan plan` would search for the plan file, with the flags laid over it."""
+    """Search the layout `runplan plan` would search for the plan file, with the flags laid over it
+    (``--batch-tolerance`` too, once silently dropped here)."""
     from runplan.cli.common import load_plan_file, located
+    from runplan.errors import Infeasible, PinConflict
 
+    tolerance = None if batch_tolerance is None else _batch_tolerance(batch_tolerance)
     loaded, spec = load_plan_file(plan_file)
     from_flags = [  # plan keys the flags set: their errors name the flag, not a line of the file
         *(f"parallel.{axis}" for axis in pins.model_dump(exclude_unset=True)),
@@ -301,12 +319,47 @@ def _answer_plan_file(
         *(f"stack.{key}" for key in stack),
         *(["parallelize.top"] if overrides.top is not None else []),
         *(["parallelize.mfu"] if overrides.mfu_override is not None else []),
+        *(["parallelize.global_batch_tolerance"] if tolerance is not None else []),
     ]
     with located(loaded, from_flags):  # the search's errors about plan keys point at the plan file's lines
         request, resolution, label = _request_from_plan(
             plan_file, spec, pins, constraints, overrides.top, overrides.mfu_override, stack, calibration
         )
-        _answer(request, resolution, as_json, label)
+        if tolerance is not None:
+            request = request.model_copy(update={"global_batch_tolerance": tolerance})
+        try:
+            _answer(request, resolution, as_json, label)
+        except PinConflict:  # bad input at the pin's line or flag (located)
+            raise
+        except Infeasible as error:
+            raise _plan_inputs_as_keys(error) from None
+
+
+#: The inputs a plan file sets and no flag may set beside it (``_no_input_flags``): advice about them names
+#: the plan key, written as YAML (``cluster: {gpus: 24}``), not a flag this command refuses with a plan file.
+_PLAN_FILE_INPUTS = re.compile(
+    r"\b(cluster|schedule|training)\.(gpus|gpu|gpus_per_node|global_batch_tokens|seq_len)\b(?:=([^\s,;)]+))?"
+)
+
+
+def _plan_inputs_as_keys(error: Infeasible) -> Infeasible:
+    """``error`` with the plan-owned inputs its advice names written as the plan file's keys."""
+    from runplan.errors import Infeasible
+
+    def key(match: re.Match[str]) -> str:
+        section, name, value = match.groups()
+        return (
+            f"{section}: {{{name}: {value}}} in the plan file"
+            if value
+            else f"{section}: {name} in the plan file"
+        )
+
+    rewritten = Infeasible(
+        _PLAN_FILE_INPUTS.sub(key, error.reason),
+        suggestions=[_PLAN_FILE_INPUTS.sub(key, text) for text in error.suggestions],
+    )
+    rewritten.about_plan_file = error.about_plan_file
+    return rewritten
 
 
 def _calibrated(request: ParallelRequest, calibration: Path | None) -> tuple[ParallelRequest, str]:

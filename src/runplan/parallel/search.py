@@ -152,7 +152,7 @@ def structural_axes(request: ParallelRequest) -> tuple[list[tuple[int, ...]], li
                 + (f" with tp={pins.tp}" if pins.tp else "")
             ]
         else:
-            pinned = {k: v for k, v in pins.model_dump().items() if v is not None}
+            pinned = ", ".join(f"parallel.{k}={v}" for k, v in pins.model_dump().items() if v is not None)
             reasons += _pin_conflicts(request) or [
                 f"no layout satisfies t·p·d·c = {n} with the divisibility rules (layers {L}, "
                 f"sequence {s}, experts {shape.n_experts}) and the pins {pinned}"
@@ -216,6 +216,8 @@ def pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
                 f"pin one of {_valid(divisors(stage))}",
             )
         )
+    elif pins.vpp is not None and pins.vpp > 1 and pins.pp is None:
+        out += _vpp_pin_conflicts(request)
     if pins.cp is not None and pins.cp > 1 and s % (2 * pins.cp):
         chunks = [c for c in divisors(s // 2) if n % c == 0] if s % 2 == 0 else [1]  # the job can take them
         out.append(
@@ -227,6 +229,28 @@ def pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
         )
     out += _expert_pin_conflicts(request)
     return out
+
+
+def _vpp_pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
+    """:func:`pin_conflicts` of a vpp pin without a pp pin: v must divide the largest stage's ceil(L/p) layers
+    for some p the job can have (a divisor of its GPUs, 2 ≤ p ≤ L, dividing L unless stages may be uneven)."""
+    L, v, cons = request.model.n_layers, request.pins.vpp, request.constraints
+    stages = [
+        -(-L // p)
+        for p in divisors(request.n_gpus)
+        if 2 <= p <= L and (L % p == 0 or cons.allow_uneven_pipeline)
+    ]
+    valid = sorted({c for layers in stages for c in divisors(layers)})
+    if v is None or v in valid:
+        return []
+    sizes = ", ".join(f"{layers}" for layers in sorted(set(stages), reverse=True))
+    return [
+        (
+            "vpp",
+            f"vpp={v} divides no pipeline stage this job can have ({L} layers: stages of {sizes or 'none'} layers)",
+            f"pin one of {_valid(valid)}" if valid else "pin vpp 1",
+        )
+    ]
 
 
 def _tp_pin_conflicts(request: ParallelRequest) -> list[tuple[str, str, str]]:
@@ -372,6 +396,8 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
         stages = [z for z in inner_axes["zero"] if z <= 2]
         if len(stages) > 1:
             keep &= ~((columns["dp"] * columns["cp"] == 1) & np.isin(columns["zero"], sorted(stages)[1:]))
+    if not keep.any():  # the engine rules above removed every row: say which pins meet them
+        return None, [_engine_rules_reason(request)]
     if not keep.all():  # one copy of the columns, however many rules removed rows
         columns = {name: values[keep] for name, values in columns.items()}
         rows = rows[keep]
@@ -379,6 +405,23 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
     # SP splits activations over the TP group: at t = 1 there is none, whatever is pinned
     columns["sequence_parallel"] = (columns["tp"] > 1) & (pins.sequence_parallel is not False)
     return LayoutGrid(columns), reasons
+
+
+def _engine_rules_reason(request: ParallelRequest) -> str:
+    """Why :func:`build_grid`'s engine rules left no row (every structural row has pipeline stages, e.g. a vpp
+    pin, and the pinned ZeRO stage is one the stack's pipeline engine does not run under them), with the pins
+    that make the layout evaluated anyway."""
+    zero, preset = request.pins.zero, request.stack.preset
+    if zero in (2, 3) and preset == "deepspeed":
+        why = "DeepSpeed's pipeline engine runs ZeRO below 2 only"
+    elif zero == 3:
+        why = "ZeRO-3 under pipeline stages is PyTorch FSDP's (torchtitan), not this stack's"
+    else:
+        why = "the stack's engine rules remove every layout the pins leave"
+    return (
+        f"every layout the pins leave has pipeline stages, and {why}: pin parallel.pp as well to evaluate it "
+        "anyway, or a lower parallel.zero"
+    )
 
 
 def _check_grid_size(rows: int) -> None:
@@ -612,7 +655,10 @@ def _violations(
     if not total <= limit:
         broken.append(f"memory {total / 1e9:.1f} GB > {limit / 1e9:.1f} GB")
     if not bubble <= cons.max_bubble_fraction + 1e-12:
-        broken.append(f"bubble {bubble:.3f} > {cons.max_bubble_fraction:g}")
+        shown = (
+            f"{bubble:.3f}" if bubble >= 1e-3 else f"{bubble:.1e}"
+        )  # not 'bubble 0.000 > 0' under a cap of 0
+        broken.append(f"bubble {shown} > {cons.max_bubble_fraction:g}")
     in_range = low <= tokens <= high
     if not in_range:
         broken.append(f"global batch {tokens:,.0f} tokens outside [{low:,.0f}, {high:,.0f}]")
@@ -805,15 +851,29 @@ def search(request: ParallelRequest) -> SearchResult:
         eliminated_only={
             k: int((~ok[k] & np.logical_and.reduce([ok[o] for o in ok if o != k])).sum()) for k in ok
         },
-        fastest=_estimate(request, grid, ev, int(idx[np.argmax(ev.tokens_per_second[idx])]), bounds, [])
-        if idx.size
-        else None,
+        fastest=_fastest(request, grid, ev, idx, bounds, batch_ok),
         nearest_misses=[] if idx.size else _nearest_misses(request, grid, ev, batch_ok, bounds),
         suggestions=[] if idx.size else _suggestions(request, grid, ev, ok, bounds),
         best_by_tp=[] if request.mfu_override is not None else _best_by_tp(grid, ev, idx, near),
         search_seconds=time.perf_counter() - start,
         **common,
     )
+
+
+def _fastest(
+    request: ParallelRequest,
+    grid: LayoutGrid,
+    ev: Evaluation,
+    idx: np.ndarray,
+    bounds: _Bounds,
+    batch_ok: np.ndarray,
+) -> LayoutEstimate | None:
+    """The feasible row with the most tokens/s, with the constraints it breaks (a fully pinned layout answered
+    with warnings: its ``why`` must not read 'bubble 0.250 <= 0.15'); None when no row is feasible."""
+    if not idx.size:
+        return None
+    i = int(idx[np.argmax(ev.tokens_per_second[idx])])
+    return _estimate(request, grid, ev, i, bounds, _violations(request, grid, ev, i, bounds, batch_ok))
 
 
 def _pinned_zero0_notes(request: ParallelRequest) -> list[str]:
@@ -915,33 +975,129 @@ def _suggestions(
         if only_gpus_help:
             return out
     if not ok["bubble"].any():
-        pins = request.pins
-        remedies = []  # a pinned setting is not offered back (its value was the one tried)
-        if not pins.microbatches:
-            remedies.append("more micro-batches per step (a larger schedule.global_batch_tokens)")
-        if not pins.vpp:
-            remedies.append("interleaving (parallel.vpp=2+)")
-        if pins.pp != 1:
-            remedies.append("fewer pipeline stages" + (" (parallel.pp)" if pins.pp else ""))
-        out.append(
-            ", ".join(remedies) + (", or " if remedies else "") + "a larger constraints.max_bubble_fraction"
-        )
+        out.append(_bubble_remedies(request, grid, ev, ok, bounds))
     if not ok["global_batch"].any():
-        smallest = float((grid.dp * request.seq_len).min())
-        if smallest > bounds.high_tokens:
-            out.append(
-                f"the smallest global batch any layout can run is {smallest:,.0f} tokens (d*1*1*s) against "
-                f"a ceiling of {bounds.high_tokens:,.0f}: use fewer GPUs, more TP/PP/CP to shrink DP, or raise "
-                "the batch (schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
-            )
-        else:  # small batches exist: the range falls between two of the steps d·b·m·s can take
-            out.append(_batch_steps(ev.tokens_per_step, bounds, "any layout"))
+        out.append(_batch_remedies(request, grid, ev, bounds))
     if all(v.any() for v in ok.values()):  # each constraint alone leaves rows, no row passes all three
         out += _joint_suggestions(request, ev, ok, bounds)
     pinned = list(request.pins.pinned())
     if pinned:
         out.append("unpin " + ", ".join(f"parallel.{k}" for k in pinned) + " to widen the search")
     return out
+
+
+def _subgrid(grid: LayoutGrid, rows: np.ndarray, **columns: np.ndarray) -> LayoutGrid:
+    """The rows ``rows`` of ``grid``, with some columns replaced (arrays of the rows' length)."""
+    return LayoutGrid({name: getattr(grid, name)[rows] for name in Layout.model_fields} | columns)
+
+
+def _batch_remedies(request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, bounds: _Bounds) -> str:
+    """When no row passes the batch rules: the batch range is below every batch a layout can run (d·b·m·s at
+    its least: b and m as pinned, else 1, or p for an interleaved m), falls between two steps of d·b·m·s, or
+    holds the batches of layouts whose pinned m breaks the interleaved schedule's rule that p divides m
+    (Megatron-LM's)."""
+    pins, s = request.pins, request.seq_len
+    least_m = pins.microbatches or np.where(grid.vpp > 1, grid.pp, 1)
+    smallest = float((grid.dp.astype(float) * grid.micro_batch * least_m * s).min())
+    if smallest > bounds.high_tokens:
+        pinned = [f"parallel.{axis}" for axis in ("dp", "micro_batch", "microbatches") if getattr(pins, axis)]
+        shrink = "; a smaller " + " or ".join(pinned) if pinned else ""
+        return (
+            f"the smallest global batch any layout can run is {smallest:,.0f} tokens (d·b·m·s) against a ceiling "
+            f"of {bounds.high_tokens:,.0f}: fewer GPUs (cluster.gpus){shrink}; or a batch of at least that "
+            f"(schedule.global_batch_tokens={smallest:.0f}, or constraints.max_global_batch_tokens)"
+        )
+    tokens = ev.tokens_per_step
+    if ((tokens >= bounds.low_tokens) & (tokens <= bounds.high_tokens)).any() and pins.microbatches:
+        p = int(grid.pp[np.argmax(grid.vpp > 1)])
+        fixed = -(-pins.microbatches // p) * p
+        return (
+            f"the interleaved schedule needs the micro-batches per step in multiples of pp (Megatron-LM): "
+            f"{pins.microbatches} is not a multiple of pp {p}; parallel.microbatches={fixed} or parallel.vpp=1"
+        )
+    return _batch_steps(tokens, bounds, "any layout")
+
+
+def _bubble_remedies(
+    request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, ok: dict[str, np.ndarray], bounds: _Bounds
+) -> str:
+    """When every row breaks the bubble cap: the remedies that the bubble fraction (p − 1)/(v·m) (Narayanan et
+    al. 2021 §2.2.2) says meet it, each with the value that does, checked for memory by the same model. Never a
+    pinned value back, nor an axis the search already tried (vpp on a stack that interleaves); a larger cap only
+    where the least bubble is below 1, the cap's bound (``Constraints.max_bubble_fraction``)."""
+    pins, cap = request.pins, request.constraints.max_bubble_fraction
+    rows = np.flatnonzero(ok["memory"]) if ok["memory"].any() else np.arange(len(grid))
+    remedies = []
+    if cap > 0:
+        remedies += _more_microbatches(request, grid, rows, bounds)
+        if pins.vpp is not None or not request.stack.interleaved_pipeline:
+            remedies += _more_interleaving(request, grid, rows, bounds)
+    if pins.pp is not None and pins.pp > 1:
+        remedies.append("fewer pipeline stages (parallel.pp)")
+    legal = rows[ok["global_batch"][rows]]  # a larger cap helps only rows within the batch rules
+    least = float(ev.bubble_fraction[legal if legal.size else rows].min())
+    if legal.size and least < 1.0:  # the cap takes values below 1 only
+        remedies.append(f"a larger constraints.max_bubble_fraction={math.ceil(least * 1000) / 1000:g}")
+    if not remedies:
+        return (
+            f"the least bubble is {least:.3f} of the step and the cap must stay below 1: fewer pipeline stages "
+            "or more micro-batches per step"
+        )
+    if not ok["memory"].any():  # the memory advice comes first; these only lower the bubble
+        return "for the bubble: " + ", ".join(remedies)
+    return ("any one of: " if len(remedies) > 1 else "") + ", ".join(remedies)
+
+
+def _more_microbatches(
+    request: ParallelRequest, grid: LayoutGrid, rows: np.ndarray, bounds: _Bounds
+) -> list[str]:
+    """The fewest micro-batches m with (p − 1)/(v·m) within the cap (a multiple of p when interleaved, Megatron's
+    rule), among the ``rows`` that still fit in memory with it: a pinned m as its pin, else as the global batch
+    d·b·m·s that the search derives it from (plus the batch where a pinned m leaves the range)."""
+    p, v = grid.pp[rows], grid.vpp[rows]
+    need = np.ceil((p - 1) / (v * request.constraints.max_bubble_fraction) - 1e-9).astype(np.int64)
+    need = np.maximum(np.where(v > 1, _ceil_div(need, p) * p, need), 1)
+    changed = evaluate(request, _subgrid(grid, rows, microbatches=need))
+    fits = changed.memory.total <= bounds.memory_limit_bytes
+    if not fits.any():
+        return []
+    tokens = changed.tokens_per_step[fits]
+    if request.pins.microbatches is None:
+        least = float(tokens.min())
+        return [f"a global batch of at least {least:,.0f} tokens (schedule.global_batch_tokens={least:.0f})"]
+    # the fewest micro-batches, among the rows whose batch then stays in range if any (else the nearest batch)
+    low, high = bounds.low_tokens, bounds.high_tokens
+    off_range = np.maximum(low - tokens, 0.0) + np.maximum(tokens - high, 0.0)
+    best = int(np.lexsort((need[fits], off_range))[0])
+    m, batch = int(need[fits][best]), float(tokens[best])
+    out = f"{m} micro-batches per step (parallel.microbatches={m}"
+    if not bounds.low_tokens <= batch <= bounds.high_tokens:
+        out += f", a global batch of {batch:,.0f} tokens: schedule.global_batch_tokens={batch:.0f}"
+    return [out + ")"]
+
+
+def _more_interleaving(
+    request: ParallelRequest, grid: LayoutGrid, rows: np.ndarray, bounds: _Bounds
+) -> list[str]:
+    """The fewest interleaved chunks v (a divisor of the largest stage's layers, above the row's v) with
+    (p − 1)/(v·m) within the cap, at the row's m (pinned) or the largest multiple of p below it (derived, as the
+    interleaved schedule needs), among the ``rows`` that then fit in memory and the batch range."""
+    cap, layers = request.constraints.max_bubble_fraction, request.model.n_layers
+    tried: list[tuple[int, int, int]] = []  # (row, v, m)
+    for i in rows[grid.pp[rows] >= 2]:
+        p, v, m = int(grid.pp[i]), int(grid.vpp[i]), int(grid.microbatches[i])
+        m = m if request.pins.microbatches is not None else m // p * p
+        chunks = [c for c in divisors(-(-layers // p)) if c > v and (p - 1) / (c * m or 1) <= cap + 1e-12]
+        if m >= p and m % p == 0 and chunks:
+            tried.append((int(i), chunks[0], m))
+    if not tried:
+        return []
+    picked, vs, ms = (np.array(column) for column in zip(*tried, strict=True))
+    changed = evaluate(request, _subgrid(grid, picked, vpp=vs, microbatches=ms))
+    tokens = changed.tokens_per_step
+    fits = (changed.memory.total <= bounds.memory_limit_bytes) & (tokens >= bounds.low_tokens)
+    fits &= tokens <= bounds.high_tokens
+    return [f"interleaving (parallel.vpp={int(vs[fits].min())})"] if fits.any() else []
 
 
 def _largest_memory_term(breakdown: dict[str, float]) -> tuple[str, float]:
@@ -987,7 +1143,36 @@ def _one_layout_memory_fixes(
             fits.append(f"{name} ({total / 1e9:.1f} GB)")
     if fits:
         return ["any one of: " + ", ".join(fits) + f" fits within {limit / 1e9:.1f} GB"]
-    return _memory_suggestions(request, ev, limit)[0]
+    # none alone: the pin changes together (the last of each kind above is the one that saves the most), checked
+    # the same way; the general advice after it, less its first line, which the reason already says
+    together = _joint_memory_fix(layout, changes, limit)
+    general = _memory_suggestions(request, ev, limit)[0][1:]
+    unpin = "unpin " + ", ".join(f"parallel.{k}" for k in request.pins.pinned()) + " to search other layouts"
+    return [together] if together else general or [unpin]
+
+
+def _joint_memory_fix(
+    layout: Layout, changes: list[tuple[str, ParallelRequest, Layout]], limit: float
+) -> str | None:
+    """The single changes of :func:`_one_layout_memory_fixes` to ``layout`` at once, evaluated by the same model:
+    the pins' (the highest ZeRO stage, the most recomputation, micro-batch 1), then with bf16 gradients where
+    those alone do not fit; the line naming the first set that fits, if one does."""
+    pins = [change for change in changes if change[2] is not layout]
+    dtype = [change for change in changes if change[2] is layout]  # the gradient-dtype change (a new request)
+    for chosen in ([pins] if pins else []) + ([pins + dtype] if dtype else []):
+        if len(chosen) < 2:
+            continue
+        # each kind of change at its last, strongest value (the changes come weakest first)
+        names: dict[str, str] = {}
+        update: dict[str, Any] = {}
+        request = dtype[0][1] if len(chosen) > len(pins) else pins[0][1]  # (a pin change keeps the request)
+        for name, _, changed in chosen:
+            names[name.split("=")[0]] = name
+            update |= {k: v for k, v in changed.model_dump().items() if v != getattr(layout, k)}
+        total = float(evaluate(request, LayoutGrid.of([layout.model_copy(update=update)])).memory.total[0])
+        if total <= limit:
+            return f"all of {', '.join(names.values())} together ({total / 1e9:.1f} GB) fit within {limit / 1e9:.1f} GB"
+    return None
 
 
 def _state_bytes_per_param(request: ParallelRequest) -> tuple[float, float, float]:
@@ -1035,13 +1220,13 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
         f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {request.gpu.name} GPU{'' if need == 1 else 's'}"
     )
     if need > request.n_gpus:  # no knob shrinks the states below their fully sharded size: only GPUs help
-        return [*out, f"more GPUs: {states_line}"], True
+        return [*out, f"more GPUs: {states_line} (at least cluster.gpus={need})"], True
     if (
         largest == "activations"
     ):  # what more GPUs buy is a finer split of the tokens (CP) or the layers (TP, PP)
         out.append(
             f"more GPUs, to split the activations further (TP, PP and, for a long sequence, CP divide them); "
-            f"{states_line}"
+            f"{states_line} (cluster.gpus)"
         )
     # else the job has GPUs enough for the states fully sharded: what holds them back is a pin or a dtype
     # ZeRO-3 under pinned pipeline stages holds the whole stage gathered (memory.model_state_bytes): it never
@@ -1050,7 +1235,12 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
     # an unpinned axis was searched at its smallest-memory value already: only a pin can be relaxed
     tips = [
         (pins.zero not in (None, 3) and not staged, "ZeRO-3 (parallel.zero=3)"),
-        (staged, "ZeRO-3 without pipeline stages (parallel.zero=3 parallel.pp=1)"),
+        (
+            staged,
+            "ZeRO-3 without pipeline stages ("
+            + ("" if pins.zero == 3 else "parallel.zero=3 ")
+            + "parallel.pp=1)",
+        ),
         (pins.recompute not in (None, "full"), "full recomputation (parallel.recompute=full)"),
         (pins.micro_batch not in (None, 1), "a smaller micro-batch (parallel.micro_batch=1)"),
         # bf16 gradients halve the gradients term: offered where that alone covers the excess
@@ -1144,8 +1334,8 @@ def ensure_feasible(result: SearchResult, request: ParallelRequest | None = None
         )
     if not result.candidates:
         raise Infeasible(
-            "no layout passes the divisibility rules: " + "; ".join(result.suggestions),
-            suggestions=["change the GPU count or the pins"],
+            "no layout passes the divisibility and engine rules: " + "; ".join(result.suggestions),
+            suggestions=["change the GPU count (cluster.gpus) or the pins"],
         )
     if result.candidates == 1 and result.nearest_misses:
         miss = result.nearest_misses[0]
@@ -1159,7 +1349,8 @@ def ensure_feasible(result: SearchResult, request: ParallelRequest | None = None
     everyone = [k for k, v in result.eliminated.items() if v == result.candidates]
     if everyone:
         names = " and ".join(everyone)
-        reason = f"every one of the {result.candidates:,} candidates breaks the {names} constraint"
+        plural = "s" if len(everyone) > 1 else ""
+        reason = f"every one of the {result.candidates:,} candidates breaks the {names} constraint{plural}"
     else:
         counts = ", ".join(f"{k} removed {v:,}" for k, v in result.eliminated.items())
         reason = (
