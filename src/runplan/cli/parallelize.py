@@ -366,9 +366,17 @@ def _calibrated(request: ParallelRequest, calibration: Path | None) -> tuple[Par
     """The request with the constants of ``--calibration`` (if given), and the line naming them."""
     from runplan.calibrate.calibration import load_calibration, shipped_calibration
 
+    from runplan.errors import SpecError
+
     if calibration is None:
         return request, shipped_calibration().label(request.gpu)
-    cal = load_calibration(calibration)
+    try:
+        cal = load_calibration(calibration)
+    except SpecError as error:  # a file problem names the flag that gave the file, as `plan` and `check` do
+        if error.where is not None:  # a key of the file, at its line
+            raise
+        message = f"{error.source}: {error.message}" if error.source else error.message
+        raise SpecError(message, where="--calibration", hint=error.hint) from None
     return request.model_copy(update={"efficiency": cal.efficiency(request.gpu)}), cal.label(request.gpu)
 
 
