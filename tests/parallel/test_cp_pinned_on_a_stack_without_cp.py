@@ -21,3 +21,9 @@ def test_a_cp_pin_on_deepspeed_says_it_was_timed_as_transformer_engines_ring():
     assert "cp = 8 is pinned, but this stack runs no ring-attention CP" in warning
     assert "timed as TransformerEngine's ring" in warning
     assert not _warnings("--stack", "megatron-core")  # a stack with CP: nothing to say
+
+
+def test_a_cp_pin_on_megatron_2022_does_not_blame_deepspeed_and_names_the_flag():
+    (warning,) = _warnings("--stack", "megatron-2022")
+    assert "Megatron-LM before its context parallelism" in warning
+    assert "megatron-core or torchtitan-fsdp2 preset (--stack, or stack: in the plan)" in warning

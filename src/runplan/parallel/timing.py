@@ -340,8 +340,9 @@ def context_parallel_notes(stack: Stack, cp: int) -> list[str]:
     if cp > 1 and not stack.context_parallel:  # a pin wins over the stack: say what was timed
         return [
             f"context parallelism: cp = {cp} is pinned, but this stack runs no ring-attention CP "
-            "(stack.context_parallel off: DeepSpeed's Ulysses splits heads, not timed here); it is timed as "
-            "TransformerEngine's ring (Megatron-core): plan with stack preset megatron-core or torchtitan-fsdp2"
+            "(stack.context_parallel off: Megatron-LM before its context parallelism, or DeepSpeed, whose "
+            "Ulysses splits heads and is not timed here); it is timed as TransformerEngine's ring "
+            "(Megatron-core): use the megatron-core or torchtitan-fsdp2 preset (--stack, or stack: in the plan)"
         ]
     if cp <= 1 or stack.context_parallel_impl != "pytorch":
         return []
