@@ -1310,10 +1310,16 @@ def _batch_steps(batches: np.ndarray, bounds: _Bounds, whose: str) -> str:
     nearest = " or ".join(
         [*([f"{below.max():,.0f}"] if below.size else []), *([f"{above.min():,.0f}"] if above.size else [])]
     )
+    # with a target the range is target ± tolerance (min/max only narrow it, batch_range_tokens), and only
+    # `parallelize` sets the tolerance: a plan holds the default ±10%
+    wider = (
+        "a wider tolerance around it (parallelize.global_batch_tolerance; a plan holds ±10%)"
+        if bounds.batch_source.startswith("target")
+        else "a wider range (constraints.min_global_batch_tokens, constraints.max_global_batch_tokens)"
+    )
     return (
         f"the global batches of {whose} step over [{low:,.0f}, {high:,.0f}]: the nearest are {nearest} "
-        "tokens; a batch target there, or a wider range (parallelize.global_batch_tolerance, "
-        "constraints.min_global_batch_tokens, constraints.max_global_batch_tokens)"
+        f"tokens; a batch target there (schedule.global_batch_tokens), or {wider}"
     )
 
 
