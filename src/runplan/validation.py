@@ -277,6 +277,23 @@ _ENGINE_KEYS = {
     )
     for suffix in ("_parallel", "_parallel_size", "_parallel_degree")
 } | {"micro_batch_size": "micro_batch", "local_batch_size": "micro_batch"}
+#: A model shape's keys as HuggingFace config.json (hf_config.py reads these), Megatron-LM's flags and the GPT
+#: papers name them: closest spelling is no guide there (d_ff was answered with head_dim, not ffn_hidden).
+_ENGINE_KEYS |= {
+    **dict.fromkeys(
+        ("d_ff", "ffn_dim", "ffn_hidden_size", "intermediate_size", "dim_feedforward"), "ffn_hidden"
+    ),
+    **dict.fromkeys(("hidden_size", "n_embd", "dim", "d_hidden", "hidden_dim"), "d_model"),
+    **dict.fromkeys(("num_layers", "num_hidden_layers", "n_layer"), "n_layers"),
+    **dict.fromkeys(("num_attention_heads", "n_head"), "n_heads"),
+    **dict.fromkeys(("num_key_value_heads", "num_query_groups", "n_kv_head"), "n_kv_heads"),
+    **dict.fromkeys(("kv_channels",), "head_dim"),
+    **dict.fromkeys(("moe_intermediate_size", "moe_ffn_hidden_size"), "expert_ffn_hidden"),
+    **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), "n_experts"),
+    **dict.fromkeys(("num_experts_per_tok", "moe_router_topk"), "top_k"),
+    **dict.fromkeys(("tie_word_embeddings",), "tied_embeddings"),
+    **dict.fromkeys(("padded_vocab_size",), "vocab_size"),
+}
 
 #: Budget keys a user writes for money, which runplan takes as GPU-hours at the cluster's price.
 _MONEY_KEYS = {"usd", "cost", "cost_usd", "dollars", "money", "price", "budget_usd", "eur"}
