@@ -365,7 +365,6 @@ def _plan_inputs_as_keys(error: Infeasible) -> Infeasible:
 def _calibrated(request: ParallelRequest, calibration: Path | None) -> tuple[ParallelRequest, str]:
     """The request with the constants of ``--calibration`` (if given), and the line naming them."""
     from runplan.calibrate.calibration import load_calibration, shipped_calibration
-
     from runplan.errors import SpecError
 
     if calibration is None:
