@@ -534,15 +534,12 @@ def _pin_held(base: dict[str, Efficiency], hold: Sequence[str]) -> dict[str, Eff
     return {family: eff.model_copy(update={name: _constant_value(eff, name)}) for family, eff in base.items()}
 
 
-def calibrate(
-    prepared: Sequence[Prepared], base: dict[str, Efficiency], hold: Sequence[str] = ()
-) -> FitResult:
-    """Fit the constants the runs identify; hold the rest (and those named in ``hold``) at ``base``."""
-    fit_runs = [p for p in prepared if p.run.fit]
-    if not fit_runs:
-        raise SpecError("no run has fit: true", where="runs", hint="mark the runs to fit with fit: true")
-    hold = (hold,) if isinstance(hold, str) else tuple(hold)
-    space = make_space(prepared, _pin_held(base, hold), hold)
+def _fit_with_layouts(
+    prepared: Sequence[Prepared], space: Space
+) -> tuple[np.ndarray, list[int], float, list[Layout]]:
+    """Fit on the layouts the base constants choose; where a run leaves axes to the search, fit again on the
+    layouts the fitted constants choose. (coordinates, identified columns, condition, the layouts the final
+    constants choose.)"""
     start = space.start()
     start_values = space.values(start)
     start_effs = efficiencies(space, start_values)
@@ -556,6 +553,19 @@ def calibrate(
         values = space.values(u)  # report the layouts the final constants choose
         effs = efficiencies(space, values)
         layouts = [complete_layout(p, run_efficiency(p, effs, values, space)) for p in prepared]
+    return u, chosen, condition, layouts
+
+
+def calibrate(
+    prepared: Sequence[Prepared], base: dict[str, Efficiency], hold: Sequence[str] = ()
+) -> FitResult:
+    """Fit the constants the runs identify; hold the rest (and those named in ``hold``) at ``base``."""
+    fit_runs = [p for p in prepared if p.run.fit]
+    if not fit_runs:
+        raise SpecError("no run has fit: true", where="runs", hint="mark the runs to fit with fit: true")
+    hold = (hold,) if isinstance(hold, str) else tuple(hold)
+    space = make_space(prepared, _pin_held(base, hold), hold)
+    u, chosen, condition, layouts = _fit_with_layouts(prepared, space)
     values = space.values(u)
     identified = [space.keys[j] for j in chosen]
     held = [k for k in space.keys if k not in identified]
@@ -693,11 +703,11 @@ def leave_one_out(prepared: Sequence[Prepared], result: FitResult) -> tuple[dict
                 continue
             # from the base, as a user without run i would start: started from the full fit, a refit that
             # identifies fewer constants than the full one keeps the rest at values run i helped set (3 runs,
-            # 3 constants: every run "predicted" exactly)
-            u, _, _, _ = fit_fixed(fold, result.layouts, result.space)
-            out[prepared[i].id] = float(
-                log_errors(fold, result.layouts, result.space, result.space.values(u))[i]
-            )
+            # 3 constants: every run "predicted" exactly); and the layouts of runs that leave axes open searched
+            # anew with the fold's constants, as calibrate does (the full fit's were chosen by constants run i
+            # helped set)
+            u, _, _, layouts = _fit_with_layouts(fold, result.space)
+            out[prepared[i].id] = float(log_errors(fold, layouts, result.space, result.space.values(u))[i])
         return out, "exact refits"
     jac = result.jacobian if result.jacobian is not None else np.zeros((len(fit_idx), 0))
     hat = (
