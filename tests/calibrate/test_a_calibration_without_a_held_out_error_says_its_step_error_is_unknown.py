@@ -37,7 +37,9 @@ def test_a_one_run_calibration_says_its_step_error_is_unknown(tmp_path: Path):
     assert cal.families["hopper"].held_out is None
     label = cal.label(load_catalog([]).gpu("h100-sxm"))
     assert f"{written} (measured, hopper: 1 run, fitted " in label
-    assert label.endswith("; step error on runs it has not seen unknown: 1 fitted run, none to leave out")
+    assert label.endswith(
+        "; step error on runs it has not seen not measured: 1 fitted run, none to leave out"
+    )
     result = runner.invoke(
         app, ["parallelize", "--model", "llama-3.1-8b", "--gpus", "8", "--calibration", str(written)]
     )

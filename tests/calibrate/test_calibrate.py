@@ -386,7 +386,7 @@ def test_the_file_records_each_familys_peak_memory_error_and_plans_name_it():
     assert memory.median_abs_error == pytest.approx(0.075, abs=1e-6)
     assert memory.worst_abs_error == pytest.approx(0.1, abs=1e-6)
     assert report.calibration.label(load_catalog([]).gpu("h100-sxm")).endswith(
-        "; peak memory error 7.5% median, 10% worst, under the logged peak in 1 of 2 runs"
+        "; peak memory error 7.5% median, 10.0% worst, under the logged peak in 1 of 2 runs"
     )
     # no run with a logged peak (or a file written before the field): the label claims nothing about memory
     assert PeakMemoryCheck.of([]) is None
@@ -547,7 +547,7 @@ def test_the_file_records_each_familys_held_out_error_and_plans_name_it():
     assert hopper is not None
     label = report.calibration.label(load_catalog([]).gpu("h100-sxm"))
     assert label.endswith(
-        f"; held-out step error {hopper.median_abs_error:.1%} median, {hopper.worst_abs_error:.0%} worst "
+        f"; held-out step error {hopper.median_abs_error:.1%} median, {hopper.worst_abs_error:.1%} worst "
         f"({hopper.method}, {hopper.runs} runs)"
     )
     # another architecture planned on Hopper's constants: the H100 error is not quoted as its own

@@ -71,17 +71,11 @@ class HeldOutError(BaseModel):
         return cls(method=method, **_abs_summary(errors))
 
     def phrase(self) -> str:
-        """'held-out step error 6.2% median, 37% worst (leave-one-source-out, 81 runs)'."""
+        """'held-out step error 6.2% median, 36.7% worst (leave-one-source-out, 81 runs)'."""
         return (
-            f"held-out step error {self.median_abs_error:.1%} median, {_worst(self.worst_abs_error)} worst "
+            f"held-out step error {self.median_abs_error:.1%} median, {self.worst_abs_error:.1%} worst "
             f"({self.method}, {self.runs} runs)"
         )
-
-
-def _worst(error: float) -> str:
-    """A worst error beside a median of one decimal: whole percent from 10% up ("37%"), one decimal below, so it
-    never prints below its median ("4.3% median, 4% worst" for a worst of 4.5%)."""
-    return f"{error:.0%}" if error >= 0.095 else f"{error:.1%}"
 
 
 class PeakMemoryCheck(BaseModel):
@@ -103,9 +97,9 @@ class PeakMemoryCheck(BaseModel):
         return cls(under=sum(e < 0 for e in errors), **_abs_summary(errors))
 
     def phrase(self) -> str:
-        """'peak memory error 6.6% median, 23% worst, under the logged peak in 22 of 22 runs'."""
+        """'peak memory error 6.6% median, 23.5% worst, under the logged peak in 22 of 22 runs'."""
         return (
-            f"peak memory error {self.median_abs_error:.1%} median, {_worst(self.worst_abs_error)} worst, "
+            f"peak memory error {self.median_abs_error:.1%} median, {self.worst_abs_error:.1%} worst, "
             f"under the logged peak in {self.under} of {self.runs} runs"
         )
 
@@ -203,9 +197,10 @@ def _runs(n: int) -> str:
 
 def _no_held_out(n_runs: int) -> str:
     """What a family without a held-out step error says in its label: a single fitted run has none to leave
-    out (its in-fit error is 0 by construction); more runs without one are a file written before the field."""
+    out (its in-fit error, 0 where it sets a constant, says nothing of other runs); more runs without one are a
+    file written before the field."""
     if n_runs < 2:
-        return f"step error on runs it has not seen unknown: {n_runs} fitted run, none to leave out"
+        return f"step error on runs it has not seen not measured: {n_runs} fitted run, none to leave out"
     return "step error on runs it has not seen not recorded (refit to record it)"
 
 
