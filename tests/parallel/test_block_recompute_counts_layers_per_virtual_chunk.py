@@ -2,6 +2,7 @@
 ``recompute.py`` (@ d98e8a64) checkpoints the first ``recompute_num_layers`` of ``num_layers_per_pipeline_rank =
 len(self.layers)``, the chunk's layers. So a stage of v chunks recomputes min(v·n, layers) layers, not n."""
 
+import numpy as np
 import pytest
 from tests.parallel.shapes import H100, LLAMA_70B
 
@@ -56,3 +57,22 @@ def test_block_of_n_per_chunk_repeats_the_forward_of_v_times_n_layers():
     assert interleaved.time_seconds.compute == pytest.approx(eight.time_seconds.compute, rel=1e-12)
     assert interleaved.time_seconds.compute > four.time_seconds.compute
     assert interleaved.memory_bytes.activations > _estimate(Stack()).memory_bytes.activations
+
+
+def test_uniform_groups_fall_inside_each_chunk():
+    # Megatron's uniform method groups n layers inside each chunk (core/recompute.py @ d98e8a64): 10 layers in
+    # 2 chunks of 5 keep 2·⌈5/8⌉ = 2 inputs with n 8, as with n 5, and recompute at most a chunk (5 layers)
+    # at a time; without interleaving, n 4 keeps ⌈10/4⌉ = 3 inputs, as n 4 of 3·4 = 12 would, not 10/4
+    eight = _estimate(Stack(full_recompute_layers=8))
+    five = _estimate(Stack(full_recompute_layers=5))
+    assert eight.memory_bytes.activations == pytest.approx(five.memory_bytes.activations, rel=1e-12)
+    # without interleaving the bytes are a + b·(stored inputs) + c·(layers live): n 1 keeps 10 inputs and 1
+    # layer live, n 2: 5 and 2, n 4: ⌈10/4⌉ = 3 and 4 (not 10/4 = 2.5), n 5: 2 and 5; fit a, b, c on three and
+    # predict the fourth
+    plain = LAYOUT.model_copy(update={"vpp": 1})
+    kept = {
+        n: _estimate(Stack(full_recompute_layers=n), plain).memory_bytes.activations for n in (1, 2, 4, 5)
+    }
+    counts = {1: (10, 1), 2: (5, 2), 4: (3, 4), 5: (2, 5)}
+    a, b, c = np.linalg.solve([[1, *counts[n]] for n in (1, 2, 5)], [kept[n] for n in (1, 2, 5)])
+    assert kept[4] == pytest.approx(a + b * 3 + c * 4, rel=1e-9)

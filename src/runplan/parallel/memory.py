@@ -469,7 +469,8 @@ def activation_bytes(
     """Activation bytes per GPU on the first or last stage: in-flight layers, working set, logits.
 
     Full recomputation (rc 2), Megatron's --recompute-method: 'uniform' keeps the input of every group of
-    n = ``full_recompute_layers`` layers and, during backward, one group's activations as the working set;
+    n = ``full_recompute_layers`` layers of each virtual chunk (v·⌈(L/v)/n⌉ inputs) and, during backward, one
+    group's activations as the working set;
     'block' recomputes the first n layers of each virtual chunk (keeping their inputs), min(v·n, layers) of the
     stage, and keeps the others whole: with interleaving each chunk is its own TransformerBlock, whose
     ``num_layers_per_pipeline_rank`` is the chunk's layer count (core/recompute.py, transformer_block.py @ d98e8a64).
@@ -500,11 +501,12 @@ def activation_bytes(
             per_microbatch,
         )
         working = np.where(full, tokens * (layer_none - stored_input), 0.0)
-    elif (
-        group > 1
-    ):  # uniform: one stored input per group of n layers, n layers' activations while recomputing
-        per_microbatch = np.where(full, per_microbatch / group, per_microbatch)
-        working = np.where(full, tokens * (np.minimum(group, layers) * layer_none - stored_input), 0.0)
+    elif group > 1:  # uniform: Megatron groups n layers inside each virtual chunk (core/recompute.py @ d98e8a64):
+        # v·⌈(L/v)/n⌉ stored inputs on a stage of L layers, one group (at most a chunk) live while recomputing
+        chunk = np.ceil(layers / np.asarray(v, dtype=float))
+        groups = np.minimum(np.asarray(v, dtype=float) * np.ceil(chunk / group), layers)
+        per_microbatch = np.where(full, per_microbatch * groups / layers, per_microbatch)
+        working = np.where(full, tokens * (np.minimum(group, chunk) * layer_none - stored_input), 0.0)
     else:
         working = np.where(full, tokens * (layer_none - stored_input), 0.0)
     total = in_flight(p, m, v, last=last) * per_microbatch + working
