@@ -56,3 +56,13 @@ def test_a_typo_of_a_gpu_under_gpus_suggests_it(tmp_path, one_error_line):
 def test_a_typo_of_a_catalog_name_still_suggests_the_catalogs(tmp_path, one_error_line):
     line = _line(tmp_path, "my-13b", "h100-sxn", one_error_line)
     assert "runs[0].gpu: unknown GPU 'h100-sxn' (did you mean 'h100-sxm'?)" in line
+
+
+def test_a_closer_catalog_name_beats_a_farther_name_of_the_file(tmp_path, one_error_line):
+    # the catalog's guess for 'h100-sxn' is h100-sxm, a closer spelling than the file's own h100-sxm-mine
+    path = tmp_path / "measured.yaml"
+    path.write_text(
+        FILE.replace("h100-nvl-mine", "h100-sxm-mine").replace("MODEL", "my-13b").replace("GPU", "h100-sxn")
+    )
+    line = one_error_line(runner.invoke(app, ["calibrate", str(path)]))
+    assert "runs[0].gpu: unknown GPU 'h100-sxn' (did you mean 'h100-sxm'?)" in line, line

@@ -250,7 +250,8 @@ def parse_calibration(data: object, source: str, loaded: LoadedYaml | None = Non
 
 def _check_complete(data: dict[str, Any], source: str, loaded: LoadedYaml | None) -> None:
     """Every ``Efficiency`` field written out, as `runplan calibrate` writes them all: a field with a default
-    (eager_elementwise_share 1, step_overhead_seconds 0, attention_half_seq 0) missing from a family is a file
+    (eager_elementwise_share 1, step_overhead_seconds 0, attention_half_seq 0, inter_node_network_efficiency
+    None) missing from a family is a file
     written before runplan had it, and its default is not what that fit meant: a file fitted before the eager
     share existed timed eager kernels as fused ones, and read with the default 1 it would plan them slower."""
     for family, fitted in data["families"].items():

@@ -54,7 +54,8 @@ def _field_error(model: str, field: str, value: object, message: str) -> Validat
 
 #: A step time written with a time unit, and the seconds in that unit. A bare "m" is apart: the number parser reads
 #: it as the suffix million (runplan.units), so "2m" would be 2,000,000 seconds, not two minutes.
-_TIME_WITH_UNIT = re.compile(r"^\s*([\d.]+(?:[eE][+-]?\d+)?)\s*([a-zA-Z]+)\s*$")
+_NUMBER = r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"  # 1, 1.5, .5, 1.5e1: one decimal point at most
+_TIME_WITH_UNIT = re.compile(rf"^\s*({_NUMBER})\s*([a-zA-Z]+)\s*$")
 _SECONDS_PER = {
     **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
     **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds"), 1e-3),
@@ -79,7 +80,8 @@ def _measured_number(key: str, value: object) -> object:
     time = _TIME_WITH_UNIT.match(value) if key == "step_seconds" else None
     if time and time.group(2) in ("m", "M"):
         raise ValueError(
-            f"{value!r} would read as {time.group(1)} million seconds (m is the suffix for million): step_seconds is "
+            f"{value!r} would read as {time.group(1)} million seconds ({time.group(2)} is the suffix for million): "
+            "step_seconds is "
             f"a plain number of seconds; for {time.group(1)} minutes write {float(time.group(1)) * 60:g}"
         )
     if time and time.group(2).lower() in _SECONDS_PER:
@@ -87,7 +89,7 @@ def _measured_number(key: str, value: object) -> object:
         raise ValueError(
             f"{value!r} has a unit: step_seconds is a plain number of seconds (write {seconds:g})"
         )
-    percent = re.fullmatch(r"\s*([\d.]+)\s*%\s*", value)
+    percent = re.fullmatch(rf"\s*({_NUMBER})\s*%\s*", value)
     if key == "mfu" and percent:
         raise ValueError(
             f"{value!r} is a percentage: mfu is a fraction (write {float(percent.group(1)) / 100:g})"
@@ -156,7 +158,9 @@ def _gib(value: object) -> object:
         assert split is not None  # _SIZE_IN_BITS matched: a number then letters
         number, unit = split.groups()
         binary = unit.strip()[1:2].lower() == "i"  # Gib: the GiB prefix (2**30), Gb: the GB one (1e9)
-        bytes_unit = unit.rstrip()[:-1].upper().replace("I", "i") + "B"
+        prefix = unit.strip()[0].upper() + ("i" if binary else "")  # Gib -> GiB, mb -> MB, kib -> KiB
+        space = unit[: len(unit) - len(unit.lstrip())]  # as written: "45 Gib" -> "45 GiB"
+        bytes_unit = space + ("k" if prefix == "K" else prefix) + "B"  # kb -> kB: SI writes kilo in lower case
         raise ValueError(
             f"{value!r} ends in b, bits: write {number}{bytes_unit} (bytes, {'binary' if binary else 'decimal'}) "
             "or a GiB figure as PyTorch reports it"
@@ -450,6 +454,11 @@ def _suggest_own(name: str, own: list[str], section: str) -> Iterator[None]:
     except SpecError as error:
         close = difflib.get_close_matches(name, own, n=1)
         if not close or not error.message.startswith("unknown "):  # a file or shape problem, not the name
+            raise
+        # the catalog's own guess, where it is the closer spelling (h100-sxn: h100-sxm, not the file's h100-sxm-700w)
+        guessed = re.search(r"did you mean '([^']+)'", error.hint or "")
+        ratio = difflib.SequenceMatcher(None, name, close[0]).ratio()
+        if guessed and difflib.SequenceMatcher(None, name, guessed.group(1)).ratio() >= ratio:
             raise
         raise SpecError(
             error.message,
