@@ -15,14 +15,14 @@ from runplan.ops import OperationsSpec, ReliabilityRequest, assess_reliability
 SPEC = OperationsSpec(failures_per_1000_node_days=500.0)
 
 
-def _segment_warning(interval: float, save: float) -> str:
+def _segment_warning(interval: float, save: float, spec: OperationsSpec = SPEC) -> str:
     r = assess_reliability(
         ReliabilityRequest(
             n_nodes=64,
             useful_seconds=300_000.0,
             interval_seconds=interval,
             save_blocking_seconds=save,
-            spec=SPEC,
+            spec=spec,
         )
     )
     assert r.job_mtbf_seconds == pytest.approx(2_700.0)
@@ -34,10 +34,11 @@ def test_a_slow_save_is_told_to_save_faster():
     # δ = 9,880 s ≥ 2M = 5,400 s: Daly's τ = M = 2,700 s; the segment is 12,580 s, and the save alone outlasts M
     warning = _segment_warning(2_700.0, 9_880.0)
     assert "checkpoint more often" not in warning
-    assert "host_staging" in warning and "storage_write_bandwidth_bytes_per_s" in warning
+    # async (host_staging, the default): δ = save_fixed_seconds + bytes ÷ host link
+    assert "host_link_bandwidth_bytes_per_s" in warning and "save_fixed_seconds" in warning
 
 
 def test_an_interval_far_above_young_is_told_to_checkpoint_more_often():
     # δ = 30 s: Young √(2 × 30 × 2,700) = 402.5 s; an interval of 3,000 s is 7.5× that
-    warning = _segment_warning(3_000.0, 30.0)
+    warning = _segment_warning(3_000.0, 30.0, SPEC.model_copy(update={"host_staging": False}))  # sync
     assert "checkpoint more often" in warning

@@ -195,7 +195,7 @@ def _record(count: int, plan: RunPlan) -> dict[str, Any]:
 
 def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
     from runplan.cli.common import console, echo_wrapped
-    from runplan.report.format import fmt_count
+    from runplan.report.format import fmt_count, fmt_percent
     from runplan.report.tables import fitted_table
 
     out = console()
@@ -210,7 +210,7 @@ def _render(records: list[dict[str, Any]], plan_file: Path) -> None:
             f"{r['wall_clock_days']:.1f}",
             f"{r['cost']:,.0f} {r['currency']}",
             f"{r['mfu']:.1%}",
-            f"{r['goodput']:.1%}",
+            fmt_percent(r["goodput"]),  # never 100.0% short of 1 (a 1-GPU run's 0.9996)
             f"{r['layout']} mbs{r['micro_batch']} v{r['vpp']} {r['recompute']}",
             str(r["warnings"]),
         ]

@@ -24,13 +24,16 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
 * recomputation: the plan's *selective* is Megatron-core ``--recompute-modules layernorm`` (+ ``moe_act`` for
   MoE; parallel/memory.py) where a norm is a module of its own (MoE's pre-MLP norm, MLA's input norm): the
   TransformerEngine spec fuses a dense layer's norms into the next linear, so there the module is left out with a
-  warning, as ``mlp_act`` (no module of its own) is; *full* is ``--recompute-granularity full --recompute-method uniform
-  --recompute-num-layers 1``.
+  warning, as ``mlp_act`` (no module of its own) is; *full* is ``--recompute-granularity full`` with the stack's
+  ``--recompute-method`` (full_recompute_method) and ``--recompute-num-layers`` (full_recompute_layers; the
+  default stack's uniform 1), :func:`_recompute_args`.
 * batch: ``--micro-batch-size`` b, ``--global-batch-size`` d·b·m; the ramp as ``--rampup-batch-size <start>
   <increment> <ramp samples>``: Megatron adds ``increment`` every ``ramp samples / ((global − start) /
   increment)`` samples, so a ramp whose stages are equally long and equally spaced in batch is exact; any other
   ramp becomes one step from the first stage's batch to the main batch after all ramp samples (warning).
-  Megatron refuses a ramp with ``--train-iters``, so a ramped plan is exported sample-based
+  Megatron-LM after #4411 (commit 532ad926, in the d98e8a64 snapshot) parses ``--rampup-batch-size`` but ignores
+  it, so every ramped plan also gets a warning with the exact ``--step-batch-size-schedule`` for such checkouts
+  (:func:`_step_schedule_warning`). Megatron refuses a ramp with ``--train-iters``, so a ramped plan is exported sample-based
   (``--train-samples``, ``--lr-warmup-samples``, ``--lr-decay-samples``, ``--lr-wsd-decay-samples``, each the
   exact number of sequences consumed at that step); a plan without a ramp is exported iteration-based.
 * LR: ``--lr-decay-style WSD`` with ``--lr-wsd-decay-style`` minus_sqrt (the plan's 1-sqrt: Megatron's

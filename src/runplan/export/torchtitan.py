@@ -462,7 +462,10 @@ def _training_entries(f: Facts, steps: int, steps_note: str) -> list[Entry]:
         (
             "mixed_precision_reduce",
             "float32",  # torchtitan's only choice (Literal["float32"]); a bf16 plan is warned (_stack_warnings)
-            "stack gradient_dtype: the dtype FSDP reduces gradients in"
+            # FSDP's MixedPrecisionPolicy.reduce_dtype; the DDP path (maybe_enable_amp's autocast) never reads it
+            "unused under DDP, which all-reduces the fp32 parameters' gradients"
+            if _ddp_autocast(f)
+            else "stack gradient_dtype: the dtype FSDP reduces gradients in"
             if f.stack.gradient_dtype == "fp32"
             else "torchtitan's only choice; the plan's stack reduces in bf16",
         ),
@@ -622,7 +625,8 @@ def _recompute_entries(f: Facts, warnings: list[str]) -> list[Entry]:
                 "will differ"
             )
     method, n = f.stack.full_recompute_method, f.stack.full_recompute_layers
-    every_layer = n == 1 if method == "uniform" else n >= f.layers_per_stage  # (memory.activation_bytes)
+    # block recomputes n layers of each of the v virtual chunks, min(v·n, layers) of the stage (memory.activation_bytes)
+    every_layer = n == 1 if method == "uniform" else n * f.layout.vpp >= f.layers_per_stage
     if f.layout.recompute == "full" and not every_layer:
         # _apply_full_ac wraps each block on its own (distributed/activation_checkpoint.py @ 73a0e697)
         warnings.append(
@@ -699,10 +703,14 @@ def _ddp_precision(f: Facts) -> list[str]:
         )
     if f.stack.autocast_fp32_weights:
         return []
+    # the keys Stack._autocast_keeps_fp32_gradients refuses beside autocast (torchtitan-fsdp2 sets the first)
+    keys = ["autocast_fp32_weights: true"]
+    keys += ["fsdp_mixed_precision: false"] if f.stack.fsdp_mixed_precision else []
+    keys += ["gradient_dtype: fp32"] if f.stack.gradient_dtype != "fp32" else []
     return [
         f"precision: torchtitan runs {dp} as torch.autocast over fp32 parameters, which recasts every weight "
         "to bf16 each micro-batch, where the plan timed bf16 weights beside an fp32 master: plan with stack "
-        "autocast_fp32_weights: true for torchtitan's step time"
+        f"{', '.join(keys)} for torchtitan's step time"
     ]
 
 

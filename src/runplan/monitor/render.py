@@ -139,13 +139,16 @@ def vs_plan_text(vs: dict[str, Any]) -> str:
     if vs["step_seconds"] is None:
         return "vs plan: " + vs["notes"].get("step_seconds", "nothing to compare") + extra
     eta_days = vs["eta_seconds"] / 86400
-    goodput = "n/a" if vs["goodput"] is None else f"{vs['goodput']:.1%}"
+    from runplan.report.format import fmt_percent  # a goodput short of 1 never reads 100.0%
+
+    goodput = "n/a" if vs["goodput"] is None else fmt_percent(vs["goodput"])
     own = "" if vs.get("logged_mfu") is None else f"; the log's own {vs['logged_mfu']:.1%}"
     return (
         f"vs plan: step {vs['step_seconds']:.4g} s (planned {vs['planned_step_seconds']:.4g} s, "
         f"{vs['speed_ratio']:.2f}× the planned speed), {vs['tokens_per_second']:,.0f} tokens/s, MFU "
         f"{vs['mfu']:.1%} (planned {vs['planned_mfu']:.1%}{own}); {vs['remaining_steps']:,} steps left, ETA "
-        f"{eta_days:.1f} days; goodput so far {goodput} (planned {vs['planned_goodput']:.1%})" + extra
+        f"{eta_days:.1f} days; goodput so far {goodput} (planned {fmt_percent(vs['planned_goodput'])})"
+        + extra
     )
 
 

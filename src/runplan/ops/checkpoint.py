@@ -598,7 +598,8 @@ def _storage(
 ) -> Reasoned[float]:
     """Peak checkpoint storage: rolling set + rollback points + milestones, counted apart (an upper bound), but
     never more than the run ever writes: its ``saves`` checkpoints, plus weights-only milestones where those are
-    extra copies. Hand-derived: a short run's rolling generations, rollback points and milestones are the same
+    extra copies (the final checkpoint's weights when no milestone falls in the run, ``_milestone_storage``).
+    Hand-derived: a short run's rolling generations, rollback points and milestones are the same
     few saves (a run with one save stores one checkpoint, not (g + 1) of them)."""
     rolling, rollback, milestones = kept
     bound = rolling + rollback + milestones
@@ -644,8 +645,19 @@ def _milestones(
         Reasoned(every * tps, f"{fmt(every)} × {fmt(tps)} = {fmt(every * tps)} tokens"),
         Reasoned(count, f"⌊{r.total_steps:,} / {fmt(every)}⌋ = {count} milestones"),
         Reasoned(size, f"{what} = {fmt_bytes(size)}"),
-        Reasoned(count * size, f"{count} × {fmt_bytes(size)} = {fmt_bytes(count * size)}"),
+        _milestone_storage(count, size, spec.milestone_weights_only),
     )
+
+
+def _milestone_storage(count: int, size: float, weights_only: bool) -> Reasoned[float]:
+    """Bytes kept as milestones. With none inside the run the recipe keeps the final checkpoint (``_procedure``):
+    that is the last rolling generation, but weights-only it is a copy of its weights beside it, counted here so
+    that the storage bound and its cap at what the run writes (``_storage``) hold it."""
+    if count == 0 and weights_only:
+        return Reasoned(
+            size, f"no milestone in the run: the final checkpoint's weights, kept = {fmt_bytes(size)}"
+        )
+    return Reasoned(count * size, f"{count} × {fmt_bytes(size)} = {fmt_bytes(count * size)}")
 
 
 def _rollback(

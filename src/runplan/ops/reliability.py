@@ -293,7 +293,7 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
             elapsed_first, f"Σ first-order E[T] = {fmt_seconds(elapsed_first)}"
         ),
         **_lost_time(w, (elapsed, elapsed_first), m, (segments, delta), goodput),
-        warnings=_warnings((tau, delta), m, goodput.value, elapsed_first / elapsed),
+        warnings=_warnings((tau, delta), m, goodput.value, elapsed_first / elapsed, spec.host_staging),
     )
 
 
@@ -363,28 +363,25 @@ def _lost_time(
     )
 
 
-#: An interval this many times Young's √(2δM) is far from optimal: then, and only then, "checkpoint more often" helps.
+#: An interval this many times Young's √(2δM) is far from optimal (a planning choice, not a published bound): the
+#: plan's Daly interval is at most Young's, so only an interval raised for an async save's background write
+#: (checkpoint._interval_steps) or a hand-made request is this far above it.
 FAR_ABOVE_YOUNG = 2.0
 
 
-def _warnings(segment: tuple[float, float], m: float, goodput: float, first_order_ratio: float) -> list[str]:
+def _warnings(
+    segment: tuple[float, float], m: float, goodput: float, first_order_ratio: float, host_staging: bool
+) -> list[str]:
     """Cautions: segments longer than the MTBF, goodput below Llama 3's ~90%, a poor first-order estimate.
 
-    A segment longer than M with τ near Young's √(2δM) (the plan's interval is Daly's optimum, Daly 2006) comes
-    from a slow save: a shorter interval adds saves of the same δ, so the remedy named is a faster save."""
+    A segment longer than M with τ at Daly's optimum (Daly 2006), at most Young's √(2δM) (M once δ ≥ 2M), comes
+    from a slow save: a shorter interval adds saves of the same δ, so the remedy names what δ is made of."""
     tau, delta = segment
     warnings = []
     if tau + delta > m:
-        remedy = (
-            "checkpoint more often (an async save's interval waits for its background write: faster storage, "
-            "storage_write_bandwidth_bytes_per_s) or run on fewer nodes"
-            if tau > FAR_ABOVE_YOUNG * math.sqrt(2.0 * delta * m)
-            else "the save is too slow for this MTBF: save faster (operations.host_staging, "
-            "storage_write_bandwidth_bytes_per_s) or run on fewer nodes"
-        )
         warnings.append(
             f"a segment (τ+δ = {fmt_seconds(tau + delta)}) is longer than the job MTBF ({fmt_seconds(m)}): "
-            f"most segments will be interrupted; {remedy}"
+            f"most segments will be interrupted; {_segment_remedy(tau, delta, m, host_staging)}"
         )
     if goodput < 0.9:
         warnings.append(
@@ -397,3 +394,28 @@ def _warnings(segment: tuple[float, float], m: float, goodput: float, first_orde
             "renewal formula: rely on the exact figure"
         )
     return warnings
+
+
+def _segment_remedy(tau: float, delta: float, m: float, host_staging: bool) -> str:
+    """What shortens a segment longer than M. An async δ is save_fixed_seconds + bytes ÷ host link
+    (checkpoint._async_blocking), a synchronous one fixed + bytes ÷ storage (checkpoint._sync_save). An async
+    interval far above Young's was raised to the background write L (checkpoint._interval_steps: τ ≈ L): only
+    faster storage or fewer nodes shorten it, which ops.operate's durability warning already says once L ≥ M
+    (taken as τ ≥ M here, τ being L rounded up to a whole step)."""
+    far = tau > FAR_ABOVE_YOUNG * math.sqrt(2.0 * delta * m)
+    if far and host_staging:
+        raised = "the interval is set by the background write"
+        return (
+            f"{raised} (see the async-saves warning)"
+            if tau >= m
+            else f"{raised}: faster storage or fewer nodes"
+        )
+    if far:
+        return "checkpoint more often or run on fewer nodes"
+    knobs = (
+        "host_link_bandwidth_bytes_per_s, save_fixed_seconds: an async save blocks for the fixed cost and the "
+        "device→host copy"
+        if host_staging
+        else "host_staging: true, storage_write_bandwidth_bytes_per_s, save_fixed_seconds"
+    )
+    return f"the save is too slow for this MTBF: save faster (operations.{knobs}) or run on fewer nodes"

@@ -589,12 +589,19 @@ def _overlap(spec: ScheduleSpec, warmup: float, scheduled: float, cooldown: floa
         else f"warmup ({fmt(warmup)} tokens) and cooldown ({spec.cooldown_fraction:g} of {fmt(scheduled)} tokens) "
         "overlap"
     )
-    raise SpecError(
-        what,
-        where=_overlap_key(spec),
-        hint=f"shorten the warmup to at most {fmt(room)} tokens, {room / scheduled:.1%} of the run, where the "
-        f"cooldown (the last {spec.cooldown_fraction:g}) starts; or shorten the cooldown_fraction",
+    key = _overlap_key(spec)
+    hint = (
+        f"shorten the warmup to at most {fmt(room)} tokens, {room / scheduled:.1%} of the run, where the "
+        f"cooldown (the last {spec.cooldown_fraction:g}) starts"
     )
+    if warmup >= scheduled:  # no cooldown makes a warmup past the last step fit
+        raise SpecError(what, where=key, hint=hint)
+    if key == "schedule.cooldown_fraction":  # the cooldown may start where the warmup ends: 1 − warmup/run,
+        # rounded down to 3 decimals (the 1e-9 absorbs 1 − 0.01 = 0.98999…)
+        largest = math.floor((1.0 - warmup / scheduled) * 1000 + 1e-9) / 1000
+        hint = f"set cooldown_fraction to at most {largest:g} (the warmup ends there); or {hint}"
+        raise SpecError(what, where=key, hint=hint)
+    raise SpecError(what, where=key, hint=f"{hint}; or shorten the cooldown_fraction")
 
 
 def _overlap_key(spec: ScheduleSpec) -> str:
