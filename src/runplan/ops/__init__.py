@@ -175,7 +175,8 @@ def _ensure_progress(reliability: Reliability) -> None:
         f"{r.failures_per_1000_node_days:.3g} failures per 1,000 node-days)",
         suggestions=[
             "lower operations.failures_per_1000_node_days (Llama 3: 3.8)",
-            "faster saves: operations.save_fixed_seconds, host_staging, more storage bandwidth",
+            "faster saves: operations.save_fixed_seconds, and host_link_bandwidth_bytes_per_s for async saves "
+            "(host_staging) or host_staging: true and more storage bandwidth for synchronous ones",
             "faster restarts (operations.restart_seconds)",
             "fewer GPUs (fewer nodes to fail)",
         ],

@@ -385,8 +385,9 @@ def _warnings(
         )
     if goodput < 0.9:
         warnings.append(
-            f"goodput {goodput:.1%} is below the ~90% Llama 3 reported (§3.3.4): faster saves (async "
-            "staging), faster restarts or a lower failure rate would help"
+            f"goodput {goodput:.1%} is below the ~90% Llama 3 reported (§3.3.4): faster saves "
+            f"({'a faster host link or fixed cost' if host_staging else 'async staging, operations.host_staging'}), "
+            "faster restarts or a lower failure rate would help"
         )
     if abs(first_order_ratio - 1) > 0.01:
         warnings.append(
