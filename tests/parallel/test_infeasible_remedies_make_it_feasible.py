@@ -80,12 +80,13 @@ def test_a_pinned_layout_no_single_change_fits_gets_the_changes_together():
 def test_a_pinned_m_that_breaks_the_interleaving_rule_is_named_as_such():
     """PP 16, v 5, m 12 pinned: every batch is in range, yet p must divide m (Megatron-LM's interleaved
     schedule); the advice used to read 'the nearest are  tokens' and offered a cap of 0.25 that no legal row
-    reaches. m = 32 meets both rules (15/(5*32) = 0.094); m = 16 meets the divisibility one."""
+    reaches. m = 32 meets both rules (15/(5*32) = 0.094); m = 16 meets the divisibility one only (15/80 = 0.1875),
+    and --vpp 1 breaks the cap, so neither is offered."""
     pins = ["--tp", "8", "--pp", "16", "--vpp", "5"]
     code, text = _run(*BASE, *pins, "--microbatches", "12")
     assert code == 1 and "bubble and global_batch constraints" in text
     assert "the nearest are tokens" not in text and "--max-bubble" not in text
-    assert "12 is not a multiple of pp 16; --microbatches 16 or --vpp 1" in text
+    assert "12 is not a multiple of pp 16; --microbatches 32" in text and "--vpp 1" not in text
     assert "32 micro-batches per step (--microbatches 32)" in text
     assert _run(*BASE, *pins, "--microbatches", "32")[0] == 0
 

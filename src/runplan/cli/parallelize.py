@@ -342,17 +342,16 @@ _PLAN_FILE_INPUTS = re.compile(
 )
 
 
-def _plan_inputs_as_keys(error: Infeasible) -> Infeasible:
-    """``error`` with the plan-owned inputs its advice names written as the plan file's keys."""
+def _plan_inputs_as_keys(error: Infeasible, valued_only: bool = False) -> Infeasible:
+    """``error`` with the plan-owned inputs its advice names written as the plan file's keys; ``valued_only``
+    (`runplan plan`, which keeps a bare path as the plan key it already is): only those given a value."""
     from runplan.errors import Infeasible
 
     def key(match: re.Match[str]) -> str:
         section, name, value = match.groups()
-        return (
-            f"{section}: {{{name}: {value}}} in the plan file"
-            if value
-            else f"{section}: {name} in the plan file"
-        )
+        if value:
+            return f"{section}: {{{name}: {value}}} in the plan file"
+        return match.group(0) if valued_only else f"{section}: {name} in the plan file"
 
     rewritten = Infeasible(
         _PLAN_FILE_INPUTS.sub(key, error.reason),

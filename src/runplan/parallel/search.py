@@ -409,12 +409,13 @@ def build_grid(request: ParallelRequest) -> tuple[LayoutGrid | None, list[str]]:
 
 def _engine_rules_reason(request: ParallelRequest) -> str:
     """Why :func:`build_grid`'s engine rules left no row (every structural row has pipeline stages, e.g. a vpp
-    pin, and the pinned ZeRO stage is one the stack's pipeline engine does not run under them), with the pins
-    that make the layout evaluated anyway."""
+    pin, and the pinned ZeRO stage is one the stack's pipeline engine does not run under them), with what the
+    engine runs (:func:`_engine_rules_fix`). A ZeRO-2/3 + PP layout on DeepSpeed is not offered: its
+    PipelineEngine refuses it (runtime/pipe/engine.py, 0.19.8) and so does the export."""
     zero, preset = request.pins.zero, request.stack.preset
     if zero in (2, 3) and preset == "deepspeed":
-        why = "DeepSpeed's pipeline engine runs ZeRO below 2 only"
-    elif zero == 3:
+        return "every layout the pins leave has pipeline stages, and DeepSpeed's pipeline engine runs ZeRO below 2 only"
+    if zero == 3:
         why = "ZeRO-3 under pipeline stages is PyTorch FSDP's (torchtitan), not this stack's"
     else:
         why = "the stack's engine rules remove every layout the pins leave"
@@ -422,6 +423,20 @@ def _engine_rules_reason(request: ParallelRequest) -> str:
         f"every layout the pins leave has pipeline stages, and {why}: pin parallel.pp as well to evaluate it "
         "anyway, or a lower parallel.zero"
     )
+
+
+def _engine_rules_fix(request: ParallelRequest) -> str:
+    """What lifts :func:`build_grid`'s engine rules whatever the GPU count: the highest ZeRO stage the stack's
+    pipeline engine runs under stages (below 2 on DeepSpeed, below 3 elsewhere); the GPU count cannot (a vpp pin
+    needs stages on any cluster)."""
+    zero, stack = request.pins.zero, request.stack
+    if not zero:  # (a stage-0 or stack-restricted rule: no lower stage to offer)
+        return "change the pins"
+    below = 2 if stack.preset == "deepspeed" else 3
+    stages = [z for z in (stack.zero_stages or (0, 1, 2, 3)) if z < min(below, zero)]
+    if not stages:
+        return "change the pins"
+    return f"a lower ZeRO stage (parallel.zero={max(stages)})"
 
 
 def _check_grid_size(rows: int) -> None:
@@ -995,27 +1010,100 @@ def _batch_remedies(request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, 
     """When no row passes the batch rules: the batch range is below every batch a layout can run (d·b·m·s at
     its least: b and m as pinned, else 1, or p for an interleaved m), falls between two steps of d·b·m·s, or
     holds the batches of layouts whose pinned m breaks the interleaved schedule's rule that p divides m
-    (Megatron-LM's)."""
+    (Megatron-LM's). A batch offered is the least that also meets the bubble cap and memory
+    (:func:`_least_legal_batch`); the largest batch (constraints.max_global_batch_tokens) only where no target
+    is set, since min and max only narrow a target's range (:func:`batch_range_tokens`)."""
     pins, s = request.pins, request.seq_len
     least_m = pins.microbatches or np.where(grid.vpp > 1, grid.pp, 1)
     smallest = float((grid.dp.astype(float) * grid.micro_batch * least_m * s).min())
     if smallest > bounds.high_tokens:
         pinned = [f"parallel.{axis}" for axis in ("dp", "micro_batch", "microbatches") if getattr(pins, axis)]
         shrink = "; a smaller " + " or ".join(pinned) if pinned else ""
-        return (
+        out = (
             f"the smallest global batch any layout can run is {smallest:,.0f} tokens (d·b·m·s) against a ceiling "
-            f"of {bounds.high_tokens:,.0f}: fewer GPUs (cluster.gpus){shrink}; or a batch of at least that "
-            f"(schedule.global_batch_tokens={smallest:.0f}, or constraints.max_global_batch_tokens)"
+            f"of {bounds.high_tokens:,.0f}: fewer GPUs (cluster.gpus){shrink}"
         )
+        least = _least_legal_batch(request, grid, bounds)
+        if least is None:
+            return out + "; no larger batch meets the bubble cap within memory"
+        which = (
+            "that"
+            if least == smallest
+            else f"{least:,.0f} tokens, the least within the bubble cap and memory"
+        )
+        largest = (
+            f", or constraints.max_global_batch_tokens={least:.0f}"
+            if request.global_batch_tokens is None
+            else ""
+        )
+        return out + f"; or a batch of at least {which} (schedule.global_batch_tokens={least:.0f}{largest})"
     tokens = ev.tokens_per_step
-    if ((tokens >= bounds.low_tokens) & (tokens <= bounds.high_tokens)).any() and pins.microbatches:
-        p = int(grid.pp[np.argmax(grid.vpp > 1)])
-        fixed = -(-pins.microbatches // p) * p
-        return (
-            f"the interleaved schedule needs the micro-batches per step in multiples of pp (Megatron-LM): "
-            f"{pins.microbatches} is not a multiple of pp {p}; parallel.microbatches={fixed} or parallel.vpp=1"
-        )
+    in_range = (tokens >= bounds.low_tokens) & (tokens <= bounds.high_tokens)
+    if in_range.any() and pins.microbatches:
+        return _interleaving_remedy(request, grid, in_range, bounds)
     return _batch_steps(tokens, bounds, "any layout")
+
+
+def _bubble_microbatches(request: ParallelRequest, grid: LayoutGrid) -> np.ndarray:
+    """Per row, the fewest micro-batches m with (p − 1)/(v·m) within the cap (Narayanan et al. 2021 §2.2.2), a
+    multiple of p when interleaved (Megatron-LM's rule); a row with stages under a cap of 0 gets none (-1)."""
+    p, v, cap = grid.pp, grid.vpp, request.constraints.max_bubble_fraction
+    if cap <= 0:
+        return np.where(p == 1, 1, -1)
+    need = np.maximum(np.ceil((p - 1) / (v * cap) - 1e-9).astype(np.int64), 1)
+    return np.where(v > 1, _ceil_div(need, p) * p, need)
+
+
+def _least_legal_batch(request: ParallelRequest, grid: LayoutGrid, bounds: _Bounds) -> float | None:
+    """The least global batch d·b·m·s of a row that meets the interleaving rule and the bubble cap and fits in
+    memory, each row at the fewest micro-batches that does (a pinned m as pinned), by the same model."""
+    pinned = request.pins.microbatches
+    m = np.full_like(grid.pp, pinned) if pinned else _bubble_microbatches(request, grid)
+    rows = np.flatnonzero((m > 0) & (m % np.where(grid.vpp > 1, grid.pp, 1) == 0))
+    if not rows.size:
+        return None
+    changed = evaluate(request, _subgrid(grid, rows, microbatches=m[rows]))
+    fits = changed.memory.total <= bounds.memory_limit_bytes
+    fits &= changed.bubble_fraction <= request.constraints.max_bubble_fraction + 1e-12
+    return float(changed.tokens_per_step[fits].min()) if fits.any() else None
+
+
+def _interleaving_remedy(
+    request: ParallelRequest, grid: LayoutGrid, in_range: np.ndarray, bounds: _Bounds
+) -> str:
+    """The pinned m breaks the interleaved schedule's rule that p divides m (Megatron-LM) on the rows whose batch
+    is in range: the p of those rows, and the changes that then meet every rule by the same model (memory, the
+    bubble cap, the batch range): the fewest multiple of p from m that also meets the bubble cap (with the batch
+    it makes, d·b·m·s, when that leaves the range), or v = 1. Never the pinned value back."""
+    m, cap = int(request.pins.microbatches or 0), request.constraints.max_bubble_fraction
+    rows = np.flatnonzero(in_range & (grid.vpp > 1) & (m % grid.pp != 0))
+    p = int(grid.pp[rows[0]])
+    fixes = []
+    bubble_m = _bubble_microbatches(request, grid)[rows]
+    need = np.maximum(bubble_m, _ceil_div(m, grid.pp[rows]) * grid.pp[rows])
+    more = evaluate(request, _subgrid(grid, rows, microbatches=need))
+    fits = (more.memory.total <= bounds.memory_limit_bytes) & (more.bubble_fraction <= cap + 1e-12)
+    fits &= bubble_m > 0
+    if fits.any():  # in range first (no batch to change), then the fewest micro-batches
+        tokens = more.tokens_per_step
+        off_range = np.maximum(bounds.low_tokens - tokens, 0.0) + np.maximum(tokens - bounds.high_tokens, 0.0)
+        cand = np.flatnonzero(fits)
+        best = int(cand[np.lexsort((need[cand], off_range[cand]))[0]])
+        p, fixed, batch = int(grid.pp[rows[best]]), int(need[best]), float(tokens[best])
+        fix = f"parallel.microbatches={fixed}"
+        if off_range[best] > 0:
+            fix += f" with a global batch of {batch:,.0f} tokens (schedule.global_batch_tokens={batch:.0f})"
+        fixes.append(fix)
+    plain = evaluate(request, _subgrid(grid, rows, vpp=np.ones_like(rows)))
+    if ((plain.memory.total <= bounds.memory_limit_bytes) & (plain.bubble_fraction <= cap + 1e-12)).any():
+        fixes.append("parallel.vpp=1")
+    rule = (
+        f"the interleaved schedule needs the micro-batches per step in multiples of pp (Megatron-LM): "
+        f"{m} is not a multiple of pp {p}"
+    )
+    if not fixes:
+        return rule + "; no one change of parallel.microbatches or parallel.vpp also meets the bubble cap"
+    return rule + "; " + " or ".join(fixes)
 
 
 def _bubble_remedies(
@@ -1195,6 +1283,32 @@ def _state_bytes_per_param(request: ParallelRequest) -> tuple[float, float, floa
     return float(weights), float(grads), float(optimizer)
 
 
+#: GPU counts :func:`_fewest_gpus_that_fit` tries from the model states' bound (a node apart past one node)
+_GPU_COUNTS_TRIED = 4
+
+
+def _fewest_gpus_that_fit(request: ParallelRequest, need: int) -> int | None:
+    """The fewest GPU counts from ``need`` (the fully sharded states' bound, whole nodes past one node) that a
+    layout passes every rule at (memory, bubble, batch), searched by the same model, a few counts at most
+    (``_GPU_COUNTS_TRIED``); None when none does (a grid too large to search counts as none)."""
+    step = request.node_size if need >= request.node_size else 1
+    for count in range(need, need + _GPU_COUNTS_TRIED * step, step):
+        changed = request.model_copy(update={"n_gpus": count})
+        try:
+            grid, _ = build_grid(changed)
+        except SpecError:
+            return None
+        if grid is None:
+            continue
+        bounds, _ = _bounds(changed)
+        m, batch_ok, _ = choose_microbatches(changed, grid, bounds.low_tokens, bounds.high_tokens)
+        ev = evaluate(changed, grid.replace(microbatches=m))
+        bubble_ok = ev.bubble_fraction <= changed.constraints.max_bubble_fraction + 1e-12
+        if (batch_ok & bubble_ok & (ev.memory.total <= bounds.memory_limit_bytes)).any():
+            return count
+    return None
+
+
 def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) -> tuple[list[str], bool]:
     """When no layout fits in memory: what overflows in the smallest one and what would help; and whether only
     more GPUs can (the fully sharded model states alone exceed the job's HBM)."""
@@ -1220,7 +1334,13 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
         f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {request.gpu.name} GPU{'' if need == 1 else 's'}"
     )
     if need > request.n_gpus:  # no knob shrinks the states below their fully sharded size: only GPUs help
-        return [*out, f"more GPUs: {states_line} (at least cluster.gpus={need})"], True
+        fits = _fewest_gpus_that_fit(request, need)
+        if fits is None:  # no count a few steps up passes: the bound, said to be one
+            return [*out, f"more GPUs: {states_line}, a lower bound (at least cluster.gpus={need})"], True
+        above = (
+            "" if fits == need else f"; with the rest of the memory on top, a layout first fits at {fits:,}"
+        )
+        return [*out, f"more GPUs: {states_line}{above} (at least cluster.gpus={fits})"], True
     if (
         largest == "activations"
     ):  # what more GPUs buy is a finer split of the tokens (CP) or the layers (TP, PP)
@@ -1278,11 +1398,17 @@ def _joint_suggestions(
         batches = ev.tokens_per_step[fits]
         low, high = bounds.low_tokens, bounds.high_tokens
         below, above = batches[batches < low], batches[batches > high]
-        if not below.size:  # every such batch is too large
+        if not below.size:  # every such batch is too large; a largest batch narrows a target, never widens it
+            least = float(above.min())
+            largest = (
+                f", or constraints.max_global_batch_tokens={least:.0f}"
+                if request.global_batch_tokens is None
+                else ""
+            )
             out.append(
-                f"the smallest global batch of a layout within memory and the bubble cap is {above.min():,.0f} "
+                f"the smallest global batch of a layout within memory and the bubble cap is {least:,.0f} "
                 f"tokens against a ceiling of {high:,.0f}: use fewer GPUs, or a larger batch "
-                "(schedule.global_batch_tokens / constraints.max_global_batch_tokens)"
+                f"(schedule.global_batch_tokens={least:.0f}{largest})"
             )
         else:
             out.append(_batch_steps(batches, bounds, "layouts within memory and the bubble cap"))
@@ -1339,9 +1465,14 @@ def ensure_feasible(result: SearchResult, request: ParallelRequest | None = None
             text, where=f"parallel.{axis}", hint="; ".join(dict.fromkeys(h for _, _, h in mine))
         )
     if not result.candidates:
+        engine_rules = request is not None and bool(structural_axes(request)[0])  # (divisibility passed)
         raise Infeasible(
             "no layout passes the divisibility and engine rules: " + "; ".join(result.suggestions),
-            suggestions=["change the GPU count (cluster.gpus) or the pins"],
+            suggestions=[
+                _engine_rules_fix(request)
+                if engine_rules and request is not None
+                else "change the GPU count (cluster.gpus) or the pins"
+            ],
         )
     if result.candidates == 1 and result.nearest_misses:
         miss = result.nearest_misses[0]
