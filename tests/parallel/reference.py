@@ -237,7 +237,9 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             k = min(n_group * v, layers)  # docs/parallel.md: n layers of each virtual chunk
             per_mb = per_mb * k / layers + tokens * (layers - k) * layer_none
             working = tokens * (layer_none - kept_d)  # the layer's input is the kept checkpoint itself
-        elif full:  # uniform: one input kept per group of n layers of each chunk; a group live while recomputing
+        elif (
+            full
+        ):  # uniform: one input kept per group of n layers of each chunk; a group live while recomputing
             chunk = math.ceil(layers / v)
             per_mb *= min(v * math.ceil(chunk / n_group), layers) / layers
             working = tokens * (min(n_group, chunk) * layer_none - kept_d)

@@ -160,7 +160,9 @@ def _gib(value: object) -> object:
         binary = unit.strip()[1:2].lower() == "i"  # Gib: the GiB prefix (2**30), Gb: the GB one (1e9)
         prefix = unit.strip()[0].upper() + ("i" if binary else "")  # Gib -> GiB, mb -> MB, kib -> KiB
         space = unit[: len(unit) - len(unit.lstrip())]  # as written: "45 Gib" -> "45 GiB"
-        bytes_unit = space + ("k" if prefix == "K" else prefix) + "B"  # kb -> kB: SI writes kilo in lower case
+        bytes_unit = (
+            space + ("k" if prefix == "K" else prefix) + "B"
+        )  # kb -> kB: SI writes kilo in lower case
         raise ValueError(
             f"{value!r} ends in b, bits: write {number}{bytes_unit} (bytes, {'binary' if binary else 'decimal'}) "
             "or a GiB figure as PyTorch reports it"

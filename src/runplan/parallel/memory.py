@@ -501,7 +501,9 @@ def activation_bytes(
             per_microbatch,
         )
         working = np.where(full, tokens * (layer_none - stored_input), 0.0)
-    elif group > 1:  # uniform: Megatron groups n layers inside each virtual chunk (core/recompute.py @ d98e8a64):
+    elif (
+        group > 1
+    ):  # uniform: Megatron groups n layers inside each virtual chunk (core/recompute.py @ d98e8a64):
         # v·⌈(L/v)/n⌉ stored inputs on a stage of L layers, one group (at most a chunk) live while recomputing
         chunk = np.ceil(layers / np.asarray(v, dtype=float))
         groups = np.minimum(np.asarray(v, dtype=float) * np.ceil(chunk / group), layers)
