@@ -11,20 +11,11 @@ from typer.testing import CliRunner
 from runplan.calibrate.measured import Measured
 from runplan.cli.app import app
 
+from .one_run import ONE_RUN
+
 runner = CliRunner()
 
-ONE = """\
-runs:
-  - id: r0
-    model: llama-3.1-8b
-    gpu: h100-sxm
-    n_gpus: 8
-    seq_len: 8192
-    global_batch: 16
-    layout: {tp: 1, pp: 1, dp: 8, cp: 1, ep: 1, zero: 1, micro_batch: 1, microbatches: 2, vpp: 1,
-             recompute: none, sequence_parallel: false}
-    measured: {MEASURED}
-"""
+ONE = ONE_RUN.replace("MEASURED", "{MEASURED}")
 
 
 @pytest.mark.parametrize(
