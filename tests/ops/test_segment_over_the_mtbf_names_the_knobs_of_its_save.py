@@ -1,4 +1,5 @@
-"""The remedy for a segment (τ + δ) longer than the job MTBF names only knobs that shorten it.
+"""The remedy for a segment (τ + δ) longer than the job MTBF names only knobs that shorten it (it used to say
+"checkpoint more often" where the interval was already Daly's optimum, τ = M once δ ≥ 2M, Daly 2006).
 
 * async saves (operations.host_staging, on by default): δ = save_fixed_seconds + bytes ÷ host link
   (checkpoint._async_blocking), so the remedy names host_link_bandwidth_bytes_per_s and save_fixed_seconds, not
