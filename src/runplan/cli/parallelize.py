@@ -342,16 +342,17 @@ _PLAN_FILE_INPUTS = re.compile(
 )
 
 
-def _plan_inputs_as_keys(error: Infeasible, valued_only: bool = False) -> Infeasible:
-    """``error`` with the plan-owned inputs its advice names written as the plan file's keys; ``valued_only``
-    (`runplan plan`, which keeps a bare path as the plan key it already is): only those given a value."""
+def _plan_inputs_as_keys(error: Infeasible) -> Infeasible:
+    """``error`` with the plan-owned inputs its advice names written as the plan file's keys, as commands with
+    flags name a plan key (``cluster: {gpus: 24} in the plan file``); the plan-file commands (`plan`, `check`,
+    `whatif`) write the bare key path (``cluster.gpus: 24``, cli.flags.paths_for_user)."""
     from runplan.errors import Infeasible
 
     def key(match: re.Match[str]) -> str:
         section, name, value = match.groups()
         if value:
             return f"{section}: {{{name}: {value}}} in the plan file"
-        return match.group(0) if valued_only else f"{section}: {name} in the plan file"
+        return f"{section}: {name} in the plan file"
 
     rewritten = Infeasible(
         _PLAN_FILE_INPUTS.sub(key, error.reason),

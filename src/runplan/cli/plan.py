@@ -71,7 +71,7 @@ def plan(
 
         pyplot()  # a missing matplotlib is one line before the plan's work, and before --plots is created
     with _removed_if_failed(plots):
-        loaded, spec, result = _planned(plan_file, calibration)
+        loaded, spec, result = plan_from_file(plan_file, calibration)
         if json_flag:
             fmt = Format.json
         files: dict[str, str] = {}
@@ -98,19 +98,6 @@ def plan(
     machine_output = to_stdout and fmt in (Format.json, Format.yaml)  # stays clean: no line beside it
     if plots is not None and not machine_output:  # stderr when stdout is the report
         typer.echo("wrote plots " + ", ".join(str(plots / name) for name in files.values()), err=to_stdout)
-
-
-def _planned(plan_file: Path, calibration: Path | None) -> tuple[LoadedYaml, PlanSpec, RunPlan]:
-    """:func:`plan_from_file`, an infeasible plan's advice giving a plan-owned input (cluster.gpus, ...) a value
-    worded as `parallelize plan.yaml` words it (``cluster: {gpus: 24} in the plan file``,
-    :func:`runplan.cli.parallelize._plan_inputs_as_keys`), so the two commands read the same."""
-    from runplan.cli.parallelize import _plan_inputs_as_keys
-    from runplan.errors import Infeasible
-
-    try:
-        return plan_from_file(plan_file, calibration)
-    except Infeasible as error:
-        raise _plan_inputs_as_keys(error, valued_only=True) from None
 
 
 def relative_path_keys(spec: PlanSpec, base_dir: Path) -> list[str]:
@@ -228,7 +215,7 @@ def check(
             hint="a relative tolerance, e.g. 1e-4",
         )
     try:
-        _, spec, result = _planned(plan_file, calibration)
+        _, spec, result = plan_from_file(plan_file, calibration)
     except Infeasible as error:  # exit 1 either way; --json still gives CI a record to parse
         if as_json:
             print_json(
