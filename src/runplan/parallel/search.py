@@ -1031,17 +1031,21 @@ def _batch_remedies(request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, 
             if least == smallest
             else f"{least:,.0f} tokens, the least within the bubble cap and memory"
         )
-        largest = (
-            f", or constraints.max_global_batch_tokens={least:.0f}"
-            if request.global_batch_tokens is None
-            else ""
-        )
+        largest = _max_batch_clause(request, least)
         return out + f"; or a batch of at least {which} (schedule.global_batch_tokens={least:.0f}{largest})"
     tokens = ev.tokens_per_step
     in_range = (tokens >= bounds.low_tokens) & (tokens <= bounds.high_tokens)
     if in_range.any() and pins.microbatches:
         return _interleaving_remedy(request, grid, in_range, bounds)
     return _batch_steps(tokens, bounds, "any layout")
+
+
+def _max_batch_clause(request: ParallelRequest, tokens: float) -> str:
+    """ ", or constraints.max_global_batch_tokens=N" where no target is set; nothing beside a target, whose range
+    a largest batch only narrows (:func:`batch_range_tokens`)."""
+    if request.global_batch_tokens is not None:
+        return ""
+    return f", or constraints.max_global_batch_tokens={tokens:.0f}"
 
 
 def _bubble_microbatches(request: ParallelRequest, grid: LayoutGrid) -> np.ndarray:
@@ -1142,9 +1146,7 @@ def _more_microbatches(
     """The fewest micro-batches m with (p − 1)/(v·m) within the cap (a multiple of p when interleaved, Megatron's
     rule), among the ``rows`` that still fit in memory with it: a pinned m as its pin, else as the global batch
     d·b·m·s that the search derives it from (plus the batch where a pinned m leaves the range)."""
-    p, v = grid.pp[rows], grid.vpp[rows]
-    need = np.ceil((p - 1) / (v * request.constraints.max_bubble_fraction) - 1e-9).astype(np.int64)
-    need = np.maximum(np.where(v > 1, _ceil_div(need, p) * p, need), 1)
+    need = _bubble_microbatches(request, grid)[rows]  # the cap is above 0 here: every row gets an m
     changed = evaluate(request, _subgrid(grid, rows, microbatches=need))
     fits = changed.memory.total <= bounds.memory_limit_bytes
     if not fits.any():
@@ -1400,11 +1402,7 @@ def _joint_suggestions(
         below, above = batches[batches < low], batches[batches > high]
         if not below.size:  # every such batch is too large; a largest batch narrows a target, never widens it
             least = float(above.min())
-            largest = (
-                f", or constraints.max_global_batch_tokens={least:.0f}"
-                if request.global_batch_tokens is None
-                else ""
-            )
+            largest = _max_batch_clause(request, least)
             out.append(
                 f"the smallest global batch of a layout within memory and the bubble cap is {least:,.0f} "
                 f"tokens against a ceiling of {high:,.0f}: use fewer GPUs, or a larger batch "
