@@ -115,7 +115,7 @@ def test_interval_is_daly_for_printed_delta_and_mtbf_rounded_to_steps():
     assert c.daly_interval_seconds == pytest.approx(785.109, abs=1e-2)
     assert c.daly_interval_seconds == daly_interval_seconds(c.save_blocking_seconds, c.job_mtbf_seconds)
     assert c.interval_steps == 79  # round(78.51)
-    assert c.interval_seconds == 790.0
+    assert c.main_interval_seconds == 790.0
     assert c.interval_tokens == 79e6
 
 
@@ -139,7 +139,7 @@ def test_slow_background_write_raises_the_interval():
     c = plan_checkpoints(_request(spec=spec, job_mtbf_seconds=20_000.0))
     assert c.background_write_seconds == pytest.approx(980.0, rel=1e-4)
     assert c.interval_steps == math.ceil(c.background_write_seconds / 8.0)  # 123 steps of 8 s
-    assert c.interval_seconds >= c.background_write_seconds > c.daly_interval_seconds
+    assert c.main_interval_seconds >= c.background_write_seconds > c.daly_interval_seconds
     assert any("interval was raised" in w for w in c.warnings)
     assert "raised" in c.notes["interval_steps"]
 
@@ -182,7 +182,7 @@ def test_interval_steps_is_rounded_daly(step, m, tp, pp, dp, zero):
     c = plan_checkpoints(_request(step_seconds=step, job_mtbf_seconds=m, tp=tp, pp=pp, dp=dp, zero=zero))
     assert c.interval_steps == max(1, round(c.daly_interval_seconds / step))
     assert (
-        abs(c.interval_seconds - c.daly_interval_seconds)
+        abs(c.main_interval_seconds - c.daly_interval_seconds)
         <= max(step / 2, step - c.daly_interval_seconds) + 1e-9
     )
     assert sum(p.bytes for p in c.parts) == pytest.approx(c.total_bytes)

@@ -139,7 +139,7 @@ def test_operate_chains_the_stages_consistently():
     # the failure model's segments are the checkpoint stage's saves: τ is the average work of interval_steps
     # steps over the batch stages (the ramp's steps are shorter), so both count the same saves
     assert rel.segments == ck.checkpoints_per_run
-    assert rel.interval_seconds < ck.interval_seconds  # (the example schedule has a batch ramp)
+    assert rel.interval_seconds < ck.main_interval_seconds  # (the example schedule has a batch ramp)
     assert rel.save_blocking_seconds == ck.save_blocking_seconds
     # the printed interval is Daly's for the printed δ and M
     assert ck.daly_interval_seconds == daly_interval_seconds(ck.save_blocking_seconds, ck.job_mtbf_seconds)

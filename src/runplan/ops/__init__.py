@@ -19,6 +19,7 @@ from runplan.ops.checkpoint import (
     CheckpointPlan,
     CheckpointRequest,
     LayoutRequest,
+    StageTiming,
     daly_interval_seconds,
     plan_checkpoints,
     young_interval_seconds,
@@ -33,6 +34,7 @@ from runplan.ops.reliability import (
     assess_reliability,
     default_failure_rate,
     expected_segment_seconds,
+    failing_nodes,
     failure_rate_for,
     first_order_segment_seconds,
     job_mtbf_seconds,
@@ -88,6 +90,7 @@ __all__ = [
     "default_failure_rate",
     "estimate_cost",
     "expected_segment_seconds",
+    "failing_nodes",
     "failure_rate_for",
     "first_order_segment_seconds",
     "job_mtbf_seconds",
@@ -193,14 +196,17 @@ def operate(request: OperationsRequest) -> Operations:
         for st in schedule.batch_stages
     ]
     useful = training_seconds(schedule, request.step_seconds, stage_steps)
-    checkpoint = plan_checkpoints(_checkpoint_request(request, n_nodes))
+    checkpoint = plan_checkpoints(_checkpoint_request(request, n_nodes, world, stage_steps))
     reliability = assess_reliability(
         ReliabilityRequest(
             n_nodes=n_nodes,
+            gpus=world,
             useful_seconds=useful,
             # the saves come every interval_steps steps, ramp steps included: τ is their average work, so the
             # failure model counts the checkpoint stage's saves (⌈steps / interval⌉), not W / main-batch τ
             interval_seconds=useful * min(1.0, checkpoint.interval_steps / schedule.total_steps),
+            interval_steps=checkpoint.interval_steps,
+            total_steps=schedule.total_steps,
             save_blocking_seconds=checkpoint.save_blocking_seconds,
             gpus_per_node=request.gpus_per_node,
             spec=spec,
@@ -263,8 +269,12 @@ def _durability_lag_warning(checkpoint: CheckpointPlan, reliability: Reliability
     ]
 
 
-def _checkpoint_request(request: OperationsRequest, n_nodes: int) -> CheckpointRequest:
-    """The checkpoint stage's inputs: the layout, the main batch stage, the job MTBF and the rollback window."""
+def _checkpoint_request(
+    request: OperationsRequest, n_nodes: int, world: int, stage_seconds: list[float]
+) -> CheckpointRequest:
+    """The checkpoint stage's inputs: the layout, the batch stages (the interval counts their steps, milestones
+    their tokens), the job MTBF (a job on part of a node at its GPUs' share of the node's rate,
+    ``failing_nodes``) and the rollback window."""
     schedule, watch = request.schedule, request.monitoring
     return CheckpointRequest(
         **request.layout(),
@@ -273,8 +283,13 @@ def _checkpoint_request(request: OperationsRequest, n_nodes: int) -> CheckpointR
         tokens_per_step=schedule.global_batch_tokens,
         total_steps=schedule.total_steps,
         training_tokens=schedule.scheduled_tokens,
+        batch_stages=[
+            StageTiming(name=st.name, steps=st.steps, tokens_per_step=st.global_batch_tokens, step_seconds=t)
+            for st, t in zip(schedule.batch_stages, stage_seconds, strict=True)
+        ],
         job_mtbf_seconds=job_mtbf_seconds(
-            failure_rate_for(request.operations, request.gpus_per_node)[0], n_nodes
+            failure_rate_for(request.operations, request.gpus_per_node)[0],
+            failing_nodes(world, request.gpus_per_node),
         ),
         rollback_window_steps=watch.rollback_margin_steps + watch.spike_recovery_steps,
         spec=request.operations,

@@ -9,6 +9,9 @@ Sources (docs/operations.md §2):
 * **Interval**: Young 1974 ("A first order approximation to the optimum checkpoint interval", CACM 17(9)):
   τ = sqrt(2δM). Daly 2006 (FGCS 22(3)): τ = sqrt(2δM)·[1 + (1/3)·sqrt(δ/(2M)) + (1/9)·(δ/(2M))] − δ
   for δ < 2M, else τ = M. δ = time a save blocks training, M = the job's mean time between interruptions.
+  The interval is a number of steps, as the engines take it (Megatron-LM --save-interval: the train loop saves
+  when iteration % save_interval == 0, megatron/training/training.py; iterations of a --rampup-batch-size ramp
+  count alike), so the steps of a smaller ramp batch save at shorter intervals in seconds and tokens.
 * **Async saves**: Megatron-Core async checkpointing and PyTorch DCP ``async_save`` copy each GPU's shard to
   host memory (blocking) and write it to storage in the background (not blocking). Nebula / CheckFreq /
   Gemini follow the same two-phase idea.
@@ -171,6 +174,17 @@ class LayoutRequest(BaseModel):
         return {name: getattr(self, name) for name in LayoutRequest.model_fields}
 
 
+class StageTiming(BaseModel):
+    """One batch stage as the checkpoint stage sees it: its steps, tokens per step and step time."""
+
+    model_config = INPUT_CONFIG
+
+    name: str = Field(description="The stage's name (``ramp 1``, ``main``).")
+    steps: PositiveCount = Field(description="Steps of the stage.")
+    tokens_per_step: PositiveNumber = Field(description="Global batch of the stage, tokens.")
+    step_seconds: PositiveNumber = Field(description="Step time at the stage's batch, seconds.")
+
+
 class CheckpointRequest(LayoutRequest):
     """What the checkpoint stage needs from the model, the layout, the schedule and the failure model."""
 
@@ -183,6 +197,11 @@ class CheckpointRequest(LayoutRequest):
     tokens_per_step: PositiveNumber = Field(description="Global batch in tokens of the main batch stage.")
     total_steps: PositiveCount = Field(description="Training steps of the run (schedule stage).")
     training_tokens: PositiveNumber = Field(description="Training tokens D (for milestone spacing).")
+    batch_stages: list[StageTiming] | None = Field(
+        None,
+        description="The schedule's batch stages in order, ramp first (their steps add up to total_steps); "
+        "unset = one stage of total_steps at tokens_per_step and step_seconds.",
+    )
     job_mtbf_seconds: PositiveNumber = Field(description="Job mean time between interruptions M, seconds.")
     rollback_window_steps: NonNegativeCount = Field(
         300,
@@ -191,6 +210,26 @@ class CheckpointRequest(LayoutRequest):
         "generations do not reach that far back.",
     )
     spec: OperationsSection
+
+    @model_validator(mode="after")
+    def _stages_add_up_to_the_run(self) -> CheckpointRequest:
+        if self.batch_stages is not None and sum(st.steps for st in self.batch_stages) != self.total_steps:
+            raise ValueError(
+                f"batch_stages add up to {sum(st.steps for st in self.batch_stages):,} steps, not total_steps "
+                f"{self.total_steps:,}; give every stage of the schedule"
+            )
+        return self
+
+    def stages(self) -> list[StageTiming]:
+        """The batch stages, or the one stage the main batch and step time make when none are given."""
+        return self.batch_stages or [
+            StageTiming(
+                name="main",
+                steps=self.total_steps,
+                tokens_per_step=self.tokens_per_step,
+                step_seconds=self.step_seconds,
+            )
+        ]
 
 
 class CheckpointPart(Explained):
@@ -224,7 +263,7 @@ class CheckpointPlan(Explained):
     young_interval_seconds: float
     daly_interval_seconds: float
     interval_steps: int
-    interval_seconds: float
+    main_interval_seconds: float
     interval_tokens: float
     checkpoints_per_run: int
     retention_generations: int
@@ -235,12 +274,29 @@ class CheckpointPlan(Explained):
     rollback_storage_bytes: float
     milestone_every_steps: int
     milestone_every_tokens: float
+    milestone_steps: list[int]
     milestones: int
     milestone_bytes: float
     milestone_storage_bytes: float
     storage_bytes: float
     retention_procedure: list[str]
     warnings: list[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_a_plan_written_before(cls, data: object) -> object:
+        """A plan written before ``interval_seconds`` became ``main_interval_seconds`` (reliability's τ has that
+        name) and before ``milestone_steps``: its milestones were the multiples of ``milestone_every_steps``."""
+        if not isinstance(data, dict) or "interval_seconds" not in data:
+            return data
+        data = {("main_interval_seconds" if k == "interval_seconds" else k): v for k, v in data.items()}
+        notes = data.get("notes") or {}
+        data["notes"] = {
+            ("main_interval_seconds" if k == "interval_seconds" else k): v for k, v in notes.items()
+        }
+        every, count = data.get("milestone_every_steps", 0), data.get("milestones", 0)
+        data.setdefault("milestone_steps", [every * j for j in range(1, count + 1)])
+        return data
 
 
 def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
@@ -256,7 +312,7 @@ def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
     delta = _save_blocking(spec, sync.value, async_block.value)
     m = Reasoned(request.job_mtbf_seconds, f"M = {fmt_seconds(request.job_mtbf_seconds)} (reliability stage)")
     daly = _daly(delta.value, m.value)
-    steps = _interval_steps(spec, step_s, daly.value, write.value)
+    steps = _interval_steps(spec, (step_s, request.stages()), daly.value, write.value)
     interval_s = steps.value * step_s
     return CheckpointPlan.build(
         parts=parts,
@@ -283,9 +339,7 @@ def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
         young_interval_seconds=_young(delta.value, m.value),
         daly_interval_seconds=daly,
         interval_steps=steps,
-        interval_seconds=Reasoned(
-            interval_s, f"{steps.value:,} steps × {step_s:.4g} s = {fmt_seconds(interval_s)}"
-        ),
+        main_interval_seconds=_main_interval(request, steps.value),
         **_saves_and_storage(request, steps.value, interval_s, total.value, parts[0].bytes),
         warnings=_warnings(
             spec, step_s, steps.value, daly.value, (sync.value, write.value, delta.value, m.value)
@@ -535,17 +589,47 @@ def _daly_steps(daly: float, step_seconds: float) -> int:
     return max(1, round(daly / step_seconds))
 
 
-def _interval_steps(spec: OperationsSpec, step_seconds: float, daly: float, write: float) -> Reasoned[int]:
-    """The Daly interval in whole steps, raised when a background write would outlast it."""
+def _interval_steps(
+    spec: OperationsSpec, timing: tuple[float, list[StageTiming]], daly: float, write: float
+) -> Reasoned[int]:
+    """The Daly interval in whole steps of the main batch, raised when a background write would outlast it in
+    the batch stage of the shortest steps (a ramp's: the interval counts steps there too)."""
+    step_seconds, stages = timing
     steps = _daly_steps(daly, step_seconds)
-    why = f"round({fmt(daly)} s / {step_seconds:.4g} s per step) = {steps:,} steps"
-    if spec.host_staging and write > steps * step_seconds:
-        steps = math.ceil(write / step_seconds)
+    why = f"round({fmt(daly)} s / {step_seconds:.4g} s per main step) = {steps:,} steps"
+    shortest = min(stages, key=lambda st: st.step_seconds)
+    least = min(step_seconds, shortest.step_seconds)
+    if spec.host_staging and write > steps * least:
+        steps = math.ceil(write / least)
+        where = (
+            ""
+            if shortest.step_seconds >= step_seconds
+            else f" in {shortest.name}'s {shortest.step_seconds:.4g} s steps"
+        )
         why += (
             f", raised to {steps:,} so that the background write ({fmt_seconds(write)}) ends before the next "
-            "save"
+            f"save{where}"
         )
     return Reasoned(steps, why)
+
+
+def _main_interval(r: CheckpointRequest, steps: int) -> Reasoned[float]:
+    """The interval in seconds at the main batch, and in each ramp stage (the same steps, shorter ones)."""
+    main, ramps = r.step_seconds, r.stages()[:-1]
+    each = "".join(
+        f"; {st.name}: {steps:,} steps × {st.step_seconds:.4g} s = {fmt_seconds(steps * st.step_seconds)}"
+        for st in ramps
+    )
+    also = (
+        f"{each} (saves come every {steps:,} steps, ramp steps included); the failure model's τ, "
+        "reliability.interval_seconds, is the mean over the run"
+        if ramps
+        else "; reliability.interval_seconds is the same work"
+    )
+    return Reasoned(
+        steps * main,
+        f"{steps:,} steps × {main:.4g} s at the main batch = {fmt_seconds(steps * main)}{also}",
+    )
 
 
 def _saves_and_storage(
@@ -555,12 +639,14 @@ def _saves_and_storage(
     tps, gens = r.tokens_per_step, r.spec.retention_generations
     saves = -(-r.total_steps // steps)
     rolling = (gens + 1) * total
-    every, every_tokens, count, size, kept = _milestones(r, steps, total, weights_bytes)
+    every, every_tokens, at, count, size, kept = _milestones(r, steps, total, weights_bytes)
     rollback_every, rollback_gens, rollback_bytes = _rollback(gens, steps, r.rollback_window_steps, total)
     storage = _storage(r.spec, saves, total, (rolling, rollback_bytes.value, kept.value))
     return dict(
         interval_tokens=Reasoned(
-            steps * tps, f"{steps:,} steps × {fmt(tps)} tokens = {fmt(steps * tps)} tokens"
+            steps * tps,
+            f"{steps:,} steps × {fmt(tps)} tokens at the main batch = {fmt(steps * tps)} tokens"
+            + "".join(f"; {st.name}: {fmt(steps * st.tokens_per_step)} tokens" for st in r.stages()[:-1]),
         ),
         checkpoints_per_run=Reasoned(
             saves,
@@ -576,6 +662,7 @@ def _saves_and_storage(
         ),
         milestone_every_steps=every,
         milestone_every_tokens=every_tokens,
+        milestone_steps=at,
         milestones=count,
         milestone_bytes=size,
         milestone_storage_bytes=kept,
@@ -587,9 +674,7 @@ def _saves_and_storage(
         rollback_generations=rollback_gens,
         rollback_storage_bytes=rollback_bytes,
         storage_bytes=storage,
-        retention_procedure=_procedure(
-            r, steps, interval_s, rollback_every.value, (every.value, count.value)
-        ),
+        retention_procedure=_procedure(r, steps, interval_s, rollback_every.value, (every.value, at.value)),
     )
 
 
@@ -621,18 +706,24 @@ def _storage(
 
 def _milestones(
     r: CheckpointRequest, steps: int, total: float, weights_bytes: float
-) -> tuple[Reasoned[int], Reasoned[float], Reasoned[int], Reasoned[float], Reasoned[float]]:
-    """Permanent checkpoints every ~10% of the tokens (a multiple of the interval): spacing, count, bytes.
+) -> tuple[
+    Reasoned[int], Reasoned[float], Reasoned[list[int]], Reasoned[int], Reasoned[float], Reasoned[float]
+]:
+    """Permanent checkpoints every ~10% of the tokens: spacing at the main batch (a multiple of the interval),
+    the steps where they fall, count, bytes.
 
     The 10% default is a runplan planning choice, not a published figure: ten resumable points to branch a WSD
     cooldown from (Hägele et al. 2024, arXiv 2405.18392, cool down from any stable-phase checkpoint) or to
-    evaluate. Count = ⌊total steps / spacing⌋ (the last milestone may fall before the end; the final save is a
-    rolling generation).
+    evaluate. Milestone j is the save nearest the step where the run has trained j × the spacing in tokens,
+    counted through the batch ramp (``_milestone_steps``); without a ramp these are the multiples of the spacing.
+    Those past the run's last save are not promised (the final save is a rolling generation).
     """
     spec, tps = r.spec, r.tokens_per_step
     wanted = spec.milestone_every_tokens or 0.1 * r.training_tokens
     every = max(steps, round(wanted / tps / steps) * steps)
-    count = r.total_steps // every
+    at = _milestone_steps(r.stages(), steps, every * tps)
+    ramp = len(r.stages()) > 1
+    count = len(at.value)
     size = weights_bytes if spec.milestone_weights_only else total
     weights = "4 B/param fp32 weights" if r.fp32_master_weights else "2 B/param bf16 weights"
     what = weights if spec.milestone_weights_only else "full checkpoint"
@@ -640,13 +731,49 @@ def _milestones(
         Reasoned(
             every,
             f"{fmt(wanted)} tokens / {fmt(tps)} per step, rounded to a multiple of the interval = "
-            f"{fmt(every)} steps",
+            f"{fmt(every)} steps" + (" at the main batch (the ramp moves where they fall)" if ramp else ""),
         ),
         Reasoned(every * tps, f"{fmt(every)} × {fmt(tps)} = {fmt(every * tps)} tokens"),
-        Reasoned(count, f"⌊{r.total_steps:,} / {fmt(every)}⌋ = {count} milestones"),
+        at,
+        Reasoned(
+            count,
+            f"{count} milestone{'s' * (count != 1)} within the run's {r.total_steps:,} steps"
+            + (f": at steps {_steps_list(at.value)}" if count else ""),
+        ),
         Reasoned(size, f"{what} = {fmt_bytes(size)}"),
         _milestone_storage(count, size, spec.milestone_weights_only),
     )
+
+
+def _milestone_steps(stages: list[StageTiming], steps: int, spacing: float) -> Reasoned[list[int]]:
+    """The saves nearest the steps where the run has trained j × ``spacing`` tokens, j = 1, 2, ...
+
+    Tokens grow by each stage's batch per step, so the step that reaches t tokens is found stage by stage
+    (linear inside a stage); it is rounded to the nearest multiple of the interval (at least one interval), and
+    those past the last save within the run are dropped. Without a ramp, with ``spacing`` a multiple of the
+    interval's tokens, these are exact multiples of the spacing in steps.
+    """
+    import numpy as np  # lazy: `runplan --help` must not load numpy
+
+    ends = np.cumsum([0] + [st.steps for st in stages])
+    tokens = np.cumsum([0.0] + [st.steps * st.tokens_per_step for st in stages])
+    targets = spacing * np.arange(1, int(tokens[-1] / spacing * (1 + 1e-12)) + 1)
+    crossed = np.interp(targets, tokens, ends)
+    saves = np.maximum(steps, steps * np.floor(crossed / steps + 0.5).astype(np.int64))
+    at = [int(x) for x in np.unique(saves[saves <= ends[-1]])]
+    return Reasoned(
+        at,
+        f"where the run has trained j × {fmt(spacing)} tokens (through the batch stages), each at the nearest "
+        f"multiple of the {steps:,}-step interval: {_steps_list(at) or 'none within the run'}",
+    )
+
+
+def _steps_list(at: list[int]) -> str:
+    """Steps in words, the first three and the last when there are more than five."""
+    shown = [f"{x:,}" for x in at]
+    if len(shown) <= 5:
+        return ", ".join(shown)
+    return f"{', '.join(shown[:3])}, {len(shown) - 4:,} more and {shown[-1]}"
 
 
 def _milestone_storage(count: int, size: float, weights_only: bool) -> Reasoned[float]:
@@ -689,9 +816,9 @@ def _rollback(
 
 
 def _procedure(
-    r: CheckpointRequest, steps: int, interval_s: float, rollback_every: int, milestone: tuple[int, int]
+    r: CheckpointRequest, steps: int, interval_s: float, rollback_every: int, milestone: tuple[int, list[int]]
 ) -> list[str]:
-    """The save-validate-rotate recipe in this run's steps (``milestone``: spacing in steps and count)."""
+    """The save-validate-rotate recipe in this run's steps (``milestone``: spacing in steps and the steps)."""
     spec, tps = r.spec, r.tokens_per_step
     save = (
         "copy each GPU's shard to pinned host memory (blocks training), then write it in the background"
@@ -708,16 +835,29 @@ def _procedure(
     )
     weights = "fp32 weights only" if r.fp32_master_weights else "bf16 weights only"
     kept = weights if spec.milestone_weights_only else "full resumable state"
-    milestone_steps, milestones = milestone
-    keep = (
-        f"every {milestone_steps:,} steps ({fmt(milestone_steps * tps)} tokens): keep that generation "
-        f"permanently as a milestone ({kept})"
-        if milestones
-        else f"no milestone falls within the run (one every {fmt(milestone_steps)} steps, the run has "
-        f"{r.total_steps:,}): keep the final checkpoint permanently ({kept})"
+    milestone_steps, at = milestone
+    if not at:
+        keep = (
+            f"no milestone falls within the run (one every {fmt(milestone_steps)} steps, the run has "
+            f"{r.total_steps:,}): keep the final checkpoint permanently ({kept})"
+        )
+    elif at == [milestone_steps * j for j in range(1, len(at) + 1)]:
+        keep = (
+            f"every {milestone_steps:,} steps ({fmt(milestone_steps * tps)} tokens): keep that generation "
+            f"permanently as a milestone ({kept})"
+        )
+    else:
+        keep = (
+            f"at steps {_steps_list(at)} (each {fmt(milestone_steps * tps)} tokens further, counted through the "
+            f"batch ramp): keep that generation permanently as a milestone ({kept})"
+        )
+    ramps = "".join(
+        f"; {st.name}: {fmt(steps * st.tokens_per_step)} tokens, {fmt_seconds(steps * st.step_seconds)}"
+        for st in r.stages()[:-1]
     )
+    at_main = " at the main batch" if ramps else ""
     return [
-        f"every {steps:,} steps ({fmt(steps * tps)} tokens, {fmt_seconds(interval_s)}): {save}",
+        f"every {steps:,} steps ({fmt(steps * tps)} tokens, {fmt_seconds(interval_s)}{at_main}{ramps}): {save}",
         "write the new generation under a temporary name with a manifest of per-shard checksums (e.g. CRC32C "
         "or SHA-256), fsync, then read every shard back and compare with the manifest",
         "only when all shards validate: atomically mark it complete (rename / commit marker) and record "

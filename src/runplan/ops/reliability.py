@@ -2,7 +2,7 @@
 
 Model (docs/operations.md §3): interruptions arrive as a Poisson process. A job on n nodes, each failing at rate r
 per node-day, is interrupted at rate λ = n·r (any node stops the synchronous job), so its mean time between
-interruptions is M = 1/λ. The run is cut into segments of τ seconds of work, each ended by a checkpoint save
+interruptions is M = 1/λ. A job on part of a node counts n = its GPUs / GPUs per node (``failing_nodes``). The run is cut into segments of τ seconds of work, each ended by a checkpoint save
 that blocks for δ seconds. After an interruption the job restarts (R seconds: detect, reschedule, load the
 checkpoint; failures may also strike during it) and redoes the segment from its start.
 
@@ -35,7 +35,7 @@ import math
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_seconds, in_days
 from runplan.units import (
@@ -179,6 +179,20 @@ def job_interruption_rate_per_day(failures_per_1000_node_days: float, n_nodes: f
     return n_nodes * failures_per_1000_node_days / 1000.0
 
 
+def failing_nodes(gpus: int, gpus_per_node: int) -> float:
+    """The nodes whose failures stop the job, counted by its GPUs: gpus / gpus_per_node (a fraction of a node for
+    a job smaller than one; whole nodes are counted as before).
+
+    Hand-derived from the argument behind :func:`default_failure_rate`: most of Llama 3's interruptions were
+    faults of a GPU (arXiv 2407.21783 Table 5: faulty GPU 30.1%, HBM3 17.2%, SRAM 4.5%, GPU system processor
+    4.1%, ...), which stop only the job that runs on it, so the rate is carried per GPU. A job on 4 GPUs of an
+    8-GPU node is interrupted at 4/8 of the node's rate, as a job on one 4-GPU node is (3.79 × 4/8), and 8 GPUs
+    of a 72-GPU NVLink domain at 8/72 of the domain's, as one 8-GPU node. Host, NIC and switch faults that stop
+    the whole node are charged at the same per-GPU share (an approximation; the rate does not split them out).
+    """
+    return gpus / gpus_per_node
+
+
 def job_mtbf_seconds(failures_per_1000_node_days: float, n_nodes: float) -> float:
     """M = 1/λ in seconds: 86,400 · 1000 / (n_nodes · r)."""
     return SECONDS_PER_DAY / job_interruption_rate_per_day(failures_per_1000_node_days, n_nodes)
@@ -211,11 +225,23 @@ class ReliabilityRequest(BaseModel):
     model_config = INPUT_CONFIG
 
     n_nodes: PositiveCount = Field(description="Nodes the job runs on.")
+    gpus: PositiveCount | None = Field(
+        None,
+        description="GPUs of the job; fewer than n_nodes × gpus_per_node (a job on part of a node) are "
+        "interrupted at their share of the nodes' rate (failing_nodes). Unset = n_nodes × gpus_per_node.",
+    )
     useful_seconds: PositiveNumber = Field(
         description="Failure-free training time: Σ over batch stages of steps × that stage's step time (no saves, no failures)."
     )
     interval_seconds: PositiveNumber = Field(
-        description="Work between checkpoints τ, seconds (rounded to steps)."
+        description="Work between checkpoints τ, seconds (rounded to steps): with a batch ramp the mean over the "
+        "run, W × interval_steps / total_steps."
+    )
+    interval_steps: PositiveCount | None = Field(
+        None, description="Steps between saves k, for the reason line of τ (the checkpoint stage's interval)."
+    )
+    total_steps: PositiveCount | None = Field(
+        None, description="Steps of the run S, for the reason line of τ = W × k / S."
     )
     save_blocking_seconds: NonNegativeNumber = Field(description="Time a save blocks training δ, seconds.")
     gpus_per_node: PositiveCount = Field(
@@ -223,6 +249,20 @@ class ReliabilityRequest(BaseModel):
         description="GPUs per node: the default failure rate (Llama 3's, per 8-GPU node) is scaled by it / 8.",
     )
     spec: OperationsSection
+
+    @model_validator(mode="after")
+    def _gpus_fit_the_nodes(self) -> ReliabilityRequest:
+        if self.gpus is not None and self.gpus > self.n_nodes * self.gpus_per_node:
+            raise ValueError(
+                f"gpus = {self.gpus:,} do not fit on {self.n_nodes:,} nodes of {self.gpus_per_node}; give the "
+                "job's GPUs or more nodes"
+            )
+        return self
+
+    def failing_nodes(self) -> float:
+        """Nodes counted by the job's GPUs (:func:`failing_nodes`): n_nodes when it fills them."""
+        gpus = self.gpus if self.gpus is not None else self.n_nodes * self.gpus_per_node
+        return failing_nodes(gpus, self.gpus_per_node)
 
 
 class Reliability(Explained):
@@ -260,7 +300,7 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
     """
     spec, w = request.spec, request.useful_seconds
     rate, source = failure_rate_for(spec, request.gpus_per_node)
-    m = job_mtbf_seconds(rate, request.n_nodes)
+    m = job_mtbf_seconds(rate, request.failing_nodes())
     tau, delta, r = min(request.interval_seconds, w), request.save_blocking_seconds, spec.restart_seconds
     full = math.floor(w / tau * (1.0 + 1e-12))  # (τ = W·k/S from steps: W/τ is whole up to rounding)
     rest = max(0.0, w - full * tau)
@@ -270,8 +310,8 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
     seg_first, elapsed_first = _run_seconds(first_order_segment_seconds, full, rest, (tau, delta, r, m))
     goodput = Reasoned(w / elapsed, f"W / elapsed = {fmt(w)} / {fmt(elapsed)} = {w / elapsed:.4f}")
     return Reliability.build(
-        **_failure_rate(rate, request.n_nodes, m, source),
-        **_segment_inputs(r, tau, delta),
+        **_failure_rate(rate, request, m, source),
+        **_segment_inputs(r, tau, delta, request),
         segments=Reasoned(
             segments, f"⌈W/τ⌉ = ⌈{fmt(w)} / {fmt(tau)}⌉ = {segments:,} segments (each ends with a save)"
         ),
@@ -309,28 +349,51 @@ def _run_seconds(
     return one, full * one + (float(segment_seconds(rest, delta, r, m)) if rest > 0 else 0.0)
 
 
-def _failure_rate(rate: float, nodes: int, m: float, source: str) -> dict[str, Reasoned[float]]:
-    """Node failure rate → the job's interruption rate λ and its MTBF M (any node stops a synchronous job)."""
-    per_day = job_interruption_rate_per_day(rate, nodes)
+def _failure_rate(
+    rate: float, request: ReliabilityRequest, m: float, source: str
+) -> dict[str, Reasoned[float]]:
+    """Node failure rate → the job's interruption rate λ and its MTBF M (any node stops a synchronous job; a job
+    on part of a node at its GPUs' share, :func:`failing_nodes`)."""
+    nodes, failing = request.n_nodes, request.failing_nodes()
+    per_day = job_interruption_rate_per_day(rate, failing)
+    share = (
+        f"{nodes:,}"
+        if failing == nodes
+        else f"{request.gpus:,}/{request.gpus_per_node} (the job's GPUs' share of its node{'s' * (nodes != 1)}: "
+        "the rate is mostly GPU faults)"
+    )
     return dict(
         failures_per_1000_node_days=Reasoned(rate, f"r = {rate:.3g} per 1,000 node-days ({source})"),
         n_nodes=Reasoned(nodes, f"{nodes:,} node{'s' * (nodes != 1)} in the job"),
         job_interruptions_per_day=Reasoned(
-            per_day, f"λ = n·r/1000 = {nodes:,} × {rate:.3g} / 1000 = {per_day:.3g} per day"
+            per_day, f"λ = n·r/1000 = {share} × {rate:.3g} / 1000 = {per_day:.3g} per day"
         ),
         job_mtbf_seconds=Reasoned(m, f"M = 86,400 s / λ = {fmt_seconds(m)}"),
     )
 
 
-def _segment_inputs(r: float, tau: float, delta: float) -> dict[str, Reasoned[float]]:
-    """The renewal model's inputs: restart time R, work per segment τ (at most W) and blocking save time δ."""
+def _segment_inputs(
+    r: float, tau: float, delta: float, request: ReliabilityRequest
+) -> dict[str, Reasoned[float]]:
+    """The renewal model's inputs: restart time R, work per segment τ (at most W) and blocking save time δ.
+
+    τ is the mean work between saves: a save every k steps over S steps of W seconds of work (ramp steps
+    included, which are shorter) makes ⌈S/k⌉ segments of W·k/S on average; checkpointing.main_interval_seconds
+    is k × the main step, the longest segment."""
+    k, steps = request.interval_steps, request.total_steps
+    formula = (
+        f"W × k / S = {fmt(request.useful_seconds)} × {k:,} / {steps:,} = "
+        if k and steps and k < steps
+        else ""
+    )
     return dict(
         restart_seconds=Reasoned(
             r, f"R = {fmt_seconds(r)} (detect, reschedule, load; operations.restart_seconds)"
         ),
         interval_seconds=Reasoned(
             tau,
-            f"τ = {fmt_seconds(tau)} of work between checkpoints (whole steps; averaged over the batch stages)",
+            f"τ = {formula}{fmt_seconds(tau)}: the mean work between saves over the batch stages (a ramp's steps "
+            "are shorter; checkpointing.main_interval_seconds is the interval at the main batch)",
         ),
         save_blocking_seconds=Reasoned(delta, f"δ = {fmt_seconds(delta)} of blocking per save"),
     )

@@ -438,6 +438,7 @@ def _checkpointing(plan: RunPlan) -> Section:
             "young_interval_seconds",
             "daly_interval_seconds",
             "interval_steps",
+            "main_interval_seconds",
             "interval_tokens",
             "checkpoints_per_run",
             "retention_generations",
