@@ -59,7 +59,7 @@ def checkpoints_for(log: MetricLog, interval_steps: int | None, plan: RunPlan | 
             retention_generations=cp.retention_generations,
             rollback_every_steps=cp.rollback_every_steps,
             rollback_generations=cp.rollback_generations,
-            milestone_every_steps=cp.milestone_every_steps,
+            milestone_steps=list(cp.milestone_steps),
             source=_plan_checkpoints(cp.interval_steps, cp.retention_generations, cp.rollback_every_steps),
         )
     if log.checkpoint_interval_steps:

@@ -37,23 +37,23 @@ class Event:
 @dataclass
 class Checkpoints:
     """Steps a rollback can resume from: saved steps the log lists, multiples of the checkpoint interval and
-    of the plan's rollback spacing, limited to what the plan's retention still keeps at ``now``."""
+    of the plan's rollback spacing, limited to what the plan's retention still keeps at ``now``, and the plan's
+    milestones (kept for good, at the steps the plan lists: a batch ramp moves them off the multiples)."""
 
     interval_steps: int | None = None
     saved_steps: list[int] = field(default_factory=list)
     retention_generations: int | None = None
     rollback_every_steps: int | None = None
     rollback_generations: int | None = None
-    milestone_every_steps: int | None = None
+    milestone_steps: list[int] = field(default_factory=list)
     source: str = ""
 
     def newest_at_or_before(self, step: int, now: int) -> int | None:
         """The newest checkpoint at a step ≤ ``step`` that still exists when the log ends at ``now``."""
-        found = [saved for saved in self.saved_steps if saved <= step]
+        found = [saved for saved in (*self.saved_steps, *self.milestone_steps) if saved <= step]
         for every, keep in (
             (self.interval_steps, self.retention_generations),
             (self.rollback_every_steps, self.rollback_generations),
-            (self.milestone_every_steps, None),
         ):
             if not every or step < every:
                 continue
