@@ -309,10 +309,6 @@ def test_readme_tour_commands_exit_0(tmp_path, monkeypatch):
         assert args[0] == "runplan", args
         if args[1] in SLOW_OR_EXTERNAL:
             continue
-        if args[1] == "diff":
-            plan = (tmp_path / "plan.yaml").read_text()
-            (tmp_path / "a.yaml").write_text(plan)
-            (tmp_path / "b.yaml").write_text(plan.replace("gpus: 1024", "gpus: 512"))
         redirect = args[args.index(">") + 1] if ">" in args else None
         output = invoke(*args[1 : args.index(">") if redirect else None])
         if redirect:
@@ -321,6 +317,39 @@ def test_readme_tour_commands_exit_0(tmp_path, monkeypatch):
     assert ran >= 25
     assert "resolved:" in (tmp_path / "plan.yaml").read_text()  # `check --update` wrote it
     assert (tmp_path / "PLAN.md").read_text().startswith("#")
+
+
+#: files the Tour reads that a user brings, each with the words of its line's comment that say so
+USER_FILES = {
+    "sweep.csv": "from your own sweep",
+    "measured.yaml": "your own step times",
+    "train.log": "after launch",
+    "path/to/config.json": "a local Hugging Face config.json",
+}
+
+
+def test_readme_tour_reads_only_files_it_ships_makes_or_says_are_yours():
+    """A new user runs the Tour from a clone: every file a line reads is in the repository, written by an earlier
+    line (`-o FILE`, `> FILE`), or one the line's comment says the user brings. `runplan diff a.yaml b.yaml` read
+    two files nothing made (exit 2 as written); it now compares two shipped examples."""
+    readme = (REPO / "README.md").read_text()
+    block = readme[readme.index("## Tour") :]
+    block = block[block.index("```sh") + len("```sh") : block.index("```", block.index("```sh") + 5)]
+    made: set[str] = set()
+    for raw in block.strip().splitlines():
+        args = shlex.split(raw, comments=True)
+        comment = raw.split("#", 1)[1] if "#" in raw else ""
+        outputs = {args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-o", ">")}
+        for arg in args[1:]:
+            if arg in outputs or not re.search(r"\.(yaml|csv|log|json)$", arg):
+                continue
+            if arg in USER_FILES:
+                assert USER_FILES[arg] in comment, raw
+            else:
+                assert (REPO / arg).is_file() or arg in made, (
+                    f"README Tour reads {arg}, which nothing made: {raw}"
+                )
+        made |= outputs
 
 
 def test_readme_init_alternatives_run():

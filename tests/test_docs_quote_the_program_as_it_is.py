@@ -304,3 +304,283 @@ def test_the_summary_gives_a_run_shorter_than_a_day_in_hours_or_minutes():
     assert _wall_clock(0.0132) == "19 min"
     assert _wall_clock(0.5) == "12 h"
     assert _wall_clock(29.934) == "29.9 days"
+
+
+# --- numbers quoted from docs/validation.md and the shipped time model --------------------------------------
+
+
+def _validation_rows() -> list[list[str]]:
+    """The per-run table of docs/validation.md: run, source, GPU, flash, layout, in-fit error, LOSO error, ..."""
+    text = (DOCS / "validation.md").read_text()
+    table = text[text.index("| run | source | GPU | flash | layout evaluated | in fit |") :]
+    rows = []
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def _measured_over_predicted(row: list[str]) -> float:
+    """A run's measured step ÷ the shipped model's (its in-fit error is predicted / measured − 1)."""
+    return 1 / (1 + float(row[5].rstrip("%")) / 100)
+
+
+def test_parallel_md_cp_run_ranges_are_validation_md_errors():
+    """docs/parallel.md (CP): the bf16 CP runs of NVIDIA's dgxc recipes and Meta's CP-16 row "take A-B of the
+    predicted time", and torchtitan's "C-D, median M". The doc said 0.93-1.09 after the MoE MLP's TP collectives
+    moved Grok-1's rows from −8.3% to −5.5% (1.06); the torchtitan figures are also the program's warning
+    (timing.TORCHTITAN_CP_TIME_RATIO)."""
+    from runplan.parallel.timing import TORCHTITAN_CP_TIME_RATIO
+
+    rows = _validation_rows()
+    cp = [r for r in rows if re.search(r"\bCP([2-9]|\d\d)\b", r[4])]
+    nvidia = [
+        _measured_over_predicted(r)
+        for r in cp
+        if (r[1] == "nvidia-dgxc-2024" and "fp8" not in r[0]) or r[0].startswith("llama3-405b-16384gpu-cp16")
+    ]
+    titan = sorted(_measured_over_predicted(r) for r in cp if r[1] == "pytorch-torchtitan")
+    assert len(nvidia) >= 6 and len(titan) >= 4
+    text = flat(DOCS / "parallel.md")
+    quoted = re.search(r"on TransformerEngine's ring, take ([\d.]+)-([\d.]+) of the predicted time", text)
+    assert quoted, "docs/parallel.md lost its range of the CP runs on TransformerEngine's ring"
+    assert (float(quoted.group(1)), float(quoted.group(2))) == pytest.approx(
+        (min(nvidia), max(nvidia)), abs=0.006
+    )
+    titan_quoted = re.search(
+        r"64k-256k tokens\) ([\d.]+)-([\d.]+), median ([\d.]+), on PyTorch's model", text
+    )
+    assert titan_quoted, "docs/parallel.md lost its range of torchtitan's CP runs"
+    median = (titan[(len(titan) - 1) // 2] + titan[len(titan) // 2]) / 2
+    low, high, mid = (float(x) for x in titan_quoted.groups())
+    assert (low, mid, high) == pytest.approx((titan[0], median, titan[-1]), abs=0.006)
+    assert (low, mid, high) == TORCHTITAN_CP_TIME_RATIO
+
+
+def test_parallel_md_128k_step_times_are_the_shipped_models(validate, published):
+    """docs/parallel.md's 128k worked example: Meta's CP-16 layout "on Meta's stack as the calibration row states
+    it" (benchmarks/published_runs.yaml, llama3-405b-16384gpu-cp16) takes S s per step at MFU M%, and on the
+    `default` stack (`runplan parallelize` with the layout pinned) S' s at M'%: with the shipped constants, so a
+    refit that moves them leaves the doc behind."""
+    from runplan.calibrate.fit import complete_layout
+    from runplan.catalog import load_catalog
+    from runplan.parallel.grid import LayoutGrid
+    from runplan.parallel.search import evaluate
+
+    text = flat(DOCS / "parallel.md")
+    meta = re.search(r"no TP overlap\) ([\d.]+) s per step, MFU ([\d.]+)% against Meta's 38%", text)
+    default = re.search(r"and TP overlap\) ([\d.]+) s, ([\d.]+)%\.", text)
+    assert meta and default, "docs/parallel.md lost the 128k example's step times"
+    row = next(p for p in published[1] if p.id == "llama3-405b-16384gpu-cp16")
+    eff = validate.calibrated_efficiency(row)
+    ev = evaluate(row.request, LayoutGrid.of([complete_layout(row, eff)]), eff)
+    assert f"{float(ev.step_seconds[0]):.1f}" == meta.group(1)
+    # the row times 128 layers (schedule_layers: PP 16 × 8); the MFU counts the model's own 126 (5.67e12 FLOPs
+    # per token at 128k, as the doc says), not the padded schedule's
+    model = load_catalog().model("llama-3.1-405b")
+    flops = model.model_flops_per_token(row.request.seq_len)
+    assert f"of {flops / 1e12:.2f}e12 per token" in text
+    mfu = float(ev.tokens_per_second[0]) / row.request.n_gpus * flops / row.request.gpu.bf16_flops
+    assert f"{100 * mfu:.1f}" == meta.group(2)
+    pinned = json.loads(
+        invoke(
+            *("parallelize", "--model", "llama-3.1-405b", "--gpus", "16384", "--seq-len", "128k"),
+            *("--tp", "8", "--cp", "16", "--pp", "16", "--zero", "1", "--mbs", "1", "--vpp", "8"),
+            *("--recompute", "selective", "--global-batch", "16M", "--json"),
+        )
+    )["layouts"][0]
+    assert f"{pinned['step_seconds']:.1f}" == default.group(1)
+    assert f"{100 * pinned['mfu']:.1f}" == default.group(2)
+
+
+def test_catalog_md_memory_bias_is_validation_md_mean_signed_error():
+    """docs/catalog.md keeps the marketed HBM because "the memory model predicts the logged peaks of published
+    runs about N% low on average": validation.md's mean signed memory error per GPU (−9.0% on A100 and H100; the
+    doc said 10%)."""
+    text = (DOCS / "validation.md").read_text()
+    means = [
+        float(m) for m in re.findall(r"^\| (?:A100|H100) \| memory \| .* \| ([+-][\d.]+)% \|$", text, re.M)
+    ]
+    assert len(means) == 2 and all(m < 0 for m in means)
+    quoted = re.search(
+        r"predicts the logged peaks of published runs about (\d+)% low on average", flat(DOCS / "catalog.md")
+    )
+    assert quoted, "docs/catalog.md lost its memory-bias figure"
+    assert min(round(-m) for m in means) <= int(quoted.group(1)) <= max(round(-m) for m in means)
+
+
+def test_design_md_layout_field_recipe_names_every_place_a_new_field_needs():
+    """docs/design.md's layout-field recipe against today's code: a boolean `Searched((True,))` field added to a
+    copy of the tree also needed the shipped schema regenerated (tests/test_spec.py compares it), the field named
+    in docs/plan-file.md and docs/parallel.md (tests here and in test_docs_agree.py), every caller of the oracle's
+    positional `layout(*axes)` (it zips Layout's fields strictly), the stored plans rewritten when the field has no
+    default, and a line in `cli/parallelize.py`'s pins dict for a flag of its own; `Layout.one_line()` and
+    `resolved.LAYOUT_AXIS_PATHS` name the axes by hand. The recipe once listed four steps and none of these."""
+    import inspect
+
+    from runplan import resolved
+    from runplan.parallel.layout import Layout
+
+    recipe = flat(DOCS / "design.md")
+    recipe = recipe[recipe.index("### a layout field") : recipe.index("### a stage")]
+    reference = (REPO / "tests" / "parallel" / "reference.py").read_text()
+    assert "zip(Layout.model_fields, axes, strict=True)" in reference
+    assert "`layout(*axes)`" in recipe
+    assert "def test_shipped_schema_file_is_current" in (REPO / "tests" / "test_spec.py").read_text()
+    assert "runplan schema > docs/plan.schema.json" in recipe
+    assert "docs/plan-file.md's `parallel` row" in recipe and "docs/parallel.md's `--json` contract" in recipe
+    assert (REPO / "tests" / "export" / "_plans.py").is_file() and "python -m tests.export._plans" in recipe
+    assert "_pins_by_name(pin, dict(" in (REPO / "src" / "runplan" / "cli" / "parallelize.py").read_text()
+    assert "`_pins_by_name`" in recipe
+    # the two hand lists of axes: each still leaves a Layout field out, so a new one is not added by itself
+    assert {p.rsplit(".", 1)[1] for p in resolved.LAYOUT_AXIS_PATHS} < set(Layout.model_fields)
+    assert "model_fields" not in inspect.getsource(Layout.one_line)
+    assert "`resolved.LAYOUT_AXIS_PATHS`" in recipe and "`Layout.one_line()`" in recipe
+    for path in re.findall(r"`((?:src|tests)/[\w/.]+\.py)`", recipe):
+        assert (REPO / path).is_file(), path
+
+
+FP8_TABLE_ROWS = {  # docs/parallel.md's fp8/bf16 table: job -> (bf16 row ids, fp8 row ids) of docs/validation.md
+    "torchtitan Llama 3.1 8B": (
+        ["torchtitan-8b-8gpu-compile", "torchtitan-8b-128gpu-compile"],
+        ["torchtitan-8b-8gpu-fp8", "torchtitan-8b-128gpu-fp8"],
+    ),
+    "dgxc Llama 3.1 8B": (["nv-8b-8gpu"], ["nv-8b-8gpu-fp8"]),
+    "dgxc Llama 3.1 70B": (["nv-70b-64gpu", "nv-70b-512gpu"], ["nv-70b-64gpu-fp8", "nv-70b-512gpu-fp8"]),
+    "dgxc Llama 3.1 405B": (
+        ["nv-405b-576gpu", "nv-405b-2304gpu"],
+        ["nv-405b-576gpu-fp8", "nv-405b-2304gpu-fp8"],
+    ),
+    "dgxc GPT-3 175B": (["nv-gpt3-175b-128gpu"], ["nv-gpt3-175b-128gpu-fp8"]),
+    "dgxc Grok-1 314B MoE": (
+        ["grok1-314b-512gpu", "grok1-314b-2048gpu"],
+        ["grok1-314b-512gpu-fp8", "grok1-314b-2048gpu-fp8"],
+    ),
+}
+
+
+def test_parallel_md_fp8_table_step_errors_are_validation_md_in_fit_errors():
+    """docs/parallel.md (FP8, calibration rows): the bf16 and fp8 step errors of each paired job are the in-fit
+    column of docs/validation.md, to the digits the table shows (torchtitan 8B on 128 GPUs read −8.2% where the
+    table had −8.3%)."""
+    errors = {row[0].removesuffix(" (fit: false)"): row[5] for row in _validation_rows()}
+    text = (DOCS / "parallel.md").read_text()
+    table = text[text.index("| job | bf16 step error | fp8 step error |") :].split("\n\n", 1)[0]
+    seen = set()
+    for line in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        job = next(name for name in FP8_TABLE_ROWS if cells[0].startswith(name))
+        seen.add(job)
+        for quoted, ids in zip(cells[1:3], FP8_TABLE_ROWS[job], strict=True):
+            for shown, run in zip(quoted.split(" / "), ids, strict=True):
+                shown = shown.replace("−", "-").rstrip("%")
+                decimals = len(shown.split(".")[1]) if "." in shown else 0
+                value = float(errors[run].rstrip("%"))
+                assert f"{value:+.{decimals}f}" == f"{float(shown):+.{decimals}f}", (
+                    job,
+                    run,
+                    shown,
+                    errors[run],
+                )
+    assert seen == set(FP8_TABLE_ROWS)
+
+
+def test_parallel_md_70b_tp_answer_is_the_current_search():
+    """docs/parallel.md, "70B on 512 H100 and TP = 8": the refit history ends with today's answer, "TP 4 is X%
+    ahead, A% against B%" (`best_by_tp` of `runplan parallelize --model 70b --gpus 512`): a refit that moves it
+    leaves the doc behind."""
+    text = flat(DOCS / "parallel.md")
+    paragraph = text[text.index("**70B on 512 H100 and TP = 8.**") : text.index("**Decision:**")]
+    last = re.findall(r"TP (\d+) is ([\d.]+)% ahead, ([\d.]+)% against ([\d.]+)%", paragraph)[-1]
+    best_by_tp = json.loads(invoke("parallelize", "--model", "70b", "--gpus", "512", "--json"))["best_by_tp"]
+    by_tp = {entry["tp"]: entry for entry in best_by_tp}
+    winner, loser = by_tp[int(last[0])], by_tp[8 if last[0] == "4" else 4]
+    assert winner["behind_best"] == 0
+    assert f"{100 * loser['behind_best']:.1f}" == last[1]
+    assert (f"{100 * winner['mfu']:.1f}", f"{100 * loser['mfu']:.1f}") == last[2:]
+
+
+@pytest.mark.parametrize(
+    ("log", "name"),
+    [
+        ("megatron/mixtral_8x7b_alltoall_tp2pp4ep4_release.dgx_h100.json", "Mixtral 8x7B"),
+        ("megatron/t5_release.dgx_h100.json", "T5"),
+    ],
+)
+def test_monitor_md_real_log_summaries_count_every_event(shared_data_dir, log, name):
+    """docs/monitor.md's summary of each Megatron release log names its verdict and counts its events: Mixtral's
+    read "recovered spikes at 3,850 (+39%) and 4,260 (+26%)" where `runplan monitor` reports 12 recovered spikes
+    and a throughput drop; the two quoted are the largest."""
+    text = flat(DOCS / "monitor.md")
+    summary = text[text.index(f"{name}: `") :].split(". ", 1)[0]
+    out = json.loads(
+        invoke("monitor", str(shared_data_dir / "training_logs" / log), "--stall-seconds", "0", "--json")
+    )
+    assert summary.startswith(f"{name}: `{out['verdict']}`: ")
+    counts = out["summary"]["events_by_kind"]
+    spikes = [e for e in out["events"] if e["kind"] == "loss_spike"]
+    assert f"{counts['loss_spike']} " in summary and all(e["recovered"] for e in spikes)
+    assert counts.get("divergence", 0) == 0 and "no divergence" in summary
+    drops = [e for e in out["events"] if e["kind"] == "throughput_drop"]
+    words = {0: None, 1: "one throughput drop"}.get(len(drops), f"{len(drops)} throughput drops")
+    assert (words in summary) if words else ("throughput drop" not in summary), summary
+    quoted = re.findall(r"([\d,]+) \(\+(\d+)%\)", summary)  # "the largest at 3,850 (+39%) and ..."
+    largest = sorted(spikes, key=lambda e: e["value"] / e["baseline"], reverse=True)[: len(quoted)]
+    for (step, rise), spike in zip(quoted, sorted(largest, key=lambda e: e["peak_step"]), strict=True):
+        assert spike["peak_step"] == int(step.replace(",", ""))
+        assert round(100 * (spike["value"] / spike["baseline"] - 1)) == int(rise)
+
+
+@pytest.mark.parametrize(
+    ("args", "lead"), [(["gpus", "h10"], "e.g."), (["models", "gemma-2"], "naming its models:")]
+)
+def test_catalog_md_quotes_the_catalog_errors_as_printed(args, lead):
+    """docs/catalog.md quotes `runplan catalog`'s one-line errors: an unknown name, and a family name, which the doc
+    said "lists its models" (it is refused, exit 2, naming them)."""
+    result = CliRunner().invoke(app, ["catalog", *args])
+    assert result.exit_code == 2
+    quoted = re.search(re.escape(lead) + r" `(runplan: error: [^`]+)`", flat(DOCS / "catalog.md"))
+    assert quoted, f"docs/catalog.md lost its quote of `runplan catalog {' '.join(args)}`"
+    assert " ".join(result.stderr.split()) == quoted.group(1)
+
+
+def _yaml_blocks(doc: str) -> list[str]:
+    return re.findall(r"^```yaml\n(.*?)^```", (DOCS / doc).read_text(), flags=re.M | re.S)
+
+
+def test_plan_file_md_example_plans_and_catalog_md_entries_load(tmp_path, monkeypatch):
+    """The YAML a new user copies from the docs works as written: docs/plan-file.md's plan plans the model it
+    names on its 512 GPUs, and each catalog block of docs/catalog.md is a catalog whose entries `runplan catalog`
+    shows as written (the GB200 NVL72 rack as 72 GPUs per node)."""
+    monkeypatch.chdir(tmp_path)
+    (plan_text,) = _yaml_blocks("plan-file.md")
+    (tmp_path / "plan.yaml").write_text(plan_text)
+    plan = json.loads(invoke("plan", "plan.yaml", "--format", "json"))
+    assert plan["inputs"]["cluster"]["gpus"] == 512 and plan["model"]["shape"]["name"] == "llama-3.1-70b"
+    blocks = _yaml_blocks("catalog.md")
+    assert len(blocks) == 2
+    for i, block in enumerate(blocks):
+        path = tmp_path / f"catalog{i}.yaml"
+        path.write_text(block)
+        entries = yaml.safe_load(block)
+        for entry in entries.get("gpus", []):
+            shown = json.loads(invoke("catalog", "gpus", entry["name"], "--catalog", str(path), "--json"))
+            assert shown["gpus_per_node"] == entry["gpus_per_node"]
+        for entry in entries.get("models", []):
+            shown = json.loads(invoke("catalog", "models", entry["name"], "--catalog", str(path), "--json"))
+            assert shown["n_layers"] == entry["n_layers"]
+
+
+def test_plan_file_md_names_every_init_flag():
+    """docs/plan-file.md: "`runplan init > plan.yaml` (its flags `--flops`, ..., `--name` fill the keys they name"
+    lists every option `runplan init` has, and no other."""
+    from typer.main import get_command
+
+    init = get_command(app).commands["init"]
+    options = {o for p in init.params for o in p.opts if o.startswith("--") and o != "--help"}
+    listed = re.search(
+        r"`runplan init > plan\.yaml` \(its flags (.*?) fill the keys", flat(DOCS / "plan-file.md")
+    )
+    assert listed, "docs/plan-file.md lost its list of init's flags"
+    assert set(re.findall(r"`(--[a-z-]+)`", listed.group(1))) == options
