@@ -1,4 +1,5 @@
-"""`runplan export plan.yaml --to megatron|torchtitan|deepspeed [-o PATH]`: the plan as an engine's launch file.
+"""`runplan export plan.yaml --to megatron|torchtitan|deepspeed [-o PATH] [--engine-version V]`: the plan as an
+engine's launch file (for the engine release V, ``export._versions``).
 
 Builds the run plan (``runplan.plan.build_plan``), calls the pure exporter and writes the file to stdout, to
 PATH, or into PATH when it is a directory (under the exporter's file name). Warnings, one line each, go to
@@ -19,6 +20,11 @@ from runplan.cli.common import handle_errors, print_json, warn
 TO_HELP = (
     "Engine to export to: megatron (bash launch script), torchtitan (0.2.x TOML), deepspeed (ds_config JSON)."
 )
+ENGINE_VERSION_HELP = (
+    "The engine release the file is for. megatron: your Megatron-Core version (megatron.core.__version__ or the "
+    "core_vX.Y.Z tag): 0.15-0.17 (default) or 0.18-0.20, where a batch ramp is --step-batch-size-schedule. "
+    "torchtitan: 0.2; deepspeed: 0.19 (one checked release each)."
+)
 
 
 @handle_errors
@@ -35,6 +41,9 @@ def export_command(
     as_json: bool = typer.Option(
         False, "--json", help="Print the export as JSON (text, filename, warnings)."
     ),
+    engine_version: str | None = typer.Option(
+        None, "--engine-version", help=ENGINE_VERSION_HELP, show_default=False
+    ),
 ) -> None:
     """Export a plan to Megatron-LM, torchtitan or DeepSpeed; what the engine cannot express is a warning."""
     from runplan.errors import SpecError
@@ -45,6 +54,9 @@ def export_command(
         raise SpecError(
             f"unknown export target '{to}'", where="--to", hint=f"use one of {', '.join(TARGETS)}"
         )
+    from runplan.export._versions import engine_release
+
+    engine_release(target, engine_version, where="--engine-version")  # before the plan is built
     if not plan_file.is_file():
         raise SpecError(
             f"no plan file at '{plan_file}'", where="PLAN_FILE", hint="give the path to a plan YAML"
@@ -64,16 +76,16 @@ def export_command(
     if to_file is not None and not into_directory:  # refuse a bad -o before the work, not after it
         check_output_path(to_file, "--output", not_over=plan_file)
     loaded, spec, plan = plan_from_file(plan_file)
-    with located(
-        loaded
-    ):  # an engine's refusal names the plan's key (stack.fp8_recipe) at file:line, not a flag
-        result = export_plan(plan, target)
-    if target == "megatron":
+    extra: list[str] = []
+    if target == "megatron":  # in the script's WARNINGS block too, not only on stderr
         from runplan.export.megatron import memory_as_megatron_runs_it
 
         warning = memory_as_megatron_runs_it(spec, plan, plan_file.resolve().parent)
-        if warning:
-            result = result.model_copy(update={"warnings": [*result.warnings, warning]})
+        extra = [warning] if warning else []
+    with located(
+        loaded
+    ):  # an engine's refusal names the plan's key (stack.fp8_recipe) at file:line, not a flag
+        result = export_plan(plan, target, engine_version, extra)
 
     if as_json or to_file is None:
         _warn(result.warnings, target)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
     from runplan.plan import RunPlan
 
 Target = Literal["megatron", "torchtitan", "deepspeed"]
@@ -37,25 +39,38 @@ class ExportResult(BaseModel):
     )
 
 
-def export_plan(plan: RunPlan, target: str) -> ExportResult:
-    """Dispatch to ``export_megatron``, ``export_torchtitan`` or ``export_deepspeed``."""
-    from runplan.errors import SpecError
+def export_plan(
+    plan: RunPlan, target: str, engine_version: str | None = None, extra_warnings: Sequence[str] = ()
+) -> ExportResult:
+    """Dispatch to ``export_megatron``, ``export_torchtitan`` or ``export_deepspeed``.
 
+    ``engine_version``: the engine release the file is for (``runplan export --engine-version``; None: the
+    target's default). Megatron-LM has two checked targets (Megatron-Core 0.15-0.17 and 0.18-0.20), torchtitan
+    and DeepSpeed one each (0.2.x, 0.19.x): a version no target covers is a SpecError (``export._versions``).
+    ``extra_warnings`` go into the file beside the exporter's own (Megatron's memory as it runs the plan)."""
+    from runplan.errors import SpecError
+    from runplan.export._versions import engine_release
+
+    if target not in TARGETS:
+        raise SpecError(
+            f"unknown export target '{target}'",
+            where="export.target",
+            hint=f"use one of {', '.join(TARGETS)}",
+        )
+    engine_release(target, engine_version)  # refuses a version no checked target covers
     if target == "megatron":
         from runplan.export.megatron import export_megatron
 
-        return export_megatron(plan)
+        return export_megatron(plan, engine_version, extra_warnings)
+    if extra_warnings:
+        raise ValueError("extra_warnings are written by the Megatron exporter only")
     if target == "torchtitan":
         from runplan.export.torchtitan import export_torchtitan
 
         return export_torchtitan(plan)
-    if target == "deepspeed":
-        from runplan.export.deepspeed import export_deepspeed
+    from runplan.export.deepspeed import export_deepspeed
 
-        return export_deepspeed(plan)
-    raise SpecError(
-        f"unknown export target '{target}'", where="export.target", hint=f"use one of {', '.join(TARGETS)}"
-    )
+    return export_deepspeed(plan)
 
 
 __all__ = ["TARGETS", "ExportResult", "Target", "export_plan"]

@@ -33,7 +33,9 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   ramp becomes one step from the first stage's batch to the main batch after all ramp samples (warning).
   Megatron-LM after #4411 (commit 532ad926, in the d98e8a64 snapshot) parses ``--rampup-batch-size`` but ignores
   it, so every ramped plan also gets a warning with the exact ``--step-batch-size-schedule`` for such checkouts
-  (:func:`_step_schedule_warning`). Megatron refuses a ramp with ``--train-iters``, so a ramped plan is exported sample-based
+  (:func:`_step_schedule_warning`); the ``--engine-version`` 0.18-0.20 target (``export._versions``) writes that
+  schedule and ``--eval-global-batch-size`` in place of ``--global-batch-size`` (:func:`_step_schedule_args`), and
+  no warning. The script header names the target's checked commit. Megatron refuses a ramp with ``--train-iters``, so a ramped plan is exported sample-based
   (``--train-samples``, ``--lr-warmup-samples``, ``--lr-decay-samples``, ``--lr-wsd-decay-samples``, each the
   exact number of sequences consumed at that step); a plan without a ramp is exported iteration-based.
 * LR: ``--lr-decay-style WSD`` with ``--lr-wsd-decay-style`` minus_sqrt (the plan's 1-sqrt: Megatron's
@@ -83,6 +85,7 @@ from runplan.export._common import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
     from pathlib import Path
 
     from runplan.export import ExportResult
@@ -139,25 +142,35 @@ def _ramp_args(f: Facts, warnings: list[str]) -> tuple[list[str], str]:
     return [str(start), str(increment), str(total)], f"approximation of the plan's ramp ({stages})"
 
 
+def step_batch_size_schedule(f: Facts) -> str:
+    """The plan's batch stages as Megatron-LM's ``--step-batch-size-schedule`` (#4411, commit 532ad926,
+    2026-04-21, first released in core_v0.18.0): "THRESHOLD:BS ...", thresholds in tokens because
+    set_global_variables passes seq_length, so StepBatchsizeNumMicroBatchesCalculator._parse_schedule takes
+    threshold // seq_length samples, and the batch of the last threshold at or below the consumed samples
+    applies (_get_batch_size_for_samples; core/num_microbatches_calculator.py @ d98e8a64). Each stage's threshold
+    is the tokens consumed before it, so every stage, equal or not, switches at the plan's step; the first is 0,
+    as _validate_schedule requires."""
+    entries, start = [], 0
+    for stage in f.stages:
+        entries.append(f"{start * f.seq_len}:{stage.batch_sequences}")
+        start += stage.steps * stage.batch_sequences
+    return " ".join(entries)
+
+
 def _step_schedule_warning(f: Facts) -> str:
     """The ramp for Megatron-LM after #4411 (commit 532ad926, 2026-04-21; in the d98e8a64 snapshot): there
     ``--rampup-batch-size`` parses but ``init_num_microbatches_calculator`` only logs it as deprecated and builds
     the constant calculator, and ``update_train_iters`` takes train_samples // global batch
     (core/num_microbatches_calculator.py, training/training.py @ d98e8a64), so the run has no ramp. Its
-    ``--step-batch-size-schedule`` takes "THRESHOLD:BS ..." in tokens (global_vars passes seq_length; each
-    threshold // seq_length is samples) and refuses ``--global-batch-size`` beside it; each stage's threshold is
-    the tokens consumed before it, so every stage, equal or not, switches at the plan's step."""
-    entries, start = [], 0
-    for stage in f.stages:
-        entries.append(f"{start * f.seq_len}:{stage.batch_sequences}")
-        start += stage.steps * stage.batch_sequences
+    ``--step-batch-size-schedule`` (:func:`step_batch_size_schedule`) refuses ``--global-batch-size`` beside it
+    (validate_args). ``--engine-version 0.20`` writes it instead of this warning."""
     g = f.global_batch_sequences
     return (
         "batch ramp: Megatron-LM after #4411 (commit 532ad926, April 2026; the d98e8a64 snapshot) parses "
         "--rampup-batch-size but ignores it (deprecated), running every step at the main batch "
         f"({g:,} sequences, train_samples // {g:,} steps); on such a checkout replace --global-batch-size and "
-        f"--rampup-batch-size with --step-batch-size-schedule '{' '.join(entries)}' (thresholds in tokens, "
-        f"the plan's stages exactly) --eval-global-batch-size {g} (the canary's batch)"
+        f"--rampup-batch-size with --step-batch-size-schedule '{step_batch_size_schedule(f)}' (thresholds in "
+        f"tokens, the plan's stages exactly) --eval-global-batch-size {g} (the canary's batch)"
     )
 
 
@@ -755,22 +768,46 @@ def _refuse_torch_fsdp2(f: Facts) -> None:
         )
 
 
-def _batch_args(f: Facts, warnings: list[str]) -> list[Arg]:
-    """Batch, ramp and recomputation flags."""
+def _batch_args(f: Facts, warnings: list[str], step_schedule: bool = False) -> list[Arg]:
+    """Batch, ramp and recomputation flags. ``step_schedule`` (the Megatron-Core 0.18-0.20 target): a ramp is
+    ``--step-batch-size-schedule`` (:func:`_step_schedule_args`), every stage exact and no warning."""
     ramped = bool(f.ramp)
     g = f.global_batch_sequences
     batch: list[Arg] = [
         ("--micro-batch-size", [str(f.layout.micro_batch)], "b sequences per GPU per micro-batch"),
+    ]
+    if ramped and step_schedule:
+        return batch + _step_schedule_args(f) + _recompute_args(f, warnings)
+    batch.append(
         (
             "--global-batch-size",
             [str(g)],
             f"d*b*m = {f.layout.dp}*{f.layout.micro_batch}*{f.layout.microbatches} = {g:,} sequences = {g * f.seq_len:,} tokens",
-        ),
-    ]
+        )
+    )
     if ramped:
         values, comment = _ramp_args(f, warnings)
         batch.append(("--rampup-batch-size", values, comment))
     return batch + _recompute_args(f, warnings)
+
+
+def _step_schedule_args(f: Facts) -> list[Arg]:
+    """A ramp on Megatron-LM after #4411: ``--step-batch-size-schedule`` in place of ``--global-batch-size``
+    (validate_args raises on both; it then sets global_batch_size to b x d, and the calculator's batch is the
+    last stage's, StepBatchsizeNumMicroBatchesCalculator.global_batch_size @ d98e8a64), and
+    ``--eval-global-batch-size`` the main batch, which evaluation would otherwise take from that b x d (validate_args:
+    eval_global_batch_size defaults to global_batch_size), so the canary's --eval-iters count main batches."""
+    g = f.global_batch_sequences
+    stages = ", ".join(f"{s.batch_sequences:,} x {s.steps:,} steps" for s in f.stages)
+    return [
+        (
+            "--step-batch-size-schedule",
+            [step_batch_size_schedule(f)],
+            f"tokens consumed:batch (sequences) per stage; the plan's stages exactly ({stages}); "
+            f"main batch d*b*m = {f.layout.dp}*{f.layout.micro_batch}*{f.layout.microbatches} = {g:,}",
+        ),
+        ("--eval-global-batch-size", [str(g)], "evaluation at the main batch (the canary below)"),
+    ]
 
 
 def unrecomputed_modules(stack: Stack, n_experts: int, attention: str) -> list[str]:
@@ -1024,8 +1061,10 @@ def _optimizer_state_args(f: Facts, warnings: list[str]) -> list[Arg]:
     ]
 
 
-def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
-    """Optimizer, learning-rate schedule and run length."""
+def _lr_args(f: Facts, warnings: list[str], step_schedule: bool = False) -> list[Arg]:
+    """Optimizer, learning-rate schedule and run length (a ramped plan sample-based: before #4411 Megatron refuses
+    a ramp with --train-iters; after it, update_train_iters counts the schedule's steps up to --train-samples,
+    training.py @ d98e8a64, the plan's step count)."""
     ramped = bool(f.ramp)
     g = f.global_batch_sequences
     lr: list[Arg] = [
@@ -1053,8 +1092,12 @@ def _lr_args(f: Facts, warnings: list[str]) -> list[Arg]:
             (
                 "--train-samples",
                 [str(train_samples)],
-                f"{f.total_steps:,} steps = {train_samples * f.seq_len:,} tokens (sample-based: Megatron refuses a "
-                "ramp with --train-iters)",
+                f"{f.total_steps:,} steps = {train_samples * f.seq_len:,} tokens (sample-based: "
+                + (
+                    "Megatron counts the schedule's steps up to it)"
+                    if step_schedule
+                    else "Megatron refuses a ramp with --train-iters)"
+                ),
             ),
             ("--lr-warmup-samples", [str(warm)], f"samples in the first {f.warmup_steps:,} steps"),
             ("--lr-decay-samples", [str(train_samples)], "WSD schedule spans the whole run"),
@@ -1143,32 +1186,79 @@ def _data_args(f: Facts) -> list[Arg]:
     ]
 
 
-def export_megatron(plan: RunPlan) -> ExportResult:
-    """Render ``plan`` as a Megatron-LM ``pretrain_gpt.py`` launch script (pure; see the module docstring)."""
-    from runplan.export import ExportResult
+def export_megatron(
+    plan: RunPlan, engine_version: str | None = None, extra_warnings: Sequence[str] = ()
+) -> ExportResult:
+    """Render ``plan`` as a Megatron-LM ``pretrain_gpt.py`` launch script (pure; see the module docstring).
 
+    ``engine_version`` selects the target (``export._versions``): None or a Megatron-Core 0.15-0.17 release, the
+    flag list of commit 000c4ac2; a 0.18-0.20 release, commit d98e8a64, where a ramp is
+    ``--step-batch-size-schedule``. ``extra_warnings`` (what the CLI finds with the plan file, e.g.
+    :func:`memory_as_megatron_runs_it`) are written into the script's WARNINGS block after the exporter's own."""
+    from runplan.export import ExportResult
+    from runplan.export._versions import MEGATRON_0_20, engine_release
+
+    step_schedule = engine_release("megatron", engine_version) is MEGATRON_0_20
     f = facts(plan)
     arch = architecture(plan)
-    data = engine_data(DATA)
     warnings: list[str] = []
     layout_title = f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.layout.tp}*{f.layout.pp}*{f.layout.cp}) = {f.layout.dp})"
     groups: list[tuple[str, list[Arg]]] = [
         ("model shape", _model_args(f, warnings) + _moe_args(f, arch, warnings)),
         ("architecture (catalog: every field, see the header)", _architecture_args(f, arch, warnings)),
         (layout_title, _layout_args(f, warnings)),
-        ("batch and recomputation", _batch_args(f, warnings)),
-        ("learning rate and length", _lr_args(f, warnings)),
+        ("batch and recomputation", _batch_args(f, warnings, step_schedule)),
+        ("learning rate and length", _lr_args(f, warnings, step_schedule)),
         ("checkpoints", _checkpoint_args(f, warnings)),
         ("evaluation (the plan's canary)", _eval_args(f, warnings)),
         ("data (placeholders)", _data_args(f)),
     ]
-    text = _render(f, arch, data, groups, warnings)
+    flags = {flag for _, args in groups for flag, _, _ in args}
+    warnings += [*_release_warnings(flags, step_schedule), *extra_warnings]
+    text = _render(f, arch, _checked_against(step_schedule), groups, warnings)
     filename = f"{file_slug(f.name)}.megatron.sh"
     return ExportResult(target="megatron", text=text, warnings=warnings, filename=filename)
 
 
+def _checked_against(step_schedule: bool) -> tuple[str, str]:
+    """The script header's two lines naming what its flags were checked against (the default target's: the flag
+    list's engine and version, as before the option existed)."""
+    if not step_schedule:
+        data = engine_data(DATA)
+        return (
+            f"# Flags checked against {data['engine']} {data['version']}:",
+            "#   megatron/training/arguments.py (list: runplan/export/data/megatron_arguments.json).",
+        )
+    return (
+        "# Flags checked against Megatron-LM commit d98e8a64ddf34856e74b24714e3bedb2f5a39553 (Megatron-Core 0.20.0),",
+        "#   megatron/training/arguments.py (runplan export --engine-version 0.20: Megatron-Core 0.18-0.20).",
+    )
+
+
+def _release_warnings(flags: set[str], step_schedule: bool) -> list[str]:
+    """Flags that not every release of the target has. YaRN outside MLA (``--position-embedding-type yarn``,
+    ``--yarn-*``): 'yarn' is a choice from core_v0.18.0 and the ``--yarn-*`` flags exist from core_v0.19.0 (each
+    tag's add_megatron_arguments parser, built 2026-12-03); 000c4ac2 and core_v0.14.0-core_v0.17.0 have neither."""
+    if "--yarn-original-max-position-embeddings" not in flags:
+        return []
+    if step_schedule:
+        return [
+            "RoPE: YaRN outside MLA is written as --position-embedding-type yarn with --yarn-* flags, which "
+            "Megatron-Core 0.19 and 0.20 have and 0.18 does not (there the script stops at argument parsing)"
+        ]
+    return [
+        "RoPE: YaRN outside MLA is written as --position-embedding-type yarn with --yarn-* flags, which "
+        "Megatron-Core 0.15-0.17 do not have (the script stops at argument parsing): on Megatron-Core 0.19 or "
+        "0.20 export with --engine-version 0.20"
+    ]
+
+
 def _render(
-    f: Facts, arch: Architecture, data: dict, groups: list[tuple[str, list[Arg]]], warnings: list[str]
+    f: Facts,
+    arch: Architecture,
+    checked: tuple[str, str],
+    groups: list[tuple[str, list[Arg]]],
+    warnings: list[str],
 ) -> str:
     # both FSDP paths want CUDA_DEVICE_MAX_CONNECTIONS unset (Megatron-LM's FSDP docs)
     fsdp = any(
@@ -1177,8 +1267,7 @@ def _render(
     lines = [
         "#!/usr/bin/env bash",
         f"# Megatron-LM launch script for plan '{comment_text(f.name)}', generated by runplan {runplan_version()}.",
-        f"# Flags checked against {data['engine']} {data['version']}:",
-        "#   megatron/training/arguments.py (list: runplan/export/data/megatron_arguments.json).",
+        *checked,
         f"# World: {f.n_gpus} GPUs = {f.n_nodes} nodes x {f.gpus_per_node}; t={f.layout.tp} p={f.layout.pp} d={f.layout.dp} c={f.layout.cp} "
         f"e={f.layout.ep} v={f.layout.vpp} ZeRO-{f.layout.zero} b={f.layout.micro_batch} m={f.layout.microbatches} recompute={f.layout.recompute}.",
         f"# Assumed, {ASSUMED_OPTIMIZER_SOURCE}.",
