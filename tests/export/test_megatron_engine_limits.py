@@ -67,13 +67,13 @@ def _megatron_kept(saves: list[int], retain: int | None) -> set[int]:
 
 
 def _plan_kept(
-    saves: list[int], gens: int, rollback_every: int, rollback_gens: int, milestone: int
+    saves: list[int], gens: int, rollback_every: int, rollback_gens: int, milestones: list[int]
 ) -> set[int]:
     """What the plan's checkpoint section says exists after the last of ``saves``."""
     kept = set(saves[-gens:])
     if rollback_every:
         kept |= set([s for s in saves if s % rollback_every == 0][-rollback_gens:])
-    return kept | {s for s in saves if milestone and s % milestone == 0}
+    return kept | (set(saves) & set(milestones))
 
 
 def test_megatron_export_keeps_every_checkpoint_the_plan_keeps():
@@ -93,7 +93,7 @@ def test_megatron_export_keeps_every_checkpoint_the_plan_keeps():
             ck.retention_generations,
             ck.rollback_every_steps,
             ck.rollback_generations,
-            ck.milestone_every_steps,
+            ck.milestone_steps,
         )
         assert wanted <= _megatron_kept(so_far, retain), sorted(wanted - _megatron_kept(so_far, retain))[:5]
     (warning,) = [w for w in result.warnings if w.startswith("checkpoint retention:")]

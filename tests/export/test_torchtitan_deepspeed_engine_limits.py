@@ -35,7 +35,7 @@ def _plan_kept(saves: list[int], ck) -> set[int]:
     if ck.rollback_every_steps:
         points = [s for s in saves if s % ck.rollback_every_steps == 0]
         kept |= set(points[-ck.rollback_generations :])
-    return kept | {s for s in saves if ck.milestone_every_steps and s % ck.milestone_every_steps == 0}
+    return kept | (set(saves) & set(ck.milestone_steps))
 
 
 def _kept_phrases(ck) -> list[str]:

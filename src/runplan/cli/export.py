@@ -3,7 +3,8 @@ engine's launch file (for the engine release V, ``export._versions``).
 
 Builds the run plan (``runplan.plan.build_plan``), calls the pure exporter and writes the file to stdout, to
 PATH, or into PATH when it is a directory (under the exporter's file name). Warnings, one line each, go to
-stderr. ``--json`` prints ``{"target", "filename", "text", "warnings"}`` instead. Nothing heavy is imported at
+stderr. ``--json`` prints ``{"target", "filename", "text", "warnings"}`` instead of the text (with ``-o``, as well as
+writing the file). Nothing heavy is imported at
 module level.
 """
 
@@ -87,7 +88,7 @@ def export_command(
     ):  # an engine's refusal names the plan's key (stack.fp8_recipe) at file:line, not a flag
         result = export_plan(plan, target, engine_version, extra)
 
-    if as_json or to_file is None:
+    if to_file is None:
         _warn(result.warnings, target)
         if as_json:
             print_json(result)
@@ -97,6 +98,8 @@ def export_command(
     path = to_file / result.filename if into_directory else to_file
     written = write_output(result.text, path, "--output", not_over=plan_file, executable=target == "megatron")
     _warn(result.warnings, target)
+    if as_json:  # -o with --json: the file is written and the JSON still printed (it was printed alone)
+        print_json(result)
     print(f"runplan: wrote {written} ({target}, {len(result.warnings)} warning(s))", file=sys.stderr)
 
 

@@ -147,6 +147,7 @@ class Facts:
     rollback_every_steps: int  # 0: the rolling generations reach back far enough, no rollback points
     rollback_generations: int
     milestone_every_steps: int
+    milestone_steps: tuple[int, ...]  # where milestones fall (a batch ramp moves them off the multiples)
     async_checkpoint: bool
     # monitoring: the canary batch (ops/monitoring.py)
     canary_examples: int
@@ -321,6 +322,7 @@ def facts(plan: RunPlan) -> Facts:
         rollback_every_steps=int(ckpt.rollback_every_steps),
         rollback_generations=int(ckpt.rollback_generations),
         milestone_every_steps=int(ckpt.milestone_every_steps),
+        milestone_steps=tuple(int(step) for step in ckpt.milestone_steps),
         async_checkpoint=bool(ckpt.host_staging),
         canary_examples=int(plan.monitoring.canary_examples),
         canary_every_steps=int(plan.monitoring.canary_every_steps),
@@ -336,9 +338,22 @@ def kept_checkpoints(f: Facts) -> str:
         keep.append(
             f"the {f.rollback_generations} newest at multiples of {f.rollback_every_steps:,} steps (rollback points)"
         )
-    if f.milestone_every_steps:
-        keep.append(f"every one at a multiple of {f.milestone_every_steps:,} steps (milestones)")
+    if f.milestone_steps:
+        keep.append(_milestones_in_words(f.milestone_every_steps, f.milestone_steps))
     return keep[0] if len(keep) == 1 else f"{', '.join(keep[:-1])} and {keep[-1]}"
+
+
+def _milestones_in_words(every: int, at: tuple[int, ...]) -> str:
+    """The plan's milestones (ops/checkpoint.py ``_milestone_steps``): the multiples of ``every`` without a batch
+    ramp; with one, the steps where the tokens cross each spacing, listed (all of them up to 12, else the first
+    three and the last, with the plan key that lists them all)."""
+    if list(at) == [every * j for j in range(1, len(at) + 1)]:
+        return f"every one at a multiple of {every:,} steps (milestones)"
+    shown = ", ".join(f"{step:,}" for step in at)
+    if len(at) > 12:
+        shown = ", ".join(f"{step:,}" for step in at[:3]) + f", ... {at[-1]:,}"
+        return f"the {len(at)} at steps {shown} (milestones; all in the plan's checkpointing.milestone_steps)"
+    return f"the one{'s' * (len(at) > 1)} at step{'s' * (len(at) > 1)} {shown} (milestones)"
 
 
 def fmt_float(x: float) -> str:

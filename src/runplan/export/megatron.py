@@ -170,7 +170,8 @@ def _step_schedule_warning(f: Facts) -> str:
         "--rampup-batch-size but ignores it (deprecated), running every step at the main batch "
         f"({g:,} sequences, train_samples // {g:,} steps); on such a checkout replace --global-batch-size and "
         f"--rampup-batch-size with --step-batch-size-schedule '{step_batch_size_schedule(f)}' (thresholds in "
-        f"tokens, the plan's stages exactly) --eval-global-batch-size {g} (the canary's batch)"
+        f"tokens, the plan's stages exactly) --eval-global-batch-size {g} (the canary's batch), as "
+        "--engine-version 0.20 writes it"
     )
 
 
