@@ -92,11 +92,13 @@ def test_a_pinned_m_that_breaks_the_interleaving_rule_is_named_as_such():
 
 
 def test_a_batch_ceiling_below_every_layout_names_flags_and_the_batch_that_fits():
-    """DP 512 pinned at 4,096 tokens: the least batch is 512*1*1*4,096 = 2,097,152 tokens, above 1M + 10%."""
+    """DP 512 pinned at 4,096 tokens: the least batch is 512*1*1*4,096 = 2,097,152 tokens, above 1M + 10%. Fewer
+    GPUs would keep d = 512 (they shrink tp·pp·cp), so they are not offered: a smaller --dp is."""
     code, text = _run(*BASE, "--dp", "512", "--global-batch", "1M")
     assert code == 1
     assert "smallest global batch any layout can run is 2,097,152 tokens (d·b·m·s)" in text
-    assert "fewer GPUs (--gpus); a smaller --dp; or a batch of at least that (--global-batch 2097152" in text
+    assert "1,100,000: a smaller --dp; or a batch of at least that (--global-batch 2097152" in text
+    assert "fewer GPUs" not in text
     assert _run(*BASE, "--dp", "512", "--global-batch", "2097152")[0] == 0
 
 
@@ -122,8 +124,8 @@ def test_zero3_pinned_where_every_layout_has_stages_is_explained_not_an_internal
     argv = ["parallelize", "--model", "gemma-2-9b", "--gpus", "8", "--zero", "3", "--vpp", "2"]
     code, text = _run(*argv)
     assert code == 1 and "internal error" not in text
-    assert "ZeRO-3 under pipeline stages is PyTorch FSDP's (torchtitan), not this stack's" in text
-    assert "pin --pp as well to evaluate it anyway, or a lower --zero" in text
+    assert "this stack searches ZeRO-3 under them only with --pp pinned" in text
+    assert "pin --pp as well to evaluate it (on Megatron, an untested layout), or a lower --zero" in text
     assert _run(*argv[:-2], "--pp", "2", "--vpp", "3")[0] == 0  # both pinned: evaluated
 
 

@@ -75,6 +75,8 @@ class Prepared:
     family: str
     #: tokens/s per GPU measured; None for a speedup run
     measured_tps: float | None
+    #: the model FLOP/s per GPU it implies over the dense peak (:func:`implied_mfu`); None for a speedup run
+    mfu: float | None = None
 
     @property
     def id(self) -> str:
@@ -105,21 +107,62 @@ _LIKELY_MISTAKE = {
 }
 
 
+def _peak(run: MeasuredRun, gpu: GpuSpec) -> tuple[float, str]:
+    """(the dense peak FLOP/s per GPU a run's MFU is over, its precision): bf16, or fp8 for an fp8 stack."""
+    fp8 = run.stack.precision == "fp8" and gpu.fp8_flops is not None
+    return float(
+        gpu.fp8_flops if fp8 and gpu.fp8_flops is not None else gpu.bf16_flops
+    ), "fp8" if fp8 else "bf16"
+
+
 def _check_possible(run: MeasuredRun, index: int, gpu: GpuSpec, model_flops_per_second: float) -> None:
     """A SpecError at the measured key when the run implies more model FLOP/s per GPU than the GPU's dense peak
     (bf16, or fp8 for an fp8 stack): MFU above 1 is a unit mistake, not a measurement."""
-    fp8 = run.stack.precision == "fp8" and gpu.fp8_flops is not None
-    peak = float(gpu.fp8_flops if fp8 and gpu.fp8_flops is not None else gpu.bf16_flops)
+    peak, precision = _peak(run, gpu)
     mfu = model_flops_per_second / peak
     if mfu <= 1.0:
         return
     key = next(k for k in THROUGHPUT_KEYS if getattr(run.measured, k) is not None)
     raise SpecError(
         f"implies MFU {mfu:,.1f}: {model_flops_per_second / 1e12:,.0f} model TFLOP/s per GPU, above the "
-        f"{'fp8' if fp8 else 'bf16'} dense peak of {gpu.name} ({peak / 1e12:,.0f} TFLOP/s), which no run reaches",
+        f"{precision} dense peak of {gpu.name} ({peak / 1e12:,.0f} TFLOP/s), which no run reaches",
         where=f"runs[{index}].measured.{key}",
         hint=_LIKELY_MISTAKE[key].format(n=run.n_gpus),
     )
+
+
+#: The least MFU among the 166 published runs of benchmarks/published_runs.yaml (the model FLOP/s per GPU their
+#: published throughput implies, over the dense peak, as :func:`prepare` computes it): torchtitan's Llama 3.1
+#: 405B on 512 H100s at 256k context, fp8 (docs/performance.md), 7.2%.
+SLOWEST_PUBLISHED_MFU = 0.072
+#: An implied MFU below this is a unit slip, not a slow run: 72 times below the slowest published run, and where
+#: any possible run (MFU at most 1) timed in milliseconds and written as seconds lands (1/1000 of its MFU). Warned,
+#: not refused: a real run this slow (a debugging job on a tiny model) is still fitted as written.
+IMPLAUSIBLE_MFU = 1e-3
+
+
+def slow_run_warnings(prepared: Sequence[Prepared]) -> list[str]:
+    """One caution per run whose measured time implies an MFU below :data:`IMPLAUSIBLE_MFU`; a step_seconds
+    that, read as milliseconds, gives a plausible MFU (at least that, and at most 1 since it is below 1/1000 as
+    written) is named with that value: the likely slip."""
+    out = []
+    for p in prepared:
+        if p.mfu is None or p.mfu >= IMPLAUSIBLE_MFU:
+            continue
+        key = next(k for k in THROUGHPUT_KEYS if getattr(p.run.measured, k) is not None)
+        said = (
+            f"run {p.id!r}: {key} implies MFU {p.mfu:.3%} of the {_peak(p.run, p.request.gpu)[1]} peak, under "
+            f"{IMPLAUSIBLE_MFU:.1%} (the slowest published run: {SLOWEST_PUBLISHED_MFU:.1%})"
+        )
+        seconds = p.run.measured.step_seconds
+        if key == "step_seconds" and seconds is not None and p.mfu * 1000 >= IMPLAUSIBLE_MFU:
+            out.append(
+                f"{said}; milliseconds written as seconds? step_seconds: {seconds / 1000:.4g} would be MFU "
+                f"{p.mfu * 1000:.1%}"
+            )
+        else:
+            out.append(f"{said}: check its unit")
+    return out
 
 
 def _check_memory_possible(run: MeasuredRun, index: int, gpu: GpuSpec) -> None:
@@ -175,7 +218,8 @@ def prepare(measured: MeasuredFile, catalog: Catalog) -> list[Prepared]:
             _check_possible(run, i, gpu, tps * flops_per_token)
         _check_memory_possible(run, i, gpu)
         _check_family_fittable(run, i, gpu)
-        out.append(Prepared(i, run, request, gpu_family(gpu), tps))
+        mfu = None if tps is None else tps * flops_per_token / _peak(run, gpu)[0]
+        out.append(Prepared(i, run, request, gpu_family(gpu), tps, mfu))
     return out
 
 
@@ -737,7 +781,9 @@ def lone_run_warnings(in_fit: dict[str, float], loo: dict[str, float]) -> list[s
 
 
 def _unfitted(p: Prepared) -> Prepared:
-    return Prepared(p.index, p.run.model_copy(update={"fit": False}), p.request, p.family, p.measured_tps)
+    return Prepared(
+        p.index, p.run.model_copy(update={"fit": False}), p.request, p.family, p.measured_tps, p.mfu
+    )
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from runplan.calibrate.fit import (
     memory_error,
     predict_memory,
     run_efficiency,
+    slow_run_warnings,
     step_error,
     summary,
 )
@@ -105,7 +106,7 @@ def run_calibration(
     result = calibrate(prepared, base_effs, hold=hold)
     loo, loo_method = leave_one_out(prepared, result)
     in_fit = {p.id: float(e) for p, e in zip(prepared, result.log_errors, strict=True)}
-    warnings = result.warnings + lone_run_warnings(in_fit, loo)
+    warnings = slow_run_warnings(prepared) + result.warnings + lone_run_warnings(in_fit, loo)
     effs = result.efficiencies()
     rows = [_residual(p, i, result, effs, loo, warnings) for i, p in enumerate(prepared)]
     fitted = [r for r in rows if r.fit]

@@ -28,17 +28,40 @@ class Format(StrEnum):
     yaml = "yaml"
 
 
+#: The short names --format takes beside the full ones: a Markdown file's and a YAML file's usual extensions.
+FORMAT_ALIASES = {"md": Format.markdown, "yml": Format.yaml}
+FORMAT_HELP = "terminal, markdown (md), json or yaml (yml)"
+
+
+def parse_format(name: str) -> Format:
+    """``--format``'s value as a :class:`Format`: a full name or a short one (:data:`FORMAT_ALIASES`), in any
+    case; anything else is a SpecError at --format naming every accepted value."""
+    from runplan.errors import SpecError
+
+    key = name.strip().lower()
+    if key in FORMAT_ALIASES:
+        return FORMAT_ALIASES[key]
+    if key in Format.__members__:
+        return Format(key)
+    raise SpecError(f"unknown format '{name}'", where="--format", hint=f"use one of {FORMAT_HELP}")
+
+
+def _complete_format(incomplete: str) -> list[str]:
+    return [name for name in [*Format.__members__, *FORMAT_ALIASES] if name.startswith(incomplete.lower())]
+
+
 @handle_errors
 def plan(
     plan_file: Path = typer.Argument(
         ..., help="Plan file (YAML); start from `runplan init`.", show_default=False
     ),
-    fmt: Format = typer.Option(
-        Format.terminal,
+    fmt_name: str = typer.Option(
+        Format.terminal.value,
         "--format",
         "-f",
-        help="terminal, markdown, json or yaml (the "
-        "resolved plan: inputs plus every derived number, which `runplan check` diffs).",
+        help=f"{FORMAT_HELP}; yaml is the resolved plan (inputs plus every derived number, which `runplan check` "
+        "diffs).",
+        autocompletion=_complete_format,
     ),
     output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     plots: Path | None = typer.Option(
@@ -58,6 +81,7 @@ def plan(
     from runplan.cli.common import check_output_path, write_output
     from runplan.plan import allocation_law
 
+    fmt = parse_format(fmt_name)
     if json_flag and fmt not in (Format.terminal, Format.json):  # terminal is the default: not a choice
         from runplan.errors import SpecError
 

@@ -416,12 +416,19 @@ def _engine_rules_reason(request: ParallelRequest) -> str:
     if zero in (2, 3) and preset == "deepspeed":
         return "every layout the pins leave has pipeline stages, and DeepSpeed's pipeline engine runs ZeRO below 2 only"
     if zero == 3:
-        why = "ZeRO-3 under pipeline stages is PyTorch FSDP's (torchtitan), not this stack's"
-    else:
-        why = "the stack's engine rules remove every layout the pins leave"
+        # Megatron-LM @ d98e8a6: --use-torch-fsdp2 asserts pipeline_model_parallel_size == 1 (training/arguments.py),
+        # Megatron FSDP v2 raises on it (core/distributed/fsdp/mcore_fsdp_adapter.py, _validate_config); Megatron
+        # FSDP v1 (--use-megatron-fsdp, what the export writes for ZeRO-3) is not refused, but every functional
+        # test of it runs PP 1 (tests/functional_tests). Pinned, the layout is evaluated (build_grid's rule).
+        return (
+            "every layout the pins leave has pipeline stages, and this stack searches ZeRO-3 under them only with "
+            "parallel.pp pinned (FSDP2 under PyTorch pipelining is torchtitan's; Megatron-LM refuses "
+            "--use-torch-fsdp2 with stages and tests Megatron FSDP with none): pin parallel.pp as well to evaluate "
+            "it (on Megatron, an untested layout), or a lower parallel.zero"
+        )
     return (
-        f"every layout the pins leave has pipeline stages, and {why}: pin parallel.pp as well to evaluate it "
-        "anyway, or a lower parallel.zero"
+        "every layout the pins leave has pipeline stages, and the stack's engine rules remove every layout the "
+        "pins leave: pin parallel.pp as well to evaluate it anyway, or a lower parallel.zero"
     )
 
 
@@ -994,7 +1001,7 @@ def _suggestions(
     if not ok["global_batch"].any():
         out.append(_batch_remedies(request, grid, ev, bounds))
     if all(v.any() for v in ok.values()):  # each constraint alone leaves rows, no row passes all three
-        out += _joint_suggestions(request, ev, ok, bounds)
+        out += _joint_suggestions(request, grid, ev, ok, bounds)
     pinned = list(request.pins.pinned())
     if pinned:
         out.append("unpin " + ", ".join(f"parallel.{k}" for k in pinned) + " to widen the search")
@@ -1015,29 +1022,53 @@ def _batch_remedies(request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, 
     is set, since min and max only narrow a target's range (:func:`batch_range_tokens`)."""
     pins, s = request.pins, request.seq_len
     least_m = pins.microbatches or np.where(grid.vpp > 1, grid.pp, 1)
-    smallest = float((grid.dp.astype(float) * grid.micro_batch * least_m * s).min())
+    smallest_per_dp = grid.micro_batch * least_m * s  # b·m·s: a row's batch over its d
+    smallest = float((grid.dp.astype(float) * smallest_per_dp).min())
     if smallest > bounds.high_tokens:
-        pinned = [f"parallel.{axis}" for axis in ("dp", "micro_batch", "microbatches") if getattr(pins, axis)]
-        shrink = "; a smaller " + " or ".join(pinned) if pinned else ""
         out = (
             f"the smallest global batch any layout can run is {smallest:,.0f} tokens (d·b·m·s) against a ceiling "
-            f"of {bounds.high_tokens:,.0f}: fewer GPUs (cluster.gpus){shrink}"
+            f"of {bounds.high_tokens:,.0f}"
         )
+        shrink = _smaller_batch_pins(request, grid, smallest_per_dp, smallest)
         least = _least_legal_batch(request, grid, bounds)
         if least is None:
-            return out + "; no larger batch meets the bubble cap within memory"
+            return (
+                out
+                + (": " + "; ".join(shrink) if shrink else "")
+                + "; no larger batch meets the bubble cap within memory"
+            )
         which = (
             "that"
             if least == smallest
             else f"{least:,.0f} tokens, the least within the bubble cap and memory"
         )
         largest = _max_batch_clause(request, least)
-        return out + f"; or a batch of at least {which} (schedule.global_batch_tokens={least:.0f}{largest})"
+        batch = f"a batch of at least {which} (schedule.global_batch_tokens={least:.0f}{largest})"
+        return out + ": " + "; ".join([*shrink, f"or {batch}" if shrink else batch])
     tokens = ev.tokens_per_step
     in_range = (tokens >= bounds.low_tokens) & (tokens <= bounds.high_tokens)
     if in_range.any() and pins.microbatches:
         return _interleaving_remedy(request, grid, in_range, bounds)
     return _batch_steps(tokens, bounds, "any layout")
+
+
+def _smaller_batch_pins(
+    request: ParallelRequest, grid: LayoutGrid, per_dp: np.ndarray, smallest: float
+) -> list[str]:
+    """What lowers the smallest batch d·b·m·s (``per_dp``: each row's b·m·s at its least m): fewer GPUs where a
+    row's d can fall (to 1, or to a pinned dp) below the smallest batch, since fewer GPUs shrink only d; a
+    smaller pinned dp or micro_batch where it is above 1, a smaller pinned microbatches where it is above the
+    least a row takes (1, or p interleaved). Nothing where d, b and m are at their least already."""
+    pins = request.pins
+    out = []
+    if float(per_dp.min()) * (pins.dp or 1) < smallest:
+        out.append("fewer GPUs (cluster.gpus)")
+    least_m = int(np.where(grid.vpp > 1, grid.pp, 1).min())
+    above = {"dp": 1, "micro_batch": 1, "microbatches": least_m}
+    pinned = [f"parallel.{axis}" for axis, least in above.items() if (getattr(pins, axis) or 0) > least]
+    if pinned:
+        out.append("a smaller " + " or ".join(pinned))
+    return out
 
 
 def _max_batch_clause(request: ParallelRequest, tokens: float) -> str:
@@ -1390,7 +1421,7 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
 
 
 def _joint_suggestions(
-    request: ParallelRequest, ev: Evaluation, ok: dict[str, np.ndarray], bounds: _Bounds
+    request: ParallelRequest, grid: LayoutGrid, ev: Evaluation, ok: dict[str, np.ndarray], bounds: _Bounds
 ) -> list[str]:
     """When only the constraints together rule every row out: how far each one is from passing among the rows
     that pass the other two."""
@@ -1403,9 +1434,12 @@ def _joint_suggestions(
         if not below.size:  # every such batch is too large; a largest batch narrows a target, never widens it
             least = float(above.min())
             largest = _max_batch_clause(request, least)
+            # fewer GPUs shrink only d: offered where a row's d·b·m·s at d = 1 (or the pinned dp) is below it
+            per_dp = batches / grid.dp[fits]
+            fewer = "use fewer GPUs, or " if float(per_dp.min()) * (request.pins.dp or 1) < least else ""
             out.append(
                 f"the smallest global batch of a layout within memory and the bubble cap is {least:,.0f} "
-                f"tokens against a ceiling of {high:,.0f}: use fewer GPUs, or a larger batch "
+                f"tokens against a ceiling of {high:,.0f}: {fewer}a larger batch "
                 f"(schedule.global_batch_tokens={least:.0f}{largest})"
             )
         else:
