@@ -824,7 +824,7 @@ def search(request: ParallelRequest) -> SearchResult:
         warnings=[
             _batch_law_line(request, crit, bounds),
             *precision_notes(request.gpu, request.stack, moe=request.model.is_moe),
-            *_pinned_zero0_notes(request),
+            *_pinned_zero_notes(request),
         ],
     )
     if grid is None:
@@ -896,6 +896,21 @@ def _fastest(
         return None
     i = int(idx[np.argmax(ev.tokens_per_second[idx])])
     return _estimate(request, grid, ev, i, bounds, _violations(request, grid, ev, i, bounds, batch_ok))
+
+
+def _pinned_zero_notes(request: ParallelRequest) -> list[str]:
+    """A pinned ZeRO stage the stack's engine does not have (``Stack.zero_stages``: torchtitan has no ZeRO-1/2,
+    Megatron-LM 2021-22 no sharding beyond the optimizer states), and :func:`_pinned_zero0_notes`."""
+    stages, zero = request.stack.zero_stages, request.pins.zero
+    if zero is None or stages is None or zero in stages:
+        return _pinned_zero0_notes(request)
+    have = ", ".join(str(z) for z in stages)
+    return [
+        f"the pinned ZeRO-{zero} is evaluated, but this stack's engine has ZeRO {have} only (stack.zero_stages); "
+        f"pin one of them (--zero / parallel.zero) or plan with the stack of an engine that has it (--stack / "
+        "stack:)",
+        *_pinned_zero0_notes(request),
+    ]
 
 
 def _pinned_zero0_notes(request: ParallelRequest) -> list[str]:
