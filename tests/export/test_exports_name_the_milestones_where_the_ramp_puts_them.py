@@ -1,7 +1,7 @@
 """A batch ramp moves the plan's milestones off the multiples of milestone_every_steps (ops/checkpoint.py
-``_milestone_steps``); an engine that does not keep them itself (Megatron without --save-retain-interval,
-torchtitan with keep_latest_k = 0, DeepSpeed) is told to keep the saves at the steps the plan lists, not at
-multiples whose saves are rolling generations to delete."""
+``_milestone_steps``). Megatron, which runs the ramp and does not keep them itself (no --save-retain-interval),
+is told to keep the saves at the steps the plan lists, not at multiples whose saves are rolling generations to
+delete; torchtitan and DeepSpeed, which drop the ramp, keep the multiples (every step at the main batch)."""
 
 from __future__ import annotations
 
@@ -26,14 +26,26 @@ def ramped_plan() -> RunPlan:
     return RunPlan.model_validate(json.loads(result.stdout))
 
 
-@pytest.mark.parametrize("target", ["megatron", "torchtitan", "deepspeed"])
-def test_the_retention_warning_lists_the_plans_milestone_steps(ramped_plan, target):
+def test_megatron_which_runs_the_ramp_is_told_the_plans_milestone_steps(ramped_plan):
     ck = ramped_plan.checkpointing
     at = ck.milestone_steps
     assert 1 < len(at) <= 12 and at[0] != ck.milestone_every_steps  # the ramp moved them
-    (warning,) = [w for w in export_plan(ramped_plan, target).warnings if "(milestones)" in w]
+    (warning,) = [w for w in export_plan(ramped_plan, "megatron").warnings if "(milestones)" in w]
     assert "steps " + ", ".join(f"{s:,}" for s in at) + " (milestones)" in warning
-    assert f"multiple of {ck.milestone_every_steps:,} steps (milestones)" not in warning
+    assert f"multiple of {ck.milestone_every_steps:,} steps" not in warning
+
+
+@pytest.mark.parametrize("target", ["torchtitan", "deepspeed"])
+def test_an_engine_that_drops_the_ramp_keeps_the_multiples_at_the_main_batch(ramped_plan, target):
+    """Without the ramp every step is at the main batch, so the milestones' tokens (j × milestone_every_steps ×
+    the main batch) fall at the multiples; the ramp's milestone_steps would be the wrong saves."""
+    ck = ramped_plan.checkpointing
+    (warning,) = [w for w in export_plan(ramped_plan, target).warnings if "(milestones" in w]
+    assert (
+        f"every one at a multiple of {ck.milestone_every_steps:,} steps (milestones: with the ramp dropped"
+        in (warning)
+    )
+    assert f"{ck.milestone_steps[0]:,}" not in warning
 
 
 def test_milestones_in_words_without_a_ramp_and_when_there_are_many():

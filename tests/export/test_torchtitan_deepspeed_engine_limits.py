@@ -35,14 +35,15 @@ def _plan_kept(saves: list[int], ck) -> set[int]:
     if ck.rollback_every_steps:
         points = [s for s in saves if s % ck.rollback_every_steps == 0]
         kept |= set(points[-ck.rollback_generations :])
-    return kept | (set(saves) & set(ck.milestone_steps))
+    # torchtitan and DeepSpeed drop the batch ramp: every step at the main batch, milestones at the multiples
+    return kept | {s for s in saves if ck.milestone_every_steps and s % ck.milestone_every_steps == 0}
 
 
 def _kept_phrases(ck) -> list[str]:
     return [
         f"the {ck.retention_generations} newest checkpoints",
         f"the {ck.rollback_generations} newest at multiples of {ck.rollback_every_steps:,} steps (rollback points)",
-        f"every one at a multiple of {ck.milestone_every_steps:,} steps (milestones)",
+        f"every one at a multiple of {ck.milestone_every_steps:,} steps (milestones",
         "delete by hand",
     ]
 

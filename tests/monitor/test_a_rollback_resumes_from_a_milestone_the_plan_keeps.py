@@ -39,3 +39,23 @@ def test_the_70b_plans_milestones_reach_the_monitor_as_the_plan_lists_them():
     assert cp.milestone_steps == at
     # long after the rolling saves of that time rotated away, the rollback point is the first milestone
     assert cp.newest_at_or_before(at[1] - 1, now=at[-1]) == at[0]
+
+
+def test_weights_only_milestones_are_not_rollback_points(tmp_path):
+    """operations.milestone_weights_only keeps bf16/fp32 weights without optimizer state: no run resumes from
+    them, so the monitor does not offer them as a rollback step."""
+    plan_file = tmp_path / "plan.yaml"
+    text = EXAMPLE.read_text(encoding="utf-8")
+    assert "\noperations:\n" in text
+    plan_file.write_text(
+        text.replace("\noperations:\n", "\noperations:\n  milestone_weights_only: true\n"), encoding="utf-8"
+    )
+    result = CliRunner().invoke(app, ["plan", str(plan_file), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    plan = RunPlan.model_validate(json.loads(result.stdout))
+    assert (
+        plan.checkpointing.milestone_steps
+        and plan.checkpointing.milestone_bytes < plan.checkpointing.total_bytes
+    )
+    cp = checkpoints_for(SimpleNamespace(saved_steps=[], checkpoint_interval_steps=None), None, plan)
+    assert cp.milestone_steps == []

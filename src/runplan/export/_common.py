@@ -329,16 +329,23 @@ def facts(plan: RunPlan) -> Facts:
     )
 
 
-def kept_checkpoints(f: Facts) -> str:
+def kept_checkpoints(f: Facts, *, runs_the_ramp: bool = True) -> str:
     """The saves the plan keeps (ops/checkpoint.py, retention_procedure), in words: its rolling generations,
     its rollback points (the newest at multiples of ``rollback_every_steps``) and its milestones. An engine
-    that deletes by count only (torchtitan's keep_latest_k) or not at all (DeepSpeed) needs this said."""
+    that deletes by count only (torchtitan's keep_latest_k) or not at all (DeepSpeed) needs this said. An
+    engine that drops the plan's batch ramp (``runs_the_ramp`` False) runs every step at the main batch, where
+    the milestones' tokens fall at the multiples of ``milestone_every_steps`` (the ramp's steps would not)."""
     keep = [f"the {f.retention_generations} newest checkpoints"]
     if f.rollback_every_steps:
         keep.append(
             f"the {f.rollback_generations} newest at multiples of {f.rollback_every_steps:,} steps (rollback points)"
         )
-    if f.milestone_steps:
+    if f.milestone_steps and f.ramp and not runs_the_ramp:
+        keep.append(
+            f"every one at a multiple of {f.milestone_every_steps:,} steps (milestones: with the ramp dropped, "
+            "every step is at the main batch)"
+        )
+    elif f.milestone_steps:
         keep.append(_milestones_in_words(f.milestone_every_steps, f.milestone_steps))
     return keep[0] if len(keep) == 1 else f"{', '.join(keep[:-1])} and {keep[-1]}"
 

@@ -490,7 +490,7 @@ def _user_code_warnings(f: Facts, warnings: list[str]) -> None:
             else ""
         )
         + "; it deletes none: to hold the plan's storage, delete by hand (after the newest save is complete) "
-        f"every checkpoint except {kept_checkpoints(f)}"
+        f"every checkpoint except {kept_checkpoints(f, runs_the_ramp=False)}"
     )
     warnings.append(
         "model: DeepSpeed builds no model; construct it with every field of runplan.architecture in this file "

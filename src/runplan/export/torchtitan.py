@@ -588,7 +588,7 @@ def _checkpoint_entries(f: Facts, warnings: list[str]) -> list[Entry]:
             f"{f.retention_generations} it would delete every step-N folder but the {f.retention_generations} "
             f"newest, including the plan's {held}; to hold the plan's storage, delete "
             "by hand (after the newest save is complete) every step-N folder in <dump_folder>/checkpoint "
-            f"except {kept_checkpoints(f)}"
+            f"except {kept_checkpoints(f, runs_the_ramp=False)}"
         )
     elif keep == 1:
         keep = 2

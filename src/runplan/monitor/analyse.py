@@ -17,6 +17,7 @@ from runplan.monitor.thresholds import Thresholds
 from runplan.monitor.words import counted
 
 if TYPE_CHECKING:
+    from runplan.ops.checkpoint import CheckpointPlan
     from runplan.plan import RunPlan
 
 
@@ -59,7 +60,7 @@ def checkpoints_for(log: MetricLog, interval_steps: int | None, plan: RunPlan | 
             retention_generations=cp.retention_generations,
             rollback_every_steps=cp.rollback_every_steps,
             rollback_generations=cp.rollback_generations,
-            milestone_steps=list(cp.milestone_steps),
+            milestone_steps=_resumable_milestones(cp),
             source=_plan_checkpoints(cp.interval_steps, cp.retention_generations, cp.rollback_every_steps),
         )
     if log.checkpoint_interval_steps:
@@ -76,6 +77,13 @@ def checkpoints_for(log: MetricLog, interval_steps: int | None, plan: RunPlan | 
     return Checkpoints(
         source="none known (the log lists no saved step; give --checkpoint-interval or --plan)"
     )
+
+
+def _resumable_milestones(cp: CheckpointPlan) -> list[int]:
+    """The plan's milestones a run can resume from: full checkpoints only. Weights-only milestones
+    (operations.milestone_weights_only: ``milestone_bytes`` below the full ``total_bytes``) hold no optimizer
+    state, so a rollback cannot restart from them (ops/checkpoint.py ``_milestones``)."""
+    return list(cp.milestone_steps) if cp.milestone_bytes >= cp.total_bytes else []
 
 
 def _plan_checkpoints(interval: int, generations: int, rollback_every: int) -> str:
