@@ -354,15 +354,11 @@ class Stack(BaseModel):
         """autocast_fp32_weights describes fp32 parameters with fp32 .grad: a bf16 gradient buffer or FSDP's
         mixed precision is another stack, and fp8 linears are TransformerEngine's or torchao's recipes."""
         if self.autocast_fp32_weights:
-            clash = [
-                text
-                for wanted, text in (
-                    (self.gradient_dtype != "fp32", "gradient_dtype bf16"),
-                    (self.fsdp_mixed_precision, "fsdp_mixed_precision"),
-                    (self.precision == "fp8", "precision fp8"),
-                )
-                if wanted
-            ]
+            clash = _those_set(
+                ("gradient_dtype bf16", self.gradient_dtype != "fp32"),
+                ("fsdp_mixed_precision", self.fsdp_mixed_precision),
+                ("precision fp8", self.precision == "fp8"),
+            )
             if clash:
                 raise ValueError(
                     f"autocast_fp32_weights (fp32 parameters and .grad under torch.autocast) does not go with "
@@ -376,14 +372,10 @@ class Stack(BaseModel):
         where the fp32 parameters are the master (FSDP mixed precision, autocast) the optimizer is torch.optim's
         AdamW, whose moments take the parameter's dtype (torchtitan 0.2.2's [optimizer] has no state dtype)."""
         if self.optimizer_state_dtype == "bf16":
-            clash = [
-                name
-                for name, on in (
-                    ("fsdp_mixed_precision", self.fsdp_mixed_precision),
-                    ("autocast_fp32_weights", self.autocast_fp32_weights),
-                )
-                if on
-            ]
+            clash = _those_set(
+                ("fsdp_mixed_precision", self.fsdp_mixed_precision),
+                ("autocast_fp32_weights", self.autocast_fp32_weights),
+            )
             if clash:
                 raise ValueError(
                     f"optimizer_state_dtype bf16 (Megatron's precision-aware optimizer, beside an fp32 master) does "
@@ -416,6 +408,11 @@ class Stack(BaseModel):
                 return value  # the Literal check names the allowed presets
             return {**PRESETS[name], **value}
         return value
+
+
+def _those_set(*settings: tuple[str, bool]) -> list[str]:
+    """The names of the settings that are on, in order: what a validator lists as clashing."""
+    return [name for name, on in settings if on]
 
 
 def _load_presets() -> dict[str, dict[str, Any]]:
