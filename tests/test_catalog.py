@@ -171,6 +171,7 @@ gpus:
     inter_node_bandwidth_bytes_per_s: 12.5e9
     gpus_per_node: 4
     tdp_watts: 300
+    family: hopper            # a name that says no chip states its family (or planning refuses it)
 models:
   - name: my-1b
     family: mine

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -130,8 +131,15 @@ class Catalog:
         return self._models[_lookup(name, self._model_index, "model", "models", where)]
 
     def gpu(self, name: str, *, where: str | None = None) -> GpuSpec:
-        """The GPU named ``name`` (or one of its aliases); a miss raises SpecError with a did-you-mean."""
-        return self.gpu_entry(name, where=where).spec
+        """The GPU named ``name`` (or one of its aliases), its ``family`` known (:meth:`gpu_spec`); a miss raises
+        SpecError with a did-you-mean."""
+        return self.gpu_spec(self.gpu_entry(name, where=where), where=where)
+
+    def gpu_spec(self, entry: GpuEntry, *, where: str | None = None) -> GpuSpec:
+        """``entry``'s spec with its family: as stated (every shipped entry does), else as its name and aliases
+        read it (:func:`with_family`), else a SpecError at ``where`` naming the file that holds the entry."""
+        names = (entry.name, *entry.aliases)
+        return with_family(entry.spec, names, self, where=where, entry_file=entry.origin)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -153,6 +161,74 @@ class Catalog:
     def family_of(self, name: str) -> str | None:
         key = self._model_index.get(normalize_name(name))
         return self._models[key].family if key else None
+
+
+# ---- a GPU's family --------------------------------------------------------------------------
+# The one place a GPU's architecture is decided when an entry (a user catalog's, a plan's inline cluster.gpu, a
+# calibrate file's gpus:) omits it: it lives here, beside the entries it reads, since chip names come from the
+# catalog's own entries; hardware.py only declares the field (and cannot import the catalog).
+
+#: A chip's model number as catalogs write it in a GPU's name: letters, three digits, an optional letter (h100,
+#: a100, b200, mi300x); not a memory size (80gb) or a form factor (sxm5).
+_CHIP = re.compile(r"^[a-z]+\d{3}[a-z]?$")
+
+
+def _tokens(name: str) -> list[str]:
+    return re.split(r"[-_\s]+", name.lower())
+
+
+def chip_families(catalog: Catalog) -> dict[str, set[str]]:
+    """Chip name → the families of the catalog entries that state one and carry the chip in their name or aliases
+    (the shipped catalog's ``family`` field: h100 → hopper, a100 → ampere, b200 → blackwell, mi300x → cdna3)."""
+    out: dict[str, set[str]] = {}
+    for entry in catalog.gpu_entries:
+        for name in (entry.name, *entry.aliases) if entry.spec.family else ():
+            for token in _tokens(name):
+                if _CHIP.match(token):
+                    out.setdefault(token, set()).add(str(entry.spec.family))
+    return out
+
+
+def family_from_names(names: tuple[str, ...], catalog: Catalog) -> str | None:
+    """The family ``names`` read as unambiguously: every chip name in them (:func:`chip_families`) belongs to
+    one and the same family (h100-grandteton-500w → hopper); None when none is named, or two families are."""
+    chips = chip_families(catalog)
+    found = {family for name in names for token in _tokens(name) for family in chips.get(token, ())}
+    return found.pop() if len(found) == 1 else None
+
+
+def gpu_families() -> tuple[str, ...]:
+    """The values ``GpuSpec.family`` accepts, in declaration order (ampere, hopper, blackwell, cdna3)."""
+    return typing.get_args(typing.get_args(GpuSpec.model_fields["family"].annotation)[0])
+
+
+def with_family(
+    gpu: GpuSpec,
+    names: tuple[str, ...],
+    catalog: Catalog,
+    *,
+    where: str | None,
+    entry_file: str | None = None,
+) -> GpuSpec:
+    """``gpu`` with its ``family``: as stated, else as its names read it (:func:`family_from_names`). A GPU the
+    user defined without one, whose names do not say it, is a SpecError at ``where``: its family picks the time
+    model's constants (Ampere's or Hopper's, parallel/timing.py), its attention kernel (FlashAttention-2 on ampere
+    and cdna3) and the fp8 recipes it runs, for a plan and for calibrate's fit alike, and taking it for Hopper
+    silently would time an A100-class card with the H100 constants. Refused rather than warned: the fix is one
+    key, and a plan file that states it is reproduced by `runplan check` wherever it runs."""
+    if gpu.family is not None:
+        return gpu
+    family = family_from_names(names, catalog)
+    if family is not None:
+        return gpu.model_copy(update={"family": family})
+    accepted = gpu_families()
+    entry = f" to its entry in {entry_file}" if entry_file else ""
+    raise SpecError(
+        f"GPU {gpu.name!r} has no family, and its name does not say which: its family picks the time model's "
+        "constants",
+        where=where,
+        hint=f"add family: {', '.join(accepted[:-1])} or {accepted[-1]}{entry}; an A100 is ampere, an H100 hopper",
+    )
 
 
 def _index(entries: dict[str, GpuEntry] | dict[str, ModelEntry]) -> dict[str, str]:
@@ -629,8 +705,12 @@ __all__ = [
     "Catalog",
     "GpuEntry",
     "ModelEntry",
+    "chip_families",
+    "family_from_names",
+    "gpu_families",
     "load_catalog",
     "normalize_name",
     "published_count_warning",
     "shipped_catalog",
+    "with_family",
 ]

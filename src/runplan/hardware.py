@@ -59,7 +59,8 @@ class GpuSpec(BaseModel):
     family: Literal["ampere", "hopper", "blackwell", "cdna3"] | None = Field(
         None,
         description="Architecture; picks the time model's calibrated efficiencies (Ampere has its own, every "
-        "other family uses Hopper's: docs/validation.md). Unset: Hopper's.",
+        "other family uses Hopper's: docs/validation.md). Unset: read from the name when the chip it names (h100, "
+        "a100, b200, mi300x) is of one family, else refused naming this key (runplan.catalog.with_family).",
     )
     source: str | None = Field(None, description="Datasheet or paper the numbers come from.")
 

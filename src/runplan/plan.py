@@ -100,9 +100,15 @@ class RunPlan(BaseModel):
 
 
 def _resolve_gpu(spec: PlanSpec, catalog) -> GpuSpec:
-    if isinstance(spec.cluster.gpu, GpuSpec):
-        return spec.cluster.gpu
-    return catalog.gpu(spec.cluster.gpu, where="cluster.gpu")
+    """The plan's GPU with its family known: an inline spec's as stated or read from its name, else a SpecError
+    at ``cluster.gpu.family``; a catalog name's as :meth:`runplan.catalog.Catalog.gpu` gives it (one rule,
+    ``runplan.catalog.with_family``, for every command)."""
+    from runplan.catalog import with_family
+
+    gpu = spec.cluster.gpu
+    if isinstance(gpu, GpuSpec):
+        return with_family(gpu, (gpu.name,), catalog, where="cluster.gpu.family")
+    return catalog.gpu(gpu, where="cluster.gpu")
 
 
 def plan_law(spec: PlanSpec, base_dir: Path) -> ParametricLaw:

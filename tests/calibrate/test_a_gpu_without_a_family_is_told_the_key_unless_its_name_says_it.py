@@ -10,8 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from runplan.calibrate.measured import family_from_names
-from runplan.catalog import load_catalog
+from runplan.catalog import family_from_names, load_catalog
 from runplan.cli.app import app
 
 runner = CliRunner()

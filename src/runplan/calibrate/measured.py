@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-import typing
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import (
@@ -438,7 +437,10 @@ def resolve_shape(
 
 
 def resolve_gpu(run: MeasuredRun, i: int, file: MeasuredFile, catalog: Catalog) -> GpuSpec:
-    """The run's GPU, with its architecture (``family``) known: :func:`with_family`."""
+    """The run's GPU, with its architecture (``family``) known: :func:`runplan.catalog.with_family`, the rule
+    every command applies to a GPU the user defines."""
+    from runplan.catalog import with_family
+
     if isinstance(run.gpu, GpuSpec):
         return with_family(run.gpu, (run.gpu.name,), catalog, where=f"runs[{i}].gpu.family")
     if run.gpu in file.gpus:
@@ -446,62 +448,7 @@ def resolve_gpu(run: MeasuredRun, i: int, file: MeasuredFile, catalog: Catalog) 
         return with_family(spec, (run.gpu, spec.name), catalog, where=f"gpus.{run.gpu}.family")
     with _suggest_own(run.gpu, list(file.gpus), "gpus"):
         entry = catalog.gpu_entry(run.gpu, where=f"runs[{i}].gpu")
-    if entry.spec.family is not None:  # every shipped entry states it (configs/gpus.yaml)
-        return entry.spec
-    names = (entry.name, *entry.aliases)
-    return with_family(entry.spec, names, catalog, where=f"runs[{i}].gpu", entry_file=entry.origin)
-
-
-#: A chip's model number as catalogs write it in a GPU's name: letters, three digits, an optional letter (h100,
-#: a100, b200, mi300x); not a memory size (80gb) or a form factor (sxm5).
-_CHIP = re.compile(r"^[a-z]+\d{3}[a-z]?$")
-
-
-def chip_families(catalog: Catalog) -> dict[str, set[str]]:
-    """Chip name → the families of the catalog entries that carry it in their name or aliases (from the
-    shipped catalog's ``family`` field: h100 → hopper, a100 → ampere, b200 → blackwell, mi300x → cdna3)."""
-    out: dict[str, set[str]] = {}
-    for entry in catalog.gpu_entries:
-        for name in (entry.name, *entry.aliases) if entry.spec.family else ():
-            for token in re.split(r"[-_\s]+", name.lower()):
-                if _CHIP.match(token):
-                    out.setdefault(token, set()).add(str(entry.spec.family))
-    return out
-
-
-def family_from_names(names: tuple[str, ...], catalog: Catalog) -> str | None:
-    """The family ``names`` read as unambiguously: every chip name in them (:func:`chip_families`) belongs to
-    one and the same family (h100-grandteton-500w → hopper); None when none is named, or two families are."""
-    chips = chip_families(catalog)
-    found = {
-        family
-        for name in names
-        for token in re.split(r"[-_\s]+", name.lower())
-        for family in chips.get(token, ())
-    }
-    return found.pop() if len(found) == 1 else None
-
-
-def with_family(
-    gpu: GpuSpec, names: tuple[str, ...], catalog: Catalog, *, where: str, entry_file: str | None = None
-) -> GpuSpec:
-    """``gpu`` with its ``family``: as stated, else as its names read it (:func:`family_from_names`). A GPU the
-    user defined without one, whose names do not say it, is a SpecError at ``where``: its family decides which
-    constants its runs fit (and are predicted with), and taking it for Hopper silently would fit an A100-class
-    card into the H100 constants."""
-    if gpu.family is not None:
-        return gpu
-    family = family_from_names(names, catalog)
-    if family is not None:
-        return gpu.model_copy(update={"family": family})
-    accepted = typing.get_args(typing.get_args(GpuSpec.model_fields["family"].annotation)[0])
-    entry = f" to its entry in {entry_file}" if entry_file else ""
-    raise SpecError(
-        f"GPU {gpu.name!r} has no family, and its name does not say which: calibrate cannot tell which "
-        "constants its runs fit",
-        where=where,
-        hint=f"add family: {', '.join(accepted[:-1])} or {accepted[-1]}{entry}; an A100 is ampere, an H100 hopper",
-    )
+    return catalog.gpu_spec(entry, where=f"runs[{i}].gpu")
 
 
 @contextlib.contextmanager
