@@ -21,6 +21,7 @@ LLM's (Bi et al. 2024, arXiv 2401.02954, §2.3: AdamW β1 0.9, β2 0.95, weight 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from runplan.hardware import GpuSpec
     from runplan.model import ModelShape
+    from runplan.ops.checkpoint import CheckpointPlan
     from runplan.parallel.layout import Layout, LayoutEstimate
     from runplan.parallel.stack import Stack
     from runplan.plan import RunPlan
@@ -197,7 +199,7 @@ def _merged_stages(batch_stages) -> tuple[Stage, ...]:
 def _plan_gpu(plan: RunPlan) -> tuple[str, GpuSpec | None]:
     """The plan's GPU: its name and spec (inline, or from the shipped catalog; None for a GPU only a user
     catalog names, which the exporters take as Hopper-class, as the time model does)."""
-    from runplan.catalog import load_catalog
+    from runplan.catalog import load_catalog, with_family
     from runplan.errors import SpecError
     from runplan.hardware import GpuSpec
 
@@ -207,6 +209,10 @@ def _plan_gpu(plan: RunPlan) -> tuple[str, GpuSpec | None]:
             spec = GpuSpec.model_validate(gpu)
         except ValueError:
             return str(gpu.get("name") or ""), None
+        with contextlib.suppress(
+            SpecError
+        ):  # the family the plan was timed with (runplan.catalog.with_family)
+            spec = with_family(spec, (spec.name,), load_catalog([]), where="cluster.gpu.family")
         return spec.name, spec
     name = str(gpu or "")
     try:
@@ -244,6 +250,19 @@ def _params_per_gpu(shape: ModelShape, best: LayoutEstimate) -> float:
         ShapeTerms.from_shape(shape), best.tp, best.pp, best.ep, last=best.memory_stage == "last"
     )
     return float(dense + expert)
+
+
+def _checkpoint_facts(ckpt: CheckpointPlan) -> dict[str, Any]:
+    """The save interval, what the plan keeps and whether saves are async (Facts fields)."""
+    return {
+        "checkpoint_interval_steps": int(ckpt.interval_steps),
+        "retention_generations": int(ckpt.retention_generations),
+        "rollback_every_steps": int(ckpt.rollback_every_steps),
+        "rollback_generations": int(ckpt.rollback_generations),
+        "milestone_every_steps": int(ckpt.milestone_every_steps),
+        "milestone_steps": tuple(int(step) for step in ckpt.milestone_steps),
+        "async_checkpoint": bool(ckpt.host_staging),
+    }
 
 
 def facts(plan: RunPlan) -> Facts:
@@ -317,13 +336,7 @@ def facts(plan: RunPlan) -> Facts:
         cooldown_tokens=float(cooldown_tokens),
         training_tokens=float(sched.training_tokens),
         scheduled_tokens=float(sched.scheduled_tokens),
-        checkpoint_interval_steps=int(ckpt.interval_steps),
-        retention_generations=int(ckpt.retention_generations),
-        rollback_every_steps=int(ckpt.rollback_every_steps),
-        rollback_generations=int(ckpt.rollback_generations),
-        milestone_every_steps=int(ckpt.milestone_every_steps),
-        milestone_steps=tuple(int(step) for step in ckpt.milestone_steps),
-        async_checkpoint=bool(ckpt.host_staging),
+        **_checkpoint_facts(ckpt),
         canary_examples=int(plan.monitoring.canary_examples),
         canary_every_steps=int(plan.monitoring.canary_every_steps),
     )
