@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -233,6 +233,64 @@ ADDED_DERIVED_KEYS = frozenset({"memory_total_bytes_by_stage"})
 ADDED_DERIVED_PATHS = re.compile(r"schedule\.batch_stages\[\d+\]\.step_seconds")
 
 
+#: derived keys renamed since a resolved section may have been written, new path → old path: the old file's value
+#: is compared under the new name (77efb0d: checkpointing's interval became ``main_interval_seconds`` beside
+#: reliability's mean τ, ``reliability.interval_seconds``, which keeps its name)
+RENAMED_DERIVED_PATHS = {"checkpointing.main_interval_seconds": "checkpointing.interval_seconds"}
+
+
+#: more milestones than any plan keeps (one per 10% of the tokens by default): past it an older file's count is
+#: not expanded into a list (a hand-edited ``milestones: 1000000000`` would take gigabytes)
+_MOST_IMPLIED_MILESTONES = 100_000
+
+
+def _implied_milestone_steps(section: dict[str, Any]) -> list[int] | None:
+    """The milestone steps a checkpointing section written before ``milestone_steps`` (77efb0d) meant: the
+    multiples of ``milestone_every_steps``, ``milestones`` of them (that runplan's rule, ⌊steps / spacing⌋ at
+    every multiple; ``CheckpointPlan`` reads an old plan so). None where the section lacks either number."""
+    every, count = section.get("milestone_every_steps"), section.get("milestones")
+    if not (_is_count(every) and _is_count(count)):
+        return None
+    if count > _MOST_IMPLIED_MILESTONES:  # a hand-edited count, not one runplan wrote: the key is new
+        return None
+    return [every * j for j in range(1, count + 1)]
+
+
+def _is_count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: derived keys a newer runplan adds whose value an older file's numbers imply, path → the value from the old
+#: mapping: compared with it (unchanged when equal, a change from it when not) instead of reported new
+IMPLIED_DERIVED_PATHS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "checkpointing.milestone_steps": _implied_milestone_steps
+}
+
+
+def _as_renamed(path: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``old`` with each key :data:`RENAMED_DERIVED_PATHS` renamed since under its new name, where ``new`` holds
+    only the new name and ``old`` only the old one."""
+    renamed = old
+    for key in new.keys() - old.keys():
+        was = RENAMED_DERIVED_PATHS.get(f"{path}.{key}" if path else key, "").rsplit(".", 1)[-1]
+        if was and was in old and was not in new:
+            renamed = {**renamed, key: renamed[was]}
+            del renamed[was]
+    return renamed
+
+
+def _new_key(path: str, old: dict[str, Any], value: Any, out: list[Change]) -> None:
+    """A key of the recomputed section that the resolved mapping ``old`` lacks: compared with the value ``old``
+    implies (:data:`IMPLIED_DERIVED_PATHS`), else new unless :func:`_unchanged_when_new`."""
+    implied = IMPLIED_DERIVED_PATHS.get(path)
+    was = None if implied is None else implied(old)
+    if was is not None:
+        if was != value:  # one change, old list → new list: item by item would bury the count's change
+            out.append(Change(path, "changed", was, value))
+    elif not _unchanged_when_new(path, value):
+        out.append(Change(path, "new", None, value))
+
+
 def _unchanged_when_new(path: str, value: Any) -> bool:
     """A key a newer runplan writes that changes nothing for a file resolved before it: null (a field a dense
     model leaves unset), a model-shape field at its default (``sliding_window: 0``, ``post_norms: false``:
@@ -250,6 +308,7 @@ def _unchanged_when_new(path: str, value: Any) -> bool:
 
 def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None:
     if isinstance(old, dict) and isinstance(new, dict):
+        old = _as_renamed(path, old, new)
         for key in old.keys() | new.keys():
             if key in VOLATILE_KEYS:
                 continue
@@ -257,8 +316,7 @@ def _walk(path: str, old: Any, new: Any, rtol: float, out: list[Change]) -> None
             if key not in new:
                 out.append(Change(sub, "gone", old[key], None))
             elif key not in old:
-                if not _unchanged_when_new(sub, new[key]):
-                    out.append(Change(sub, "new", None, new[key]))
+                _new_key(sub, old, new[key], out)
             else:
                 _walk(sub, old[key], new[key], rtol, out)
         return

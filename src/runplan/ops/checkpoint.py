@@ -48,7 +48,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_bytes, fmt_seconds
 from runplan.ops.reliability import OperationsSection, OperationsSpec
-from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber
+from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber, format_steps
 
 BYTES_PER_PARAM = {"weights_bf16": 2, "master_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4}
 #: When the fp32 parameters are the optimizer's master copy (PyTorch FSDP2 mixed precision, torch.autocast) there
@@ -342,7 +342,11 @@ def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
         main_interval_seconds=_main_interval(request, steps.value),
         **_saves_and_storage(request, steps.value, interval_s, total.value, parts[0].bytes),
         warnings=_warnings(
-            spec, step_s, steps.value, daly.value, (sync.value, write.value, delta.value, m.value)
+            spec,
+            (step_s, request.stages()),
+            steps.value,
+            daly.value,
+            (sync.value, write.value, delta.value, m.value),
         ),
     )
 
@@ -597,20 +601,24 @@ def _interval_steps(
     step_seconds, stages = timing
     steps = _daly_steps(daly, step_seconds)
     why = f"round({fmt(daly)} s / {step_seconds:.4g} s per main step) = {steps:,} steps"
-    shortest = min(stages, key=lambda st: st.step_seconds)
-    least = min(step_seconds, shortest.step_seconds)
+    least, stage = _shortest_steps(step_seconds, stages)
     if spec.host_staging and write > steps * least:
         steps = math.ceil(write / least)
-        where = (
-            ""
-            if shortest.step_seconds >= step_seconds
-            else f" in {shortest.name}'s {shortest.step_seconds:.4g} s steps"
-        )
+        where = f" in {stage}'s {least:.4g} s steps" if stage else ""
         why += (
             f", raised to {steps:,} so that the background write ({fmt_seconds(write)}) ends before the next "
             f"save{where}"
         )
     return Reasoned(steps, why)
+
+
+def _shortest_steps(step_seconds: float, stages: list[StageTiming]) -> tuple[float, str]:
+    """The shortest step time over the batch stages and the ramp stage it belongs to ("" when none is shorter than
+    the main batch's): where a step count of the interval is the fewest seconds."""
+    shortest = min(stages, key=lambda st: st.step_seconds)
+    if shortest.step_seconds >= step_seconds:
+        return step_seconds, ""
+    return shortest.step_seconds, shortest.name
 
 
 def _main_interval(r: CheckpointRequest, steps: int) -> Reasoned[float]:
@@ -738,7 +746,7 @@ def _milestones(
         Reasoned(
             count,
             f"{count} milestone{'s' * (count != 1)} within the run's {r.total_steps:,} steps"
-            + (f": at steps {_steps_list(at.value)}" if count else ""),
+            + (f": at steps {format_steps(at.value)}" if count else ""),
         ),
         Reasoned(size, f"{what} = {fmt_bytes(size)}"),
         _milestone_storage(count, size, spec.milestone_weights_only),
@@ -764,16 +772,8 @@ def _milestone_steps(stages: list[StageTiming], steps: int, spacing: float) -> R
     return Reasoned(
         at,
         f"where the run has trained j × {fmt(spacing)} tokens (through the batch stages), each at the nearest "
-        f"multiple of the {steps:,}-step interval: {_steps_list(at) or 'none within the run'}",
+        f"multiple of the {steps:,}-step interval: {format_steps(at) or 'none within the run'}",
     )
-
-
-def _steps_list(at: list[int]) -> str:
-    """Steps in words, the first three and the last when there are more than five."""
-    shown = [f"{x:,}" for x in at]
-    if len(shown) <= 5:
-        return ", ".join(shown)
-    return f"{', '.join(shown[:3])}, {len(shown) - 4:,} more and {shown[-1]}"
 
 
 def _milestone_storage(count: int, size: float, weights_only: bool) -> Reasoned[float]:
@@ -848,7 +848,7 @@ def _procedure(
         )
     else:
         keep = (
-            f"at steps {_steps_list(at)} (each {fmt(milestone_steps * tps)} tokens further, counted through the "
+            f"at steps {format_steps(at)} (each {fmt(milestone_steps * tps)} tokens further, counted through the "
             f"batch ramp): keep that generation permanently as a milestone ({kept})"
         )
     ramps = "".join(
@@ -871,20 +871,16 @@ def _procedure(
 
 def _warnings(
     spec: OperationsSpec,
-    step_seconds: float,
+    timing: tuple[float, list[StageTiming]],
     steps: int,
     daly: float,
     save: tuple[float, float, float, float],
 ) -> list[str]:
     """Cautions about the interval: raised above Daly, a slow synchronous save, δ ≥ 2M, sub-step optimum."""
     sync, write, delta, m = save
+    step_seconds = timing[0]
     interval_s = steps * step_seconds
-    warnings: list[str] = []
-    if steps > _daly_steps(daly, step_seconds):
-        warnings.append(
-            f"the background checkpoint write ({fmt_seconds(write)}) is slower than the Daly interval "
-            f"({fmt_seconds(daly)}): the interval was raised to {steps:,} steps; faster storage would help"
-        )
+    warnings = _raised_warning(timing, steps, daly, write)
     if not spec.host_staging and sync > 0.5 * interval_s:
         warnings.append(
             f"a synchronous save ({fmt_seconds(sync)}) takes over half the interval "
@@ -897,6 +893,24 @@ def _warnings(
             f"the optimal interval ({fmt_seconds(daly)}) is shorter than one step: saving every step"
         )
     return warnings
+
+
+def _raised_warning(
+    timing: tuple[float, list[StageTiming]], steps: int, daly: float, write: float
+) -> list[str]:
+    """The interval raised for the background write (``_interval_steps``), with the interval the write outlasted:
+    the Daly interval's steps in the stage of the shortest steps (a ramp's, where they are fewest seconds)."""
+    step_seconds, stages = timing
+    daly_steps = _daly_steps(daly, step_seconds)
+    if steps <= daly_steps:
+        return []
+    least, stage = _shortest_steps(step_seconds, stages)
+    where = f"in {stage}'s {least:.4g} s steps" if stage else f"of {least:.4g} s"
+    return [
+        f"the background checkpoint write ({fmt_seconds(write)}) outlasts the Daly interval's {daly_steps:,} steps "
+        f"{where} ({fmt_seconds(daly_steps * least)}): the interval was raised to {steps:,} steps so that a save "
+        "never starts before the previous one is on storage; faster storage would help"
+    ]
 
 
 def _shard_note(name: str, mp: tuple[int, int, int], replicas: int, zero: int) -> str:
