@@ -144,6 +144,23 @@ def format_bytes(value: float, *, scale_of: float | None = None, extra_digits: i
     return f"{value:.{3 + extra_digits}g} B"
 
 
+def format_steps(steps: list[int] | tuple[int, ...]) -> str:
+    """Step numbers in words, every one recoverable: all of them up to 12; past that, the irregular head listed
+    and the evenly spaced rest as 'then every D through Z' ("3,729, 6,039, then every 2,310 through 91,509"),
+    or all listed when no run of 3 or more is evenly spaced to the end. An operator who deletes checkpoints by
+    hand needs each step, not "5 more"."""
+    shown = [f"{step:,}" for step in steps]
+    if len(steps) <= 12:
+        return ", ".join(shown)
+    gap = steps[-1] - steps[-2]
+    start = len(steps) - 1
+    while start > 0 and steps[start] - steps[start - 1] == gap:
+        start -= 1
+    if len(steps) - start < 3:
+        return ", ".join(shown)
+    return ", ".join(shown[: start + 1]) + f", then every {gap:,} through {shown[-1]}"
+
+
 # ---- pydantic field types: plan files and flags share them ----------------------------------------
 from typing import Annotated, Any  # noqa: E402
 

@@ -51,7 +51,16 @@ def test_an_engine_that_drops_the_ramp_keeps_the_multiples_at_the_main_batch(ram
 def test_milestones_in_words_without_a_ramp_and_when_there_are_many():
     assert _milestones_in_words(100, (100, 200, 300)) == "every one at a multiple of 100 steps (milestones)"
     assert _milestones_in_words(100, (110,)) == "the one at step 110 (milestones)"
-    many = tuple(range(33, 33 * 21, 33))  # 20 saves, not the multiples of 30
-    assert _milestones_in_words(30, many) == (
-        "the 20 at steps 33, 66, 99, ... 660 (milestones; all in the plan's checkpointing.milestone_steps)"
+    # 39 milestones: the ramp's irregular head listed, the evenly spaced rest exactly (each step recoverable)
+    many = (1_000, 2_500, *range(3_729, 91_510, 2_310))
+    assert _milestones_in_words(2_310, many) == (
+        "the 41 at steps 1,000, 2,500, 3,729, then every 2,310 through 91,509 (milestones)"
     )
+
+
+def test_a_run_shorter_than_one_milestone_keeps_its_final_checkpoint(ramped_plan):
+    """ops/checkpoint.py's recipe keeps the final checkpoint for good when no milestone falls within the run."""
+    ck = ramped_plan.checkpointing.model_copy(update={"milestone_steps": [], "milestones": 0})
+    plan = ramped_plan.model_copy(update={"checkpointing": ck})
+    (warning,) = [w for w in export_plan(plan, "megatron").warnings if w.startswith("checkpoint retention:")]
+    assert "the final checkpoint (no milestone falls within the run: the plan keeps it for good)" in warning

@@ -360,20 +360,21 @@ def kept_checkpoints(f: Facts, *, runs_the_ramp: bool = True) -> str:
         )
     elif f.milestone_steps:
         keep.append(_milestones_in_words(f.milestone_every_steps, f.milestone_steps))
+    elif f.milestone_every_steps:  # the plan's recipe: no milestone within the run keeps the final checkpoint
+        keep.append("the final checkpoint (no milestone falls within the run: the plan keeps it for good)")
     return keep[0] if len(keep) == 1 else f"{', '.join(keep[:-1])} and {keep[-1]}"
 
 
 def _milestones_in_words(every: int, at: tuple[int, ...]) -> str:
     """The plan's milestones (ops/checkpoint.py ``_milestone_steps``): the multiples of ``every`` without a batch
-    ramp; with one, the steps where the tokens cross each spacing, listed (all of them up to 12, else the first
-    three and the last, with the plan key that lists them all)."""
+    ramp; with one, the steps where the tokens cross each spacing, every one of them (units.format_steps)."""
+    from runplan.units import format_steps
+
     if list(at) == [every * j for j in range(1, len(at) + 1)]:
         return f"every one at a multiple of {every:,} steps (milestones)"
-    shown = ", ".join(f"{step:,}" for step in at)
-    if len(at) > 12:
-        shown = ", ".join(f"{step:,}" for step in at[:3]) + f", ... {at[-1]:,}"
-        return f"the {len(at)} at steps {shown} (milestones; all in the plan's checkpointing.milestone_steps)"
-    return f"the one{'s' * (len(at) > 1)} at step{'s' * (len(at) > 1)} {shown} (milestones)"
+    many = "s" * (len(at) > 1)
+    count = f"{len(at):,}" if many else "one"
+    return f"the {count} at step{many} {format_steps(at)} (milestones)"
 
 
 def fmt_float(x: float) -> str:
