@@ -17,28 +17,18 @@ Daly τ = 19.86 s → round(19.86 / 2 s) = 10 main steps.
 from __future__ import annotations
 
 import pytest
+from tests.ops._two_stages import MAIN, RAMP, plan_two_stages
 
-from runplan.ops import CheckpointRequest, OperationsSpec, plan_checkpoints
 from runplan.ops.checkpoint import StageTiming
-
-RAMP = StageTiming(name="ramp 1", steps=1_000, tokens_per_step=2e6, step_seconds=1.0)
-MAIN = StageTiming(name="main", steps=9_500, tokens_per_step=4e6, step_seconds=2.0)
 
 
 def _plan(stages: list[StageTiming] | None, storage: float):
-    return plan_checkpoints(
-        CheckpointRequest(
-            total_params=1_000_000_000,
-            step_seconds=2.0,
-            tokens_per_step=4e6,
-            total_steps=10_500,
-            training_tokens=40e9,
-            job_mtbf_seconds=100.0,
-            batch_stages=stages,
-            spec=OperationsSpec(
-                storage_write_bandwidth_bytes_per_s=storage, node_write_bandwidth_bytes_per_s=None
-            ),
-        )
+    return plan_two_stages(
+        stages,
+        total_params=1_000_000_000,
+        job_mtbf_seconds=100.0,
+        storage_write_bandwidth_bytes_per_s=storage,
+        node_write_bandwidth_bytes_per_s=None,
     )
 
 

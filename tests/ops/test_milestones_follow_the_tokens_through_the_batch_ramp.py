@@ -18,26 +18,17 @@ tokens, 5%). The interval: 100 steps = 200 s and 4e8 tokens at the main batch, 1
 from __future__ import annotations
 
 import pytest
+from tests.ops._two_stages import MAIN, RAMP, plan_two_stages
 
 from runplan.ops import CheckpointRequest, OperationsSpec, plan_checkpoints
-from runplan.ops.checkpoint import StageTiming
-
-RAMP = StageTiming(name="ramp 1", steps=1_000, tokens_per_step=2e6, step_seconds=1.0)
-MAIN = StageTiming(name="main", steps=9_500, tokens_per_step=4e6, step_seconds=2.0)
 
 
 def _plan(stages=(RAMP, MAIN), **spec):
-    return plan_checkpoints(
-        CheckpointRequest(
-            total_params=1_000_000,
-            step_seconds=2.0,
-            tokens_per_step=4e6,
-            total_steps=10_500,
-            training_tokens=40e9,
-            job_mtbf_seconds=20_000.0,
-            batch_stages=list(stages),
-            spec=OperationsSpec(host_staging=False, save_fixed_seconds=1.0, **spec),
-        )
+    return plan_two_stages(
+        stages,
+        total_params=1_000_000,
+        job_mtbf_seconds=20_000.0,
+        **{"host_staging": False, "save_fixed_seconds": 1.0, **spec},
     )
 
 
@@ -90,19 +81,12 @@ def test_an_async_write_is_raised_over_the_shortest_stage_interval():
     # sqrt(456)·(1 + sqrt(0.0114)/3 + 0.0114/9) − 2.28 = 21.354 × 1.03686 − 2.28 = 19.86 s → round(19.86 / 2) =
     # 10 steps: 20 s of main steps outlast the write, but 10 s of ramp steps do not: raised to ⌈14.000011 / 1⌉ =
     # 15 steps (the main stage's step alone kept 10)
-    c = plan_checkpoints(
-        CheckpointRequest(
-            total_params=1_000_000_000,
-            step_seconds=2.0,
-            tokens_per_step=4e6,
-            total_steps=10_500,
-            training_tokens=40e9,
-            job_mtbf_seconds=100.0,
-            batch_stages=[RAMP, MAIN],
-            spec=OperationsSpec(
-                storage_write_bandwidth_bytes_per_s=1e9, node_write_bandwidth_bytes_per_s=None
-            ),
-        )
+    c = plan_two_stages(
+        [RAMP, MAIN],
+        total_params=1_000_000_000,
+        job_mtbf_seconds=100.0,
+        storage_write_bandwidth_bytes_per_s=1e9,
+        node_write_bandwidth_bytes_per_s=None,
     )
     assert c.background_write_seconds == pytest.approx(14.0, rel=1e-3)
     assert c.daly_interval_seconds == pytest.approx(19.86, abs=0.01)
