@@ -746,11 +746,15 @@ def _milestones(
         Reasoned(
             count,
             f"{count} milestone{'s' * (count != 1)} within the run's {r.total_steps:,} steps"
-            + (f": at steps {format_steps(at.value)}" if count else ""),
+            + (f": at steps {format_steps(at.value, LISTED_IN)}" if count else ""),
         ),
         Reasoned(size, f"{what} = {fmt_bytes(size)}"),
         _milestone_storage(count, size, spec.milestone_weights_only),
     )
+
+
+#: Where a plan lists every milestone step (units.format_steps names it when the reason line cannot)
+LISTED_IN = "checkpointing.milestone_steps (runplan plan FILE -f json)"
 
 
 def _milestone_steps(stages: list[StageTiming], steps: int, spacing: float) -> Reasoned[list[int]]:
@@ -772,7 +776,7 @@ def _milestone_steps(stages: list[StageTiming], steps: int, spacing: float) -> R
     return Reasoned(
         at,
         f"where the run has trained j × {fmt(spacing)} tokens (through the batch stages), each at the nearest "
-        f"multiple of the {steps:,}-step interval: {format_steps(at) or 'none within the run'}",
+        f"multiple of the {steps:,}-step interval: {format_steps(at, LISTED_IN) or 'none within the run'}",
     )
 
 
@@ -848,7 +852,7 @@ def _procedure(
         )
     else:
         keep = (
-            f"at steps {format_steps(at)} (each {fmt(milestone_steps * tps)} tokens further, counted through the "
+            f"at steps {format_steps(at, LISTED_IN)} (each {fmt(milestone_steps * tps)} tokens further, counted through the "
             f"batch ramp): keep that generation permanently as a milestone ({kept})"
         )
     ramps = "".join(
