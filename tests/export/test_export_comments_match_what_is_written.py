@@ -21,7 +21,8 @@ def _reduce_line(plan) -> str:
 
 
 def test_the_ddp_path_does_not_call_mixed_precision_reduce_fsdps():
-    plan = with_layout(golden_plan("moe-mixtral-8x7b"), zero=0, ep=1)  # t = p = c = 1: autocast under DDP
+    # t = p = c = 1: autocast under DDP (pinned: the plan's own layout has c = 2)
+    plan = with_layout(golden_plan("moe-mixtral-8x7b"), zero=0, ep=1, cp=1, dp=256, microbatches=12)
     line = _reduce_line(plan)
     assert "FSDP reduces" not in line and "DDP" in line
 

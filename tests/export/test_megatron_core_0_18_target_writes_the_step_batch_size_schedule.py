@@ -26,7 +26,9 @@ from runplan.export._versions import MEGATRON_0_17, MEGATRON_0_20, engine_releas
 NEW = "0.20"
 
 
-def _value(args: list[str], flag: str) -> str:
+def _value(args: list[str], flag: str, missing: str | None = None) -> str:
+    if missing is not None and flag not in args:
+        return missing
     return args[args.index(flag) + 1]
 
 
@@ -47,16 +49,16 @@ def test_the_default_target_is_the_export_as_before(example: str, version: str |
 
 
 def test_the_70b_ramp_is_a_step_schedule_with_the_plans_stages() -> None:
-    """2,861 steps at 2,560 sequences of 4,096 tokens = 29,999,759,360 tokens before the main batch of 5,248."""
+    """2,791 steps at 2,624 sequences of 4,096 tokens = 29,997,400,064 tokens before the main batch of 5,312."""
     plan = golden_plan("70b-512-h100")
-    assert _stages(plan) == [(2560, 2861), (5248, 91646)]
+    assert _stages(plan) == [(2624, 2791), (5312, 90542)]
     result = export_plan(plan, "megatron", NEW)
     args = parse_script_args(result.text)
     assert "--global-batch-size" not in args and "--rampup-batch-size" not in args
     schedule = _value(args, "--step-batch-size-schedule")
-    assert schedule == "0:2560 29999759360:5248"
-    assert 2861 * 2560 * 4096 == 29_999_759_360
-    assert _value(args, "--eval-global-batch-size") == "5248"
+    assert schedule == "0:2624 29997400064:5312"
+    assert 2791 * 2624 * 4096 == 29_997_400_064
+    assert _value(args, "--eval-global-batch-size") == "5312"
     # the calculator's rule over --train-samples replays the stages (update_train_iters' loop @ d98e8a64)
     assert _replay(schedule, 4096, int(_value(args, "--train-samples"))) == _stages(plan)
     assert not [w for w in result.warnings if "#4411" in w or w.startswith("batch ramp")]
@@ -65,8 +67,10 @@ def test_the_70b_ramp_is_a_step_schedule_with_the_plans_stages() -> None:
 
 @pytest.mark.parametrize("example", EXAMPLE_NAMES)
 def test_every_example_differs_only_in_header_batch_flags_and_warning(example: str) -> None:
-    """The new target changes the header, the batch flags, the ramp warning and one comment, nothing else: every
-    other flag the default target writes parses in Megatron-Core 0.18-0.20 as it is (each tag's parser)."""
+    """The new target changes the header, the batch flags, the ramp warning and one comment, and writes
+    --async-strategy mcore where the default target warns that 0.17's nvrx default needs nvidia-resiliency-ext
+    (megatron._async_save_args), nothing else: every other flag the default target writes parses in
+    Megatron-Core 0.18-0.20 as it is (each tag's parser)."""
     plan = golden_plan(example)
     old, new = export_plan(plan, "megatron"), export_plan(plan, "megatron", NEW)
     old_args, new_args = parse_script_args(old.text), parse_script_args(new.text)
@@ -75,6 +79,7 @@ def test_every_example_differs_only_in_header_batch_flags_and_warning(example: s
         "--rampup-batch-size",
         "--step-batch-size-schedule",
         "--eval-global-batch-size",
+        "--async-strategy",
     }
 
     def rest(args: list[str]) -> list[str]:
@@ -87,7 +92,9 @@ def test_every_example_differs_only_in_header_batch_flags_and_warning(example: s
         return out
 
     assert rest(old_args) == rest(new_args)
-    assert [w for w in old.warnings if "#4411" not in w and not w.startswith("batch ramp")] == new.warnings
+    assert ("--async-save" in new_args) == (_value(new_args, "--async-strategy", "") == "mcore")
+    kept = [w for w in old.warnings if "#4411" not in w and not w.startswith("batch ramp")]
+    assert [w for w in kept if "nvidia-resiliency-ext" not in w] == new.warnings
     g = int(_value(old_args, "--global-batch-size"))
     assert _value(new_args, "--eval-global-batch-size") == str(g)
     assert int(_value(new_args, "--step-batch-size-schedule").split()[-1].split(":")[1]) == g
@@ -133,8 +140,12 @@ def test_a_plan_without_a_ramp_keeps_its_global_batch(tmp_path) -> None:
     plan = build_plan(load_plan(path), tmp_path)
     assert len(_stages(plan)) == 1
     old, new = export_plan(plan, "megatron"), export_plan(plan, "megatron", NEW)
-    assert parse_script_args(old.text) == parse_script_args(new.text)
-    assert old.warnings == new.warnings
+    old_args, new_args = parse_script_args(old.text), parse_script_args(new.text)
+    i = new_args.index("--async-strategy")  # the new target's only other difference (_async_save_args)
+    assert (
+        new_args[i : i + 2] == ["--async-strategy", "mcore"] and new_args[:i] + new_args[i + 2 :] == old_args
+    )
+    assert [w for w in old.warnings if "nvidia-resiliency-ext" not in w] == new.warnings
     args = parse_script_args(new.text)
     assert _value(args, "--global-batch-size") == str(_stages(plan)[0][0]) and "--train-iters" in args
 
@@ -145,12 +156,16 @@ def test_new_flags_parse_with_the_types_d98e8a64_gives_them() -> None:
     parser = megatron_parser()
     parser.add_argument("--step-batch-size-schedule", type=str)
     parser.add_argument("--eval-global-batch-size", type=int)
+    parser.add_argument(
+        "--async-strategy", choices=["nvrx", "mcore"]
+    )  # TrainingConfig Literal, core_v0.17.0 on
     argv = [
         a.replace("$", "")
         for a in parse_script_args(export_plan(golden_plan("70b-512-h100"), "megatron", NEW).text)
     ]
     a = parser.parse_args(argv)
-    assert a.step_batch_size_schedule == "0:2560 29999759360:5248" and a.eval_global_batch_size == 5248
+    assert a.step_batch_size_schedule == "0:2624 29997400064:5312" and a.eval_global_batch_size == 5312
+    assert a.async_strategy == "mcore" and a.use_persistent_ckpt_worker and a.async_save
     assert a.global_batch_size is None and a.rampup_batch_size is None
 
 

@@ -7,6 +7,7 @@ from tests.export._plans import golden_plan, parse_script_args, with_layout
 
 from runplan.errors import SpecError
 from runplan.export import export_plan
+from runplan.units import format_steps
 
 
 def _with_inputs(plan, **changes):
@@ -101,7 +102,11 @@ def test_megatron_export_keeps_every_checkpoint_the_plan_keeps():
     assert (
         f"the {ck.rollback_generations} newest at multiples of {ck.rollback_every_steps:,} steps" in warning
     )
-    assert f"multiple of {ck.milestone_every_steps:,} steps (milestones)" in warning
+    # the ramp moves the milestones off the multiples of milestone_every_steps (ops/checkpoint.py): each is named
+    assert ck.milestone_steps[0] != ck.milestone_every_steps
+    steps = format_steps(ck.milestone_steps, "the plan's checkpointing.milestone_steps")
+    assert f"the {len(ck.milestone_steps)} at steps {steps} (milestones)" in warning
+    assert all(step % interval == 0 for step in ck.milestone_steps)  # each is a save Megatron makes
     assert "delete by hand" in warning and "\n" not in warning
 
 

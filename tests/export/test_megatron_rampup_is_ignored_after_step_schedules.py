@@ -58,12 +58,12 @@ def _train_samples(plan) -> int:
 
 
 def test_the_70b_ramp_as_a_step_schedule_replays_the_plans_stages():
-    plan = golden_plan("70b-512-h100")  # checked-in plan: 2,560 sequences x 2,861 steps, then 5,248
-    assert _stages(plan) == [(2560, 2861), (5248, 91646)]
+    plan = golden_plan("70b-512-h100")  # checked-in plan: 2,624 sequences x 2,791 steps, then 5,312
+    assert _stages(plan) == [(2624, 2791), (5312, 90542)]
     warning = _ramp_warning(plan)
-    assert _schedule(warning) == "0:2560 29999759360:5248"  # 2,861 x 2,560 sequences x 4,096 tokens
+    assert _schedule(warning) == "0:2624 29997400064:5312"  # 2,791 x 2,624 sequences x 4,096 tokens
     assert _replay(_schedule(warning), 4096, _train_samples(plan)) == _stages(plan)
-    assert "--global-batch-size" in warning and "--eval-global-batch-size 5248" in warning
+    assert "--global-batch-size" in warning and "--eval-global-batch-size 5312" in warning
 
 
 def test_the_script_no_longer_calls_its_rampup_flag_exact_for_every_checkout():

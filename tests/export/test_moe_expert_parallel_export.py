@@ -14,7 +14,8 @@ from runplan.export import export_plan
 
 
 def _mixtral(**layout):
-    return with_layout(golden_plan("moe-mixtral-8x7b"), **layout)  # 256 GPUs: t 1, d 256, e 8, ZeRO-1
+    # 256 GPUs: t 1, c 1, d 256, e 8, ZeRO-1 (pinned: the plan's own layout has c = 2, d = 128)
+    return with_layout(golden_plan("moe-mixtral-8x7b"), **{"cp": 1, "dp": 256, "microbatches": 12, **layout})
 
 
 def _torchtitan_efsdp(par: dict) -> float:

@@ -24,7 +24,9 @@ def _with_stack(plan, **stack):
 
 def _flat_ddp(**stack):
     """The Mixtral example (t = p = c = 1, d = 256) as ZeRO-0 without expert parallelism (DDP replicas only)."""
-    plan = with_layout(golden_plan("moe-mixtral-8x7b"), zero=0, ep=1)
+    plan = with_layout(
+        golden_plan("moe-mixtral-8x7b"), zero=0, ep=1, cp=1, dp=256, microbatches=12
+    )  # pinned: the plan's own has c = 2
     return _with_stack(plan, **stack) if stack else plan
 
 
@@ -65,7 +67,10 @@ def test_plain_ddp_exports_a_plan_timed_as_autocast_over_fp32_weights():
 @pytest.mark.parametrize("layout", [{"zero": 1}, {"zero": 0, "tp": 2, "dp": 128}])
 def test_autocast_is_still_refused_where_torchtitan_runs_fsdp_or_no_mixed_precision(layout):
     plan = _with_stack(
-        with_layout(golden_plan("moe-mixtral-8x7b"), ep=1, **layout), autocast_fp32_weights=True
+        with_layout(
+            golden_plan("moe-mixtral-8x7b"), **{"ep": 1, "cp": 1, "dp": 256, "microbatches": 12, **layout}
+        ),
+        autocast_fp32_weights=True,
     )
     with pytest.raises(SpecError) as info:
         export_plan(plan, "torchtitan")

@@ -13,7 +13,7 @@ from runplan.parallel.stack import Stack
 
 def _ddp_plan(**stack):
     plan = with_layout(
-        golden_plan("moe-mixtral-8x7b"), zero=0, ep=1
+        golden_plan("moe-mixtral-8x7b"), zero=0, ep=1, cp=1, dp=256, microbatches=12
     )  # t = p = c = 1: torchtitan's autocast path
     return plan.model_copy(
         update={"inputs": {**plan.inputs, "stack": {"preset": "torchtitan-fsdp2", **stack}}}
@@ -41,5 +41,7 @@ def test_the_hint_under_the_fsdp2_preset_turns_fsdp_mixed_precision_off():
 
 
 def test_the_hint_names_only_autocast_where_fsdp_mixed_precision_is_already_off():
-    plan = with_layout(golden_plan("moe-mixtral-8x7b"), zero=0, ep=1)  # the default stack
+    plan = with_layout(
+        golden_plan("moe-mixtral-8x7b"), zero=0, ep=1, cp=1, dp=256, microbatches=12
+    )  # the default stack
     assert _hinted_keys(_precision_warning(plan)) == {"autocast_fp32_weights": True}

@@ -13,7 +13,9 @@ from runplan.export import export_plan
 
 
 def _full(method: str, layers: int):
-    plan = with_layout(golden_plan("70b-512-h100"), recompute="full")  # 40 layers per stage (p = 2)
+    plan = with_layout(  # 40 layers per stage (p = 2), v = 4 (pinned: the plan's own layout has v = 1)
+        golden_plan("70b-512-h100"), recompute="full", vpp=4, microbatches=82
+    )
     stack = {
         **(plan.inputs.get("stack") or {}),
         "full_recompute_method": method,

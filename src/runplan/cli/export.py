@@ -4,8 +4,8 @@ engine's launch file (for the engine release V, ``export._versions``).
 Builds the run plan (``runplan.plan.build_plan``), calls the pure exporter and writes the file to stdout, to
 PATH, or into PATH when it is a directory (under the exporter's file name). Warnings, one line each, go to
 stderr. ``--json`` prints ``{"target", "filename", "text", "warnings"}`` instead of the text (with ``-o``, as well as
-writing the file). Nothing heavy is imported at
-module level.
+writing the file, and ``filename`` is then the path written; without, the exporter's suggested name). An empty
+``-o`` is bad input. Nothing heavy is imported at module level.
 """
 
 from __future__ import annotations
@@ -21,10 +21,15 @@ from runplan.cli.common import handle_errors, print_json, warn
 TO_HELP = (
     "Engine to export to: megatron (bash launch script), torchtitan (0.2.x TOML), deepspeed (ds_config JSON)."
 )
+#: Main-branch version reports (Megatron-LM megatron/core/package_info.py): 0.18.0rc0 from f09f5c98e6 (2026-03-31),
+#: 0.18.0+<short sha> from 2f5c62c312 (#4212, 2026-04-09); --step-batch-size-schedule from 532ad926 (#4411,
+#: 2026-04-21), so ~160 main commits report 0.18 without it (docs/export.md, "Engine versions").
 ENGINE_VERSION_HELP = (
     "The engine release the file is for. megatron: your Megatron-Core version (megatron.core.__version__ or the "
     "core_vX.Y.Z tag): 0.15-0.17 (default) or 0.18-0.20, where a batch ramp is --step-batch-size-schedule. "
-    "torchtitan: 0.2; deepspeed: 0.19 (one checked release each)."
+    "A main-branch checkout reports 0.18.0rc0 (later 0.18.0+<sha>) from 2026-03-31, three weeks before "
+    "--step-batch-size-schedule (532ad926): give it 0.20 only if 'git merge-base --is-ancestor 532ad926 HEAD' "
+    "succeeds there, else 0.17. torchtitan: 0.2; deepspeed: 0.19 (one checked release each)."
 )
 
 
@@ -65,6 +70,11 @@ def export_command(
 
     from runplan.cli.common import check_output_path, located, plan_from_file, write_output
 
+    # an empty -o is Path('') = '.', a directory: the file would go into the current directory unasked
+    if output is not None and not output.strip():
+        raise SpecError(
+            "the output name is empty", where="--output", hint="give a file or directory name ('-' is stdout)"
+        )
     to_file = Path(output) if output is not None and output != "-" else None
     if to_file is not None:
         from runplan.fileio import check_name
@@ -98,8 +108,8 @@ def export_command(
     path = to_file / result.filename if into_directory else to_file
     written = write_output(result.text, path, "--output", not_over=plan_file, executable=target == "megatron")
     _warn(result.warnings, target)
-    if as_json:  # -o with --json: the file is written and the JSON still printed (it was printed alone)
-        print_json(result)
+    if as_json:  # -o with --json: the file is written and its JSON printed, naming the path written
+        print_json(result.model_copy(update={"filename": str(written)}))
     print(f"runplan: wrote {written} ({target}, {len(result.warnings)} warning(s))", file=sys.stderr)
 
 

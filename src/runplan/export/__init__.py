@@ -33,7 +33,9 @@ class ExportResult(BaseModel):
 
     target: Target = Field(description="Engine the file is for.")
     text: str = Field(description="The file's content.")
-    filename: str = Field(description="Suggested file name (<plan name>.<target>.<ext>).")
+    filename: str = Field(
+        description="Suggested file name (<plan name>.<target>.<ext>); `runplan export -o PATH --json` prints the path written."
+    )
     warnings: list[str] = Field(
         description="What the plan has that the target cannot express, one line each."
     )

@@ -374,7 +374,8 @@ def _milestones_in_words(every: int, at: tuple[int, ...]) -> str:
         return f"every one at a multiple of {every:,} steps (milestones)"
     many = "s" * (len(at) > 1)
     count = f"{len(at):,}" if many else "one"
-    return f"the {count} at step{many} {format_steps(at)} (milestones)"
+    steps = format_steps(at, "the plan's checkpointing.milestone_steps")
+    return f"the {count} at step{many} {steps} (milestones)"
 
 
 def fmt_float(x: float) -> str:

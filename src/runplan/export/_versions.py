@@ -14,8 +14,10 @@ ramp replayed through that tag's own micro-batch calculator:
   released in core_v0.18.0), which made ``--rampup-batch-size`` a no-op and added ``--step-batch-size-schedule``;
   the exports parse and pass validate_args in core_v0.18.0, core_v0.19.0 and d98e8a64. A Megatron user names the
   Megatron-Core release they run (``megatron.core.__version__``, or the ``core_v0.18.0`` tag), so any 0.15-0.17
-  release selects the first target and any 0.18-0.20 the second. One exception on both: YaRN outside MLA, whose
-  flags only core_v0.19.0 on have (a warning, ``megatron._release_warnings``).
+  release selects the first target and any 0.18-0.20 the second. A main-branch checkout reports 0.18.0rc0 from
+  f09f5c98e6 (2026-03-31) and 0.18.0+<sha> from 2f5c62c312, before 532ad926: the help and docs/export.md say to
+  check ``git merge-base --is-ancestor 532ad926 HEAD`` there (no guess here). One exception on both: YaRN outside
+  MLA, whose flags only core_v0.19.0 on have (a warning, ``megatron._release_warnings``).
 * **torchtitan**: one target, 0.2.x (the job-config keys of the 0.2.2 wheel; 0.3 dropped TOML job files).
 * **DeepSpeed**: one target, 0.19.x (the config keys of 0.19.8).
 
@@ -62,10 +64,18 @@ RELEASES: dict[str, tuple[EngineRelease, ...]] = {
     "deepspeed": (EngineRelease("deepspeed", "0.19", ((0, 19),), "DeepSpeed 0.19.x", "DeepSpeed 0.19.8"),),
 }
 
-#: A release as people write it: 0.18, 0.18.0, 0.20.0rc1, v0.19, core_v0.18.0 / core_r0.18.0 (Megatron-LM's tags)
-_RELEASE = re.compile(
-    r"(?:core_[rv]|v)?(\d{1,3})\.(\d{1,3})(?:\.\d{1,4})?(?:(?:rc|a|b|\.dev|\.post)\d{0,4})?"
+#: A release as people write it: 0.18, 0.18.0, 0.20.0rc1, v0.19, with a PEP 440 local version (PEP 440, "Local
+#: version identifiers": ``+`` then alphanumeric parts joined by ``.``, ``-`` or ``_``): 0.18.0rc0+cu12, and
+#: 0.18.0+<short sha>, which a Megatron-LM main checkout reports from 2f5c62c312 (#4212, 2026-04-09,
+#: megatron/core/package_info.py). ASCII digits only ([0-9]: ``\d`` matches full-width digits, which int() reads).
+_VERSION = (
+    r"([0-9]{1,3})\.([0-9]{1,3})(?:\.[0-9]{1,4})?"  # major.minor[.patch]
+    r"(?:(?:rc|a|b|\.dev|\.post)[0-9]{0,4})?"  # pre-, dev- or post-release
+    r"(?:\+[a-z0-9]{1,40}(?:[._-][a-z0-9]{1,40}){0,8})?"  # +local
 )
+#: The tag prefix each engine's releases carry: Megatron-LM's tags are core_v0.18.0 / core_r0.18.0 (release
+#: branches); torchtitan's and DeepSpeed's are v0.2.2 / v0.19.8.
+_PREFIX = {"megatron": r"(?:core_[rv]|v)?", "torchtitan": r"v?", "deepspeed": r"v?"}
 
 
 def accepted(target: str) -> str:
@@ -86,7 +96,8 @@ def engine_release(target: str, version: str | None, where: str = "export.engine
     if version is None:
         return releases[0]
     text = version.strip().lower()
-    match = _RELEASE.fullmatch(text)
+    # ASCII before lower(), which maps some non-ASCII letters to ASCII ones (KELVIN SIGN to k)
+    match = re.fullmatch(_PREFIX[target] + _VERSION, text) if version.isascii() else None
     if match:
         key = (int(match.group(1)), int(match.group(2)))
         for release in releases:

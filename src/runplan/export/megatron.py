@@ -45,9 +45,10 @@ Flags and the rules they must satisfy were read from NVIDIA/Megatron-LM ``megatr
   --exp-avg-sq-dtype bf16``; refused without the distributed optimizer (ZeRO-0), and with
   bf16 weights a warning that TransformerEngine keeps the fp32 master as 16-bit remainders (:func:`_optimizer_state_args`).
 * checkpoints: ``--save-interval`` the plan's interval; ``--async-save`` when the plan stages through host
-  memory; no ``--save-retain-interval`` (each save would delete the previous checkpoint unless it is at a
-  multiple of it: the plan's rolling generations and rollback points would go), so Megatron keeps every save
-  and a warning lists what to keep when deleting by hand.
+  memory, with ``--use-persistent-ckpt-worker`` (without it Megatron-Core 0.16+ drops async saves) and, for the
+  0.20 target, ``--async-strategy mcore`` (:func:`_async_save_args`); no ``--save-retain-interval`` (each save
+  would delete the previous checkpoint unless it is at a multiple of it: the plan's rolling generations and
+  rollback points would go), so Megatron keeps every save and a warning lists what to keep when deleting by hand.
 
 * architecture (``_architecture``, every catalog field, listed in the header): ``--rotary-base`` θ (Megatron's
   default 10000 otherwise), Llama 3.1 scaling as ``--use-rope-scaling --rope-scaling-factor`` (Megatron fixes
@@ -1121,8 +1122,8 @@ def _lr_args(f: Facts, warnings: list[str], step_schedule: bool = False) -> list
     return lr
 
 
-def _checkpoint_args(f: Facts, warnings: list[str]) -> list[Arg]:
-    """Checkpoint flags."""
+def _checkpoint_args(f: Facts, warnings: list[str], step_schedule: bool = False) -> list[Arg]:
+    """Checkpoint flags; async saves as :func:`_async_save_args`."""
     ck: list[Arg] = [
         ("--save", ['"$CHECKPOINT_DIR"'], ""),
         ("--load", ['"$CHECKPOINT_DIR"'], "resume from the latest checkpoint"),
@@ -1131,7 +1132,7 @@ def _checkpoint_args(f: Facts, warnings: list[str]) -> list[Arg]:
     if f.layout.zero != 3 or f.stack.fsdp_mixed_precision:  # Megatron FSDP needs fsdp_dtensor instead
         ck.append(("--ckpt-format", ["torch_dist"], "distributed checkpoint (needed for --async-save)"))
         if f.async_checkpoint:
-            ck.append(("--async-save", [], "the plan stages the save through pinned host memory"))
+            ck += _async_save_args(warnings, step_schedule)
     elif f.async_checkpoint:
         warnings.append(
             "checkpoint: async save needs the torch_dist format, which Megatron FSDP cannot use; "
@@ -1139,6 +1140,38 @@ def _checkpoint_args(f: Facts, warnings: list[str]) -> list[Arg]:
         )
     warnings.append(_retention_warning(f))
     return ck
+
+
+def _async_save_args(warnings: list[str], step_schedule: bool) -> list[Arg]:
+    """``--async-save`` with ``--use-persistent-ckpt-worker``: from core_v0.16.0 on, validate_args turns async
+    saves off for a distributed checkpoint without the persistent worker ("Disabling --async-save",
+    megatron/training/arguments.py: core_v0.16.0 ~L1138, core_v0.17.0 ~L1430, core_v0.18.0 ~L1621, core_v0.19.0
+    ~L1740, d98e8a64 ~L1814), so every save would block; the flag exists at 000c4ac2 and core_v0.15.0-d98e8a64.
+    From core_v0.17.0 the async strategy defaults to ``nvrx`` (training/config/training_config.py), which imports
+    nvidia-resiliency-ext, an optional extra, when the worker starts (dist_checkpointing/strategies/torch.py
+    get_async_strategy, d98e8a64 ~L1043), else training stops at start-up. The 0.20 target writes
+    ``--async-strategy mcore`` (Megatron-Core's own writer; the flag exists from core_v0.17.0, and Megatron
+    itself falls back to mcore when async saves are off); the default target cannot (0.15 and 0.16 lack the
+    flag), so it warns for 0.17."""
+    args: list[Arg] = [
+        ("--async-save", [], "the plan stages the save through pinned host memory"),
+        ("--use-persistent-ckpt-worker", [], "from Megatron-Core 0.16, --async-save is dropped without it"),
+    ]
+    if step_schedule:
+        args.append(
+            (
+                "--async-strategy",
+                ["mcore"],
+                "Megatron-Core's writer; nvrx (the default) needs nvidia-resiliency-ext",
+            )
+        )
+    else:
+        warnings.append(
+            "checkpoint: on Megatron-Core 0.17 async saves default to --async-strategy nvrx, which needs "
+            "nvidia-resiliency-ext (training stops at start-up without it): install it, or add --async-strategy "
+            "mcore (a 0.17 flag; 0.15 and 0.16 have no such flag and use Megatron-Core's own writer)"
+        )
+    return args
 
 
 def _retention_warning(f: Facts) -> str:
@@ -1210,7 +1243,7 @@ def export_megatron(
         (layout_title, _layout_args(f, warnings)),
         ("batch and recomputation", _batch_args(f, warnings, step_schedule)),
         ("learning rate and length", _lr_args(f, warnings, step_schedule)),
-        ("checkpoints", _checkpoint_args(f, warnings)),
+        ("checkpoints", _checkpoint_args(f, warnings, step_schedule)),
         ("evaluation (the plan's canary)", _eval_args(f, warnings)),
         ("data (placeholders)", _data_args(f)),
     ]

@@ -25,7 +25,8 @@
 #   - batch ramp: Megatron-LM after #4411 (commit 532ad926, April 2026; the d98e8a64 snapshot) parses --rampup-batch-size but ignores it (deprecated), running every step at the main batch (128 sequences, train_samples // 128 steps); on such a checkout replace --global-batch-size and --rampup-batch-size with --step-batch-size-schedule '0:64 12004098048:128' (thresholds in tokens, the plan's stages exactly) --eval-global-batch-size 128 (the canary's batch), as --engine-version 0.20 writes it
 #   - recompute: the plan's selective mode recomputes the norm outputs; Megatron-core's TransformerEngine layers fuse a dense model's norms into the next linear, whose weight gradient keeps the norm output, so 'layernorm' recomputes nothing and is not set: activation memory is higher than planned (pin parallel.recompute: full, or plan with stack preset megatron-core, whose selective is core_attn)
 #   - recompute: the plan's selective mode also recomputes the dense MLP activation; Megatron has no module for that alone ('mlp' recomputes the whole MLP), so it is not set: activation memory is higher than planned
-#   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints, the 2 newest at multiples of 306 steps (rollback points) and every one at a multiple of 4,760 steps (milestones)
+#   - checkpoint: on Megatron-Core 0.17 async saves default to --async-strategy nvrx, which needs nvidia-resiliency-ext (training stops at start-up without it): install it, or add --async-strategy mcore (a 0.17 flag; 0.15 and 0.16 have no such flag and use Megatron-Core's own writer)
+#   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints, the 2 newest at multiples of 306 steps (rollback points) and the 9 at steps 5,490, 10,260, 15,030, 19,800, 24,570, 29,340, 34,110, 38,880, 43,650 (milestones)
 set -euo pipefail
 
 : "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}"
@@ -95,9 +96,10 @@ ARGS=(
   # checkpoints
   --save "$CHECKPOINT_DIR"
   --load "$CHECKPOINT_DIR"  # resume from the latest checkpoint
-  --save-interval 17  # the plan's checkpoint interval (Daly)
+  --save-interval 18  # the plan's checkpoint interval (Daly)
   --ckpt-format torch_dist  # distributed checkpoint (needed for --async-save)
   --async-save  # the plan stages the save through pinned host memory
+  --use-persistent-ckpt-worker  # from Megatron-Core 0.16, --async-save is dropped without it
   # evaluation (the plan's canary)
   --eval-interval 300  # the plan's canary cadence (monitoring)
   --eval-iters 8  # the canary's 1,024 sequences, in whole global batches
