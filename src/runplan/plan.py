@@ -78,6 +78,12 @@ class LayoutChoice(BaseModel):
         description="The calibration file behind every predicted time (`runplan calibrate`, or the shipped one), "
         "its held-out step error and the memory model's error on its measured runs that logged a peak.",
     )
+    gpu: GpuSpec | None = Field(
+        None,
+        description="The GPU the layouts were searched and timed on, its family as planned (read from its name "
+        "where the entry states none: runplan.catalog.with_family), so that an export of the plan knows it; "
+        "absent in plans written before it.",
+    )
     notes: dict[str, str] = Field(description="One-line reason for each number.")
 
 
@@ -625,6 +631,7 @@ def _layout_choice(planned: LayoutStage, result: SearchResult, calibration: str)
         critical_batch=result.critical_batch,
         search_seconds=result.search_seconds,
         calibration=calibration,
+        gpu=planned.request.gpu,
         notes={
             "candidates": "every TP×PP×DP×EP×CP×ZeRO×micro-batch×VPP×recompute combination (docs/parallel.md)",
             "feasible": "fits HBM × (1 − headroom), bubble ≤ max, batch within range, divisibility",

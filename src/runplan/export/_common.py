@@ -197,12 +197,15 @@ def _merged_stages(batch_stages) -> tuple[Stage, ...]:
 
 
 def _plan_gpu(plan: RunPlan) -> tuple[str, GpuSpec | None]:
-    """The plan's GPU: its name and spec (inline, or from the shipped catalog; None for a GPU only a user
-    catalog names, which the exporters take as Hopper-class, as the time model does)."""
+    """The plan's GPU: its name and spec as the layouts were timed on it (``layout.gpu``, with the family the plan
+    read from a user catalog's entry or an inline spec); in a plan written before that field, the inline spec or
+    the shipped catalog's entry (None for a GPU only a user catalog names: Hopper-class to the exporters)."""
     from runplan.catalog import load_catalog, with_family
     from runplan.errors import SpecError
     from runplan.hardware import GpuSpec
 
+    if plan.layout.gpu is not None:
+        return plan.layout.gpu.name, plan.layout.gpu
     gpu = (plan.inputs.get("cluster") or {}).get("gpu")
     if isinstance(gpu, dict):
         try:
