@@ -6,21 +6,13 @@ import json
 import re
 
 import pytest
+from tests.export._cli import run_export
 from tests.export._plans import EXAMPLES
-from typer.testing import CliRunner
-
-from runplan.cli.app import app
 
 PLAN = str(EXAMPLES / "moe-mixtral-8x7b.yaml")
 
 
-def _run(*args: str):
-    runner = (
-        CliRunner(mix_stderr=False)
-        if "mix_stderr" in CliRunner.__init__.__code__.co_varnames
-        else CliRunner()
-    )
-    return runner.invoke(app, ["export", *args])
+_run = run_export
 
 
 def test_deepspeed_to_stdout_warnings_to_stderr_and_into_the_file() -> None:

@@ -8,21 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.export._cli import run_export
 from tests.export._plans import EXAMPLES
-from typer.testing import CliRunner
-
-from runplan.cli.app import app
 
 PLAN = str(EXAMPLES / "70b-512-h100.yaml")
 
 
-def _run(*args: str):
-    runner = (
-        CliRunner(mix_stderr=False)
-        if "mix_stderr" in CliRunner.__init__.__code__.co_varnames
-        else CliRunner()
-    )
-    return runner.invoke(app, ["export", *args])
+_run = run_export
 
 
 def test_megatron_0_20_writes_the_step_schedule_and_no_ramp_warning() -> None:

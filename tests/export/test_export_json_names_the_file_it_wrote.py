@@ -9,20 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from runplan.cli.app import app
+from tests.export._cli import run_export
 
 PLAN = str(Path(__file__).resolve().parents[2] / "examples" / "70b-512-h100.yaml")
 
 
 def _run(*args: str):
-    runner = (
-        CliRunner(mix_stderr=False)
-        if "mix_stderr" in CliRunner.__init__.__code__.co_varnames
-        else CliRunner()
-    )
-    return runner.invoke(app, ["export", PLAN, "--to", "megatron", *args])
+    return run_export(PLAN, "--to", "megatron", *args)
 
 
 def test_json_names_the_file_written(tmp_path: Path) -> None:
