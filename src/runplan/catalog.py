@@ -178,10 +178,13 @@ def _tokens(name: str) -> list[str]:
 
 
 def chip_families(catalog: Catalog) -> dict[str, set[str]]:
-    """Chip name → the families of the catalog entries that state one and carry the chip in their name or aliases
-    (the shipped catalog's ``family`` field: h100 → hopper, a100 → ampere, b200 → blackwell, mi300x → cdna3)."""
+    """Chip name → the families of the entries that state one and carry the chip in their name or aliases: the
+    shipped catalog's (h100 → hopper, a100 → ampere, b200 → blackwell, mi300x → cdna3), always, and ``catalog``'s.
+    The shipped ones stay read when a user entry replaces them: an override of ``b200`` without ``family:`` (the
+    800 Gb/s B200 of docs/catalog.md) is still a B200, read by the one rule that reads ``b200-800g`` (rather than
+    its entry inheriting the replaced one's family, which would hold for the exact name only)."""
     out: dict[str, set[str]] = {}
-    for entry in catalog.gpu_entries:
+    for entry in (*_shipped()[0], *catalog.gpu_entries):
         for name in (entry.name, *entry.aliases) if entry.spec.family else ():
             for token in _tokens(name):
                 if _CHIP.match(token):
@@ -189,17 +192,38 @@ def chip_families(catalog: Catalog) -> dict[str, set[str]]:
     return out
 
 
+def _chips_named(names: tuple[str, ...], catalog: Catalog) -> dict[str, set[str]]:
+    """The chips ``names`` carry (:func:`chip_families`), each with its families, in the order named."""
+    chips = chip_families(catalog)
+    return {token: chips[token] for name in names for token in _tokens(name) if token in chips}
+
+
 def family_from_names(names: tuple[str, ...], catalog: Catalog) -> str | None:
     """The family ``names`` read as unambiguously: every chip name in them (:func:`chip_families`) belongs to
     one and the same family (h100-grandteton-500w → hopper); None when none is named, or two families are."""
-    chips = chip_families(catalog)
-    found = {family for name in names for token in _tokens(name) for family in chips.get(token, ())}
+    found = set().union(*_chips_named(names, catalog).values())
     return found.pop() if len(found) == 1 else None
 
 
 def gpu_families() -> tuple[str, ...]:
     """The values ``GpuSpec.family`` accepts, in declaration order (ampere, hopper, blackwell, cdna3)."""
     return typing.get_args(typing.get_args(GpuSpec.model_fields["family"].annotation)[0])
+
+
+#: The family value for parts the time model has no constants of, from what each value changes: ``ampere`` picks
+#: the Ampere-fitted constants (runplan.calibrate.calibration.gpu_family; every other value Hopper's) and
+#: FlashAttention-2's rate; ``cdna3`` Hopper's constants at FlashAttention-2's rate; ``hopper`` and ``blackwell``
+#: Hopper's with cuDNN attention 1.58× faster (parallel/timing.attention_kernel_speedup); only ``blackwell`` runs
+#: mxfp8 (timing.check_precision). An Ada card (sm_89: Ampere-style mma tensor cores plus fp8, none of the Hopper
+#: wgmma/TMA behind the cuDNN speedup measured on H100; FlashAttention-2 runs on "Ampere, Ada, or Hopper GPUs",
+#: Dao-AILab/flash-attention README) is nearest ampere; an AMD part of another CDNA generation cdna3
+#: (FlashAttention-2, no cuDNN; docs/catalog.md: a part without constants takes the nearest family); a TPU none
+#: (the time model's collectives are NCCL rings over NVLink/NIC bandwidths, docs/parallel.md).
+NEAREST_FAMILY_HINT = (
+    "nearest: ampere for an A100, an Ada card (L40S, RTX 4090) or any other NVIDIA card with FlashAttention-2 "
+    "but not Hopper's cuDNN attention; hopper for H100, H200, GH200; blackwell for B200, GB200, GB300; cdna3 "
+    "for any AMD Instinct (MI250X's CDNA2, MI355X's CDNA 4); no value fits a TPU"
+)
 
 
 def with_family(
@@ -215,20 +239,36 @@ def with_family(
     model's constants (Ampere's or Hopper's, parallel/timing.py), its attention kernel (FlashAttention-2 on ampere
     and cdna3) and the fp8 recipes it runs, for a plan and for calibrate's fit alike, and taking it for Hopper
     silently would time an A100-class card with the H100 constants. Refused rather than warned: the fix is one
-    key, and a plan file that states it is reproduced by `runplan check` wherever it runs."""
+    key, and a plan file that states it is reproduced by `runplan check` wherever it runs. The hint gives the
+    value for the nearest parts (:data:`NEAREST_FAMILY_HINT`); names carrying chips of two families are told
+    which."""
     if gpu.family is not None:
         return gpu
     family = family_from_names(names, catalog)
     if family is not None:
         return gpu.model_copy(update={"family": family})
     accepted = gpu_families()
-    entry = f" to its entry in {entry_file}" if entry_file else ""
+    add = f"add family: {', '.join(accepted[:-1])} or {accepted[-1]}"
+    add += f" to its entry in {entry_file}" if entry_file else ""
+    chips = _chips_named(names, catalog)
+    if chips:  # chips of two families (a100-h100-mix): which is it
+        carried = "; ".join(f"{chip}: {', '.join(sorted(fams))}" for chip, fams in chips.items())
+        count = len(set().union(*chips.values()))
+        raise SpecError(
+            f"GPU {gpu.name!r} has no family, and the chips its names carry are of {_FAMILY_COUNT[count]} "
+            f"families ({carried}): its family picks the time model's constants",
+            where=where,
+            hint=f"{add}: the family of the one chip it is",
+        )
     raise SpecError(
         f"GPU {gpu.name!r} has no family, and its name does not say which: its family picks the time model's "
         "constants",
         where=where,
-        hint=f"add family: {', '.join(accepted[:-1])} or {accepted[-1]}{entry}; an A100 is ampere, an H100 hopper",
+        hint=f"{add}; {NEAREST_FAMILY_HINT}",
     )
+
+
+_FAMILY_COUNT = {2: "two", 3: "three", 4: "four"}
 
 
 def _index(entries: dict[str, GpuEntry] | dict[str, ModelEntry]) -> dict[str, str]:
@@ -702,6 +742,7 @@ def shipped_catalog() -> Catalog:
 
 
 __all__ = [
+    "NEAREST_FAMILY_HINT",
     "Catalog",
     "GpuEntry",
     "ModelEntry",

@@ -1,6 +1,7 @@
 """`runplan catalog gpus|models [NAME]`: list the shipped (and user) catalogs, as a table or JSON.
 
-JSON keys (stable, SI base units): GPUs carry every ``GpuSpec`` field plus ``aliases`` and ``note``; models
+JSON keys (stable, SI base units): GPUs carry every ``GpuSpec`` field (``family`` as plans use it: stated, else
+read from the name) plus ``family_read_from_name``, ``aliases`` and ``note``; models
 carry ``name``, ``family``, ``total_params``, ``embedding_params``, ``non_embedding_params``,
 ``active_params``, ``mtp_params`` (multi-token-prediction modules, not in the total; 0 without),
 ``published_params``, ``published_active_params``, ``aliases``, ``note`` and every
@@ -17,14 +18,40 @@ import typer
 from runplan.cli.common import handle_errors, print_json
 
 if TYPE_CHECKING:
-    from runplan.catalog import GpuEntry, ModelEntry
+    from runplan.catalog import Catalog, GpuEntry, ModelEntry
+    from runplan.errors import SpecError
+    from runplan.hardware import GpuSpec
 
 KINDS = ("gpus", "models")
 
 
-def gpu_record(entry: GpuEntry) -> dict[str, Any]:
-    """JSON record of a catalog GPU: every GpuSpec field, then aliases and note."""
-    return {**entry.spec.model_dump(mode="json"), "aliases": list(entry.aliases), "note": entry.note}
+def gpu_record(entry: GpuEntry, catalog: Catalog) -> dict[str, Any]:
+    """JSON record of a catalog GPU: every GpuSpec field, ``family`` the one plans use (as stated, else read from
+    the name and aliases: :meth:`runplan.catalog.Catalog.gpu_spec`; null where neither says it, and every planning
+    command refuses the GPU), then ``family_read_from_name``, aliases and note."""
+    spec = _planned(entry, catalog)[0]
+    record = {}
+    for key, value in spec.model_dump(mode="json").items():
+        record[key] = value
+        if key == "family":
+            record["family_read_from_name"] = entry.spec.family is None and value is not None
+    return {**record, "aliases": list(entry.aliases), "note": entry.note}
+
+
+def _planned(entry: GpuEntry, catalog: Catalog) -> tuple[GpuSpec, SpecError | None]:
+    """``entry``'s spec with the family plans use, and None; or its spec as written and the refusal every planning
+    command gives it (a family neither stated nor read from its names: runplan.catalog.with_family)."""
+    from runplan.errors import SpecError
+
+    try:
+        return catalog.gpu_spec(entry), None
+    except SpecError as error:
+        return entry.spec, error
+
+
+def _family_warning(error: SpecError) -> str:
+    """The one-line caution for a listed GPU that every planning command refuses: the refusal's words and fix."""
+    return f"{error.message}; every planning command refuses it ({error.hint})"
 
 
 def model_record(entry: ModelEntry) -> dict[str, Any]:
@@ -98,7 +125,9 @@ def catalog(
         warn(warning)
     if kind == "gpus":
         gpus = [cat.gpu_entry(name, where="NAME")] if name else list(cat.gpu_entries)
-        records = [gpu_record(e) for e in gpus]
+        for error in filter(None, (_planned(e, cat)[1] for e in gpus)):
+            warn(_family_warning(error))
+        records = [gpu_record(e, cat) for e in gpus]
     else:
         models = [cat.model_entry(name, where="NAME")] if name else list(cat.model_entries)
         records = [model_record(e) for e in models]
@@ -122,6 +151,10 @@ def _render_one(record: dict[str, Any]) -> None:
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     for key, value in record.items():
+        if key == "family_read_from_name":  # said beside the family
+            continue
+        if key == "family" and record.get("family_read_from_name"):
+            value = f"{value} (read from the name)"
         if isinstance(value, list):
             value = ", ".join(map(str, value))
         elif isinstance(value, int | float) and not isinstance(value, bool) and key.endswith("_params"):
