@@ -8,6 +8,8 @@ changes the plan.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import math
 import os
@@ -229,8 +231,8 @@ def _items(count: int) -> str:
 #: totals, whose larger is its ``memory_bytes.total``): new in the file, not a change of the plan
 ADDED_DERIVED_KEYS = frozenset({"memory_total_bytes_by_stage"})
 #: the same, by path: each batch stage's step time (the layout re-timed at the stage's micro-batches, which an
-#: older file's training time already summed)
-ADDED_DERIVED_PATHS = re.compile(r"schedule\.batch_stages\[\d+\]\.step_seconds")
+#: older file's training time already summed), and the GPU the layouts were timed on (the plan's own input)
+ADDED_DERIVED_PATHS = re.compile(r"schedule\.batch_stages\[\d+\]\.step_seconds|layout\.gpu")
 
 
 #: derived keys renamed since a resolved section may have been written, new path → old path: the old file's value
@@ -247,9 +249,12 @@ _MOST_IMPLIED_MILESTONES = 100_000
 def _implied_milestone_steps(section: dict[str, Any]) -> list[int] | None:
     """The milestone steps a checkpointing section written before ``milestone_steps`` (77efb0d) meant: the
     multiples of ``milestone_every_steps``, ``milestones`` of them (that runplan's rule, ⌊steps / spacing⌋ at
-    every multiple; ``CheckpointPlan`` reads an old plan so). None where the section lacks either number."""
+    every multiple; ``CheckpointPlan`` reads an old plan so). None where the section lacks either number, or
+    holds one that runplan never wrote: a spacing under 1 step (it was max(interval, ...) steps, the interval >= 1)
+    or a negative count (⌊steps / spacing⌋ >= 0); a hand-edited ``milestones: -5`` or ``milestone_every_steps: 0``
+    implies nothing, and the key is new."""
     every, count = section.get("milestone_every_steps"), section.get("milestones")
-    if not (_is_count(every) and _is_count(count)):
+    if not (_is_count(every) and _is_count(count)) or every < 1 or count < 0:
         return None
     if count > _MOST_IMPLIED_MILESTONES:  # a hand-edited count, not one runplan wrote: the key is new
         return None
@@ -376,17 +381,47 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _short(value: Any) -> str:
-    """``value`` in at most 60 characters, spelt as in the plan file: ``true``, ``null``, a mapping or list as
-    JSON (``{"batch_fraction": 0.5}``, not Python's ``{'batch_fraction': 0.5}``), a string quoted."""
+def _short(value: Any, width: int = 60) -> str:
+    """``value`` in at most ``width`` characters, spelt as in the plan file: ``true``, ``null``, a mapping or list
+    as JSON (``{"batch_fraction": 0.5}``, not Python's ``{'batch_fraction': 0.5}``), a string quoted; a mapping or
+    list too long is cut after a whole item (:func:`_short_items`), never inside a number."""
     if _is_number(value):
         return f"{value:.6g}"
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
-    text = (
-        json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, dict | list) else repr(value)
-    )
-    return text if len(text) <= 60 else text[:57] + "..."
+    if isinstance(value, dict | list | tuple):
+        return _short_items(value, width)
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _short_items(value: dict[Any, Any] | list[Any] | tuple[Any, ...], width: int) -> str:
+    """A mapping or list as JSON in at most ``width`` characters: whole, else its leading items and how many more
+    (``[924, 1848, 2772, ... 9 more]``: a number cut short would read as another item); the first item shortened
+    itself where even it does not fit."""
+    dumps = functools.partial(json.dumps, ensure_ascii=False, default=str)
+    text = dumps(value)
+    if len(text) <= width:
+        return text
+    opening, closing = "{}" if isinstance(value, dict) else "[]"
+    pairs = list(itertools.islice(value.items() if isinstance(value, dict) else enumerate(value), width))
+    keyed = isinstance(value, dict)
+    items = [f"{dumps(str(k))}: {dumps(v)}" if keyed else dumps(v) for k, v in pairs]
+    best, head = "", opening
+    for shown, item in enumerate(items[:-1] if len(items) == len(value) else items, start=1):
+        head += (", " if shown > 1 else "") + item
+        text = f"{head}, ... {len(value) - shown} more{closing}"
+        if len(text) > width:
+            break
+        best = text
+    if best:
+        return best
+    rest = f", ... {len(value) - 1} more{closing}" if len(value) > 1 else closing
+    key, first = pairs[0]
+    key = f"{dumps(str(key))}: " if keyed else ""
+    room = max(width - len(opening + key + rest), 10)
+    text = _short(first, room) if isinstance(first, dict | list | tuple) else dumps(first)
+    return f"{opening}{key}{text if len(text) <= room else text[: room - 3] + '...'}{rest}"
 
 
 # ---- units for a reader (runplan diff): a key's name carries its unit, as in report/format.fmt_value ----
