@@ -144,30 +144,34 @@ def format_bytes(value: float, *, scale_of: float | None = None, extra_digits: i
     return f"{value:.{3 + extra_digits}g} B"
 
 
-#: Most steps ``format_steps`` lists one by one before it names where the full list is instead (a ramp of
-#: many milestones rounds each to the save interval, so its gaps alternate and do not compress).
+#: Most items ``format_steps`` writes (steps and evenly spaced runs) before it names where the full list is
+#: instead (a ramp of many milestones rounds each to the save interval, so its gaps can alternate).
 MAX_LISTED_STEPS = 24
 
 
 def format_steps(steps: list[int] | tuple[int, ...], listed_in: str) -> str:
-    """Step numbers in words, every one recoverable: all of them up to 12; past that, the irregular head listed
-    and the evenly spaced rest as 'then every D through Z' ("3,729, 6,039, then every 2,310 through 91,509"),
-    or all listed when no run of 3 or more is evenly spaced to the end. An operator who deletes checkpoints by
-    hand needs each step, not "5 more"; where that would list more than MAX_LISTED_STEPS, the count, the first
-    and the last, and ``listed_in`` (where the full list is)."""
+    """Step numbers in words, every one recoverable: all of them up to 12; past that, each run of 3 or more
+    evenly spaced steps as 'A, then every D through Z' ("3,729, then every 2,310 through 91,509") and the others
+    listed. An operator who deletes checkpoints by hand needs each step, not "5 more"; where that would still
+    write more than MAX_LISTED_STEPS items, the first, the last and ``listed_in`` (where the full list is; the
+    caller says how many)."""
     shown = [f"{step:,}" for step in steps]
-    start = len(steps) - 1
-    if len(steps) > 12:
-        gap = steps[-1] - steps[-2]
-        while start > 0 and steps[start] - steps[start - 1] == gap:
-            start -= 1
-    if len(steps) <= 12 or len(steps) - start < 3:
-        head, tail = shown, ""
-    else:
-        head, tail = shown[: start + 1], f", then every {gap:,} through {shown[-1]}"
-    if len(head) > MAX_LISTED_STEPS:
-        return f"{shown[0]} to {shown[-1]} ({len(steps):,} of them, each listed in {listed_in})"
-    return ", ".join(head) + tail
+    if len(steps) <= 12:
+        return ", ".join(shown)
+    items, i = [], 0
+    while i < len(steps):
+        j = i + 1  # the run steps[i..j] of one gap
+        while j + 1 < len(steps) and steps[j + 1] - steps[j] == steps[i + 1] - steps[i]:
+            j += 1
+        if j < len(steps) and j - i >= 3:  # 4 or more steps evenly spaced: one item
+            items.append(f"{shown[i]}, then every {steps[i + 1] - steps[i]:,} through {shown[j]}")
+            i = j + 1
+        else:
+            items.append(shown[i])
+            i += 1
+    if len(items) > MAX_LISTED_STEPS:
+        return f"{shown[0]} to {shown[-1]} (each listed in {listed_in})"
+    return ", ".join(items)
 
 
 # ---- pydantic field types: plan files and flags share them ----------------------------------------

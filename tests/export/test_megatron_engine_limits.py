@@ -104,7 +104,9 @@ def test_megatron_export_keeps_every_checkpoint_the_plan_keeps():
     )
     # the ramp moves the milestones off the multiples of milestone_every_steps (ops/checkpoint.py): each is named
     assert ck.milestone_steps[0] != ck.milestone_every_steps
-    steps = format_steps(ck.milestone_steps, "the plan's checkpointing.milestone_steps")
+    steps = format_steps(
+        ck.milestone_steps, "the plan's checkpointing.milestone_steps: runplan plan FILE -f json"
+    )
     assert f"the {len(ck.milestone_steps)} at steps {steps} (milestones)" in warning
     assert all(step % interval == 0 for step in ck.milestone_steps)  # each is a save Megatron makes
     assert "delete by hand" in warning and "\n" not in warning

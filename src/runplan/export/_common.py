@@ -377,7 +377,7 @@ def _milestones_in_words(every: int, at: tuple[int, ...]) -> str:
         return f"every one at a multiple of {every:,} steps (milestones)"
     many = "s" * (len(at) > 1)
     count = f"{len(at):,}" if many else "one"
-    steps = format_steps(at, "the plan's checkpointing.milestone_steps")
+    steps = format_steps(at, "the plan's checkpointing.milestone_steps: runplan plan FILE -f json")
     return f"the {count} at step{many} {steps} (milestones)"
 
 

@@ -745,7 +745,7 @@ def _milestones(
         at,
         Reasoned(
             count,
-            f"{count} milestone{'s' * (count != 1)} within the run's {r.total_steps:,} steps"
+            f"{count:,} milestone{'s' * (count != 1)} within the run's {r.total_steps:,} steps"
             + (f": at steps {format_steps(at.value, LISTED_IN)}" if count else ""),
         ),
         Reasoned(size, f"{what} = {fmt_bytes(size)}"),
