@@ -25,8 +25,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "export.md"
 @pytest.mark.parametrize(
     ("version", "release"),
     [
-        ("0.18.0rc0+cu12", MEGATRON_0_20),
-        ("0.18.0+532ad926", MEGATRON_0_20),
+        ("0.18", MEGATRON_0_20),
+        ("core_v0.18.0", MEGATRON_0_20),
         ("0.20.0+git.d98e8a64", MEGATRON_0_20),
         ("core_v0.17.0", MEGATRON_0_17),
         ("0.16.1+local-build_2", MEGATRON_0_17),
@@ -52,6 +52,15 @@ def test_megatron_takes_tags_and_local_versions(version: str, release) -> None:
 def test_what_is_not_a_release_of_the_engine_is_refused(target: str, version: str) -> None:
     with pytest.raises(SpecError, match="no checked"):
         engine_release(target, version)
+
+
+@pytest.mark.parametrize("version", ["0.18.0rc0", "0.18.0rc0+cu12", "0.18.0+532ad926", "0.18.0.dev1"])
+def test_a_0_18_pre_release_or_local_build_is_asked_which_side_of_4411_it_is(version: str) -> None:
+    """main reported 0.18.0rc0 (from f09f5c98e6) and 0.18.0+<sha> (from 2f5c62c312) before #4411 (532ad926)
+    added --step-batch-size-schedule: such a version cannot pick the target, the merge-base check can."""
+    with pytest.raises(SpecError, match="before #4411") as raised:
+        engine_release("megatron", version)
+    assert "git merge-base --is-ancestor 532ad926 HEAD" in str(raised.value.hint)
 
 
 def test_torchtitan_and_deepspeed_still_take_v_and_local_versions() -> None:

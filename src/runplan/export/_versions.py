@@ -73,6 +73,11 @@ _VERSION = (
     r"(?:(?:rc|a|b|\.dev|\.post)[0-9]{0,4})?"  # pre-, dev- or post-release
     r"(?:\+[a-z0-9]{1,40}(?:[._-][a-z0-9]{1,40}){0,8})?"  # +local
 )
+#: A pre-release or local part (0.18.0rc0, 0.18.0+1a2b3c4): on Megatron-Core 0.18 it does not say which side of
+#: #4411 the checkout is (main reported 0.18.0rc0 from f09f5c98e6 and 0.18.0+<sha> from 2f5c62c312, both before
+#: 532ad926; the core_v0.18.0 tag in a git checkout also appends +<sha>: package_info.py)
+_PRE_OR_LOCAL = re.compile(r"[0-9](?:rc|a|b|\.dev)[0-9]*|\+")
+
 #: The tag prefix each engine's releases carry: Megatron-LM's tags are core_v0.18.0 / core_r0.18.0 (release
 #: branches); torchtitan's and DeepSpeed's are v0.2.2 / v0.19.8.
 _PREFIX = {"megatron": r"(?:core_[rv]|v)?", "torchtitan": r"v?", "deepspeed": r"v?"}
@@ -100,6 +105,14 @@ def engine_release(target: str, version: str | None, where: str = "export.engine
     match = re.fullmatch(_PREFIX[target] + _VERSION, text) if version.isascii() else None
     if match:
         key = (int(match.group(1)), int(match.group(2)))
+        if target == "megatron" and key == (0, 18) and _PRE_OR_LOCAL.search(text):
+            raise SpecError(
+                f"Megatron-Core {version[:40]!r} may be a main-branch checkout from before #4411 (532ad926), which "
+                "reported 0.18.0rc0 or 0.18.0+<sha> and has no --step-batch-size-schedule",
+                where=where,
+                hint="give 0.18 if `git merge-base --is-ancestor 532ad926 HEAD` succeeds in your Megatron-LM "
+                "checkout, else 0.17",
+            )
         for release in releases:
             if key in release.minors:
                 return release

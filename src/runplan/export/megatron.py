@@ -1152,7 +1152,8 @@ def _async_save_args(warnings: list[str], step_schedule: bool) -> list[Arg]:
     get_async_strategy, d98e8a64 ~L1043), else training stops at start-up. The 0.20 target writes
     ``--async-strategy mcore`` (Megatron-Core's own writer; the flag exists from core_v0.17.0, and Megatron
     itself falls back to mcore when async saves are off); the default target cannot (0.15 and 0.16 lack the
-    flag), so it warns for 0.17."""
+    flag), so it warns for 0.17. The mcore writer logs a deprecation from core_v0.17.0 on (async_save in
+    strategies/torch.py), said in a warning with how to take nvrx instead."""
     args: list[Arg] = [
         ("--async-save", [], "the plan stages the save through pinned host memory"),
         ("--use-persistent-ckpt-worker", [], "from Megatron-Core 0.16, --async-save is dropped without it"),
@@ -1164,6 +1165,12 @@ def _async_save_args(warnings: list[str], step_schedule: bool) -> list[Arg]:
                 ["mcore"],
                 "Megatron-Core's writer; nvrx (the default) needs nvidia-resiliency-ext",
             )
+        )
+        # strategies/torch.py async_save logs mcore as deprecated from core_v0.17.0 (still present at d98e8a64)
+        warnings.append(
+            "checkpoint: --async-strategy mcore is written because the default, nvrx, needs "
+            "nvidia-resiliency-ext (training stops at start-up without it); Megatron logs mcore as deprecated: "
+            "with nvidia-resiliency-ext installed, drop the flag to use nvrx"
         )
     else:
         warnings.append(

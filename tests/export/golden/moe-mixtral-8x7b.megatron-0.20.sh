@@ -26,6 +26,7 @@
 #   router_aux_loss_scope = micro_batch
 #
 # WARNINGS (what this engine cannot express as planned):
+#   - checkpoint: --async-strategy mcore is written because the default, nvrx, needs nvidia-resiliency-ext (training stops at start-up without it); Megatron logs mcore as deprecated: with nvidia-resiliency-ext installed, drop the flag to use nvrx
 #   - checkpoint retention: --save-retain-interval is not written (Megatron would delete each previous checkpoint not at a multiple of it, including the plan's rolling generations and rollback points), so Megatron keeps every save in $CHECKPOINT_DIR; to hold the plan's storage, delete by hand (after the newest save is complete) every iter_* directory except the 3 newest checkpoints and the 9 at steps 18,318, 34,293, 50,268, 66,243, 82,218, 98,193, 114,168, 130,143, 146,118 (milestones)
 #   - evaluation: Megatron evaluates whole global batches, so the canary's 1,024 sequences become 1 x 3,072; each evaluation costs 3.0x the plan's canary time. A fixed canary batch also needs a validation split of exactly those sequences (Megatron draws the next validation batches each time)
 set -euo pipefail
