@@ -145,3 +145,11 @@ def test_a_hand_edited_huge_milestone_count_is_not_expanded(frozen):
     found = [c[:2] for c in _changes(old, _now(frozen))]
     assert ("checkpointing.milestone_steps", "new") in found
     assert ("checkpointing.milestones", "changed") in found
+
+
+@pytest.mark.parametrize("name", ["70b-512-h100-no-ramp.yaml", "70b-512-h100.yaml"])
+def test_the_gpu_a_newer_plan_records_is_not_drift(tmp_path, name):
+    """layout.gpu (178b74f: the GPU spec the layouts were timed on) is absent from sections resolved before it:
+    new beside them, not a change of the plan (resolved.ADDED_DERIVED_PATHS)."""
+    _, changes = _check(name, tmp_path)
+    assert not [c for c in changes if c["path"].startswith("layout.gpu")]
