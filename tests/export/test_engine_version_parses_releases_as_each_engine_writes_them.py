@@ -27,6 +27,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "export.md"
     [
         ("0.18", MEGATRON_0_20),
         ("core_v0.18.0", MEGATRON_0_20),
+        ("0.18.2+abc1234", MEGATRON_0_20),  # a patch release: core_r0.18.0 only, forked after 532ad926
         ("0.20.0+git.d98e8a64", MEGATRON_0_20),
         ("core_v0.17.0", MEGATRON_0_17),
         ("0.16.1+local-build_2", MEGATRON_0_17),

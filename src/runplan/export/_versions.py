@@ -73,10 +73,11 @@ _VERSION = (
     r"(?:(?:rc|a|b|\.dev|\.post)[0-9]{0,4})?"  # pre-, dev- or post-release
     r"(?:\+[a-z0-9]{1,40}(?:[._-][a-z0-9]{1,40}){0,8})?"  # +local
 )
-#: A pre-release or local part (0.18.0rc0, 0.18.0+1a2b3c4): on Megatron-Core 0.18 it does not say which side of
-#: #4411 the checkout is (main reported 0.18.0rc0 from f09f5c98e6 and 0.18.0+<sha> from 2f5c62c312, both before
-#: 532ad926; the core_v0.18.0 tag in a git checkout also appends +<sha>: package_info.py)
-_PRE_OR_LOCAL = re.compile(r"[0-9](?:rc|a|b|\.dev)[0-9]*|\+")
+#: A 0.18.0 pre-release or local part (0.18.0rc0, 0.18.0+1a2b3c4) does not say which side of #4411 the checkout
+#: is: main reported 0.18.0rc0 from f09f5c98e6 and 0.18.0+<sha> from 2f5c62c312, both before 532ad926, and the
+#: core_v0.18.0 tag in a git checkout also appends +<sha> (package_info.py). Patch releases 0.18.1+ exist only
+#: on core_r0.18.0, which forked from main after 532ad926, so 0.18.2+<sha> is the second target.
+_MAIN_BRANCH_0_18 = re.compile(r"0\.18(?:\.0)?(?:(?:rc|a|b|\.dev)[0-9]*|\+)")
 
 #: The tag prefix each engine's releases carry: Megatron-LM's tags are core_v0.18.0 / core_r0.18.0 (release
 #: branches); torchtitan's and DeepSpeed's are v0.2.2 / v0.19.8.
@@ -105,7 +106,7 @@ def engine_release(target: str, version: str | None, where: str = "export.engine
     match = re.fullmatch(_PREFIX[target] + _VERSION, text) if version.isascii() else None
     if match:
         key = (int(match.group(1)), int(match.group(2)))
-        if target == "megatron" and key == (0, 18) and _PRE_OR_LOCAL.search(text):
+        if target == "megatron" and key == (0, 18) and _MAIN_BRANCH_0_18.search(text):
             raise SpecError(
                 f"Megatron-Core {version[:40]!r} may be a main-branch checkout from before #4411 (532ad926), which "
                 "reported 0.18.0rc0 or 0.18.0+<sha> and has no --step-batch-size-schedule",
