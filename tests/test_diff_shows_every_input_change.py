@@ -160,3 +160,15 @@ def test_a_named_gpu_against_an_inline_spec_diffs_field_by_field(tmp_path):
     assert "  cluster.gpu.name: 'h100-sxm' → 'my-h100'" in lines
     assert not any(line.startswith("  cluster.gpu: ") for line in lines)
     assert not any("bf16_flops" in line for line in lines)  # the same on both sides
+
+
+def test_a_long_run_of_added_items_is_cut_after_five_in_words():
+    """A hand-grown resolved list (300 extra milestone steps) printed every item, ~60 lines; the words name five
+    and the count left, the JSON record keeps them all."""
+    from runplan.resolved import diff_changes
+
+    (change,) = diff_changes({"steps": [1, 2]}, {"steps": [1, 2, *range(100, 400)]})
+    assert change.readable() == (
+        "steps: 2 items → 302 items (added [2] 100; [3] 101; [4] 102; [5] 103; [6] 104; ... 295 more)"
+    )
+    assert len(change.record()["added"]) == 300

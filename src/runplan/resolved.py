@@ -182,7 +182,11 @@ class Change:
             return f"{self.path}: {_shown(fmt, [self.old], old_currency)[0]} → (gone)"
         if self.kind == "length":  # which items came or went, not just how many
             verb, start = ("added", self.old) if self.new > self.old else ("removed", self.new)
-            items = "; ".join(f"[{start + i}] {_short(item)}" for i, item in enumerate(self.extra))
+            shown = [
+                f"[{start + i}] {_short(item)}" for i, item in enumerate(self.extra[:_MOST_LISTED_ITEMS])
+            ]
+            more = len(self.extra) - len(shown)  # the JSON record keeps them all
+            items = "; ".join(shown) + (f"; ... {more:,} more" if more > 0 else "")
             return f"{self.path}: {_items(self.old)} → {_items(self.new)}" + (
                 f" ({verb} {items})" if items else ""
             )
@@ -221,6 +225,10 @@ def _points(old: float, new: float) -> str:
 
 def _finite(value: Any) -> bool:
     return _is_number(value) and math.isfinite(value)
+
+
+#: Most added or removed list items a "length" change names in words (the JSON record lists every one)
+_MOST_LISTED_ITEMS = 5
 
 
 def _items(count: int) -> str:
