@@ -71,3 +71,24 @@ def test_one_unreadable_entry_asked_for_by_name_is_warned_too(tmp_path):
     text = " ".join(result.stderr.split())
     assert "GPU 'a800' has no family" in text
     assert "add family:" in text and str(path) in text
+
+
+def test_several_unreadable_gpus_give_the_nearest_family_list_once(tmp_path):
+    """Each warning repeated the ~550-character nearest-family list: three unreadable GPUs made ~22 lines."""
+    from typer.testing import CliRunner
+
+    from runplan.catalog import NEAREST_FAMILY_HINT
+    from runplan.cli.app import app
+
+    entry = (
+        "  - {{name: {}, hbm_bytes: 80e9, bf16_flops: 312e12, hbm_bandwidth_bytes_per_s: 2e12, "
+        "intra_node_bandwidth_bytes_per_s: 300e9, inter_node_bandwidth_bytes_per_s: 25e9, gpus_per_node: 8, "
+        "tdp_watts: 400}}\n"
+    )
+    path = tmp_path / "cat.yaml"
+    path.write_text("gpus:\n" + "".join(entry.format(n) for n in ("gpu-one", "gpu-two", "gpu-three")))
+    result = CliRunner().invoke(app, ["catalog", "gpus", "--catalog", str(path)])
+    assert result.exit_code == 0, result.output
+    err = " ".join(result.stderr.split())
+    assert err.count(" ".join(NEAREST_FAMILY_HINT.split())) == 1
+    assert err.count("nearest family as above") == 2

@@ -150,7 +150,7 @@ MAX_LISTED_STEPS = 24
 
 
 def format_steps(steps: list[int] | tuple[int, ...], listed_in: str) -> str:
-    """Step numbers in words, every one recoverable: all of them up to 12; past that, each run of 3 or more
+    """Step numbers in words, every one recoverable: all of them up to 12; past that, each run of 4 or more
     evenly spaced steps as 'A, then every D through Z' ("3,729, then every 2,310 through 91,509") and the others
     listed. An operator who deletes checkpoints by hand needs each step, not "5 more"; where that would still
     write more than MAX_LISTED_STEPS items, the first, the last and ``listed_in`` (where the full list is; the

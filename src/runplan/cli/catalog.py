@@ -125,8 +125,11 @@ def catalog(
         warn(warning)
     if kind == "gpus":
         gpus = [cat.gpu_entry(name, where="NAME")] if name else list(cat.gpu_entries)
-        for error in filter(None, (_planned(e, cat)[1] for e in gpus)):
-            warn(_family_warning(error))
+        from runplan.catalog import NEAREST_FAMILY_HINT
+
+        for k, error in enumerate(filter(None, (_planned(e, cat)[1] for e in gpus))):
+            text = _family_warning(error)  # the nearest-family list once, not once per GPU
+            warn(text if k == 0 else text.replace(NEAREST_FAMILY_HINT, "nearest family as above"))
         records = [gpu_record(e, cat) for e in gpus]
     else:
         models = [cat.model_entry(name, where="NAME")] if name else list(cat.model_entries)
