@@ -49,7 +49,7 @@ def test_a_name_carrying_two_families_is_told_which(tmp_path, one_error_line):
     line = _refusal(tmp_path, one_error_line, "a100-h100-mix")
     assert (
         "GPU 'a100-h100-mix' has no family, and the chips its names carry are of two families "
-        "(a100: ampere; h100: hopper)"
+        "(a100: ampere (a100-40gb, a100-80gb); h100: hopper (h100-sxm, h100-pcie))"
     ) in line
     assert "does not say which" not in line
     assert "add family: ampere, hopper, blackwell or cdna3 to its entry in cat.yaml" in line
@@ -57,4 +57,28 @@ def test_a_name_carrying_two_families_is_told_which(tmp_path, one_error_line):
 
 def test_a_name_and_an_alias_of_two_families_are_told_which(tmp_path, one_error_line):
     line = _refusal(tmp_path, one_error_line, "a100-ours", aliases="h100-ours")
-    assert "the chips its names carry are of two families (a100: ampere; h100: hopper)" in line
+    assert (
+        "the chips its names carry are of two families (a100: ampere (a100-40gb, a100-80gb); h100: hopper "
+        "(h100-sxm, h100-pcie))"
+    ) in line
+
+
+def test_a_user_entry_that_gave_a_chip_another_family_is_named(tmp_path):
+    """A user entry b200-weird stating family: hopper makes b200 read as two families; the refusal of another
+    b200 entry without a family names the entry that did it (it said only "b200: blackwell, hopper")."""
+    from runplan.catalog import load_catalog, with_family
+    from runplan.errors import SpecError
+
+    spec = (
+        "hbm_bytes: 180e9, bf16_flops: 2250e12, hbm_bandwidth_bytes_per_s: 8e12, intra_node_bandwidth_bytes_per_s: "
+        "900e9, inter_node_bandwidth_bytes_per_s: 50e9, gpus_per_node: 8, tdp_watts: 1000"
+    )
+    path = tmp_path / "cat.yaml"
+    path.write_text(
+        f"gpus:\n  - {{name: b200-weird, family: hopper, {spec}}}\n  - {{name: b200-x, {spec}}}\n"
+    )
+    catalog = load_catalog([path])
+    gpu = catalog.gpu_entry("b200-x").spec
+    with pytest.raises(SpecError) as raised:
+        with_family(gpu, ("b200-x",), catalog, where="cluster.gpu")
+    assert "(b200: blackwell (b200), hopper (b200-weird))" in raised.value.message

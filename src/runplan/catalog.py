@@ -177,19 +177,27 @@ def _tokens(name: str) -> list[str]:
     return re.split(r"[-_\s]+", name.lower())
 
 
+def _chip_carriers(catalog: Catalog) -> dict[str, dict[str, list[str]]]:
+    """Chip name → family → the entries that state that family and carry the chip (for a refusal that names
+    which entry made a chip read as two families)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for entry in (*_shipped()[0], *catalog.gpu_entries):
+        for name in (entry.name, *entry.aliases) if entry.spec.family else ():
+            for token in _tokens(name):
+                if _CHIP.match(token):
+                    carriers = out.setdefault(token, {}).setdefault(str(entry.spec.family), [])
+                    if entry.name not in carriers:
+                        carriers.append(entry.name)
+    return out
+
+
 def chip_families(catalog: Catalog) -> dict[str, set[str]]:
     """Chip name → the families of the entries that state one and carry the chip in their name or aliases: the
     shipped catalog's (h100 → hopper, a100 → ampere, b200 → blackwell, mi300x → cdna3), always, and ``catalog``'s.
     The shipped ones stay read when a user entry replaces them: an override of ``b200`` without ``family:`` (the
     800 Gb/s B200 of docs/catalog.md) is still a B200, read by the one rule that reads ``b200-800g`` (rather than
     its entry inheriting the replaced one's family, which would hold for the exact name only)."""
-    out: dict[str, set[str]] = {}
-    for entry in (*_shipped()[0], *catalog.gpu_entries):
-        for name in (entry.name, *entry.aliases) if entry.spec.family else ():
-            for token in _tokens(name):
-                if _CHIP.match(token):
-                    out.setdefault(token, set()).add(str(entry.spec.family))
-    return out
+    return {chip: set(families) for chip, families in _chip_carriers(catalog).items()}
 
 
 def _chips_named(names: tuple[str, ...], catalog: Catalog) -> dict[str, set[str]]:
@@ -252,7 +260,11 @@ def with_family(
     add += f" to its entry in {entry_file}" if entry_file else ""
     chips = _chips_named(names, catalog)
     if chips:  # chips of two families (a100-h100-mix): which is it
-        carried = "; ".join(f"{chip}: {', '.join(sorted(fams))}" for chip, fams in chips.items())
+        carriers = _chip_carriers(catalog)
+        carried = "; ".join(
+            f"{chip}: " + ", ".join(f"{fam} ({', '.join(carriers[chip][fam][:3])})" for fam in sorted(fams))
+            for chip, fams in chips.items()
+        )
         count = len(set().union(*chips.values()))
         raise SpecError(
             f"GPU {gpu.name!r} has no family, and the chips its names carry are of {_FAMILY_COUNT[count]} "
