@@ -141,16 +141,40 @@ def wrap_lines(text: str, width: int, *, indent: str | None = None) -> str:
     list item still reads as one item."""
     import textwrap
 
+    from rich.cells import cell_len
+
     folded = []
     for line in text.splitlines():
         lead = line[: len(line) - len(line.lstrip())]
         hang = lead + "  " if indent is None else indent
-        folded.append(
-            textwrap.fill(line, width, subsequent_indent=hang, break_long_words=False, break_on_hyphens=False)
-            if line.strip()
-            else line
-        )
+        if not line.strip():
+            folded.append(line)
+        elif cell_len(line) != len(line):  # wide characters (CJK): fold by screen cells, not characters
+            folded.append(_fill_cells(line, width, lead, hang))
+        else:
+            folded.append(
+                textwrap.fill(
+                    line, width, subsequent_indent=hang, break_long_words=False, break_on_hyphens=False
+                )
+            )
     return "\n".join(folded)
+
+
+def _fill_cells(line: str, width: int, lead: str, hang: str) -> str:
+    """``line`` folded between words at ``width`` terminal cells (a CJK character takes two: rich.cells), a word
+    wider than the line kept whole, as textwrap.fill does by characters."""
+    from rich.cells import cell_len
+
+    rows: list[str] = []
+    row, words = lead, 0  # the row being filled and how many words it holds
+    for word in line.split():
+        if words and cell_len(f"{row} {word}") > width:
+            rows.append(row)
+            row, words = hang + word, 1
+        else:
+            row, words = (f"{row} {word}" if words else row + word), words + 1
+    rows.append(row)
+    return "\n".join(rows)
 
 
 def infeasible_lines(reason: str, suggestions: list[str]) -> str:
