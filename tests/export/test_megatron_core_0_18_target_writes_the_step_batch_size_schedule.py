@@ -17,7 +17,11 @@ import pytest
 from tests.export._plans import EXAMPLE_NAMES, GOLDEN, golden_plan, parse_script_args
 from tests.export.test_export_golden import _check
 from tests.export.test_export_keys import megatron_parser
-from tests.export.test_megatron_rampup_is_ignored_after_step_schedules import _replay, _stages
+from tests.export.test_megatron_rampup_is_ignored_after_step_schedules import (
+    _replay,
+    _stages,
+    three_stage_ramp_plan,
+)
 
 from runplan.errors import SpecError
 from runplan.export import export_plan
@@ -106,16 +110,7 @@ def test_every_example_differs_only_in_header_batch_flags_and_warning(example: s
 def test_unequal_ramp_stages_need_no_approximation_warning(tmp_path) -> None:
     """Three stages (384, 768, then the main batch 1,536): --rampup-batch-size could only approximate them (a
     warning); the schedule is exact, so the new target has no batch-ramp warning at all."""
-    from runplan.plan import build_plan
-    from runplan.spec import load_plan
-
-    path = tmp_path / "ramp.yaml"
-    path.write_text(
-        "schema_version: 1\nname: ramp\nmodel: llama-3.1-8b\nbudget: {tokens: 500B}\n"
-        "training: {seq_len: 4096}\ncluster: {gpu: h100-sxm, gpus: 64}\nschedule:\n  batch_ramp:\n"
-        "    - {batch_fraction: 0.25, token_fraction: 0.01}\n    - {batch_fraction: 0.5, token_fraction: 0.02}\n"
-    )
-    plan = build_plan(load_plan(path), tmp_path)
+    plan = three_stage_ramp_plan(tmp_path)
     assert len(_stages(plan)) == 3
     old = export_plan(plan, "megatron")
     assert any("ramps linearly in equal increments" in w for w in old.warnings)

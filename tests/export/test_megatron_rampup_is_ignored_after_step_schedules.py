@@ -72,13 +72,18 @@ def test_the_script_no_longer_calls_its_rampup_flag_exact_for_every_checkout():
     assert "exact before #4411" in line
 
 
-def test_unequal_stages_are_exact_as_a_step_schedule(tmp_path):
-    path = tmp_path / "ramp.yaml"
+def three_stage_ramp_plan(folder):
+    """An 8B plan on 64 H100 whose ramp has two unequal stages: 384, 768, then the main batch 1,536 sequences."""
+    path = folder / "ramp.yaml"
     path.write_text(
         "schema_version: 1\nname: ramp\nmodel: llama-3.1-8b\nbudget: {tokens: 500B}\n"
         "training: {seq_len: 4096}\ncluster: {gpu: h100-sxm, gpus: 64}\nschedule:\n  batch_ramp:\n"
         "    - {batch_fraction: 0.25, token_fraction: 0.01}\n    - {batch_fraction: 0.5, token_fraction: 0.02}\n"
     )
-    plan = build_plan(load_plan(path), tmp_path)
+    return build_plan(load_plan(path), folder)
+
+
+def test_unequal_stages_are_exact_as_a_step_schedule(tmp_path):
+    plan = three_stage_ramp_plan(tmp_path)
     assert len(_stages(plan)) == 3  # 384, 768, then the main batch
     assert _replay(_schedule(_ramp_warning(plan)), 4096, _train_samples(plan)) == _stages(plan)
