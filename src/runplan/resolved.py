@@ -182,11 +182,11 @@ class Change:
             return f"{self.path}: {_shown(fmt, [self.old], old_currency)[0]} → (gone)"
         if self.kind == "length":  # which items came or went, not just how many
             verb, start = ("added", self.old) if self.new > self.old else ("removed", self.new)
-            shown = [
+            named = [
                 f"[{start + i}] {_short(item)}" for i, item in enumerate(self.extra[:_MOST_LISTED_ITEMS])
             ]
-            more = len(self.extra) - len(shown)  # the JSON record keeps them all
-            items = "; ".join(shown) + (f"; ... {more:,} more" if more > 0 else "")
+            more = len(self.extra) - len(named)  # the JSON record keeps them all
+            items = "; ".join(named) + (f"; ... {more:,} more" if more > 0 else "")
             return f"{self.path}: {_items(self.old)} → {_items(self.new)}" + (
                 f" ({verb} {items})" if items else ""
             )
