@@ -3,6 +3,7 @@ these), never "5 more"."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,3 +52,11 @@ def test_every_step_is_recovered_or_its_list_is_named(steps):
         assert text == f"{steps[0]:,} to {steps[-1]:,} (each listed in X)"
     else:
         assert _read_back(text) == steps
+
+
+@pytest.mark.parametrize("steps", [[5, 5, 5], [300, 200, 100]])
+def test_steps_that_do_not_increase_are_refused(steps):
+    """Duplicates read "5, then every 0 through 5"; a descending list "every -100" (no plan makes either:
+    ops/checkpoint.py _milestone_steps takes np.unique)."""
+    with pytest.raises(ValueError, match="increase strictly"):
+        format_steps(steps, "X")

@@ -155,6 +155,10 @@ def format_steps(steps: list[int] | tuple[int, ...], listed_in: str) -> str:
     listed. An operator who deletes checkpoints by hand needs each step, not "5 more"; where that would still
     write more than MAX_LISTED_STEPS items, the first, the last and ``listed_in`` (where the full list is; the
     caller says how many)."""
+    from itertools import pairwise
+
+    if any(b <= a for a, b in pairwise(steps)):  # "every 0 through 5" would say nothing
+        raise ValueError(f"steps must increase strictly, got {list(steps)[:8]}")
     shown = [f"{step:,}" for step in steps]
     if len(steps) <= 12:
         return ", ".join(shown)

@@ -95,3 +95,11 @@ def test_whole_nodes_are_unchanged():
     ops = _operate(dp=16, gpus_per_node=8)
     assert ops.reliability.n_nodes == 2
     assert ops.reliability.job_mtbf_seconds == pytest.approx(NODE_8_MTBF / 2, rel=1e-6)
+
+
+def test_a_job_within_one_node_is_one_node_in_words():
+    from runplan.ops.checkpoint import CheckpointRequest, _n_nodes
+
+    one = CheckpointRequest.model_construct(tp=4, pp=1, dp=1, cp=1, gpus_per_node=8, n_nodes=None)
+    assert _n_nodes(one, 4).why == "⌈4 / 8⌉ = 1 node"  # was "1 nodes"
+    assert _n_nodes(one, 16).why == "⌈16 / 8⌉ = 2 nodes"

@@ -359,7 +359,7 @@ def _world_size(r: CheckpointRequest) -> Reasoned[int]:
 def _n_nodes(r: CheckpointRequest, world: int) -> Reasoned[int]:
     """The job's nodes as ``operate`` counted them for the failure model, else whole nodes for the world."""
     n_nodes = r.n_nodes if r.n_nodes is not None else math.ceil(world / r.gpus_per_node)
-    return Reasoned(n_nodes, f"⌈{world:,} / {r.gpus_per_node}⌉ = {n_nodes:,} nodes")
+    return Reasoned(n_nodes, f"⌈{world:,} / {r.gpus_per_node}⌉ = {n_nodes:,} node{'s' * (n_nodes != 1)}")
 
 
 def _parts(r: CheckpointRequest, world: int) -> list[CheckpointPart]:
