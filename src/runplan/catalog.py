@@ -177,9 +177,13 @@ def _tokens(name: str) -> list[str]:
     return re.split(r"[-_\s]+", name.lower())
 
 
-def _chip_carriers(catalog: Catalog) -> dict[str, dict[str, list[str]]]:
-    """Chip name → family → the entries that state that family and carry the chip (for a refusal that names
-    which entry made a chip read as two families)."""
+def chip_families(catalog: Catalog) -> dict[str, dict[str, list[str]]]:
+    """Chip name → family → the entries that state that family and carry the chip in their name or aliases: the
+    shipped catalog's (h100 → hopper, a100 → ampere, b200 → blackwell, mi300x → cdna3), always, and ``catalog``'s
+    (the entries named so that a refusal can say which one made a chip read as two families). The shipped ones
+    stay read when a user entry replaces them: an override of ``b200`` without ``family:`` (the 800 Gb/s B200 of
+    docs/catalog.md) is still a B200, read by the one rule that reads ``b200-800g`` (rather than its entry
+    inheriting the replaced one's family, which would hold for the exact name only)."""
     out: dict[str, dict[str, list[str]]] = {}
     for entry in (*_shipped()[0], *catalog.gpu_entries):
         for name in (entry.name, *entry.aliases) if entry.spec.family else ():
@@ -191,17 +195,8 @@ def _chip_carriers(catalog: Catalog) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def chip_families(catalog: Catalog) -> dict[str, set[str]]:
-    """Chip name → the families of the entries that state one and carry the chip in their name or aliases: the
-    shipped catalog's (h100 → hopper, a100 → ampere, b200 → blackwell, mi300x → cdna3), always, and ``catalog``'s.
-    The shipped ones stay read when a user entry replaces them: an override of ``b200`` without ``family:`` (the
-    800 Gb/s B200 of docs/catalog.md) is still a B200, read by the one rule that reads ``b200-800g`` (rather than
-    its entry inheriting the replaced one's family, which would hold for the exact name only)."""
-    return {chip: set(families) for chip, families in _chip_carriers(catalog).items()}
-
-
-def _chips_named(names: tuple[str, ...], catalog: Catalog) -> dict[str, set[str]]:
-    """The chips ``names`` carry (:func:`chip_families`), each with its families, in the order named."""
+def _chips_named(names: tuple[str, ...], catalog: Catalog) -> dict[str, dict[str, list[str]]]:
+    """The chips ``names`` carry (:func:`chip_families`), each with its families and their entries, in order."""
     chips = chip_families(catalog)
     return {token: chips[token] for name in names for token in _tokens(name) if token in chips}
 
@@ -209,7 +204,7 @@ def _chips_named(names: tuple[str, ...], catalog: Catalog) -> dict[str, set[str]
 def family_from_names(names: tuple[str, ...], catalog: Catalog) -> str | None:
     """The family ``names`` read as unambiguously: every chip name in them (:func:`chip_families`) belongs to
     one and the same family (h100-grandteton-500w → hopper); None when none is named, or two families are."""
-    found = set().union(*_chips_named(names, catalog).values())
+    found = {family for families in _chips_named(names, catalog).values() for family in families}
     return found.pop() if len(found) == 1 else None
 
 
@@ -260,12 +255,11 @@ def with_family(
     add += f" to its entry in {entry_file}" if entry_file else ""
     chips = _chips_named(names, catalog)
     if chips:  # chips of two families (a100-h100-mix): which is it
-        carriers = _chip_carriers(catalog)
         carried = "; ".join(
-            f"{chip}: " + ", ".join(f"{fam} ({', '.join(carriers[chip][fam][:3])})" for fam in sorted(fams))
+            f"{chip}: " + ", ".join(f"{fam} ({', '.join(fams[fam][:3])})" for fam in sorted(fams))
             for chip, fams in chips.items()
         )
-        count = len(set().union(*chips.values()))
+        count = len({family for families in chips.values() for family in families})
         raise SpecError(
             f"GPU {gpu.name!r} has no family, and the chips its names carry are of {_FAMILY_COUNT[count]} "
             f"families ({carried}): its family picks the time model's constants",
