@@ -266,7 +266,9 @@ def _implied_milestone_steps(section: dict[str, Any]) -> list[int] | None:
         return None
     if count > _MOST_IMPLIED_MILESTONES:  # a hand-edited count, not one runplan wrote: the key is new
         return None
-    return [every * j for j in range(1, count + 1)]
+    from runplan.ops.checkpoint import multiples
+
+    return multiples(every, count)
 
 
 def _is_count(value: Any) -> TypeGuard[int]:

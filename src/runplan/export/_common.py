@@ -371,9 +371,10 @@ def kept_checkpoints(f: Facts, *, runs_the_ramp: bool = True) -> str:
 def _milestones_in_words(every: int, at: tuple[int, ...]) -> str:
     """The plan's milestones (ops/checkpoint.py ``_milestone_steps``): the multiples of ``every`` without a batch
     ramp; with one, the steps where the tokens cross each spacing, every one of them (units.format_steps)."""
+    from runplan.ops.checkpoint import multiples
     from runplan.units import format_steps
 
-    if list(at) == [every * j for j in range(1, len(at) + 1)]:
+    if list(at) == multiples(every, len(at)):
         return f"every one at a multiple of {every:,} steps (milestones)"
     many = "s" * (len(at) > 1)
     count = f"{len(at):,}" if many else "one"

@@ -174,6 +174,12 @@ class LayoutRequest(BaseModel):
         return {name: getattr(self, name) for name in LayoutRequest.model_fields}
 
 
+def multiples(every: int, count: int) -> list[int]:
+    """every, 2·every, ... count·every: where milestones fall without a batch ramp (and fell in plans written
+    before ``milestone_steps``, which counted ⌊steps / every⌋ of them)."""
+    return [every * j for j in range(1, count + 1)]
+
+
 class StageTiming(BaseModel):
     """One batch stage as the checkpoint stage sees it: its steps, tokens per step and step time."""
 
@@ -295,7 +301,7 @@ class CheckpointPlan(Explained):
             ("main_interval_seconds" if k == "interval_seconds" else k): v for k, v in notes.items()
         }
         every, count = data.get("milestone_every_steps", 0), data.get("milestones", 0)
-        data.setdefault("milestone_steps", [every * j for j in range(1, count + 1)])
+        data.setdefault("milestone_steps", multiples(every, count))
         return data
 
 
@@ -845,15 +851,15 @@ def _procedure(
             f"no milestone falls within the run (one every {fmt(milestone_steps)} steps, the run has "
             f"{r.total_steps:,}): keep the final checkpoint permanently ({kept})"
         )
-    elif at == [milestone_steps * j for j in range(1, len(at) + 1)]:
+    elif at == multiples(milestone_steps, len(at)):
         keep = (
             f"every {milestone_steps:,} steps ({fmt(milestone_steps * tps)} tokens): keep that generation "
             f"permanently as a milestone ({kept})"
         )
     else:
         keep = (
-            f"at steps {format_steps(at, LISTED_IN)} (each {fmt(milestone_steps * tps)} tokens further, counted through the "
-            f"batch ramp): keep that generation permanently as a milestone ({kept})"
+            f"at steps {format_steps(at, LISTED_IN)} (each {fmt(milestone_steps * tps)} tokens further, counted "
+            f"through the batch ramp): keep that generation permanently as a milestone ({kept})"
         )
     ramps = "".join(
         f"; {st.name}: {fmt(steps * st.tokens_per_step)} tokens, {fmt_seconds(steps * st.step_seconds)}"
