@@ -23,7 +23,7 @@ from typing import Any, TypeGuard
 import yaml
 
 from runplan.plan import RunPlan
-from runplan.report.format import fmt_count, fmt_duration
+from runplan.report.format import cell_width, fmt_count, fmt_duration
 from runplan.units import format_bytes
 
 SCHEMA_COMMENT = (
@@ -392,26 +392,39 @@ def _is_number(value: Any) -> bool:
 
 
 def _short(value: Any, width: int = 60) -> str:
-    """``value`` in at most ``width`` characters, spelt as in the plan file: ``true``, ``null``, a mapping or list
-    as JSON (``{"batch_fraction": 0.5}``, not Python's ``{'batch_fraction': 0.5}``), a string quoted; a mapping or
-    list too long is cut after a whole item (:func:`_short_items`), never inside a number."""
+    """``value`` in at most ``width`` terminal cells (report/format.cell_width: a CJK character takes two), spelt
+    as in the plan file: ``true``, ``null``, a mapping or list as JSON (``{"batch_fraction": 0.5}``, not Python's
+    ``{'batch_fraction': 0.5}``), a string quoted; a mapping or list too long is cut after a whole item
+    (:func:`_short_items`), never inside a number."""
     if _is_number(value):
         return f"{value:.6g}"
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, dict | list | tuple):
         return _short_items(value, width)
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return _cut(repr(value), width)
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` whole if it fits ``width`` cells, else its longest head of at most ``width`` − 3 cells and
+    '...': cut between characters, so a wide character is never halved (the line is then a cell shorter)."""
+    if cell_width(text) <= width:
+        return text
+    head = ""
+    for char in text:
+        if cell_width(head + char) > width - 3:
+            break
+        head += char
+    return head + "..."
 
 
 def _short_items(value: dict[Any, Any] | list[Any] | tuple[Any, ...], width: int) -> str:
-    """A mapping or list as JSON in at most ``width`` characters: whole, else its leading items and how many more
+    """A mapping or list as JSON in at most ``width`` cells: whole, else its leading items and how many more
     (``[924, 1848, 2772, ... 9 more]``: a number cut short would read as another item); the first item shortened
-    itself where even it does not fit."""
+    itself where even it does not fit, and a mapping's first key too where it alone takes the room."""
     dumps = functools.partial(json.dumps, ensure_ascii=False, default=str)
     text = dumps(value)
-    if len(text) <= width:
+    if cell_width(text) <= width:
         return text
     opening, closing = "{}" if isinstance(value, dict) else "[]"
     pairs = list(itertools.islice(value.items() if isinstance(value, dict) else enumerate(value), width))
@@ -421,17 +434,19 @@ def _short_items(value: dict[Any, Any] | list[Any] | tuple[Any, ...], width: int
     for shown, item in enumerate(items[:-1] if len(items) == len(value) else items, start=1):
         head += (", " if shown > 1 else "") + item
         text = f"{head}, ... {len(value) - shown} more{closing}"
-        if len(text) > width:
+        if cell_width(text) > width:
             break
         best = text
     if best:
         return best
     rest = f", ... {len(value) - 1} more{closing}" if len(value) > 1 else closing
     key, first = pairs[0]
-    key = f"{dumps(str(key))}: " if keyed else ""
-    room = max(width - len(opening + key + rest), 10)
+    # a key too long is cut inside its quotes ('"a_long_k...": 1'), leaving the value at least 10 cells
+    budget = max(width - cell_width(opening + rest) - 13, 5)  # 13: '": ' and 10 cells of value
+    key = _cut(dumps(str(key))[:-1], budget) + '": ' if keyed else ""
+    room = max(width - cell_width(opening + key + rest), 10)
     text = _short(first, room) if isinstance(first, dict | list | tuple) else dumps(first)
-    return f"{opening}{key}{text if len(text) <= room else text[: room - 3] + '...'}{rest}"
+    return f"{opening}{key}{_cut(text, room)}{rest}"
 
 
 # ---- units for a reader (runplan diff): a key's name carries its unit, as in report/format.fmt_value ----

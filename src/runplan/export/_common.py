@@ -126,7 +126,7 @@ class Facts:
     # cluster
     attention_speedup: float  # the plan's attention kernel over FlashAttention-2 on its GPU (timing)
     gpu_name: str  # cluster.gpu as the plan names it
-    gpu_family: str | None  # GpuSpec.family; None: not known (a user catalog's GPU), taken as Hopper-class
+    gpu_family: str | None  # GpuSpec.family or the name's chip's; None: unknown, Hopper-class, warned
     n_gpus: int
     gpus_per_node: int
     n_nodes: int
@@ -196,41 +196,63 @@ def _merged_stages(batch_stages) -> tuple[Stage, ...]:
     return tuple(merged)
 
 
-def _plan_gpu(plan: RunPlan) -> tuple[str, GpuSpec | None]:
-    """The plan's GPU: its name and spec as the layouts were timed on it (``layout.gpu``, with the family the plan
-    read from a user catalog's entry or an inline spec); in a plan written before that field, the inline spec or
-    the shipped catalog's entry (None for a GPU only a user catalog names: Hopper-class to the exporters)."""
-    from runplan.catalog import load_catalog, with_family
+def _plan_gpu(plan: RunPlan) -> tuple[str, GpuSpec | None, str | None]:
+    """The plan's GPU: its name, its spec as the layouts were timed on it (``layout.gpu``, with the family the
+    plan read from a user catalog's entry or an inline spec) and its family. In a plan written before that field:
+    the inline spec or the shipped catalog's entry; a GPU only a user catalog held has no spec here, and its
+    family is what its name says by the rule every command reads it with (catalog.family_from_names:
+    a100-ours → ampere), None when the name says nothing (:func:`unknown_family_warnings`)."""
+    from runplan.catalog import family_from_names, load_catalog, with_family
     from runplan.errors import SpecError
     from runplan.hardware import GpuSpec
 
     if plan.layout.gpu is not None:
-        return plan.layout.gpu.name, plan.layout.gpu
+        return plan.layout.gpu.name, plan.layout.gpu, plan.layout.gpu.family
     gpu = (plan.inputs.get("cluster") or {}).get("gpu")
+    shipped = load_catalog([])
     if isinstance(gpu, dict):
         try:
             spec = GpuSpec.model_validate(gpu)
         except ValueError:
-            return str(gpu.get("name") or ""), None
+            name = str(gpu.get("name") or "")
+            return name, None, family_from_names((name,), shipped)
         with contextlib.suppress(
             SpecError
         ):  # the family the plan was timed with (runplan.catalog.with_family)
-            spec = with_family(spec, (spec.name,), load_catalog([]), where="cluster.gpu.family")
-        return spec.name, spec
+            spec = with_family(spec, (spec.name,), shipped, where="cluster.gpu.family")
+        return spec.name, spec, spec.family
     name = str(gpu or "")
     try:
-        return name, load_catalog([]).gpu(name)
+        spec = shipped.gpu(name)
     except SpecError:
-        return name, None
+        return name, None, family_from_names((name,), shipped)
+    return name, spec, spec.family
 
 
-def _attention_speedup(gpu: GpuSpec | None, stack: Stack) -> float:
-    """The rate the plan timed its attention kernel at, over FlashAttention-2's (timing.attention_kernel_speedup)."""
-    from runplan.parallel.timing import CUDNN_OVER_FLASH_ATTENTION_2_HOPPER, attention_kernel_speedup
+def _attention_speedup(gpu: GpuSpec | None, family: str | None, stack: Stack) -> float:
+    """The rate the plan timed its attention kernel at, over FlashAttention-2's (timing.attention_kernel_speedup).
+    Without a spec the same rule is applied to the family alone (it reads no other field of the spec), put on the
+    shipped H100's spec; Hopper's when the family is unknown (:func:`unknown_family_warnings` says so)."""
+    from runplan.catalog import load_catalog
+    from runplan.parallel.timing import attention_kernel_speedup
 
     if gpu is None:
-        return 1.0 if stack.attention_kernel == "flash-attention-2" else CUDNN_OVER_FLASH_ATTENTION_2_HOPPER
+        gpu = load_catalog([]).gpu("h100-sxm").model_copy(update={"family": family or "hopper"})
     return attention_kernel_speedup(stack, gpu)
+
+
+def unknown_family_warnings(f: Facts) -> list[str]:
+    """One warning when the plan's GPU family is unknown (a plan stored without ``layout.gpu`` whose GPU only a
+    user catalog held, and whose name names no chip): the exporters take it as Hopper-class, said rather than
+    guessed silently. Empty for every shipped GPU and every plan that records ``layout.gpu``."""
+    if f.gpu_family is not None:
+        return []
+    return [
+        f"GPU: the plan records no layout.gpu (written before that field) and its GPU {f.gpu_name!r} is not in the "
+        "shipped catalog, nor does its name say its family: exported as Hopper-class (e.g. --tp-comm-overlap, "
+        "cuDNN attention), which is wrong for another family; re-run `runplan plan PLAN_FILE -f json` with the "
+        "catalog that defines it (the plan file's catalog: list) to record layout.gpu and its family"
+    ]
 
 
 def _block_facts(shape: ModelShape) -> dict[str, Any]:
@@ -284,7 +306,7 @@ def facts(plan: RunPlan) -> Facts:
     n_nodes = max(int(ckpt.n_nodes), 1)
     world = best.tp * best.pp * best.dp * best.cp
     stack = resolve_stack(inputs.get("stack"))
-    gpu_name, gpu = _plan_gpu(plan)
+    gpu_name, gpu, family = _plan_gpu(plan)
     return Facts(
         name=str(inputs.get("name") or shape.name or "runplan"),
         n_layers=shape.n_layers,
@@ -321,9 +343,9 @@ def facts(plan: RunPlan) -> Facts:
         gradients_bytes_per_gpu=float(best.memory_bytes.gradients),
         memory_bytes_per_gpu=float(best.memory_bytes.total),
         memory_limit_bytes=float(best.memory_limit_bytes),
-        attention_speedup=_attention_speedup(gpu, stack),
+        attention_speedup=_attention_speedup(gpu, family, stack),
         gpu_name=gpu_name,
-        gpu_family=gpu.family if gpu is not None else None,
+        gpu_family=family,
         n_gpus=world,
         gpus_per_node=max(world // n_nodes, 1),
         n_nodes=n_nodes,

@@ -83,6 +83,7 @@ from runplan.export._common import (
     fmt_float,
     kept_checkpoints,
     runplan_version,
+    unknown_family_warnings,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -1242,7 +1243,7 @@ def export_megatron(
     step_schedule = engine_release("megatron", engine_version) is MEGATRON_0_20
     f = facts(plan)
     arch = architecture(plan)
-    warnings: list[str] = []
+    warnings: list[str] = unknown_family_warnings(f)  # a stored plan's GPU of no known family
     layout_title = f"parallel layout (DP = world / (t*p*c) = {f.n_gpus} / ({f.layout.tp}*{f.layout.pp}*{f.layout.cp}) = {f.layout.dp})"
     groups: list[tuple[str, list[Arg]]] = [
         ("model shape", _model_args(f, warnings) + _moe_args(f, arch, warnings)),

@@ -69,6 +69,7 @@ from runplan.export._common import (
     fmt_float,
     kept_checkpoints,
     runplan_version,
+    unknown_family_warnings,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -855,7 +856,7 @@ def export_torchtitan(plan: RunPlan) -> ExportResult:
     _refuse_gemma_blocks(f)
     _refuse_optimizer_state(f)
     arch = architecture(plan)
-    warnings = _stack_warnings(f)
+    warnings = unknown_family_warnings(f) + _stack_warnings(f)  # (the former: a stored plan's unknown GPU)
     job: list[Entry] = [
         ("description", f"runplan plan {f.name}", ""),
         ("dump_folder", "./outputs", "checkpoints go to <dump_folder>/<checkpoint.folder>"),

@@ -135,13 +135,20 @@ def label(name: str) -> str:
     return words
 
 
+def cell_width(text: str) -> int:
+    """Terminal cells ``text`` takes: a CJK or other East Asian wide character two, a combining mark none
+    (rich.cells.cell_len, Unicode East Asian Width). The one measure lines are folded (:func:`wrap_lines`) and
+    values cut (runplan.resolved) by."""
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
 def wrap_lines(text: str, width: int, *, indent: str | None = None) -> str:
     """Each line of ``text`` folded at ``width`` columns between words (a long path or value stays whole); a
     continuation line is indented by ``indent``, by default the line's own indent plus two spaces, so a folded
     list item still reads as one item."""
     import textwrap
-
-    from rich.cells import cell_len
 
     folded = []
     for line in text.splitlines():
@@ -149,7 +156,7 @@ def wrap_lines(text: str, width: int, *, indent: str | None = None) -> str:
         hang = lead + "  " if indent is None else indent
         if not line.strip():
             folded.append(line)
-        elif cell_len(line) != len(line):  # wide characters (CJK): fold by screen cells, not characters
+        elif cell_width(line) != len(line):  # wide characters (CJK): fold by screen cells, not characters
             folded.append(_fill_cells(line, width, lead, hang))
         else:
             folded.append(
@@ -163,12 +170,10 @@ def wrap_lines(text: str, width: int, *, indent: str | None = None) -> str:
 def _fill_cells(line: str, width: int, lead: str, hang: str) -> str:
     """``line`` folded between words at ``width`` terminal cells (a CJK character takes two: rich.cells), a word
     wider than the line kept whole, as textwrap.fill does by characters."""
-    from rich.cells import cell_len
-
     rows: list[str] = []
     row, words = lead, 0  # the row being filled and how many words it holds
     for word in line.split():
-        if words and cell_len(f"{row} {word}") > width:
+        if words and cell_width(f"{row} {word}") > width:
             rows.append(row)
             row, words = hang + word, 1
         else:
