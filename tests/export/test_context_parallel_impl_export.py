@@ -3,7 +3,7 @@ Megatron-core has only TransformerEngine's ring, so a plan timed as PyTorch's co
 torchtitan export of a plan timed as TransformerEngine's ring is valid but runs PyTorch's, so it warns."""
 
 import pytest
-from tests.export._plans import golden_plan, with_layout
+from tests.export._plans import golden_plan, rebalanced
 
 from runplan.errors import SpecError
 from runplan.export import export_plan
@@ -13,8 +13,15 @@ def _with_stack(plan, **stack):
     return plan.model_copy(update={"inputs": {**plan.inputs, "stack": stack}})
 
 
+def _cp2():
+    """The 70B plan with c 2: d = 512 / (4·2·2) = 32 and m = 5,312 / 32 = 166."""
+    plan = rebalanced(golden_plan("70b-512-h100"), cp=2)
+    assert (plan.layout.best.dp, plan.layout.best.microbatches) == (32, 166)
+    return plan
+
+
 def test_megatron_refuses_pytorch_context_parallelism_in_one_line():
-    plan = with_layout(golden_plan("70b-512-h100"), cp=2)
+    plan = _cp2()
     with pytest.raises(SpecError, match="TransformerEngine's ring") as info:
         export_plan(_with_stack(plan, context_parallel_impl="pytorch"), "megatron")
     assert info.value.where == "stack.context_parallel_impl" and "\n" not in str(info.value)
@@ -23,7 +30,7 @@ def test_megatron_refuses_pytorch_context_parallelism_in_one_line():
 
 
 def test_torchtitan_warns_when_cp_was_timed_as_transformer_engine():
-    plan = with_layout(golden_plan("70b-512-h100"), cp=2)
+    plan = _cp2()
     needle = "context parallelism: torchtitan runs PyTorch's context_parallel"
     warned = export_plan(_with_stack(plan, context_parallel_impl="transformer-engine"), "torchtitan").warnings
     assert sum(needle in w for w in warned) == 1 and all("\n" not in w for w in warned)

@@ -8,7 +8,7 @@ import json
 import tomllib
 
 import pytest
-from tests.export._plans import golden_plan, with_layout
+from tests.export._plans import golden_plan
 from tests.export.test_export_keys import megatron_args
 
 from runplan.catalog import shipped_catalog
@@ -22,9 +22,11 @@ BUILDABLE = [s.name for s in shipped_catalog().models if s.mlp != "geglu" and no
 
 
 def plan_with(name: str):
-    """The 70B example's plan with preset ``name`` as its model, on a layout every preset fits (t = 4)."""
+    """The 2e23 compute-optimal example's plan with preset ``name`` as its model, on the layout runplan planned
+    for it, one every preset fits (t 4, p 1, d 256, c 1, e 1 on 1,024 GPUs; d·b·m = 256·2·6 = 3,072 sequences)."""
     shape = shipped_catalog().model(name)
-    base = with_layout(golden_plan("70b-512-h100"), pp=1, vpp=1, ep=1, dp=128)
+    base = golden_plan("2e23-compute-optimal")
+    assert (base.layout.best.tp, base.layout.best.pp, base.layout.best.ep) == (4, 1, 1)
     return base.model_copy(update={"model": base.model.model_copy(update={"shape": shape})})
 
 

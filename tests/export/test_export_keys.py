@@ -10,7 +10,7 @@ import re
 import tomllib
 
 import pytest
-from tests.export._plans import EXAMPLE_NAMES, example_plan, parse_script_args, with_layout
+from tests.export._plans import EXAMPLE_NAMES, example_plan, parse_script_args, rebalanced, with_layout
 
 from runplan.export import export_plan
 from runplan.export._common import engine_data, facts
@@ -228,7 +228,8 @@ def test_megatron_zero_mapping(zero: int, flag: str | None) -> None:
 def test_megatron_uneven_interleaved_uses_a_custom_layout() -> None:
     """126 layers on PP16 (first and last stages 7, others 8) with v = 2: 7 does not split into 2 chunks, which
     --decoder-first/last-pipeline-num-layers would refuse, so the exporter writes the layout string."""
-    plan = with_layout(example_plan("405b-16k-h100-8k"), vpp=2, microbatches=134)
+    plan = with_layout(example_plan("405b-16k-h100-8k"), vpp=2)  # m = 32 stays a multiple of p = 16
+    assert plan.layout.best.microbatches == 32 and plan.layout.best.layers_per_stage == 8
     a = megatron_args(plan)
     assert a.decoder_first_pipeline_num_layers is None and a.num_virtual_stages_per_pipeline_rank is None
     stages = expand_layout(a.pipeline_model_parallel_layout)
@@ -338,7 +339,8 @@ def test_tp_overlap_is_not_exported_across_nodes():
     # TE userbuffers and torchtitan's symmetric memory work inside one NVLink domain; the time model hides no
     # TP communication when t > GPUs per node, and the exports must not switch the overlap on there
     base = example_plan("70b-512-h100")
-    wide = with_layout(base, tp=16, dp=base.layout.best.dp // 4)
+    wide = rebalanced(base, tp=16)  # p 2: d = 512 / 32 = 16, m = 5,312 / 16 = 332
+    assert (wide.layout.best.dp, wide.layout.best.microbatches) == (16, 332)
     assert "--tp-comm-overlap" in export_plan(base, "megatron").text
     assert "--tp-comm-overlap" not in export_plan(wide, "megatron").text
     doc = tomllib.loads(export_plan(wide, "torchtitan").text)

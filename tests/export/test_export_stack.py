@@ -3,7 +3,7 @@
 import tomllib
 
 import pytest
-from tests.export._plans import golden_plan, parse_script_args, with_layout
+from tests.export._plans import golden_plan, parse_script_args, rebalanced, with_layout
 
 from runplan.errors import SpecError
 from runplan.export import export_plan
@@ -85,16 +85,28 @@ def test_torchtitan_refuses_dropout_and_follows_tp_overlap():
     assert 'mixed_precision_reduce = "float32"' in bf16  # torchtitan's only choice (warned)
 
 
+def _flat_70b(**changes):
+    """The 70B plan without pipeline stages: p 1, v 1 and t 8 keep d = 512 / 8 = 64 and m = 83."""
+    plan = rebalanced(golden_plan("70b-512-h100"), pp=1, vpp=1, tp=8, **changes)
+    assert (plan.layout.best.dp, plan.layout.best.microbatches) == (64, 83)
+    return plan
+
+
+def _tp1_70b():
+    """The 70B plan without tensor parallelism (no SP): t 1 and p 8 keep d = 512 / 8 = 64 and m = 83."""
+    plan = rebalanced(golden_plan("70b-512-h100"), tp=1, pp=8, sequence_parallel=False)
+    assert (plan.layout.best.dp, plan.layout.best.microbatches) == (64, 83)
+    return plan
+
+
 def test_megatron_runs_fsdp_mixed_precision_as_torch_fsdp2_and_refuses_it_with_pipelines():
-    fsdp = _with_stack(
-        with_layout(golden_plan("70b-512-h100"), zero=3, pp=1, vpp=1), fsdp_mixed_precision=True
-    )
+    fsdp = _with_stack(_flat_70b(zero=3), fsdp_mixed_precision=True)
     args = _megatron_args(fsdp)
     assert "--use-torch-fsdp2" in args and "--no-gradient-accumulation-fusion" in args
     assert "--use-megatron-fsdp" not in args and _value(args, "--ckpt-format") == ["torch_dist"]
     assert "CUDA_DEVICE_MAX_CONNECTIONS=1" not in export_plan(fsdp, "megatron").text
     # without the stack fact, ZeRO-3 stays Megatron FSDP (bf16 shards beside the fp32 master)
-    megatron_fsdp = _megatron_args(_with_stack(with_layout(golden_plan("70b-512-h100"), zero=3, pp=1, vpp=1)))
+    megatron_fsdp = _megatron_args(_with_stack(_flat_70b(zero=3)))
     assert "--use-megatron-fsdp" in megatron_fsdp and "--use-torch-fsdp2" not in megatron_fsdp
     piped = _with_stack(with_layout(golden_plan("70b-512-h100"), zero=3), fsdp_mixed_precision=True)
     with pytest.raises(SpecError, match="pipeline parallelism") as info:
@@ -199,7 +211,7 @@ def test_parameter_gather_overlap_follows_the_stack():
     plan = with_layout(golden_plan("70b-512-h100"), zero=1)
     assert "--overlap-param-gather" in _megatron_args(plan)
     assert "--overlap-param-gather" not in _megatron_args(_with_stack(plan, overlap_param_gather=False))
-    flat = with_layout(plan, pp=1, vpp=1)  # DeepSpeed's pipeline engine is refused with ZeRO >= 2 only
+    flat = _flat_70b(zero=1)  # DeepSpeed's pipeline engine is refused with ZeRO >= 2 only
     assert any("parameter all-gather" in w for w in export_plan(flat, "deepspeed").warnings)
     quiet = export_plan(_with_stack(flat, preset="deepspeed"), "deepspeed").warnings
     assert not any("parameter all-gather" in w for w in quiet)
@@ -210,12 +222,10 @@ def test_parameter_gather_overlap_follows_the_stack():
 
 
 def test_deepspeed_warns_that_it_keeps_the_bf16_shard_fsdp_did_not_count():
-    plan = _with_stack(
-        with_layout(golden_plan("70b-512-h100"), zero=3, pp=1, vpp=1), fsdp_mixed_precision=True
-    )
+    plan = _with_stack(_flat_70b(zero=3), fsdp_mixed_precision=True)
     warnings = export_plan(plan, "deepspeed").warnings
     assert any("DeepSpeed keeps a bf16 shard beside its fp32 master" in w for w in warnings)
-    plain = _with_stack(with_layout(golden_plan("70b-512-h100"), zero=3, pp=1, vpp=1))
+    plain = _with_stack(_flat_70b(zero=3))
     assert not any("bf16 shard" in w for w in export_plan(plain, "deepspeed").warnings)
 
 
@@ -243,7 +253,10 @@ def test_torchtitan_zero12_under_pipeline_stages_is_the_held_stage():
     assert "keeps the stage gathered and its gradients unsharded" in zero1
     assert "did not time" not in zero1 and "under-count" not in zero1
     assert "under-count" in warning(with_layout(base, zero=2))
-    assert "like ZeRO-2" in warning(with_layout(base, pp=1))
+    # p 1 (v 1): d = 16,384 / (8·2) = 1,024 and m = 2,048 / 1,024 = 2
+    flat = rebalanced(base, pp=1, vpp=1)
+    assert (flat.layout.best.dp, flat.layout.best.microbatches) == (1024, 2)
+    assert "like ZeRO-2" in warning(flat)
 
 
 @pytest.mark.parametrize("preset", ["torchtitan-fsdp2", "megatron-core"])
@@ -270,11 +283,9 @@ def test_torchtitan_export_without_compile_warns_of_the_unfused_loss():
     # F.cross_entropy(pred.float()) holds 12 bytes per logit where a fused-loss plan counted 6
     # (stack.LOSS_LOGIT_BYTES): 6 · b · s/c · V/t more on the last stage
     # no async TP, eager elementwise kernels: nothing asks for [compile]
-    plan = _with_stack(
-        with_layout(golden_plan("70b-512-h100"), tp=1, sequence_parallel=False), fused_elementwise=False
-    )
+    plan = _with_stack(_tp1_70b(), fused_elementwise=False)
     lay = plan.layout.best
-    assert lay.cp == 1
+    assert (lay.cp, lay.micro_batch) == (1, 1)
     text_and_warnings = export_plan(plan, "torchtitan")
     assert "\n[compile]\n" not in text_and_warnings.text
     (loss,) = [w for w in text_and_warnings.warnings if w.startswith("loss:")]
@@ -294,7 +305,7 @@ def test_torchtitan_export_without_compile_warns_of_the_unfused_loss():
 
 def test_fused_elementwise_turns_torchtitan_compile_on_and_megatron_warns_when_off():
     # the plan timed fused norms, activations and RoPE: torchtitan fuses them only under torch.compile
-    plan = with_layout(golden_plan("70b-512-h100"), tp=1, sequence_parallel=False)  # no async TP, bf16
+    plan = _tp1_70b()  # no async TP, bf16
     fused = export_plan(plan, "torchtitan").text
     assert "\n[compile]\n" in fused and "stack fused_elementwise" in fused
     eager = export_plan(_with_stack(plan, fused_elementwise=False), "torchtitan").text
@@ -306,7 +317,7 @@ def test_fused_elementwise_turns_torchtitan_compile_on_and_megatron_warns_when_o
     assert doc["compile"] == {"enable": True, "components": ["model"]}
     assert tomllib.loads(fused)["compile"]["components"] == ["model", "loss"]
     # an eager plan that needs compile for async TP still gets it, with a warning that it will run faster
-    async_tp = golden_plan("70b-512-h100")  # TP 8 with TP overlap: async TP
+    async_tp = golden_plan("70b-512-h100")  # TP 4 with TP overlap: async TP
     warned_compile = export_plan(_with_stack(async_tp, fused_elementwise=False), "torchtitan").warnings
     assert [w for w in warned_compile if w.startswith("compile:")]
     assert not [w for w in export_plan(async_tp, "torchtitan").warnings if w.startswith("compile:")]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.export._plans import EXAMPLE_NAMES, EXAMPLES, example_plan, golden_plan, with_layout
+from tests.export._plans import EXAMPLE_NAMES, EXAMPLES, example_plan, golden_plan, rebalanced, with_layout
 
 from runplan.errors import SpecError
 from runplan.export import export_plan
@@ -66,8 +66,10 @@ def test_old_70b_torchtitan_export_had_nine_virtual_stages_and_the_new_one_eight
         ValueError, match=r"virtual stages \(9\) must be divisible by pipeline parallel size \(2\)"
     ):
         _split_of(old, 80)  # ceil((80 + 1 + 1) / 10) = 9
-    # the same layout (t 4, p 2, v 4; the plan's own is v 1 now) exported today
-    pinned = with_layout(golden_plan("70b-512-h100"), vpp=4, microbatches=82)
+    # the same pipeline (p 2, v 4; the plan's own is v 1 now) exported today; c 2 halves d to 512 / (4·2·2) = 32,
+    # so m = 5,312 / 32 = 166 is even as interleaving needs (the plan's m = 83 is not)
+    pinned = rebalanced(golden_plan("70b-512-h100"), vpp=4, cp=2)
+    assert (pinned.layout.best.tp, pinned.layout.best.dp, pinned.layout.best.microbatches) == (4, 32, 166)
     new = tomllib.loads(export_plan(pinned, "torchtitan").text)["parallelism"]
     assert _split_of(new, 80) == [10] * 8
 
@@ -97,8 +99,11 @@ def test_torchtitan_split_always_starts(n_layers: int, pp: int, vpp: int) -> Non
         return
     base = golden_plan("70b-512-h100")
     shape = base.model.shape.model_copy(update={"n_layers": n_layers})
-    plan = with_layout(
+    # d = 512 / (4·p), m = 5,312 / d; consistent=False: the point is any (L, p, v), so v need not divide the
+    # ⌈L/p⌉ layers of a stage nor p divide m (83 at p 2) as the search would ask
+    plan = rebalanced(
         base.model_copy(update={"model": base.model.model_copy(update={"shape": shape})}),
+        consistent=False,
         pp=pp,
         vpp=vpp,
         layers_per_stage=-(-n_layers // pp),
@@ -118,7 +123,8 @@ def test_deepspeed_refuses_zero_2_or_3_with_pipeline(zero: int) -> None:
     with pytest.raises(SpecError) as caught:
         export_plan(plan, "deepspeed")
     assert caught.value.where == "parallel.zero" and "ZeRO stage 0 or 1" in caught.value.message
-    flat = with_layout(golden_plan("70b-512-h100"), zero=zero, pp=1, vpp=1, dp=128)
+    flat = rebalanced(golden_plan("70b-512-h100"), zero=zero, pp=1, vpp=1, tp=8)  # d = 512 / 8 = 64, m = 83
+    assert (flat.layout.best.dp, flat.layout.best.microbatches) == (64, 83)
     assert export_plan(flat, "deepspeed").target == "deepspeed"
 
 

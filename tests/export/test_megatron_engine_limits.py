@@ -3,7 +3,7 @@ TransformerEngine attention, --save-retain-interval deletes checkpoints, userbuf
 multicast. Each rule was read in the engine source (see the exporter's comments)."""
 
 import pytest
-from tests.export._plans import golden_plan, parse_script_args, with_layout
+from tests.export._plans import golden_plan, parse_script_args, rebalanced, with_layout
 
 from runplan.errors import SpecError
 from runplan.export import export_plan
@@ -43,7 +43,8 @@ def test_megatron_2022_preset_has_no_context_parallelism(tmp_path):
 
 
 def test_megatron_refuses_context_parallelism_without_flash_attention_in_one_line():
-    plan = with_layout(golden_plan("70b-512-h100"), cp=2)
+    plan = rebalanced(golden_plan("70b-512-h100"), cp=2)  # d = 512 / (4·2·2) = 32, m = 5,312 / 32 = 166
+    assert (plan.layout.best.dp, plan.layout.best.microbatches) == (32, 166)
     # a pinned CP with the 2022 stack: Megatron-core's local attention asserts CP 1 and TransformerEngine's
     # unfused attention has no CP, so --attention-backend unfused with --context-parallel-size 2 cannot start
     with pytest.raises(SpecError, match="context parallelism") as info:

@@ -15,7 +15,7 @@ from functools import cache
 
 import pytest
 from tests.export._megatron_flag_names import flag_names, has_commit, megatron_git
-from tests.export._plans import EXAMPLE_NAMES, golden_plan, parse_script_args, with_layout
+from tests.export._plans import EXAMPLE_NAMES, golden_plan, parse_script_args, rebalanced, with_layout
 
 from runplan.export import export_plan
 
@@ -68,8 +68,8 @@ VARIANTS = {
     "zero0": lambda: with_layout(golden_plan(_P70), zero=0),
     "zero2": lambda: with_layout(golden_plan(_P70), zero=2),
     "zero3": lambda: with_layout(golden_plan(_P70), zero=3),
-    "fsdp2": lambda: _with_stack(
-        with_layout(golden_plan(_P70), zero=3, pp=1, vpp=1), fsdp_mixed_precision=True
+    "fsdp2": lambda: _with_stack(  # FSDP2 runs without pipeline stages: t 8 keeps d = 512 / 8 = 64, m = 83
+        rebalanced(golden_plan(_P70), zero=3, pp=1, vpp=1, tp=8), fsdp_mixed_precision=True
     ),
     "bf16-moments-and-grads": lambda: _with_stack(
         golden_plan(_P70), optimizer_state_dtype="bf16", gradient_dtype="bf16"

@@ -7,15 +7,16 @@ Megatron-core's default ETP is TP (megatron/training/arguments.py: expert_tensor
 import tomllib
 
 import pytest
-from tests.export._plans import golden_plan, parse_script_args, with_layout
+from tests.export._plans import golden_plan, parse_script_args, rebalanced
 
 from runplan.errors import SpecError
 from runplan.export import export_plan
 
 
 def _mixtral(**layout):
-    # 256 GPUs: t 1, c 1, d 256, e 8, ZeRO-1 (pinned: the plan's own layout has c = 2, d = 128)
-    return with_layout(golden_plan("moe-mixtral-8x7b"), **{"cp": 1, "dp": 256, "microbatches": 12, **layout})
+    # 256 GPUs: t 1, c 1, d 256, e 8, ZeRO-1 (pinned: the plan's own layout has c = 2, d = 128); d = 256 / (t·c)
+    # and m = 3,072 / d unless given: t 2 is d 128, m 24; c 8 is d 32, m 96
+    return rebalanced(golden_plan("moe-mixtral-8x7b"), **{"cp": 1, **layout})
 
 
 def _torchtitan_efsdp(par: dict) -> float:

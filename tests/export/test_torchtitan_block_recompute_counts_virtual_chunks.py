@@ -5,15 +5,20 @@ checkpointed on its own, which is torchtitan's full mode: no recompute warning (
 short of the stage's layers)."""
 
 import pytest
-from tests.export._plans import golden_plan, with_layout
+from tests.export._plans import golden_plan, rebalanced
 
 from runplan.export import export_plan
 
 
 def _block(layers: int, vpp: int):
-    # 70b golden plan: p = 2, 40 layers on a stage; with v = 2 each virtual chunk holds 20
-    plan = with_layout(golden_plan("70b-512-h100"), recompute="full", vpp=vpp)
-    assert plan.layout.best.layers_per_stage == 40
+    # 70b golden plan: p = 2, 40 layers on a stage; with v = 2 each virtual chunk holds 20. t 8 leaves
+    # d = 512 / (8·2) = 32 and m = 5,312 / 32 = 166, a multiple of p as interleaving needs (the plan's m = 83 is odd)
+    plan = rebalanced(golden_plan("70b-512-h100"), tp=8, recompute="full", vpp=vpp)
+    assert (plan.layout.best.layers_per_stage, plan.layout.best.dp, plan.layout.best.microbatches) == (
+        40,
+        32,
+        166,
+    )
     stack = {
         **(plan.inputs.get("stack") or {}),
         "full_recompute_method": "block",

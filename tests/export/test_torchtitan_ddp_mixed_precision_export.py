@@ -10,7 +10,7 @@ an fp32 master gets a warning (each micro-batch recasts every weight).
 """
 
 import pytest
-from tests.export._plans import golden_plan, with_layout
+from tests.export._plans import golden_plan, rebalanced, with_layout
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
@@ -30,9 +30,10 @@ def _flat_ddp(**stack):
     return _with_stack(plan, **stack) if stack else plan
 
 
-@pytest.mark.parametrize("layout", [{"tp": 4, "pp": 2}, {"tp": 4, "pp": 1}, {"tp": 1, "pp": 2}])
+@pytest.mark.parametrize("layout", [{"tp": 4, "pp": 2}, {"tp": 8, "pp": 1}, {"tp": 1, "pp": 8}])
 def test_ddp_with_tp_or_pp_is_refused_because_torchtitan_trains_it_in_fp32(layout):
-    plan = with_layout(golden_plan("70b-512-h100"), zero=0, **layout)  # c = 1
+    plan = rebalanced(golden_plan("70b-512-h100"), zero=0, **layout)  # c = 1
+    assert (plan.layout.best.dp, plan.layout.best.microbatches) == (64, 83)  # t·p = 8 in each: d = 512 / 8
     with pytest.raises(SpecError, match="without mixed precision") as info:
         export_plan(plan, "torchtitan")
     assert info.value.where == "parallel.zero" and "\n" not in str(info.value)
@@ -42,7 +43,8 @@ def test_ddp_with_tp_or_pp_is_refused_because_torchtitan_trains_it_in_fp32(layou
 def test_ddp_with_context_parallelism_is_fsdp_over_the_cp_ranks_and_exports():
     # fsdp_enabled is dp_shard > 1 or cp > 1: fully_shard casts to bf16 (test_moe_expert_parallel_export has
     # the same layout's experts)
-    plan = with_layout(golden_plan("moe-mixtral-8x7b"), zero=0, cp=8, dp=32)
+    plan = rebalanced(golden_plan("moe-mixtral-8x7b"), zero=0, cp=8)  # d = 256 / 8 = 32, m = 3,072 / 32 = 96
+    assert (plan.layout.best.dp, plan.layout.best.microbatches) == (32, 96)
     result = export_plan(plan, "torchtitan")
     assert "data_parallel_replicate_degree = 32" in result.text
     assert not [w for w in result.warnings if w.startswith("precision:")]
@@ -64,12 +66,11 @@ def test_plain_ddp_exports_a_plan_timed_as_autocast_over_fp32_weights():
     assert not [w for w in result.warnings if w.startswith("precision:")]
 
 
-@pytest.mark.parametrize("layout", [{"zero": 1}, {"zero": 0, "tp": 2, "dp": 128}])
+@pytest.mark.parametrize("layout", [{"zero": 1}, {"zero": 0, "tp": 2}])
 def test_autocast_is_still_refused_where_torchtitan_runs_fsdp_or_no_mixed_precision(layout):
+    # d = 256 / t, m = 3,072 / d: t 1 is d 256, m 12; t 2 is d 128, m 24
     plan = _with_stack(
-        with_layout(
-            golden_plan("moe-mixtral-8x7b"), **{"ep": 1, "cp": 1, "dp": 256, "microbatches": 12, **layout}
-        ),
+        rebalanced(golden_plan("moe-mixtral-8x7b"), **{"ep": 1, "cp": 1, **layout}),
         autocast_fp32_weights=True,
     )
     with pytest.raises(SpecError) as info:
@@ -92,7 +93,14 @@ def test_cli_refuses_a_ddp_tp_plan_in_one_line_with_exit_2(tmp_path):
 
 def test_one_data_parallel_rank_is_no_fsdp_either():
     # data_parallel_shard_degree 1 (d = 1 under ZeRO-1) is no FSDP: with TP and PP the same fp32 run
-    plan = with_layout(golden_plan("70b-512-h100"), dp=1)  # t 4, p 2, c 1, ZeRO-1
+    # one data-parallel rank on 512 GPUs without CP (c > 1 would be FSDP over the CP ranks): t 8, p 64
+    # (t·p = 512; ⌈80/64⌉ = 2 layers on the busiest stage), m = 5,312; ZeRO-1
+    plan = rebalanced(golden_plan("70b-512-h100"), tp=8, pp=64)
+    assert (plan.layout.best.dp, plan.layout.best.microbatches, plan.layout.best.layers_per_stage) == (
+        1,
+        5312,
+        2,
+    )
     with pytest.raises(SpecError, match="d = 1") as info:
         export_plan(plan, "torchtitan")
     assert info.value.where == "parallel.dp" and "d > 1" in (info.value.hint or "")

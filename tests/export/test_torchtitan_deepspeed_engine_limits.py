@@ -7,7 +7,7 @@ import json
 import tomllib
 
 import pytest
-from tests.export._plans import golden_plan, with_layout
+from tests.export._plans import golden_plan, rebalanced, with_layout
 
 from runplan.errors import SpecError
 from runplan.export import export_plan
@@ -87,14 +87,16 @@ def test_torchtitan_refuses_mxfp8_with_tensor_parallelism():
     with pytest.raises(SpecError, match="mxfp8") as info:
         export_plan(_with_stack(plan, precision="fp8", fp8_recipe="mxfp8"), "torchtitan")
     assert info.value.where == "stack.fp8_recipe" and "\n" not in str(info.value)
-    one = with_layout(plan, tp=1, dp=plan.layout.best.dp * plan.layout.best.tp)
+    one = rebalanced(plan, tp=1, pp=8)  # t 1, p 8: d = 512 / 8 = 64, m = 83 as planned
+    assert (one.layout.best.dp, one.layout.best.microbatches) == (64, 83)
     doc = tomllib.loads(export_plan(_with_stack(one, precision="fp8", fp8_recipe="mxfp8"), "torchtitan").text)
     assert doc["model"]["converters"] == ["quantize.linear.mx"]
 
 
 def test_torchtitan_refuses_a_sequence_length_its_divisor_does_not_divide():
     # ParallelDims.seq_len_divisor = tp * (cp * 2), asserted in parallelize_llama
-    plan = with_layout(golden_plan("70b-512-h100"), tp=8, cp=1)  # 4096 % 16 == 0: exported
+    plan = rebalanced(golden_plan("70b-512-h100"), tp=8, cp=1)  # 4096 % 16 == 0: exported
+    assert (plan.layout.best.dp, plan.layout.best.microbatches) == (32, 166)  # 512 / (8·2); 5,312 / 32
     export_plan(plan, "torchtitan")
     sched = plan.schedule
     odd = plan.model_copy(
@@ -109,7 +111,8 @@ def test_torchtitan_refuses_a_sequence_length_its_divisor_does_not_divide():
 
 # ---------------------------------------------------------------- DeepSpeed pipeline topology --------------
 def test_deepspeed_pipeline_takes_its_data_parallel_size_from_the_topology():
-    plan = with_layout(golden_plan("70b-512-h100"), cp=1)  # t = 4, p = 2
+    plan = golden_plan("70b-512-h100")  # t = 4, p = 2, c = 1
+    assert plan.layout.best.cp == 1
     best = plan.layout.best
     result = export_plan(plan, "deepspeed")
     (warning,) = [w for w in result.warnings if w.startswith("pipeline:")]
@@ -120,11 +123,13 @@ def test_deepspeed_pipeline_takes_its_data_parallel_size_from_the_topology():
     assert config["train_batch_size"] == (
         config["train_micro_batch_size_per_gpu"] * config["gradient_accumulation_steps"] * best.dp
     )
-    cp = with_layout(plan, cp=2, dp=best.dp // 2)
+    cp = rebalanced(plan, cp=2)  # d = 512 / (4·2·2) = 32, m = 5,312 / 32 = 166
+    assert (cp.layout.best.dp, cp.layout.best.microbatches) == (32, 166)
     (warning,) = [w for w in export_plan(cp, "deepspeed").warnings if w.startswith("pipeline:")]
     assert "no sequence-parallel axis" in warning and "c = 2 cannot run" in warning
-    flat = with_layout(plan, pp=1, dp=best.dp * 2)
-    assert [w for w in export_plan(flat, "deepspeed").warnings if w.startswith("batch identity:")]
+    flat = rebalanced(plan, pp=1, tp=8)  # no pipeline, t > 1: d = 512 / 8 = 64, m = 83
+    (warning,) = [w for w in export_plan(flat, "deepspeed").warnings if w.startswith("batch identity:")]
+    assert "d = 64 (world 512 = t*p*d*c = 8*1*64*1)" in warning
 
 
 # ---------------------------------------------------------------- DeepSpeed gradient dtype -----------------
@@ -149,7 +154,7 @@ def test_deepspeed_reduces_and_accumulates_gradients_in_the_plans_dtype():
     assert not [w for w in bf16["runplan"]["warnings"] if w.startswith("gradients:")]
     # ZeRO-2/3 accumulate their partition in fp32 and reduce-scatter in the communication dtype: no warning
     for zero in (2, 3):
-        flat = with_layout(plan, pp=1, dp=plan.layout.best.dp * 2, zero=zero)
+        flat = rebalanced(plan, pp=1, tp=8, zero=zero)  # DeepSpeed's pipeline engine refuses ZeRO >= 2
         config = json.loads(export_plan(flat, "deepspeed").text)
         assert (config["communication_data_type"], config["data_types"]["grad_accum_dtype"]) == (
             "fp32",
@@ -174,12 +179,12 @@ def test_deepspeed_without_zero_reduces_fp32_but_cannot_accumulate_in_it():
 def test_deepspeed_ulysses_reduces_gradients_in_the_plans_dtype_too():
     # with a sequence-parallel size > 1 the engine replaces communication_data_type with
     # seq_parallel_communication_data_type, fp32 by default (runtime/engine.py, runtime/constants.py)
-    plan = with_layout(
-        golden_plan("70b-512-h100"), pp=1, tp=1, cp=2, dp=golden_plan("70b-512-h100").layout.best.dp * 4
-    )
+    # t 1, p 1, c 8 on 512 GPUs: d = 64 and m = 83 as planned (64 heads and 8 KV heads split 8 ways)
+    plan = rebalanced(golden_plan("70b-512-h100"), pp=1, tp=1, cp=8)
+    assert (plan.layout.best.dp, plan.layout.best.microbatches) == (64, 83)
     config = json.loads(export_plan(_with_gradients(plan, "bf16"), "deepspeed").text)
     assert config["seq_parallel_communication_data_type"] == config["communication_data_type"] == "bf16"
-    flat = with_layout(plan, cp=1, dp=plan.layout.best.dp * 2)
+    flat = rebalanced(plan, cp=1, tp=8)  # no sequence-parallel axis: d = 64
     assert "seq_parallel_communication_data_type" not in json.loads(export_plan(flat, "deepspeed").text)
 
 
@@ -190,15 +195,16 @@ def test_deepspeed_writes_autotp_only_without_pipeline_and_context_parallelism()
     # PipelineEngine then asserts dp_world_size == grid.data_parallel_size (runtime/pipe/engine.py), and the
     # Ulysses groups are lost; there the plan's TP has to be built in the model code
     plan = golden_plan("70b-512-h100")  # t = 4, p = 2, c = 1
-    best = plan.layout.best
     result = export_plan(plan, "deepspeed")
     assert "tensor_parallel" not in json.loads(result.text)
     (warning,) = [w for w in result.warnings if w.startswith("tensor parallel:")]
     assert "not exported as AutoTP" in warning and "dp_world_size == grid.data_parallel_size" in warning
     assert "get_slice_parallel_group" in warning and "\n" not in warning
-    flat = with_layout(plan, pp=1, dp=best.dp * best.pp)
-    assert json.loads(export_plan(flat, "deepspeed").text)["tensor_parallel"] == {"autotp_size": best.tp}
-    ulysses = with_layout(flat, cp=2, dp=flat.layout.best.dp // 2)
+    flat = golden_plan("2e23-compute-optimal")  # a planned layout without pipeline or context ranks: t = 4
+    assert (flat.layout.best.tp, flat.layout.best.pp, flat.layout.best.cp) == (4, 1, 1)
+    assert json.loads(export_plan(flat, "deepspeed").text)["tensor_parallel"] == {"autotp_size": 4}
+    ulysses = rebalanced(flat, cp=2)  # 1,024 GPUs: d = 1024 / (4·2) = 128, m = 3,072 / (128·2) = 12
+    assert (ulysses.layout.best.dp, ulysses.layout.best.microbatches) == (128, 12)
     result = export_plan(ulysses, "deepspeed")
     assert "tensor_parallel" not in json.loads(result.text)
     (warning,) = [w for w in result.warnings if w.startswith("tensor parallel:")]
@@ -209,8 +215,9 @@ def test_deepspeed_autotp_overlap_warning_follows_the_stack():
     # the "AutoTP does not overlap" caution is only true when the plan's step time hid TP communication
     # (stack.tp_comm_overlap, with SP, t within a node: parallel/timing.py tp_overlap_applies); the deepspeed
     # preset sets tp_comm_overlap false, so its plans counted the TP collectives exposed already
-    plan = golden_plan("70b-512-h100")  # t = 4 with SP, default stack: tp_comm_overlap on
-    flat = with_layout(plan, pp=1, dp=plan.layout.best.dp * plan.layout.best.pp)
+    # t = 4 with SP, p = 1, default stack: tp_comm_overlap on (the layout runplan planned for it)
+    flat = golden_plan("2e23-compute-optimal")
+    assert (flat.layout.best.tp, flat.layout.best.pp, flat.layout.best.sequence_parallel) == (4, 1, True)
 
     def tp_warning(p):
         (warning,) = [w for w in export_plan(p, "deepspeed").warnings if w.startswith("tensor parallel:")]
@@ -224,8 +231,8 @@ def test_deepspeed_autotp_overlap_warning_follows_the_stack():
 def test_deepspeed_autotp_says_the_plan_s_sequence_parallelism_is_lost():
     # AutoTP's LinearLayer / LinearAllreduce have no sequence parallelism: a plan that split the norm and
     # dropout activations t ways (SP) needs more memory under AutoTP; one planned without SP does not
-    plan = golden_plan("70b-512-h100")  # t = 4 with SP
-    flat = with_layout(plan, pp=1, dp=plan.layout.best.dp * plan.layout.best.pp)
+    flat = golden_plan("2e23-compute-optimal")  # t = 4 with SP, p = 1, c = 1 (as planned)
+    assert (flat.layout.best.tp, flat.layout.best.pp, flat.layout.best.cp) == (4, 1, 1)
     assert flat.layout.best.sequence_parallel
 
     def tp_warning(p):
@@ -277,9 +284,9 @@ def test_deepspeed_warns_where_it_does_not_overlap_the_gradient_reduction(zero, 
     # reduces after the last micro-batch (TrainSchedule ReduceGrads). The plan's default stack (and the
     # deepspeed preset) hides the reduction under the backward pass.
     plan = golden_plan("2e23-7b-overtrained")
-    best = plan.layout.best
-    world = best.tp * best.pp * best.dp * best.cp
-    layout = with_layout(plan, zero=zero, pp=pp, tp=1, cp=1, vpp=1, dp=world // pp)
+    # t 1, p 1, d 512, b 1, m 6 as planned; p = 2 halves d to 256 and doubles m to 12 (3,072 sequences)
+    layout = rebalanced(plan, zero=zero, pp=pp, tp=1, cp=1, vpp=1)
+    assert (layout.layout.best.dp, layout.layout.best.microbatches) == (512 // pp, 6 * pp)
     for stack in ({"gradient_dtype": grad_dtype}, {"preset": "deepspeed", "gradient_dtype": grad_dtype}):
         warnings = _overlap_warnings(_with_stack(layout, **stack))
         if says is None:

@@ -7,14 +7,19 @@ and recompute time in torchtitan, which has no such setting: a warning names the
 silently)."""
 
 import pytest
-from tests.export._plans import golden_plan, with_layout
+from tests.export._plans import golden_plan, rebalanced
 
 from runplan.export import export_plan
 
 
 def _full(method: str, layers: int):
-    plan = with_layout(  # 40 layers per stage (p = 2), v = 4 (pinned: the plan's own layout has v = 1)
-        golden_plan("70b-512-h100"), recompute="full", vpp=4, microbatches=82
+    # 40 layers per stage (p = 2), v = 4 (pinned: the plan's own layout has v = 1); t 8 leaves d = 512 / (8·2) = 32
+    # and m = 5,312 / 32 = 166, a multiple of p as interleaving needs (the plan's m = 83 is odd)
+    plan = rebalanced(golden_plan("70b-512-h100"), tp=8, recompute="full", vpp=4)
+    assert (plan.layout.best.dp, plan.layout.best.microbatches, plan.layout.best.layers_per_stage) == (
+        32,
+        166,
+        40,
     )
     stack = {
         **(plan.inputs.get("stack") or {}),
