@@ -221,3 +221,54 @@ def test_a_commands_help_from_main_is_the_full_apps(command, capsys, monkeypatch
         texts.append(capsys.readouterr().out)
     assert texts[0] == texts[1]
     assert texts[0].startswith(f"Usage: runplan {command} ")
+
+
+#: Modules `runplan parallelize` loads only on the branch that needs them: runplan.validation and runplan.cli.flags
+#: turn a pydantic error into one line naming the flag (a bad value only); runplan.scaling.budget holds MIN_MFU,
+#: read only with --mfu, and builds the Budget and HardwareCost models (~5 ms) on import.
+PARALLELIZE_LAZY = ("runplan.validation", "runplan.cli.flags", "runplan.scaling.budget")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["parallelize", "--help"], ["parallelize", "--model", "70b", "--gpus", "512", "--json"]],
+)
+def test_parallelize_loads_its_error_and_mfu_modules_only_where_used(args):
+    probe = f"""
+import contextlib, io, sys
+from runplan.cli.app import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main({args!r})
+    except SystemExit as done:
+        assert done.code in (0, None), done.code
+loaded = sorted(m for m in {PARALLELIZE_LAZY!r} if m in sys.modules)
+print("LOADED=" + ",".join(loaded), file=sys.stderr)
+"""
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    line = [ln for ln in result.stderr.splitlines() if ln.startswith("LOADED=")]
+    assert line, result.stderr
+    assert line[0] == "LOADED=", f"`runplan {' '.join(args)}` imported {line[0][7:]}"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--mfu", "0.001"], "--mfu: must be at least 0.01, got 0.001"),
+        (["--dropout", "2"], "--dropout: must be less than 1, got 2.0"),
+        (["--top", "0"], "--top: must be greater than 0"),
+    ],
+)
+def test_parallelize_still_names_the_flag_once_its_error_modules_load_late(args, needle):
+    """The branches that import them late still answer: one line, exit 2, naming the flag (--mfu: MIN_MFU from
+    runplan.scaling.budget; --dropout: a Stack error through runplan.validation and runplan.cli.flags; --top: a
+    build_from_flags error)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "runplan", "parallelize", "--model", "70b", "--gpus", "512", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], result.stderr

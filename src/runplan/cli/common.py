@@ -289,11 +289,12 @@ def build_from_flags(model: type[M], paths: str | dict[str, str], where: str | N
     from pydantic import ValidationError
 
     from runplan.errors import SpecError
-    from runplan.validation import spec_error_from_validation
 
     try:
         return model(**{key: value for key, value in fields.items() if value is not None})
     except ValidationError as error:
+        from runplan.validation import spec_error_from_validation  # a bad value only: ~400 lines to load
+
         found = spec_error_from_validation(error, model)
         raise SpecError(
             found.message, where=_field_path(found.where, paths) or where or found.where, hint=found.hint

@@ -729,10 +729,8 @@ def stack_from_flags(flags: dict[str, Any], base: Stack | None) -> Stack:
     """The stack the flags ask for: a preset (or ``base``, the plan's stack) with the flags' fields laid over."""
     from pydantic import ValidationError
 
-    from runplan.cli.flags import flag_for
     from runplan.errors import SpecError
     from runplan.parallel.stack import Stack
-    from runplan.validation import spec_error_from_validation
 
     start = {} if base is None or "preset" in flags else base.model_dump()
     if flags.get("precision", "fp8") != "fp8":  # --precision bf16 over an fp8 plan drops the plan's recipe
@@ -740,6 +738,10 @@ def stack_from_flags(flags: dict[str, Any], base: Stack | None) -> Stack:
     try:
         return Stack.model_validate({**start, **flags})
     except ValidationError as error:
+        # a bad value only: the error modules stay unloaded on the way to an answer (tests/test_cli_startup.py)
+        from runplan.cli.flags import flag_for
+        from runplan.validation import spec_error_from_validation
+
         found = spec_error_from_validation(error, Stack, prefix=("stack",))
         where, hint = found.where, found.hint
         typed = [key for key in flags if key != "preset"]
