@@ -8,6 +8,7 @@ path so that validation errors can point at ``file:line``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +235,12 @@ def load_yaml_text(text: str, source: str = "<string>") -> LoadedYaml:
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as error:
+        if (opened := _unclosed(error, text)) is not None:
+            line, what, hint = opened
+            key = _key_at(text, line)
+            raise SpecError(
+                f"not valid YAML: {what}", source=f"{source}:{line + 1}", where=key, hint=hint
+            ) from None
         mark = error.problem_mark or error.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
         raise SpecError(
@@ -242,6 +249,58 @@ def load_yaml_text(text: str, source: str = "<string>") -> LoadedYaml:
     except yaml.YAMLError as error:
         raise SpecError(f"not valid YAML: {error}", source=source) from None
     return LoadedYaml(data, lines, source, text)
+
+
+#: What PyYAML's context says was left open (it notices a line later, or at the end of the file), and the fix.
+_OPENERS = {
+    "while parsing a flow sequence": (
+        "the '[' on this line is not closed",
+        "close it with ']' on the same line, or write the list one '- item' per line",
+    ),
+    "while parsing a flow mapping": (
+        "the '{' on this line is not closed",
+        "close it with '}' on the same line, or write the mapping one 'key: value' per line",
+    ),
+    # PyYAML's own words kept ("found unexpected end of stream"), said at the quote's line and key
+    "while scanning a quoted scalar": ("", "a {quote} is not closed"),
+}
+
+
+def _unclosed(error: yaml.MarkedYAMLError, text: str) -> tuple[int, str, str] | None:
+    """(0-based line, what, fix) for a bracket, brace or quote left open: reported where it was opened, not
+    where PyYAML gave up (`seq_len: [4096` on line 7 was said at line 8, an open quote past the file's end)."""
+    mark = error.context_mark
+    if error.context not in _OPENERS or mark is None:
+        return None
+    what, hint = _OPENERS[error.context]
+    lines = text.splitlines()
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    quote = "single quote" if line[mark.column : mark.column + 1] == "'" else "double quote"
+    return mark.line, what or str(error.problem), hint.replace("{quote}", quote)
+
+
+def _key_at(text: str, index: int) -> str | None:
+    """The dotted key of block-mapping line ``index`` (``training.seq_len``), read from the indentation of the
+    lines above it; None where the line is not ``key: ...`` in block style (a list item, a tab)."""
+    lines = text.splitlines()
+    keys: list[str] = []
+    indent = None
+    for raw in reversed(lines[: index + 1]):
+        body = raw.lstrip(" ")
+        match = re.match(r"([A-Za-z_][\w.-]*)\s*:(\s|$)", body)
+        if raw[: len(raw) - len(body)].count("\t") or body.startswith("\t"):
+            return None
+        if match is None:
+            if indent is None:
+                return None
+            continue
+        depth = len(raw) - len(body)
+        if indent is None or depth < indent:
+            keys.append(match.group(1))
+            indent = depth
+            if depth == 0:
+                return ".".join(reversed(keys))
+    return None
 
 
 def _yaml_hint(text: str, mark: Any) -> str:

@@ -59,6 +59,17 @@ def fmt_duration(value: float, *, scale_of: float | None = None, extra_digits: i
     return f"{value / 86400:.{3 + extra}g} days"
 
 
+def fmt_row_duration(value: float) -> str:
+    """A duration in a plan report's row, in the unit its reason names: ops._notes.fmt_seconds writes
+    ``5,767 s (1.60 h)`` from 3,600 s and ``(2.06 d)`` from 2 days, so the value reads ``1.6 h`` (was ``96.1 min``)
+    and ``2.06 days`` (was ``49.5 h``); otherwise as :func:`fmt_duration`."""
+    if 3600 <= abs(value) < 7200:
+        return f"{value / 3600:.3g} h"
+    if 2 * 86400 <= abs(value) < 3 * 86400:
+        return f"{value / 86400:.3g} days"
+    return fmt_duration(value)
+
+
 def fmt_percent(number: float) -> str:
     """A fraction as a percentage: ``99.5%``; below 1% two significant digits (``0.064%``, not ``0.1%``); just short
     of 1, truncated to two decimals (``99.95%``), never rounded up to ``100.0%``: a 1-node, 1-day run's goodput of
@@ -104,7 +115,7 @@ def fmt_value(name: str, value: object) -> str:
     if "bytes" in lower:  # total_bytes, bytes_per_shard, written_bytes_per_rank, ...
         return fmt_bytes(number)
     if lower.endswith("_seconds") or lower == "seconds":
-        return fmt_duration(number)
+        return fmt_row_duration(number)
     if lower.endswith("per_1000_node_days"):
         return f"{number:.3g}"
     if lower.endswith("_days") or lower == "days":

@@ -54,6 +54,21 @@ def _explained(obj: Any, names: list[str], notes: dict[str, str] | None = None) 
     return rows
 
 
+def _tokens_per_param_why(plan: RunPlan) -> str:
+    """D / N, and D over the parameters of the model trained where that reads differently: the summary divides by
+    those (a generated shape misses the law's N by up to 7.5%: 2e23 FLOPs into 7B trained a 7.158 B shape, 665 per
+    parameter in the summary beside this row's 680.3)."""
+    a, m = plan.allocation, plan.model
+    why = (
+        "D / N (≈ 20 is Chinchilla's rule of thumb, Hoffmann et al. 2022 Approaches 1-2, Table 3; the "
+        "law's own optimum can differ)"
+    )
+    trained = a.tokens / m.law_params
+    if fmt_ratio(trained) == fmt_ratio(a.tokens_per_param):
+        return why
+    return f"{why}; {fmt_ratio(trained)} per parameter of the model trained ({fmt_count(m.law_params)}, as the summary counts)"
+
+
 def _allocation(plan: RunPlan) -> Section:
     a = plan.allocation
     section = Section("Allocation")
@@ -72,12 +87,7 @@ def _allocation(plan: RunPlan) -> Section:
         ("compute C", f"{a.flops:.3g} FLOPs", "C = 6·N·D (Kaplan et al. 2020, Hoffmann et al. 2022)"),
         ("parameters N", fmt_count(a.params), _params_why(a, count)),
         ("tokens D", fmt_count(a.tokens), "C / (6·N)"),
-        (
-            "tokens per parameter",
-            fmt_ratio(a.tokens_per_param),
-            "D / N (≈ 20 is Chinchilla's rule of thumb, Hoffmann et al. 2022 Approaches 1-2, Table 3; the "
-            "law's own optimum can differ)",
-        ),
+        ("tokens per parameter", fmt_ratio(a.tokens_per_param), _tokens_per_param_why(plan)),
         ("predicted loss", f"{a.loss:.4f}", _loss_why(a)),
     ]
     if a.days is not None and a.mfu is not None:  # a GPU-time budget, sized to fill (plan.build_plan)
@@ -635,11 +645,6 @@ def _cost(plan: RunPlan) -> Section:
     return section
 
 
-def _mwh(value: float) -> str:
-    """Energy in MWh: whole from 10 (``398``), else two significant digits (``0.42``, not ``0``)."""
-    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
-
-
 def _checkpoint_phrase(plan: RunPlan) -> str:
     """How often the run saves; a Young/Daly interval longer than the run means one save, at its end."""
     interval, steps = plan.checkpointing.interval_steps, plan.schedule.total_steps
@@ -670,8 +675,9 @@ def _other_stage_total(best: LayoutEstimate) -> str:
 
 
 def _wall_clock(days: float) -> str:
-    """Days to one decimal (``29.9 days``); under a day in hours or minutes (``19 min``, not ``0.0 days``)."""
-    return f"{days:,.1f} days" if days >= 1 else fmt_duration(days * 86400)
+    """Days as the cost table prints them (``38.6 days``, ``4.83 days``: the summary said ``4.8`` over a table of
+    ``4.83``); under a day in hours or minutes (``19 min``, not ``0.0 days``)."""
+    return f"{fmt_days(days)} days" if days >= 1 else fmt_duration(days * 86400)
 
 
 def _steps_phrase(plan: RunPlan) -> str:
@@ -699,7 +705,7 @@ def summary_lines(plan: RunPlan) -> list[str]:
         f" MFU {best.mfu:.1%}",
         _steps_phrase(plan) + f", peak LR {plan.schedule.peak_lr:.3g}, " + _checkpoint_phrase(plan),
         f"{_wall_clock(c.main.wall_clock_days)} on {c.main.gpus:,} GPU{'s' if c.main.gpus != 1 else ''} "
-        f"(goodput {fmt_percent(c.main.goodput)}), {c.main.cost:,.0f} {c.currency}, {_mwh(c.main.energy_mwh)} MWh; proxy sweep "
+        f"(goodput {fmt_percent(c.main.goodput)}), {c.main.cost:,.0f} {c.currency}, {fmt_mwh(c.main.energy_mwh)} MWh; proxy sweep "
         + (f"{c.sweep.cost:,.0f} {c.currency}" if c.sweep else "none"),
         f"predictions from {plan.layout.calibration}",
         f"{len(plan.warnings)} warning(s)",

@@ -26,9 +26,11 @@ PROSE_CELL_CHARS = 30
 
 def is_prose(header: str, cells: Sequence[str]) -> bool:
     """True when a column reads as sentences (it may wrap at spaces) rather than names and numbers."""
-    return header in ("why", "note", "what it means") or any(
-        len(cell) > PROSE_CELL_CHARS and " " in cell for cell in cells
-    )
+    return header in ("why", "note", "what it means") or any(_is_sentence(cell) for cell in cells)
+
+
+def _is_sentence(cell: str) -> bool:
+    return len(cell) > PROSE_CELL_CHARS and " " in cell
 
 
 def fitted_table(
@@ -70,8 +72,10 @@ def fitted_table(
             widest = max([label_width, *(len(cell) for cell in cells)])
             table.add_column(header, justify=justify, no_wrap=True, min_width=widest)
         needed += widest + 2  # padding of one character each side
+    # Text: a `[` in a cell is not rich markup; a sentence reads flush left in any column (the calibration line
+    # in a column of numbers was right-justified, ragged on the left), a number keeps its column's side
     for row in rows:
-        table.add_row(*(Text(cell) for cell in row))  # Text: a `[` in a cell is not rich markup
+        table.add_row(*(Text(cell, justify="left" if _is_sentence(cell) else None) for cell in row))
     if needed <= console.width:
         return table
     return stacked_rows(headers, rows, console.width, title=title)
