@@ -20,6 +20,7 @@ from runplan.calibrate.calibration import (
 from runplan.calibrate.constants import FITTED_CONSTANTS, PRIORS
 from runplan.calibrate.fit import (
     calibrate,
+    copied_run_warnings,
     leave_one_out,
     lone_run_warnings,
     memory_error,
@@ -106,7 +107,8 @@ def run_calibration(
     result = calibrate(prepared, base_effs, hold=hold)
     loo, loo_method = leave_one_out(prepared, result)
     in_fit = {p.id: float(e) for p, e in zip(prepared, result.log_errors, strict=True)}
-    warnings = slow_run_warnings(prepared) + result.warnings + lone_run_warnings(in_fit, loo)
+    warnings = slow_run_warnings(prepared) + copied_run_warnings(prepared) + result.warnings
+    warnings += lone_run_warnings(in_fit, loo)
     effs = result.efficiencies()
     rows = [_residual(p, i, result, effs, loo, warnings) for i, p in enumerate(prepared)]
     fitted = [r for r in rows if r.fit]

@@ -55,8 +55,16 @@ class Context:
     def last_step(self) -> int:
         return int(self.log.steps[-1])
 
-    def rollback(self, before_step: int) -> tuple[int | None, str]:
-        """(checkpoint step, sentence) for a rollback to a checkpoint at a step ≤ ``before_step``."""
+    def rollback(self, before_step: int, trouble_step: int | None = None) -> tuple[int | None, str]:
+        """(checkpoint step, sentence) for a rollback to a checkpoint at a step ≤ ``before_step``; before step 0
+        (a spike within the rollback margin of the run's start, a nan at a 0-based log's step 0) only the run's
+        start, its initial weights, is left. Where the retention has deleted every checkpoint at a step ≤
+        ``before_step`` by the log's end, the newest one kept before ``trouble_step`` (a spike's start), if any."""
+        if before_step < 0:
+            return (
+                None,
+                "restart the run from its start (its initial weights: no earlier step to roll back to)",
+            )
         found = self.checkpoints.newest_at_or_before(before_step, self.last_step)
         if found is not None:
             return found, f"roll back to the checkpoint at step {found:,} ({self.checkpoints.source})"
@@ -71,7 +79,20 @@ class Context:
                 f"no checkpoint is due at a step ≤ {before_step:,} ({self.checkpoints.source}): the first comes "
                 "later; restart the run from its start"
             )
-        return None, f"no kept checkpoint at a step ≤ {before_step:,}: the oldest one kept is too new"
+        # read after the rotation deleted the one a margin back: the newest still kept before the trouble
+        if trouble_step is not None:
+            late = self.checkpoints.newest_at_or_before(trouble_step - 1, self.last_step)
+            if late is not None:
+                return late, (
+                    f"roll back to the checkpoint at step {late:,} ({self.checkpoints.source}), "
+                    f"{counted(trouble_step - late, 'step')} before it: those at a step ≤ {before_step:,} were "
+                    f"deleted by step {self.last_step:,}"
+                )
+        return None, (
+            f"no checkpoint before step {(trouble_step or before_step + 1):,} is kept at step {self.last_step:,} "
+            f"({self.checkpoints.source}): resume from an older copy if one was kept elsewhere, else restart the "
+            "run from its start"
+        )
 
     def skip_range(self, restart_step: int, peak_step: int) -> list[int]:
         """Batches to skip after resuming at ``restart_step``: through the spike's peak, clamped to PaLM's
@@ -87,7 +108,7 @@ def _baseline_note(points: int, first_step: int, log_first: int, window_steps: i
         return f"baseline of {points} logged points"
     return (
         f"baseline of only {points} logged point{'s' if points != 1 else ''} (the log starts at step "
-        f"{log_first:,}, {first_step - log_first:,} steps earlier): treat the ratio as rough"
+        f"{log_first:,}, {counted(first_step - log_first, 'step')} earlier): treat the ratio as rough"
     )
 
 
@@ -222,8 +243,8 @@ def _one_spike(
     end_step = int(steps[done]) if done is not None else None
     within = end_step is not None and end_step - start_step <= t.spike_recovery_steps
     hole = None if within else _hole_over(steps, holes, first, deadline)
-    target = start_step - t.rollback_margin_steps
-    checkpoint, rollback_text = ctx.rollback(target)
+    checkpoint, rollback_text = ctx.rollback(start_step - t.rollback_margin_steps, start_step)
+    target = max(start_step - t.rollback_margin_steps, 0)  # in the run's first steps: from its start, step 0
     head = _spike_head(ctx, float(values[peak]), peak_step, start_step, base, points)
     gap = _gap_before(steps, done if done is not None else values.size - trailing, interval)
     event = Event(
@@ -256,8 +277,9 @@ def _one_spike(
         late = f" (back only at step {end_step:,})" if end_step is not None else ""
         event.why += (
             f"; not back within {percent(t.spike_fraction)} by step {deadline:,} ({t.spike_recovery_steps} steps)"
-            f"{late}: a divergence. {rollback_text.capitalize()}, ≥ {t.rollback_margin_steps} steps before "
-            f"it, and skip the batches of {steps_text(*event.skip_steps)} (PaLM §5.1); "
+            f"{late}: a divergence. {rollback_text.capitalize()}"
+            f"{f', ≥ {t.rollback_margin_steps} steps before it' if rollback_text.startswith('roll back') and (checkpoint or 0) <= start_step - t.rollback_margin_steps else ''}"
+            f", and skip the batches of {steps_text(*event.skip_steps)} (PaLM §5.1); "
             "do not lower the learning rate instead"
         )
     else:

@@ -265,6 +265,12 @@ def _detect_json(body: str, where: str, object_lines: bool) -> str | None:
         # a document (Megatron's scalars export, a trainer state) cut short or broken: its own error, where it
         # breaks, not a count of its lines that are not JSON objects
         _refuse_hf_printed(body, where)
+        if _first_line_cut(body):  # a JSONL log's first object still being written: wait for it
+            raise NoRecords(
+                f"{where}: its only line (line 1) is cut short (still being written?)",
+                where="monitor.log",
+                hint="wait for its first whole line, or use --follow",
+            ) from None
         raise _not_json(where, error) from None
     if isinstance(data, dict):
         if "log_history" in data:
@@ -280,6 +286,14 @@ def _detect_json(body: str, where: str, object_lines: bool) -> str | None:
             hint="give the run's metric log",
         )
     return None
+
+
+def _first_line_cut(body: str) -> bool:
+    """Whether ``body``, one line with no newline yet (the engines end every line with one), is a JSONL log's first
+    record cut short: one flat object without the ``}`` a whole one ends with (``{"step": 1, "loss": ``), as a text
+    log's last line is told by its format's own end (:data:`_WHOLE_LINE_END`). A JSON document on one line (Megatron's
+    scalars export nests an object per tag) keeps its invalid-JSON error, which says where it breaks."""
+    return "\n" not in body and body.count("{") == 1 and not body.rstrip().endswith("}")
 
 
 def _object_lines(body: str) -> tuple[int, int]:
@@ -317,6 +331,12 @@ def parse(body: str, kind: str, path: Path) -> Rows:
         lines = body.splitlines()
         notes = []
         if _last_line_cut(body, lines, kind):
+            if len(lines) == 1:  # a job just launched: its first line is not there yet, as in an empty log
+                raise NoRecords(
+                    f"{where}: its only line (line 1) is cut short (still being written?)",
+                    where="monitor.log",
+                    hint="wait for its first whole line, or use --follow",
+                )
             notes.append(f"the last line (line {len(lines):,}) is cut short (still being written?); left out")
             lines = lines[:-1]
         rows = text.READERS[kind](lines, where)
@@ -400,7 +420,7 @@ def _last_line_cut(body: str, lines: list[str], kind: str) -> bool:
     loss at iteration N |`` line) and lacks that end is cut; a last line that is no metric line is not said
     (Megatron's closing ``[after training is done] datetime: ...``). A Megatron record's wrapped tail cut short
     leaves its record without the closing ``|``: the reader leaves that record out (``text._drop_cut``)."""
-    if body.endswith("\n") or len(lines) < 2:
+    if body.endswith("\n") or not lines:  # a log's only line too: torchtitan's first ``tps: 1`` of 1,118
         return False
     last = text.strip_prefix(lines[-1]).rstrip()
     end = _WHOLE_LINE_END.get(kind)
