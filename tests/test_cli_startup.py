@@ -100,7 +100,11 @@ def test_a_missing_command_module_is_an_error_not_a_missing_command(monkeypatch)
 
 @pytest.mark.parametrize(
     "args",
-    [["parallelize", "--model", "7b", "--gpus", "8", "--json"], ["allocate", "--flops", "2e23", "--json"]],
+    [
+        ["parallelize", "--model", "7b", "--gpus", "8", "--json"],
+        ["parallelize", "--model", "7b", "--gpus", "8"],  # the terminal answer's trade line (report/trade.py)
+        ["allocate", "--flops", "2e23", "--json"],
+    ],
 )
 def test_flag_commands_do_not_import_the_plan_file_machinery(args):
     """`parallelize --model --gpus` and `allocate --flops` take no plan file: the plan file's models

@@ -699,7 +699,7 @@ def _render_best(out: Any, result: SearchResult, tolerance: float) -> None:
     )
     for line in best.why:
         out.print(f"  - {line}")
-    from runplan.report.sections import margin_trade
+    from runplan.report.trade import margin_trade  # not report.sections: it loads the whole plan
 
     trade = margin_trade(best, [result.fastest] if result.fastest else [], tolerance)
     if trade:

@@ -24,6 +24,7 @@ from runplan.report.format import (
     fmt_value,
     label,
 )
+from runplan.report.trade import margin_trade
 from runplan.scaling.sweep import PLAN_BUDGETS, Sweep, dense_proxies_note, flag_notes, wsd_hours_note
 
 
@@ -268,22 +269,6 @@ LAYOUT_HEADERS = [
     "step",
     "MFU",
 ]
-
-
-def margin_trade(best: Any, others: list[Any], tolerance: float) -> str | None:
-    """The trade the ranking made when the chosen layout is not the fastest listed: tokens/s given up for
-    memory margin (constraints.throughput_tolerance), or None when it is the fastest."""
-    fastest = max([best, *others], key=lambda x: x.tokens_per_second)
-    if fastest is best or fastest.tokens_per_second <= best.tokens_per_second:
-        return None
-    slower = 1 - best.tokens_per_second / fastest.tokens_per_second
-    limit = best.memory_limit_bytes
-    return (
-        f"margin over speed: {slower:.2%} fewer tokens/s than the fastest layout for "
-        f"{fmt_bytes(fastest.memory_bytes.total - best.memory_bytes.total)} more memory margin "
-        f"({best.memory_bytes.total / limit:.1%} of the limit instead of {fastest.memory_bytes.total / limit:.1%}); "
-        f"layouts within {tolerance:.0%} of the fastest rank by margin (constraints.throughput_tolerance)"
-    )
 
 
 def _mfu_reason(plan: RunPlan) -> str:
