@@ -6,12 +6,13 @@ renders the ``Allocation``. JSON keys: docs/scaling.md. Nothing heavy is importe
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from runplan.cli.budget import GPU_HELP, LAW_HELP, MFU_HELP, parse_budget
+from runplan.cli.budget import GPU_HELP, LAW_HELP, MFU_HELP, explained_table, parse_budget
 from runplan.cli.common import handle_errors, print_json, warn
 from runplan.scaling import DEFAULT_LAW
 
@@ -103,11 +104,11 @@ def render(
     shape_line: bool = True,
     currency: str = "USD",
     of_budget: bool = False,
+    budget_why: str = "C given (--flops)",
 ) -> None:
-    """Human-readable allocation on stdout (rich); ``currency``: the plan's (cost.currency), USD from flags;
-    ``of_budget``: the days and cost are a GPU-time budget's, spent whole (`runplan plan` predicts its own)."""
-    from rich.table import Table
-
+    """Human-readable allocation on stdout (rich), every number with its reason (:func:`_reasons`);
+    ``currency``: the plan's (cost.currency), USD from flags; ``of_budget``: the days and cost are a GPU-time
+    budget's, spent whole (`runplan plan` predicts its own); ``budget_why``: where the budget C came from."""
     from runplan.cli.common import console
     from runplan.report.format import fmt_ratio
     from runplan.units import format_si
@@ -125,7 +126,6 @@ def render(
         f"  law: L = {law.E:.4g} + {law.A:.5g}/N^{law.alpha:.4g} + {law.B:.5g}/D^{law.beta:.4g}; "
         f"{_count_phrase(a.param_count, a.moe_total_params)}"
     )
-    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2))
     rows: list[tuple[str, str]] = []
     if a.budget_flops is not None:
         rows.append(("budget", f"{a.budget_flops:.3g} FLOPs"))
@@ -156,14 +156,57 @@ def render(
             ("saving", f"{_no_negative_zero(a.total_flops_saving or 0.0):.1%} of total FLOPs"),
         ]
     rows += _hardware_rows(a, currency, of_budget)
-    for key, value in rows:
-        table.add_row(key, value)
-    out.print(table)
+    why = _reasons(a, law, budget_why)
+    explained = [(key, value, why[key.removeprefix("budget's ")]) for key, value in rows]
+    out.print(explained_table(explained, out.width))
     line = _shape_line(a, law) if shape_line else None
     if line:
         out.print(line)
     for warning in a.warnings:  # folded at the terminal width, as every command's warnings
         warn(warning)
+
+
+def _reasons(a: Allocation, law: ParametricLaw, budget_why: str) -> dict[str, str]:
+    """The one-line formula and source behind each row :func:`render` prints, by row name: the formulas of
+    runplan.scaling.allocate (Hoffmann et al. 2022 Eq. 2 and 4; Sardana et al. 2024 §2) and scaling.budget."""
+    split = {
+        "compute_optimal": f"N_opt = G·(C/6)^a, a = β/(α+β) = {law.a:.3g} (Hoffmann et al. 2022, Eq. 4)",
+        "tokens_per_param": f"sqrt(C/(6·r)), r = {a.tokens_per_param:.4g}: C = 6·N·(r·N)",
+        "fixed_params": "given (--params, or the plan's model:)",
+        "inference_optimal": "least 6·N·D_tr + 2·N·D_inf at the target loss (Sardana et al. 2024, §2)",
+    }
+    default_target = (
+        a.target_loss is not None
+        and a.budget_flops is not None
+        and math.isclose(a.target_loss, law.compute_optimal_loss(a.budget_flops), rel_tol=1e-9)
+    )
+    return {
+        "budget": budget_why,
+        "parameters N": split[a.objective],
+        "tokens D": "solves L(N, D) = target loss (Hoffmann et al. 2022, Eq. 2)"
+        if a.objective == "inference_optimal"
+        else "C/(6·N)",
+        "tokens per parameter": "D / N; Chinchilla ≈ 20 (Hoffmann et al. 2022, Table 3)",
+        "training FLOPs 6ND": "C = 6·N·D: forward 2ND + backward 4ND (Kaplan et al. 2020, §2.1)",
+        "predicted loss": "L = E + A/N^α + B/D^β (Hoffmann et al. 2022, Eq. 2)"
+        if a.moe_total_params is None
+        else "L = E + A/N^α + B/D^β in active parameters (the law line above says how A counts experts)",
+        "compute-optimal at this budget": "the same C split by Eq. 4 (Hoffmann et al. 2022)",
+        "loss penalty": "loss − the compute-optimal loss at the same C",
+        "compute-optimal FLOPs for the same loss": "6·(K/(L − E))^((α+β)/(αβ)): Eq. 4's frontier inverted",
+        "target loss": "compute-optimal loss at the budget (Eq. 4 in Eq. 2)"
+        if default_target
+        else "given (--target-loss, or objective.target_loss)",
+        "inference tokens": "lifetime tokens served, given (--inference-tokens)",
+        "training FLOPs": "6·N·D_tr (may exceed the budget: the target sets N, D)",
+        "inference FLOPs 2·N·D_inf": "2·N per token, weights only (Sardana et al. 2024, §2)",
+        "total FLOPs": "training + inference",
+        "compute-optimal model, same loss": "Eq. 4's model at the target loss, serving the same tokens",
+        "saving": "1 − total / the compute-optimal model's total",
+        "GPU-hours": "6·N·D / (bf16 peak × MFU) / 3600 (MFU: PaLM §4.1)",
+        "wall-clock": "GPU-hours / GPUs / 24, no failures",
+        "cost": "GPU-hours × price per GPU-hour",
+    }
 
 
 def _hardware_rows(a: Allocation, currency: str, of_budget: bool) -> list[tuple[str, str]]:
@@ -206,13 +249,16 @@ def _no_negative_zero(fraction: float) -> float:
 
 
 def _with_interval(row: tuple[str, str], intervals: Any) -> tuple[str, str]:
-    """A parameters/tokens/loss row with its bootstrap percentiles appended (law fitted with resamples)."""
+    """A parameters/tokens/loss row with its bootstrap percentiles appended (law fitted with resamples); none
+    where every resample gives the same value: N and D that --params or --tokens-per-param fix with C."""
     from runplan.units import format_si
 
     key, text = row
     found = {"parameters N": intervals.params, "tokens D": intervals.tokens, "predicted loss": intervals.loss}
     interval = found.get(key)
-    if interval is None or interval.low is None:
+    if interval is None or interval.low is None or interval.high is None:
+        return row
+    if math.isclose(interval.low, interval.high, rel_tol=1e-9):  # fixed by the objective (--params, a ratio)
         return row
     lo, hi = intervals.percentiles
     fmt = (lambda x: f"{x:.4f}") if key == "predicted loss" else format_si
@@ -322,7 +368,26 @@ def allocate_command(
     if json_output:
         print_json(result.model_dump(mode="json"))
     else:
-        render(result, chosen)
+        render(result, chosen, budget_why=_budget_why(flops, days))
+
+
+def _budget_why(flops: str | None, days: str | None) -> str:
+    """Where the budget C of flags came from (the row `budget` of :func:`render`)."""
+    if days is not None:
+        return "GPUs × bf16 peak × MFU × days (--gpus, --days)"
+    if flops is not None:
+        return "C given (--flops)"
+    return "none given: the target loss sets N and D"
+
+
+def _plan_budget_why(budget: Any) -> str:
+    """Where a plan's budget C came from: its ``budget:`` key (scaling.budget.Budget, exactly one is set)."""
+    if budget is None or budget.flops is not None:
+        return "the plan's budget.flops"
+    if budget.tokens is not None:
+        return "6·N·D of the plan's model on its budget.tokens"
+    key = "budget.days" if budget.days is not None else "budget.gpu_hours"
+    return f"the plan's {key} filled at the layout's predicted speed"
 
 
 def _from_plan_file(plan_file: Path, json_output: bool) -> None:
@@ -367,6 +432,7 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
         shape_line=spec.model is None,
         currency=spec.cost.currency,
         of_budget=fill is not None,  # budget_fill is None without a GPU-time budget
+        budget_why=_plan_budget_why(spec.budget),
     )
     from runplan.cli.common import console, echo_wrapped
 

@@ -9,13 +9,14 @@ load inside :func:`parse_budget` only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runplan.defaults import DEFAULT_GPU, DEFAULT_MFU
 from runplan.scaling import DEFAULT_LAW
 
 if TYPE_CHECKING:
     from runplan.cli.flag_models import FlagBudget
+    from runplan.errors import SpecError
     from runplan.hardware import GpuSpec
 
 LAW_HELP = (
@@ -39,6 +40,44 @@ def fmt_amount(value: float) -> str:
     """GPU-hours or a cost: thousands separators from 10 (``140,434``), three significant digits below
     (``0.0702``: 1e17 FLOPs on H100s at MFU 0.4, which ``,.0f`` printed as ``0``)."""
     return f"{value:,.0f}" if abs(value) >= 10 else f"{value:.3g}"
+
+
+#: The narrowest the reason column of `runplan allocate` and `runplan fit` gets beside its rows; below it each reason is printed on
+#: a line of its own under its row (an 80-column terminal), so names and numbers are never wrapped or cut.
+WHY_MIN_CHARS = 40
+#: The narrowest the value column gets beside the names; narrower, each value goes under its name.
+VALUE_MIN_CHARS = 20
+
+
+def explained_table(rows: list[tuple[str, str, str]], width: int) -> Any:
+    """``(name, value, why)`` rows: a borderless three-column table when the reasons get at least
+    WHY_MIN_CHARS beside the widest name and value, else each row's reason indented on the line below it."""
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    name_width = max(len(r[0]) for r in rows)
+    if width - name_width - max(len(r[1]) for r in rows) - 8 < WHY_MIN_CHARS:  # two gaps of 4
+        lines: list[Any] = []
+        for name, value, why in rows:
+            if width < name_width + 4 + VALUE_MIN_CHARS:  # too narrow for a value beside the names
+                lines += [Text(name), Padding(Text(value), (0, 0, 0, 4), expand=False)]
+            else:
+                line = Table.grid(padding=(0, 2), collapse_padding=False)  # 4 spaces, as the table's
+                line.add_column(no_wrap=True, min_width=name_width)
+                line.add_column(overflow="fold")  # a value with its interval may wrap, inside its column
+                line.add_row(Text(name), Text(value))
+                lines.append(line)
+            lines.append(Padding(Text(why, style="dim"), (0, 0, 0, 4), expand=False))
+        return Group(*lines)
+    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold", style="dim")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
 
 
 def gpus_phrase(gpus: int) -> str:
@@ -74,6 +113,38 @@ class BudgetFlags:
         return self.budget.price_per_gpu_hour
 
 
+#: Compute units papers quote budgets in, as FLOPs: one PF-day is 1e15 FLOP/s for a day, 8.64e19 FLOPs (Kaplan et
+#: al. 2020, §1.3; Brown et al. 2020, Table D.1: GPT-3's 3.64e3 PF-days = 3.14e23 FLOPs); zetta 1e21, exa 1e18 (SI).
+COMPUTE_UNITS = (
+    (
+        r"pf-?s?-?days?",
+        8.64e19,
+        "one PF-day is 1e15 FLOP/s for a day, 8.64e19 FLOPs (Kaplan et al. 2020, §1.3)",
+    ),
+    (r"zetta-?flops?|zflops?", 1e21, "zetta is 1e21"),
+    (r"exa-?flops?|eflops?", 1e18, "exa is 1e18"),
+)
+
+
+def _flops_in_a_unit(text: str) -> SpecError | None:
+    """``--flops '3640 PF-days'``, ``'2 zettaFLOP'``: the one-line error giving the budget in FLOPs (runplan reads
+    plain numbers and SI suffixes only, so a unit is refused rather than guessed)."""
+    import re
+
+    from runplan.errors import SpecError
+
+    for unit, flops_per_unit, why in COMPUTE_UNITS:
+        match = re.fullmatch(rf"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*({unit})\s*", text, re.IGNORECASE)
+        if match:
+            value = float(match.group(1)) * flops_per_unit
+            return SpecError(
+                f"{text.strip()!r} is a budget in {match.group(2)}, not in FLOPs",
+                where="budget.flops",
+                hint=f"give --flops {value:.4g}: {why}",
+            )
+    return None
+
+
 def parse_budget(
     flops: str | None,
     gpus: str | None,
@@ -96,6 +167,8 @@ def parse_budget(
         )
     if days is not None and gpus is None:
         raise SpecError("--days needs --gpus", where="--gpus", hint="e.g. --gpus 1024 --days 30")
+    if flops is not None and (error := _flops_in_a_unit(flops)) is not None:
+        raise error
     budget = build_from_flags(
         flag_budget_model(),
         BUDGET_PATHS,
@@ -125,4 +198,4 @@ def parse_budget(
     return BudgetFlags(budget=budget, flops=c, gpu=spec)
 
 
-__all__ = ["BUDGET_PATHS", "LAW_HELP", "BudgetFlags", "flag_budget_model", "parse_budget"]
+__all__ = ["BUDGET_PATHS", "LAW_HELP", "BudgetFlags", "explained_table", "flag_budget_model", "parse_budget"]

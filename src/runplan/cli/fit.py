@@ -79,6 +79,7 @@ def render(report: FitReport, *, law_usable: bool = True) -> None:
     (see _refuse_unusable_law). A warning both approaches give (the extrapolation one) is printed once."""
     from rich.table import Table
 
+    from runplan.cli.budget import explained_table
     from runplan.cli.common import console
     from runplan.units import format_si
 
@@ -97,17 +98,7 @@ def render(report: FitReport, *, law_usable: bool = True) -> None:
         lo, hi = p.percentiles
         ci = f" (bootstrap {p.bootstrap}, {lo:g}th-{hi:g}th percentiles)" if p.bootstrap else ""
         out.print(f"\n[bold]Approach 3[/bold], parametric L = E + A/N^α + B/D^β{ci}")
-        table = Table(show_header=False, box=None, padding=(0, 2))
-        for key, label in (("E", "E"), ("A", "A"), ("B", "B"), ("alpha", "α"), ("beta", "β")):
-            table.add_row(label, _interval_text(getattr(p, key)))
-        for k, (label, key) in enumerate(OPTIMUM_ROWS):
-            value = _interval_text(getattr(p, key), ".3g") if law_usable else "not usable (see the warning)"
-            table.add_row(f"at C = {p.at_flops:.3g}: {label}" if k == 0 else label, value)
-        table.add_row(
-            "Huber objective",
-            f"{p.objective:.4g} ({p.converged_starts}/{p.starts} starts converged, {p.seconds:.1f} s)",
-        )
-        out.print(table)
+        out.print(explained_table(_parametric_rows(p, law_usable), out.width))
         for warning in p.warnings:
             if warning not in shared:
                 warn(warning)
@@ -136,6 +127,36 @@ def render(report: FitReport, *, law_usable: bool = True) -> None:
                 warn(warning)
     if report.isoflop_error:
         warn(f"Approach 2 skipped: {report.isoflop_error}")
+
+
+#: Why each Approach 3 row is what it is (printed beside it): the law and its optimum, Hoffmann et al. 2022 (Eq. 2,
+#: Eq. 4, App. D.2 for the fit); the published values a reader compares with (Eq. 10; Besiroglu et al. 2024).
+PARAMETRIC_WHY = {
+    "E": "irreducible loss, L as N and D grow without bound (Eq. 2)",
+    "A": "parameter-term coefficient (Chinchilla 406.4, Epoch 482.01)",
+    "B": "data-term coefficient (Chinchilla 410.7, Epoch 2085.43)",
+    "alpha": "parameter exponent (Chinchilla 0.34, Epoch 0.3478)",
+    "beta": "data exponent (Chinchilla 0.28, Epoch 0.3658)",
+    "params_opt": "G·(C/6)^a of this law (Hoffmann et al. 2022, Eq. 4)",
+    "tokens_opt": "C/(6·N_opt)",
+    "tokens_per_param": "D_opt / N_opt; Chinchilla ≈ 20 (Table 3)",
+    "objective": "Σ Huber_δ(LSE(a − α ln N, b − β ln D, e) − ln L), δ 1e-3 (App. D.2), at the optimum",
+}
+
+
+def _parametric_rows(p: ParametricFit, law_usable: bool) -> list[tuple[str, str, str]]:
+    """Approach 3's printed rows as (name, value, why): the coefficients, the optimum at ``p.at_flops`` (or
+    'not usable', see _refuse_unusable_law) and the fit's objective."""
+    rows = [
+        (label, _interval_text(getattr(p, key)), PARAMETRIC_WHY[key])
+        for key, label in (("E", "E"), ("A", "A"), ("B", "B"), ("alpha", "α"), ("beta", "β"))
+    ]
+    for k, (label, key) in enumerate(OPTIMUM_ROWS):
+        value = _interval_text(getattr(p, key), ".3g") if law_usable else "not usable (see the warning)"
+        rows.append((f"at C = {p.at_flops:.3g}: {label}" if k == 0 else label, value, PARAMETRIC_WHY[key]))
+    done = f"{p.objective:.4g} ({p.converged_starts}/{p.starts} starts converged, {p.seconds:.1f} s)"
+    rows.append(("Huber objective", done, PARAMETRIC_WHY["objective"]))
+    return rows
 
 
 #: Flags that only the scaling-law fit reads (ignored by --hyperparams) and flags only --hyperparams reads, by

@@ -382,9 +382,19 @@ def _parse_rows(
             try:
                 number = float(cell)
             except ValueError:
-                raise SpecError(f"not a number: {cell!r}", source=source, where=where) from None
+                raise SpecError(
+                    f"not a number: {cell!r}",
+                    source=source,
+                    where=where,
+                    hint="write a plain number, e.g. 7e9 or 3e-4 (CSV cells take no suffix such as 7B)",
+                ) from None
             if not math.isfinite(number) or number <= 0:
-                raise SpecError(f"must be a positive finite number, got {cell!r}", source=source, where=where)
+                raise SpecError(
+                    f"must be a positive finite number, got {cell!r}",
+                    source=source,
+                    where=where,
+                    hint="fix the cell, or delete the row if that run failed",
+                )
             values[name].append(number)
     return {name: np.array(v, dtype=float) for name, v in values.items()}
 
@@ -808,7 +818,29 @@ def unusable_reason(fit: ParametricFit, runs: Runs) -> str | None:
         from runplan.scaling.allocate import unusable_law
 
         return unusable_law(fit.law, fit.at_flops).message
-    return None
+    return _flat_reason(fit.law, runs)
+
+
+#: Approach 3's law is flat over its runs when its predictions span at most this fraction of the span of the
+#: loss column: A/N^α and B/D^β are then ~0 at every run (an accuracy near chance in the loss column stopped at a
+#: start point with α 1.5, β 2, where both are below 1e-12), so α, β and the optimum are not determined.
+FLAT_FRACTION = 0.01
+
+
+def _flat_reason(law: ParametricLaw, runs: Runs) -> str | None:
+    """Why a law that predicts the same loss for every run is unusable, or None (see FLAT_FRACTION)."""
+    predicted = np.asarray(law.loss(runs.params, runs.tokens), dtype=float)
+    spread, seen = float(np.ptp(predicted)), float(np.ptp(runs.loss))
+    # a loss column that is constant spans 0: a floor of a millionth of the mean loss absorbs rounding (1e-16)
+    if spread > max(FLAT_FRACTION * seen, 1e-6 * float(np.mean(runs.loss))):
+        return None
+    rising = _rising_loss_warning(runs)  # the likely cause, said with the refusal (no report is printed)
+    return (
+        f"the fitted law is flat over the runs: it predicts losses spanning {spread:.2g} where the loss column "
+        f"spans {seen:.2g} (E {law.E:.4g}; A/N^α and B/D^β near 0 at every run), so α, β and the optimum are "
+        "not determined; the loss column should fall with N and D (a loss, not an accuracy or a score)"
+        + (f"; {rising[0]}" if rising else "")
+    )
 
 
 def _subsample(runs: Runs, seed: int) -> tuple[Runs, list[str]]:

@@ -41,6 +41,19 @@ class FittedRange(BaseModel):
     tokens_min: PositiveNumber = Field(description="Fewest training tokens in the fitted runs.")
     tokens_max: PositiveNumber = Field(description="Most training tokens in the fitted runs.")
 
+    @model_validator(mode="after")
+    def _ordered(self) -> FittedRange:
+        """A minimum above its maximum is a typo (swapped or mistyped): every allocation would then warn that it
+        extrapolates "203× above the fitted 1e+09..1e+08". Equal bounds (runs at one size) are a range."""
+        for what in ("params", "tokens"):
+            low, high = getattr(self, f"{what}_min"), getattr(self, f"{what}_max")
+            if low > high:
+                raise ValueError(
+                    f"{what}_min {low:.3g} is above {what}_max {high:.3g}; swap them (min is the smallest "
+                    "value in the fitted runs)"
+                )
+        return self
+
 
 class Interval(BaseModel):
     """A point estimate with bootstrap percentiles."""
@@ -349,10 +362,38 @@ def load_law_file(path: str | Path) -> ParametricLaw:
 
     loaded = load_yaml_file(path)
     data = loaded.data
+    if isinstance(data, dict) and not _LAW_KEYS & set(data):
+        raise _not_a_law(data, loaded)
     if isinstance(data, dict):
         data = {k: v for k, v in data.items() if k != "fit"}
         data.setdefault("name", Path(path).stem)
     return _validate_law(data, loaded)
+
+
+#: The coefficients every law file states; a YAML mapping with none of them is some other file.
+_LAW_KEYS = {"E", "A", "B", "alpha", "beta"}
+
+
+def _not_a_law(data: dict[Any, Any], loaded: Any) -> SpecError:
+    """A YAML mapping without a law's coefficients given as a law: the shipped list (configs/laws.yaml, a
+    ``laws:`` list) or a plan file (``schema_version:``) is said as such, not as "unknown key 'laws' (did you
+    mean 'beta'?)", which names a key the file should not have."""
+    entries = data.get("laws")
+    if isinstance(entries, list):
+        names = [str(e.get("name")) for e in entries if isinstance(e, dict) and e.get("name")]
+        what = "a list of laws (the layout of configs/laws.yaml" + (
+            f": {', '.join(names)})" if names else ")"
+        )
+    elif "schema_version" in data or "budget" in data:
+        what = "a plan file"
+    else:
+        what = "a mapping without E, A, B, alpha or beta at its top level"
+    return SpecError(
+        f"{what}, not one law",
+        source=loaded.source,
+        hint="give a law YAML written by `runplan fit -o law.yaml` (E, A, B, alpha, beta at its top level), or a "
+        "shipped law's name (--law besiroglu2024; in a plan, law: {name: besiroglu2024})",
+    )
 
 
 def get_shipped_law(name: str, *, where: str | None = None) -> ParametricLaw:
