@@ -64,6 +64,23 @@ def test_chinchilla_refit_reproduces_besiroglu(chinchilla):
     assert pytest.approx(2085.43, rel=0.10) == law.B
 
 
+def test_besiroglu_fitted_range_is_the_extent_of_the_240_points_fitted(chinchilla):
+    """The shipped law warns when N or D leaves the range it was fitted on: Epoch's 240 points (the 5 highest
+    losses dropped), not all 245 extracted; the lowest D among the 240 is 8.19e8 (5.73e7 ≤ N ≤ 1.62e10,
+    8.19e8 ≤ D ≤ 3.18e11), where the 245 reach down to 2.45e8."""
+    from runplan.scaling.laws import shipped_laws
+
+    fitted = shipped_laws()["besiroglu2024"].fitted_range
+    assert fitted.tokens_min == pytest.approx(8.19e8, rel=0.001)
+    for name, value in (
+        ("params_min", chinchilla.params.min()),
+        ("params_max", chinchilla.params.max()),
+        ("tokens_min", chinchilla.tokens.min()),
+        ("tokens_max", chinchilla.tokens.max()),
+    ):
+        assert getattr(fitted, name) == pytest.approx(value, rel=0.005), name
+
+
 def test_gradient_is_analytic(chinchilla):
     args = (np.log(chinchilla.params), np.log(chinchilla.tokens), np.log(chinchilla.loss))
     rng = np.random.default_rng(1)
