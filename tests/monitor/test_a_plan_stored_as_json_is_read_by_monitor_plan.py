@@ -57,3 +57,25 @@ def test_a_plan_json_missing_a_section_is_one_line_naming_the_flag(tmp_path):
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "--plan" in lines[0] and "monitoring" in lines[0], result.output
     assert "runplan plan" in lines[0] and "Traceback" not in result.output
+
+
+def test_a_plan_file_written_in_json_is_planned_not_read_as_stored(tmp_path):
+    """A plan file in JSON shares model, schedule and monitoring with a stored plan: the first reader took three
+    shared keys for a stored plan and refused it ("inputs: field required"). A stored plan has its ``inputs`` and
+    no schema_version; this file is planned, its monitoring: thresholds used."""
+    plan = {
+        "schema_version": 1,
+        "model": "llama-3.1-8b",
+        "budget": {"tokens": 1e11},
+        "cluster": {"gpu": "h100-sxm", "gpus": 64},
+        "schedule": {},
+        "monitoring": {"grad_norm_factor": 7.5},
+    }
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    log = tmp_path / "run.log"
+    log.write_text("".join(TITAN.format(step=s) for s in range(1, 31)))
+    report = _monitor(log, path)
+    assert report["summary"]["thresholds"] == "plan"
+    # by hand: 1,100 tokens/s per GPU on 64 GPUs
+    assert report["vs_plan"]["tokens_per_second"] == 70_400.0

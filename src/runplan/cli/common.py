@@ -186,7 +186,99 @@ def load_plan_file(path: str | Path) -> tuple[LoadedYaml, PlanSpec]:
     from runplan.yamlio import load_yaml_file
 
     loaded = load_yaml_file(path)
+    if _is_stored_plan(loaded.data):
+        raise _not_a_plan_file(path, loaded.data)
     return loaded, parse_plan(loaded)
+
+
+#: The keys `runplan plan FILE --format json` writes (runplan.plan.RunPlan's sections, docs/json.md) that a plan
+#: file has none of (runplan.spec.PlanSpec's keys: model, schedule, monitoring, sweep and cost are both)
+STORED_PLAN_KEYS = ("inputs", "allocation", "layout", "checkpointing", "reliability", "warnings")
+
+
+def _is_stored_plan(data: object) -> bool:
+    """Whether ``data`` is a plan as `runplan plan -f json` stores it: a mapping with the plan file it was built
+    from under ``inputs`` and two more of :data:`STORED_PLAN_KEYS`, and no ``schema_version`` of its own (a
+    plan file needs one; a plan file written in JSON is planned as one)."""
+    return (
+        isinstance(data, dict)
+        and "schema_version" not in data
+        and isinstance(data.get("inputs"), dict)
+        and len(data.keys() & set(STORED_PLAN_KEYS)) >= 3
+    )
+
+
+def _not_a_plan_file(path: str | Path, data: dict[str, Any]) -> RunplanError:
+    """The one line for a stored plan given where a plan file is planned: its keys are the plan's sections, so
+    the plan file's first complaint ("schema_version is missing") would send the user to a fix that leads nowhere."""
+    from runplan.errors import SpecError
+
+    name = data["inputs"].get("name")
+    named = f": its inputs name it {name[:60]!r}" if isinstance(name, str) and name else " (its inputs)"
+    return SpecError(
+        "a plan stored by `runplan plan -f json`, not a plan file",
+        source=str(path),
+        hint=f"give the plan file it was built from{named}; `runplan export` and "
+        "`runplan monitor --plan` read a stored plan as it is",
+    )
+
+
+def stored_plan(path: str | Path, flag: str) -> RunPlan | None:
+    """The plan in ``path`` when it is one stored by `runplan plan FILE -f json` (docs/json.md), read as it was
+    planned (`export`, `monitor --plan`); None for anything else, a plan file to plan from its keys. A stored plan
+    that does not read as one (a section missing, a key renamed since) is a SpecError naming ``flag``.
+
+    Only a file whose text starts with ``{`` is parsed here (what ``-f json`` writes), so a YAML plan file costs
+    one read, not a second parse."""
+    from runplan.fileio import JsonInputError, parse_json, read_text
+    from runplan.yamlio import MAX_FILE_BYTES
+
+    text = read_text(path, MAX_FILE_BYTES)
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        data = parse_json(text)
+    except JsonInputError:
+        return None  # the plan-file reader says where it breaks
+    if not _is_stored_plan(data):
+        return None
+    import pydantic
+
+    from runplan.errors import SpecError
+    from runplan.plan import RunPlan
+
+    try:
+        return RunPlan.model_validate(data)
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise SpecError(
+            f"{path} is a plan stored by `runplan plan -f json` that does not read as one ({key}: "
+            f"{first['msg'].lower()})",
+            where=flag,
+            hint="store it again with this runplan (`runplan plan FILE -f json -o PLAN.json`), or give the plan file",
+        ) from None
+
+
+def stored_plan_spec(plan: RunPlan) -> PlanSpec:
+    """The plan file a stored plan was built from, as its ``inputs`` echo it (defaults filled), for what needs the
+    inputs again (export's Megatron memory check). The echo writes ``objective: {kind: fixed_params}`` for a fixed
+    model with no objective (runplan.plan._echoed_inputs), which a plan file must give with its params: that
+    objective is the planner's reading of ``model:``, so it is left to be read so again."""
+    from pydantic import ValidationError
+
+    from runplan.spec import PlanSpec
+    from runplan.validation import spec_error_from_validation
+
+    inputs = dict(plan.inputs)
+    if inputs.get("model") is not None and inputs.get("objective") == {"kind": "fixed_params"}:
+        del inputs["objective"]
+    try:
+        return PlanSpec.model_validate(inputs)
+    except (
+        ValidationError
+    ) as error:  # a key renamed since it was stored: at its path, under the plan's inputs
+        raise spec_error_from_validation(error, PlanSpec) from None
 
 
 def plan_from_file(

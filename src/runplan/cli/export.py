@@ -1,11 +1,11 @@
 """`runplan export plan.yaml --to megatron|torchtitan|deepspeed [-o PATH] [--engine-version V]`: the plan as an
 engine's launch file (for the engine release V, ``export._versions``).
 
-Builds the run plan (``runplan.plan.build_plan``), calls the pure exporter and writes the file to stdout, to
-PATH, or into PATH when it is a directory (under the exporter's file name). Warnings, one line each, go to
-stderr. ``--json`` prints ``{"target", "filename", "text", "warnings"}`` instead of the text (with ``-o``, as well as
-writing the file, and ``filename`` is then the path written; without, the exporter's suggested name). An empty
-``-o`` is bad input. Nothing heavy is imported at module level.
+Builds the run plan (``runplan.plan.build_plan``), or reads one stored by ``runplan plan -f json`` as planned,
+calls the pure exporter and writes the file to stdout, to PATH, or into PATH when it is a directory (under the
+exporter's file name). Warnings, one line each, go to stderr. ``--json`` prints ``{"target", "filename", "text",
+"warnings"}`` instead of the text (with ``-o``, as well as writing the file, and ``filename`` is then the path
+written; without, the exporter's suggested name). An empty ``-o`` is bad input. Nothing heavy is imported at module level.
 """
 
 from __future__ import annotations
@@ -13,10 +13,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json, warn
+
+if TYPE_CHECKING:
+    from runplan.plan import RunPlan
+    from runplan.yamlio import LoadedYaml
 
 TO_HELP = (
     "Engine to export to: megatron (bash launch script), torchtitan (0.2.x TOML), deepspeed (ds_config JSON)."
@@ -35,7 +40,11 @@ ENGINE_VERSION_HELP = (
 
 @handle_errors
 def export_command(
-    plan_file: Path = typer.Argument(..., help="Plan file (YAML).", dir_okay=False),
+    plan_file: Path = typer.Argument(
+        ...,
+        help="Plan file (YAML), or a plan stored by `runplan plan -f json` (exported as planned).",
+        dir_okay=False,
+    ),
     to: str = typer.Option(..., "--to", "-t", help=TO_HELP),
     output: str | None = typer.Option(
         None,
@@ -68,7 +77,7 @@ def export_command(
             f"no plan file at '{plan_file}'", where="PLAN_FILE", hint="give the path to a plan YAML"
         )
 
-    from runplan.cli.common import check_output_path, located, plan_from_file, write_output
+    from runplan.cli.common import check_output_path, located, write_output
 
     # an empty -o is Path('') = '.', a directory: the file would go into the current directory unasked
     if output is not None and not output.strip():
@@ -86,13 +95,7 @@ def export_command(
     )
     if to_file is not None and not into_directory:  # refuse a bad -o before the work, not after it
         check_output_path(to_file, "--output", not_over=plan_file)
-    loaded, spec, plan = plan_from_file(plan_file)
-    extra: list[str] = []
-    if target == "megatron":  # in the script's WARNINGS block too, not only on stderr
-        from runplan.export.megatron import memory_as_megatron_runs_it
-
-        warning = memory_as_megatron_runs_it(spec, plan, plan_file.resolve().parent)
-        extra = [warning] if warning else []
+    loaded, plan, extra = _planned(plan_file, target)
     with located(
         loaded
     ):  # an engine's refusal names the plan's key (stack.fp8_recipe) at file:line, not a flag
@@ -111,6 +114,50 @@ def export_command(
     if as_json:  # -o with --json: the file is written and its JSON printed, naming the path written
         print_json(result.model_copy(update={"filename": str(written)}))
     print(f"runplan: wrote {written} ({target}, {len(result.warnings)} warning(s))", file=sys.stderr)
+
+
+def _planned(plan_file: Path, target: str) -> tuple[LoadedYaml, RunPlan, list[str]]:
+    """(the file read, its plan, the Megatron memory warning for the script's WARNINGS block). A plan stored by
+    `runplan plan -f json` is exported as it was planned (docs/json.md), not planned again: a plan checked in as
+    JSON gives the script its plan file gave then. Its inputs are read again for Megatron's memory check only."""
+    from runplan.cli.common import located, plan_from_file, stored_plan, stored_plan_spec
+    from runplan.errors import SpecError
+
+    stored = stored_plan(plan_file, "PLAN_FILE")
+    if stored is None:
+        loaded, spec, plan = plan_from_file(plan_file)
+    else:
+        loaded, plan = _stored_inputs(plan_file), stored
+    if target != "megatron":
+        return loaded, plan, []
+    from runplan.export.megatron import memory_as_megatron_runs_it
+
+    try:
+        with located(loaded):
+            if stored is not None:
+                spec = stored_plan_spec(stored)
+            warning = memory_as_megatron_runs_it(spec, plan, plan_file.resolve().parent)
+    except SpecError as error:  # a stored plan's inputs name files from its plan file's folder
+        if stored is None or error.hint:
+            raise
+        raise SpecError(
+            error.message,
+            where=error.where,
+            source=error.source,
+            hint="a stored plan's inputs name files from its plan file's folder: store the JSON beside its plan "
+            "file, or make those paths absolute",
+        ) from None
+    return loaded, plan, [warning] if warning else []
+
+
+def _stored_inputs(plan_file: Path) -> LoadedYaml:
+    """The stored plan's JSON with its line numbers, read so that an error about a plan key (``stack.fp8_recipe``)
+    is pointed at that key under ``inputs``, where the stored plan holds the plan file's keys."""
+    from runplan.yamlio import LoadedYaml, load_yaml_file
+
+    loaded = load_yaml_file(plan_file)
+    lines = {path[1:]: line for path, line in loaded.lines.items() if path[:1] == ("inputs",)}
+    return LoadedYaml(loaded.data.get("inputs"), lines, loaded.source, loaded.text)
 
 
 def _warn(warnings: list[str], target: str) -> None:

@@ -83,10 +83,10 @@ def _setup(plan_path: Path | None, interval: int | None) -> tuple[Any, Any, int 
 
     if plan_path is None:
         return Thresholds(), None, interval
-    from runplan.cli.common import load_plan_file, plan_from_file, warn
+    from runplan.cli.common import load_plan_file, plan_from_file, stored_plan, warn
     from runplan.errors import Infeasible
 
-    stored = _stored_plan(plan_path)
+    stored = stored_plan(plan_path, "--plan")
     if stored is not None:
         return from_plan(stored.monitoring), stored, interval
     try:
@@ -102,43 +102,6 @@ def _setup(plan_path: Path | None, interval: int | None) -> tuple[Any, Any, int 
         )
         return from_plan(spec.monitoring), None, interval
     return from_plan(plan.monitoring), plan, interval
-
-
-#: The top-level keys of `runplan plan --format json` (docs/json.md; runplan.plan.RunPlan's fields)
-_PLAN_JSON_KEYS = {"inputs", "allocation", "model", "layout", "schedule", "checkpointing", "monitoring"}
-
-
-def _stored_plan(path: Path) -> Any:
-    """A plan stored by `runplan plan FILE --format json` (docs/json.md), read as it was planned: a JSON object
-    holding the plan's sections (``inputs``, ``layout``, ``monitoring``, ...) is no plan file, whose keys it would
-    be refused under ("schema_version is missing"). None for anything else: a plan file, planned from its keys."""
-    import pydantic
-
-    from runplan.errors import SpecError
-    from runplan.fileio import JsonInputError, parse_json, read_text
-    from runplan.plan import RunPlan
-    from runplan.yamlio import MAX_FILE_BYTES
-
-    text = read_text(path, MAX_FILE_BYTES)
-    if not text.lstrip().startswith("{"):
-        return None
-    try:
-        data = parse_json(text)
-    except JsonInputError:
-        return None  # the plan-file reader says where it breaks
-    if not isinstance(data, dict) or len(_PLAN_JSON_KEYS & data.keys()) < 3:
-        return None
-    try:
-        return RunPlan.model_validate(data)
-    except pydantic.ValidationError as error:
-        first = error.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
-        raise SpecError(
-            f"{path} is a plan stored by `runplan plan --format json` that does not read as one ({key}: "
-            f"{first['msg'].lower()})",
-            where="--plan",
-            hint="store it again with this runplan (`runplan plan FILE -f json -o PLAN.json`), or give the plan file",
-        ) from None
 
 
 def _run(

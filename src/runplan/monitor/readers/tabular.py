@@ -134,8 +134,7 @@ def read_jsonl(body: str, where: str) -> Rows:
             f"{where}: no JSON object lines", where="monitor.log", hint="check the file or --format"
         )
     used, ignored, step = _map_names(list(raw))
-    which = "is not a JSON object was" if bad == 1 else "are not JSON objects were"
-    notes = [f"{counted(bad, 'line')} that {which} left out"] if bad else []
+    notes = _bad_line_notes(body, bad)
     if step is None:
         notes.append(f"{where} has no step key: line order is used as the step")
         steps = np.arange(1, count + 1, dtype=np.int64)
@@ -166,6 +165,47 @@ def read_jsonl(body: str, where: str) -> Rows:
         values[target] = np.where(has, raw[name], np.nan) * factor
         present[target] = has
     return _mapped_rows(steps, values, present, used, ignored, notes)
+
+
+def _bad_line_notes(body: str, bad: int) -> list[str]:
+    """What the ``bad`` lines that are not JSON objects were, in the words a text or CSV log uses: a last line
+    without its newline that does not parse is a record still being written (the engines end every line with one:
+    ``print``, ``json.dump`` then ``\\n``); a line that opens an object and never closes it (``{"step": 151,
+    "lo``) is a record cut mid-file (a crash mid-write, the restart appending after it), as Megatron's text log
+    says of a record without its closing ``|``; the rest (a stray print, a line cut at its start) are counted.
+    The lines are looked at only when some are bad, a live log's cut last line with one parse (``bad`` 1)."""
+    from runplan.fileio import JsonInputError, parse_json
+
+    if not bad:
+        return []
+    notes, left = [], bad
+    start = body.rfind("\n") + 1
+    if not body.endswith("\n") and body[start:].strip():
+        try:
+            whole = isinstance(parse_json(body[start:]), dict)
+        except JsonInputError:
+            whole = False
+        if not whole:
+            last = body.count("\n") + 1
+            notes.append(f"the last line (line {last:,}) is cut short (still being written?); left out")
+            body, left = body[:start], left - 1
+    cut = [n for n, line in enumerate(body.split("\n"), 1) if _opens_and_never_closes(line)] if left else []
+    if len(cut) == 1:
+        notes.append(f"line {cut[0]:,} is cut short; left out")
+    elif cut:
+        notes.append(f"{counted(len(cut), 'line')} are cut short and left out (the first: line {cut[0]:,})")
+    left -= len(cut)
+    if left:
+        which = "is not a JSON object was" if left == 1 else "are not JSON objects were"
+        notes.append(f"{counted(left, 'line')} that {which} left out")
+    return notes
+
+
+def _opens_and_never_closes(line: str) -> bool:
+    """A JSON object record cut short: it opens with ``{`` and does not end with the ``}`` a whole one ends with
+    (a cut just after a nested object's ``}`` is not told, and is counted with the lines that are no object)."""
+    stripped = line.strip()
+    return stripped.startswith("{") and not stripped.endswith("}")
 
 
 def _object_line(body: str, index: int, bad_lines: int) -> tuple[int, dict[str, Any]]:
