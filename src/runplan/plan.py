@@ -755,38 +755,11 @@ def _sweep_and_cost(
     spec: PlanSpec, inputs: ResolvedInputs, stage: AllocationStage, operations: Operations
 ) -> tuple[Sweep | None, Cost, str | None]:
     """Step 8: the proxy isoFLOP sweep and what the run and the sweep cost; no sweep (None, and why) when the
-    default sweep has no proxy shape for this budget."""
+    plan file sets ``sweep: false`` or the default sweep has no proxy shape for this budget."""
     from runplan.ops import CostRequest, estimate_cost
-    from runplan.scaling.sweep import SweepRequest, design_sweep
 
     gpu = inputs.gpu
-    chosen = spec.sweep.request_fields()
-    try:
-        request = SweepRequest(
-            flops=stage.allocation.budget_flops or stage.flops,
-            law=stage.law,
-            gpu=gpu,
-            mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
-            seq_len=inputs.seq_len,
-            vocab_size=_proxy_vocab_size(spec, stage.shape),
-            price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
-            **chosen,
-        )
-    except ValidationError as error:  # a bad sweep: key, pointed at its file:line by the caller
-        raise spec_error_from_validation(error, SweepRequest, prefix=("sweep",)) from None
-    no_sweep: str | None = None
-    try:
-        sweep: Sweep | None = _in_plan_words(design_sweep(request))
-    except Infeasible as error:
-        # With the default sweep (no sweep: keys set) the plan goes on without one and says why, rather than fail
-        # on a choice the user did not make (issue 17); keys the user set are theirs to change.
-        if chosen:
-            raise
-        sweep = None
-        no_sweep = (
-            f"no proxy sweep at the default {request.fraction:.0%} of the budget: {error.reason} "
-            "(set sweep.fraction or sweep.span_decades)"
-        )
+    sweep, no_sweep = _designed_sweep(spec, inputs, stage)
     cost = estimate_cost(
         CostRequest(
             n_gpus=inputs.n_gpus,
@@ -801,6 +774,47 @@ def _sweep_and_cost(
         )
     )
     return sweep, cost, no_sweep
+
+
+#: Why a plan has no sweep when its file says so (``sweep: false``): shown with the plan's warnings, as the
+#: default sweep's absence is.
+NO_SWEEP_CHOSEN = "no proxy sweep designed or costed (the plan file sets sweep: false)"
+
+
+def _designed_sweep(
+    spec: PlanSpec, inputs: ResolvedInputs, stage: AllocationStage
+) -> tuple[Sweep | None, str | None]:
+    """The proxy sweep the plan's ``sweep:`` keys ask for, or None and why: the file sets ``sweep: false``, or
+    the default sweep has no proxy shape for this budget."""
+    from runplan.scaling.sweep import SweepRequest, design_sweep
+
+    if spec.sweep.enabled is False:
+        return None, NO_SWEEP_CHOSEN
+    chosen = spec.sweep.request_fields()
+    try:
+        request = SweepRequest(
+            flops=stage.allocation.budget_flops or stage.flops,
+            law=stage.law,
+            gpu=inputs.gpu,
+            mfu=spec.budget.mfu if spec.budget is not None else DEFAULT_MFU,
+            seq_len=inputs.seq_len,
+            vocab_size=_proxy_vocab_size(spec, stage.shape),
+            price_per_gpu_hour=spec.cluster.price_per_gpu_hour,
+            **chosen,
+        )
+    except ValidationError as error:  # a bad sweep: key, pointed at its file:line by the caller
+        raise spec_error_from_validation(error, SweepRequest, prefix=("sweep",)) from None
+    try:
+        return _in_plan_words(design_sweep(request)), None
+    except Infeasible as error:
+        # With the default sweep (no sweep: keys set) the plan goes on without one and says why, rather than fail
+        # on a choice the user did not make (issue 17); keys the user set are theirs to change.
+        if chosen:
+            raise
+        return None, (
+            f"no proxy sweep at the default {request.fraction:.0%} of the budget: {error.reason} "
+            "(set sweep.fraction or sweep.span_decades, or sweep: false)"
+        )
 
 
 def _in_plan_words(sweep: Sweep) -> Sweep:

@@ -228,7 +228,8 @@ class PlanSpec(BaseModel):
     cost: CostSpec = Field(default_factory=CostSpec, description="Energy and cost inputs.")
     sweep: SweepSpec = Field(
         default_factory=SweepSpec,
-        description="Shape of the proxy isoFLOP sweep the plan designs and costs (`runplan sweep`'s options).",
+        description="Shape of the proxy isoFLOP sweep the plan designs and costs (`runplan sweep`'s options); "
+        "`sweep: false`: none (a stage of a run already trained).",
     )
     resolved: dict[str, Any] | None = Field(
         None,
@@ -317,6 +318,10 @@ def plan_json_schema() -> dict[str, Any]:
     mapping = stack.pop("$ref")
     preset = schema["$defs"][mapping.removeprefix("#/$defs/")]["properties"]["preset"]
     stack["anyOf"] = [{"$ref": mapping}, {"type": "string", "enum": preset["enum"]}]
+    # `sweep: false` as runplan reads it (SweepSpec._bool_is_enabled: `sweep: {enabled: false}`); pydantic sees
+    # only the mapping, so an editor would flag the form docs/plan-file.md gives for "no proxy sweep"
+    sweep = schema["properties"]["sweep"]
+    sweep["anyOf"] = [{"$ref": sweep.pop("$ref")}, {"type": "boolean"}]
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = SCHEMA_URL
     return schema

@@ -267,10 +267,17 @@ class SweepRequest(BaseModel):
 class SweepSpec(BaseModel):
     """Plan-file section ``sweep:``: the shape of the proxy sweep a plan designs and costs, as ``runplan sweep``'s
     options; a key left out keeps that command's default. Bounds are :class:`SweepRequest`'s, checked when the
-    plan builds its request (a bad value is a one-line error at ``sweep.<key>``)."""
+    plan builds its request (a bad value is a one-line error at ``sweep.<key>``). ``sweep: false`` (``enabled:
+    false``) designs none: the plan then has no sweep and its cost no sweep line, e.g. for a stage of a run
+    already trained (a long-context extension, Llama 3 §3.4.2), whose proxy sweep, if any, was the main run's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    enabled: bool | None = Field(
+        None,
+        description="Set false to design and cost no proxy sweep (`sweep: false` says the same), e.g. for a "
+        "stage of a run already trained, whose proxies were the main run's (default true).",
+    )
     fraction: float | None = Field(
         None, description="Largest proxy budget as a fraction of C (default 0.01)."
     )
@@ -289,6 +296,24 @@ class SweepSpec(BaseModel):
         None, description="WSD cooldown share of a branch, (0, 1) (default 0.2)."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bool_is_enabled(cls, value: Any) -> Any:
+        """``sweep: false`` (or ``true``) is ``sweep: {enabled: false}``, as ``stack: <preset>`` is a mapping."""
+        return {"enabled": value} if isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _no_sweep_takes_no_keys(self) -> SweepSpec:
+        # a key beside enabled: false would change nothing: say so rather than ignore it (as cooldown_fraction
+        # without wsd)
+        chosen = self.request_fields()
+        if self.enabled is False and chosen:
+            key = next(iter(chosen))
+            raise ValueError(
+                f"enabled: false designs no proxy sweep, so {key} changes nothing; drop {key}, or enabled: false"
+            )
+        return self
+
     @model_validator(mode="after")
     def _cooldown_needs_wsd(self) -> SweepSpec:
         # only WSD branches have a cooldown: without wsd the key would change nothing (as `sweep --cooldown`)
@@ -300,8 +325,8 @@ class SweepSpec(BaseModel):
         return self
 
     def request_fields(self) -> dict[str, Any]:
-        """The keys the plan sets, as :class:`SweepRequest` fields."""
-        return self.model_dump(exclude_none=True)
+        """The keys the plan sets, as :class:`SweepRequest` fields (``enabled`` is not one)."""
+        return self.model_dump(exclude_none=True, exclude={"enabled"})
 
 
 def _built(target: float, request: SweepRequest) -> ModelShape | SpecError:
