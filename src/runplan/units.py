@@ -62,7 +62,12 @@ def parse_count(value: object, *, where: str | None = None, hint: str | None = N
     """Return ``value`` as an int; ``1.5k`` is 1500, ``2.5`` is refused."""
     number = parse_number(value, where=where, hint=hint or COUNT_HINT)
     if number != round(number):
-        raise SpecError(f"expected a whole number, got {value!r}", where=where)
+        near = math.floor(number) or math.ceil(number)  # the whole number below (1 for 0.5: no count is 0.5)
+        raise SpecError(
+            f"expected a whole number, got {value!r}",
+            where=where,
+            hint=f"write a whole number such as {near}",
+        )
     return round(number)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -81,9 +82,31 @@ def _constraints(annotation: Any) -> list[Any]:
     for arg in typing.get_args(annotation):
         if isinstance(arg, FieldInfo):
             found.extend(arg.metadata)
-        elif not isinstance(arg, type | str | int | float):
+        elif isinstance(arg, type | str | int | float):
+            continue
+        elif any(getattr(arg, name, None) is not None for name in _BOUND_TEXT):
+            # a bound written into the Annotated itself (Pins: Annotated[int, Ge(0), Le(3)])
+            found.append(arg)
+        else:
             found.extend(_constraints(arg))
     return found
+
+
+#: At most this many whole values are listed ("allowed: 0, 1, 2 or 3", the ZeRO stages); more read as a range.
+_FEW_VALUES = 8
+
+
+def _holds_int(annotation: Any) -> bool:
+    """True when ``annotation`` (Optional and Annotated unwrapped) is ``int``: a count, not a float."""
+    args = typing.get_args(annotation)
+    return annotation is int or (bool(args) and any(_holds_int(a) for a in args if a is not type(None)))
+
+
+def _whole_values(lower: tuple[float, bool], upper: tuple[float, bool]) -> list[int] | None:
+    """The whole numbers between two bounds (value, strict), when there are at most :data:`_FEW_VALUES`."""
+    low = math.floor(lower[0]) + 1 if lower[1] else math.ceil(lower[0])
+    high = math.ceil(upper[0]) - 1 if upper[1] else math.floor(upper[0])
+    return list(range(low, high + 1)) if 0 < high - low + 1 <= _FEW_VALUES else None
 
 
 #: How to write a required top-level key of a plan file that is missing (the fix its error names)
@@ -96,7 +119,7 @@ _MISSING_EXAMPLES = {
 
 def range_hint(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
     """The hint "allowed: >= 0 and < 1" for a field bounded on both sides (a message naming one violated bound
-    does not say the other), else None."""
+    does not say the other), "allowed: 0, 1, 2 or 3" for a whole number with a few values, else None."""
     classes, field = [model_cls], None
     for part in (p for p in loc if not isinstance(p, int)):
         fields, classes = _descend(classes, part)
@@ -119,6 +142,10 @@ def range_hint(model_cls: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
     )
     if lower is None or upper is None:
         return None
+    few = _whole_values(lower[:2], upper[:2]) if _holds_int(field.annotation) else None
+    if few:  # a small integer enum: say its values (parallel.zero: "0, 1, 2 or 3"), not "<= 3"
+        listed = [str(v) for v in few]
+        return "allowed: " + (f"{', '.join(listed[:-1])} or {listed[-1]}" if len(listed) > 1 else listed[0])
     return f"allowed: {_BOUND_TEXT[lower[2]]} {lower[0]:g} and {_BOUND_TEXT[upper[2]]} {upper[0]:g}"
 
 
@@ -392,6 +419,14 @@ def _message_and_hint(
         message = f"must be {_KINDS[first['type']]}, got {_compact(first.get('input'))}"
         key = f"{loc[-1]}: " if loc and isinstance(loc[-1], str) else ""  # a list item has no key to write
         hint = _WRITE_AS[first["type"]](key, first.get("input"))
+    elif first["type"] == "int_from_float":
+        # pydantic: "a valid integer, got a number with a fractional part"; said as units.parse_count says it
+        given = float(first.get("input", 0))
+        message = f"expected a whole number, got {_compact(first.get('input'))}"
+        hint = (
+            range_hint(model_cls, loc)
+            or f"write a whole number such as {math.floor(given) or math.ceil(given)}"
+        )
     elif message.startswith("Input should be"):
         message = (
             "must be" + message.removeprefix("Input should be") + f", got {_compact(first.get('input'))}"

@@ -42,8 +42,8 @@ def test_a_warmup_longer_than_the_run_says_it_is():
         _schedule(warmup_tokens=5e12)
     assert info.value.where == "schedule.warmup_tokens"
     text = str(info.value)
-    assert "is longer than the run (4.000e+12 tokens)" in text
-    assert "at most 3.200e+12 tokens, 80.0% of the run," in text
+    assert "is longer than the run (4 T tokens)" in text
+    assert "at most 3.2 T tokens, 80.0% of the run," in text
 
 
 def test_an_overlap_inside_the_run_says_how_long_the_warmup_may_be():
@@ -52,7 +52,7 @@ def test_an_overlap_inside_the_run_says_how_long_the_warmup_may_be():
     assert info.value.where == "schedule.warmup_fraction"
     text = str(info.value)
     assert "overlap" in text and "longer than the run" not in text
-    assert "at most 3.200e+12 tokens, 80.0% of the run," in text
+    assert "at most 3.2 T tokens, 80.0% of the run," in text
 
 
 def test_runplan_plan_prints_it_on_one_line_with_exit_2(tmp_path):
@@ -67,5 +67,5 @@ def test_runplan_plan_prints_it_on_one_line_with_exit_2(tmp_path):
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1, result.output
     assert "schedule.warmup_tokens" in lines[0]
-    assert "warmup (3.000e+12 tokens) is longer than the run (2.000e+12 tokens)" in lines[0]
-    assert "at most 1.600e+12 tokens, 80.0% of the run," in lines[0]
+    assert "warmup (3 T tokens) is longer than the run (2 T tokens)" in lines[0]
+    assert "at most 1.6 T tokens, 80.0% of the run," in lines[0]

@@ -71,8 +71,8 @@ def test_the_interval_in_seconds_and_tokens_per_stage():
     assert c.main_interval_seconds == 200.0
     assert c.interval_tokens == 4e8
     assert "ramp 1: 100 steps × 1 s = 100 s" in c.notes["main_interval_seconds"]
-    assert "ramp 1: 2.000e+08 tokens" in c.notes["interval_tokens"]
-    assert "ramp 1: 2.000e+08 tokens, 100 s" in c.retention_procedure[0]
+    assert "ramp 1: 200 M tokens" in c.notes["interval_tokens"]
+    assert "ramp 1: 200 M tokens, 100 s" in c.retention_procedure[0]
 
 
 def test_an_async_write_is_raised_over_the_shortest_stage_interval():

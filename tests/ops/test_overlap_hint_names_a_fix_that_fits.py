@@ -38,7 +38,7 @@ def _hint(**spec) -> tuple[str, str]:
 def test_a_warmup_past_the_run_is_not_told_to_shorten_the_cooldown(spec):
     where, hint = _hint(**spec)
     assert where.startswith("schedule.warmup")
-    assert "cooldown_fraction" not in hint and "at most 3.200e+12 tokens, 80.0% of the run" in hint
+    assert "cooldown_fraction" not in hint and "at most 3.2 T tokens, 80.0% of the run" in hint
 
 
 def test_an_overlap_inside_the_run_may_still_shorten_the_cooldown():

@@ -20,6 +20,8 @@ from typing import Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runplan.report.format import fmt_count
+from runplan.report.format import fmt_mwh as fmt_mwh  # re-exported: energy in a reason as in its value column
 from runplan.units import SECONDS_PER_DAY
 from runplan.units import format_bytes as fmt_bytes  # noqa: F401  (re-exported: one byte formatter, in units)
 
@@ -93,20 +95,41 @@ class Explained(BaseModel):
 
 
 def fmt(value: float, digits: int = 4) -> str:
-    """Short human form for notes: ``1.234e+22`` for big/small values, ``5,410`` for plain ones."""
+    """A count in a reason (tokens, parameters, GPU-hours, FLOPs) as the value column writes counts, so the reason
+    and its value read alike: ``5,410``, ``211.4``; from a million report.format.fmt_count's ``16.78 M``,
+    ``15.6 T`` and, from 1e15, ``4.076e+25`` (was ``1.678e+07`` from 1e7 beside a value of ``16.78 M``).
+    Money, energy and bare seconds or hours have their own rules: :func:`fmt_money`, :func:`fmt_mwh`,
+    :func:`fmt_plain`."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    if abs(value) >= 1e6:
+        return fmt_count(value, extra_digits=digits - 4)
+    return fmt_plain(value, digits)
+
+
+def fmt_plain(value: float, digits: int = 4) -> str:
+    """A bare duration (seconds, hours) in a reason: ``digits`` significant digits, whole with separators from
+    1,000 (``6,155,839``, ``12,000,000``: fmt_seconds shows the days beside it), powers of ten only below 1e-3
+    and from 1e15."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     magnitude = abs(value)
-    if magnitude >= 1e7 or magnitude < 1e-3:
+    if magnitude >= 1e15 or magnitude < 1e-3:
         return f"{value:.{digits - 1}e}"
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,.{max(digits - 1 - math.floor(math.log10(magnitude)), 0)}f}"
 
 
+def fmt_money(value: float) -> str:
+    """Money in a reason, whole with separators (``56,031,818``), as report.format.fmt_value writes ``*cost`` and
+    ``*_usd`` values."""
+    return f"{value:,.0f}"
+
+
 def fmt_seconds(value: float) -> str:
     """``5410`` → ``5,410 s (1.50 h)``: seconds, and hours or days when that reads better."""
-    text = f"{fmt(value)} s"
+    text = f"{fmt_plain(value)} s"
     if value >= 2 * 86400:
         text += f" ({value / 86400:.2f} d)"
     elif value >= 3600:

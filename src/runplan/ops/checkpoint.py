@@ -46,7 +46,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_bytes, fmt_seconds
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_bytes, fmt_plain, fmt_seconds
 from runplan.ops.reliability import OperationsSection, OperationsSpec
 from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber, format_steps
 
@@ -581,7 +581,7 @@ def _save_blocking(spec: OperationsSpec, sync: float, async_block: float) -> Rea
 def _young(delta: float, m: float) -> Reasoned[float]:
     young = young_interval_seconds(delta, m)
     return Reasoned(
-        young, f"sqrt(2δM) = sqrt(2 × {delta:.4g} × {fmt(m)}) = {fmt_seconds(young)} (Young 1974)"
+        young, f"sqrt(2δM) = sqrt(2 × {delta:.4g} × {fmt_plain(m)}) = {fmt_seconds(young)} (Young 1974)"
     )
 
 
@@ -606,7 +606,7 @@ def _interval_steps(
     the batch stage of the shortest steps (a ramp's: the interval counts steps there too)."""
     step_seconds, stages = timing
     steps = _daly_steps(daly, step_seconds)
-    why = f"round({fmt(daly)} s / {step_seconds:.4g} s per main step) = {steps:,} steps"
+    why = f"round({fmt_plain(daly)} s / {step_seconds:.4g} s per main step) = {steps:,} steps"
     least, stage = _shortest_steps(step_seconds, stages)
     if spec.host_staging and write > steps * least:
         steps = math.ceil(write / least)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, in_days
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_money, fmt_mwh, fmt_plain, in_days
 from runplan.units import (
     SECONDS_PER_HOUR,
     Fraction,
@@ -162,23 +162,23 @@ def _line(
         useful_gpu_hours=Reasoned(useful_h, f"{useful_reason} = {fmt(useful_h)} GPU-hours"),
         billed_gpu_hours=Reasoned(
             billed_h,
-            f"{gpus:,} GPUs × {fmt(elapsed_s / SECONDS_PER_HOUR)} h elapsed = {fmt(billed_h)} GPU-hours",
+            f"{gpus:,} GPUs × {fmt_plain(elapsed_s / SECONDS_PER_HOUR)} h elapsed = {fmt(billed_h)} GPU-hours",
         ),
-        useful_days=in_days(useful_s, f"{fmt(useful_s)} s", "days without failures"),
-        wall_clock_days=in_days(elapsed_s, f"{fmt(elapsed_s)} s", "days with goodput"),
+        useful_days=in_days(useful_s, f"{fmt_plain(useful_s)} s", "days without failures"),
+        wall_clock_days=in_days(elapsed_s, f"{fmt_plain(elapsed_s)} s", "days with goodput"),
         goodput=Reasoned(goodput, f"useful / elapsed = {goodput:.4f}{goodput_reason}"),
         cost=Reasoned(
             cost,
-            f"{fmt(billed_h)} GPU-h × {price:g} {spec.currency}/h = {fmt(cost)} {spec.currency}"
+            f"{fmt(billed_h)} GPU-h × {price:g} {spec.currency}/h = {fmt_money(cost)} {spec.currency}"
             + (DEFAULT_PRICE_NOTE if request.price_is_default else ""),
         ),
         energy_mwh=Reasoned(
             mwh,
-            f"{tdp:g} W × {fmt(billed_h)} GPU-h × PUE {spec.pue:g} / 1e6 = {fmt(mwh)} MWh (GPU TDP only: CPUs, "
+            f"{tdp:g} W × {fmt(billed_h)} GPU-h × PUE {spec.pue:g} / 1e6 = {fmt_mwh(mwh)} MWh (GPU TDP only: CPUs, "
             "network, storage left out)",
         ),
         gpu_only_energy_mwh=Reasoned(
-            gpu_mwh, f"{tdp:g} W × {fmt(billed_h)} GPU-h / 1e6 = {fmt(gpu_mwh)} MWh at the GPUs"
+            gpu_mwh, f"{tdp:g} W × {fmt(billed_h)} GPU-h / 1e6 = {fmt_mwh(gpu_mwh)} MWh at the GPUs"
         ),
     )
 
@@ -216,7 +216,7 @@ def estimate_cost(request: CostRequest) -> Cost:
         request.n_gpus,
         (request.useful_seconds, elapsed),
         request,
-        useful_reason=f"{request.n_gpus:,} GPUs × {fmt(hours)} h",
+        useful_reason=f"{request.n_gpus:,} GPUs × {fmt_plain(hours)} h",
     )
     sweep = _sweep(request)
     total_cost = main.cost + (sweep.cost if sweep else 0.0)
@@ -225,7 +225,7 @@ def estimate_cost(request: CostRequest) -> Cost:
     if sweep is not None and main.cost > 0:
         fraction = Reasoned(
             sweep.cost / main.cost,
-            f"sweep / main = {fmt(sweep.cost)} / {fmt(main.cost)} = {sweep.cost / main.cost:.2%}",
+            f"sweep / main = {fmt_money(sweep.cost)} / {fmt_money(main.cost)} = {sweep.cost / main.cost:.2%}",
         )
     return Cost.build(
         currency=currency,
@@ -240,15 +240,15 @@ def estimate_cost(request: CostRequest) -> Cost:
         sweep=sweep,
         total_cost=Reasoned(
             total_cost,
-            f"main {fmt(main.cost)}"
-            + (f" + sweep {fmt(sweep.cost)}" if sweep else "")
-            + f" = {fmt(total_cost)} {currency}",
+            f"main {fmt_money(main.cost)}"
+            + (f" + sweep {fmt_money(sweep.cost)}" if sweep else "")
+            + f" = {fmt_money(total_cost)} {currency}",
         ),
         total_energy_mwh=Reasoned(
             total_mwh,
-            f"main {fmt(main.energy_mwh)}"
-            + (f" + sweep {fmt(sweep.energy_mwh)}" if sweep else "")
-            + f" = {fmt(total_mwh)} MWh",
+            f"main {fmt_mwh(main.energy_mwh)}"
+            + (f" + sweep {fmt_mwh(sweep.energy_mwh)}" if sweep else "")
+            + f" = {fmt_mwh(total_mwh)} MWh",
         ),
         sweep_cost_fraction=fraction,
         energy_leaves_out=(

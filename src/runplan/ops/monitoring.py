@@ -407,7 +407,7 @@ def _rollback_procedure(request: MonitoringRequest, spacing: int, lo: int, hi: i
         f"{spacing:,} steps that far back, so it is {margin} to {margin + spacing - 1:,} steps before the "
         f"spike{from_start})",
         f"resume from it and skip the next {lo}-{hi} batches of the data order "
-        f"({fmt(lo * tps)}-{fmt(hi * tps)} tokens): the data seen just before and during the spike (PaLM §5.1)",
+        f"({fmt(lo * tps)} to {fmt(hi * tps)} tokens): the data seen just before and during the spike (PaLM §5.1)",
         f"work redone: {min_redo:,} to {max_redo:,} steps ({fmt(max_redo * tps)} tokens, up to "
         f"{fmt_seconds(max_redo * step_s)}); if the spike recurs at the same step, skip more data; do not lower "
         "the learning rate mid-run as a recovery (Adam's moment estimates were built at the old rate; PaLM §5.1 "

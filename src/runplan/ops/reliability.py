@@ -37,7 +37,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_seconds, in_days
+from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_plain, fmt_seconds, in_days
 from runplan.units import (
     SECONDS_PER_DAY,
     NonNegativeNumber,
@@ -308,21 +308,24 @@ def assess_reliability(request: ReliabilityRequest) -> Reliability:
     segments = full + (1 if rest > 0 else 0)
     seg_exact, elapsed = _run_seconds(expected_segment_seconds, full, rest, (tau, delta, r, m))
     seg_first, elapsed_first = _run_seconds(first_order_segment_seconds, full, rest, (tau, delta, r, m))
-    goodput = Reasoned(w / elapsed, f"W / elapsed = {fmt(w)} / {fmt(elapsed)} = {w / elapsed:.4f}")
+    goodput = Reasoned(
+        w / elapsed, f"W / elapsed = {fmt_plain(w)} / {fmt_plain(elapsed)} = {w / elapsed:.4f}"
+    )
     return Reliability.build(
         **_failure_rate(rate, request, m, source),
         **_segment_inputs(r, tau, delta, request),
         segments=Reasoned(
-            segments, f"⌈W/τ⌉ = ⌈{fmt(w)} / {fmt(tau)}⌉ = {segments:,} segments (each ends with a save)"
+            segments,
+            f"⌈W/τ⌉ = ⌈{fmt_plain(w)} / {fmt_plain(tau)}⌉ = {segments:,} segments (each ends with a save)",
         ),
         expected_segment_seconds=Reasoned(
             seg_exact,
-            f"E[T] = M·e^(R/M)·(e^((τ+δ)/M) − 1) = {fmt(m)}·e^({r / m:.4g})·(e^({(tau + delta) / m:.4g}) − 1) "
-            f"= {fmt(seg_exact)} s (exact renewal, Daly 2006)",
+            f"E[T] = M·e^(R/M)·(e^((τ+δ)/M) − 1) = {fmt_plain(m)}·e^({r / m:.4g})·(e^({(tau + delta) / m:.4g}) − 1) "
+            f"= {fmt_plain(seg_exact)} s (exact renewal, Daly 2006)",
         ),
         first_order_segment_seconds=Reasoned(
             seg_first,
-            f"(τ+δ)·(1 + (τ+δ)/(2M) + R/M) = {fmt(seg_first)} s (first order; {(seg_first / seg_exact - 1):+.2%} "
+            f"(τ+δ)·(1 + (τ+δ)/(2M) + R/M) = {fmt_plain(seg_first)} s (first order; {(seg_first / seg_exact - 1):+.2%} "
             "vs exact)",
         ),
         useful_seconds=Reasoned(w, f"W = Σ stage steps × stage step time = {fmt_seconds(w)}"),
@@ -382,7 +385,7 @@ def _segment_inputs(
     is k × the main step, the longest segment."""
     k, steps = request.interval_steps, request.total_steps
     formula = (
-        f"W × k / S = {fmt(request.useful_seconds)} × {k:,} / {steps:,} = "
+        f"W × k / S = {fmt_plain(request.useful_seconds)} × {k:,} / {steps:,} = "
         if k and steps and k < steps
         else ""
     )
@@ -410,11 +413,12 @@ def _lost_time(
     failure_loss = exact - w - save_overhead
     return dict(
         expected_interruptions=Reasoned(
-            interruptions, f"elapsed / M = {fmt(exact)} / {fmt(m)} = {fmt(interruptions)} interruptions"
+            interruptions,
+            f"elapsed / M = {fmt_plain(exact)} / {fmt_plain(m)} = {fmt(interruptions)} interruptions",
         ),
         save_overhead_seconds=Reasoned(
             save_overhead,
-            f"{segments:,} save{'s' * (segments != 1)} × δ {fmt(delta)} s = {fmt_seconds(save_overhead)}",
+            f"{segments:,} save{'s' * (segments != 1)} × δ {fmt_plain(delta)} s = {fmt_seconds(save_overhead)}",
         ),
         expected_failure_loss_seconds=Reasoned(
             failure_loss, f"elapsed − W − saves = {fmt_seconds(failure_loss)} (redone work + restarts)"
