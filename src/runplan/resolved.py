@@ -407,15 +407,17 @@ def _short(value: Any, width: int = 60) -> str:
 
 def _cut(text: str, width: int) -> str:
     """``text`` whole if it fits ``width`` cells, else its longest head of at most ``width`` − 3 cells and
-    '...': cut between characters, so a wide character is never halved (the line is then a cell shorter)."""
+    '...': cut between characters, so a wide character is never halved (the line is then a cell shorter); below 3
+    cells the dots alone, as many as fit."""
     if cell_width(text) <= width:
         return text
+    dots = "..."[: max(width, 0)]
     head = ""
     for char in text:
-        if cell_width(head + char) > width - 3:
+        if cell_width(head + char) > width - len(dots):
             break
         head += char
-    return head + "..."
+    return head + dots
 
 
 def _short_items(value: dict[Any, Any] | list[Any] | tuple[Any, ...], width: int) -> str:

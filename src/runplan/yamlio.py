@@ -280,27 +280,60 @@ def _unclosed(error: yaml.MarkedYAMLError, text: str) -> tuple[int, str, str] | 
 
 
 def _key_at(text: str, index: int) -> str | None:
-    """The dotted key of block-mapping line ``index`` (``training.seq_len``), read from the indentation of the
-    lines above it; None where the line is not ``key: ...`` in block style (a list item, a tab)."""
+    """The key path of block-style line ``index`` (``training.seq_len``; ``gpus[1].family`` inside a list's second
+    item, written as runplan's other errors write a path), read from the indentation of the lines above it; None
+    where the line is neither ``key: ...`` nor a list item, or a tab indents it."""
     lines = text.splitlines()
-    keys: list[str] = []
-    indent = None
-    for raw in reversed(lines[: index + 1]):
-        body = raw.lstrip(" ")
-        match = re.match(r"([A-Za-z_][\w.-]*)\s*:(\s|$)", body)
-        if raw[: len(raw) - len(body)].count("\t") or body.startswith("\t"):
+    parts: list[str] = []
+    indent = None  # the indentation of the outermost part found so far
+    row = index
+    while row >= 0:
+        depth, dash, key = _block_line(lines[row])
+        if depth < 0:
             return None
-        if match is None:
-            if indent is None:
-                return None
+        if key is not None and (indent is None or depth + dash < indent):
+            parts.append(key)
+            indent = depth + dash
+        elif key is None and not dash and indent is None:
+            return None  # the line itself is no key (a continuation, a flow collection's inside)
+        if dash and (indent is None or depth < indent):
+            row, count = _item_index(lines, row, depth)
+            parts.append(f"[{count}]")
+            indent = depth + 1  # the list's key may sit flush with its items ("gpus:" then "- name: a")
             continue
-        depth = len(raw) - len(body)
-        if indent is None or depth < indent:
-            keys.append(match.group(1))
-            indent = depth
-            if depth == 0:
-                return ".".join(reversed(keys))
-    return None
+        if indent == 0:
+            break
+        row -= 1
+    if indent != 0:  # no top-level key above it
+        return None
+    return ".".join(reversed(parts)).replace(".[", "[")
+
+
+def _block_line(raw: str) -> tuple[int, int, str | None]:
+    """(indentation, width of a list item's ``- `` or 0, the line's key or None) of a block-style line;
+    indentation -1 for a line a tab indents. A blank or comment line is (a large indentation, 0, None)."""
+    body = raw.lstrip(" ")
+    depth = len(raw) - len(body)
+    if body.startswith("\t"):
+        return -1, 0, None
+    if not body.strip() or body.startswith("#"):
+        return 1 << 30, 0, None
+    dash = re.match(r"-(?:[ ]+|$)", body)
+    rest = body[dash.end() :] if dash else body
+    match = re.match(r"([A-Za-z_][\w.-]*)\s*:(\s|$)", rest)
+    return depth, dash.end() if dash else 0, match.group(1) if match else None
+
+
+def _item_index(lines: list[str], row: int, depth: int) -> tuple[int, int]:
+    """(the row above the list whose item starts at ``row``, 0-based index of that item): the items ``- `` at
+    ``depth`` counted up to the first line less indented, or the list's key flush with its items."""
+    count = 0
+    for above in range(row - 1, -1, -1):
+        at, dash, _ = _block_line(lines[above])
+        if at < depth or (at == depth and not dash):
+            return above, count
+        count += at == depth and bool(dash)
+    return -1, count
 
 
 def _yaml_hint(text: str, mark: Any) -> str:

@@ -784,18 +784,21 @@ def copied_run_warnings(prepared: Sequence[Prepared]) -> list[str]:
     """Name fitted runs that are one run pasted twice: every key but ``id`` and ``source`` equal, the measurement
     too. Left out, each is predicted by its copy, so its leave-one-out error is its in-fit error and the
     held-out error the file records reads better than on a new job (3 runs and a copy of one: median 1.4% →
-    0.2%). A repeat timed apart is a measurement (each repeat predicted by the others) and is not named."""
-    first: dict[str, str] = {}
+    0.2%). A repeat timed apart is a measurement (each repeat predicted by the others) and is not named, nor are
+    copies of one ``source:``, held out together (:func:`source_folds`), so neither predicts the other."""
+    first: dict[str, Prepared] = {}
     out = []
     for p in prepared:
         if not p.run.fit:
             continue
         key = p.run.model_dump_json(exclude={"id", "source"})
         if key not in first:
-            first[key] = p.id
+            first[key] = p
+            continue
+        if first[key].run.source_id == p.run.source_id:
             continue
         out.append(
-            f"runs {first[key]} and {p.id} are the same job with the same measurement (a pasted copy?): "
+            f"runs {first[key].id} and {p.id} are the same job with the same measurement (a pasted copy?): "
             "left out, each is predicted by the other, so their leave-one-out errors and the held-out error "
             "the file records read better than on a new job; remove the copy"
         )

@@ -57,8 +57,11 @@ def explained_table(rows: list[tuple[str, str, str]], width: int) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    name_width = max(len(r[0]) for r in rows)
-    if width - name_width - max(len(r[1]) for r in rows) - 8 < WHY_MIN_CHARS:  # two gaps of 4
+    from runplan.report.format import cell_width
+
+    # terminal cells: a CJK character (a catalog GPU's name in a value) takes 2
+    name_width = max(cell_width(r[0]) for r in rows)
+    if width - name_width - max(cell_width(r[1]) for r in rows) - 8 < WHY_MIN_CHARS:  # two gaps of 4
         lines: list[Any] = []
         for name, value, why in rows:
             if width < name_width + 4 + VALUE_MIN_CHARS:  # too narrow for a value beside the names

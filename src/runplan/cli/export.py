@@ -138,7 +138,7 @@ def _planned(plan_file: Path, target: str) -> tuple[LoadedYaml, RunPlan, list[st
                 spec = stored_plan_spec(stored)
             warning = memory_as_megatron_runs_it(spec, plan, plan_file.resolve().parent)
     except SpecError as error:  # a stored plan's inputs name files from its plan file's folder
-        if stored is None or error.hint:
+        if stored is None or error.hint or "cannot read file" not in error.message:  # fileio.read_bytes
             raise
         raise SpecError(
             error.message,

@@ -58,8 +58,9 @@ class Context:
     def rollback(self, before_step: int, trouble_step: int | None = None) -> tuple[int | None, str]:
         """(checkpoint step, sentence) for a rollback to a checkpoint at a step ≤ ``before_step``; before step 0
         (a spike within the rollback margin of the run's start, a nan at a 0-based log's step 0) only the run's
-        start, its initial weights, is left. Where the retention has deleted every checkpoint at a step ≤
-        ``before_step`` by the log's end, the newest one kept before ``trouble_step`` (a spike's start), if any."""
+        start, its initial weights, is left. Where no checkpoint at a step ≤ ``before_step`` is kept at the log's
+        end (the retention deleted it, or none was due yet), the newest one kept before ``trouble_step`` (a
+        spike's start), if any."""
         if before_step < 0:
             return (
                 None,
@@ -74,25 +75,32 @@ class Context:
                 "give --checkpoint-interval or --plan)"
             )
         written = replace(self.checkpoints, retention_generations=None, rollback_generations=None)
-        if written.newest_at_or_before(before_step, before_step) is None:  # none due by then, kept or not
+        due = written.newest_at_or_before(before_step, before_step) is not None  # by then, kept or not
+        # none due a margin back, or the rotation deleted it: the newest still kept before the trouble
+        if trouble_step is not None and (late := self._kept_before(trouble_step)) is not None:
+            why = (
+                f"those at a step ≤ {before_step:,} were deleted by step {self.last_step:,}"
+                if due
+                else f"none is due at a step ≤ {before_step:,}"
+            )
+            return late, (
+                f"roll back to the checkpoint at step {late:,} ({self.checkpoints.source}), "
+                f"{counted(trouble_step - late, 'step')} before it: {why}"
+            )
+        if not due:
             return None, (
                 f"no checkpoint is due at a step ≤ {before_step:,} ({self.checkpoints.source}): the first comes "
                 "later; restart the run from its start"
             )
-        # read after the rotation deleted the one a margin back: the newest still kept before the trouble
-        if trouble_step is not None:
-            late = self.checkpoints.newest_at_or_before(trouble_step - 1, self.last_step)
-            if late is not None:
-                return late, (
-                    f"roll back to the checkpoint at step {late:,} ({self.checkpoints.source}), "
-                    f"{counted(trouble_step - late, 'step')} before it: those at a step ≤ {before_step:,} were "
-                    f"deleted by step {self.last_step:,}"
-                )
         return None, (
             f"no checkpoint before step {(trouble_step or before_step + 1):,} is kept at step {self.last_step:,} "
             f"({self.checkpoints.source}): resume from an older copy if one was kept elsewhere, else restart the "
             "run from its start"
         )
+
+    def _kept_before(self, trouble_step: int) -> int | None:
+        """The newest checkpoint still kept at the log's end at a step before ``trouble_step``."""
+        return self.checkpoints.newest_at_or_before(trouble_step - 1, self.last_step)
 
     def skip_range(self, restart_step: int, peak_step: int) -> list[int]:
         """Batches to skip after resuming at ``restart_step``: through the spike's peak, clamped to PaLM's
