@@ -58,6 +58,33 @@ def parse_number(value: object, *, where: str | None = None, hint: str | None = 
     return number
 
 
+#: Compute units papers quote budgets in, as FLOPs: one PF-day is 1e15 FLOP/s for a day, 8.64e19 FLOPs (Kaplan et
+#: al. 2020, §1.3; Brown et al. 2020, Table D.1: GPT-3's 3.64e3 PF-days = 3.14e23 FLOPs); zetta 1e21, exa 1e18 (SI).
+COMPUTE_UNITS = (
+    (
+        r"pf-?s?-?days?",
+        8.64e19,
+        "one PF-day is 1e15 FLOP/s for a day, 8.64e19 FLOPs (Kaplan et al. 2020, §1.3)",
+    ),
+    (r"zetta-?flops?|zflops?", 1e21, "zetta is 1e21"),
+    (r"exa-?flops?|eflops?", 1e18, "exa is 1e18"),
+)
+
+
+def flops_in_a_unit(text: object) -> tuple[str, float, str] | None:
+    """For a budget written in a unit of compute (``'3640 PF-days'``, ``'2 zettaFLOP'``): what it is, its FLOPs and
+    why, for the error that gives the number to write (runplan reads plain numbers and SI suffixes only: a unit is
+    refused rather than guessed, as ``PF`` alone would be read as the suffix P); None for anything else."""
+    if not isinstance(text, str):
+        return None
+    for unit, flops_per_unit, why in COMPUTE_UNITS:
+        match = re.fullmatch(rf"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*({unit})\s*", text, re.IGNORECASE)
+        if match:
+            message = f"{text.strip()!r} is a budget in {match.group(2)}, not in FLOPs"
+            return message, float(match.group(1)) * flops_per_unit, why
+    return None
+
+
 def parse_count(value: object, *, where: str | None = None, hint: str | None = None) -> int:
     """Return ``value`` as an int; ``1.5k`` is 1500, ``2.5`` is refused."""
     number = parse_number(value, where=where, hint=hint or COUNT_HINT)
@@ -204,6 +231,15 @@ def _price(value: object) -> float:
     return _number(value, PRICE_HINT)
 
 
+def _flops(value: object) -> float:
+    """A budget in FLOPs; one written in PF-days or zettaFLOPs is told the number to write (flops_in_a_unit)."""
+    found = flops_in_a_unit(value)
+    if found is not None:
+        message, flops, why = found
+        raise ValueError(f"{message} (write {flops:.4g}: {why})")
+    return _number(value)
+
+
 def _count(value: object) -> int:
     try:
         return parse_count(value)
@@ -240,6 +276,13 @@ Number = Annotated[float, BeforeValidator(_number), _json_schema("number", {}, _
 PositiveNumber = Annotated[
     float,
     BeforeValidator(_number),
+    Field(gt=0),
+    _json_schema("number", {"exclusiveMinimum": 0}, _NUMBER_PATTERN),
+]
+#: Compute in FLOPs, > 0: a number as :data:`PositiveNumber`; "3640 PF-days" is told its FLOPs (flops_in_a_unit).
+Flops = Annotated[
+    float,
+    BeforeValidator(_flops),
     Field(gt=0),
     _json_schema("number", {"exclusiveMinimum": 0}, _NUMBER_PATTERN),
 ]

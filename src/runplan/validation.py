@@ -395,7 +395,9 @@ def _message_and_hint(
             explained = len(siblings)
         key = str(loc[-1]) if loc else ""
         example = _MISSING_EXAMPLES.get(key) if len(loc) == 1 else None
-        hint = f"add e.g. '{example}'" if example else "add it (`runplan init` writes every key, commented)"
+        # `runplan init` writes plan files only: a law file or a measured-runs file is told just to add the key
+        init = " (`runplan init` writes every key, commented)" if model_cls.__name__ == "PlanSpec" else ""
+        hint = f"add e.g. '{example}'" if example else f"add it{init}"
         if "shape" in loc[:-1]:  # runplan init writes no shape: a catalog preset shows one whole
             hint = (
                 "add it; `runplan catalog models mixtral-8x7b` shows every key of a shape (docs/catalog.md)"

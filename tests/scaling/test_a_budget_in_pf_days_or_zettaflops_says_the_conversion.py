@@ -35,3 +35,15 @@ def test_the_error_gives_the_budget_in_flops(one_error_line, command, text, flop
 def test_plain_numbers_are_untouched():
     result = runner.invoke(app, ["allocate", "--flops", "2e23", "--json"])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("text", "flops"), [("3640 PF-days", "3.145e+23"), ("2 zettaFLOP", "2e+21")])
+def test_a_plan_files_budget_in_a_unit_is_told_its_flops(tmp_path, one_error_line, text, flops):
+    """The plan key gets the conversion the flag gets (it said 'expected a number'), at its file:line."""
+    path = tmp_path / "plan.yaml"
+    path.write_text(
+        "schema_version: 1\nname: x\nmodel: llama-3.1-70b\nbudget:\n"
+        f"  flops: {text}\ncluster:\n  gpu: h100-sxm\n  gpus: 512\n"
+    )
+    line = one_error_line(runner.invoke(app, ["plan", str(path)]))
+    assert "plan.yaml:5: budget.flops:" in line and f"(write {flops}:" in line

@@ -58,3 +58,13 @@ def test_a_fitted_range_of_one_size_is_allowed(tmp_path):
     )
     result = runner.invoke(app, ["allocate", "--flops", "2e23", "--law", str(path), "--json"])
     assert result.exit_code == 0, result.output
+
+
+def test_a_law_missing_keys_is_not_sent_to_runplan_init(tmp_path, one_error_line):
+    """`runplan init` writes plan files, not laws: a law file missing B, alpha and beta was told "`runplan init`
+    writes every key"."""
+    path = tmp_path / "law.yaml"
+    path.write_text("E: 1.8\nA: 400\n")
+    line = one_error_line(runner.invoke(app, ["allocate", "--flops", "2e23", "--law", str(path)]))
+    assert "B: required key is missing (also missing: alpha, beta)" in line
+    assert "runplan init" not in line

@@ -116,36 +116,17 @@ class BudgetFlags:
         return self.budget.price_per_gpu_hour
 
 
-#: Compute units papers quote budgets in, as FLOPs: one PF-day is 1e15 FLOP/s for a day, 8.64e19 FLOPs (Kaplan et
-#: al. 2020, §1.3; Brown et al. 2020, Table D.1: GPT-3's 3.64e3 PF-days = 3.14e23 FLOPs); zetta 1e21, exa 1e18 (SI).
-COMPUTE_UNITS = (
-    (
-        r"pf-?s?-?days?",
-        8.64e19,
-        "one PF-day is 1e15 FLOP/s for a day, 8.64e19 FLOPs (Kaplan et al. 2020, §1.3)",
-    ),
-    (r"zetta-?flops?|zflops?", 1e21, "zetta is 1e21"),
-    (r"exa-?flops?|eflops?", 1e18, "exa is 1e18"),
-)
-
-
 def _flops_in_a_unit(text: str) -> SpecError | None:
     """``--flops '3640 PF-days'``, ``'2 zettaFLOP'``: the one-line error giving the budget in FLOPs (runplan reads
-    plain numbers and SI suffixes only, so a unit is refused rather than guessed)."""
-    import re
-
+    plain numbers and SI suffixes only, so a unit is refused rather than guessed; units.flops_in_a_unit)."""
     from runplan.errors import SpecError
+    from runplan.units import flops_in_a_unit
 
-    for unit, flops_per_unit, why in COMPUTE_UNITS:
-        match = re.fullmatch(rf"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*({unit})\s*", text, re.IGNORECASE)
-        if match:
-            value = float(match.group(1)) * flops_per_unit
-            return SpecError(
-                f"{text.strip()!r} is a budget in {match.group(2)}, not in FLOPs",
-                where="budget.flops",
-                hint=f"give --flops {value:.4g}: {why}",
-            )
-    return None
+    found = flops_in_a_unit(text)
+    if found is None:
+        return None
+    message, flops, why = found
+    return SpecError(message, where="budget.flops", hint=f"give --flops {flops:.4g}: {why}")
 
 
 def parse_budget(

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from runplan.defaults import DEFAULT_MFU
 from runplan.errors import SpecError
 from runplan.hardware import GpuSpec
-from runplan.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, PositiveNumber
+from runplan.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, Flops, PositiveNumber
 
 #: Largest training budget runplan plans for: 1e30 FLOPs is 8e7 H100-years at 40% MFU (1e30 / (989e12 × 0.4)
 #: s), a million H100s for 80 years, some 2,000× the largest runs reported by 2025 (~5e26, Epoch AI's
@@ -120,7 +120,7 @@ class Budget(BaseModel):
         },
     )
 
-    flops: PositiveNumber | None = Field(None, description="Training compute C in FLOPs, e.g. 2e23.")
+    flops: Flops | None = Field(None, description="Training compute C in FLOPs, e.g. 2e23.")
     gpu_hours: PositiveNumber | None = Field(
         None, description="GPU-hours on the cluster's GPU type; converted with C = hours × 3600 × peak × mfu."
     )
