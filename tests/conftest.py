@@ -31,6 +31,22 @@ def shared_data_dir() -> Path:
     pytest.skip(message)
 
 
+@pytest.fixture(scope="session")
+def stored_70b_plan(tmp_path_factory) -> Path:
+    """examples/70b-512-h100.yaml as `runplan plan -f json -o` stores it, in a folder of its own (not beside its
+    plan file): the stored-plan tests of export, monitor and the commands that refuse one share it (each planned
+    it again before, some 3 s apiece)."""
+    from typer.testing import CliRunner
+
+    from runplan.cli.app import app
+
+    path = tmp_path_factory.mktemp("stored") / "plan.json"
+    example = REPO_ROOT / "examples" / "70b-512-h100.yaml"
+    result = CliRunner().invoke(app, ["plan", str(example), "-f", "json", "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
 def _one_error_line(result) -> str:
     """The single line a CLI run printed for bad input, after checking it exited 2 without a traceback."""
     assert result.exit_code == 2, result.output

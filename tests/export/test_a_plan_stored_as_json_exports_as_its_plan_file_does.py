@@ -19,12 +19,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "70b-512-h100.yaml"
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory) -> Path:
-    """The 70B example stored as JSON in another folder than its plan file."""
-    path = tmp_path_factory.mktemp("elsewhere") / "plan.json"
-    result = CliRunner().invoke(app, ["plan", str(EXAMPLE), "-f", "json", "-o", str(path)])
-    assert result.exit_code == 0, result.output
-    return path
+def stored(stored_70b_plan) -> Path:
+    return stored_70b_plan
 
 
 def _export(plan: Path, target: str) -> dict:

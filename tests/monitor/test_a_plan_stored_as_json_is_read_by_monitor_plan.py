@@ -28,10 +28,8 @@ def _monitor(log: Path, plan: Path) -> dict:
     return json.loads(result.stdout)
 
 
-def test_a_stored_plan_json_gives_what_its_plan_file_gives(tmp_path):
-    stored = tmp_path / "plan.json"
-    result = CliRunner().invoke(app, ["plan", str(EXAMPLE), "-f", "json", "-o", str(stored)])
-    assert result.exit_code == 0, result.output
+def test_a_stored_plan_json_gives_what_its_plan_file_gives(tmp_path, stored_70b_plan):
+    stored = stored_70b_plan
     log = tmp_path / "run.log"
     log.write_text("".join(TITAN.format(step=s) for s in range(1, 301)))
     from_json, from_yaml = _monitor(log, stored), _monitor(log, EXAMPLE)
@@ -43,11 +41,9 @@ def test_a_stored_plan_json_gives_what_its_plan_file_gives(tmp_path):
     assert abs(from_json["vs_plan"]["step_seconds"] - 2624 * 4096 / 563_200) < 1e-9
 
 
-def test_a_plan_json_missing_a_section_is_one_line_naming_the_flag(tmp_path):
+def test_a_plan_json_missing_a_section_is_one_line_naming_the_flag(tmp_path, stored_70b_plan):
     stored = tmp_path / "plan.json"
-    result = CliRunner().invoke(app, ["plan", str(EXAMPLE), "-f", "json", "-o", str(stored)])
-    assert result.exit_code == 0, result.output
-    data = json.loads(stored.read_text())
+    data = json.loads(stored_70b_plan.read_text())
     del data["monitoring"]
     stored.write_text(json.dumps(data))
     log = tmp_path / "run.log"
