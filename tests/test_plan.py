@@ -271,37 +271,39 @@ def test_a_pin_that_rules_out_the_larger_sizes_says_why_a_fixed_ratio_does_not_f
     assert "vpp=3 does not divide" in warning
 
 
-def _tiny_tp8_plan(tmp_path, objective: str = "") -> RunPlan:
+def _tiny_tp8_plan(tmp_path, objective: str = "", days: float = 0.04) -> RunPlan:
     path = tmp_path / "tiny.yaml"
     path.write_text(
-        "schema_version: 1\nname: t\nbudget: {days: 0.04}\ncluster: {gpu: h100-sxm, gpus: 64}\nparallel: {tp: 8}\n"
+        f"schema_version: 1\nname: t\nbudget: {{days: {days}}}\ncluster: {{gpu: h100-sxm, gpus: 64}}\nparallel: {{tp: 8}}\n"
         + objective
     )
     return build_plan(load_plan(path), tmp_path)
 
 
 def test_a_budget_no_size_fits_is_infeasible_and_names_the_days_that_would_fit(tmp_path):
-    """0.04 days on 64 H100 with tp 8 and a fixed D/N (tokens_per_param fills by size alone): the first size
-    overruns (0.0437 days) and the smaller one has 14 heads, which tp 8 cannot split. No plan fits the budget:
-    infeasible (exit 1), naming the budget's key, the days the smallest plan takes and the pin that stopped a
-    smaller size (it was a plan exiting 0 with an overrun warning, where a FLOPs budget that small exits 1)."""
+    """0.03 days on 64 H100 with tp 8 and a fixed D/N (tokens_per_param fills by size alone): the smallest size
+    tp 8 can split is 489.2 M (0.0381 days) and the next smaller one has 14 heads, which tp 8 cannot split. No
+    plan fits the budget: infeasible (exit 1), naming the budget's key, the days the smallest plan takes and the
+    pin that stopped a smaller size (it was a plan exiting 0 with an overrun warning, where a FLOPs budget that
+    small exits 1). At 0.04 days the 489.2 M model fits (test_a_budget_a_smaller_shape_fits_is_planned_on_it_not_
+    refused.py); the fill's first steps overran with 545.8 M before the fill stepped by the days' slope."""
     from runplan.plan import BudgetTooSmall
 
     with pytest.raises(BudgetTooSmall) as refused:
-        _tiny_tp8_plan(tmp_path, "objective: {kind: tokens_per_param, tokens_per_param: 20}\n")
+        _tiny_tp8_plan(tmp_path, "objective: {kind: tokens_per_param, tokens_per_param: 20}\n", days=0.03)
     text = str(refused.value)
-    assert text.startswith("budget.days: 0.04 days cannot hold the smallest plan: 545.8 M parameters on ")
+    assert text.startswith("budget.days: 0.03 days cannot hold the smallest plan: 489.2 M parameters on ")
     assert (
-        "take 0.0437 days, and a smaller size is infeasible (tp=8 does not divide the 14 heads and 14 KV"
+        "take 0.0381 days, and a smaller size is infeasible (tp=8 does not divide the 14 heads and 14 KV"
         in text
     )
-    assert "to make it feasible: raise budget.days to at least 0.0438; pin one of 1, 2, 7, 14" in text
+    assert "to make it feasible: raise budget.days to at least 0.0381; pin one of 1, 2, 7, 14" in text
     # every command that fills the file's days refuses alike, naming the plan key (not allocate's --days flag)
     for command in ("plan", "allocate", "parallelize"):
         result = CliRunner().invoke(app, [command, str(tmp_path / "tiny.yaml")])
         out = " ".join(result.output.split())
         assert result.exit_code == 1, (command, out)
-        assert "budget.days: 0.04 days cannot hold" in out and "raise budget.days to at least 0.0438" in out
+        assert "budget.days: 0.03 days cannot hold" in out and "raise budget.days to at least 0.0381" in out
 
 
 def test_the_budget_row_of_a_plan_over_its_days_says_it_overruns(tmp_path):

@@ -904,8 +904,15 @@ def _plan_warnings(
 
 #: Fixed-point steps that size a GPU-time budget's compute to its wall clock, and the agreement that ends them.
 FILL_MAX_STEPS = 5
+#: The steps of a fill by C alone (tokens_per_param, inference_optimal), whose last size is the plan: on one shape
+#: its days move as √C or slower, and an infeasible shape may lie next to the window (0.04 days on 64 H100s with
+#: tp 8 at 20 tokens per parameter: 545.8 M overruns, the 14-head shape below it is infeasible; the fourth step
+#: finds 489.2 M, which fits, and the sixth meets the 14-head shape again, which says why the days are not filled).
+FILL_MAX_STEPS_BY_COMPUTE = 8
 #: Geometric midpoints a fill step tries back toward the last feasible C when its own size is infeasible.
 FILL_HALVINGS = 2
+#: How far under the budget's days a fill may end: the plan fills the days "without going over" (README), so it
+#: ends within [1 − FILL_RTOL, 1] of them (:func:`fills_the_days`); a plan over them says so (a `budget:` warning).
 FILL_RTOL = 0.01
 #: The token fill aims this far below the budget's days, so that a step that lands a little long (the batch
 #: rounding and the ramp are not exactly linear in D) is not over the budget; it stops within twice this.
@@ -930,6 +937,20 @@ class Fill:
     tokens: float | None = None
 
 
+def fills_the_days(days: float, target_days: float) -> bool:
+    """Whether a plan of ``days`` fills a budget of ``target_days`` without going over: within FILL_RTOL under."""
+    return target_days * (1.0 - FILL_RTOL) <= days <= target_days
+
+
+def _sized_for(days: float, target_days: float, by_tokens: bool) -> bool:
+    """Whether the fill in C may stop at a size taking ``days``: one whose tokens then fill the days
+    (TOKEN_FILL_OBJECTIVES: :func:`_fill_by_tokens` ends within them) needs only be within FILL_RTOL either way;
+    one filled by C alone is the plan, so it must fill the days without going over (:func:`fills_the_days`)."""
+    if by_tokens:
+        return abs(days / target_days - 1.0) <= FILL_RTOL
+    return fills_the_days(days, target_days)
+
+
 def budget_days(spec: PlanSpec, n_gpus: int) -> float | None:
     """The wall clock a GPU-time budget buys on the plan's cluster: budget.days, or gpu_hours / (gpus × 24)."""
     budget = spec.budget
@@ -950,19 +971,21 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     chosen layout's MFU and the goodput included), a fixed-point iteration of at most FILL_MAX_STEPS steps
     that stops when the two agree within FILL_RTOL. The generated shape is a rung up to 7.5% from the law's
     N (architect), so no C may fill the days; the model it settles on is then trained on the tokens that fill
-    them (TOKEN_FILL_OBJECTIVES), never more than the budget's days.
+    them (TOKEN_FILL_OBJECTIVES), never more than the budget's days. An objective that fixes D fills them by C
+    alone (:func:`_next_flops`), within FILL_RTOL under them and never over (:func:`fills_the_days`). A plan
+    that does not fill its days so says why in a ``budget:`` warning. ``allocation.mfu`` is :func:`budget_mfu`.
     """
     inputs = resolve_inputs(spec, base_dir)
     target_days = budget_days(spec, inputs.n_gpus)
-    plan, fill, stopped = _filled(spec, inputs, target_days)
+    plan, _, stopped = _filled(spec, inputs, target_days)
     if target_days is None:
         return plan
     predicted = plan.cost.main.wall_clock_days
     warnings = list(plan.warnings)
-    if abs(predicted / target_days - 1.0) > FILL_RTOL:
-        why = (
-            stopped
-            or "the chosen layout and the batch rounding change with the model size, so no size fills it within 1%"
+    if not fills_the_days(predicted, target_days):
+        why = stopped or (
+            "the chosen layout and the batch rounding change with the model size, so no size tried fills it "
+            "within 1% without going over"
         )
         verb = "fills" if predicted < target_days else "takes"
         warnings.append(
@@ -970,16 +993,19 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         )
     elif stopped and (note := token_fill_note(plan.allocation, target_days)):
         warnings.append(f"budget: {stopped}, so the model the budget sized is {note}")
-    spent = plan.allocation.budget_flops or fill.flops
     allocation = plan.allocation.model_copy(
-        update={"mfu": fill_rate(spent, inputs, target_days), "days": target_days}
+        update={"mfu": budget_mfu(plan.allocation, inputs, target_days), "days": target_days}
     )
     return plan.model_copy(update={"allocation": allocation, "warnings": warnings})
 
 
-def fill_rate(flops: float, inputs: ResolvedInputs, days: float) -> float:
-    """The utilisation a budget of ``days`` was converted at: C / (GPUs × peak × seconds), goodput included."""
-    return flops / (inputs.n_gpus * inputs.gpu.bf16_flops * days * SECONDS_PER_DAY)
+def budget_mfu(allocation: Allocation, inputs: ResolvedInputs, days: float) -> float:
+    """The MFU a GPU-time budget of ``days`` is converted at, the one `plan` and `allocate FILE` both print: the
+    run's training FLOPs over the budget's GPU-seconds at peak, 6·N·D / (GPUs × bf16 peak × seconds), goodput
+    included. MFU is model FLOPs per second over peak (PaLM, Chowdhery et al. 2022, §4.1, App. B), and the model
+    FLOPs trained are ``allocation.flops`` (6·N·D), not the budget's C (``budget_flops``): inference_optimal
+    trains more than its C, which only sets the target loss (1.68x on 30 days of 512 H100s serving 2e13 tokens)."""
+    return allocation.flops / (inputs.n_gpus * inputs.gpu.bf16_flops * days * SECONDS_PER_DAY)
 
 
 def budget_fill(spec: PlanSpec, inputs: ResolvedInputs) -> Fill | None:
@@ -1065,27 +1091,32 @@ def _filled(
         return plan, Fill(flops), None
     tried = [(plan, flops)]
     stopped: tuple[str, Infeasible] | None = None
-    for _ in range(FILL_MAX_STEPS):
+    fills_by_tokens = plan.allocation.objective in TOKEN_FILL_OBJECTIVES
+    for _ in range(FILL_MAX_STEPS if fills_by_tokens else FILL_MAX_STEPS_BY_COMPUTE):
         predicted = plan.cost.main.wall_clock_days
-        if abs(predicted / target_days - 1.0) <= FILL_RTOL:
+        if _sized_for(predicted, target_days, fills_by_tokens):
             break
         size = "larger" if target_days > predicted else "smaller"
-        built, refusal = _toward(spec, inputs, flops, flops * target_days / predicted)
+        built, refusal = _toward(spec, inputs, flops, _next_flops(tried, target_days, fills_by_tokens))
         if refusal is not None:  # a size the pins or the memory rule out: keep the iterates that worked
             stopped = (size, refusal)
         if built is None:
             break
         plan, flops = built
         tried.append((plan, flops))
-    within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days * (1.0 + FILL_RTOL)]
-    fills_by_tokens = plan.allocation.objective in TOKEN_FILL_OBJECTIVES
+    # a size whose tokens fill the days next may take up to FILL_RTOL more; one filled by C alone, none
+    within = [
+        t
+        for t in tried
+        if t[0].cost.main.wall_clock_days <= target_days * (1.0 + (FILL_RTOL if fills_by_tokens else 0.0))
+    ]
     if fills_by_tokens and within:  # tokens fill the days next: the largest size that fits them is the best
         plan, flops = max(within, key=lambda t: t[1])
     else:
         plan, flops = max(
             within or tried, key=lambda t: -abs(t[0].cost.main.wall_clock_days / target_days - 1)
         )
-    if abs(plan.cost.main.wall_clock_days / target_days - 1.0) <= FILL_RTOL:
+    if _sized_for(plan.cost.main.wall_clock_days, target_days, fills_by_tokens):
         stopped = None  # the size filled the days: an infeasible iterate stopped nothing
     tokens = None
     if fills_by_tokens:
@@ -1096,6 +1127,43 @@ def _filled(
     if size == "smaller" and plan.cost.main.wall_clock_days > target_days * (1.0 + FILL_RTOL):
         raise _budget_too_small(spec, plan, target_days, refusal)
     return plan, Fill(flops, tokens), f"a {size} size is infeasible ({refusal.reason})"
+
+
+def _next_flops(tried: list[tuple[RunPlan, float]], target_days: float, by_tokens: bool) -> float:
+    """The C of the next fill step from the (plan, C) tried so far. Tokens fill the days next (``by_tokens``):
+    C × target / predicted days of the last, the days scaling as C at a fixed speed. C alone fills them: aim at
+    the middle of the window under the days (FILL_RTOL / 2 short, so a step's error is not an overrun) from the
+    iterate nearest it, along the slope d log days / d log C between it and the last other iterate on its shape
+    (1 without one; at least 0.1, a step at most 10x the proportional one): on one shape the days need not scale
+    as C (at 20 tokens per parameter D follows the law's N, so days go as √C; an inference-optimal D follows its
+    target loss: C 2.5% lower took 0.6% fewer days on a 22 B shape, and steps of C × target / predicted stopped
+    1% over 30 days). Between shapes the days jump, either way (on 64 H100s an inference-optimal 2.27 B shape
+    took 7.8 days where the larger 2.35 B took 7.4), so once an iterate short of the window has a smaller C than
+    one over the days, a step outside the middle 80% (in log C) of that bracket bisects it instead."""
+    if by_tokens:
+        plan, flops = tried[-1]
+        return flops * target_days / plan.cost.main.wall_clock_days
+    aim = target_days * (1.0 - FILL_RTOL / 2)
+
+    def days(t: tuple[RunPlan, float]) -> float:
+        return t[0].cost.main.wall_clock_days
+
+    ref = min(tried, key=lambda t: abs(math.log(days(t) / aim)))
+    same = [t for t in tried if t is not ref and t[0].model.total_params == ref[0].model.total_params]
+    slope = 1.0
+    if same and same[-1][1] != ref[1] and days(same[-1]) != days(ref):
+        secant = math.log(days(ref) / days(same[-1])) / math.log(ref[1] / same[-1][1])
+        slope = max(secant, 0.1) if secant > 0.0 else 1.0  # days rise with C, as they should, or no secant
+    goal = ref[1] * math.exp(math.log(aim / days(ref)) / slope)
+    over = [c for t, c in tried if t.cost.main.wall_clock_days > target_days]
+    short = [c for t, c in tried if t.cost.main.wall_clock_days < target_days * (1.0 - FILL_RTOL)]
+    if over and (low := max((c for c in short if c < min(over)), default=None)) is not None:
+        ratio = min(over) / low
+        if not low * ratio**0.1 <= goal <= low * ratio**0.9:
+            goal = low * math.sqrt(ratio)
+    elif any(abs(goal / c - 1.0) < 1e-9 for _, c in tried):  # tried already: step from the last instead
+        goal = tried[-1][1] * aim / days(tried[-1])
+    return goal
 
 
 def _toward(
@@ -1154,6 +1222,21 @@ def _echoed_inputs(spec: PlanSpec) -> dict[str, Any]:
     if spec.model is not None and "objective" not in spec.model_fields_set:
         data["objective"] = {"kind": "fixed_params"}
     return data
+
+
+def plan_spec_of(plan: RunPlan) -> PlanSpec:
+    """The plan file ``plan`` was built from, read back from its ``inputs`` (defaults filled): the inverse of
+    :func:`_echoed_inputs`, for what needs the inputs of a stored plan again (export's Megatron memory check). The
+    echo's ``objective: {kind: fixed_params}`` for a fixed model with no objective is the planner's reading of
+    ``model:``, which a plan file must write with its params, so it is dropped to be read so again. A key renamed
+    since the plan was stored is a SpecError at its path under the inputs."""
+    inputs = dict(plan.inputs)
+    if inputs.get("model") is not None and inputs.get("objective") == {"kind": "fixed_params"}:
+        del inputs["objective"]
+    try:
+        return PlanSpec.model_validate(inputs)
+    except ValidationError as error:
+        raise spec_error_from_validation(error, PlanSpec) from None
 
 
 def _naming_the_model(error: Infeasible, spec: PlanSpec, inputs: ResolvedInputs) -> Infeasible:

@@ -396,7 +396,7 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     from runplan.plan import (
         budget_days,
         budget_fill,
-        fill_rate,
+        budget_mfu,
         filled_stage,
         resolve_inputs,
         token_fill_note,
@@ -412,9 +412,9 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
 
     first_guess = spec.budget.mfu if spec.budget is not None else DEFAULT_MFU
     days = budget_days(spec, inputs.n_gpus)
-    # the rate at which the run's training FLOPs take the budget's days: an inference-optimal D trains more than
-    # the budget's C (stage.flops), and the days and cost shown are the budget's
-    mfu = first_guess if fill is None or days is None else fill_rate(stage.allocation.flops, inputs, days)
+    # the rate at which the run's training FLOPs take the budget's days, as `runplan plan` gives it: an
+    # inference-optimal D trains more than the budget's C (stage.flops), and the days and cost shown are the budget's
+    mfu = first_guess if fill is None or days is None else budget_mfu(stage.allocation, inputs, days)
     result = with_hardware(
         stage.allocation,
         inputs.gpu,

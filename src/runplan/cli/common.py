@@ -262,23 +262,10 @@ def stored_plan(path: str | Path, flag: str) -> RunPlan | None:
 
 def stored_plan_spec(plan: RunPlan) -> PlanSpec:
     """The plan file a stored plan was built from, as its ``inputs`` echo it (defaults filled), for what needs the
-    inputs again (export's Megatron memory check). The echo writes ``objective: {kind: fixed_params}`` for a fixed
-    model with no objective (runplan.plan._echoed_inputs), which a plan file must give with its params: that
-    objective is the planner's reading of ``model:``, so it is left to be read so again."""
-    from pydantic import ValidationError
+    inputs again (export's Megatron memory check): runplan.plan.plan_spec_of, the inverse of the echo beside it."""
+    from runplan.plan import plan_spec_of
 
-    from runplan.spec import PlanSpec
-    from runplan.validation import spec_error_from_validation
-
-    inputs = dict(plan.inputs)
-    if inputs.get("model") is not None and inputs.get("objective") == {"kind": "fixed_params"}:
-        del inputs["objective"]
-    try:
-        return PlanSpec.model_validate(inputs)
-    except (
-        ValidationError
-    ) as error:  # a key renamed since it was stored: at its path, under the plan's inputs
-        raise spec_error_from_validation(error, PlanSpec) from None
+    return plan_spec_of(plan)
 
 
 def plan_from_file(

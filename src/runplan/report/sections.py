@@ -130,8 +130,10 @@ def _allocation(plan: RunPlan) -> Section:
 
 
 def _budget_why(plan: RunPlan) -> str:
-    """The fill's rate C / (GPUs × peak × days) beside the layout's MFU, and why they differ: a rate above the
-    MFU is an overrun, or (within the days) C = 6·N·D counting the law's N where the model trained is smaller."""
+    """The fill's rate, the training FLOPs 6·N·D / (GPUs × peak × days) (plan.budget_mfu), beside the layout's MFU,
+    and why they differ: a rate above the MFU is an overrun, or (within the days) C = 6·N·D counting the law's N
+    where the model trained is smaller. An inference-optimal plan trains more than the C the fill sized (its D
+    follows C's loss, Sardana et al. 2024): the row says by how much, since the rate is on the FLOPs trained."""
     a, mfu = plan.allocation, plan.layout.best.mfu
     rate = a.mfu or 0.0
     if rate <= mfu:
@@ -146,8 +148,12 @@ def _budget_why(plan: RunPlan) -> str:
     else:
         why = "C = 6·N·D counts FLOPs otherwise than the layout's MFU (model.flops_per_token)"
     relation = "below" if rate <= mfu else "above"
+    sized = "C sized so the predicted wall clock fills it (a fixed point)"
+    if a.training_flops is not None and a.budget_flops:  # inference_optimal: D from the target loss, not C
+        share = a.flops / a.budget_flops
+        sized += f"; the inference objective trains {share:.2f}× that C ({a.budget_flops:.3g})"
     return (
-        f"C sized so the predicted wall clock fills it (a fixed point): C = GPUs × peak × {rate:.1%} × days, "
+        f"{sized}: training FLOPs 6·N·D = GPUs × peak × {rate:.1%} × days, "
         f"{relation} the layout's MFU {mfu:.1%}: {why}"
     )
 
