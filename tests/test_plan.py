@@ -558,7 +558,7 @@ def test_the_batch_note_says_where_the_batch_came_from():
     assert "DeepSeek B_opt" in note
     plan405 = build_plan(load_plan(EXAMPLES_DIR / "405b-16k-h100-8k.yaml"), EXAMPLES_DIR)  # sets 16M
     assert (
-        "aimed at 1.6e+07: plan file schedule.global_batch_tokens"
+        "aimed at 16 M tokens: plan file schedule.global_batch_tokens"
         in plan405.schedule.notes["target_batch_tokens"]
     )
 

@@ -33,6 +33,7 @@ from runplan.ops import Cost, Monitoring, Operations, Reliability, Schedule
 from runplan.ops.checkpoint import CheckpointPlan
 from runplan.parallel.layout import CriticalBatch, LayoutEstimate, ParallelRequest, SearchResult
 from runplan.parallel.stack import Stack
+from runplan.report.format import fmt_count
 from runplan.scaling.allocate import Allocation
 from runplan.scaling.laws import ParametricLaw
 from runplan.scaling.sweep import Sweep
@@ -661,7 +662,7 @@ def _schedule(
             spec=schedule_spec,
             hyperparam_law=inputs.hyperparam_law,
             batch_source=f"= d·b·m·s = {best.dp}·{best.micro_batch}·{best.microbatches}·{seq_len}, the chosen "
-            f"layout's batch (the layout search aimed at {planned.target_batch_tokens:.4g}: {planned.target_reason})",
+            f"layout's batch (the layout search aimed at {fmt_count(planned.target_batch_tokens)} tokens: {planned.target_reason})",
         )
     )
     return _timed_stages(schedule, stage_step_seconds(planned.request, best, schedule))
