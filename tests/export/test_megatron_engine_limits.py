@@ -19,7 +19,13 @@ def _with_stack(plan, **stack):
 
 
 def _on_gpu(plan, gpu):
-    return _with_inputs(plan, cluster={**plan.inputs["cluster"], "gpu": gpu})
+    """``plan`` timed on ``gpu`` (a shipped name or an inline spec): its inputs and the GPU its layout records
+    (``layout.gpu``, which the exporters read first; an inline spec is read from the inputs)."""
+    from runplan.catalog import load_catalog
+
+    moved = _with_inputs(plan, cluster={**plan.inputs["cluster"], "gpu": gpu})
+    spec = load_catalog([]).gpu(gpu) if isinstance(gpu, str) else None
+    return moved.model_copy(update={"layout": moved.layout.model_copy(update={"gpu": spec})})
 
 
 # ---------------------------------------------------------------- context parallelism ----------------------

@@ -376,16 +376,20 @@ def parse_measured(loaded: LoadedYaml) -> MeasuredFile:
     return measured
 
 
-#: Hints the shared validation gives for a plan file, which a measured-runs file has no use for.
+#: Hints the shared validation gives for a plan file, which a measured-runs file has no use for, and its bare
+#: hint for a missing key of any other file (runplan.validation: `runplan init` is named for plan files only).
 _PLAN_FILE_HINTS = ("`runplan schema`", "`runplan init`")
+_MISSING_KEY_HINT = "add it"
 
 
 def measured_hint(error: SpecError) -> SpecError:
     """``error`` with a plan file's hint (``runplan schema`` lists a plan's keys, ``runplan init`` writes a
     plan) replaced by where a measured-runs file's keys are listed."""
-    if error.hint is None or not any(tool in error.hint for tool in _PLAN_FILE_HINTS):
+    if error.hint is None or (
+        error.hint != _MISSING_KEY_HINT and not any(tool in error.hint for tool in _PLAN_FILE_HINTS)
+    ):
         return error
-    if "runplan init" in error.hint:  # a required key is missing
+    if error.hint == _MISSING_KEY_HINT or "runplan init" in error.hint:  # a required key is missing
         hint = "add it; docs/calibration.md (MEASURED.yaml) shows a complete file"
     else:  # an unknown key: the keys its section takes, where it is one of this file's own sections
         parent = re.sub(r"\[\d+\]", "[]", (error.where or "").rpartition(".")[0])
