@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.export._plans import EXAMPLE_NAMES, REPO, golden_plan, parse_script_args, with_layout
+from tests.export._plans import EXAMPLE_NAMES, REPO, golden_plan, parse_script_args, rebalanced, with_layout
 
 from runplan.export import export_plan
 from runplan.export._common import engine_data, facts
@@ -101,8 +101,12 @@ def _manifest(out: Path) -> list[dict]:
                 exported = "export CUDA_DEVICE_MAX_CONNECTIONS=1" in result.text
                 item["env"] = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if exported else {}
             manifest.append(item)
-    # the pre-issue-14 torchtitan file: the same export without the first/last-stage weights
-    new = export_plan(golden_plan("70b-512-h100"), "torchtitan").text
+    # the pre-issue-14 torchtitan file: an interleaved export without the first/last-stage weights. The 70B
+    # plan interleaved when this was written; it no longer does (v = 1: torchtitan's 1F1B needs no layer count
+    # per stage), so v = 4 is pinned: 80 layers / (p 2 · v 4) = 10 per virtual stage, and torchtitan's default
+    # 1 + 1 fewer layers make (80 + 2) / 10 round up to 9 virtual stages, not divisible by p = 2
+    interleaved = rebalanced(golden_plan("70b-512-h100"), tp=8, vpp=4)
+    new = export_plan(interleaved, "torchtitan").text
     old = "\n".join(line for line in new.splitlines() if "_stage_less_layers" not in line)
     (out / f"{OLD}.toml").write_text(old)
     manifest.append(
@@ -110,7 +114,7 @@ def _manifest(out: Path) -> list[dict]:
             "path": str(out / f"{OLD}.toml"),
             "target": "torchtitan",
             "example": OLD,
-            "expect": _expect(golden_plan("70b-512-h100")),
+            "expect": _expect(interleaved),
         }
     )
     return manifest
