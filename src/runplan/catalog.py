@@ -467,6 +467,18 @@ def _meta(meta: dict[str, Any], loaded: LoadedYaml, path: tuple[Any, ...]) -> di
     return out
 
 
+def _hf_config_hint(data: dict[Any, Any], loaded: LoadedYaml) -> str | None:
+    """Where a Hugging Face config.json given as a catalog file belongs (its keys read as a catalog's typos):
+    a model, shown by `runplan catalog models PATH` and planned by `--model PATH` or `model: PATH`."""
+    if not {"model_type", "architectures", "hidden_size"} & set(data):
+        return None
+    path = loaded.source
+    return (
+        f"a Hugging Face config.json, not a catalog: `runplan catalog models {path}` shows it; "
+        f"--model {path} or the plan key model: {path} plans it"
+    )
+
+
 def _entries(loaded: LoadedYaml, required: bool) -> tuple[list[GpuEntry], list[ModelEntry]]:
     data = loaded.data
     if data is None and not required:
@@ -482,7 +494,8 @@ def _entries(loaded: LoadedYaml, required: bool) -> tuple[list[GpuEntry], list[M
                 f"unknown key '{key}'",
                 where=str(key),
                 source=loaded.where((key,)),
-                hint=f"did you mean '{close[0]}'?" if close else "use 'gpus:' and 'models:'",
+                hint=_hf_config_hint(data, loaded)
+                or (f"did you mean '{close[0]}'?" if close else "use 'gpus:' and 'models:'"),
             )
     gpus: list[GpuEntry] = []
     models: list[ModelEntry] = []

@@ -13,6 +13,7 @@ import re
 import textwrap
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -194,6 +195,19 @@ def _check_names(gpus: str, gpu: str, model: str | None, seq_len: str, name: str
         resolve_model(model, catalog, where="model")
 
 
+def _config_path_for_plan(model: str | None) -> str | None:
+    """``model``, or where it is a local config.json (or a checkpoint folder) its absolute path: --model is
+    checked from the working folder and a plan reads its model path relative to the plan file, which init,
+    writing to stdout, cannot know (`init --model hf/config.json > plans/p.yaml` named plans/hf/config.json).
+    A folder is written as its config.json, the form `model:` reads as a config."""
+    from runplan.hf_config import is_config_path
+
+    if model is None or not is_config_path(model):
+        return model
+    path = Path(model.strip()).resolve()
+    return str(path / "config.json" if path.is_dir() else path)
+
+
 def starter_plan(
     *,
     flops: str | None,
@@ -215,6 +229,7 @@ def starter_plan(
     flops, days, placeholder = _checked_budget(flops, model, tokens, gpus, days)
     gpus = DEFAULT_INIT_GPUS if gpus is None else gpus
     _check_names(gpus, gpu, model, seq_len, name)
+    given_model, model = model, _config_path_for_plan(model)
     if price_per_gpu_hour is not None:  # a number here; its range is the plan file's (_validated)
         parse_number(price_per_gpu_hour, where="cluster.price_per_gpu_hour")
     from runplan.escape import yaml_scalar
@@ -257,8 +272,11 @@ def starter_plan(
     lines += [
         "",
         *_comment(f"{model_help} `runplan catalog models` lists the presets."),
-        f"model: {model}" if model is not None else f"# model: {_EXAMPLE_MODEL}",
+        f"model: {yaml_scalar(model)}" if model is not None else f"# model: {_EXAMPLE_MODEL}",
     ]
+    if model is not None and model != given_model:  # a config path made absolute (_config_path_for_plan)
+        lines.insert(-1, "# (absolute, as init cannot know where the file goes: make it relative to this")
+        lines.insert(-1, "# plan file's folder before you check the file in)")
     for key, field in PlanSpec.model_fields.items():
         if key in _SKIP or key in ("schema_version", "name", "description", "model"):
             continue

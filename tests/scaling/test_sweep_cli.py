@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -272,7 +273,8 @@ def test_the_budget_column_spells_the_budget_as_the_header_does():
     assert code == 0 and f"{budget:.3g}" == "1.05e+22"
     code, out, _ = _run("sweep", "--gpus", "1024", "--days", "30")
     assert code == 0 and "3 budget(s) of 1.05e+22, 1.05e+21, 1.05e+20 FLOPs" in " ".join(out.split())
-    rows = [line.split() for line in out.splitlines() if line.split() and line.split()[0][0].isdigit()]
+    # a row starts with its budget (a wrapped total line may start with another number: "131,072 per token")
+    rows = [line.split() for line in out.splitlines() if re.match(r"\s*\d(\.\d+)?e\+\d+ ", line)]
     assert (
         len(rows) == 21 and [row[0] for row in rows] == ["1.05e+22"] * 7 + ["1.05e+21"] * 7 + ["1.05e+20"] * 7
     )

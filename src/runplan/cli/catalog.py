@@ -76,6 +76,34 @@ def model_record(entry: ModelEntry) -> dict[str, Any]:
     return record
 
 
+def _model_records(cat: Catalog, name: str | None) -> list[dict[str, Any]]:
+    """Every catalog model, or the one NAME names: a catalog name or alias, or a local Hugging Face config.json
+    (or a checkpoint folder holding one), read as `--model PATH` reads it (runplan.hf_config)."""
+    from runplan.hf_config import is_config_path, load_config_shape
+
+    if name is None:
+        return [model_record(e) for e in cat.model_entries]
+    if not is_config_path(name):
+        return [model_record(cat.model_entry(name, where="NAME"))]
+    shape = load_config_shape(name, where="NAME")
+    record: dict[str, Any] = {
+        "name": shape.name,
+        "family": None,
+        "total_params": shape.total_params,
+        "embedding_params": shape.embedding_params,
+        "non_embedding_params": shape.non_embedding_params,
+        "active_params": shape.active_params,
+        "mtp_params": shape.mtp_params,
+        "published_params": None,
+        "published_active_params": None,
+        "aliases": [],
+        "note": f"read from {name} (Hugging Face config.json), as `--model {name}` plans it",
+    }
+    for key, value in shape.model_dump(mode="json").items():
+        record.setdefault(key, value)
+    return [record]
+
+
 def _kind(kind: str, catalog_files: list[Path]) -> str:
     """'gpus' or 'models' for KIND; else a SpecError at KIND. A GPU or model name given as KIND (`runplan
     catalog h100-sxm`) is answered with the command that shows it."""
@@ -132,8 +160,7 @@ def catalog(
             warn(text if k == 0 else text.replace(NEAREST_FAMILY_HINT, "nearest family as above"))
         records = [gpu_record(e, cat) for e in gpus]
     else:
-        models = [cat.model_entry(name, where="NAME")] if name else list(cat.model_entries)
-        records = [model_record(e) for e in models]
+        records = _model_records(cat, name)
     if as_json:
         print_json(records[0] if name else records)
         return

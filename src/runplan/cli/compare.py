@@ -82,8 +82,11 @@ def _named_plan(path: Path) -> tuple[Any, PlanSpec, RunPlan]:
 @handle_errors
 def whatif(
     plan_file: Path = typer.Argument(..., help="A plan file.", show_default=False),
-    gpus: list[str] = typer.Option(
-        ..., "--gpus", help="Cluster sizes to compare, e.g. 256,512,1024 (or --gpus repeated)."
+    gpus: list[str] | None = typer.Option(
+        None,
+        "--gpus",
+        help="Cluster sizes to compare, e.g. 256,512,1024 (or --gpus repeated).  [required]",
+        show_default=False,
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one record per cluster size."),
 ) -> None:
@@ -95,6 +98,14 @@ def whatif(
 
     # each size once, in the order given (256,256 planned one size twice); a repeated --gpus adds its sizes
     # (it kept only the last: `--gpus 512 --gpus 256` planned 256 alone)
+    if not gpus:  # click's "Missing option" named no list to write
+        _, spec = load_plan_file(plan_file)
+        own = spec.cluster.gpus
+        raise SpecError(
+            "no cluster sizes to compare",
+            where="--gpus",
+            hint=f"e.g. --gpus {own},{2 * own}; the plan's own size is {own:,} GPUs",
+        )
     sizes = [text for given in gpus for text in given.split(",")]
     counts = list(dict.fromkeys(_gpu_count(text) for text in sizes))
     if not counts or len(counts) > 12:
@@ -121,11 +132,30 @@ def whatif(
         ):  # a pin no size can take: bad input (exit
             with located(loaded, from_flags=("cluster.gpus",)):  # 2) at its file:line, as `runplan plan` says
                 raise first
-        raise Infeasible(
-            f"at every size; at {counts[0]:,} GPUs: {first.reason}", suggestions=first.suggestions
-        )
+        raise _infeasible_everywhere(counts, [with_flag(error, "whatif") for error in refused])
     if not as_json:
         _render(records, plan_file)
+
+
+def _infeasible_everywhere(counts: list[int], refused: list[Any]) -> Any:
+    """No size feasible: the constraint that ruled out each size (sizes can fail on opposite sides, 8 GPUs on
+    memory and 1M on the global batch; it said the first size's alone) and each way to make it feasible, once
+    when every size offers it, else named by its size. Each size's nearest misses are in its --json record."""
+    from runplan.errors import Infeasible
+
+    heads = [
+        f"at {n:,} GPUs: {e.reason.partition('; nearest misses: ')[0]}"
+        for n, e in zip(counts, refused, strict=True)
+    ]
+    suggestions: list[str] = []
+    for count, error in zip(counts, refused, strict=True):
+        for text in error.suggestions:
+            shared = all(text in other.suggestions for other in refused)
+            text = text if shared else f"at {count:,} GPUs: {text}"
+            if text not in suggestions:
+                suggestions.append(text)
+    reason = "no size is feasible: " + "; ".join(heads) + " (--json: each size's nearest misses)"
+    return Infeasible(reason, suggestions=suggestions)
 
 
 def _warn_catalog(spec: PlanSpec, plan_file: Path) -> None:

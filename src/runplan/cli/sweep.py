@@ -29,7 +29,22 @@ def _sizes_phrase(sweep: Sweep) -> str:
     return f"{sweep.sizes_per_budget} sizes asked, {listed} distinct models"
 
 
-def render(sweep: Sweep) -> None:
+def _model_flops_phrase(sweep: Sweep, peak_flops: float | None) -> str:
+    """What the GPU-hours convert: the shapes' model FLOPs (6 × matmul parameters + attention per token, PaLM
+    App. B; ModelShape.model_flops_per_token), larger than the 6·N·D total before them (1.7e22 against 1.55e22
+    at 2e23: 11,918 GPU-hours, where 1.55e22 / (989e12 × 0.4) / 3600 would be 10,912)."""
+    if sweep.gpu_hours is None or sweep.mfu is None or not peak_flops:
+        return ""
+    model_flops = sweep.gpu_hours * 3600 * peak_flops * sweep.mfu
+    return (
+        f" for {model_flops:.3g} model FLOPs (6 × matmul params + attention at sequence {sweep.seq_len:,} per "
+        "token, PaLM App. B)"
+    )
+
+
+def render(sweep: Sweep, peak_flops: float | None = None) -> None:
+    """The sweep as a table and a total line; ``peak_flops`` (the GPU's bf16 peak, FLOP/s) lets the line say the
+    model FLOPs its GPU-hours convert (GPU-hours × 3600 × peak × MFU)."""
     from rich.table import Table
 
     from runplan.cli.budget import fmt_amount, gpus_phrase
@@ -80,6 +95,7 @@ def render(sweep: Sweep) -> None:
         f"total: {sweep.total_flops:.3g} FLOPs = {sweep.total_fraction:.2%} of the main run"
         + (
             f"; {fmt_amount(sweep.gpu_hours)} GPU-hours on {sweep.gpu} at MFU {sweep.mfu:g}"
+            + _model_flops_phrase(sweep, peak_flops)
             if sweep.gpu_hours is not None
             else ""
         )
@@ -179,7 +195,7 @@ def sweep_command(
     if json_output:
         print_json(result.model_dump(mode="json"))
     else:
-        render(result)
+        render(result, request.gpu.bf16_flops if request.gpu is not None else None)
         if output is not None:
             print(f"wrote {output}: fill in the loss column, then `runplan fit {output}`")
 
