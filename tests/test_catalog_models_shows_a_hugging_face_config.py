@@ -6,26 +6,12 @@ from __future__ import annotations
 
 import json
 
+from tests._hf_configs import LLAMA_31_8B
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
 
 runner = CliRunner()
-# meta-llama/Llama-3.1-8B config.json (the keys a shape needs)
-LLAMA_31_8B = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_hidden_layers": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 128256,
-    "tie_word_embeddings": False,
-    "rms_norm_eps": 1e-05,
-    "rope_theta": 500000.0,
-    "hidden_act": "silu",
-}
 # hand count: embedding and head 2 × 128,256 × 4,096 = 1,050,673,152; per layer attention 4096 × (4096 + 2 × 1024)
 # + 4096 × 4096 = 41,943,040, SwiGLU 3 × 4096 × 14,336 = 176,160,768, two norms 8,192; 32 layers and the final
 # norm: 32 × 218,112,000 + 4,096 = 6,979,588,096; total 8,030,261,248 (Llama 3.1 8B's published 8.03 B)

@@ -8,28 +8,18 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests._hf_configs import LLAMA_31_8B
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
 
 runner = CliRunner()
-CONFIG = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_hidden_layers": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 128256,
-    "tie_word_embeddings": False,
-}
 
 
 @pytest.mark.parametrize("given", ["hf/config.json", "./hf"])
 def test_the_plan_init_writes_reads_the_config_it_checked(given, tmp_path, monkeypatch):
     (tmp_path / "hf").mkdir()
-    (tmp_path / "hf" / "config.json").write_text(json.dumps(CONFIG))
+    (tmp_path / "hf" / "config.json").write_text(json.dumps(LLAMA_31_8B))
     (tmp_path / "plans").mkdir()
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["init", "--model", given, "--gpus", "64"])
@@ -47,7 +37,7 @@ def test_the_plan_init_writes_reads_the_config_it_checked(given, tmp_path, monke
 def test_a_path_with_a_hash_is_quoted_so_yaml_keeps_it_whole(tmp_path, monkeypatch):
     folder = tmp_path / "run #2"  # unquoted, `# 2/config.json` would be a YAML comment
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(CONFIG))
+    (folder / "config.json").write_text(json.dumps(LLAMA_31_8B))
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["init", "--model", "run #2/config.json", "--gpus", "64"])
     assert result.exit_code == 0, result.output
