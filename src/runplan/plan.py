@@ -997,7 +997,37 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     allocation = plan.allocation.model_copy(
         update={"mfu": budget_mfu(plan.allocation, inputs, target_days), "days": target_days}
     )
+    if predicted <= target_days:  # the days hold the run: no "raise the budget" (days_hold_it)
+        warnings = [_days_hold_it(w, allocation, target_days) for w in warnings]
+        allocation = days_hold_it(allocation, target_days)
     return plan.model_copy(update={"allocation": allocation, "warnings": warnings})
+
+
+def days_hold_it(allocation: Allocation, days: float) -> Allocation:
+    """``allocation`` of a GPU-time budget of ``days`` that hold its run, its "budget overrun" caution said as
+    what it is there (:func:`_days_hold_it`): `plan` and `allocate FILE` alike."""
+    return allocation.model_copy(
+        update={"warnings": [_days_hold_it(w, allocation, days) for w in allocation.warnings]}
+    )
+
+
+#: The allocation's caution when training takes more FLOPs than the budget's C (scaling.allocate).
+_OVERRUN = "budget overrun:"
+
+
+def _days_hold_it(warning: str, allocation: Allocation, days: float) -> str:
+    """``warning``, or where it is the allocation's "budget overrun" (training above the budget's C, which only
+    sets an inference-optimal target loss) on a GPU-time budget whose days hold the run, what that C is: the
+    plan's bound is the days, so "raise the budget" asked for nothing the run needs."""
+    prefix = "allocation: " if warning.startswith("allocation: ") else ""
+    if not warning.startswith(prefix + _OVERRUN) or not allocation.budget_flops:
+        return warning
+    return (
+        f"{prefix}the target loss is the compute-optimal loss of C = {allocation.budget_flops:.3g} FLOPs; training "
+        f"the smaller model to it takes 6·N·D = {allocation.flops:.3g} FLOPs "
+        f"({allocation.flops / allocation.budget_flops:.3g}×), which the budget's {days:.3g} days hold (a GPU-time "
+        "budget: the days, not C, bound the run)"
+    )
 
 
 def budget_mfu(allocation: Allocation, inputs: ResolvedInputs, days: float) -> float:

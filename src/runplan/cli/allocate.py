@@ -397,6 +397,7 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
         budget_days,
         budget_fill,
         budget_mfu,
+        days_hold_it,
         filled_stage,
         resolve_inputs,
         token_fill_note,
@@ -415,8 +416,9 @@ def _from_plan_file(plan_file: Path, json_output: bool) -> None:
     # the rate at which the run's training FLOPs take the budget's days, as `runplan plan` gives it: an
     # inference-optimal D trains more than the budget's C (stage.flops), and the days and cost shown are the budget's
     mfu = first_guess if fill is None or days is None else budget_mfu(stage.allocation, inputs, days)
+    allocation = stage.allocation if fill is None or days is None else days_hold_it(stage.allocation, days)
     result = with_hardware(
-        stage.allocation,
+        allocation,
         inputs.gpu,
         mfu,
         gpus=inputs.n_gpus,
