@@ -1,6 +1,6 @@
 """runplan.plan.plan_spec_of reads a plan's ``inputs`` back as the plan file it was built from: the inverse of the
 echo (plan._echoed_inputs) beside it in plan.py, which writes ``objective: {kind: fixed_params}`` for a fixed
-model with no objective. cli/common.stored_plan_spec undid that echo from outside plan.py; it now calls this."""
+model with no objective. cli/common undid that echo from outside plan.py; export now calls this."""
 
 from __future__ import annotations
 

@@ -260,14 +260,6 @@ def stored_plan(path: str | Path, flag: str) -> RunPlan | None:
         ) from None
 
 
-def stored_plan_spec(plan: RunPlan) -> PlanSpec:
-    """The plan file a stored plan was built from, as its ``inputs`` echo it (defaults filled), for what needs the
-    inputs again (export's Megatron memory check): runplan.plan.plan_spec_of, the inverse of the echo beside it."""
-    from runplan.plan import plan_spec_of
-
-    return plan_spec_of(plan)
-
-
 def plan_from_file(
     path: str | Path, calibration: str | Path | None = None
 ) -> tuple[LoadedYaml, PlanSpec, RunPlan]:

@@ -120,7 +120,7 @@ def _planned(plan_file: Path, target: str) -> tuple[LoadedYaml, RunPlan, list[st
     """(the file read, its plan, the Megatron memory warning for the script's WARNINGS block). A plan stored by
     `runplan plan -f json` is exported as it was planned (docs/json.md), not planned again: a plan checked in as
     JSON gives the script its plan file gave then. Its inputs are read again for Megatron's memory check only."""
-    from runplan.cli.common import located, plan_from_file, stored_plan, stored_plan_spec
+    from runplan.cli.common import located, plan_from_file, stored_plan
     from runplan.errors import SpecError
 
     stored = stored_plan(plan_file, "PLAN_FILE")
@@ -131,11 +131,12 @@ def _planned(plan_file: Path, target: str) -> tuple[LoadedYaml, RunPlan, list[st
     if target != "megatron":
         return loaded, plan, []
     from runplan.export.megatron import memory_as_megatron_runs_it
+    from runplan.plan import plan_spec_of
 
     try:
         with located(loaded):
             if stored is not None:
-                spec = stored_plan_spec(stored)
+                spec = plan_spec_of(stored)
             warning = memory_as_megatron_runs_it(spec, plan, plan_file.resolve().parent)
     except SpecError as error:  # a stored plan's inputs name files from its plan file's folder
         if stored is None or error.hint or "cannot read file" not in error.message:  # fileio.read_bytes

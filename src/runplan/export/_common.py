@@ -29,7 +29,6 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from runplan.hardware import GpuSpec
     from runplan.model import ModelShape
     from runplan.ops.checkpoint import CheckpointPlan
     from runplan.parallel.layout import Layout, LayoutEstimate
@@ -196,18 +195,18 @@ def _merged_stages(batch_stages) -> tuple[Stage, ...]:
     return tuple(merged)
 
 
-def _plan_gpu(plan: RunPlan) -> tuple[str, GpuSpec | None, str | None]:
-    """The plan's GPU: its name, its spec as the layouts were timed on it (``layout.gpu``, with the family the
-    plan read from a user catalog's entry or an inline spec) and its family. In a plan written before that field:
-    the inline spec or the shipped catalog's entry; a GPU only a user catalog held has no spec here, and its
-    family is what its name says by the rule every command reads it with (catalog.family_from_names:
-    a100-ours → ampere), None when the name says nothing (:func:`unknown_family_warnings`)."""
+def _plan_gpu(plan: RunPlan) -> tuple[str, str | None]:
+    """The plan's GPU: its name and the family its layouts were timed with (``layout.gpu``, with the family the
+    plan read from a user catalog's entry or an inline spec). In a plan written before that field: the inline
+    spec's or the shipped catalog entry's; a GPU only a user catalog held takes what its name says by the rule
+    every command reads it with (catalog.family_from_names: a100-ours → ampere), None when the name says nothing
+    (:func:`unknown_family_warnings`)."""
     from runplan.catalog import family_from_names, load_catalog, with_family
     from runplan.errors import SpecError
     from runplan.hardware import GpuSpec
 
     if plan.layout.gpu is not None:
-        return plan.layout.gpu.name, plan.layout.gpu, plan.layout.gpu.family
+        return plan.layout.gpu.name, plan.layout.gpu.family
     gpu = (plan.inputs.get("cluster") or {}).get("gpu")
     shipped = load_catalog([])
     if isinstance(gpu, dict):
@@ -215,30 +214,25 @@ def _plan_gpu(plan: RunPlan) -> tuple[str, GpuSpec | None, str | None]:
             spec = GpuSpec.model_validate(gpu)
         except ValueError:
             name = str(gpu.get("name") or "")
-            return name, None, family_from_names((name,), shipped)
+            return name, family_from_names((name,), shipped)
         with contextlib.suppress(
             SpecError
         ):  # the family the plan was timed with (runplan.catalog.with_family)
             spec = with_family(spec, (spec.name,), shipped, where="cluster.gpu.family")
-        return spec.name, spec, spec.family
+        return spec.name, spec.family
     name = str(gpu or "")
     try:
-        spec = shipped.gpu(name)
+        return name, shipped.gpu(name).family
     except SpecError:
-        return name, None, family_from_names((name,), shipped)
-    return name, spec, spec.family
+        return name, family_from_names((name,), shipped)
 
 
-def _attention_speedup(gpu: GpuSpec | None, family: str | None, stack: Stack) -> float:
-    """The rate the plan timed its attention kernel at, over FlashAttention-2's (timing.attention_kernel_speedup).
-    Without a spec the same rule is applied to the family alone (it reads no other field of the spec), put on the
-    shipped H100's spec; Hopper's when the family is unknown (:func:`unknown_family_warnings` says so)."""
-    from runplan.catalog import load_catalog
-    from runplan.parallel.timing import attention_kernel_speedup
+def _attention_speedup(family: str | None, stack: Stack) -> float:
+    """The rate the plan timed its attention kernel at, over FlashAttention-2's, on its GPU's family
+    (timing.attention_kernel_speedup_on); Hopper's when the family is unknown (:func:`unknown_family_warnings`)."""
+    from runplan.parallel.timing import attention_kernel_speedup_on
 
-    if gpu is None:
-        gpu = load_catalog([]).gpu("h100-sxm").model_copy(update={"family": family or "hopper"})
-    return attention_kernel_speedup(stack, gpu)
+    return attention_kernel_speedup_on(stack, family or "hopper")
 
 
 def unknown_family_warnings(f: Facts) -> list[str]:
@@ -306,7 +300,7 @@ def facts(plan: RunPlan) -> Facts:
     n_nodes = max(int(ckpt.n_nodes), 1)
     world = best.tp * best.pp * best.dp * best.cp
     stack = resolve_stack(inputs.get("stack"))
-    gpu_name, gpu, family = _plan_gpu(plan)
+    gpu_name, family = _plan_gpu(plan)
     return Facts(
         name=str(inputs.get("name") or shape.name or "runplan"),
         n_layers=shape.n_layers,
@@ -343,7 +337,7 @@ def facts(plan: RunPlan) -> Facts:
         gradients_bytes_per_gpu=float(best.memory_bytes.gradients),
         memory_bytes_per_gpu=float(best.memory_bytes.total),
         memory_limit_bytes=float(best.memory_limit_bytes),
-        attention_speedup=_attention_speedup(gpu, family, stack),
+        attention_speedup=_attention_speedup(family, stack),
         gpu_name=gpu_name,
         gpu_family=family,
         n_gpus=world,

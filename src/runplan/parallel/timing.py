@@ -132,11 +132,17 @@ CUDNN_OVER_FLASH_ATTENTION_2_HOPPER = 1.58
 
 
 def attention_kernel_speedup(stack: Stack, gpu: GpuSpec) -> float:
-    """The stack's attention kernel's rate over FlashAttention-2's on ``gpu`` (``Stack.attention_kernel``; 'auto'
-    is TransformerEngine's choice, cuDNN on Hopper and newer: dot_product_attention/utils.py, "FusedAttention
-    preference on Hopper+", since TE's cuDNN frontend v1 integration, Dec 2023)."""
+    """The stack's attention kernel's rate over FlashAttention-2's on ``gpu``: :func:`attention_kernel_speedup_on`
+    its family (the only field of the GPU the rule reads)."""
+    return attention_kernel_speedup_on(stack, gpu.family)
+
+
+def attention_kernel_speedup_on(stack: Stack, family: str | None) -> float:
+    """The stack's attention kernel's rate over FlashAttention-2's on a GPU of ``family`` (``Stack.attention_kernel``;
+    'auto' is TransformerEngine's choice, cuDNN on Hopper and newer: dot_product_attention/utils.py,
+    "FusedAttention preference on Hopper+", since TE's cuDNN frontend v1 integration, Dec 2023)."""
     # measured on Hopper only; Ampere runs flash-attn under TE, and AMD GPUs have no cuDNN
-    if stack.attention_kernel == "flash-attention-2" or gpu.family in ("ampere", "cdna3"):
+    if stack.attention_kernel == "flash-attention-2" or family in ("ampere", "cdna3"):
         return 1.0
     return CUDNN_OVER_FLASH_ATTENTION_2_HOPPER
 
