@@ -133,7 +133,7 @@ def _check_possible(run: MeasuredRun, index: int, gpu: GpuSpec, model_flops_per_
 
 #: The least MFU among the 166 published runs of benchmarks/published_runs.yaml (the model FLOP/s per GPU their
 #: published throughput implies, over the dense peak, as :func:`prepare` computes it): torchtitan's Llama 3.1
-#: 405B on 512 H100s at 256k context, fp8 (docs/performance.md), 7.2%.
+#: 405B on 512 H100s at 256k context, fp8 (torchtitan docs/performance.md), 7.2%.
 SLOWEST_PUBLISHED_MFU = 0.072
 #: An implied MFU below this is a unit slip, not a slow run: 72 times below the slowest published run, and where
 #: any possible run (MFU at most 1) timed in milliseconds and written as seconds lands (1/1000 of its MFU). Warned,
