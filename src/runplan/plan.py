@@ -587,11 +587,22 @@ def _architecture(stage: AllocationStage, law: ParametricLaw, seq_len: int) -> A
             "active_params": "routed experts counted top-k of E per MoE layer"
             if shape.is_moe
             else "dense: every parameter is active",
-            "law_params": f"the law counts {law.param_count} parameters (allocation N {allocation.params:.4g})",
+            "law_params": _law_params_note(shape, law.param_count, allocation.params),
             "flops_per_token": f"6 × {shape.matmul_params_per_token():,} matmul params + 6·L·s·a·(d_qk+d_v) "
             f"attention at s = {seq_len:,} (PaLM App. B, no causal discount){_window_note(shape, seq_len)}"
             f"{_mtp_note(shape)}",
         },
+    )
+
+
+def _law_params_note(shape: ModelShape, param_count: str, params: float) -> str:
+    """What N the law takes (:func:`_law_params`): its own count, or for a MoE model the active part of it."""
+    if not shape.is_moe:
+        return f"the law counts {param_count} parameters (allocation N {params:.4g})"
+    count = "active" if param_count == "total" else "active non-embedding"
+    return (
+        f"the law counts {count} parameters: a MoE model is allocated on the compute it spends, C = 6·N_active·D "
+        f"(allocation N {params:.4g})"
     )
 
 
@@ -984,10 +995,7 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
     predicted = plan.cost.main.wall_clock_days
     warnings = list(plan.warnings)
     if not fills_the_days(predicted, target_days):
-        why = stopped or (
-            "the chosen layout and the batch rounding change with the model size, so no size tried fills it "
-            "within 1% without going over"
-        )
+        why = stopped or unfilled_reason(plan.allocation.objective)
         verb = "fills" if predicted < target_days else "takes"
         warnings.append(
             f"budget: the plan {verb} {predicted:.3g} of the budget's {target_days:.3g} days: {why}"
@@ -1001,6 +1009,21 @@ def build_plan(spec: PlanSpec, base_dir: str | Path = ".") -> RunPlan:
         warnings = [_days_hold_it(w, allocation, target_days) for w in warnings]
         allocation = days_hold_it(allocation, target_days)
     return plan.model_copy(update={"allocation": allocation, "warnings": warnings})
+
+
+def unfilled_reason(objective: str) -> str:
+    """Why no plan tried filled the budget's days: the predicted days jump where the chosen layout or the batch
+    rounding changes. The fill resizes the model except for a fixed one (fixed_params), whose fill changes D
+    alone: the layout's batch follows the batch law at C = M·D (Bi et al. 2024, §3.1), so it moves with D."""
+    if objective == "fixed_params":
+        return (
+            "the chosen layout and the batch rounding change with D (the batch follows the batch law at C = M·D), "
+            "so no D tried fills it within 1% without going over"
+        )
+    return (
+        "the chosen layout and the batch rounding change with the model size, so no size tried fills it "
+        "within 1% without going over"
+    )
 
 
 def days_hold_it(allocation: Allocation, days: float) -> Allocation:

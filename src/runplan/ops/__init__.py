@@ -213,7 +213,7 @@ def operate(request: OperationsRequest) -> Operations:
         )
     )
     _ensure_progress(reliability)
-    monitoring = plan_monitoring(_monitoring_request(request, checkpoint))
+    monitoring = plan_monitoring(_monitoring_request(request, checkpoint, useful))
     stages = " + ".join(
         f"{st.steps:,} × {t:.4g} s" for st, t in zip(schedule.batch_stages, stage_steps, strict=True)
     )
@@ -296,10 +296,14 @@ def _checkpoint_request(
     )
 
 
-def _monitoring_request(request: OperationsRequest, checkpoint: CheckpointPlan) -> MonitoringRequest:
-    """The monitoring stage's inputs: the run's steps and batch, and where the checkpoints land."""
+def _monitoring_request(
+    request: OperationsRequest, checkpoint: CheckpointPlan, useful: float
+) -> MonitoringRequest:
+    """The monitoring stage's inputs: the run's steps and batch, its tokens and work W, where the checkpoints land."""
     return MonitoringRequest(
         total_steps=request.schedule.total_steps,
+        run_tokens=request.schedule.scheduled_tokens,
+        run_seconds=useful,
         tokens_per_step=request.schedule.global_batch_tokens,
         step_seconds=request.step_seconds,
         seq_len=request.seq_len,

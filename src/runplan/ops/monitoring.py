@@ -84,6 +84,16 @@ class MonitoringRequest(BaseModel):
         "points); None = only the rolling generations, spaced by the checkpoint interval.",
     )
     dp: PositiveCount = Field(1, description="Data-parallel replicas; the canary is split evenly over them.")
+    run_tokens: PositiveNumber | None = Field(
+        None,
+        description="Tokens of the whole run, batch ramp included: what a rollback that restarts from step 0 "
+        "redoes (None: total_steps × tokens_per_step).",
+    )
+    run_seconds: PositiveNumber | None = Field(
+        None,
+        description="Failure-free seconds of the whole run, W, batch ramp included (None: total_steps × "
+        "step_seconds).",
+    )
     moe: bool = Field(False, description="The model routes tokens to experts: log the router metrics too.")
     spec: MonitoringSpec = Field(
         default_factory=MonitoringSpec, description="The plan file's monitoring section."
@@ -337,7 +347,7 @@ def _rollback_figures(
     request: MonitoringRequest, max_redo: Reasoned[int], lo: int, hi: int
 ) -> dict[str, Reasoned[float]]:
     """Work a rollback redoes (margin + detection, plus up to one checkpoint spacing) and the data it skips."""
-    spec, tps, step_s = request.spec, request.tokens_per_step, request.step_seconds
+    spec, tps = request.spec, request.tokens_per_step
     margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
     min_redo = margin + detect
     return dict(
@@ -348,12 +358,31 @@ def _rollback_figures(
             min_redo, f"margin {margin} + detection {detect} = {min_redo} steps"
         ),
         rollback_max_redo_steps=max_redo,
-        rollback_max_redo_tokens=_in_tokens(max_redo.value, tps, grouped=True),
-        rollback_max_redo_seconds=_in_seconds(max_redo.value, step_s, grouped=True),
+        **_max_redo_work(request, max_redo.value),
         skip_batches_min=Reasoned(lo, f"a rollback skips at least {lo} batches (PaLM §5.1 skipped 200-500)"),
         skip_batches_max=Reasoned(hi, f"a rollback skips at most {hi} batches (PaLM §5.1 skipped 200-500)"),
         skip_tokens_min=_in_tokens(lo, tps, grouped=False),
         skip_tokens_max=_in_tokens(hi, tps, grouped=False),
+    )
+
+
+def _max_redo_work(request: MonitoringRequest, max_redo: int) -> dict[str, Reasoned[float]]:
+    """The most tokens and seconds a rollback redoes: max_redo steps at the main batch, or, where it restarts from
+    step 0, the whole run as scheduled (a batch ramp's steps are smaller: steps × main batch would exceed D)."""
+    tps, step_s = request.tokens_per_step, request.step_seconds
+    if max_redo < request.total_steps or request.run_tokens is None or request.run_seconds is None:
+        return dict(
+            rollback_max_redo_tokens=_in_tokens(max_redo, tps, grouped=True),
+            rollback_max_redo_seconds=_in_seconds(max_redo, step_s, grouped=True),
+        )
+    tokens, seconds = request.run_tokens, request.run_seconds
+    return dict(
+        rollback_max_redo_tokens=Reasoned(
+            tokens, f"the whole run, restarted from step 0: {fmt(tokens)} tokens"
+        ),
+        rollback_max_redo_seconds=Reasoned(
+            seconds, f"the whole run, restarted from step 0: W = {fmt_seconds(seconds)}"
+        ),
     )
 
 
@@ -392,10 +421,11 @@ def _alerts(
 
 def _rollback_procedure(request: MonitoringRequest, spacing: int, lo: int, hi: int) -> list[str]:
     """The rollback recipe (PaLM §5.1) in this run's steps and tokens."""
-    spec, tps, step_s = request.spec, request.tokens_per_step, request.step_seconds
+    spec, tps = request.spec, request.tokens_per_step
     margin, detect = spec.rollback_margin_steps, spec.spike_recovery_steps
     max_redo = min(margin + detect + spacing - 1, request.total_steps)
     min_redo = min(margin + detect, max_redo)
+    redo = _max_redo_work(request, max_redo)
     from_start = (
         "; if none is that old, restart from step 0 (the same seed re-creates the initial weights)"
         if margin + detect + spacing - 1 > request.total_steps
@@ -408,10 +438,10 @@ def _rollback_procedure(request: MonitoringRequest, spacing: int, lo: int, hi: i
         f"spike{from_start})",
         f"resume from it and skip the next {lo}-{hi} batches of the data order "
         f"({fmt(lo * tps)} to {fmt(hi * tps)} tokens): the data seen just before and during the spike (PaLM §5.1)",
-        f"work redone: {min_redo:,} to {max_redo:,} steps ({fmt(max_redo * tps)} tokens, up to "
-        f"{fmt_seconds(max_redo * step_s)}); if the spike recurs at the same step, skip more data; do not lower "
-        "the learning rate mid-run as a recovery (Adam's moment estimates were built at the old rate; PaLM §5.1 "
-        "restarted and skipped batches without changing hyper-parameters)",
+        f"work redone: {min_redo:,} to {max_redo:,} steps ({fmt(redo['rollback_max_redo_tokens'].value)} "
+        f"tokens, up to {fmt_seconds(redo['rollback_max_redo_seconds'].value)}); if the spike recurs at the same "
+        "step, skip more data; do not lower the learning rate mid-run as a recovery (Adam's moment estimates "
+        "were built at the old rate; PaLM §5.1 restarted and skipped batches without changing hyper-parameters)",
     ]
 
 

@@ -451,8 +451,10 @@ def _warnings(
             f"most segments will be interrupted; {_segment_remedy(tau, delta, m, host_staging)}"
         )
     if goodput < 0.9:
+        # one decimal rounds 0.8998 up to "90.0%", which is no number below 90%: truncate to two decimals then
+        shown = f"{goodput:.1%}" if f"{goodput:.1%}" != "90.0%" else f"{math.floor(goodput * 1e4) / 100:.2f}%"
         warnings.append(
-            f"goodput {goodput:.1%} is below the ~90% Llama 3 reported (§3.3.4): faster saves "
+            f"goodput {shown} is below the ~90% Llama 3 reported (§3.3.4): faster saves "
             f"({'a faster host link or fixed cost' if host_staging else 'async staging, operations.host_staging'}), "
             "faster restarts or a lower failure rate would help"
         )

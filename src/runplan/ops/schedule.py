@@ -390,6 +390,8 @@ def _batch_stages(request: ScheduleRequest, main_seqs: int) -> tuple[list[BatchS
             if ramp.batch_fraction < 1:
                 warnings.append(_no_ramp_warning(request, index, main_seqs))
             continue
+        if stage.global_batch_sequences > ramp.batch_fraction * main_seqs:
+            warnings.append(_raised_ramp_warning(request, index, ramp.batch_fraction, main_seqs, stage))
         if stages and stages[-1].global_batch_sequences == stage.global_batch_sequences:
             stage = _merged(stages.pop(), stage, index, unit)
         stages.append(stage)
@@ -408,16 +410,22 @@ def _ramp_stage(
     request: ScheduleRequest, index: int, ramp: RampStage, main_seqs: int, step: int, done_tokens: float
 ) -> BatchStage | None:
     """One ramp stage: a fraction of the main batch (rounded down to whole groups) for a fraction of D."""
-    seq_len, unit = request.seq_len, request.dp * request.micro_batch
-    ramp_unit = unit * request.microbatch_multiple
-    seqs = min(main_seqs, max(ramp_unit, math.floor(ramp.batch_fraction * main_seqs / ramp_unit) * ramp_unit))
+    seq_len, unit, group = request.seq_len, request.dp * request.micro_batch, request.microbatch_multiple
+    ramp_unit = unit * group
+    whole = math.floor(ramp.batch_fraction * main_seqs / ramp_unit) * ramp_unit
+    seqs = min(main_seqs, max(ramp_unit, whole))
     batch_tokens = float(seqs * seq_len)
     wanted = ramp.token_fraction * request.training_tokens
     steps = max(1, round(wanted / batch_tokens)) if wanted > 0 else 0
     if steps == 0:
         return None
+    # the rounding as applied: whole groups of p micro-batches with an interleaved pipeline, and at least one
+    multiple = (
+        f"u={unit}" if group == 1 else f"u·p = {unit}·{group} = {ramp_unit:,} (interleaved: groups of p)"
+    )
+    least = f", at least one group of {ramp_unit:,}" if whole < ramp_unit else ""
     why = (
-        f"{ramp.batch_fraction:g} × {main_seqs:,} sequences rounded down to a multiple of u={unit} → "
+        f"{ramp.batch_fraction:g} × {main_seqs:,} sequences rounded down to a multiple of {multiple}{least} → "
         f"{seqs:,}; {ramp.token_fraction:g} × D = {fmt(wanted)} tokens → {steps:,} steps (critical batch is "
         "small early: Zhang et al. 2024, McCandlish et al. 2018)"
     )
@@ -442,6 +450,21 @@ def _merged(first: BatchStage, then: BatchStage, index: int, unit: int) -> Batch
         then.global_batch_sequences,
         seq_len,
         unit,
+    )
+
+
+def _raised_ramp_warning(
+    request: ScheduleRequest, index: int, fraction: float, main_seqs: int, stage: BatchStage
+) -> str:
+    """A ramp stage the divisibility rule made larger than asked: the smallest batch of whole micro-batch groups
+    (u, or u·p interleaved: Megatron's interleaved schedule runs micro-batches in groups of p) is above it."""
+    unit, group = request.dp * request.micro_batch, request.microbatch_multiple
+    seqs = stage.global_batch_sequences
+    groups = f"u·p = {unit}·{group}" if group > 1 else f"u = {unit}"
+    return (
+        f"ramp stage {index + 1} runs {seqs:,} sequences, {seqs / main_seqs:.3g} of the main batch, not the "
+        f"{fraction:g} asked ({fraction * main_seqs:,.0f} sequences): the smallest batch of whole groups of "
+        f"{groups} sequences; lower micro_batch or raise the batch to ramp from a smaller one"
     )
 
 

@@ -149,6 +149,10 @@ def _budget_why(plan: RunPlan) -> str:
         why = "C = 6·N·D counts FLOPs otherwise than the layout's MFU (model.flops_per_token)"
     relation = "below" if rate <= mfu else "above"
     sized = "C sized so the predicted wall clock fills it (a fixed point)"
+    gpu_hours, gpus = plan.inputs.get("budget", {}).get("gpu_hours"), plan.cost.main.gpus
+    if gpu_hours and a.days is not None:  # the days of a GPU-hours budget (plan.budget_days)
+        hours = f"{gpu_hours:,.0f}" if gpu_hours >= 100 else f"{gpu_hours:.3g}"
+        sized = f"{hours} GPU-hours / ({gpus:,} GPUs × 24 h) = {a.days:.4g} days; {sized}"
     if a.training_flops is not None and a.budget_flops:  # inference_optimal: D from the target loss, not C
         share = a.flops / a.budget_flops
         sized += f"; the inference objective trains {share:.2f}× that C ({a.budget_flops:.3g})"

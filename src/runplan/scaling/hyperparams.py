@@ -35,9 +35,13 @@ DEEPSEEK_LARGEST_USE_FLOPS = 9.9e23
 def deepseek_flops_per_token(shape: ModelShape, seq_len: int) -> float:
     """DeepSeek's M: 6 × active non-embedding parameters + the attention term 6·L·s·a·(d_qk + d_v).
 
-    Equals 72·L·h² + 12·L·h·s for a 4h-MLP multi-head block; no output head, no causal discount.
+    Equals 72·L·h² + 12·L·h·s for a 4h-MLP multi-head block; no output head, no causal discount. A
+    multi-token-prediction module (DeepSeek-V3 §2.2) is non-embedding compute of every token: its active weights
+    count beside its attention, which ``attention_flops_per_token`` already adds (its pass through the shared
+    V·h head, like the main head, does not).
     """
-    return 6.0 * shape.active_non_embedding_params + shape.attention_flops_per_token(seq_len)
+    weights = shape.active_non_embedding_params + shape.mtp_active_params
+    return 6.0 * weights + shape.attention_flops_per_token(seq_len)
 
 
 def deepseek_batch_tokens(compute_flops: float) -> float:
