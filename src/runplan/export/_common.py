@@ -398,6 +398,19 @@ def _milestones_in_words(every: int, at: tuple[int, ...]) -> str:
     return f"the {count} at step{many} {steps} (milestones)"
 
 
+def zero0_key(f: Facts) -> str:
+    """The plan key behind a ZeRO-0 an engine cannot run as planned: ``stack.distributed_optimizer`` when it is
+    false (it allows ZeRO-0 only, parallel/stack.py), else ``parallel.zero``."""
+    return "stack.distributed_optimizer" if f.stack.distributed_optimizer is False else "parallel.zero"
+
+
+def zero0_advice(f: Facts, pin: str) -> str:
+    """``pin`` (a ZeRO >= 1 pin), after dropping ``distributed_optimizer: false``, which contradicts it."""
+    if f.stack.distributed_optimizer is False:
+        return f"remove stack.distributed_optimizer: false (ZeRO-0 only) and {pin}"
+    return pin
+
+
 def fmt_float(x: float) -> str:
     """Shortest round-tripping text of a float (``repr``), e.g. 0.00031655990988615747 or 1e-08."""
     return repr(float(x))

@@ -56,6 +56,7 @@ from runplan.export._common import (
     fmt_bytes,
     fmt_float,
     kept_checkpoints,
+    zero0_advice,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -412,7 +413,7 @@ def _gradient_dtypes(f: Facts, config: dict[str, Any], warnings: list[str]) -> N
         "gradients: DeepSpeed without ZeRO rejects fp32 gradient accumulation under bf16 "
         "(data_types.grad_accum_dtype fp32 raises NotImplementedError), so the gradients are reduced in fp32 "
         f"(communication_data_type) as planned but {held}, 2 bytes per parameter where the plan counted 4; "
-        "for fp32 accumulation pin parallel.zero: 1, or plan with stack gradient_dtype: bf16"
+        f"for fp32 accumulation {zero0_advice(f, 'pin parallel.zero: 1')}, or plan with stack gradient_dtype: bf16"
     )
 
 

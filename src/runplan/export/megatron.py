@@ -292,13 +292,13 @@ def _model_args(f: Facts, warnings: list[str]) -> list[Arg]:
     if f.attention == "mla":
         model += [
             ("--multi-latent-attention", [], "MLA (DeepSeek-V2)"),
-            ("--kv-lora-rank", [str(f.kv_lora_rank)], ""),
+            ("--kv-lora-rank", [str(f.kv_lora_rank)], "width of the compressed K/V latent"),
             ("--qk-head-dim", [str(f.head_dim)], "non-rotary part of the query/key head"),
             ("--qk-pos-emb-head-dim", [str(f.qk_rope_head_dim)], "rotary part"),
-            ("--v-head-dim", [str(f.v_head_dim)], ""),
+            ("--v-head-dim", [str(f.v_head_dim)], "value head width"),
         ]
         if f.q_lora_rank:
-            model.append(("--q-lora-rank", [str(f.q_lora_rank)], ""))
+            model.append(("--q-lora-rank", [str(f.q_lora_rank)], "width of the compressed query latent"))
     else:
         if f.head_dim * f.n_heads != f.d_model:
             model.append(("--kv-channels", [str(f.head_dim)], "head dim differs from h/a"))
@@ -478,8 +478,16 @@ def _rope_args(f: Facts, arch: Architecture, warnings: list[str]) -> list[Arg]:
     else:
         args += [
             ("--rotary-scaling-factor", [fmt_float(scaling.factor)], "YaRN factor"),
-            ("--mscale", [fmt_float(scaling.mscale if scaling.mscale is not None else 1.0)], ""),
-            ("--mscale-all-dim", [fmt_float(scaling.mscale_all_dim or 0.0)], ""),
+            (
+                "--mscale",
+                [fmt_float(scaling.mscale if scaling.mscale is not None else 1.0)],
+                "YaRN attention-scale coefficient (rope_scaling mscale)",
+            ),
+            (
+                "--mscale-all-dim",
+                [fmt_float(scaling.mscale_all_dim or 0.0)],
+                "its coefficient over all dimensions (rope_scaling mscale_all_dim)",
+            ),
         ]
         if f.attention == "mla":
             args.insert(0, ("--rope-type", ["yarn"], "YaRN RoPE in multi-latent attention"))
@@ -550,7 +558,13 @@ def _router_args(f: Facts, arch: Architecture) -> list[Arg]:
             ("--moe-router-group-topk", [str(arch.router_group_topk)], "groups per token"),
         ]
     if arch.router_topk_scale != 1.0:
-        args.append(("--moe-router-topk-scaling-factor", [fmt_float(arch.router_topk_scale)], ""))
+        args.append(
+            (
+                "--moe-router-topk-scaling-factor",
+                [fmt_float(arch.router_topk_scale)],
+                "routed experts' gate weights multiplied by it",
+            )
+        )
     return args
 
 
@@ -686,9 +700,10 @@ def _layout_args(f: Facts, warnings: list[str]) -> list[Arg]:
         _refuse_torch_fsdp2(f)
         # Megatron-LM docs (FSDP2): --use-torch-fsdp2 with --no-gradient-accumulation-fusion and torch_dist
         layout += [
-            ("--use-torch-fsdp2", [], "ZeRO-3 as PyTorch FSDP2: fp32 shards are the master copy, as planned"),
+            ("--use-torch-fsdp2", [], "ZeRO-3 as PyTorch FSDP2 over bf16 weights (see WARNINGS)"),
             ("--no-gradient-accumulation-fusion", [], "Megatron's FSDP2 recipe runs without it"),
         ]
+        warnings.append(_torch_fsdp2_precision(f))
     elif f.layout.zero == 3:
         layout += [
             ("--use-megatron-fsdp", [], "ZeRO-3: parameters, gradients and optimizer state sharded"),
@@ -749,6 +764,28 @@ def _zero2_buffer(f: Facts) -> str:
             hint="pin parallel.zero: 1 (or 3) and plan again",
         )
     return f"ZeRO-2: Megatron's distributed optimizer {what}; {fmt_bytes(total)} per GPU, within the plan's limit"
+
+
+def _torch_fsdp2_precision(f: Facts) -> str:
+    """What Megatron's FSDP2 runs where the plan counted FSDP mixed precision (fp32 shards as the master, fp32
+    gradients): at d98e8a64 ``get_model`` makes the model bf16 (``Float16Module``) before ``torch_FSDP`` shards it
+    (training/training.py), ``fully_shard`` gets no ``mp_policy`` (core/distributed/torch_fully_sharded_data_parallel
+    .py), so shards and gradient reduce-scatters are bf16, and ``Float16OptimizerWithFloat16Params`` clones an fp32
+    master of each bf16 shard (core/optimizer/optimizer.py): 2 bytes per parameter more, sharded over d·c."""
+    extra = 2 * f.params_per_gpu / (f.layout.dp * f.layout.cp)
+    text = (
+        "FSDP2: Megatron shards its bf16 model (Float16Module, then fully_shard with no MixedPrecisionPolicy) and "
+        "Float16OptimizerWithFloat16Params keeps an fp32 master beside each bf16 shard, where the plan's "
+        f"fsdp_mixed_precision counted fp32 shards as the master: 2 bytes per parameter more, {fmt_bytes(extra)} "
+        f"per GPU ({fmt_bytes(f.memory_bytes_per_gpu + extra)} against the plan's limit of "
+        f"{fmt_bytes(f.memory_limit_bytes)})"
+    )
+    if f.stack.gradient_dtype == "fp32":
+        text += (
+            "; gradients are reduce-scattered in bf16, not the plan's fp32 (stack.gradient_dtype), "
+            "less traffic than timed"
+        )
+    return text
 
 
 def _refuse_torch_fsdp2(f: Facts) -> None:
@@ -1002,6 +1039,7 @@ def _fp8_args(f: Facts) -> list[Arg]:
             where="stack.fp8_recipe",
             hint="use fp8_recipe tensorwise, delayed or blockwise, or export to torchtitan",
         )
+    _refuse_fp8_token_count(f)
     args: list[Arg] = [
         ("--fp8-format", [_FP8_FORMAT[recipe]], "stack precision fp8 (TransformerEngine linear layers)"),
         ("--fp8-recipe", [recipe], "stack fp8_recipe"),
@@ -1025,6 +1063,25 @@ def _fp8_args(f: Facts) -> list[Arg]:
             )
         args.append(("--fp8-param-gather", [], "stack fp8_param_gather: weights kept and gathered in fp8"))
     return args
+
+
+def _refuse_fp8_token_count(f: Facts) -> None:
+    """TransformerEngine's fp8 GEMM asserts that the input's leading dimensions multiply to a multiple of 8
+    (``assert_dim_for_fp8_exec``, transformer_engine/pytorch/utils.py @ d0067d0, on the local input of each
+    Linear/LayerNormLinear forward): under Megatron the micro-batch's tokens on one rank, b·s/c, ÷ t more with
+    sequence parallelism. Refused otherwise; any b works with s a multiple of 8·t·c (8·c without SP)."""
+    t = f.layout.tp if f.layout.sequence_parallel else 1
+    c, b, s = f.layout.cp, f.layout.micro_batch, f.seq_len
+    if (b * s) % (t * c) == 0 and (b * s // (t * c)) % 8 == 0:
+        return
+    step = 8 * t * c
+    raise SpecError(
+        f"TransformerEngine's fp8 GEMM needs the tokens of a micro-batch on one rank, b*s/{'(t*c)' if t > 1 else 'c'} "
+        f"= {b}*{s}/{t * c}, to be a multiple of 8 (assert_dim_for_fp8_exec), so Megatron stops at the first "
+        "forward pass",
+        where="training.seq_len",
+        hint=f"use a seq_len that is a multiple of {step} (e.g. {-(-s // step) * step}), or stack precision: bf16",
+    )
 
 
 def _optimizer_state_args(f: Facts, warnings: list[str]) -> list[Arg]:

@@ -70,6 +70,8 @@ from runplan.export._common import (
     kept_checkpoints,
     runplan_version,
     unknown_family_warnings,
+    zero0_advice,
+    zero0_key,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -553,8 +555,11 @@ def _expert_parallel_entries(f: Facts) -> list[Entry]:
             f"torchtitan borrows expert-parallel ranks from FSDP and context-parallel ranks only (efsdp = "
             f"dp_shard*cp*tp/(etp*ep), distributed/parallel_dims.py), and the plan's ZeRO-0 is DDP (dp_shard 1): "
             f"ep = {e} does not divide cp = {c}",
-            where="parallel.zero",
-            hint=f"pin parallel.zero: 3 (FSDP2: ep = {e} borrows from its d*c = {d * c} ranks), or parallel.ep: 1",
+            where=zero0_key(f),
+            hint=zero0_advice(
+                f, f"pin parallel.zero: 3 (FSDP2: ep = {e} borrows from its d*c = {d * c} ranks)"
+            )
+            + ", or parallel.ep: 1",
         )
     entries: list[Entry] = [("expert_parallel_degree", int(e), f"e (borrowed from the d*c = {d * c} ranks)")]
     if t > 1:
@@ -697,8 +702,9 @@ def _ddp_precision(f: Facts) -> list[str]:
         raise SpecError(
             f"torchtitan 0.2.2 runs {dp} with t = {t}, p = {p} without mixed precision: fp32 weights and "
             "matmuls (maybe_enable_amp, distributed/utils.py), where the plan's step time and memory are bf16",
-            where="parallel.zero" if zero == 0 else "parallel.dp",
-            hint="pin parallel.zero: 3 (FSDP2 casts to bf16) and plan again, or export to megatron"
+            where=zero0_key(f) if zero == 0 else "parallel.dp",
+            hint=zero0_advice(f, "pin parallel.zero: 3 (FSDP2 casts to bf16)")
+            + " and plan again, or export to megatron"
             if zero == 0
             else "plan with d > 1 or c > 1 (FSDP2 casts to bf16), or export to megatron",
         )
