@@ -189,7 +189,7 @@ def test_a_million_tokens_with_cp_pinned_to_1_says_to_raise_cp():
     assert res.exit_code == 1
     text = " ".join(res.output.split())
     assert "its largest term is activations" in text
-    assert "more context parallelism (--cp) for this long sequence" in text
+    assert "more context parallelism (--cp 2) for this long sequence" in text  # the least CP that fits
     assert "unpin --cp" in text
     # and unpinned, the same request fits (TP 8 CP 8 or TP 4 CP 16, 67.4 GB: 49.5 GB of stored activations
     # and 12.6 GB of logits, 6 x 131,072 x 128,256 / 8)

@@ -320,6 +320,7 @@ def _answer_plan_file(
         *(["parallelize.top"] if overrides.top is not None else []),
         *(["parallelize.mfu"] if overrides.mfu_override is not None else []),
         *(["parallelize.global_batch_tolerance"] if tolerance is not None else []),
+        *(["calibration"] if calibration is not None else []),  # --calibration replaces the plan's key
     ]
     with located(loaded, from_flags):  # the search's errors about plan keys point at the plan file's lines
         request, resolution, label = _request_from_plan(
@@ -372,9 +373,9 @@ def _calibrated(request: ParallelRequest, calibration: Path | None) -> tuple[Par
     try:
         cal = load_calibration(calibration)
     except SpecError as error:  # a file problem names the flag that gave the file, as `plan` and `check` do
-        if error.where is not None:  # a key of the file, at its line
-            raise
-        message = f"{error.source}: {error.message}" if error.source else error.message
+        # (a key of the file at its line too: "--calibration: FILE:1: name: required key is missing")
+        place = [part for part in (error.source, error.where) if part]
+        message = ": ".join([*place, error.message])
         raise SpecError(message, where="--calibration", hint=error.hint) from None
     return request.model_copy(update={"efficiency": cal.efficiency(request.gpu)}), cal.label(request.gpu)
 
@@ -570,6 +571,12 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
     from runplan.parallel.search import ensure_feasible, search
 
     result = ensure_feasible(search(request), request)
+    # under --mfu the times are its; the constants only order the layouts that tie (search._near)
+    if request.mfu_override is not None:
+        calibration += (
+            f"; not behind the step times: --mfu {request.mfu_override:g} sets them (the constants only order "
+            "the layouts that tie)"
+        )
     # a MoE model on the shipped constants, fitted on dense runs only
     moe_warnings = moe_cautions(request.efficiency, request.model.is_moe)
     # the stack the times assume: its preset and every field that differs from runplan's default stack or from
@@ -676,7 +683,18 @@ def _render(
     ]
     title = f"Best layouts (ranked by predicted tokens/s; within {tolerance:.0%} of the fastest, by memory margin)"
     out.print(fitted_table(out, headers, rows, title=title, box_style="HEAVY_HEAD"))
+    out.print(_COLUMN_MEANINGS, markup=False)
     _render_best(out, result, tolerance)
+
+
+#: What each number of the ranked table is and its unit (the headers are short; docs/parallel.md, --json contract)
+_COLUMN_MEANINGS = (
+    "mbs = micro-batch size in sequences; m = micro-batches per step; v = interleaved chunks per pipeline stage; "
+    "batch = global batch in tokens per step (d*mbs*m*s); bubble = (p-1)/(v*m), pipeline idle time over compute "
+    "time; mem GB = memory per GPU in 1e9 bytes (the more loaded of the first and last stage); step s = seconds per "
+    "step; tok/s/GPU = tokens per second per GPU; MFU = model FLOPs utilization (PaLM's model FLOPs per token x "
+    "tokens/s over the GPUs' bf16 peak)"
+)
 
 
 def _render_best(out: Any, result: SearchResult, tolerance: float) -> None:

@@ -40,6 +40,7 @@ FIELD_PATHS = {
     "mfu_override": "parallelize.mfu",
     "seq_len": "training.seq_len",
     "reserve_bytes": "constraints.reserve_bytes",
+    "memory_headroom_fraction": "constraints.memory_headroom_fraction",
     "gpu": "cluster.gpu",
     **{
         axis: f"parallel.{axis}"
@@ -116,16 +117,23 @@ def _validate_batch(request: ParallelRequest, name: dict[str, str]) -> None:
     # the search's limit is HBM less the headroom (search._bounds); the reserve comes out of that limit
     usable = request.gpu.hbm_bytes * (1.0 - request.constraints.memory_headroom_fraction)
     if reserve >= usable:
+        # the key the user set is the one to change: a headroom typed beside the default reserve is named
+        given = request.constraints.model_fields_set
+        blamed = (
+            "memory_headroom_fraction"
+            if "reserve_bytes" not in given and "memory_headroom_fraction" in given
+            else "reserve_bytes"
+        )
         raise SpecError(
             f"a reserve of {reserve / 1e9:.3g} GB is not below the {usable / 1e9:.3g} GB the "
             f"{request.gpu.name}'s HBM leaves after the headroom: nothing would be left for the model",
-            where=name["reserve_bytes"],
+            where=name[blamed],
             hint="typical: 2GB to 5GB, with constraints.memory_headroom_fraction 0.05",
         )
     batch, tokens = request.global_batch_tokens, request.training_tokens
     if batch is not None and batch < request.seq_len:
         raise SpecError(
-            f"a global batch of {batch:,.0f} tokens is less than one sequence of {request.seq_len:,}",
+            f"a global batch of {_as_typed(batch)} tokens is less than one sequence of {request.seq_len:,}",
             where=name["global_batch_tokens"],
             hint=f"use a multiple of the sequence length, e.g. {request.seq_len * 256:,}",
         )
@@ -198,6 +206,21 @@ def _check_mfu_override(request: ParallelRequest, name: dict[str, str]) -> None:
         )
 
 
+def _as_typed(value: float) -> str:
+    """A number as the user wrote it: whole numbers with thousands separators, a fraction as it is (1.5 stays 1.5,
+    not the 2 that rounding to a whole number printed)."""
+    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
+
+
+def _divisors_text(n: int) -> str:
+    """The divisors of ``n``, the degrees a job of ``n`` GPUs can take (d = GPUs/(t·p·c)): '1, 2, 3, 6', or the
+    first six and the last, '1, 2, 4, 8, 16, 32, ... 512'."""
+    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
+    values = sorted({*small, *(n // k for k in small)})
+    shown = values if len(values) <= 8 else [*values[:6], "..."]
+    return ", ".join(map(str, shown)) + (f" {values[-1]}" if len(values) > 8 else "")
+
+
 def _validate_pins(request: ParallelRequest, name: dict[str, str]) -> None:
     """Pinned degrees above the GPU count (or layers, for vpp), and a pinned micro-batch or count of
     micro-batches above MAX_GLOBAL_BATCH_TOKENS, are typos: refused here, before the int64 grid."""
@@ -206,9 +229,9 @@ def _validate_pins(request: ParallelRequest, name: dict[str, str]) -> None:
         value = getattr(pins, axis)
         if value is not None and value > n:
             raise SpecError(
-                f"{axis}={float(value):.4g} is more than the {n:,} GPUs of the job",
+                f"{axis}={float(value):.4g} is more than the {n:,} GPU{'' if n == 1 else 's'} of the job",
                 where=name[axis],
-                hint=f"a parallel degree divides the GPU count, e.g. {axis} 8",
+                hint=f"a parallel degree divides the GPU count: pin one of {_divisors_text(n)}",
             )
     if pins.vpp is not None and pins.vpp > request.model.n_layers:
         raise SpecError(

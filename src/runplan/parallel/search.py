@@ -1170,12 +1170,13 @@ def _bubble_remedies(
         remedies += _more_microbatches(request, grid, rows, bounds)
         if pins.vpp is not None or not request.stack.interleaved_pipeline:
             remedies += _more_interleaving(request, grid, rows, bounds)
-    if pins.pp is not None and pins.pp > 1:
-        remedies.append("fewer pipeline stages (parallel.pp)")
+    fewer = _fewer_stages(request) if pins.pp is not None and pins.pp > 1 else None
+    remedies += [fewer] if fewer else []
     legal = rows[ok["global_batch"][rows]]  # a larger cap helps only rows within the batch rules
     least = float(ev.bubble_fraction[legal if legal.size else rows].min())
-    if legal.size and least < 1.0:  # the cap takes values below 1 only
-        remedies.append(f"a larger constraints.max_bubble_fraction={math.ceil(least * 1000) / 1000:g}")
+    larger = _larger_bubble_cap(least)
+    if legal.size and larger:
+        remedies.append(larger)
     if not remedies:
         return (
             f"the least bubble is {least:.3f} of the step and the cap must stay below 1: fewer pipeline stages "
@@ -1254,8 +1255,7 @@ def _one_layout_memory_fixes(
     staged = (
         layout.pp > 1 and not request.stack.fsdp_mixed_precision
     )  # (ZeRO-3 under stages: the whole stage)
-    stages = request.stack.zero_stages or (0, 1, 2, 3)
-    zeros = [z for z in stages if z > layout.zero and (z < 3 or not staged)]
+    zeros = [z for z in _stack_zero_stages(request) if z > layout.zero and (z < 3 or not staged)]
     changes: list[tuple[str, ParallelRequest, Layout]] = [
         (f"parallel.zero={z}", request, layout.model_copy(update={"zero": z})) for z in zeros
     ]
@@ -1341,26 +1341,80 @@ def _fewest_gpus_that_fit(request: ParallelRequest, need: int) -> int | None:
     (``_GPU_COUNTS_TRIED``); None when none does (a grid too large to search counts as none)."""
     step = request.node_size if need >= request.node_size else 1
     for count in range(need, need + _GPU_COUNTS_TRIED * step, step):
-        changed = request.model_copy(update={"n_gpus": count})
-        try:
-            grid, _ = build_grid(changed)
-        except SpecError:
+        passes = _some_layout_passes(request.model_copy(update={"n_gpus": count}))
+        if passes is None:
             return None
-        if grid is None:
-            continue
-        bounds, _ = _bounds(changed)
-        m, batch_ok, _ = choose_microbatches(changed, grid, bounds.low_tokens, bounds.high_tokens)
-        ev = evaluate(changed, grid.replace(microbatches=m))
-        bubble_ok = ev.bubble_fraction <= changed.constraints.max_bubble_fraction + 1e-12
-        if (batch_ok & bubble_ok & (ev.memory.total <= bounds.memory_limit_bytes)).any():
+        if passes:
             return count
+    return None
+
+
+def _some_layout_passes(request: ParallelRequest) -> bool | None:
+    """Whether some layout of ``request`` passes every rule (memory, bubble cap, batch range), searched by the
+    same model as :func:`search` (each row at its derived micro-batch count); None when its grid is too large to
+    search (a SpecError from :func:`build_grid`)."""
+    try:
+        grid, _ = build_grid(request)
+    except SpecError:
+        return None
+    if grid is None:
+        return False
+    bounds, _ = _bounds(request)
+    m, batch_ok, _ = choose_microbatches(request, grid, bounds.low_tokens, bounds.high_tokens)
+    ev = evaluate(request, grid.replace(microbatches=m))
+    bubble_ok = ev.bubble_fraction <= request.constraints.max_bubble_fraction + 1e-12
+    return bool((batch_ok & bubble_ok & (ev.memory.total <= bounds.memory_limit_bytes)).any())
+
+
+def _more_context_parallel(request: ParallelRequest) -> str | None:
+    """The least CP degree above the pinned one (a divisor of the GPUs with 2c | s, load-balanced causal chunks)
+    at which some layout passes every rule, by the same model: a CP rank holds s/c tokens of activations
+    (docs/parallel.md, Memory per GPU); None when none does."""
+    pinned, s = request.pins.cp or 1, request.seq_len
+    for cp in (c for c in divisors(request.n_gpus) if c > pinned and s % (2 * c) == 0):
+        if _some_layout_passes(_with_pin(request, cp=cp)):
+            return f"parallel.cp={cp}"
+    return None
+
+
+def _stack_zero_stages(request: ParallelRequest) -> tuple[int, ...]:
+    """The ZeRO stages the stack's engine runs (Stack.zero_stages, all four when unset) that its
+    distributed_optimizer allows (true: ZeRO >= 1, false: ZeRO-0 only; build_grid's rule): what advice may offer."""
+    stages = request.stack.zero_stages or (0, 1, 2, 3)
+    sharded = request.stack.distributed_optimizer
+    return tuple(z for z in stages if sharded is None or (z >= 1) == sharded)
+
+
+def _with_pin(request: ParallelRequest, **pins: Any) -> ParallelRequest:
+    """``request`` with some pins changed (the value a remedy offers)."""
+    return request.model_copy(update={"pins": request.pins.model_copy(update=pins)})
+
+
+def _fewer_stages(request: ParallelRequest) -> str | None:
+    """The most pipeline stages below the pinned pp at which some layout passes every rule, by the same model
+    (:func:`_some_layout_passes`): fewer stages shrink the bubble (p − 1)/(v·m) (Narayanan et al. 2021 §2.2.2)
+    but move d, m and memory per GPU with them, so the count is searched, not derived; None when none passes."""
+    for pp in range((request.pins.pp or 1) - 1, 0, -1):
+        if _some_layout_passes(_with_pin(request, pp=pp)):
+            return f"fewer pipeline stages (parallel.pp={pp})"
+    return None
+
+
+def _zero_under_stages(request: ParallelRequest) -> str | None:
+    """Under pinned pipeline stages and a pinned ZeRO-0 or 1: the lowest higher stage below 3 the stack runs
+    (ZeRO-3 keeps a stage gathered there, memory.model_state_bytes) at which some layout passes every rule, by
+    the same model; ZeRO-1 is Megatron's distributed optimizer, its 12 bytes/param ÷ d·c (Rajbhandari et al.
+    2020 §5). None when none passes."""
+    pinned = request.pins.zero or 0
+    for zero in (z for z in _stack_zero_stages(request) if pinned < z < 3):
+        if _some_layout_passes(_with_pin(request, zero=zero)):
+            return f"ZeRO-{zero} (parallel.zero={zero})"
     return None
 
 
 def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) -> tuple[list[str], bool]:
     """When no layout fits in memory: what overflows in the smallest one and what would help; and whether only
     more GPUs can (the fully sharded model states alone exceed the job's HBM)."""
-    pins = request.pins
     smallest = int(np.argmin(ev.memory.total))
     best = float(ev.memory.total[smallest])
     largest, largest_bytes = _largest_memory_term(
@@ -1397,14 +1451,35 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
             f"{states_line} (cluster.gpus)"
         )
     # else the job has GPUs enough for the states fully sharded: what holds them back is a pin or a dtype
+    useful = _pin_and_dtype_tips(request, ev, smallest, limit)
+    return out + ([", ".join(useful)] if useful else []), False
+
+
+def _pin_and_dtype_tips(request: ParallelRequest, ev: Evaluation, smallest: int, limit: float) -> list[str]:
+    """:func:`_memory_suggestions`' pins and dtypes that can lower the memory of the smallest row ``smallest``:
+    only a pin can be relaxed (an unpinned axis was searched at its smallest-memory value already), and only to a
+    ZeRO stage the stack's engine has (:func:`_stack_zero_stages`)."""
+    pins = request.pins
+    best = float(ev.memory.total[smallest])
+    stages = _stack_zero_stages(request)
+    have = ", ".join(map(str, stages))
     # ZeRO-3 under pinned pipeline stages holds the whole stage gathered (memory.model_state_bytes): it never
     # needs less memory than ZeRO-1 there, so it is offered only together with one stage
     staged = pins.pp is not None and pins.pp > 1
-    # an unpinned axis was searched at its smallest-memory value already: only a pin can be relaxed
+    # under the stages, a ZeRO stage below 3 that shards the optimizer, checked (a reviewer's 405B at ZeRO-0 was
+    # sent to ZeRO-3 with the stages given up, CP 16 at 4,096 tokens, while ZeRO-1 fits)
+    sharded = _zero_under_stages(request) if staged and pins.zero in (0, 1) else None
+    long_pinned = request.seq_len >= 32768 and pins.cp is not None and pins.cp < request.n_gpus
+    more_cp = _more_context_parallel(request) if long_pinned else None
     tips = [
-        (pins.zero not in (None, 3) and not staged, "ZeRO-3 (parallel.zero=3)"),
+        (pins.zero not in (None, 3) and not staged and 3 in stages, "ZeRO-3 (parallel.zero=3)"),
         (
-            staged,
+            pins.zero not in (None, 3) and not staged and 3 not in stages,
+            f"ZeRO-3 on a stack whose engine has it (stack.preset megatron-core: this stack runs ZeRO {have} only)",
+        ),
+        (sharded is not None, str(sharded)),
+        (
+            staged and 3 in stages,
             "ZeRO-3 without pipeline stages ("
             + ("" if pins.zero == 3 else "parallel.zero=3 ")
             + "parallel.pp=1)",
@@ -1421,18 +1496,14 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
             f"a smaller margin (constraints.memory_headroom_fraction, constraints.reserve_bytes): the smallest "
             f"layout needs {best / 1e9:.1f} of the GPU's {request.gpu.hbm_bytes / 1e9:.1f} GB",
         ),
-        (
-            request.seq_len >= 32768 and pins.cp is not None and pins.cp < request.n_gpus,
-            "more context parallelism (parallel.cp) for this long sequence",
-        ),
+        (more_cp is not None, f"more context parallelism ({more_cp}) for this long sequence"),
         (
             request.seq_len >= 32768 and not request.stack.context_parallel and pins.cp is None,
             "a stack with context parallelism for this long sequence (stack.preset megatron-core or "
             "torchtitan-fsdp2: this stack runs none)",
         ),
     ]
-    useful = [text for wanted, text in tips if wanted]
-    return out + ([", ".join(useful)] if useful else []), False
+    return [text for wanted, text in tips if wanted]
 
 
 def _joint_suggestions(
@@ -1462,9 +1533,12 @@ def _joint_suggestions(
     batched = ok["memory"] & ok["global_batch"]
     if batched.any():
         least = float(ev.bubble_fraction[batched].min())
+        larger = _larger_bubble_cap(least)  # the least bubble's row passes the other two: that cap admits it
         out.append(
             f"the smallest bubble of a layout within memory and the batch range is {least:.0%} against a cap of "
-            f"{request.constraints.max_bubble_fraction:.0%}: a larger constraints.max_bubble_fraction or batch"
+            f"{request.constraints.max_bubble_fraction:.0%}: "
+            + (f"{larger}, or " if larger else "")
+            + "more micro-batches per step (a larger batch, or fewer pipeline stages)"
         )
     light = ok["bubble"] & ok["global_batch"]
     if light.any():
@@ -1474,6 +1548,13 @@ def _joint_suggestions(
             f"against {bounds.memory_limit_bytes / 1e9:.1f} GB usable: more GPUs or less memory per GPU"
         )
     return out
+
+
+def _larger_bubble_cap(least: float) -> str | None:
+    """The cap that admits a bubble fraction of ``least`` (rounded up to 0.001), or None where that is not below
+    1: Constraints.max_bubble_fraction takes values below 1 only, so no cap admits a bubble of 1 or more."""
+    cap = math.ceil(least * 1000) / 1000
+    return f"a larger constraints.max_bubble_fraction={cap:g}" if cap < 1.0 else None
 
 
 def _batch_steps(batches: np.ndarray, bounds: _Bounds, whose: str) -> str:
