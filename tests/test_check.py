@@ -73,7 +73,7 @@ def test_drift_lists_days_and_cost_first_and_json_records(plan_copy):
     assert lines[1].startswith("  ") and "derived value(s) changed" in lines[1]
     # the edit the numbers follow, from the inputs the resolved section records (defaults filled)
     assert lines[2] == "  inputs changed since the file was resolved (1, defaults included):"
-    assert lines[3] == "    cluster.gpus: 256 → 512 (+100.00%)"
+    assert lines[3] == "    cluster.gpus: 256 GPUs → 512 GPUs (+100.00%)"
     assert lines[4].startswith("  cost.main.wall_clock_days: ") and lines[5].startswith("  cost.main.cost: ")
     assert "`runplan check --update" in result.stderr  # how to accept an intended change
     data = json.loads(run("check", str(plan_copy), "--json").stdout)

@@ -118,7 +118,7 @@ def test_diff_shows_a_change_of_layout_and_memory(tmp_path):
     pinned.write_text((EXAMPLES / "70b-512-h100.yaml").read_text() + "parallel:\n  micro_batch: 64\n")
     result = run("diff", str(EXAMPLES / "70b-512-h100.yaml"), str(pinned))
     assert result.exit_code == 0, result.output
-    assert "layout.best.micro_batch: 1 → 64\n" in result.stdout
+    assert "layout.best.micro_batch: 1 sequence → 64 sequences\n" in result.stdout
     assert "layout.best.tp: 4 → 8\n" in result.stdout and "layout.best.memory_bytes.total:" in result.stdout
 
 

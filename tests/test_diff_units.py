@@ -1,6 +1,7 @@
 """`runplan diff A B` prints each number that moved in the unit the plan's report gives it (GB, durations, days,
-money in the plan's currency, 12.6 M tokens), both sides in one format, with the relative change; `--json` keeps
-raw numbers. It printed ``cost.main.cost: 948236 → 1.2107e+06`` and ``memory_bytes.total: 7.26893e+10 → ...``."""
+money in the plan's currency, 12.6 M tokens, a loss in nats/token, every count with what it counts), both sides
+in one format, with the relative change; `--json` keeps raw numbers. It printed ``cost.main.cost: 948236 →
+1.2107e+06`` and ``memory_bytes.total: 7.26893e+10 → ...``."""
 
 from __future__ import annotations
 
@@ -37,10 +38,14 @@ def test_money_bytes_and_counts_carry_their_unit_in_one_format():
     )
     # one scale for both sides: not "948,236 → 12.6 M"
     assert (
-        _line("allocation.tokens", 948236, 12_600_000) == "allocation.tokens: 0.9482 M → 12.6 M (+1228.78%)"
+        _line("allocation.tokens", 948236, 12_600_000)
+        == "allocation.tokens: 0.9482 M tokens → 12.6 M tokens (+1228.78%)"
     )
-    assert _line("schedule.total_steps", 93333, 96798) == "schedule.total_steps: 93,333 → 96,798 (+3.71%)"
-    assert _line("cost.main.gpus", 512, 1024) == "cost.main.gpus: 512 → 1,024 (+100.00%)"
+    assert (
+        _line("schedule.total_steps", 93333, 96798)
+        == "schedule.total_steps: 93,333 steps → 96,798 steps (+3.71%)"
+    )
+    assert _line("cost.main.gpus", 512, 1024) == "cost.main.gpus: 512 GPUs → 1,024 GPUs (+100.00%)"
 
 
 def test_durations_days_energy_and_fractions():
@@ -124,7 +129,7 @@ def test_diff_command_prints_units_and_json_keeps_raw_numbers():
         f"  layout.best.step_seconds: {fmt_duration(step['old'])} → {fmt_duration(step['new'])} "
         f"({step['relative_change']:+.2%})"
     ) in lines
-    assert "  training.seq_len: 8,192 → 131,072 (+1500.00%)" in lines
+    assert "  training.seq_len: 8,192 tokens → 131,072 tokens (+1500.00%)" in lines
     assert "e+" not in result.stdout  # no 1.2107e+06 left
 
 
@@ -133,8 +138,8 @@ def test_diff_of_a_cluster_size_change(tmp_path):
     bigger.write_text((EXAMPLES / "70b-512-h100.yaml").read_text().replace("gpus: 512", "gpus: 1024", 1))
     result = run("diff", str(EXAMPLES / "70b-512-h100.yaml"), str(bigger))
     assert result.exit_code == 0, result.output
-    assert "  cluster.gpus: 512 → 1,024 (+100.00%)" in result.stdout.splitlines()
-    assert "  cost.main.gpus: 512 → 1,024 (+100.00%)" in result.stdout.splitlines()
+    assert "  cluster.gpus: 512 GPUs → 1,024 GPUs (+100.00%)" in result.stdout.splitlines()
+    assert "  cost.main.gpus: 512 GPUs → 1,024 GPUs (+100.00%)" in result.stdout.splitlines()
     cost = next(line for line in result.stdout.splitlines() if line.startswith("  cost.main.cost: "))
     assert cost.count(" USD") == 2 and "e+" not in cost
 

@@ -174,7 +174,7 @@ class Change:
     def readable(self, old_currency: str = "", new_currency: str = "") -> str:
         """``path: old → new (+x%)`` for a reader (``runplan diff``): both numbers in one format, in the unit the
         plan's report gives that quantity (:func:`unit_of`: GB, durations, days, money in the plan's currency,
-        12.6 M tokens); a cost in two different currencies has no percentage. :meth:`text` keeps raw numbers."""
+        a loss in nats/token, a count with what it counts: 12.6 M tokens, 512 GPUs); a cost in two different currencies has no percentage. :meth:`text` keeps raw numbers."""
         fmt = unit_of(self.path)
         if self.kind == "new":
             return f"{self.path}: (new) → {_shown(fmt, [self.new], new_currency)[0]}"
@@ -504,14 +504,33 @@ def _gpu_hours(value: float, extra: int, ref: float, currency: str = "") -> str:
     return _count(value if extra else round(value), extra, ref) + " GPU-hours"
 
 
+def _counted(noun: str, one: str = "") -> _Fmt:
+    """A count in :func:`_count`'s style, then what it counts: ``12.58 M tokens``, ``512 GPUs``; ``one`` where
+    the count prints as 1 (``1 GPU``)."""
+
+    def fmt(value: float, extra: int, ref: float, currency: str = "") -> str:
+        number = _count(value, extra, ref)
+        return f"{number} {one if one and number == '1' else noun}"
+
+    return fmt
+
+
+#: a loss, a law's irreducible loss E and a loss difference: nats per token (cross-entropy in natural log, the
+#: unit of Hoffmann et al. 2022's L(N, D) and of every loss runplan reads; docs/scaling.md)
+_NATS = _fixed(4, "nats/token")
+
+
 _MONEY: tuple[_Fmt, ...] = (_money, _price)
-#: The unit of a number by the end of its key, first match: (suffixes, formatter); any other number is a count
+#: The unit of a number by the end of its key, first match: (suffixes, formatter); a count names what it counts
+#: (tokens, params, steps, GPUs, ...); a number no suffix matches (a parallel degree, a learning rate, a ratio, a
+#: vector width: tests/test_diff_prints_every_number_with_its_unit.py names them) is printed as a bare count
 _UNITS: tuple[tuple[tuple[str, ...], _Fmt], ...] = (
     (("bytes_per_param",), _fixed(4, "B/param", general=True)),
+    (("tokens_per_param",), _fixed(4, "tokens/param", general=True)),
     (("bytes_per_s",), _bandwidth),
     (("bytes", "bytes_per_gpu", "bytes_per_node", "bytes_per_rank", "bytes_per_shard"), _bytes),
     (("seconds",), _duration),
-    (("per_1000_node_days",), _fixed(3, general=True)),
+    (("per_1000_node_days",), _fixed(3, "failures per 1,000 node-days", general=True)),
     (("days", "days_to_train"), _fixed(3, "days", general=True)),
     (("gpu_hours",), _gpu_hours),
     (("price_per_gpu_hour",), _price),
@@ -519,13 +538,55 @@ _UNITS: tuple[tuple[tuple[str, ...], _Fmt], ...] = (
     (("cost", "_usd"), _money),
     (("mwh",), _fixed(1, "MWh")),
     (("watts",), _fixed(0, "W")),
-    (("fraction", "goodput", "mfu", "hfu", "saving", "overhead"), _percent),
+    (("fraction", "goodput", "mfu", "hfu", "saving", "overhead", "tolerance"), _percent),
+    (("bf16_flops", "fp8_flops"), _fixed(3, "FLOP/s", general=True)),  # a GPU's peak (hardware.GpuSpec)
+    (("flops_per_token",), _counted("FLOPs/token")),
     (("flops", "flops_same_loss", "budgets"), _fixed(3, "FLOPs", general=True)),
     (("peak_lr", "final_lr", "lr_start", "lr_end"), _fixed(3, general=True)),
-    (("loss", "loss_penalty"), _fixed(4)),
-    (("_per_param", "_factor", "_sigma"), _fixed(4, general=True)),
-    (("tokens",), _count),
+    (("loss", "loss_penalty"), _NATS),
+    (("_sigma",), _fixed(4, "σ", general=True)),
+    (("_per_param", "_factor"), _fixed(4, general=True)),
+    (("tokens_per_second_per_gpu",), _counted("tokens/s per GPU")),
+    (("tokens_per_second",), _counted("tokens/s")),
+    # lengths in tokens: a sequence, a window, the positions a model was trained to, the vocabulary's entries
+    (
+        (
+            "tokens",
+            "tokens_min",
+            "tokens_max",
+            "seq_len",
+            "vocab_size",
+            "sliding_window",
+            "max_position_embeddings",
+            "learned_positions",
+        ),
+        _counted("tokens", "token"),
+    ),
+    (("params",), _counted("params", "param")),
+    (("steps", "_step"), _counted("steps", "step")),
+    (("gpus_per_node",), _counted("GPUs/node")),
+    (("gpus", "world_size"), _counted("GPUs", "GPU")),
+    (("nodes",), _counted("nodes", "node")),
+    (("sequences", "micro_batch", "examples"), _counted("sequences", "sequence")),
+    (("microbatches", "microbatches_per_replica"), _counted("micro-batches", "micro-batch")),
+    (("layers", "layers_per_stage", "global_every"), _counted("layers", "layer")),
+    (("heads",), _counted("heads", "head")),
+    (("experts", "top_k"), _counted("experts", "expert")),
+    (("router_groups", "router_group_topk"), _counted("groups", "group")),
+    (("checkpoints_per_run", "milestones", "generations"), _counted("checkpoints", "checkpoint")),
+    (("evaluations",), _counted("evaluations", "evaluation")),
+    (("interruptions_per_day",), _counted("interruptions/day")),
+    (("interruptions",), _counted("interruptions", "interruption")),
+    (("segments",), _counted("segments", "segment")),
+    (("candidates", "feasible"), _counted("layouts", "layout")),
+    (("training_runs", "runs_saved"), _counted("runs", "run")),
+    (("sizes", "sizes_per_budget"), _counted("sizes", "size")),
+    (("shards",), _counted("shards", "shard")),
+    (("batches_max", "batches_min"), _counted("batches", "batch")),
+    (("decades",), _fixed(3, "decades", general=True)),
 )
+#: Keys a suffix cannot tell (one letter): the law's irreducible loss E (Hoffmann et al. 2022 Eq. 2)
+_UNIT_OF_KEY: dict[str, _Fmt] = {"E": _NATS}
 
 
 def unit_of(path: str) -> _Fmt:
@@ -535,6 +596,8 @@ def unit_of(path: str) -> _Fmt:
     keys = re.sub(r"\[\d+\]", "", path).split(".")
     mapping = re.sub(r"_by_[a-z]+$", "", keys[-2]) if len(keys) > 1 else ""
     name = mapping if mapping.endswith(("_bytes", "_seconds")) else keys[-1]
+    if name in _UNIT_OF_KEY:
+        return _UNIT_OF_KEY[name]
     for suffixes, fmt in _UNITS:
         if name.lower().endswith(suffixes):
             return fmt

@@ -24,6 +24,35 @@ if TYPE_CHECKING:
 
 KINDS = ("gpus", "models")
 
+#: Each field `catalog gpus NAME` shows: (unit, one-line meaning), the unit docs/catalog.md's "GPU fields (units)"
+#: table gives it (tests/test_catalog_gpus_name_says_what_each_field_means.py checks the two agree); bandwidths
+#: are one direction per GPU and rates dense, as runplan.hardware reads them
+GPU_FIELD_MEANINGS: dict[str, tuple[str, str]] = {
+    "name": ("", "catalog name, lower-case with dashes (a plan's cluster.gpu)"),
+    "hbm_bytes": ("bytes", "device memory, decimal as marketed (80 GB = 80e9)"),
+    "bf16_flops": ("FLOP/s", "dense bf16 tensor-core peak (vendors' 'with sparsity' figures halved)"),
+    "fp8_flops": ("FLOP/s", "dense fp8 tensor-core peak; empty where the GPU has none"),
+    "hbm_bandwidth_bytes_per_s": ("bytes/s", "HBM bandwidth"),
+    "intra_node_bandwidth_bytes_per_s": (
+        "bytes/s",
+        "NVLink / fabric bandwidth per GPU, one direction (H100: 900 GB/s total = 450e9)",
+    ),
+    "intra_node_link_bytes_per_s": (
+        "bytes/s",
+        "one peer-to-peer link of a node without a switch, one direction; empty: a switched node",
+    ),
+    "inter_node_bandwidth_bytes_per_s": (
+        "bytes/s",
+        "scale-out NIC bandwidth per GPU, one direction (400 Gb/s = 50e9)",
+    ),
+    "gpus_per_node": ("GPUs", "how many in one node / NVLink domain"),
+    "tdp_watts": ("W", "board power (TDP)"),
+    "family": ("", "architecture; picks the time model's calibrated efficiencies"),
+    "source": ("", "datasheet(s) the numbers come from"),
+    "aliases": ("", "other names that reach this entry"),
+    "note": ("", "assumptions behind the numbers, e.g. an assumed NIC per GPU"),
+}
+
 
 def gpu_record(entry: GpuEntry, catalog: Catalog) -> dict[str, Any]:
     """JSON record of a catalog GPU: every GpuSpec field, ``family`` the one plans use (as stated, else read from
@@ -165,15 +194,19 @@ def catalog(
         print_json(records[0] if name else records)
         return
     if name:
-        _render_one(records[0])
+        _render_one(records[0], GPU_FIELD_MEANINGS if kind == "gpus" else None)
     elif kind == "gpus":
         _render_gpus(records)
     else:
         _render_models(records)
 
 
-def _render_one(record: dict[str, Any]) -> None:
+def _render_one(record: dict[str, Any], meanings: dict[str, tuple[str, str]] | None = None) -> None:
+    """One entry, a field a row; with ``meanings`` (a GPU's), each value has its field's unit and meaning on the
+    line below it, dimmed (a third column left the value 21 cells at 80 columns, folding `ampere (read from the
+    name)`)."""
     from rich.table import Table
+    from rich.text import Text
 
     from runplan.cli.common import console
 
@@ -192,7 +225,12 @@ def _render_one(record: dict[str, Any]) -> None:
             value = f"{value:,.0f}"
         elif isinstance(value, float):
             value = f"{value:.6g}"
-        table.add_row(key, _cell(value))
+        if meanings is None:
+            table.add_row(key, _cell(value))
+            continue
+        unit, meaning = meanings[key]
+        shown = Text((_cell(value) or "(none)") + "\n")  # never the meaning where the value would be
+        table.add_row(key, shown.append(f"{unit}: {meaning}" if unit else meaning, style="dim"))
     console().print(table)
 
 

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
 from runplan.cli.common import handle_errors, print_json
 
 if TYPE_CHECKING:
+    from runplan.errors import Infeasible
     from runplan.plan import RunPlan
     from runplan.spec import PlanSpec
 
@@ -93,7 +95,6 @@ def whatif(
     """The plan at each cluster size: days, cost, MFU, goodput and the chosen layout, in one table. A size no
     layout fits is a row that says why (exit 1 only when no size is feasible)."""
     from runplan.cli.common import load_plan_file, located
-    from runplan.cli.flags import with_flag
     from runplan.errors import Infeasible, PinConflict, SpecError
 
     # each size once, in the order given (256,256 planned one size twice); a repeated --gpus adds its sizes
@@ -122,7 +123,7 @@ def whatif(
                 records.append(_record(count, _plan_at(spec, count, plan_file)))
             except Infeasible as error:
                 refused.append(error)
-                records.append({"gpus": count, "infeasible": with_flag(error, "whatif").one_line()})
+                records.append({"gpus": count, "infeasible": gpus_as_flag(error).one_line()})
     if as_json:  # every size's record, the infeasible ones too (docs/json.md), before the exit code says so
         print_json(records)
     if len(refused) == len(counts):
@@ -132,9 +133,34 @@ def whatif(
         ):  # a pin no size can take: bad input (exit
             with located(loaded, from_flags=("cluster.gpus",)):  # 2) at its file:line, as `runplan plan` says
                 raise first
-        raise _infeasible_everywhere(counts, [with_flag(error, "whatif") for error in refused])
+        raise _infeasible_everywhere(counts, [gpus_as_flag(error) for error in refused])
     if not as_json:
         _render(records, plan_file)
+
+
+#: the plan key of the GPU count, bare or with its value as a plan-file command writes it (``cluster.gpus: 24``,
+#: cli.flags.paths_for_user); not ``cluster.gpus_per_node``
+_GPUS_KEY = re.compile(r"\bcluster\.gpus\b(?:: (\d[\d,]*))?")
+
+
+def gpus_as_flag(error: Infeasible) -> Infeasible:
+    """``error`` as whatif's user reads it: plan keys as plan keys (cli.flags.with_flag, whatif reads a plan file),
+    but the GPU count, which whatif takes from ``--gpus`` alone, as that flag (``at least --gpus 24``, not ``at
+    least cluster.gpus: 24``)."""
+    from runplan.cli.flags import with_flag
+    from runplan.errors import Infeasible
+
+    shown = cast(Infeasible, with_flag(error, "whatif"))  # (an infeasible answer stays one)
+
+    def flag(text: str) -> str:  # a value as --gpus takes it: 1,024 would be two sizes there
+        return _GPUS_KEY.sub(
+            lambda m: "--gpus" + (f" {m.group(1).replace(',', '')}" if m.group(1) else ""), text
+        )
+
+    reason, suggestions = flag(shown.reason), [flag(text) for text in shown.suggestions]
+    if reason == shown.reason and suggestions == shown.suggestions:
+        return shown
+    return Infeasible(reason, suggestions=suggestions)
 
 
 def _infeasible_everywhere(counts: list[int], refused: list[Any]) -> Any:
