@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from runplan.units import format_bytes as fmt_bytes
 
@@ -153,6 +154,22 @@ def cell_width(text: str) -> int:
     from rich.cells import cell_len
 
     return cell_len(text)
+
+
+#: The space between a number and the SI suffix or unit these formatters write after it (fmt_count's ``16.78 M``,
+#: fmt_bytes' ``80 GB`` and ``50 GB/s``, fmt_duration's ``2.7 min``, ``398.3 MWh``, ``1.5e+19 FLOPs``): no place to
+#: fold a line, which would leave ``16.78`` at a line's end and ``M`` alone at the next one's start
+_NUMBER_UNIT_SPACE = re.compile(
+    r"(?<=\d) (?=(?:[kKMBTP]|[kKMGTP]i?B|s|ms|min|h|days?|[kMG]?Wh|[kM]?W|FLOPs?|FLOP/s)(?!\w))"
+)
+
+
+def unit_spaces_masked(text: str) -> str:
+    """``text`` with each space between a number and its unit (:data:`_NUMBER_UNIT_SPACE`) replaced by ``_``: one
+    character and one cell for another, so the line breaks found in the masked text are break points of ``text``
+    that never part a number from its unit (report.terminal folds by them; JSON, YAML and Markdown are never
+    folded, and keep every space as it is)."""
+    return _NUMBER_UNIT_SPACE.sub("_", text)
 
 
 def wrap_lines(text: str, width: int, *, indent: str | None = None) -> str:
