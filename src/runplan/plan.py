@@ -929,6 +929,10 @@ FILL_RTOL = 0.01
 #: The token fill aims this far below the budget's days, so that a step that lands a little long (the batch
 #: rounding and the ramp are not exactly linear in D) is not over the budget; it stops within twice this.
 FILL_MARGIN = 0.002
+#: The steps of the token fill (:func:`_fill_by_tokens`): where the days jump with D (the batch law at C = M·D
+#: moves the layout), the steps bisect the bracket and need as many as the fill by C alone (Mixtral 8x7B, 0.05
+#: days on 1,024 H100s: the eighth step planned D 0.2% under the jump, the fifth 2% under it).
+FILL_MAX_STEPS_BY_TOKENS = FILL_MAX_STEPS_BY_COMPUTE
 #: Objectives whose D a GPU-time budget may set once the model is sized: compute_optimal (N from the law, D
 #: then fills the days) and fixed_params (all compute into tokens). tokens_per_param fixes D/N and
 #: inference_optimal derives D from a target loss, so those keep the law's D and fill by compute alone.
@@ -1136,7 +1140,7 @@ def _filled(
     fixed-point iterate in C that does not overrun the budget (the predicted days jump where the shape, the
     layout or the batch rounding changes with N, so the iteration may cycle), then its model trained on the
     tokens that fill the days (:func:`_fill_by_tokens`); and why the iteration in C stopped early, when an
-    iterate was infeasible."""
+    iterate was infeasible, or else why those tokens fall short of the days (:func:`_jump_reason`)."""
     try:
         plan, flops = _build_once(spec, inputs, None)
     except Infeasible as error:
@@ -1172,11 +1176,11 @@ def _filled(
         )
     if _sized_for(plan.cost.main.wall_clock_days, target_days, fills_by_tokens):
         stopped = None  # the size filled the days: an infeasible iterate stopped nothing
-    tokens = None
+    tokens, jump = None, None  # jump: why the tokens that fill the days fall short of them
     if fills_by_tokens:
-        plan, tokens = _fill_by_tokens(spec, inputs, plan, flops, target_days)
+        plan, tokens, jump = _fill_by_tokens(spec, inputs, plan, flops, target_days)
     if stopped is None:
-        return plan, Fill(flops, tokens), None
+        return plan, Fill(flops, tokens), jump
     size, refusal = stopped
     if size == "smaller" and plan.cost.main.wall_clock_days > target_days * (1.0 + FILL_RTOL):
         raise _budget_too_small(spec, plan, target_days, refusal)
@@ -1185,19 +1189,27 @@ def _filled(
 
 def _next_flops(tried: list[tuple[RunPlan, float]], target_days: float, by_tokens: bool) -> float:
     """The C of the next fill step from the (plan, C) tried so far. Tokens fill the days next (``by_tokens``):
-    C × target / predicted days of the last, the days scaling as C at a fixed speed. C alone fills them: aim at
-    the middle of the window under the days (FILL_RTOL / 2 short, so a step's error is not an overrun) from the
-    iterate nearest it, along the slope d log days / d log C between it and the last other iterate on its shape
-    (1 without one; at least 0.1, a step at most 10x the proportional one): on one shape the days need not scale
-    as C (at 20 tokens per parameter D follows the law's N, so days go as √C; an inference-optimal D follows its
-    target loss: C 2.5% lower took 0.6% fewer days on a 22 B shape, and steps of C × target / predicted stopped
-    1% over 30 days). Between shapes the days jump, either way (on 64 H100s an inference-optimal 2.27 B shape
-    took 7.8 days where the larger 2.35 B took 7.4), so once an iterate short of the window has a smaller C than
-    one over the days, a step outside the middle 80% (in log C) of that bracket bisects it instead."""
+    C × target / predicted days of the last, the days scaling as C at a fixed speed. C alone fills them: the
+    bisecting step :func:`_next_step` toward the window FILL_RTOL wide under the days."""
     if by_tokens:
         plan, flops = tried[-1]
         return flops * target_days / plan.cost.main.wall_clock_days
-    aim = target_days * (1.0 - FILL_RTOL / 2)
+    return _next_step(tried, target_days, FILL_RTOL)
+
+
+def _next_step(tried: list[tuple[RunPlan, float]], target_days: float, rtol: float) -> float:
+    """The next value of the quantity a fill steps (C, or D in :func:`_fill_by_tokens`) from the (plan, value)
+    tried so far, toward the window ``rtol`` wide under the days: aim at its middle (``rtol`` / 2 short, so a
+    step's error is not an overrun) from the iterate nearest it, along the slope d log days / d log value between
+    it and the last other iterate on its shape (1 without one; at least 0.1, a step at most 10x the proportional
+    one): on one shape the days need not scale as C (at 20 tokens per parameter D follows the law's N, so days go
+    as √C; an inference-optimal D follows its target loss: C 2.5% lower took 0.6% fewer days on a 22 B shape, and
+    steps of C × target / predicted stopped 1% over 30 days). Between shapes the days jump, either way (on 64
+    H100s an inference-optimal 2.27 B shape took 7.8 days where the larger 2.35 B took 7.4), and on one shape
+    they jump with D where the batch law at C = M·D moves the layout (Mixtral 8x7B on 1,024 H100s: 0.0425 days at
+    D = 1.530e10, 0.0528 at 1.535e10), so once an iterate short of the window has a smaller value than one over
+    the days, a step outside the middle 80% (in log) of that bracket bisects it instead."""
+    aim = target_days * (1.0 - rtol / 2)
 
     def days(t: tuple[RunPlan, float]) -> float:
         return t[0].cost.main.wall_clock_days
@@ -1210,7 +1222,7 @@ def _next_flops(tried: list[tuple[RunPlan, float]], target_days: float, by_token
         slope = max(secant, 0.1) if secant > 0.0 else 1.0  # days rise with C, as they should, or no secant
     goal = ref[1] * math.exp(math.log(aim / days(ref)) / slope)
     over = [c for t, c in tried if t.cost.main.wall_clock_days > target_days]
-    short = [c for t, c in tried if t.cost.main.wall_clock_days < target_days * (1.0 - FILL_RTOL)]
+    short = [c for t, c in tried if t.cost.main.wall_clock_days < target_days * (1.0 - rtol)]
     if over and (low := max((c for c in short if c < min(over)), default=None)) is not None:
         ratio = min(over) / low
         if not low * ratio**0.1 <= goal <= low * ratio**0.9:
@@ -1240,26 +1252,51 @@ def _toward(
 
 def _fill_by_tokens(
     spec: PlanSpec, inputs: ResolvedInputs, plan: RunPlan, flops: float, target_days: float
-) -> tuple[RunPlan, float | None]:
-    """``plan``'s model (sized at ``flops``) trained on D scaled by aim / predicted days, aim = the budget's days
-    less FILL_MARGIN, at most FILL_MAX_STEPS steps; the fullest plan within the budget's days and its D (None:
-    ``plan`` as given, when no D tried was within them)."""
+) -> tuple[RunPlan, float | None, str | None]:
+    """``plan``'s model (sized at ``flops``) trained on the D that fills the days, aim = the budget's days less
+    FILL_MARGIN: steps of D × aim / predicted days, bisecting D where the days jump with it (the layout and the
+    batch rounding follow the batch law at C = M·D) as the fill in C does (:func:`_next_step`, its window
+    2 × FILL_MARGIN wide), at most FILL_MAX_STEPS_BY_TOKENS steps. The fullest plan within the budget's days and
+    its D (None: ``plan`` as given, when no D tried was within them), and, where that plan falls short of them
+    by more than FILL_RTOL, why: the least D tried past it and the days that D takes (:func:`_jump_reason`)."""
     aim = target_days * (1.0 - FILL_MARGIN)
-    tried: list[tuple[RunPlan, float | None]] = [(plan, None)]
+    tried: list[tuple[RunPlan, float]] = [(plan, plan.allocation.tokens)]
+    shortest = plan.allocation.tokens * (1.0 - TOKEN_FILL_SHORTEST)
     tokens = plan.allocation.tokens
-    shortest = tokens * (1.0 - TOKEN_FILL_SHORTEST)
-    for _ in range(FILL_MAX_STEPS):
+    for _ in range(FILL_MAX_STEPS_BY_TOKENS):
         predicted = plan.cost.main.wall_clock_days
         if abs(predicted / aim - 1.0) <= FILL_MARGIN or tokens <= shortest:
             break
-        tokens = max(tokens * aim / predicted, shortest)
+        tokens = max(_next_step(tried, target_days, 2.0 * FILL_MARGIN), shortest)
         try:
             plan = _build_once(spec, inputs, flops, tokens)[0]
         except (Infeasible, SpecError):  # a D the layout or a batch constraint rules out: keep what worked
             break
         tried.append((plan, tokens))
     within = [t for t in tried if t[0].cost.main.wall_clock_days <= target_days]
-    return max(within, key=lambda t: t[0].cost.main.wall_clock_days) if within else tried[0]
+    best = max(within, key=lambda t: t[0].cost.main.wall_clock_days) if within else tried[0]
+    why = _jump_reason(best, tried, target_days)
+    return best[0], None if best is tried[0] else best[1], why
+
+
+def _jump_reason(
+    best: tuple[RunPlan, float], tried: list[tuple[RunPlan, float]], target_days: float
+) -> str | None:
+    """Why the token fill's ``best`` (plan, D) falls short of the days by more than FILL_RTOL (None where it fills
+    them, or no larger D was tried): the least larger D tried, which overran them, and its days; the days jump
+    between the two where the chosen layout or the batch rounding changes with D (:func:`unfilled_reason`)."""
+    from runplan.units import format_si
+
+    days = best[0].cost.main.wall_clock_days
+    larger = [t for t in tried if t[1] > best[1] and t[0].cost.main.wall_clock_days > target_days]
+    if fills_the_days(days, target_days) or days > target_days or not larger:
+        return None
+    plan, tokens = min(larger, key=lambda t: t[1])
+    return (
+        f"it trains {format_si(best[1], digits=4)} tokens; {format_si(tokens, digits=4)} "
+        f"({tokens / best[1] - 1.0:.2%} more) take {plan.cost.main.wall_clock_days:.3g} days: "
+        + unfilled_reason("fixed_params")
+    )
 
 
 def _rounded_up(value: float, digits: int = 3) -> float:
