@@ -47,7 +47,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from runplan.ops._notes import INPUT_CONFIG, Explained, Reasoned, fmt, fmt_bytes, fmt_plain, fmt_seconds
-from runplan.ops.reliability import OperationsSection, OperationsSpec
+from runplan.ops.reliability import WRITE_HOST_GPUS, OperationsSection, OperationsSpec
 from runplan.units import NonNegativeCount, PositiveCount, PositiveNumber, format_steps
 
 BYTES_PER_PARAM = {"weights_bf16": 2, "master_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4}
@@ -313,7 +313,7 @@ def plan_checkpoints(request: CheckpointRequest) -> CheckpointPlan:
     total = _total_bytes(parts)
     held = _held_bytes_per_gpu(parts)
     written, per_node = _written_bytes(request, parts, (total.value, held.value), world.value)
-    sync, bound, write = _sync_save(spec, total.value, per_node.value)
+    sync, bound, write = _sync_save(spec, total.value, per_node.value, _write_hosts(request, world.value))
     async_block = _async_blocking(spec, written.value)
     delta = _save_blocking(spec, sync.value, async_block.value)
     m = Reasoned(request.job_mtbf_seconds, f"M = {fmt_seconds(request.job_mtbf_seconds)} (reliability stage)")
@@ -520,18 +520,35 @@ def _replica_sharded_bytes(r: CheckpointRequest, parts: list[CheckpointPart]) ->
     return replica_sharded
 
 
+def _write_hosts(r: CheckpointRequest, world: int) -> tuple[float, int]:
+    """The 8-GPU hosts whose storage NICs the busiest node writes through, and the GPUs counted for them.
+
+    node_write_bandwidth_bytes_per_s is one host's, a DGX H100 of 8 GPUs (WRITE_HOST_GPUS). A node of more GPUs is
+    several hosts, each with its own NICs (a GB200 NVL72 NVLink domain: 18 compute trays of 4 GPUs, each its own
+    host with two BlueField-3 for storage; NVIDIA DGX GB200 User Guide, Hardware), so it is counted per GPU, as
+    the failure rate is (reliability.default_failure_rate: 3.79 × g/8): the job's w GPUs on it write through
+    w/8 hosts (w = min(g, world), the ranks whose bytes it writes, :func:`_gpus_on_a_node`). A node of 8 or
+    fewer GPUs is one host with its NICs whatever its size: 1."""
+    gpus = _gpus_on_a_node(r, world)
+    if r.gpus_per_node <= WRITE_HOST_GPUS:
+        return 1.0, gpus
+    return max(1.0, gpus / WRITE_HOST_GPUS), gpus
+
+
 def _sync_save(
-    spec: OperationsSpec, total: float, per_node: float
+    spec: OperationsSpec, total: float, per_node: float, hosts: tuple[float, int]
 ) -> tuple[Reasoned[float], str, Reasoned[float]]:
-    """A synchronous save: the fixed cost plus the write at the slower of storage and the node's NIC.
+    """A synchronous save: the fixed cost plus the write at the slower of storage and the node's NICs.
 
     Returns the blocking time, which bandwidth bounds it, and the write time alone (what an async save
     still spends in the background). Hand-derived: every node writes its share at once, so the write ends when
-    the slower of the shared storage (total / aggregate bandwidth) and one node's NIC (per-node bytes / node
-    bandwidth) is done; the fixed cost (barrier, planning, metadata) comes on top.
+    the slower of the shared storage (total / aggregate bandwidth) and one node's NICs (per-node bytes / node
+    bandwidth × its 8-GPU hosts, :func:`_write_hosts`) is done; the fixed cost (barrier, planning, metadata)
+    comes on top.
     """
     storage_bw = spec.storage_write_bandwidth_bytes_per_s
-    node_bw = spec.node_write_bandwidth_bytes_per_s
+    host_bw = spec.node_write_bandwidth_bytes_per_s
+    node_bw = host_bw * hosts[0] if host_bw else None
     t_storage = total / storage_bw
     t_node = per_node / node_bw if node_bw else 0.0
     write = max(t_storage, t_node)
@@ -542,7 +559,7 @@ def _sync_save(
         Reasoned(
             sync,
             f"fixed {fixed:g} s + max(total/storage {fmt_bytes(total)}/{fmt_bytes(storage_bw)}/s = "
-            f"{t_storage:.3g} s, per node {_per_node_write(per_node, node_bw)} = {t_node:.3g} s) = "
+            f"{t_storage:.3g} s, per node {_per_node_write(per_node, host_bw, hosts)} = {t_node:.3g} s) = "
             f"{fmt_seconds(sync)}",
         ),
         bound,
@@ -550,11 +567,18 @@ def _sync_save(
     )
 
 
-def _per_node_write(per_node: float, node_bw: float | None) -> str:
-    """The per-node write term of a synchronous save in words: bytes per node over the node's bandwidth."""
-    if not node_bw:
+def _per_node_write(per_node: float, host_bw: float | None, hosts: tuple[float, int]) -> str:
+    """The per-node write term of a synchronous save in words: bytes per node over the node's bandwidth, that of
+    its 8-GPU hosts where it has more than one (:func:`_write_hosts`)."""
+    if not host_bw:
         return f"{fmt_bytes(per_node)}/node, node bandwidth not modelled"
-    return f"{fmt_bytes(per_node)}/node / {fmt_bytes(node_bw)}/s node bandwidth"
+    count, gpus = hosts
+    if count == 1.0:
+        return f"{fmt_bytes(per_node)}/node / {fmt_bytes(host_bw)}/s node bandwidth"
+    return (
+        f"{fmt_bytes(per_node)}/node / ({gpus}/{WRITE_HOST_GPUS} = {count:g} hosts × {fmt_bytes(host_bw)}/s, "
+        f"each 8-GPU host's NICs)"
+    )
 
 
 def _async_blocking(spec: OperationsSpec, written: float) -> Reasoned[float]:

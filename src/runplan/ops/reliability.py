@@ -55,6 +55,9 @@ LLAMA3_NODES = 2_048
 LLAMA3_FAILURES_PER_1000_NODE_DAYS = LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * LLAMA3_NODES) * 1000.0
 #: Llama 3's nodes held 8 H100 each (arXiv 2407.21783 §3.3.1), so its rate is per 8-GPU node.
 LLAMA3_GPUS_PER_NODE = 8
+#: GPUs of the host whose storage NICs node_write_bandwidth_bytes_per_s describes: a DGX H100, 8 GPUs (NVIDIA DGX
+#: BasePOD reference architecture). A node of g > 8 GPUs writes through g/8 such hosts' NICs (checkpoint._write_hosts).
+WRITE_HOST_GPUS = 8
 
 
 def default_failure_rate(gpus_per_node: int) -> float:
@@ -109,9 +112,13 @@ class OperationsSpec(BaseModel):
     node_write_bandwidth_bytes_per_s: PositiveBytes | None = Field(
         25e9,
         **at_least(MIN_BANDWIDTH_BYTES_PER_S),
-        description="Write bandwidth one node can push to storage, bytes/s (its storage NIC). Default 25e9 "
-        "(200 Gb/s), an assumption: DGX H100 nodes carry two dual-port ConnectX-7 for storage and management "
-        "(NVIDIA DGX BasePOD reference architecture). null = not modelled. At least 1e8 (1 Gb/s Ethernet).",
+        description="Write bandwidth one 8-GPU host can push to storage, bytes/s (its storage NICs). Default "
+        "25e9 (200 Gb/s), an assumption: DGX H100 nodes carry two dual-port ConnectX-7 for storage and management "
+        "(NVIDIA DGX BasePOD reference architecture). A node of more than 8 GPUs is several hosts, each with its "
+        "own NICs (a GB200 NVL72 NVLink domain is 18 compute trays of 4 GPUs, each running its own OS with two "
+        "BlueField-3 for storage and management: NVIDIA DGX GB200 User Guide, Hardware), so it writes at this × "
+        "gpus_per_node/8, as its failures are counted per GPU (failures_per_1000_node_days); a node of 8 or fewer "
+        "GPUs is one host. null = not modelled. At least 1e8 (1 Gb/s Ethernet).",
     )
     host_staging: bool = Field(
         True,
