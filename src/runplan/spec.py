@@ -272,9 +272,27 @@ def parse_plan(loaded: LoadedYaml) -> PlanSpec:
         )
     _refuse_empty_sections(data, loaded)
     try:
-        return PlanSpec.model_validate(data)
+        spec = PlanSpec.model_validate(data)
     except ValidationError as error:
         raise spec_error_from_validation(error, PlanSpec, loaded) from None
+    _refuse_zero_against_stack(spec, loaded)
+    return spec
+
+
+def _refuse_zero_against_stack(spec: PlanSpec, loaded: LoadedYaml) -> None:
+    """parallel.zero >= 1 beside stack.distributed_optimizer: false asks for two contradicting things
+    (request_rules.zero_against_stack): refused at the pin, with the two ways out."""
+    from runplan.parallel.request_rules import zero_against_stack
+
+    problem = zero_against_stack(spec.parallel.zero, spec.stack.distributed_optimizer)
+    if problem:
+        raise SpecError(
+            problem,
+            source=loaded.where(("parallel", "zero")),
+            where="parallel.zero",
+            hint=f"remove stack.distributed_optimizer: false to keep parallel.zero: {spec.parallel.zero}, or pin "
+            "parallel.zero: 0",
+        )
 
 
 def _refuse_empty_sections(data: dict[Any, Any], loaded: LoadedYaml) -> None:

@@ -336,12 +336,17 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
         else (SELECTIVE_RECOMPUTE_ELEMENTWISE_SHARE if lay.recompute == "selective" else 1.0)
     )
     elementwise = eff.elementwise_time_factor * act_bytes * ew_share / gpu.hbm_bandwidth_bytes_per_s
+    # HFU's recomputed FLOPs per token, whole model (Korthikanti et al. 2022 §5): what the time below reruns
+    attention_fwd_flops = sh.attention_flops_per_token(s) / 3
+    redo_flops = 0.0
     if full:  # the forward again, with its fp8 casts
-        redo = (fwd + cast_fwd) * (
+        rerun_share = (
             min(req.stack.full_recompute_layers * lay.vpp, layers) / layers
             if req.stack.full_recompute_method == "block"
             else 1
         )
+        redo = (fwd + cast_fwd) * rerun_share
+        redo_flops = (2 * sh.active_non_embedding_params + attention_fwd_flops) * rerun_share
     elif lay.recompute == "selective":
         # docs/parallel.md: the products selective recomputation reruns, with their fp8 forward casts: the dense
         # MLP (mlp); K, O and w3 (GeLU: fc2) of every layer, w3/fc2 in dense layers only (every_other_mm)
@@ -360,8 +365,14 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
             return secs
 
         redo = dense * rerun(rerun_dense) + moe * rerun(rerun_moe)
+
+        def rerun_flops(gemms):  # per token: 2·M·N·K on each of the t ranks, for M = the rank's tokens
+            return sum(2 * c * mm * n * k * t / tokens for c, mm, n, k in gemms)
+
+        redo_flops = (L - sh.moe_layers) * rerun_flops(rerun_dense) + sh.moe_layers * rerun_flops(rerun_moe)
         if "core_attn" in modules and not req.stack.flash_attention:
             redo += layers * core
+            redo_flops += attention_fwd_flops
     else:
         redo = 0.0
     compute = fwd + logits + bwd + redo + elementwise + cast_fwd + cast_bwd
@@ -525,9 +536,7 @@ def evaluate_layout(req: ParallelRequest, lay: Layout, eff: Efficiency | None = 
     if req.mfu_override is not None:
         step = model_flops * tokens_step / (req.mfu_override * req.n_gpus * gpu.bf16_flops)
     tps = tokens_step / step
-    hw = model_flops + (
-        (2 * sh.active_non_embedding_params + sh.attention_flops_per_token(s) / 3) if full else 0
-    )
+    hw = model_flops + redo_flops
     peak = req.n_gpus * gpu.bf16_flops
     return {
         "weights": mem["weights"],

@@ -175,9 +175,20 @@ def paths_for_user(text: str, command: str | None = None) -> str:
     as ``command``'s user types them: the plan key (``parallel.zero: 3``) for the plan-file commands, else the
     flag (``--zero 3``)."""
     if command in PLAN_FILE_COMMANDS:
-        return _PATH_SETTING.sub(r"\1: \2", text)
+        return _PARALLELIZE_OPTION.sub(_parallelize_flag, _PATH_SETTING.sub(r"\1: \2", text))
     with_values = _PATH_SETTING.sub(lambda m: f"{m.group(1)} {m.group(2)}", text)
     return flags_in_text(with_values, command)
+
+
+#: An option of `runplan parallelize` that no plan key sets (``parallelize.global_batch_tolerance``).
+_PARALLELIZE_OPTION = re.compile(r"\bparallelize\.[a-z_]+\b")
+
+
+def _parallelize_flag(match: re.Match[str]) -> str:
+    """A `parallelize` option named to a plan-file user: no key of the file sets it, only the flag does, on the
+    command line of `runplan parallelize PLAN` (a path without a flag is left as it is)."""
+    flag = FLAG_FOR_PATH.get(match.group(0))
+    return f"`runplan parallelize PLAN {flag}` on the command line" if flag else match.group(0)
 
 
 def with_flag(error: RunplanError, command: str | None = None) -> RunplanError:

@@ -563,7 +563,26 @@ def _request_from_plan(
         update["mfu_override"] = mfu
     if stack:
         update["stack"] = stack_from_flags(stack, request.stack)
+    _refuse_zero_flag_against_stack(
+        merged_pins.zero, update.get("stack", request.stack).distributed_optimizer
+    )
     return request.model_copy(update=update), stage.resolution, inputs.calibration_label()
+
+
+def _refuse_zero_flag_against_stack(zero: int | None, distributed_optimizer: bool | None) -> None:
+    """--zero 1-3 over a plan whose stack.distributed_optimizer is false (a plan file's own pin is refused when
+    it is read, spec.parse_plan): the flag and the key contradict (request_rules.zero_against_stack)."""
+    from runplan.errors import SpecError
+    from runplan.parallel.request_rules import zero_against_stack
+
+    problem = zero_against_stack(zero, distributed_optimizer)
+    if problem:
+        raise SpecError(
+            problem,
+            where="--zero",
+            hint=f"remove stack.distributed_optimizer: false from the plan file to keep --zero {zero}, or use "
+            "--zero 0",
+        )
 
 
 def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibration: str = "") -> None:

@@ -206,7 +206,7 @@ def check(
     plan_file: Path = typer.Argument(
         ..., help="Plan file, ideally a resolved one (`runplan plan -f yaml`).", show_default=False
     ),
-    rtol: float = typer.Option(1e-4, "--rtol", help="Relative tolerance for derived numbers."),
+    rtol_text: str = typer.Option("1e-4", "--rtol", help="Relative tolerance for derived numbers."),
     as_json: bool = typer.Option(
         False,
         "--json",
@@ -228,10 +228,12 @@ def check(
 ) -> None:
     """For CI: validate, recompute, check feasibility, and diff against the file's resolved numbers (exit 1 on
     drift; --update rewrites them)."""
+    from runplan.cli.common import flag_value
     from runplan.cli.flags import paths_for_user
     from runplan.errors import Infeasible, SpecError
     from runplan.resolved import diff_changes, input_changes, resolved_section
 
+    rtol = flag_value(rtol_text, "--rtol")  # as every numeric flag: "--rtol: expected a number, got ..."
     if not 0 < rtol < 1:  # inf or 1 would accept any change: `check` must be able to fail (issue 17)
         raise SpecError(
             f"must be positive and below 1, got {rtol:g}",
@@ -274,6 +276,9 @@ def check(
         resolved_cost = (spec.resolved or {}).get("cost") or {}
         currencies = (str(resolved_cost.get("currency", result.cost.currency)), result.cost.currency)
         _report_check(plan_file, status, changes, rtol, calibration, currencies, inputs, written=written)
+        # `runplan plan`'s layout cautions (a pinned layout's broken bubble cap...), same lines, same exit code
+        for warning in (w for w in result.warnings if w.startswith("layout: ")):
+            echo_wrapped(f"  warning: {warning}", err=status == "drift")
     if status == "drift":
         raise typer.Exit(1)
 

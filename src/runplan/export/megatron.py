@@ -91,6 +91,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
     from runplan.export import ExportResult
+    from runplan.parallel.layout import Layout
     from runplan.parallel.stack import Stack
     from runplan.plan import RunPlan
     from runplan.spec import PlanSpec
@@ -772,7 +773,7 @@ def _torch_fsdp2_precision(f: Facts) -> str:
     (training/training.py), ``fully_shard`` gets no ``mp_policy`` (core/distributed/torch_fully_sharded_data_parallel
     .py), so shards and gradient reduce-scatters are bf16, and ``Float16OptimizerWithFloat16Params`` clones an fp32
     master of each bf16 shard (core/optimizer/optimizer.py): 2 bytes per parameter more, sharded over d·c."""
-    extra = 2 * f.params_per_gpu / (f.layout.dp * f.layout.cp)
+    extra = torch_fsdp2_master_bytes(f.stack, f.layout, f.params_per_gpu)
     text = (
         "FSDP2: Megatron shards its bf16 model (Float16Module, then fully_shard with no MixedPrecisionPolicy) and "
         "Float16OptimizerWithFloat16Params keeps an fp32 master beside each bf16 shard, where the plan's "
@@ -866,36 +867,58 @@ def unrecomputed_modules(stack: Stack, n_experts: int, attention: str) -> list[s
 
 
 def memory_as_megatron_runs_it(spec: PlanSpec, plan: RunPlan, base_dir: Path) -> str | None:
-    """Where Megatron-core cannot recompute a module the plan's selective recomputation counts on
-    (:func:`unrecomputed_modules`), the memory of the plan's layout without it, against
-    the plan's and the limit: a reviewer's 70B export planned at 72.7 GB needs 80.1 GB in Megatron (limit 76)."""
+    """The memory per GPU of the plan's layout as Megatron runs it, against the plan's and the limit, where
+    that differs: without the selective-recompute modules Megatron-core cannot recompute
+    (:func:`unrecomputed_modules`; a reviewer's 70B export planned at 72.7 GB needs 80.1 GB in Megatron, limit
+    76), and with the fp32 master its FSDP2 path keeps beside each bf16 shard (:func:`torch_fsdp2_master_bytes`)."""
+    from runplan.export._common import _params_per_gpu
     from runplan.plan import layout_memory_under
     from runplan.units import format_bytes
 
     best = plan.layout.best
     shape = plan.model.shape
-    if best.recompute != "selective":
-        return None
-    unrun = unrecomputed_modules(spec.stack, shape.n_experts, shape.attention)
-    if not unrun:
-        return None
-    kept = tuple(m for m in spec.stack.selective_recompute if m not in unrun)
-    stack = spec.stack.model_copy(update={"selective_recompute": kept})
-    needed = layout_memory_under(spec, plan, stack, base_dir)
-    # nothing lost (an MoE model's dense-MLP module: no layer has one)
-    if needed <= float(best.memory_bytes.total) * (1.0 + 1e-9):
+    planned = float(best.memory_bytes.total)
+    needed, reasons, fixes = planned, [], []
+    unrun = (
+        unrecomputed_modules(spec.stack, shape.n_experts, shape.attention)
+        if best.recompute == "selective"
+        else []
+    )
+    if unrun:
+        kept = tuple(m for m in spec.stack.selective_recompute if m not in unrun)
+        stack = spec.stack.model_copy(update={"selective_recompute": kept})
+        needed = layout_memory_under(spec, plan, stack, base_dir)
+        # nothing lost (an MoE model's dense-MLP module: no layer has one)
+        if needed > planned * (1.0 + 1e-9):
+            reasons.append(f"without {', '.join(unrun)} recomputed")
+            fixes.append("pin parallel.recompute: full, or plan with stack preset megatron-core")
+        needed = max(needed, planned)
+    master = torch_fsdp2_master_bytes(spec.stack, best.layout, _params_per_gpu(shape, best))
+    if master:
+        needed += master
+        reasons.append(
+            "with the fp32 master its FSDP2 keeps beside each bf16 shard (2 bytes per parameter ÷ d·c)"
+        )
+        fixes.append("set stack.fsdp_mixed_precision: false (Megatron FSDP, which the plan counts)")
+    if not reasons:
         return None
     limit = float(best.memory_limit_bytes)
-    verdict = (
-        "within the limit"
-        if needed <= limit
-        else "over the limit: pin parallel.recompute: full, or plan with stack preset megatron-core"
-    )
+    verdict = "within the limit" if needed <= limit else f"over the limit: {'; or '.join(fixes)}"
     return (
-        f"memory: without {', '.join(unrun)} recomputed the layout needs {format_bytes(needed)} per GPU in "
-        f"Megatron, against the plan's {format_bytes(float(best.memory_bytes.total))} and the limit "
+        f"memory: {' and '.join(reasons)} the layout needs {format_bytes(needed)} per GPU in "
+        f"Megatron, against the plan's {format_bytes(planned)} and the limit "
         f"{format_bytes(limit)}: {verdict}"
     )
+
+
+def torch_fsdp2_master_bytes(stack: Stack, layout: Layout, params_per_gpu: float) -> float:
+    """Bytes per GPU Megatron's PyTorch FSDP2 path (the export of ZeRO-3 with fsdp_mixed_precision) holds beyond
+    the plan's count: Float16OptimizerWithFloat16Params keeps an fp32 master of each bf16 shard where the plan
+    counted the fp32 shards as the master (:func:`_torch_fsdp2_precision`): 2 bytes per parameter more, sharded
+    over d·c. 0 on every other path. The one count the FSDP2 warning and the memory check both use."""
+    if layout.zero != 3 or not stack.fsdp_mixed_precision:
+        return 0.0
+    return 2.0 * params_per_gpu / (layout.dp * layout.cp)
 
 
 def _recompute_args(f: Facts, warnings: list[str]) -> list[Arg]:

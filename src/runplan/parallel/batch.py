@@ -5,9 +5,10 @@ batch B_crit (docs/scaling.md), and the text shown to users names it B_opt.
 
 Law: DeepSeek LLM (Bi et al. 2024, arXiv 2401.02954, §3.1, Eq. 1 and Fig. 3): the near-optimal batch in tokens
 is ``B_opt = 0.2920 · C^0.3271`` with ``C = M·D``, ``M`` the non-embedding FLOPs per token
-``72·L·h² + 12·L·h·s`` for their shapes (generalised here exactly as 6 × active non-embedding parameters plus
-the attention score/value term ``6·L·s·a·(d_qk + d_v)``, which equals 72·L·h² + 12·L·h·s for a 4h-MLP MHA
-block) and ``D`` the training tokens. When ``D`` is not given we assume Chinchilla's 20 tokens per parameter.
+``72·L·h² + 12·L·h·s`` for their shapes (generalised here exactly as 6 × active non-embedding parameters, a
+multi-token-prediction module's active weights included, plus the attention score/value term
+``6·L·s·a·(d_qk + d_v)`` with L counting the MTP layers, which equals 72·L·h² + 12·L·h·s for a 4h-MLP MHA
+block; ``scaling.hyperparams.deepseek_flops_per_token``) and ``D`` the training tokens. When ``D`` is not given we assume Chinchilla's 20 tokens per parameter.
 
 Leaves out: DeepSeek fitted the law on their data, tokenizer and LR schedule with compute up to ~3e20 FLOPs;
 Zhang et al. 2024 (arXiv 2410.21676) find the (Kaplan) critical batch grows mainly with D, not N; the batch is usually

@@ -64,6 +64,20 @@ def pinned_mesh_problem(pins: Any, n_gpus: int) -> str | None:
     return f"{text} GPUs, not {n_gpus:,}" if len(mesh) == 4 else f"{text} does not divide {n_gpus:,} GPUs"
 
 
+def zero_against_stack(zero: int | None, distributed_optimizer: bool | None) -> str | None:
+    """Why a pinned ZeRO stage contradicts the stack's ``distributed_optimizer: false``, or None. False means the
+    optimizer states stay whole, ZeRO-0 only (Stack.distributed_optimizer; docs/parallel.md, Stacks), while every
+    ZeRO >= 1 shards them (Rajbhandari et al. 2020 §5: P_os is stage 1); the search would otherwise evaluate the
+    pin and drop the stack key without a word. True beside a pinned ZeRO-0 is not refused: the megatron-core
+    preset sets it, and the pin of a layout that really ran wins (a warning names what Megatron needs)."""
+    if zero is None or zero == 0 or distributed_optimizer is not False:
+        return None
+    return (
+        f"ZeRO-{zero} shards the optimizer states, and stack.distributed_optimizer: false keeps them whole "
+        "(ZeRO-0 only)"
+    )
+
+
 def check_whole_nodes(n_gpus: int, gpus_per_node: int, where: str = "cluster.gpus") -> None:
     """A job of more than one node uses every GPU of each node (a job within one node may use part of it)."""
     if n_gpus > gpus_per_node and n_gpus % gpus_per_node:

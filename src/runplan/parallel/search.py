@@ -44,6 +44,7 @@ from runplan.parallel.timing import (
     context_parallel_notes,
     default_efficiency,
     precision_notes,
+    recompute_flops_per_token,
     step_time,
     within_node,
 )
@@ -523,7 +524,6 @@ def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None 
     times, step = _timed(request, grid, eff, terms)
     tokens_per_step = _tokens_per_step(grid, s)
     model_flops_token = shape.model_flops_per_token(s)
-    recompute_flops_token = 2.0 * shape.active_non_embedding_params + shape.attention_flops_per_token(s) / 3.0
     peak_total = request.n_gpus * gpu.bf16_flops
     model_tokens_per_second = tokens_per_step / step
     bubble_fraction = (grid.pp - 1.0) / (grid.vpp * grid.microbatches)
@@ -537,7 +537,17 @@ def evaluate(request: ParallelRequest, grid: LayoutGrid, eff: Efficiency | None 
         tokens_per_second = np.full_like(step, request.mfu_override * peak_total / model_flops_token)
     else:
         tokens_per_second = model_tokens_per_second
-    hardware_token = model_flops_token + np.where(grid.recompute == 2, recompute_flops_token, 0.0)
+    # HFU's extra FLOPs: exactly what the time model reruns (timing.recompute_flops_per_token, its one rule)
+    hardware_token = model_flops_token + recompute_flops_per_token(
+        shape,
+        terms,
+        grid,
+        gpu=gpu,
+        eff=eff or request.efficiency or default_efficiency(gpu),
+        seq_len=s,
+        node_size=min(request.node_size, request.n_gpus),
+        stack=request.stack,
+    )
     return Evaluation(
         memory=memory,
         memory_last_is_max=last_is_max,
@@ -1565,7 +1575,8 @@ def _batch_steps(batches: np.ndarray, bounds: _Bounds, whose: str) -> str:
         [*([f"{below.max():,.0f}"] if below.size else []), *([f"{above.min():,.0f}"] if above.size else [])]
     )
     # with a target the range is target ± tolerance (min/max only narrow it, batch_range_tokens), and only
-    # `parallelize` sets the tolerance: a plan holds the default ±10%
+    # `parallelize` sets the tolerance, by its flag: a plan file has no key for it and holds the default ±10%
+    # (cli.flags.paths_for_user names the flag to plan-file users as `runplan parallelize PLAN --batch-tolerance`)
     wider = (
         "a wider tolerance around it (parallelize.global_batch_tolerance; a plan holds ±10%)"
         if bounds.batch_source.startswith("target")

@@ -102,7 +102,7 @@ communication (FSDP/TP fp8 all-gathers).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -122,6 +122,9 @@ from runplan.parallel.memory import (
     zero3_held,
 )
 from runplan.parallel.stack import Stack
+
+if TYPE_CHECKING:
+    from runplan.model import ModelShape
 
 #: cuDNN fused attention (TransformerEngine's FusedAttention) over FlashAttention-2 on Hopper, forward + backward:
 #: 1.49 at 512 tokens, 1.57-1.62 from 1k to 16k, mean 1.58 (Shah et al. 2024, arXiv 2407.08608, Fig. 5(d) causal
@@ -609,17 +612,76 @@ def _selective_gemms(st: _Step, *, moe: bool) -> list[tuple[float, Any, Any, Any
 def _selective_seconds(st: _Step) -> Any:
     """Forward seconds of the products selective recomputation reruns on the stage (with their fp8 casts), one
     micro-batch (:func:`_selective_gemms`)."""
+    return _rerun(st, (st.dense, st.moe), _gemm_seconds_with_casts)
+
+
+def _gemm_seconds_with_casts(st: _Step, m, n, k) -> Any:
+    """Seconds of one forward (M, N, K) product of a linear layer, with its fp8 casts in fp8."""
+    seconds = gemm_seconds(m, n, k, st.gpu, st.eff, fp8=st.fp8)
+    if st.fp8:
+        forward, _ = fp8_cast_bytes(m, n, k, st.stack.fp8_recipe, _weight_share(st))
+        seconds = seconds + forward / st.gpu.hbm_bandwidth_bytes_per_s
+    return seconds
+
+
+def _rerun(st: _Step, layers: tuple[Any, Any], measure: Any) -> Any:
+    """Σ over the (dense, MoE) ``layers`` of the products selective recomputation reruns in one layer
+    (:func:`_selective_gemms`), each weighed by ``measure(st, M, N, K)`` (seconds, or FLOPs)."""
     total: Any = 0.0
-    for moe, layers in ((False, st.dense), (True, st.moe)):
+    for moe, count_of_layers in zip((False, True), layers, strict=True):
         if moe and not st.terms.moe_layers:
             continue
         for count, m, n, k in _selective_gemms(st, moe=moe):
-            seconds = gemm_seconds(m, n, k, st.gpu, st.eff, fp8=st.fp8)
-            if st.fp8:
-                forward, _ = fp8_cast_bytes(m, n, k, st.stack.fp8_recipe, _weight_share(st))
-                seconds = seconds + forward / st.gpu.hbm_bandwidth_bytes_per_s
-            total = total + layers * count * seconds
+            total = total + count_of_layers * count * measure(st, m, n, k)
     return total
+
+
+def full_recompute_share(stack: Stack, v, layers):
+    """Share of a stage's layers that full recomputation reruns: all with 'uniform'; with 'block' the first
+    full_recompute_layers n of each of the v virtual chunks, min(v·n, layers)/layers (Megatron
+    --recompute-method block, as memory.activation_bytes)."""
+    if stack.full_recompute_method != "block":
+        return 1.0
+    return np.minimum(float(stack.full_recompute_layers) * v, layers) / layers
+
+
+def _recomputed(st: _Step, *, layers_forward, selective, attention_core):
+    """The one recomputation rule, on any measure of work: full reruns ``layers_forward`` ×
+    :func:`full_recompute_share`; selective reruns ``selective`` (its products, :func:`_rerun`) and, when it
+    recomputes core_attn without FlashAttention (FlashAttention recomputes it anyway), ``attention_core``;
+    none reruns nothing. Norms and activations are elementwise (timed by the elementwise share, no FLOPs)."""
+    stack = st.stack
+    full = layers_forward * full_recompute_share(stack, st.v, st.layers)
+    if "core_attn" in stack.selective_recompute and not stack.flash_attention:
+        selective = selective + attention_core
+    return np.where(st.full, full, np.where(np.asarray(st.grid.recompute) == 1, selective, 0.0))
+
+
+def recompute_flops_per_token(shape: ModelShape, terms: ShapeTerms, grid: LayoutGrid, **inputs: Any) -> Any:
+    """FLOPs per token of the whole model that recomputation reruns, row by row: what :func:`_recompute_seconds`
+    times, by the same rule (:func:`_recomputed`), counted as FLOPs. HFU = (model FLOPs + these) × tokens/s ÷
+    peak (Korthikanti et al. 2022 §5; Chowdhery et al. 2022 App. B). Full: the blocks' forward, 2 FLOPs per
+    active block weight (MTP blocks included, their 2h→h projection not: timed with the head) + the attention
+    forward (a third of ``attention_flops_per_token``); selective: 2·M·N·K of each rerun product on each of the
+    t ranks per M tokens, in all L layers. ``inputs``: gpu, eff, seq_len, node_size, stack (as step_time)."""
+    gpu, eff = inputs.pop("gpu"), inputs.pop("eff")
+    st = _Step.of(terms, grid, gpu, eff, **inputs)
+    attention = shape.attention_flops_per_token(st.seq_len) / 3.0
+    blocks = (
+        shape.active_non_embedding_params + shape.mtp_active_params - shape.mtp_layers * 2 * shape.d_model**2
+    )
+    moe = terms.moe_layers + (terms.mtp_layers if terms.moe_layers else 0)
+    dense = terms.n_layers + terms.mtp_layers - moe
+
+    def flops(step: _Step, m, n, k) -> Any:
+        return 2.0 * m * n * k * step.t / step.tokens
+
+    return _recomputed(
+        st,
+        layers_forward=2.0 * blocks + attention,
+        selective=_rerun(st, (float(dense), float(moe)), flops),
+        attention_core=attention,
+    )
 
 
 def _gemm_forward(st: _Step):
@@ -720,20 +782,16 @@ def _elementwise_seconds(st: _Step):
 
 
 def _recompute_seconds(st: _Step, layers_fwd, attn_core_fwd):
-    """Forward work repeated by recomputation, one micro-batch: full repeats every layer's forward (with
-    'block', the first full_recompute_layers of each virtual chunk: min(v·n, layers) of the stage, as
-    memory.activation_bytes); selective repeats the attention core when it
-    recomputes core_attn without FlashAttention (FlashAttention recomputes it anyway) and the linear products
-    its modules recompute (:func:`_selective_gemms`). Norms and activations are elementwise (see the elementwise
-    share)."""
-    stack = st.stack
-    full = layers_fwd
-    if stack.full_recompute_method == "block":
-        full = layers_fwd * np.minimum(float(stack.full_recompute_layers) * st.v, st.layers) / st.layers
-    selective = _selective_seconds(st)
-    if "core_attn" in stack.selective_recompute and not stack.flash_attention:
-        selective = selective + st.layers * attn_core_fwd
-    return np.where(st.full, full, np.where(np.asarray(st.grid.recompute) == 1, selective, 0.0))
+    """Forward work repeated by recomputation, one micro-batch (:func:`_recomputed`): full repeats every layer's
+    forward (with 'block', min(v·n, layers) of the stage, :func:`full_recompute_share`); selective the linear
+    products its modules recompute (:func:`_selective_gemms`) and the attention core when it recomputes
+    core_attn without FlashAttention."""
+    return _recomputed(
+        st,
+        layers_forward=layers_fwd,
+        selective=_selective_seconds(st),
+        attention_core=st.layers * attn_core_fwd,
+    )
 
 
 @dataclass(frozen=True)
