@@ -148,6 +148,9 @@ class Change:
     relative_change: float | None = None
     #: a "length" change: the items past the shorter list's end (added when the list grew, else removed)
     extra: tuple[Any, ...] = ()
+    #: (old side, new side): that side's plan is a mixture of experts, whose law N (:data:`_ACTIVE_UNITS`) counts
+    #: active parameters only; set by :func:`diff_changes`, read by :meth:`readable` (the JSON record is raw)
+    moe: tuple[bool, bool] = (False, False)
 
     @property
     def section(self) -> str:
@@ -174,12 +177,15 @@ class Change:
     def readable(self, old_currency: str = "", new_currency: str = "") -> str:
         """``path: old → new (+x%)`` for a reader (``runplan diff``): both numbers in one format, in the unit the
         plan's report gives that quantity (:func:`unit_of`: GB, durations, days, money in the plan's currency,
-        a loss in nats/token, a count with what it counts: 12.6 M tokens, 512 GPUs); a cost in two different currencies has no percentage. :meth:`text` keeps raw numbers."""
+        a loss in nats/token, a count with what it counts: 12.6 M tokens, 512 GPUs, 1 GPU; a MoE side's law N in
+        active params, :data:`_ACTIVE_UNITS`); a cost in two different currencies has no percentage. :meth:`text`
+        keeps raw numbers."""
         fmt = unit_of(self.path)
+        fmts = [_ACTIVE_UNITS.get(self.path, fmt) if moe else fmt for moe in self.moe]  # each side its own
         if self.kind == "new":
-            return f"{self.path}: (new) → {_shown(fmt, [self.new], new_currency)[0]}"
+            return f"{self.path}: (new) → {_shown(fmts[1:], [self.new], new_currency)[0]}"
         if self.kind == "gone":
-            return f"{self.path}: {_shown(fmt, [self.old], old_currency)[0]} → (gone)"
+            return f"{self.path}: {_shown(fmts, [self.old], old_currency)[0]} → (gone)"
         if self.kind == "length":  # which items came or went, not just how many
             verb, start = ("added", self.old) if self.new > self.old else ("removed", self.new)
             named = [
@@ -190,7 +196,7 @@ class Change:
             return f"{self.path}: {_items(self.old)} → {_items(self.new)}" + (
                 f" ({verb} {items})" if items else ""
             )
-        old, new = _shown(fmt, [self.old, self.new], old_currency, new_currency)
+        old, new = _shown(fmts, [self.old, self.new], old_currency, new_currency)
         shown = self.relative_change is not None and self.path not in LAYOUT_AXIS_PATHS
         shown = shown and (fmt not in _MONEY or old_currency == new_currency)  # 1,000 USD → 900 EUR: no %
         change = f" ({self.relative_change:+.2%})" if shown else ""
@@ -465,7 +471,8 @@ def _count(value: float, extra: int, ref: float, currency: str = "") -> str:
 
 
 def _duration(value: float, extra: int, ref: float, currency: str = "") -> str:
-    return fmt_duration(value, scale_of=ref, extra_digits=extra)
+    """fmt_duration's text, its unit singular where it prints one (1 day beside 5 days: both in days)."""
+    return _with_unit(*fmt_duration(value, scale_of=ref, extra_digits=extra).rsplit(" ", 1))
 
 
 def _percent(value: float, extra: int, ref: float, currency: str = "") -> str:
@@ -487,9 +494,42 @@ def _fixed(digits: int, unit: str = "", general: bool = False) -> _Fmt:
 
     def fmt(value: float, extra: int, ref: float, currency: str = "") -> str:
         number = f"{value:.{digits + extra}g}" if general else f"{value:,.{digits + extra}f}"
-        return f"{number} {unit}".rstrip()
+        return _with_unit(number, unit)
 
     return fmt
+
+
+#: a unit's counted part, up to a "/" or " per " (``GPUs`` in ``GPUs/node``, ``active params``, ``tokens`` in
+#: ``tokens/s per GPU``), and the rest
+_COUNTED_PART = re.compile(r"^(.*?)((?:/| per ).*)?$")
+
+
+def _singular(unit: str) -> str:
+    """``unit`` for a count of one: the last word of its counted part singular (``GPUs/node`` → ``GPU/node``,
+    ``tokens/s per GPU`` → ``token/s per GPU``, ``failures per 1,000 node-days`` → ``failure per ...``, ``active
+    params`` → ``active param``, ``micro-batches`` → ``micro-batch``), by English's regular plural: -ches, -shes,
+    -sses and -xes drop ``es``, other words ending in s drop the ``s``. A unit symbol (s, B, W, MWh, σ, FLOP/s:
+    two characters or fewer, or no final s) is kept."""
+    found = _COUNTED_PART.match(unit)
+    if found is None:
+        return unit
+    counted, rest = found.group(1), found.group(2) or ""
+    words = counted.split(" ")
+    noun = words[-1]
+    if len(noun) <= 2 or not noun.endswith("s"):
+        return unit
+    cut = 2 if noun.endswith(("ches", "shes", "sses", "xes")) else 1
+    return " ".join([*words[:-1], noun[:-cut]]) + rest
+
+
+def _with_unit(number: str, unit: str) -> str:
+    """``number unit``; the unit singular (:func:`_singular`) where the number as printed reads one (``1``,
+    ``1.0000``: what the reader sees, so 1.0004 days printed ``1`` is ``1 day`` too), else as given (plural)."""
+    try:
+        one = float(number.replace(",", "")) == 1
+    except ValueError:  # a count with its scale (1 M tokens): a million of them
+        one = False
+    return f"{number} {_singular(unit) if one else unit}".rstrip()
 
 
 def _bytes(value: float, extra: int, ref: float, currency: str = "") -> str:
@@ -501,16 +541,15 @@ def _bandwidth(value: float, extra: int, ref: float, currency: str = "") -> str:
 
 
 def _gpu_hours(value: float, extra: int, ref: float, currency: str = "") -> str:
-    return _count(value if extra else round(value), extra, ref) + " GPU-hours"
+    return _with_unit(_count(value if extra else round(value), extra, ref), "GPU-hours")
 
 
-def _counted(noun: str, one: str = "") -> _Fmt:
-    """A count in :func:`_count`'s style, then what it counts: ``12.58 M tokens``, ``512 GPUs``; ``one`` where
-    the count prints as 1 (``1 GPU``)."""
+def _counted(noun: str) -> _Fmt:
+    """A count in :func:`_count`'s style, then what it counts (plural): ``12.58 M tokens``, ``512 GPUs``; singular
+    where the count prints as 1 (:func:`_with_unit`: ``1 GPU``, ``1 GPU/node``)."""
 
     def fmt(value: float, extra: int, ref: float, currency: str = "") -> str:
-        number = _count(value, extra, ref)
-        return f"{number} {one if one and number == '1' else noun}"
+        return _with_unit(_count(value, extra, ref), noun)
 
     return fmt
 
@@ -560,33 +599,52 @@ _UNITS: tuple[tuple[tuple[str, ...], _Fmt], ...] = (
             "max_position_embeddings",
             "learned_positions",
         ),
-        _counted("tokens", "token"),
+        _counted("tokens"),
     ),
-    (("params",), _counted("params", "param")),
-    (("steps", "_step"), _counted("steps", "step")),
+    (("params",), _counted("params")),
+    (("steps", "_step"), _counted("steps")),
     (("gpus_per_node",), _counted("GPUs/node")),
-    (("gpus", "world_size"), _counted("GPUs", "GPU")),
-    (("nodes",), _counted("nodes", "node")),
-    (("sequences", "micro_batch", "examples"), _counted("sequences", "sequence")),
-    (("microbatches", "microbatches_per_replica"), _counted("micro-batches", "micro-batch")),
-    (("layers", "layers_per_stage", "global_every"), _counted("layers", "layer")),
-    (("heads",), _counted("heads", "head")),
-    (("experts", "top_k"), _counted("experts", "expert")),
-    (("router_groups", "router_group_topk"), _counted("groups", "group")),
-    (("checkpoints_per_run", "milestones", "generations"), _counted("checkpoints", "checkpoint")),
-    (("evaluations",), _counted("evaluations", "evaluation")),
+    (("gpus", "world_size"), _counted("GPUs")),
+    (("nodes",), _counted("nodes")),
+    (("sequences", "micro_batch", "examples"), _counted("sequences")),
+    (("microbatches", "microbatches_per_replica"), _counted("micro-batches")),
+    (("layers", "layers_per_stage", "global_every"), _counted("layers")),
+    (("heads",), _counted("heads")),
+    (("experts", "top_k"), _counted("experts")),
+    (("router_groups", "router_group_topk"), _counted("groups")),
+    (("checkpoints_per_run", "milestones", "generations"), _counted("checkpoints")),
+    (("evaluations",), _counted("evaluations")),
     (("interruptions_per_day",), _counted("interruptions/day")),
-    (("interruptions",), _counted("interruptions", "interruption")),
-    (("segments",), _counted("segments", "segment")),
-    (("candidates", "feasible"), _counted("layouts", "layout")),
-    (("training_runs", "runs_saved"), _counted("runs", "run")),
-    (("sizes", "sizes_per_budget"), _counted("sizes", "size")),
-    (("shards",), _counted("shards", "shard")),
-    (("batches_max", "batches_min"), _counted("batches", "batch")),
+    (("interruptions",), _counted("interruptions")),
+    (("segments",), _counted("segments")),
+    (("candidates", "feasible"), _counted("layouts")),
+    (("training_runs", "runs_saved"), _counted("runs")),
+    (("sizes", "sizes_per_budget"), _counted("sizes")),
+    (("shards",), _counted("shards")),
+    (("batches_max", "batches_min"), _counted("batches")),
     (("decades",), _fixed(3, "decades", general=True)),
 )
 #: Keys a suffix cannot tell (one letter): the law's irreducible loss E (Hoffmann et al. 2022 Eq. 2)
 _UNIT_OF_KEY: dict[str, _Fmt] = {"E": _NATS}
+#: The law's N and what is counted per it, where a mixture-of-experts plan counts active parameters only: it is
+#: allocated on the compute it spends, C = 6·N_active·D, under the law rewritten in active parameters (Krajewski et
+#: al. 2024; plan._law_params, ParametricLaw.for_moe), as its report's "law params" row says (809c090)
+_ACTIVE_UNITS: dict[str, _Fmt] = {
+    "allocation.params": _counted("active params"),
+    "allocation.compute_optimal_params": _counted("active params"),
+    "model.law_params": _counted("active params"),
+    "allocation.tokens_per_param": _fixed(4, "tokens/active param", general=True),
+}
+
+
+def _is_moe(section: dict[str, Any]) -> bool:
+    """A resolved section of a mixture-of-experts plan: experts in its model shape (ModelShape.is_moe), or a
+    MoE total beside the allocation's N (allocation.moe_total_params) where the shape is absent."""
+    model, allocation = section.get("model"), section.get("allocation")
+    shape = model.get("shape") if isinstance(model, dict) else None
+    if isinstance(shape, dict) and _is_number(shape.get("n_experts")):
+        return bool(shape["n_experts"] > 0)
+    return isinstance(allocation, dict) and _is_number(allocation.get("moe_total_params"))
 
 
 def unit_of(path: str) -> _Fmt:
@@ -604,15 +662,16 @@ def unit_of(path: str) -> _Fmt:
     return _count
 
 
-def _shown(fmt: _Fmt, values: list[Any], *currencies: str) -> list[str]:
-    """``values`` (one side, or old and new) in ``fmt``, in one scale and with the fewest digits that tell the
-    two apart; what is not a finite number as :func:`_short` writes it."""
+def _shown(fmts: list[_Fmt], values: list[Any], *currencies: str) -> list[str]:
+    """``values`` (one side, or old and new) each in its formatter of ``fmts`` (one per value: a MoE side's law N
+    in active parameters), in one scale and with the fewest digits that tell the two apart; what is not a finite
+    number as :func:`_short` writes it."""
     numbers = [float(v) for v in values if _is_number(v) and math.isfinite(v)]
     ref = max((abs(v) for v in numbers), default=0.0)
     texts: list[str] = []
     for extra in range(7):
         texts = [
-            fmt(float(v), extra, ref, currencies[i] if i < len(currencies) else "")
+            fmts[i](float(v), extra, ref, currencies[i] if i < len(currencies) else "")
             if _is_number(v) and math.isfinite(v)
             else _short(v)
             for i, v in enumerate(values)
@@ -638,6 +697,8 @@ def diff_changes(old: dict[str, Any], new: dict[str, Any], rtol: float = 1e-4) -
     HEADLINE_PATHS order), then the rest by section and path."""
     out: list[Change] = []
     _walk("", old, new, rtol, out)
+    moe = (_is_moe(old), _is_moe(new))
+    out = [replace(c, moe=moe) if c.path in _ACTIVE_UNITS and any(moe) else c for c in out]
     rank = {path: index for index, path in enumerate(HEADLINE_PATHS)}
     return sorted(out, key=lambda c: (rank.get(c.path, len(rank)), c.path))
 

@@ -212,7 +212,7 @@ def check(
         "--json",
         help='Print {"file", "status": ok|drift|unresolved|updated, "resolved", "rtol", "changes": '
         '[{path, section, kind, old, new, relative_change}], "inputs": the inputs changed since resolved, same '
-        'form}; an infeasible plan: {"file", "status": '
+        'form, "warnings": the plan\'s layout warnings}; an infeasible plan: {"file", "status": '
         '"infeasible", "reason", "suggestions"} (exit 1).',
     ),
     update: bool = typer.Option(
@@ -255,12 +255,10 @@ def check(
         raise
     changes = [] if spec.resolved is None else diff_changes(spec.resolved, resolved_section(result), rtol)
     inputs = None if spec.resolved is None else input_changes(spec.resolved, result)
-    written = True
-    if update:
-        written = _update(plan_file, spec, result)
-        status = "updated"
-    else:
-        status = "unresolved" if spec.resolved is None else "drift" if changes else "ok"
+    # `runplan plan`'s layout cautions (a pinned layout's broken bubble cap...): printed, or in the JSON
+    warnings = [w for w in result.warnings if w.startswith("layout: ")]
+    written = not update or _update(plan_file, spec, result)
+    status = "updated" if update else "unresolved" if spec.resolved is None else "drift" if changes else "ok"
     if as_json:
         print_json(
             {
@@ -270,14 +268,14 @@ def check(
                 "rtol": rtol,
                 "changes": [change.record() for change in changes],
                 "inputs": None if inputs is None else [change.record() for change in inputs],
+                "warnings": warnings,
             }
         )
     else:
         resolved_cost = (spec.resolved or {}).get("cost") or {}
         currencies = (str(resolved_cost.get("currency", result.cost.currency)), result.cost.currency)
         _report_check(plan_file, status, changes, rtol, calibration, currencies, inputs, written=written)
-        # `runplan plan`'s layout cautions (a pinned layout's broken bubble cap...), same lines, same exit code
-        for warning in (w for w in result.warnings if w.startswith("layout: ")):
+        for warning in warnings:  # the same lines as `runplan plan`'s, the same exit code
             echo_wrapped(f"  warning: {warning}", err=status == "drift")
     if status == "drift":
         raise typer.Exit(1)
