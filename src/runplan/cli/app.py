@@ -59,13 +59,25 @@ def _new_app() -> typer.Typer:
 
     @app.callback()
     def _root(
+        ctx: typer.Context,
         version: bool = typer.Option(
             False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
         ),
     ) -> None:
         """Plan an LLM pre-training run before renting a GPU."""
+        ctx.call_on_close(_command_ended)  # the root context closes when the command returns or raises
 
+    # typer finds the context parameter by its annotation's class; annotations are strings here and name a module
+    # this module imports inside functions only, so the parameter is given the class itself
+    _root.__annotations__["ctx"] = typer.Context
     return app
+
+
+def _command_ended() -> None:
+    """Put back what the command set in rich to print (runplan.cli.common.command_ended)."""
+    from runplan.cli.common import command_ended
+
+    command_ended()
 
 
 def _register_commands(target: typer.Typer | None = None) -> None:

@@ -501,6 +501,30 @@ def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=_default, allow_nan=False) + "\n")
 
 
+#: How to put back what the running command set in rich (:func:`_numbers_kept_whole_while_the_command_runs`);
+#: runplan.cli.app runs them when the command's context closes, returned or raised
+_UNDO_WHEN_THE_COMMAND_ENDS: list[Callable[[], None]] = []
+
+
+def _numbers_kept_whole_while_the_command_runs() -> None:
+    """Until the running command ends, rich never folds a number from its unit in what it prints (``16.78`` at a
+    line's end, ``M`` at the next one's start: runplan.report.format.keep_numbers_whole), whichever table,
+    bullet or panel prints it. Set where a command makes its console, so a command that prints no rich text
+    (``--json``, ``schema``) loads no rich; put back when the command ends (:func:`command_ended`), so in-process
+    runs (the tests' CliRunner) leave rich as they found it."""
+    import rich.text
+
+    from runplan.report.format import keep_numbers_whole
+
+    _UNDO_WHEN_THE_COMMAND_ENDS.append(keep_numbers_whole(rich.text))
+
+
+def command_ended() -> None:
+    """Put back what the command set in rich, newest first."""
+    while _UNDO_WHEN_THE_COMMAND_ENDS:
+        _UNDO_WHEN_THE_COMMAND_ENDS.pop()()
+
+
 def console(stderr: bool = False) -> Console:
     """A rich console; a broken pipe raises BrokenPipeError (mapped by :func:`handle_errors`) instead of rich's
     own quiet exit 1, which reads as "infeasible"."""
@@ -509,6 +533,8 @@ def console(stderr: bool = False) -> Console:
     class _Console(Console):
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError(errno.EPIPE, "broken pipe")
+
+    _numbers_kept_whole_while_the_command_runs()
 
     # diagnostics on stderr stay one line each (a note wrapped at 80 columns reads as several messages)
     return _Console(stderr=stderr, highlight=False, soft_wrap=stderr)

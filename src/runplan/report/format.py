@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
 
 from runplan.units import format_bytes as fmt_bytes
 
@@ -164,43 +167,99 @@ _NUMBER_UNIT_SPACE = re.compile(
 )
 
 
-def unit_spaces_masked(text: str) -> str:
-    """``text`` with each space between a number and its unit (:data:`_NUMBER_UNIT_SPACE`) replaced by ``_``: one
-    character and one cell for another, so the line breaks found in the masked text are break points of ``text``
-    that never part a number from its unit (report.terminal folds by them; JSON, YAML and Markdown are never
-    folded, and keep every space as it is)."""
-    return _NUMBER_UNIT_SPACE.sub("_", text)
+def unit_spaces_masked(text: str, mask: str = "_") -> str:
+    """``text`` with each space between a number and its unit (:data:`_NUMBER_UNIT_SPACE`) replaced by ``mask``:
+    one character and one cell for another, so the line breaks found in the masked text are break points of
+    ``text`` that never part a number from its unit (rich folds by them while :func:`numbers_kept_whole` is open,
+    :func:`wrap_lines` always; JSON, YAML and Markdown are never folded, and keep every space as it is)."""
+    return _NUMBER_UNIT_SPACE.sub(mask, text)
+
+
+#: What rich.text.Text.wrap folds its lines by: ``rich.text.divide_line``, ``rich._wrap``'s, imported into rich.text
+#: by name (rich 15)
+_DIVIDE_LINE = "divide_line"
+
+
+class _WholeNumberDivider:
+    """rich's ``divide_line`` (``rich._wrap``: the offsets where rich.text.Text.wrap folds a line) run on the line
+    with its number-unit spaces masked, so no fold parts ``16.78`` from ``M``."""
+
+    def __init__(self, divide: Callable[..., Iterable[int]]) -> None:
+        self.divide = divide
+
+    def __call__(self, text: str, width: int, fold: bool = True) -> list[int]:
+        return list(self.divide(unit_spaces_masked(text), width, fold=fold))
+
+
+def keep_numbers_whole(text_module: ModuleType) -> Callable[[], None]:
+    """Make ``text_module`` (``rich.text``, imported) fold text with its number-unit spaces masked, and return the
+    undo. A no-op, and a no-op undo, where that rich has no ``divide_line`` (another rich version: folded as it
+    folds) or where it already keeps numbers whole (an open :func:`numbers_kept_whole` inside another)."""
+    divide = getattr(text_module, _DIVIDE_LINE, None)
+    if divide is None or isinstance(divide, _WholeNumberDivider):
+        return lambda: None
+    setattr(text_module, _DIVIDE_LINE, _WholeNumberDivider(divide))  # another module's, put back by the undo
+
+    def undo() -> None:
+        setattr(text_module, _DIVIDE_LINE, divide)
+
+    return undo
+
+
+@contextmanager
+def numbers_kept_whole() -> Iterator[None]:
+    """While it is open, rich folds each line of a table cell, bullet or panel between the words of its text with
+    the spaces between a number and its unit masked (:func:`unit_spaces_masked`): ``16.78 M tokens`` folds before
+    ``16.78`` or after ``M``, never between them. A no-break space (U+00A0) in the text would not do it: rich
+    folds at any whitespace, U+00A0 included (rich 15, ``rich._wrap.re_word`` is ``\\s*\\S+\\s*``; Textualize/rich
+    issue 4196). The printed characters are unchanged: only where lines fold. Imports rich; a command's run keeps
+    numbers whole from where it makes its console (runplan.cli.common.console) to its end."""
+    import rich.text
+
+    undo = keep_numbers_whole(rich.text)
+    try:
+        yield
+    finally:
+        undo()
 
 
 def wrap_lines(text: str, width: int, *, indent: str | None = None) -> str:
     """Each line of ``text`` folded at ``width`` columns between words (a long path or value stays whole); a
     continuation line is indented by ``indent``, by default the line's own indent plus two spaces, so a folded
-    list item still reads as one item."""
+    list item still reads as one item. A number and its unit (``2e23 FLOPs``, ``1.1 s``) are never folded apart:
+    the line is folded with those spaces masked (:func:`unit_spaces_masked`) and they are put back after."""
     import textwrap
 
     folded = []
     for line in text.splitlines():
         lead = line[: len(line) - len(line.lstrip())]
         hang = lead + "  " if indent is None else indent
+        mask = _WRAP_MASK if _WRAP_MASK not in line else " "  # a line holding the mask folds as it is
+        masked = unit_spaces_masked(line, mask)
         if not line.strip():
             folded.append(line)
         elif cell_width(line) != len(line):  # wide characters (CJK): fold by screen cells, not characters
-            folded.append(_fill_cells(line, width, lead, hang))
+            folded.append(_fill_cells(masked, width, lead, hang, mask))
         else:
-            folded.append(
-                textwrap.fill(
-                    line, width, subsequent_indent=hang, break_long_words=False, break_on_hyphens=False
-                )
+            lines = textwrap.fill(
+                masked, width, subsequent_indent=hang, break_long_words=False, break_on_hyphens=False
             )
+            folded.append(lines.replace(mask, " "))
     return "\n".join(folded)
 
 
-def _fill_cells(line: str, width: int, lead: str, hang: str) -> str:
+#: What :func:`wrap_lines` writes for a number-unit space while it folds: one character, never whitespace to
+#: textwrap (which breaks at ``\t\n\v\f\r`` and space only) nor to str.split, and never in runplan's text
+_WRAP_MASK = "\x00"
+
+
+def _fill_cells(line: str, width: int, lead: str, hang: str, mask: str = " ") -> str:
     """``line`` folded between words at ``width`` terminal cells (a CJK character takes two: rich.cells), a word
-    wider than the line kept whole, as textwrap.fill does by characters."""
+    wider than the line kept whole, as textwrap.fill does by characters; ``mask`` in ``line`` is a space that
+    does not part two words (:func:`wrap_lines`)."""
     rows: list[str] = []
     row, words = lead, 0  # the row being filled and how many words it holds
-    for word in line.split():
+    for word in (word.replace(mask, " ") for word in line.split()):
         if words and cell_width(f"{row} {word}") > width:
             rows.append(row)
             row, words = hang + word, 1

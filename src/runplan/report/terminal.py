@@ -3,12 +3,10 @@ every section's explanation table. Tables fit the console width (runplan.report.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from runplan.plan import RunPlan
-from runplan.report.format import unit_spaces_masked
+from runplan.report.format import numbers_kept_whole
 from runplan.report.sections import Section, plan_sections, summary_lines
 
 if TYPE_CHECKING:
@@ -26,30 +24,6 @@ def render_terminal(plan: RunPlan, console: Console, *, detail: bool = False) ->
     and its unit (``16.78 M``, ``17.7 GB``) are never folded apart (:func:`numbers_kept_whole`)."""
     with numbers_kept_whole():
         _render_plan(plan, console, detail=detail)
-
-
-@contextmanager
-def numbers_kept_whole() -> Iterator[None]:
-    """While it is open, rich folds each line of a table cell, bullet or panel between the words of its text with
-    the spaces between a number and its unit masked (format.unit_spaces_masked): ``16.78 M tokens`` folds before
-    ``16.78`` or after ``M``, never between them. A no-break space (U+00A0) in the text would not do it: rich
-    folds at any whitespace, U+00A0 included (rich 15, ``rich._wrap.re_word`` is ``\\s*\\S+\\s*``; Textualize/rich
-    issue 4196). The printed characters are unchanged: only where lines fold."""
-    import rich.text
-
-    divide = getattr(rich.text, "divide_line", None)  # what rich.text.Text.wrap folds its lines by
-    if divide is None:  # another rich: folded as rich folds (tests/test_plan_terminal_keeps_numbers_whole.py)
-        yield
-        return
-
-    def whole(text: str, width: int, fold: bool = True) -> list[int]:
-        return list(divide(unit_spaces_masked(text), width, fold=fold))
-
-    rich.text.divide_line = whole  # another module's attribute, put back when the block ends
-    try:
-        yield
-    finally:
-        rich.text.divide_line = divide
 
 
 def _render_plan(plan: RunPlan, console: Console, *, detail: bool) -> None:
