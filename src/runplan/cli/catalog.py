@@ -54,6 +54,68 @@ GPU_FIELD_MEANINGS: dict[str, tuple[str, str]] = {
 }
 
 
+#: Each field `catalog models NAME` shows: (unit, one-line meaning), the unit docs/catalog.md's "Model field units"
+#: table gives it (tests/test_catalog_models_name_says_what_each_field_means.py checks the two agree and that
+#: every ModelShape field has one). Counts as runplan.model counts them (its module docstring, docs/catalog.md
+#: "Counting conventions"); ``dims`` are elements of one vector (a width or a rank)
+MODEL_FIELD_MEANINGS: dict[str, tuple[str, str]] = {
+    "name": ("", "catalog name (a plan's model:)"),
+    "family": ("", "family of presets; sizes (70b) pick from llama-3.1"),
+    "total_params": ("parameters", "every weight, embeddings included"),
+    "embedding_params": ("parameters", "embeddings and untied head (V·h)"),
+    "non_embedding_params": ("parameters", "total − embedding (Kaplan's N)"),
+    "active_params": ("parameters", "used per token (MoE: top_k experts)"),
+    "mtp_params": ("parameters", "MTP modules, not in the total"),
+    "published_params": ("parameters", "total as the source publishes it"),
+    "published_active_params": ("parameters", "MoE active count as published"),
+    "aliases": ("", "other names that reach this entry"),
+    "note": ("", "what the entry assumes; how its count was checked"),
+    "n_layers": ("layers", "Transformer blocks L"),
+    "d_model": ("dims", "hidden size h, each token's vector"),
+    "n_heads": ("heads", "query heads a"),
+    "n_kv_heads": ("heads", "key/value heads; n_heads for MHA"),
+    "head_dim": ("dims", "query/key size per head (MLA: no-RoPE part)"),
+    "ffn_hidden": ("dims", "dense MLP inner size F"),
+    "mlp": ("", "gelu (2 matrices), swiglu or geglu (3)"),
+    "vocab_size": ("tokens", "vocabulary V, padded as trained"),
+    "tied_embeddings": ("", "output head shares the token embedding"),
+    "norm": ("", "layernorm (weight, bias) or rmsnorm (weight)"),
+    "linear_bias": ("", "every linear layer has a bias (GPT-2/3)"),
+    "qkv_bias": ("", "q, k, v projections alone have biases (Qwen2)"),
+    "qk_norm": ("", "RMSNorm on queries and keys (Qwen3, Gemma 3)"),
+    "post_norms": ("", "norms after attention and MLP too (Gemma 2/3)"),
+    "sliding_window": ("tokens", "keys a windowed query sees; 0: no window"),
+    "global_every": ("layers", "with a window, every k-th is global"),
+    "learned_positions": ("positions", "learned position rows; 0: RoPE"),
+    "attention": ("", "gqa (MHA, MQA, GQA) or mla (DeepSeek latent)"),
+    "q_lora_rank": ("dims", "MLA query rank; 0: a full-rank q"),
+    "kv_lora_rank": ("dims", "MLA compressed key/value rank"),
+    "qk_rope_head_dim": ("dims", "MLA RoPE query/key size per head"),
+    "v_head_dim": ("dims", "value size per head; 0: head_dim"),
+    "n_experts": ("experts", "routed per MoE layer E; 0: dense"),
+    "top_k": ("experts", "routed experts each token uses"),
+    "expert_ffn_hidden": ("dims", "inner size of one expert's MLP"),
+    "n_shared_experts": ("experts", "always active, per MoE layer"),
+    "n_dense_layers": ("layers", "leading dense-MLP layers before MoE"),
+    "rope_theta": ("", "RoPE base θ; empty: no RoPE or unpublished"),
+    "rope_scaling": ("", "RoPE scaling method and its factors"),
+    "rope_local_theta": ("", "window layers' RoPE base; empty: rope_theta"),
+    "norm_eps": ("", "epsilon of every norm; empty: unpublished"),
+    "init_std": ("", "std of the normal weight init; empty: unpublished"),
+    "router_score": ("", "MoE: softmax or sigmoid router scores"),
+    "router_expert_bias": ("", "MoE: bias for top-k choice only (DeepSeek-V3)"),
+    "router_groups": ("groups", "MoE group-limited routing; 0: none"),
+    "router_group_topk": ("groups", "MoE groups a token may route to"),
+    "router_topk_scale": ("", "MoE: factor on the routed experts' weights"),
+    "router_topk_norm": ("", "MoE: top-k weights divided by their sum"),
+    "router_aux_loss_coef": ("", "MoE: balance loss weight; empty: unpublished"),
+    "router_aux_loss_scope": ("", "MoE: tokens the balance loss counts over"),
+    "mtp_layers": ("modules", "multi-token prediction (DeepSeek-V3)"),
+    "mtp_loss_weight": ("", "MTP loss weight λ; empty: the engine's default"),
+    "source": ("", "config.json or paper table of the shape"),
+}
+
+
 def gpu_record(entry: GpuEntry, catalog: Catalog) -> dict[str, Any]:
     """JSON record of a catalog GPU: every GpuSpec field, ``family`` the one plans use (as stated, else read from
     the name and aliases: :meth:`runplan.catalog.Catalog.gpu_spec`; null where neither says it, and every planning
@@ -194,17 +256,16 @@ def catalog(
         print_json(records[0] if name else records)
         return
     if name:
-        _render_one(records[0], GPU_FIELD_MEANINGS if kind == "gpus" else None)
+        _render_one(records[0], GPU_FIELD_MEANINGS if kind == "gpus" else MODEL_FIELD_MEANINGS)
     elif kind == "gpus":
         _render_gpus(records)
     else:
         _render_models(records)
 
 
-def _render_one(record: dict[str, Any], meanings: dict[str, tuple[str, str]] | None = None) -> None:
-    """One entry, a field a row; with ``meanings`` (a GPU's), each value has its field's unit and meaning on the
-    line below it, dimmed (a third column left the value 21 cells at 80 columns, folding `ampere (read from the
-    name)`)."""
+def _render_one(record: dict[str, Any], meanings: dict[str, tuple[str, str]]) -> None:
+    """One entry, a field a row, each value with its field's unit and meaning (``meanings``) on the line below
+    it, dimmed (a third column left the value 21 cells at 80 columns, folding `ampere (read from the name)`)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -225,9 +286,6 @@ def _render_one(record: dict[str, Any], meanings: dict[str, tuple[str, str]] | N
             value = f"{value:,.0f}"
         elif isinstance(value, float):
             value = f"{value:.6g}"
-        if meanings is None:
-            table.add_row(key, _cell(value))
-            continue
         unit, meaning = meanings[key]
         shown = Text((_cell(value) or "(none)") + "\n")  # never the meaning where the value would be
         table.add_row(key, shown.append(f"{unit}: {meaning}" if unit else meaning, style="dim"))
