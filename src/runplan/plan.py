@@ -670,6 +670,7 @@ def _schedule(
             micro_batch=best.micro_batch,
             microbatch_multiple=best.pp if best.vpp > 1 else 1,
             critical_batch_tokens=None,
+            fits_without_interleaving=_fits_without_interleaving(planned, best),
             spec=schedule_spec,
             hyperparam_law=inputs.hyperparam_law,
             batch_source=f"= d·b·m·s = {best.dp}·{best.micro_batch}·{best.microbatches}·{seq_len}, the chosen "
@@ -677,6 +678,18 @@ def _schedule(
         )
     )
     return _timed_stages(schedule, stage_step_seconds(planned.request, best, schedule))
+
+
+def _fits_without_interleaving(planned: LayoutStage, best: LayoutEstimate) -> bool:
+    """Whether the chosen layout, interleaved, passes every rule (memory, bubble cap, batch range) at v = 1 and its
+    main batch, by the same model (search.evaluate_layout): what lets a ramp warning offer parallel.vpp: 1."""
+    if best.vpp == 1:
+        return False
+    from runplan.parallel.layout import Layout
+    from runplan.parallel.search import evaluate_layout
+
+    layout = Layout.model_validate({**best.axes(), "vpp": 1})
+    return not evaluate_layout(planned.request, layout).violations
 
 
 def _timed_stages(schedule: Schedule, seconds: list[float]) -> Schedule:

@@ -6,7 +6,8 @@ is converted here row by row, so both files go through the same fit. Per row:
 * the throughput compared is tokens/s per GPU where printed or derived, else step seconds, else model TFLOP/s
   per GPU, else MFU; a ``speedup`` row is compared as its ratio over its ``baseline`` row;
 * stack facts (``_stack``): ``flash_attention`` (null = not stated: on), ``tp_comm_overlap`` (null: off),
-  gradient bytes, dropout, the selective recompute kind, the distributed optimizer, Megatron-LM 2021-22's
+  gradient bytes, dropout, the selective recompute kind, the distributed optimizer (a row's false beside a
+  ZeRO >= 1 pin, "not Megatron's", is left out: the pin says the sharding), Megatron-LM 2021-22's
   scatter/gather of pipeline sends for its sources, FSDP mixed precision for the PyTorch FSDP groups, and the
   parameter gather after the step for DeepSpeed's and PyTorch's ZeRO optimizers, eager elementwise kernels for
   the PyTorch groups that ran without torch.compile;
@@ -107,13 +108,21 @@ def _stack(row: dict[str, Any], stack: dict[str, Any], n_layers: int | None) -> 
         out["full_recompute_layers"] = n_layers // 2
     if stack.get("recompute") in _SELECTIVE_MODULES:
         out["selective_recompute"] = _SELECTIVE_MODULES[stack["recompute"]]
-    if stack.get("distributed_optimizer") is not None:
+    if stack.get("distributed_optimizer") is not None and not _sharded_by_pin(row, stack):
         out["distributed_optimizer"] = bool(stack["distributed_optimizer"])
     if _is_fp8(row):
         out["precision"] = "fp8"
         out["fp8_recipe"] = stack.get("fp8_recipe") or row.get("fp8_recipe") or "tensorwise"
         out["fp8_param_gather"] = bool(stack.get("fp8_param_gather"))
     return out
+
+
+def _sharded_by_pin(row: dict[str, Any], stack: dict[str, Any]) -> bool:
+    """Whether a row's ``distributed_optimizer: false`` stands beside a pinned ZeRO >= 1: the row means "not
+    Megatron's --use-distributed-optimizer" (FSDP, DeepSpeed or PyTorch's ZeRO shard the states themselves, as
+    the pin says), while a runplan stack's false means ZeRO-0 only, refused beside a ZeRO pin
+    (request_rules.zero_against_stack). The pin says the sharding; the key is left out."""
+    return stack.get("distributed_optimizer") is False and ((row.get("pins") or {}).get("zero") or 0) >= 1
 
 
 def _is_fp8(row: dict[str, Any]) -> bool:

@@ -175,6 +175,11 @@ class ScheduleRequest(BaseModel):
     critical_batch_tokens: PositiveNumber | None = Field(
         None, description="Critical batch in tokens; the law's batch is capped at it (None: no cap)."
     )
+    fits_without_interleaving: bool = Field(
+        False,
+        description="Whether the chosen layout, interleaved, passes every rule at v = 1 and its main batch (the "
+        "plan checks it by the layout model): a ramp held up by the groups of p may then offer parallel.vpp: 1.",
+    )
     spec: ScheduleSpec = Field(default_factory=ScheduleSpec, description="The plan file's schedule section.")
     hyperparam_law: HyperparamLaw | None = Field(
         None, description="The law of spec.hyperparams, loaded (None: DeepSeek LLM's)."
@@ -464,7 +469,7 @@ def _raised_ramp_warning(
     return (
         f"ramp stage {index + 1} runs {seqs:,} sequences, {seqs / main_seqs:.3g} of the main batch, not the "
         f"{fraction:g} asked ({fraction * main_seqs:,.0f} sequences): the smallest batch of whole groups of "
-        f"{groups} sequences; lower micro_batch or raise the batch to ramp from a smaller one"
+        f"{groups} sequences; " + _ramp_remedies(request, fraction, main_seqs)
     )
 
 
@@ -475,11 +480,43 @@ def _no_ramp_warning(request: ScheduleRequest, index: int, main_seqs: int) -> st
         if request.microbatch_multiple > 1
         else ""
     )
+    fraction = request.spec.batch_ramp[index].batch_fraction
     return (
         f"ramp stage {index + 1} cannot shrink the batch: {main_seqs} sequences is {main_seqs // unit} "
-        f"multiple(s) of u={unit}{groups}, so its tokens run at the main batch; lower micro_batch or raise "
-        "the batch to make a ramp possible"
+        f"multiple(s) of u={unit}{groups}, so its tokens run at the main batch; "
+        + _ramp_remedies(request, fraction, main_seqs)
     )
+
+
+def _ramp_remedies(request: ScheduleRequest, fraction: float, main_seqs: int) -> str:
+    """What lets a ramp stage of ``fraction`` run as asked on this layout (its stages are whole groups of
+    G = u·g sequences, u = d·b, g = p interleaved else 1), each with its value and only where it applies: a
+    batch_fraction of one group, G/M rounded up at 4 decimals, where one group is below the main batch M (the
+    least ramp this layout runs); micro_batch 1 where b > 1 and the fraction then holds a group of G/b; no
+    interleaving (groups of u) where the plan checked the layout passes every rule at v = 1 and the fraction holds
+    a group of u; a main batch of whole groups that the fraction holds one group of, M' = k·G with the least k
+    where fraction·k·G >= G. Fewer stages never help an interleaved ramp: G = d·b·p is the GPUs over t·c, times b."""
+    unit, g, seq_len = request.dp * request.micro_batch, request.microbatch_multiple, request.seq_len
+    group, asked = unit * g, fraction * main_seqs
+    out = []
+    if group < main_seqs:
+        least = math.ceil(group / main_seqs * 1e4) / 1e4
+        out.append(f"batch_fraction: {least:g} (one group, the least ramp stage this layout runs)")
+    if request.micro_batch > 1 and asked >= group // request.micro_batch:
+        smaller = group // request.micro_batch
+        runs = math.floor(asked / smaller) * smaller
+        out.append(f"parallel.micro_batch: 1 (groups of {smaller:,} sequences: the stage runs {runs:,})")
+    if g > 1 and request.fits_without_interleaving and asked >= unit:
+        runs = math.floor(asked / unit) * unit
+        out.append(f"parallel.vpp: 1 (groups of u = {unit:,} sequences: the stage runs {runs:,})")
+    k = max(1, math.ceil(1 / fraction - 1e-9))
+    k += fraction * k * group < group
+    larger = k * group
+    out.append(
+        f"a main batch of {larger:,} sequences (schedule.global_batch_tokens: {larger * seq_len}), whose "
+        f"{fraction:g} holds one group"
+    )
+    return ("on this layout, any one of: " if len(out) > 1 else "on this layout: ") + "; ".join(out)
 
 
 def _batch_stage(

@@ -463,6 +463,16 @@ def in_flight(p, m, v, *, last: bool):
     return np.minimum(m, np.where(v > 1, p + (p - 1.0) / v, p))
 
 
+def full_recompute_share(stack: Stack, v, layers):
+    """Share of a stage's layers that full recomputation reruns: all with 'uniform'; with 'block' the first
+    full_recompute_layers n of each of the v virtual chunks, min(v·n, layers)/layers (Megatron
+    --recompute-method block: each virtual chunk is its own TransformerBlock, core/recompute.py @ d98e8a64). The
+    one rule for the activations kept (:func:`activation_bytes`) and the forward rerun (timing._recomputed)."""
+    if stack.full_recompute_method != "block":
+        return 1.0
+    return np.minimum(float(stack.full_recompute_layers) * v, layers) / layers
+
+
 def activation_bytes(
     terms: ShapeTerms, t, p, c, b, m, v, rc, sp, seq_len: int, *, last: bool, stack: Stack = DEFAULT_STACK
 ):
@@ -494,10 +504,10 @@ def activation_bytes(
     # recompute reads that tensor), already counted in per_microbatch: the working set is the rest
     stored_input = np.where(full, dense_kept, 0.0)
     if stack.full_recompute_method == "block":  # n recomputed layers per chunk, the rest stored whole
-        recomputed = np.minimum(group * np.asarray(v, dtype=float), layers)
+        share = full_recompute_share(stack, np.asarray(v, dtype=float), layers)
         per_microbatch = np.where(
             full,
-            per_microbatch * recomputed / layers + tokens * (layers - recomputed) * layer_none,
+            per_microbatch * share + tokens * layers * (1.0 - share) * layer_none,
             per_microbatch,
         )
         working = np.where(full, tokens * (layer_none - stored_input), 0.0)

@@ -18,7 +18,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -1341,39 +1341,119 @@ def _state_bytes_per_param(request: ParallelRequest) -> tuple[float, float, floa
     return float(weights), float(grads), float(optimizer)
 
 
-#: GPU counts :func:`_fewest_gpus_that_fit` tries from the model states' bound (a node apart past one node)
+#: GPU counts :func:`_fewest_gpus_that_fit` tries from the model states' bound (a node apart past one node), then
+#: the counts it tries past those with the gap doubling each time (the rest of the memory, on top of the states,
+#: can need many more GPUs than the states' bound: 8B at --headroom 0.95 keeps 4.0 GB, 3.1 of them reserve and
+#: buffers, and first fits at 192 GPUs against a bound of 152)
 _GPU_COUNTS_TRIED = 4
+_GPU_COUNTS_WIDENED = 6
 
 
-def _fewest_gpus_that_fit(request: ParallelRequest, need: int) -> int | None:
-    """The fewest GPU counts from ``need`` (the fully sharded states' bound, whole nodes past one node) that a
-    layout passes every rule at (memory, bubble, batch), searched by the same model, a few counts at most
-    (``_GPU_COUNTS_TRIED``); None when none does (a grid too large to search counts as none)."""
+class _GpuCounts(NamedTuple):
+    """What :func:`_fewest_gpus_that_fit` found: the count that passes every rule (None: none tried does, or
+    a grid too large to search), the last of the counts tried a node apart from the bound, and the largest count
+    tried (with ``fits`` None: the largest that does not fit)."""
+
+    fits: int | None
+    contiguous_to: int
+    largest_tried: int
+    searchable: bool
+
+
+def _fewest_gpus_that_fit(request: ParallelRequest, need: int) -> _GpuCounts:
+    """GPU counts from ``need`` (the fully sharded states' bound, whole nodes past one node) until a layout passes
+    every rule (memory, bubble, batch), searched by the same model: a few counts a node apart
+    (``_GPU_COUNTS_TRIED``), then a few past them with the gap doubling (``_GPU_COUNTS_WIDENED``) and, once one
+    fits, the counts between it and the last miss halved down to a node (a count a node below the one returned
+    was tried and does not fit)."""
     step = request.node_size if need >= request.node_size else 1
-    for count in range(need, need + _GPU_COUNTS_TRIED * step, step):
+    last_miss, count = need - step, need
+    contiguous_to = need + (_GPU_COUNTS_TRIED - 1) * step
+    for tries in range(_GPU_COUNTS_TRIED + _GPU_COUNTS_WIDENED):
         passes = _some_layout_passes(request.model_copy(update={"n_gpus": count}))
         if passes is None:
-            return None
+            return _GpuCounts(None, contiguous_to, last_miss, searchable=False)
         if passes:
-            return count
-    return None
+            return _GpuCounts(_bisect_gpus(request, last_miss, count, step), contiguous_to, count, True)
+        last_miss = count
+        count += step if tries + 1 < _GPU_COUNTS_TRIED else step * 2 ** (tries + 2 - _GPU_COUNTS_TRIED)
+    return _GpuCounts(None, contiguous_to, last_miss, searchable=True)
+
+
+def _bisect_gpus(request: ParallelRequest, miss: int, fit: int, step: int) -> int:
+    """The count that fits, halved towards ``miss`` (which does not) in whole ``step``s while the middle one still
+    passes every rule by the same model: the count returned fits, the one a step below it was tried and does not."""
+    while fit - miss > step:
+        middle = miss + (fit - miss) // step // 2 * step
+        if _some_layout_passes(request.model_copy(update={"n_gpus": middle})):
+            fit = middle
+        else:
+            miss = middle
+    return fit
 
 
 def _some_layout_passes(request: ParallelRequest) -> bool | None:
     """Whether some layout of ``request`` passes every rule (memory, bubble cap, batch range), searched by the
     same model as :func:`search` (each row at its derived micro-batch count); None when its grid is too large to
     search (a SpecError from :func:`build_grid`)."""
+    least = _least_memory_within_other_rules(request)
+    if least is None:
+        return None
+    bounds, _ = _bounds(request)
+    return least <= bounds.memory_limit_bytes
+
+
+def _least_memory_within_other_rules(request: ParallelRequest) -> float | None:
+    """The least memory per GPU of a layout of ``request`` that passes the bubble cap and the batch range,
+    searched by the same model as :func:`search` (each row at its derived micro-batch count); infinity when no
+    layout does, None when its grid is too large to search (a SpecError from :func:`build_grid`)."""
     try:
         grid, _ = build_grid(request)
     except SpecError:
         return None
     if grid is None:
-        return False
+        return math.inf
     bounds, _ = _bounds(request)
     m, batch_ok, _ = choose_microbatches(request, grid, bounds.low_tokens, bounds.high_tokens)
     ev = evaluate(request, grid.replace(microbatches=m))
-    bubble_ok = ev.bubble_fraction <= request.constraints.max_bubble_fraction + 1e-12
-    return bool((batch_ok & bubble_ok & (ev.memory.total <= bounds.memory_limit_bytes)).any())
+    rows = batch_ok & (ev.bubble_fraction <= request.constraints.max_bubble_fraction + 1e-12)
+    return float(ev.memory.total[rows].min()) if rows.any() else math.inf
+
+
+def _with_margin(request: ParallelRequest, **margins: float) -> ParallelRequest:
+    """``request`` with some of its margins kept free changed (constraints.memory_headroom_fraction, reserve_bytes)."""
+    return request.model_copy(update={"constraints": request.constraints.model_copy(update=margins)})
+
+
+def _smaller_margin(request: ParallelRequest) -> str | None:
+    """The margins kept free at which some layout passes every rule at this GPU count, by the same model: the
+    largest headroom h with HBM x (1 - h) >= the least memory of a layout within the bubble cap and the batch
+    range (2 decimals, rounded down), and the reserve, part of every layout's memory (docs/parallel.md, Memory
+    per GPU), lowered by that layout's excess over HBM x (1 - h) at the headroom as set (0.1 GB, rounded down);
+    each offered only where the search passes with it. None when neither does (no layout within the other rules,
+    or one above the whole HBM)."""
+    least = _least_memory_within_other_rules(request)
+    if least is None or not math.isfinite(least):
+        return None
+    cons, hbm = request.constraints, request.gpu.hbm_bytes
+    offers = []
+    headroom = math.floor((1.0 - least / hbm) * 100) / 100
+    if 0 <= headroom < cons.memory_headroom_fraction and _some_layout_passes(
+        _with_margin(request, memory_headroom_fraction=headroom)
+    ):
+        offers.append(f"constraints.memory_headroom_fraction={headroom:g}")
+    excess = least - hbm * (1.0 - cons.memory_headroom_fraction)
+    reserve = math.floor((cons.reserve_bytes - excess) / 1e8) / 10  # GB
+    if 0 <= reserve * 1e9 < cons.reserve_bytes and _some_layout_passes(
+        _with_margin(request, reserve_bytes=reserve * 1e9)
+    ):
+        offers.append(f"constraints.reserve_bytes={reserve:g}GB")
+    if not offers:
+        return None
+    return (
+        f"a smaller margin ({' or '.join(offers)}): the least memory of a layout within the bubble cap and the "
+        f"batch range is {least / 1e9:.1f} of the GPU's {hbm / 1e9:.1f} GB"
+    )
 
 
 def _more_context_parallel(request: ParallelRequest) -> str | None:
@@ -1445,14 +1525,10 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
         f"model states alone ({per_param:g} bytes/param: {weights:g} weights + {grads:g} gradients + "
         f"{optimizer:g} optimizer, fully sharded) need at least {need:,} {request.gpu.name} GPU{'' if need == 1 else 's'}"
     )
-    if need > request.n_gpus:  # no knob shrinks the states below their fully sharded size: only GPUs help
-        fits = _fewest_gpus_that_fit(request, need)
-        if fits is None:  # no count a few steps up passes: the bound, said to be one
-            return [*out, f"more GPUs: {states_line}, a lower bound (at least cluster.gpus={need})"], True
-        above = (
-            "" if fits == need else f"; with the rest of the memory on top, a layout first fits at {fits:,}"
-        )
-        return [*out, f"more GPUs: {states_line}{above} (at least cluster.gpus={fits})"], True
+    if need > request.n_gpus:  # no pin or dtype shrinks the states below their fully sharded size: more GPUs,
+        # or the margins kept free, which the bound was counted against (a layout may fit at these GPUs without them)
+        margin = _smaller_margin(request)
+        return [*out, _more_gpus_line(request, need, states_line), *([margin] if margin else [])], True
     if (
         largest == "activations"
     ):  # what more GPUs buy is a finer split of the tokens (CP) or the layers (TP, PP)
@@ -1463,6 +1539,31 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
     # else the job has GPUs enough for the states fully sharded: what holds them back is a pin or a dtype
     useful = _pin_and_dtype_tips(request, ev, smallest, limit)
     return out + ([", ".join(useful)] if useful else []), False
+
+
+def _more_gpus_line(request: ParallelRequest, need: int, states_line: str) -> str:
+    """The advice for more GPUs: the fewest count found at which a layout passes every rule at the margins as
+    set (:func:`_fewest_gpus_that_fit`), or, where none tried does, the states' bound said to be one that does
+    not fit (at these margins the rest of the memory on top of the states needs more)."""
+    found = _fewest_gpus_that_fit(request, need)
+    if not found.searchable:  # a grid too large to search: the bound, said to be one
+        return f"more GPUs: {states_line}, a lower bound (at least cluster.gpus={need})"
+    if found.fits is None:
+        return (
+            f"more GPUs: {states_line}, a lower bound that does not fit: with the rest of the memory on top, no "
+            f"count tried from {need:,} to {found.largest_tried:,} GPUs passes at these margins"
+        )
+    if found.fits == need:
+        return f"more GPUs: {states_line} (at least cluster.gpus={need})"
+    if found.fits <= found.contiguous_to:
+        return (
+            f"more GPUs: {states_line}; with the rest of the memory on top, a layout first fits at {found.fits:,} "
+            f"(at least cluster.gpus={found.fits})"
+        )
+    return (
+        f"more GPUs: {states_line}; with the rest of the memory on top, none from {need:,} to "
+        f"{found.contiguous_to:,} fits at these margins, {found.fits:,} does (cluster.gpus={found.fits})"
+    )
 
 
 def _pin_and_dtype_tips(request: ParallelRequest, ev: Evaluation, smallest: int, limit: float) -> list[str]:
@@ -1481,6 +1582,7 @@ def _pin_and_dtype_tips(request: ParallelRequest, ev: Evaluation, smallest: int,
     sharded = _zero_under_stages(request) if staged and pins.zero in (0, 1) else None
     long_pinned = request.seq_len >= 32768 and pins.cp is not None and pins.cp < request.n_gpus
     more_cp = _more_context_parallel(request) if long_pinned else None
+    margin = _smaller_margin(request) if best <= request.gpu.hbm_bytes else None
     tips = [
         (pins.zero not in (None, 3) and not staged and 3 in stages, "ZeRO-3 (parallel.zero=3)"),
         (
@@ -1501,11 +1603,8 @@ def _pin_and_dtype_tips(request: ParallelRequest, ev: Evaluation, smallest: int,
             request.stack.gradient_bytes == 4 and float(ev.memory.gradients[smallest]) / 2 >= best - limit,
             "bf16 gradients (stack.gradient_dtype)",
         ),
-        (
-            best <= request.gpu.hbm_bytes,  # it fits the card: the margins kept free are what rule it out
-            f"a smaller margin (constraints.memory_headroom_fraction, constraints.reserve_bytes): the smallest "
-            f"layout needs {best / 1e9:.1f} of the GPU's {request.gpu.hbm_bytes / 1e9:.1f} GB",
-        ),
+        # it fits the card: the margins kept free are what rule it out (each with the value that passes)
+        (margin is not None, str(margin)),
         (more_cp is not None, f"more context parallelism ({more_cp}) for this long sequence"),
         (
             request.seq_len >= 32768 and not request.stack.context_parallel and pins.cp is None,

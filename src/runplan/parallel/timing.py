@@ -114,6 +114,7 @@ from runplan.parallel.memory import (
     FP32_BYTES,
     MASTER_REMAINDER_BYTES,
     ShapeTerms,
+    full_recompute_share,
     mtp_linear_params,
     optimizer_bytes_per_param,
     stage_layers,
@@ -634,15 +635,6 @@ def _rerun(st: _Step, layers: tuple[Any, Any], measure: Any) -> Any:
         for count, m, n, k in _selective_gemms(st, moe=moe):
             total = total + count_of_layers * count * measure(st, m, n, k)
     return total
-
-
-def full_recompute_share(stack: Stack, v, layers):
-    """Share of a stage's layers that full recomputation reruns: all with 'uniform'; with 'block' the first
-    full_recompute_layers n of each of the v virtual chunks, min(v·n, layers)/layers (Megatron
-    --recompute-method block, as memory.activation_bytes)."""
-    if stack.full_recompute_method != "block":
-        return 1.0
-    return np.minimum(float(stack.full_recompute_layers) * v, layers) / layers
 
 
 def _recomputed(st: _Step, *, layers_forward, selective, attention_core):
