@@ -56,14 +56,22 @@ def test_a_72_gpu_node_writes_through_nine_hosts():
     assert c.sync_seconds == pytest.approx(14_000_798_912 / 225e9)
     assert c.sync_seconds == pytest.approx(0.062226, abs=1e-6)
     assert c.sync_bound == "per-node write bandwidth"
-    assert "9 hosts" in c.notes["sync_seconds"] and "72/8" in c.notes["sync_seconds"]
+    assert "(72 GPUs × 25 GB/s per 8 GPUs, an 8-GPU host's NICs, = 225 GB/s)" in c.notes["sync_seconds"]
 
 
 def test_part_of_a_72_gpu_node_writes_through_its_gpus_share_of_the_hosts():
     c = _checkpoint(dp=16, gpus_per_node=72)
     assert c.written_bytes_per_node == pytest.approx(14_000_177_536)
     assert c.sync_seconds == pytest.approx(14_000_177_536 / 50e9)
-    assert "2 hosts" in c.notes["sync_seconds"]
+    assert "(16 GPUs × 25 GB/s per 8 GPUs, an 8-GPU host's NICs, = 50 GB/s)" in c.notes["sync_seconds"]
+
+
+def test_a_node_share_that_is_not_whole_hosts_is_counted_per_gpu():
+    """36 ranks on a 72-GPU node: 36 × 25e9/8 = 112.5 GB/s, said per GPU (not "4.5 hosts")."""
+    c = _checkpoint(dp=36, gpus_per_node=72)
+    assert c.sync_seconds == pytest.approx(c.written_bytes_per_node / 112.5e9)
+    assert "(36 GPUs × 25 GB/s per 8 GPUs, an 8-GPU host's NICs, = 112 GB/s)" in c.notes["sync_seconds"]
+    assert "hosts" not in c.notes["sync_seconds"]
 
 
 def test_a_node_of_8_or_fewer_gpus_is_one_host():

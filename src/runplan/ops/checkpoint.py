@@ -575,9 +575,10 @@ def _per_node_write(per_node: float, host_bw: float | None, hosts: tuple[float, 
     count, gpus = hosts
     if count == 1.0:
         return f"{fmt_bytes(per_node)}/node / {fmt_bytes(host_bw)}/s node bandwidth"
+    # per GPU, not per whole host: 36 GPUs of a 72-GPU node are 4.5 of the 8-GPU hosts the bandwidth is given for
     return (
-        f"{fmt_bytes(per_node)}/node / ({gpus}/{WRITE_HOST_GPUS} = {count:g} hosts × {fmt_bytes(host_bw)}/s, "
-        f"each 8-GPU host's NICs)"
+        f"{fmt_bytes(per_node)}/node / ({gpus} GPUs × {fmt_bytes(host_bw)}/s per {WRITE_HOST_GPUS} GPUs, an 8-GPU "
+        f"host's NICs, = {fmt_bytes(host_bw * count)}/s)"
     )
 
 
