@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 #: the units report.format._NUMBER_UNIT_SPACE keeps on their number's line
-UNIT = r"(?:[kKMBTP]|[kKMGTP]i?B|s|ms|min|h|days?|[kMG]?Wh|[kM]?W|FLOPs?|FLOP/s)(?![\w/])"
+UNIT = r"(?:(?:[kKMBTP]|[kKMGTP]i?B|s|ms|min|h|days?|[kMG]?Wh|[kM]?W|FLOPs?|FLOP/s)(?![\w/])|d(?![\w·]| ?=))"
 BAR = re.compile(r"[│┃|]")
 
 

@@ -31,7 +31,7 @@ GPU_FIELD_MEANINGS: dict[str, tuple[str, str]] = {
     "name": ("", "catalog name, lower-case with dashes (a plan's cluster.gpu)"),
     "hbm_bytes": ("bytes", "device memory, decimal as marketed (80 GB = 80e9)"),
     "bf16_flops": ("FLOP/s", "dense bf16 tensor-core peak (vendors' 'with sparsity' figures halved)"),
-    "fp8_flops": ("FLOP/s", "dense fp8 tensor-core peak; empty where the GPU has none"),
+    "fp8_flops": ("FLOP/s", "dense fp8 tensor-core peak; (none) where the GPU has none"),
     "hbm_bandwidth_bytes_per_s": ("bytes/s", "HBM bandwidth"),
     "intra_node_bandwidth_bytes_per_s": (
         "bytes/s",
@@ -39,7 +39,7 @@ GPU_FIELD_MEANINGS: dict[str, tuple[str, str]] = {
     ),
     "intra_node_link_bytes_per_s": (
         "bytes/s",
-        "one peer-to-peer link of a node without a switch, one direction; empty: a switched node",
+        "one peer-to-peer link of a node without a switch, one direction; (none): a switched node",
     ),
     "inter_node_bandwidth_bytes_per_s": (
         "bytes/s",
@@ -97,21 +97,21 @@ MODEL_FIELD_MEANINGS: dict[str, tuple[str, str]] = {
     "expert_ffn_hidden": ("dims", "inner size of one expert's MLP"),
     "n_shared_experts": ("experts", "always active, per MoE layer"),
     "n_dense_layers": ("layers", "leading dense-MLP layers before MoE"),
-    "rope_theta": ("", "RoPE base θ; empty: no RoPE or unpublished"),
+    "rope_theta": ("", "RoPE base θ; (none): no RoPE or unpublished"),
     "rope_scaling": ("", "RoPE scaling method and its factors"),
-    "rope_local_theta": ("", "window layers' RoPE base; empty: rope_theta"),
-    "norm_eps": ("", "epsilon of every norm; empty: unpublished"),
-    "init_std": ("", "std of the normal weight init; empty: unpublished"),
+    "rope_local_theta": ("", "window layers' RoPE base; (none): rope_theta"),
+    "norm_eps": ("", "epsilon of every norm; (none): unpublished"),
+    "init_std": ("", "std of the normal weight init; (none): unpublished"),
     "router_score": ("", "MoE: softmax or sigmoid router scores"),
     "router_expert_bias": ("", "MoE: bias for top-k choice only (DeepSeek-V3)"),
     "router_groups": ("groups", "MoE group-limited routing; 0: none"),
     "router_group_topk": ("groups", "MoE groups a token may route to"),
     "router_topk_scale": ("", "MoE: factor on the routed experts' weights"),
     "router_topk_norm": ("", "MoE: top-k weights divided by their sum"),
-    "router_aux_loss_coef": ("", "MoE: balance loss weight; empty: unpublished"),
+    "router_aux_loss_coef": ("", "MoE: balance loss weight; (none): unpublished"),
     "router_aux_loss_scope": ("", "MoE: tokens the balance loss counts over"),
     "mtp_layers": ("modules", "multi-token prediction (DeepSeek-V3)"),
-    "mtp_loss_weight": ("", "MTP loss weight λ; empty: the engine's default"),
+    "mtp_loss_weight": ("", "MTP loss weight λ; (none): the engine's default"),
     "source": ("", "config.json or paper table of the shape"),
 }
 
@@ -272,7 +272,9 @@ def _render_one(record: dict[str, Any], meanings: dict[str, tuple[str, str]]) ->
     from runplan.cli.common import console
 
     table = Table(title=str(record["name"]), show_header=False)
-    table.add_column("field", style="bold")
+    # the field column keeps its longest name whole (rich shrinks a wrapping column with the others: at 60 columns
+    # ``intra_node_bandwidth_byte…``); the value and its meaning fold instead
+    table.add_column("field", style="bold", no_wrap=True)
     table.add_column("value", overflow="fold")
     for key, value in record.items():
         if key == "family_read_from_name":  # said beside the family

@@ -161,9 +161,11 @@ def cell_width(text: str) -> int:
 
 #: The space between a number and the SI suffix or unit these formatters write after it (fmt_count's ``16.78 M``,
 #: fmt_bytes' ``80 GB`` and ``50 GB/s``, fmt_duration's ``2.7 min``, ``398.3 MWh``, ``1.5e+19 FLOPs``): no place to
-#: fold a line, which would leave ``16.78`` at a line's end and ``M`` alone at the next one's start
+#: fold a line, which would leave ``16.78`` at a line's end and ``M`` alone at the next one's start. Days written
+#: ``d`` (ops._notes.fmt_seconds' ``(4.12 d)``, ops.reliability's ``419 / (54 d × 2,048 nodes)``) are a unit too,
+#: where ``d`` is a whole word not followed by ``·`` or ``=`` (the layout letter of ``d·b·m`` or ``d = 64`` is no day)
 _NUMBER_UNIT_SPACE = re.compile(
-    r"(?<=\d) (?=(?:[kKMBTP]|[kKMGTP]i?B|s|ms|min|h|days?|[kMG]?Wh|[kM]?W|FLOPs?|FLOP/s)(?!\w))"
+    r"(?<=\d) (?=(?:[kKMBTP]|[kKMGTP]i?B|s|ms|min|h|days?|[kMG]?Wh|[kM]?W|FLOPs?|FLOP/s)(?!\w)|d(?![\w·]| ?=))"
 )
 
 
@@ -213,7 +215,12 @@ def numbers_kept_whole() -> Iterator[None]:
     ``16.78`` or after ``M``, never between them. A no-break space (U+00A0) in the text would not do it: rich
     folds at any whitespace, U+00A0 included (rich 15, ``rich._wrap.re_word`` is ``\\s*\\S+\\s*``; Textualize/rich
     issue 4196). The printed characters are unchanged: only where lines fold. Imports rich; a command's run keeps
-    numbers whole from where it makes its console (runplan.cli.common.console) to its end."""
+    numbers whole from where it makes its console (runplan.cli.common.console) to its end.
+
+    Where the column or line holds the pair: rich gives a folding column what the other columns leave
+    (rich.table.Table._calculate_column_widths; its measured minimum is not kept), and a pair wider than that is
+    folded inside. report.tables.fitted_table counts each pair as one word and stacks a table whose prose column
+    could not hold its widest; a grid made elsewhere must leave its folding column that wide itself."""
     import rich.text
 
     undo = keep_numbers_whole(rich.text)

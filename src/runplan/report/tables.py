@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-#: The narrowest a prose column gets; a longer word in it (a formula) folds onto the next line.
+#: The narrowest a prose column gets; a longer word in it (a formula) folds onto the next line. A number and its
+#: unit count as one word (``1,282,323 s``: report.format.unit_spaces_masked); the widest runplan prints,
+#: ``4.526e+24 FLOPs,`` or ``988 GB/200 GB/s``, is 16 cells, so a prose column holds every pair.
 PROSE_MIN_CHARS = 24
 
 #: First columns that hold a row's name; any other first column is shown as ``header value`` when stacked.
@@ -52,6 +54,8 @@ def fitted_table(
     from rich.table import Table
     from rich.text import Text
 
+    from runplan.report.format import cell_width, unit_spaces_masked
+
     table = Table(
         title=title,
         box=getattr(box, box_style) if box_style else None,
@@ -66,7 +70,11 @@ def fitted_table(
         label_width = len(header) if show_header else 0
         if is_prose(header, cells):
             table.add_column(header, justify=justify, overflow="fold")
-            longest_word = max([0, *(len(word) for cell in cells for word in cell.split())])
+            # a number and its unit count as one word (16.78 M, 1,282,323 s): rich gives a folding column what the
+            # others leave, and one narrower than the pair would fold inside it (report.format.unit_spaces_masked)
+            longest_word = max(
+                [0, *(cell_width(word) for cell in cells for word in unit_spaces_masked(cell).split())]
+            )
             widest = max(label_width, min(longest_word, PROSE_MIN_CHARS))  # a longer word folds
         else:
             widest = max([label_width, *(len(cell) for cell in cells)])
