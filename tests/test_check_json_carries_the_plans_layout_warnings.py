@@ -9,23 +9,16 @@ import json
 import re
 from pathlib import Path
 
+from tests._small_plan import small_8b_plan
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 # Llama 3.1 8B on 64 GPUs, every axis pinned: PP 8 with 4 micro-batches, bubble (8 - 1)/(1·4) = 1.75 > 0.15
-PLAN = """schema_version: 1
-name: bubble
-model: llama-3.1-8b
-budget:
-  tokens: 100B
-training:
-  seq_len: 4096
-cluster:
-  gpu: h100-sxm
-  gpus: 64
-parallel:
+PLAN = small_8b_plan(
+    "bubble",
+    """parallel:
   tp: 1
   pp: 8
   dp: 8
@@ -37,7 +30,8 @@ parallel:
   sequence_parallel: false
   microbatches: 4
   micro_batch: 1
-"""
+""",
+)
 BUBBLE = "layout: the pinned layout breaks a constraint: bubble 1.750 > 0.15"
 
 

@@ -6,27 +6,21 @@ torchtitan 0.2.2 runs DDP (``data_parallel_replicate_degree``, no FSDP) with t >
 distributed/utils.py, casts to bf16 only under FSDP), so a ZeRO-0 plan with t = 2 is refused (exit 2)."""
 
 import pytest
+from tests._small_plan import small_8b_plan
 from tests.export._cli import run_export
 from tests.export._plans import golden_plan, with_layout
 
 from runplan.errors import SpecError
 from runplan.export import export_plan
 
-PLAN = """schema_version: 1
-name: no-distributed-optimizer
-model: llama-3.1-8b
-budget:
-  tokens: 100B
-training:
-  seq_len: 4096
-cluster:
-  gpu: h100-sxm
-  gpus: 64
-parallel:
+PLAN = small_8b_plan(
+    "no-distributed-optimizer",
+    """parallel:
   tp: 2
 stack:
   distributed_optimizer: false
-"""
+""",
+)
 
 
 def test_torchtitan_refuses_ddp_with_tp_at_distributed_optimizer_false(tmp_path):

@@ -5,26 +5,20 @@ line naming both keys (or the flag) and the two ways out, exit 2, instead of pla
 from pathlib import Path
 
 import pytest
+from tests._small_plan import small_8b_plan
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
 from runplan.parallel.request_rules import zero_against_stack
 
-PLAN = """schema_version: 1
-name: zero-vs-stack
-model: llama-3.1-8b
-budget:
-  tokens: 100B
-training:
-  seq_len: 4096
-cluster:
-  gpu: h100-sxm
-  gpus: 64
-parallel:
+PLAN = small_8b_plan(
+    "zero-vs-stack",
+    """parallel:
   zero: {zero}
 stack:
   distributed_optimizer: false
-"""
+""",
+)
 
 
 def _run(*args: str):

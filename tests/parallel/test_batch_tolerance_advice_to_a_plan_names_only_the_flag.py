@@ -2,23 +2,16 @@
 holds ±10%), so the advice `runplan plan` gives when every layout's batch steps over the range names the flag on
 the command line, never the internal path ``parallelize.global_batch_tolerance`` (search._batch_steps)."""
 
+from tests._small_plan import small_8b_plan
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
 from runplan.cli.flags import paths_for_user
 
 # every layout: d·b·m·s with d = 64, b = 8: steps of 2,097,152 tokens, none within 3M ± 10%
-PLAN = """schema_version: 1
-name: steps
-model: llama-3.1-8b
-budget:
-  tokens: 100B
-training:
-  seq_len: 4096
-cluster:
-  gpu: h100-sxm
-  gpus: 64
-parallel:
+PLAN = small_8b_plan(
+    "steps",
+    """parallel:
   tp: 1
   pp: 1
   cp: 1
@@ -26,7 +19,8 @@ parallel:
   micro_batch: 8
 schedule:
   global_batch_tokens: 3M
-"""
+""",
+)
 
 
 def _text(argv: list[str]) -> str:
