@@ -380,10 +380,19 @@ def local_config(name: str | None, base_dir: Path) -> bool:
     return name is not None and (name.strip().lower().endswith(".json") or _checkpoint_folder(name, base_dir))
 
 
+class TooFewTokens(Infeasible):
+    """A fixed model whose budget trains it on fewer tokens than the smallest sensible run: the allocation's
+    refusal, with the compute ``need`` = 6·N·MIN_TOKENS that trains it on MIN_TOKENS (scaling.allocate)."""
+
+    def __init__(self, error: Infeasible, need: float) -> None:
+        super().__init__(error.reason, suggestions=error.suggestions)
+        self.need = need
+
+
 def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | None = None) -> AllocationStage:
     """A fixed model: the objective becomes ``fixed_params``; a MoE model is allocated on active compute."""
     from runplan.architect import resolve_model
-    from runplan.scaling.allocate import MAX_PARAMS, MIN_PARAMS, Objective, allocate
+    from runplan.scaling.allocate import MAX_PARAMS, MIN_PARAMS, MIN_TOKENS, Objective, allocate
 
     choice = spec.model
     assert isinstance(choice, ModelChoice)  # PlanSpec._model_choice turns a string into a ModelChoice
@@ -428,7 +437,12 @@ def _fixed_model_stage(spec: PlanSpec, inputs: ResolvedInputs, flops: float | No
             where="objective.params",
             hint="remove objective (model: fixes the size), or change model:",
         )
-    allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
+    try:
+        allocation = allocate(flops, Objective(kind="fixed_params", params=law_params), law)
+    except (
+        Infeasible
+    ) as error:  # fewer than MIN_TOKENS (scaling.allocate._check_sensible): C = 6·N·MIN_TOKENS
+        raise TooFewTokens(error, 6.0 * law_params * MIN_TOKENS) from None
     budget_tokens = spec.budget.tokens if spec.budget is not None else None
     if budget_tokens is not None and math.isclose(allocation.tokens, budget_tokens, rel_tol=1e-12):
         # D = C/(6N) of the budget's C = 6·N·D, in floating point: the budget's own tokens (8T, not
@@ -496,14 +510,18 @@ def stage_step_seconds(request: Any, best: Any, schedule: Any) -> list[float]:
     ]
 
 
-def layout_memory_under(spec: PlanSpec, plan: RunPlan, stack: Stack, base_dir: str | Path = ".") -> float:
-    """Peak bytes per GPU of ``plan``'s chosen layout with another ``stack`` (an engine that cannot run part of
-    the plan's: Megatron without a module the plan recomputes), by the same memory model on a one-row grid."""
+def layout_memory_under(
+    spec: PlanSpec, plan: RunPlan, stack: Stack, base_dir: str | Path = ".", layout: Any = None
+) -> float:
+    """Peak bytes per GPU of ``plan``'s chosen layout (or ``layout``, a variant of it such as recompute full) with
+    another ``stack`` (an engine that cannot run part of the plan's: Megatron without a module the plan
+    recomputes), by the same memory model on a one-row grid."""
     from runplan.parallel.search import evaluate_layout
 
     inputs = resolve_inputs(spec, base_dir)
     request = layout_request(spec, inputs, plan.model.shape, plan.allocation.tokens).request
-    estimate = evaluate_layout(request.model_copy(update={"stack": stack}), plan.layout.best.layout)
+    chosen = plan.layout.best.layout if layout is None else layout
+    estimate = evaluate_layout(request.model_copy(update={"stack": stack}), chosen)
     return float(estimate.memory_bytes.total)
 
 
@@ -654,7 +672,12 @@ def _layout_choice(planned: LayoutStage, result: SearchResult, calibration: str)
 
 
 def _schedule(
-    spec: PlanSpec, inputs: ResolvedInputs, planned: LayoutStage, best: LayoutEstimate, tokens: float
+    spec: PlanSpec,
+    inputs: ResolvedInputs,
+    planned: LayoutStage,
+    best: LayoutEstimate,
+    tokens: float,
+    critical_tokens: float,
 ) -> Schedule:
     """Step 6: batch ramp, LR and WSD phases at the layout's batch."""
     from runplan.ops import ScheduleRequest, plan_schedule
@@ -671,6 +694,7 @@ def _schedule(
             microbatch_multiple=best.pp if best.vpp > 1 else 1,
             critical_batch_tokens=None,
             fits_without_interleaving=_fits_without_interleaving(planned, best),
+            checked_main_batches=_checked_main_batches(planned, best, critical_tokens, spec.schedule),
             spec=schedule_spec,
             hyperparam_law=inputs.hyperparam_law,
             batch_source=f"= d·b·m·s = {best.dp}·{best.micro_batch}·{best.microbatches}·{seq_len}, the chosen "
@@ -690,6 +714,39 @@ def _fits_without_interleaving(planned: LayoutStage, best: LayoutEstimate) -> bo
 
     layout = Layout.model_validate({**best.axes(), "vpp": 1})
     return not evaluate_layout(planned.request, layout).violations
+
+
+def _checked_main_batches(
+    planned: LayoutStage, best: LayoutEstimate, critical_tokens: float, schedule: Any
+) -> dict[int, str]:
+    """The larger main batches a ramp warning may offer (ops.schedule.ramp_main_batch, one per ramp fraction),
+    kept where the chosen layout re-plans clean at it, each with the pins that hold it: within the critical
+    batch's slack (no `batch:` warning, _plan_warnings) and passing every rule at m' = M'/(d·b) by the same model
+    (search.evaluate_layout), as _fits_without_interleaving checks v = 1. Pinned dp, micro_batch, microbatches
+    and vpp (and pp when interleaved) fix the batch d·b·m and the ramp's group u·p; set alone, the search would
+    take up to +10% (70B on 512 H100: 6,400 sequences asked, 7,040 run, above the critical batch)."""
+    from runplan.ops.schedule import ramp_main_batch
+    from runplan.parallel.layout import Layout
+    from runplan.parallel.search import evaluate_layout
+
+    unit = best.dp * best.micro_batch
+    group = unit * (best.pp if best.vpp > 1 else 1)
+    seq_len = planned.request.seq_len
+    checked: dict[int, str] = {}
+    for larger in sorted({ramp_main_batch(r.batch_fraction, group) for r in schedule.batch_ramp}):
+        tokens = float(larger * seq_len)
+        if tokens > critical_tokens * CRITICAL_BATCH_SLACK:
+            continue
+        layout = Layout.model_validate({**best.axes(), "microbatches": larger // unit})
+        request = planned.request.model_copy(update={"global_batch_tokens": tokens})
+        if evaluate_layout(request, layout).violations:
+            continue
+        pp = f"pp: {best.pp}, " if best.vpp > 1 else ""
+        checked[larger] = (
+            f"parallel: {{dp: {best.dp}, micro_batch: {best.micro_batch}, microbatches: {larger // unit}, "
+            f"{pp}vpp: {best.vpp}}}"
+        )
+    return checked
 
 
 def _timed_stages(schedule: Schedule, seconds: list[float]) -> Schedule:
@@ -907,7 +964,7 @@ def _plan_warnings(
             f"memory: the best layout uses {best.memory_bytes.total / best.memory_limit_bytes:.0%} of "
             "its limit; an allocator spike or a longer sequence could OOM it"
         )
-    if best.global_batch_tokens > crit.tokens * 1.1:
+    if best.global_batch_tokens > crit.tokens * CRITICAL_BATCH_SLACK:
         warnings.append(
             f"batch: {best.global_batch_tokens:,} tokens is above the critical batch "
             f"{crit.tokens:,.0f} ({crit.law.split(':')[0]}); extra batch buys little"
@@ -927,6 +984,9 @@ def _plan_warnings(
     return warnings
 
 
+#: A batch above the critical batch by more than this factor gets a `batch:` warning (_plan_warnings); a ramp
+#: remedy's larger main batch is offered only within it (_checked_main_batches).
+CRITICAL_BATCH_SLACK = 1.1
 #: Fixed-point steps that size a GPU-time budget's compute to its wall clock, and the agreement that ends them.
 FILL_MAX_STEPS = 5
 #: The steps of a fill by C alone (tokens_per_param, inference_optimal), whose last size is the plan: on one shape
@@ -1101,14 +1161,46 @@ class BudgetTooSmall(Infeasible):
     about_plan_file = True  # the budget's days come from the plan file in every command that fills them
 
 
+def _too_few_tokens(
+    spec: PlanSpec, inputs: ResolvedInputs, target_days: float, refusal: TooFewTokens
+) -> BudgetTooSmall:
+    """A GPU-time budget too short to train a fixed model on the smallest sensible D, in its own key: the days
+    (or GPU-hours) that hold the plan at D = MIN_TOKENS, and at least those at which the budget's own conversion
+    (GPUs × peak × budget.mfu × seconds, _flops) gives that plan's C, so the fill's first step is not refused
+    again; not the allocation's "raise the budget to at least C FLOPs" (a budget the user gave in time)."""
+    from runplan.scaling.budget import flops_from_hardware
+
+    plan, _ = _build_once(spec, inputs, refusal.need * (1.0 + 1e-9))
+    budget = spec.budget
+    assert budget is not None  # a GPU-time budget set target_days
+    converted = flops_from_hardware(inputs.n_gpus, target_days, inputs.gpu, budget.mfu)
+    return _budget_too_small(
+        spec,
+        plan,
+        target_days,
+        Infeasible(
+            refusal.reason,
+            suggestions=[x for x in refusal.suggestions if not x.startswith("raise the budget to at least")],
+        ),
+        smaller="fewer tokens are",
+        least_days=target_days * refusal.need / converted,
+    )
+
+
 def _budget_too_small(
-    spec: PlanSpec, plan: RunPlan, target_days: float, refusal: Infeasible
+    spec: PlanSpec,
+    plan: RunPlan,
+    target_days: float,
+    refusal: Infeasible,
+    smaller: str = "a smaller size is",
+    least_days: float = 0.0,
 ) -> BudgetTooSmall:
     """The refusal of a budget whose days even the smallest feasible size overruns (a smaller one was refused
     for ``refusal``): names the budget's field, what the smallest plan takes, and the budget that holds it."""
     from runplan.units import format_si
 
     days = plan.cost.main.wall_clock_days
+    held = max(days, least_days)
     params = plan.model.total_params
     smallest = (
         f"{format_si(params, digits=4)} parameters on {format_si(plan.allocation.tokens, digits=3)} tokens"
@@ -1116,15 +1208,15 @@ def _budget_too_small(
     budget = spec.budget
     assert budget is not None  # a GPU-time budget set target_days
     if budget.gpu_hours is not None:
-        gpu_hours = budget.gpu_hours * days / target_days
+        gpu_hours = budget.gpu_hours * held / target_days
         field, need = "budget.gpu_hours", f"raise budget.gpu_hours to at least {_rounded_up(gpu_hours):.3g}"
         given = f"{budget.gpu_hours:.4g} GPU-hours"
     else:
-        field, need = "budget.days", f"raise budget.days to at least {_rounded_up(days):.3g}"
+        field, need = "budget.days", f"raise budget.days to at least {_rounded_up(held):.3g}"
         given = f"{target_days:.4g} days"
     return BudgetTooSmall(
-        f"{field}: {given} cannot hold the smallest plan: {smallest} take {days:.3g} days, and a smaller "
-        f"size is infeasible ({refusal.reason})",
+        f"{field}: {given} cannot hold the smallest plan: {smallest} take {days:.3g} days, and {smaller} "
+        f"infeasible ({refusal.reason})",
         # the refusal's own "change the budget so that N lands ..." is what `need` says with a number
         suggestions=[need, *(s for s in refusal.suggestions if not s.startswith("change the budget"))],
     )
@@ -1156,6 +1248,10 @@ def _filled(
     iterate was infeasible, or else why those tokens fall short of the days (:func:`_jump_reason`)."""
     try:
         plan, flops = _build_once(spec, inputs, None)
+    except TooFewTokens as error:
+        if target_days is None:
+            raise
+        raise _too_few_tokens(spec, inputs, target_days, error) from None
     except Infeasible as error:
         raise _naming_the_model(error, spec, inputs) from None
     if target_days is None:
@@ -1305,8 +1401,12 @@ def _jump_reason(
     if fills_the_days(days, target_days) or days > target_days or not larger:
         return None
     plan, tokens = min(larger, key=lambda t: t[1])
+    # enough digits that the two D differ as printed (127.7 B and 127.75 B, not 127.7 B twice: 0.04% apart)
+    digits = 4
+    while digits < 12 and format_si(best[1], digits=digits) == format_si(tokens, digits=digits):
+        digits += 1
     return (
-        f"it trains {format_si(best[1], digits=4)} tokens; {format_si(tokens, digits=4)} "
+        f"it trains {format_si(best[1], digits=digits)} tokens; {format_si(tokens, digits=digits)} "
         f"({tokens / best[1] - 1.0:.2%} more) take {plan.cost.main.wall_clock_days:.3g} days: "
         + unfilled_reason("fixed_params")
     )
@@ -1369,7 +1469,7 @@ def _build_once(
     planned = layout_request(spec, inputs, stage.shape, stage.allocation.tokens)
     result = ensure_feasible(search(planned.request), planned.request)
     best = result.layouts[0]
-    schedule = _schedule(spec, inputs, planned, best, stage.allocation.tokens)
+    schedule = _schedule(spec, inputs, planned, best, stage.allocation.tokens, result.critical_batch.tokens)
     operations = _operations(spec, inputs, stage, planned, best, schedule)
     sweep, cost, no_sweep = _sweep_and_cost(spec, inputs, stage, operations)
     warnings = [

@@ -125,8 +125,8 @@ def test_megatron_says_what_its_unrecomputed_modules_cost_in_memory(tmp_path):
     (memory,) = [w for w in data["warnings"] if w.startswith("memory: ")]
     assert memory == (
         "memory: without layernorm, mlp_act recomputed the layout needs 80.1 GB per GPU in Megatron, against the "
-        "plan's 72.7 GB and the limit 76 GB: over the limit: pin parallel.recompute: full, or plan with stack "
-        "preset megatron-core"
+        "plan's 72.7 GB and the limit 76 GB: over the limit: pin parallel.recompute: full (59.3 GB); or plan with "
+        "stack preset megatron-core (62.4 GB)"
     )
     selective = tmp_path / "moe-selective.yaml"  # the example's search may pick recompute none
     selective.write_text(

@@ -16,8 +16,8 @@ from runplan.cli.app import app
 
 MEMORY = (
     "memory: without layernorm, mlp_act recomputed the layout needs 80.1 GB per GPU in Megatron, against the plan's "
-    "72.7 GB and the limit 76 GB: over the limit: pin parallel.recompute: full, or plan with stack preset "
-    "megatron-core"
+    "72.7 GB and the limit 76 GB: over the limit: pin parallel.recompute: full (59.3 GB); or plan with stack preset "
+    "megatron-core (62.4 GB)"
 )
 
 

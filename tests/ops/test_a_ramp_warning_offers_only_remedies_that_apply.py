@@ -13,8 +13,10 @@ no smaller micro-batch is."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import yaml
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
@@ -39,7 +41,11 @@ def test_the_405b_ramp_offers_the_fraction_it_runs_and_the_batch_that_holds_the_
     assert "runs 1,024 sequences, 0.5 of the main batch, not the 0.3 asked (614 sequences)" in warning
     assert "micro_batch" not in warning and "vpp" not in warning
     assert "batch_fraction: 0.5" in warning
-    assert "4,096 sequences (schedule.global_batch_tokens: 33554432)" in warning
+    assert (
+        "4,096 sequences" not in warning
+    )  # a larger main batch only where the plan checked it re-plans clean
+    (warning,) = _schedule(checked_main_batches={4096: "parallel: {dp: 64}"})
+    assert "4,096 sequences (schedule.global_batch_tokens: 33554432 with parallel: {dp: 64})" in warning
 
 
 def test_a_smaller_micro_batch_and_no_interleaving_are_offered_only_where_they_apply():
@@ -47,19 +53,24 @@ def test_a_smaller_micro_batch_and_no_interleaving_are_offered_only_where_they_a
     checked by the plan to pass (fits_without_interleaving), the group is u = 64: 0.3 × 2,048 → 576."""
     (warning,) = _schedule(dp=32, micro_batch=2, fits_without_interleaving=True)
     assert "parallel.micro_batch: 1 (groups of 512 sequences: the stage runs 512)" in warning
-    assert "parallel.vpp: 1 (groups of u = 64 sequences: the stage runs 576)" in warning
+    assert (
+        "parallel.vpp: 1 with parallel: {dp: 32, micro_batch: 2, microbatches: 32} (groups of u = 64 sequences: the stage runs 576)"
+        in warning
+    )
     # a fraction below even the smaller groups: neither helps (0.05 × 2,048 = 102.4 < 512), only the rest
     (warning,) = _schedule(fraction=0.05, dp=32, micro_batch=2)
     assert "micro_batch: 1" not in warning and "vpp: 1" not in warning
-    assert "batch_fraction: 0.5" in warning and "20,480 sequences" in warning  # ceil(1/0.05) = 20 groups
+    assert "batch_fraction: 0.5" in warning and "20,480 sequences" not in warning  # unchecked: not offered
 
 
 def test_a_ramp_that_cannot_shrink_offers_a_batch_that_can():
     """Main batch one group (1,024): no fraction below 1 runs less; a main batch of ceil(1/0.3)·1,024 = 4,096
     sequences does."""
-    (warning,) = _schedule(main=1024)
+    (warning,) = _schedule(main=1024, checked_main_batches={4096: "parallel: {dp: 64}"})
     assert "cannot shrink" in warning and "micro_batch" not in warning and "batch_fraction" not in warning
-    assert "4,096 sequences (schedule.global_batch_tokens: 33554432)" in warning
+    assert "4,096 sequences (schedule.global_batch_tokens: 33554432 with parallel: {dp: 64})" in warning
+    (warning,) = _schedule(main=1024)  # nothing checked: the warning says so and how to plan without the ramp
+    assert "runs no stage below the main batch" in warning and "batch_fraction: 1" in warning
 
 
 def _plan(tmp_path: Path, text: str) -> str:
@@ -76,11 +87,18 @@ def test_each_remedy_offered_on_the_405b_plan_runs_the_ramp_as_asked(tmp_path):
     out = _plan(tmp_path, ramped)
     assert "ramp stage 1 runs 1,024 sequences" in out and "lower micro_batch" not in out
     assert "parallel.vpp: 1" not in out  # 15/32 = 0.47 over the 0.15 cap
-    for remedy in (
-        ramped.replace("batch_fraction: 0.3", "batch_fraction: 0.5"),
-        ramped.replace("global_batch_tokens: 16M", "global_batch_tokens: 33554432"),
-    ):
-        assert "ramp stage 1" not in _plan(tmp_path, remedy)
+    pins = "parallel: {dp: 64, micro_batch: 1, microbatches: 64, pp: 16, vpp: 8}"
+    assert (
+        f"4,096 sequences (schedule.global_batch_tokens: 33554432 with {pins})" in out
+    )  # checked by the plan
+    doc = yaml.safe_load(ramped)
+    doc["schedule"]["global_batch_tokens"] = 33554432
+    doc.setdefault("parallel", {}).update(yaml.safe_load(pins.split(": ", 1)[1]))
+    batch_before = [w for w in json.loads(out)["warnings"] if w.startswith("batch:")]
+    for remedy in (ramped.replace("batch_fraction: 0.3", "batch_fraction: 0.5"), yaml.safe_dump(doc)):
+        warnings = json.loads(_plan(tmp_path, remedy))["warnings"]
+        assert not [w for w in warnings if "ramp stage 1" in w]
+        assert not [w for w in warnings if w.startswith("batch:") and w not in batch_before]
 
 
 V1_PLAN = """schema_version: 1
@@ -102,5 +120,9 @@ def test_no_interleaving_is_offered_where_the_layout_passes_without_it(tmp_path)
     too, by the model), so vpp 1 is offered: groups of u = 16, the stage 48 sequences; and it then warns no more."""
     out = _plan(tmp_path, V1_PLAN)
     assert "batch_fraction: 0.125" in out
-    assert "parallel.vpp: 1 (groups of u = 16 sequences: the stage runs 48)" in out
-    assert "ramp stage 1" not in _plan(tmp_path, V1_PLAN.replace("vpp: 2", "vpp: 1"))
+    assert (
+        "parallel.vpp: 1 with parallel: {dp: 16, micro_batch: 1, microbatches: 32} (groups of u = 16" in out
+    )
+    assert "ramp stage 1" not in _plan(
+        tmp_path, V1_PLAN.replace("vpp: 2", "vpp: 1, dp: 16, microbatches: 32")
+    )

@@ -68,7 +68,8 @@ Left out (placeholders in the script): data paths, tokenizer, launcher environme
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 from runplan.errors import SpecError
 from runplan.escape import comment_text, file_slug, shell_word
@@ -870,44 +871,130 @@ def memory_as_megatron_runs_it(spec: PlanSpec, plan: RunPlan, base_dir: Path) ->
     """The memory per GPU of the plan's layout as Megatron runs it, against the plan's and the limit, where
     that differs: without the selective-recompute modules Megatron-core cannot recompute
     (:func:`unrecomputed_modules`; a reviewer's 70B export planned at 72.7 GB needs 80.1 GB in Megatron, limit
-    76), and with the fp32 master its FSDP2 path keeps beside each bf16 shard (:func:`torch_fsdp2_master_bytes`)."""
-    from runplan.export._common import _params_per_gpu
-    from runplan.plan import layout_memory_under
+    76), and with the fp32 master its FSDP2 path keeps beside each bf16 shard (:func:`torch_fsdp2_master_bytes`).
+    Over the limit, each remedy is offered only where the same check finds it fits alone, with its GB
+    (:func:`_memory_remedies`)."""
     from runplan.units import format_bytes
 
     best = plan.layout.best
-    shape = plan.model.shape
     planned = float(best.memory_bytes.total)
-    needed, reasons, fixes = planned, [], []
-    unrun = (
-        unrecomputed_modules(spec.stack, shape.n_experts, shape.attention)
-        if best.recompute == "selective"
-        else []
-    )
-    if unrun:
-        kept = tuple(m for m in spec.stack.selective_recompute if m not in unrun)
-        stack = spec.stack.model_copy(update={"selective_recompute": kept})
-        needed = layout_memory_under(spec, plan, stack, base_dir)
-        # nothing lost (an MoE model's dense-MLP module: no layer has one)
-        if needed > planned * (1.0 + 1e-9):
-            reasons.append(f"without {', '.join(unrun)} recomputed")
-            fixes.append("pin parallel.recompute: full, or plan with stack preset megatron-core")
-        needed = max(needed, planned)
-    master = torch_fsdp2_master_bytes(spec.stack, best.layout, _params_per_gpu(shape, best))
-    if master:
-        needed += master
-        reasons.append(
-            "with the fp32 master its FSDP2 keeps beside each bf16 shard (2 bytes per parameter ÷ d·c)"
-        )
-        fixes.append("set stack.fsdp_mixed_precision: false (Megatron FSDP, which the plan counts)")
+    needed, reasons = _megatron_bytes(spec, plan, spec.stack, best.layout, base_dir)
     if not reasons:
         return None
     limit = float(best.memory_limit_bytes)
-    verdict = "within the limit" if needed <= limit else f"over the limit: {'; or '.join(fixes)}"
+    verdict = (
+        "within the limit"
+        if needed <= limit
+        else f"over the limit: {_memory_remedies(spec, plan, base_dir, reasons, limit)}"
+    )
     return (
         f"memory: {' and '.join(reasons)} the layout needs {format_bytes(needed)} per GPU in "
         f"Megatron, against the plan's {format_bytes(planned)} and the limit "
         f"{format_bytes(limit)}: {verdict}"
+    )
+
+
+_UNRUN = "recomputed"
+_MASTER = "with the fp32 master its FSDP2 keeps beside each bf16 shard (2 bytes per parameter ÷ d·c)"
+
+
+def _megatron_bytes(
+    spec: PlanSpec, plan: RunPlan, stack: Stack, layout: Layout, base_dir: Path
+) -> tuple[float, list[str]]:
+    """Bytes per GPU of ``layout`` on ``stack`` as Megatron runs it, and why that differs from the plan's memory
+    model: the plan's count (search.evaluate_layout) without the modules Megatron-core does not recompute, plus
+    the fp32 master of its FSDP2 path. The one count the check and each remedy it offers use."""
+    from runplan.export._common import _params_per_gpu
+    from runplan.plan import layout_memory_under
+
+    shape = plan.model.shape
+    same = stack == spec.stack and layout == plan.layout.best.layout
+    planned = (
+        float(plan.layout.best.memory_bytes.total)
+        if same
+        else layout_memory_under(spec, plan, stack, base_dir, layout)
+    )
+    needed, reasons = planned, []
+    unrun = (
+        unrecomputed_modules(stack, shape.n_experts, shape.attention)
+        if layout.recompute == "selective"
+        else []
+    )
+    if unrun:
+        kept = tuple(m for m in stack.selective_recompute if m not in unrun)
+        without = layout_memory_under(
+            spec, plan, stack.model_copy(update={"selective_recompute": kept}), base_dir, layout
+        )
+        # nothing lost (an MoE model's dense-MLP module: no layer has one)
+        if without > planned * (1.0 + 1e-9):
+            reasons.append(f"without {', '.join(unrun)} {_UNRUN}")
+            needed = without
+    master = torch_fsdp2_master_bytes(stack, layout, _params_per_gpu(shape, plan.layout.best))
+    if master:
+        needed += master
+        reasons.append(_MASTER)
+    return needed, reasons
+
+
+def _memory_remedies(spec: PlanSpec, plan: RunPlan, base_dir: Path, reasons: list[str], limit: float) -> str:
+    """The remedies of a layout over the limit in Megatron, each re-planned as written (plan.build_plan: a pin
+    or another stack moves the layout search, which fills the memory its model counts) and checked by
+    :func:`_megatron_bytes` on the layout the re-plan picks; offered only where that fits, with the GB it gives:
+    recompute full (no selective module left to miss), Megatron FSDP (stack.fsdp_mixed_precision: false, no
+    fp32 master), the megatron-core preset (whose selective module Megatron runs). Where none fits alone, the
+    first two together if they fit; else what each gives. The reviewer's 70B TP1 PP1 DP32 CP2 ZeRO-3 torchtitan
+    plan (123 GB in Megatron, limit 76): recompute full re-plans at 77.2 GB, Megatron FSDP at 123 GB."""
+    from runplan.units import format_bytes
+
+    Option = tuple[str, dict[str, Any], dict[str, Any] | None]  # text, pins added, stack (None: the plan's)
+    full: Option = ("pin parallel.recompute: full", {"recompute": "full"}, None)
+    mixed_off: Option = (
+        "set stack.fsdp_mixed_precision: false (Megatron FSDP, which the plan counts)",
+        {},
+        {**spec.stack.model_dump(), "fsdp_mixed_precision": False},
+    )
+    options: list[Option] = [full] if plan.layout.best.recompute != "full" else []
+    options += [mixed_off] if _MASTER in reasons else []
+    if any(r.endswith(_UNRUN) for r in reasons):
+        options.append(("plan with stack preset megatron-core", {}, {"preset": "megatron-core"}))
+    gives = [(text, _replanned_bytes(spec, base_dir, pins, stack)) for text, pins, stack in options]
+    fits = [f"{text} ({format_bytes(b)})" for text, (b, lim) in gives if b <= lim]
+    if fits:
+        return "; or ".join(fits)
+    tried = ", ".join(
+        f"{text.split(' (')[0]} {'is infeasible' if b == math.inf else format_bytes(b)}"
+        for text, (b, _) in gives
+    )
+    if full in options and mixed_off in options:
+        both, both_limit = _replanned_bytes(spec, base_dir, full[1], mixed_off[2])
+        if both <= both_limit:
+            return (
+                f"pin parallel.recompute: full and set stack.fsdp_mixed_precision: false together "
+                f"({format_bytes(both)}; alone, re-planned: {tried})"
+            )
+    return f"no one change fits, re-planned: {tried}; plan with more GPUs"
+
+
+def _replanned_bytes(
+    spec: PlanSpec, base_dir: Path, pins: dict[str, Any], stack: dict[str, Any] | None
+) -> tuple[float, float]:
+    """Bytes per GPU as Megatron runs the layout the plan picks with ``pins`` added and ``stack`` (None: the
+    plan's), by :func:`_megatron_bytes`, and that plan's limit; infinite bytes where the change is infeasible."""
+    from runplan.errors import Infeasible
+    from runplan.parallel.stack import Stack
+    from runplan.plan import build_plan
+
+    update: dict[str, Any] = {"parallel": spec.parallel.model_copy(update=pins)}
+    if stack is not None:
+        update["stack"] = Stack.model_validate(stack)
+    changed = spec.model_copy(update=update)
+    try:
+        plan = build_plan(changed, base_dir)
+    except Infeasible:
+        return math.inf, 0.0
+    best = plan.layout.best
+    return _megatron_bytes(changed, plan, changed.stack, best.layout, base_dir)[0], float(
+        best.memory_limit_bytes
     )
 
 

@@ -180,6 +180,12 @@ class ScheduleRequest(BaseModel):
         description="Whether the chosen layout, interleaved, passes every rule at v = 1 and its main batch (the "
         "plan checks it by the layout model): a ramp held up by the groups of p may then offer parallel.vpp: 1.",
     )
+    checked_main_batches: dict[int, str] = Field(
+        default_factory=dict,
+        description="Main batches (sequences) the plan checked the chosen layout re-plans clean at (every rule "
+        "passes, no batch warning), each with the pins that hold it: a ramp remedy offers a larger main batch "
+        "(ramp_main_batch) only from these.",
+    )
     spec: ScheduleSpec = Field(default_factory=ScheduleSpec, description="The plan file's schedule section.")
     hyperparam_law: HyperparamLaw | None = Field(
         None, description="The law of spec.hyperparams, loaded (None: DeepSeek LLM's)."
@@ -495,7 +501,9 @@ def _ramp_remedies(request: ScheduleRequest, fraction: float, main_seqs: int) ->
     least ramp this layout runs); micro_batch 1 where b > 1 and the fraction then holds a group of G/b; no
     interleaving (groups of u) where the plan checked the layout passes every rule at v = 1 and the fraction holds
     a group of u; a main batch of whole groups that the fraction holds one group of, M' = k·G with the least k
-    where fraction·k·G >= G. Fewer stages never help an interleaved ramp: G = d·b·p is the GPUs over t·c, times b."""
+    where fraction·k·G >= G (ramp_main_batch), only where the plan checked this layout re-plans clean at it
+    (request.checked_main_batches, with the pins that hold it: set alone, the layout search takes up to +10% of
+    a batch and M' is most often above the critical batch). Fewer stages never help an interleaved ramp: G = d·b·p is the GPUs over t·c, times b."""
     unit, g, seq_len = request.dp * request.micro_batch, request.microbatch_multiple, request.seq_len
     group, asked = unit * g, fraction * main_seqs
     out = []
@@ -508,15 +516,33 @@ def _ramp_remedies(request: ScheduleRequest, fraction: float, main_seqs: int) ->
         out.append(f"parallel.micro_batch: 1 (groups of {smaller:,} sequences: the stage runs {runs:,})")
     if g > 1 and request.fits_without_interleaving and asked >= unit:
         runs = math.floor(asked / unit) * unit
-        out.append(f"parallel.vpp: 1 (groups of u = {unit:,} sequences: the stage runs {runs:,})")
+        # the layout checked at v = 1 keeps d, b and m: pinned, or the search re-picks m within +10% of the batch
+        pins = f"dp: {request.dp}, micro_batch: {request.micro_batch}, microbatches: {main_seqs // unit}"
+        out.append(
+            f"parallel.vpp: 1 with parallel: {{{pins}}} (groups of u = {unit:,} sequences: the stage runs {runs:,})"
+        )
+    larger = ramp_main_batch(fraction, group)
+    held = request.checked_main_batches.get(larger)
+    if held is not None:
+        out.append(
+            f"a main batch of {larger:,} sequences (schedule.global_batch_tokens: {larger * seq_len} with {held}), "
+            f"whose {fraction:g} holds one group"
+        )
+    if not out:
+        return (
+            f"this layout runs no stage below the main batch (one group of {group:,} is all of it): set "
+            f"batch_fraction: 1 to plan without the ramp, or pin a layout with fewer sequences per group"
+        )
+    return ("on this layout, any one of: " if len(out) > 1 else "on this layout: ") + "; ".join(out)
+
+
+def ramp_main_batch(fraction: float, group: int) -> int:
+    """The least main batch of whole groups of ``group`` sequences whose ``fraction`` holds one group:
+    M' = k·G with the least k where fraction·k·G >= G (k = ceil(1/fraction), one more where float rounding
+    leaves fraction·k just under 1)."""
     k = max(1, math.ceil(1 / fraction - 1e-9))
     k += fraction * k * group < group
-    larger = k * group
-    out.append(
-        f"a main batch of {larger:,} sequences (schedule.global_batch_tokens: {larger * seq_len}), whose "
-        f"{fraction:g} holds one group"
-    )
-    return ("on this layout, any one of: " if len(out) > 1 else "on this layout: ") + "; ".join(out)
+    return k * group
 
 
 def _batch_stage(
