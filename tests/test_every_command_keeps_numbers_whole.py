@@ -31,8 +31,18 @@ from runplan.report.format import keep_numbers_whole, numbers_kept_whole, wrap_l
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
+#: what runplan counts after a number (resolved._UNITS' nouns, and the words `plan --detail` writes after one on every
+#: example): ``819,200 tokens``, ``8 GPUs/node``, ``4.689 interruptions``, ``12.58 M tokens``, ``182,375 USD``
+COUNTED = (
+    r"(?:tokens?|GPUs?|USD|steps?|sequences?|interruptions?|params?|parameters?|nats?|nodes?|micro-batch(?:es)?"
+    r"|batch(?:es)?|layers?|heads?|experts?|groups?|checkpoints?|evaluations?|segments?|layouts?|runs?|sizes?"
+    r"|shards?|decades?|saves?|milestones?|points?|failures?|generations?|bytes?)(?![\w])"
+)
 #: the units report.format._NUMBER_UNIT_SPACE keeps on their number's line
-UNIT = r"(?:(?:[kKMBTP]|[kKMGTP]i?B|s|ms|min|h|days?|[kMG]?Wh|[kM]?W|FLOPs?|FLOP/s)(?![\w/])|d(?![\w·]| ?=))"
+UNIT = (
+    r"(?:(?:[kKMBTP]|[kKMGTP]i?B|s|ms|min|h|days?|[kMG]?Wh|[kM]?W|FLOPs?|FLOP/s|pp|σ)(?![\w/])|d(?![\w·]| ?=)"
+    rf"|{COUNTED})"
+)
 BAR = re.compile(r"[│┃|]")
 
 
@@ -60,10 +70,13 @@ def folds(out: str, wide: str) -> list[tuple[str, str]]:
         if len(cells_a) != len(cells_b):  # a table's border or title against a row: compare whole lines
             cells_a, cells_b = [a], [b]
         for x, y in zip(cells_a, cells_b, strict=True):
-            number = x.rstrip().rsplit(" ", 1)[-1]
+            # a number, or a number with its SI suffix before what it counts (``12.58 M`` / ``tokens``)
+            scaled = re.search(r"\S*\d [kKMBTP]$", x.rstrip())
+            number = scaled.group(0) if scaled else x.rstrip().rsplit(" ", 1)[-1]
+            unit = COUNTED if scaled else UNIT
             if (
-                re.search(r"\d$", number)
-                and re.match(UNIT, y.strip())
+                re.search(r"\d$|\d [kKMBTP]$", number)
+                and re.match(unit, y.strip())
                 and _side_by_side(number, y.strip(), wide)
             ):
                 found.append((a.rstrip(), b.rstrip()))
@@ -77,6 +90,12 @@ def test_the_detector_finds_a_fold_and_passes_a_value_over_its_meaning():
     assert folds(folded, wide) == [("the fastest layout for 1.89", "GB more memory margin")]
     assert folds(meaning, wide) == []
     assert folds("0.6\ns)", "converged, 0.5 s)") == [("0.6", "s)")]  # a timing: its digits differ
+    # a counted noun after its number, or after the number's SI suffix; a word that only starts like one is no unit
+    wide = "global_batch_tokens: 819,200 tokens → 12.58 M tokens; 3 tokenizers"
+    assert folds("global_batch_tokens: 819,200\ntokens → 12.58 M\ntokens; 3\ntokenizers", wide) == [
+        ("global_batch_tokens: 819,200", "tokens → 12.58 M"),
+        ("tokens → 12.58 M", "tokens; 3"),
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,9 @@ MODEL_FIELD_MEANINGS: dict[str, tuple[str, str]] = {
     "name": ("", "catalog name (a plan's model:)"),
     "family": ("", "family of presets; sizes (70b) pick from llama-3.1"),
     "total_params": ("parameters", "every weight, embeddings included"),
-    "embedding_params": ("parameters", "embeddings and untied head (V·h)"),
+    # token embedding V·h, an untied output head V·h more, learned position rows P·h (runplan.model
+    # ModelShape.embedding_params): Mixtral 8x7B, untied, 2 × 32,000 × 4,096 = 262,144,000
+    "embedding_params": ("parameters", "V·h tied, 2·V·h untied; +P·h positions"),
     "non_embedding_params": ("parameters", "total − embedding (Kaplan's N)"),
     "active_params": ("parameters", "used per token (MoE: top_k experts)"),
     "mtp_params": ("parameters", "MTP modules, not in the total"),

@@ -159,13 +159,29 @@ def cell_width(text: str) -> int:
     return cell_len(text)
 
 
-#: The space between a number and the SI suffix or unit these formatters write after it (fmt_count's ``16.78 M``,
-#: fmt_bytes' ``80 GB`` and ``50 GB/s``, fmt_duration's ``2.7 min``, ``398.3 MWh``, ``1.5e+19 FLOPs``): no place to
-#: fold a line, which would leave ``16.78`` at a line's end and ``M`` alone at the next one's start. Days written
-#: ``d`` (ops._notes.fmt_seconds' ``(4.12 d)``, ops.reliability's ``419 / (54 d × 2,048 nodes)``) are a unit too,
-#: where ``d`` is a whole word not followed by ``·`` or ``=`` (the layout letter of ``d·b·m`` or ``d = 64`` is no day)
+#: The symbols and SI suffixes these formatters write after a number (fmt_count's ``16.78 M``, fmt_bytes' ``80 GB``
+#: and ``50 GB/s``, fmt_duration's ``2.7 min``, ``398.3 MWh``, ``1.5e+19 FLOPs``, a percentage-point change's
+#: ``-1.07 pp``, resolved._fixed's ``0.1234 σ``)
+_UNIT_SYMBOLS = r"[kKMBTP]|[kKMGTP]i?B|s|ms|min|h|days?|[kMG]?Wh|[kM]?W|FLOPs?|FLOP/s|pp|σ"
+#: What runplan counts after a number, singular or plural: the nouns of runplan.resolved._UNITS (``819,200 tokens``,
+#: ``8 GPUs/node``, ``91,187 GPU-hours``, ``2.2457 nats/token``, ``4.689 interruptions``, ``1 interruption/day``,
+#: ``3,072 sequences``, ``7 sizes``) and the words `plan --detail` writes after a number on every example at
+#: COLUMNS=400 (``2,829 saves``, ``406 B parameters``, ``240 points``, ``1e9 bytes``, ``r = 3.79 per 1,000
+#: node-days``); a currency by its ISO 4217 code (``182,375 USD``, ``2 USD/h``; ops.cost writes the plan's own)
+_COUNTED_NOUNS = (
+    r"tokens?|GPUs?|steps?|sequences?|interruptions?|params?|parameters?|nats?|nodes?|micro-batch(?:es)?"
+    r"|batch(?:es)?|layers?|heads?|experts?|groups?|checkpoints?|evaluations?|segments?|layouts?|runs?|sizes?"
+    r"|shards?|decades?|saves?|milestones?|points?|failures?|generations?|bytes?|[A-Z]{3}"
+)
+#: The space between a number and its unit (:data:`_UNIT_SYMBOLS`, :data:`_COUNTED_NOUNS`; ``active params``),
+#: each a whole word: no place to fold a line, which would leave ``16.78`` at a line's end and ``M`` alone at the
+#: next one's start, or ``4.689`` and ``interruptions``. So is the space between a number's SI suffix and what it
+#: counts (``12.58 M tokens``, ``406 B parameters``, ``12.88 active params``). Days written ``d``
+#: (ops._notes.fmt_seconds' ``(4.12 d)``, ops.reliability's ``419 / (54 d × 2,048 nodes)``) are a unit too, where
+#: ``d`` is a whole word not followed by ``·`` or ``=`` (the layout letter of ``d·b·m`` or ``d = 64`` is no day)
 _NUMBER_UNIT_SPACE = re.compile(
-    r"(?<=\d) (?=(?:[kKMBTP]|[kKMGTP]i?B|s|ms|min|h|days?|[kMG]?Wh|[kM]?W|FLOPs?|FLOP/s)(?!\w)|d(?![\w·]| ?=))"
+    rf"(?<=\d) (?=(?:{_UNIT_SYMBOLS}|{_COUNTED_NOUNS}|active(?= params?(?!\w)))(?!\w)|d(?![\w·]| ?=))"
+    rf"|(?:(?<=\d [kKMBTP])|(?<=\d active)) (?=(?:{_COUNTED_NOUNS})(?!\w))"
 )
 
 

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
 #: The narrowest a prose column gets; a longer word in it (a formula) folds onto the next line. A number and its
-#: unit count as one word (``1,282,323 s``: report.format.unit_spaces_masked); the widest runplan prints,
-#: ``4.526e+24 FLOPs,`` or ``988 GB/200 GB/s``, is 16 cells, so a prose column holds every pair.
+#: unit count as one word (``1,282,323 s``, ``12.58 M tokens``: report.format.unit_spaces_masked); the widest
+#: `plan --detail` prints on the examples, ``552.8 interruptions`` or ``(70.6 B parameters,``, is 19 cells
+#: (tests/test_a_counted_noun_stays_on_its_number_s_line.py), so a prose column holds every pair.
 PROSE_MIN_CHARS = 24
 
 #: First columns that hold a row's name; any other first column is shown as ``header value`` when stacked.
