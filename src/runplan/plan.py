@@ -695,6 +695,7 @@ def _schedule(
             critical_batch_tokens=None,
             fits_without_interleaving=_fits_without_interleaving(planned, best),
             checked_main_batches=_checked_main_batches(planned, best, critical_tokens, spec.schedule),
+            micro_batch_one_pins=_micro_batch_one_pins(planned, best),
             spec=schedule_spec,
             hyperparam_law=inputs.hyperparam_law,
             batch_source=f"= d·b·m·s = {best.dp}·{best.micro_batch}·{best.microbatches}·{seq_len}, the chosen "
@@ -714,6 +715,24 @@ def _fits_without_interleaving(planned: LayoutStage, best: LayoutEstimate) -> bo
 
     layout = Layout.model_validate({**best.axes(), "vpp": 1})
     return not evaluate_layout(planned.request, layout).violations
+
+
+def _micro_batch_one_pins(planned: LayoutStage, best: LayoutEstimate) -> str:
+    """The pins that hold the chosen layout at b = 1 with m·b micro-batches (the same batch d·b·m), where it passes
+    every rule by the same model (search.evaluate_layout), as _fits_without_interleaving checks v = 1; '' where it
+    fails or b is 1 already: what lets a ramp warning offer parallel.micro_batch: 1. Pinned alone, the search
+    re-picks m within +10% of the batch (8B on 256 H100 at s = 1,024: b 2, m 15 → b 1, m 31, not 30)."""
+    if best.micro_batch == 1:
+        return ""
+    from runplan.parallel.layout import Layout
+    from runplan.parallel.search import evaluate_layout
+
+    microbatches = best.microbatches * best.micro_batch
+    layout = Layout.model_validate({**best.axes(), "micro_batch": 1, "microbatches": microbatches})
+    if evaluate_layout(planned.request, layout).violations:
+        return ""
+    pp = f"pp: {best.pp}, " if best.vpp > 1 else ""
+    return f"dp: {best.dp}, microbatches: {microbatches}, {pp}vpp: {best.vpp}"
 
 
 def _checked_main_batches(

@@ -51,8 +51,15 @@ def test_the_405b_ramp_offers_the_fraction_it_runs_and_the_batch_that_holds_the_
 def test_a_smaller_micro_batch_and_no_interleaving_are_offered_only_where_they_apply():
     """d 32, b 2 (u 64, G 1,024): at b 1 the group is 32·16 = 512 <= 614.4, the stage 512 sequences; with v = 1
     checked by the plan to pass (fits_without_interleaving), the group is u = 64: 0.3 × 2,048 → 576."""
+    pins = "dp: 32, microbatches: 64, pp: 16, vpp: 16"
+    (warning,) = _schedule(dp=32, micro_batch=2, fits_without_interleaving=True, micro_batch_one_pins=pins)
+    assert (
+        f"parallel.micro_batch: 1 with parallel: {{{pins}}} (groups of 512 sequences: the stage runs 512)"
+        in warning
+    )
+    # unchecked by a plan (a request built outside it): not offered
     (warning,) = _schedule(dp=32, micro_batch=2, fits_without_interleaving=True)
-    assert "parallel.micro_batch: 1 (groups of 512 sequences: the stage runs 512)" in warning
+    assert "micro_batch: 1" not in warning
     assert (
         "parallel.vpp: 1 with parallel: {dp: 32, micro_batch: 2, microbatches: 32} (groups of u = 64 sequences: the stage runs 576)"
         in warning

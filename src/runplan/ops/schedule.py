@@ -180,6 +180,12 @@ class ScheduleRequest(BaseModel):
         description="Whether the chosen layout, interleaved, passes every rule at v = 1 and its main batch (the "
         "plan checks it by the layout model): a ramp held up by the groups of p may then offer parallel.vpp: 1.",
     )
+    micro_batch_one_pins: str = Field(
+        "",
+        description="The pins (dp, microbatches m·b, vpp, pp when interleaved) that hold the chosen layout at b = 1 "
+        "and the same batch, where the plan checked it passes every rule by the layout model; '' where that check "
+        "failed or was not made: a ramp held up by b then offers no parallel.micro_batch: 1.",
+    )
     checked_main_batches: dict[int, str] = Field(
         default_factory=dict,
         description="Main batches (sequences) the plan checked the chosen layout re-plans clean at (every rule "
@@ -498,7 +504,9 @@ def _ramp_remedies(request: ScheduleRequest, fraction: float, main_seqs: int) ->
     """What lets a ramp stage of ``fraction`` run as asked on this layout (its stages are whole groups of
     G = u·g sequences, u = d·b, g = p interleaved else 1), each with its value and only where it applies: a
     batch_fraction of one group, G/M rounded up at 4 decimals, where one group is below the main batch M (the
-    least ramp this layout runs); micro_batch 1 where b > 1 and the fraction then holds a group of G/b; no
+    least ramp this layout runs); micro_batch 1 where b > 1 and the fraction then holds a group of G/b, with the
+    pins that hold the layout at b = 1 and m·b micro-batches where the plan checked it passes every rule
+    (request.micro_batch_one_pins; not offered where that check failed or was not made); no
     interleaving (groups of u) where the plan checked the layout passes every rule at v = 1 and the fraction holds
     a group of u; a main batch of whole groups that the fraction holds one group of, M' = k·G with the least k
     where fraction·k·G >= G (ramp_main_batch), only where the plan checked this layout re-plans clean at it
@@ -510,10 +518,15 @@ def _ramp_remedies(request: ScheduleRequest, fraction: float, main_seqs: int) ->
     if group < main_seqs:
         least = math.ceil(group / main_seqs * 1e4) / 1e4
         out.append(f"batch_fraction: {least:g} (one group, the least ramp stage this layout runs)")
-    if request.micro_batch > 1 and asked >= group // request.micro_batch:
+    pins_b1 = request.micro_batch_one_pins
+    if request.micro_batch > 1 and asked >= group // request.micro_batch and pins_b1:
         smaller = group // request.micro_batch
         runs = math.floor(asked / smaller) * smaller
-        out.append(f"parallel.micro_batch: 1 (groups of {smaller:,} sequences: the stage runs {runs:,})")
+        # pinned alone, the search re-picks m within +10% of the batch (8B on 256 H100: m 31, not 15·2 = 30)
+        out.append(
+            f"parallel.micro_batch: 1 with parallel: {{{pins_b1}}} (groups of {smaller:,} sequences: the stage "
+            f"runs {runs:,})"
+        )
     if g > 1 and request.fits_without_interleaving and asked >= unit:
         runs = math.floor(asked / unit) * unit
         # the layout checked at v = 1 keeps d, b and m: pinned, or the search re-picks m within +10% of the batch
