@@ -265,7 +265,7 @@ def parallelize(
         _no_input_flags({"--model": model, "--gpus": gpus, "--gpu": gpu, "--gpus-per-node": gpus_per_node,
                          "--seq-len": seq_len, "--global-batch": global_batch,
                          "--training-tokens": training_tokens, "--catalog": catalog_file or None})  # fmt: skip
-        _answer_plan_file(plan_file, pins, constraints, overrides, stack, calibration, as_json, batch_tolerance)  # fmt: skip
+        _answer_plan_file(plan_file, pins, constraints, overrides, stack, calibration, as_json, batch_tolerance, zero is None)  # fmt: skip
         return
     request, resolution = _request_from_flags(
         _required(model, "--model"), gpu, catalog_file, pins, constraints, overrides, stack,
@@ -305,9 +305,11 @@ def _answer_plan_file(
     calibration: Path | None,
     as_json: bool,
     batch_tolerance: str | None = None,
+    zero_by_pin: bool = False,
 ) -> None:
     """Search the layout `runplan plan` would search for the plan file, with the flags laid over it
-    (``--batch-tolerance`` too, once silently dropped here)."""
+    (``--batch-tolerance`` too, once silently dropped here); ``zero_by_pin``: a ZeRO stage among ``pins`` came
+    from ``--pin zero=N``, not ``--zero`` (its errors name what the user typed)."""
     from runplan.cli.common import load_plan_file, located
     from runplan.errors import Infeasible, PinConflict
 
@@ -324,7 +326,15 @@ def _answer_plan_file(
     ]
     with located(loaded, from_flags):  # the search's errors about plan keys point at the plan file's lines
         request, resolution, label = _request_from_plan(
-            plan_file, spec, pins, constraints, overrides.top, overrides.mfu_override, stack, calibration
+            plan_file,
+            spec,
+            pins,
+            constraints,
+            overrides.top,
+            overrides.mfu_override,
+            stack,
+            calibration,
+            zero_by_pin=zero_by_pin,
         )
         if tolerance is not None:
             request = request.model_copy(update={"global_batch_tolerance": tolerance})
@@ -533,6 +543,7 @@ def _request_from_plan(
     mfu: float | None,
     stack: dict[str, Any],
     calibration: Path | None = None,
+    zero_by_pin: bool = False,
 ) -> tuple[ParallelRequest, str, str]:
     """The layout request `runplan plan` would search, with pin and constraint flags laid over the plan's."""
     from runplan.cli.common import calibration_key, warn
@@ -564,24 +575,27 @@ def _request_from_plan(
     if stack:
         update["stack"] = stack_from_flags(stack, request.stack)
     _refuse_zero_flag_against_stack(
-        merged_pins.zero, update.get("stack", request.stack).distributed_optimizer
+        merged_pins.zero, update.get("stack", request.stack).distributed_optimizer, by_pin=zero_by_pin
     )
     return request.model_copy(update=update), stage.resolution, inputs.calibration_label()
 
 
-def _refuse_zero_flag_against_stack(zero: int | None, distributed_optimizer: bool | None) -> None:
-    """--zero 1-3 over a plan whose stack.distributed_optimizer is false (a plan file's own pin is refused when
-    it is read, spec.parse_plan): the flag and the key contradict (request_rules.zero_against_stack)."""
+def _refuse_zero_flag_against_stack(
+    zero: int | None, distributed_optimizer: bool | None, by_pin: bool = False
+) -> None:
+    """--zero 1-3 (or ``--pin zero=1..3``, ``by_pin``) over a plan whose stack.distributed_optimizer is false (a
+    plan file's own pin is refused when it is read, spec.parse_plan): the flag and the key contradict
+    (request_rules.zero_against_stack). The error names the flag the user typed, as _pins_by_name's do."""
     from runplan.errors import SpecError
     from runplan.parallel.request_rules import zero_against_stack
 
     problem = zero_against_stack(zero, distributed_optimizer)
     if problem:
+        keep, fix = (f"--pin zero={zero}", "--pin zero=0") if by_pin else (f"--zero {zero}", "--zero 0")
         raise SpecError(
-            problem,
-            where="--zero",
-            hint=f"remove stack.distributed_optimizer: false from the plan file to keep --zero {zero}, or use "
-            "--zero 0",
+            f"zero={zero}: {problem}" if by_pin else problem,
+            where="--pin" if by_pin else "--zero",
+            hint=f"remove stack.distributed_optimizer: false from the plan file to keep {keep}, or use {fix}",
         )
 
 
@@ -607,6 +621,8 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
     preset = Stack(preset=request.stack.preset).model_dump(mode="json")
     # (a bf16 stack's dump leaves its unused fp8 recipe out: .get)
     stack = {k: v for k, v in chosen.items() if k == "preset" or v != default.get(k) or v != preset.get(k)}
+    if "zero_stages" in stack:  # the stages the search tries, not the engine's whole list
+        stack["zero_stages"] = _zero_stages_searched(request.stack)
     if as_json:
         data = result.model_dump(mode="json")
         data["model"]["resolution"] = resolution
@@ -618,6 +634,21 @@ def _answer(request: ParallelRequest, resolution: str, as_json: bool, calibratio
     _render(result, resolution, request.constraints.throughput_tolerance, calibration, _stack_line(stack))
     for line in [*result.warnings[1:], *moe_warnings]:  # the first (the batch law, B_opt) is in the header
         warn(line)
+
+
+def _zero_stages_searched(stack: Stack) -> str:
+    """The ZeRO stages the search tries for ``stack``, as the stack line shows them: the engine's
+    (Stack.zero_stages, all four when unset) that distributed_optimizer allows (false: ZeRO-0 only, true: ZeRO >= 1;
+    search.build_grid's rule), with the key that narrowed them (``0 (distributed_optimizer off)``)."""
+    engine = stack.zero_stages or (0, 1, 2, 3)
+    sharded = stack.distributed_optimizer
+    allowed = [z for z in (0, 1, 2, 3) if sharded is None or (z >= 1) == sharded]
+    # none of the engine's stages allowed: build_grid searches the allowed ones
+    searched = [z for z in allowed if z in engine] or allowed
+    text = "+".join(map(str, searched))
+    if set(searched) != set(engine):
+        text += f" (distributed_optimizer {'on' if sharded else 'off'})"
+    return text
 
 
 def _stack_line(fields: dict[str, Any]) -> str:

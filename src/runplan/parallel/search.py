@@ -1087,13 +1087,52 @@ def _smaller_batch_pins(
     pins = request.pins
     out = []
     if float(per_dp.min()) * (pins.dp or 1) < smallest:
-        out.append("fewer GPUs (cluster.gpus)")
+        out.append(_fewer_gpus(request))
     least_m = int(np.where(grid.vpp > 1, grid.pp, 1).min())
     above = {"dp": 1, "micro_batch": 1, "microbatches": least_m}
     pinned = [f"parallel.{axis}" for axis, least in above.items() if (getattr(pins, axis) or 0) > least]
     if pinned:
         out.append("a smaller " + " or ".join(pinned))
     return out
+
+
+def _fewer_gpus(request: ParallelRequest) -> str:
+    """The advice for fewer GPUs, with the most GPUs below the job's at which a layout passes every rule by the
+    same model (:func:`_most_gpus_below_that_pass`), where one tried does."""
+    fits = _most_gpus_below_that_pass(request)
+    return (
+        "fewer GPUs (cluster.gpus)"
+        if fits is None
+        else f"fewer GPUs (a layout passes at {fits:,}: cluster.gpus={fits})"
+    )
+
+
+def _most_gpus_below_that_pass(request: ParallelRequest) -> int | None:
+    """GPU counts below the job's, searched by the same model (:func:`_some_layout_passes`) as
+    :func:`_fewest_gpus_that_fit` searches above the bound, downwards: a few a node apart (whole nodes past one
+    node), then a few with the gap doubling and, once one passes, the counts between it and the last miss halved
+    up to a node: the count returned passes, the one a node above it was tried and does not. None where none
+    tried passes (or a grid is too large to search)."""
+    step = request.node_size if request.n_gpus > request.node_size else 1
+    last_miss, count = request.n_gpus, request.n_gpus - step
+    for tries in range(_GPU_COUNTS_TRIED + _GPU_COUNTS_WIDENED):
+        if count < 1:
+            return None
+        passes = _some_layout_passes(request.model_copy(update={"n_gpus": count}))
+        if not passes:
+            if passes is None:
+                return None
+            last_miss = count
+            count -= step if tries + 1 < _GPU_COUNTS_TRIED else step * 2 ** (tries + 2 - _GPU_COUNTS_TRIED)
+            continue
+        while last_miss - count > step:  # halved up towards the last miss while the middle one still passes
+            middle = count + (last_miss - count) // step // 2 * step
+            if _some_layout_passes(request.model_copy(update={"n_gpus": middle})):
+                count = middle
+            else:
+                last_miss = middle
+        return count
+    return None
 
 
 def _max_batch_clause(request: ParallelRequest, tokens: float) -> str:
@@ -1532,13 +1571,23 @@ def _memory_suggestions(request: ParallelRequest, ev: Evaluation, limit: float) 
     if (
         largest == "activations"
     ):  # what more GPUs buy is a finer split of the tokens (CP) or the layers (TP, PP)
-        out.append(
-            f"more GPUs, to split the activations further (TP, PP and, for a long sequence, CP divide them); "
-            f"{states_line} (cluster.gpus)"
-        )
+        out.append(_more_gpus_for_activations(request, states_line))
     # else the job has GPUs enough for the states fully sharded: what holds them back is a pin or a dtype
     useful = _pin_and_dtype_tips(request, ev, smallest, limit)
     return out + ([", ".join(useful)] if useful else []), False
+
+
+def _more_gpus_for_activations(request: ParallelRequest, states_line: str) -> str:
+    """The advice for more GPUs to split the activations, with the fewest count above the job's at which a layout
+    passes every rule by the same model (:func:`_fewest_gpus_that_fit`, from a node more), where one tried does;
+    without a count where none does (or the grid is too large to search)."""
+    step = request.node_size if request.n_gpus >= request.node_size else 1
+    found = _fewest_gpus_that_fit(request, request.n_gpus + step)
+    text = "more GPUs, to split the activations further (TP, PP and, for a long sequence, CP divide them)"
+    if found.fits is None:
+        return f"{text}; {states_line} (cluster.gpus)"
+    where = "first fits" if found.fits <= found.contiguous_to else "fits (none tried below it does)"
+    return f"{text}: a layout {where} at {found.fits:,} GPUs (cluster.gpus={found.fits}); {states_line}"
 
 
 def _more_gpus_line(request: ParallelRequest, need: int, states_line: str) -> str:
@@ -1631,7 +1680,11 @@ def _joint_suggestions(
             largest = _max_batch_clause(request, least)
             # fewer GPUs shrink only d: offered where a row's d·b·m·s at d = 1 (or the pinned dp) is below it
             per_dp = batches / grid.dp[fits]
-            fewer = "use fewer GPUs, or " if float(per_dp.min()) * (request.pins.dp or 1) < least else ""
+            fewer = (
+                f"use {_fewer_gpus(request)}, or "
+                if float(per_dp.min()) * (request.pins.dp or 1) < least
+                else ""
+            )
             out.append(
                 f"the smallest global batch of a layout within memory and the bubble cap is {least:,.0f} "
                 f"tokens against a ceiling of {high:,.0f}: {fewer}a larger batch "
