@@ -1125,13 +1125,7 @@ def _most_gpus_below_that_pass(request: ParallelRequest) -> int | None:
             last_miss = count
             count -= step if tries + 1 < _GPU_COUNTS_TRIED else step * 2 ** (tries + 2 - _GPU_COUNTS_TRIED)
             continue
-        while last_miss - count > step:  # halved up towards the last miss while the middle one still passes
-            middle = count + (last_miss - count) // step // 2 * step
-            if _some_layout_passes(request.model_copy(update={"n_gpus": middle})):
-                count = middle
-            else:
-                last_miss = middle
-        return count
+        return _bisect_gpus(request, last_miss, count, step)  # halved up towards the last miss
     return None
 
 
@@ -1420,10 +1414,11 @@ def _fewest_gpus_that_fit(request: ParallelRequest, need: int) -> _GpuCounts:
 
 
 def _bisect_gpus(request: ParallelRequest, miss: int, fit: int, step: int) -> int:
-    """The count that fits, halved towards ``miss`` (which does not) in whole ``step``s while the middle one still
-    passes every rule by the same model: the count returned fits, the one a step below it was tried and does not."""
-    while fit - miss > step:
-        middle = miss + (fit - miss) // step // 2 * step
+    """The count that fits, halved towards ``miss`` (which does not; below ``fit`` for the fewest GPUs that fit,
+    above it for the most below a request) in whole ``step``s while the middle one still passes every rule by the
+    same model: the count returned fits, the one a step nearer ``miss`` was tried and does not."""
+    while abs(fit - miss) > step:
+        middle = min(miss, fit) + abs(fit - miss) // step // 2 * step
         if _some_layout_passes(request.model_copy(update={"n_gpus": middle})):
             fit = middle
         else:
