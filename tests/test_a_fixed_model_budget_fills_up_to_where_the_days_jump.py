@@ -26,19 +26,13 @@ import re
 
 import pytest
 import yaml
+from tests._small_plan import MIXTRAL_005_DAYS
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
 from runplan.plan import unfilled_reason
 
-MIXTRAL = {
-    "schema_version": 1,
-    "name": "mixtral-0.05-days",
-    "model": "mixtral-8x7b",
-    "budget": {"days": 0.05},
-    "training": {"seq_len": 4096},
-    "cluster": {"gpu": "h100-sxm", "gpus": 1024},
-}
+MIXTRAL = MIXTRAL_005_DAYS
 GPT3 = {
     "schema_version": 1,
     "name": "gpt3-3-days",

@@ -13,19 +13,13 @@ from __future__ import annotations
 import json
 
 import yaml
+from tests._small_plan import MIXTRAL_005_DAYS
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
 from runplan.plan import unfilled_reason
 
-PLAN = {
-    "schema_version": 1,
-    "name": "mixtral-0.05-days",
-    "model": "mixtral-8x7b",
-    "budget": {"days": 0.05},
-    "training": {"seq_len": 4096},
-    "cluster": {"gpu": "h100-sxm", "gpus": 1024},
-}
+PLAN = MIXTRAL_005_DAYS
 
 
 def test_reason_per_objective():

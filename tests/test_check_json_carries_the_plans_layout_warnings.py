@@ -9,30 +9,13 @@ import json
 import re
 from pathlib import Path
 
-from tests._small_plan import small_8b_plan
+from tests._small_plan import PINNED_BUBBLE_PLAN, PINNED_BUBBLE_WARNING
 from typer.testing import CliRunner
 
 from runplan.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
-# Llama 3.1 8B on 64 GPUs, every axis pinned: PP 8 with 4 micro-batches, bubble (8 - 1)/(1·4) = 1.75 > 0.15
-PLAN = small_8b_plan(
-    "bubble",
-    """parallel:
-  tp: 1
-  pp: 8
-  dp: 8
-  cp: 1
-  ep: 1
-  vpp: 1
-  zero: 1
-  recompute: none
-  sequence_parallel: false
-  microbatches: 4
-  micro_batch: 1
-""",
-)
-BUBBLE = "layout: the pinned layout breaks a constraint: bubble 1.750 > 0.15"
+PLAN, BUBBLE = PINNED_BUBBLE_PLAN, PINNED_BUBBLE_WARNING
 
 
 def _run(*args: str):
