@@ -705,48 +705,52 @@ def _schedule(
     return _timed_stages(schedule, stage_step_seconds(planned.request, best, schedule))
 
 
-def _fits_without_interleaving(planned: LayoutStage, best: LayoutEstimate) -> bool:
-    """Whether the chosen layout, interleaved, passes every rule (memory, bubble cap, batch range) at v = 1 and its
-    main batch, by the same model (search.evaluate_layout): what lets a ramp warning offer parallel.vpp: 1."""
-    if best.vpp == 1:
-        return False
+def _passes_as(planned: LayoutStage, best: LayoutEstimate, request: Any = None, **axes: Any) -> bool:
+    """Whether the chosen layout with ``axes`` changed passes every rule (memory, bubble cap, batch range) by the
+    same model (search.evaluate_layout), under ``request`` (default: the plan's): what the ramp warning's remedies
+    are checked by before they are offered."""
     from runplan.parallel.layout import Layout
     from runplan.parallel.search import evaluate_layout
 
-    layout = Layout.model_validate({**best.axes(), "vpp": 1})
-    return not evaluate_layout(planned.request, layout).violations
+    layout = Layout.model_validate({**best.axes(), **axes})
+    return not evaluate_layout(request or planned.request, layout).violations
+
+
+def _holding_pins(best: LayoutEstimate, microbatches: int, *, with_micro_batch: bool) -> str:
+    """The parallel pins that hold the chosen layout at ``microbatches`` (dp, micro_batch where it stays, vpp, and
+    pp when interleaved, which sets the ramp's group u·p): pinned alone, the search re-picks m within +10% of the
+    batch."""
+    b = f"micro_batch: {best.micro_batch}, " if with_micro_batch else ""
+    pp = f"pp: {best.pp}, " if best.vpp > 1 else ""
+    return f"dp: {best.dp}, {b}microbatches: {microbatches}, {pp}vpp: {best.vpp}"
+
+
+def _fits_without_interleaving(planned: LayoutStage, best: LayoutEstimate) -> bool:
+    """Whether the chosen layout, interleaved, passes every rule at v = 1 and its main batch (:func:`_passes_as`):
+    what lets a ramp warning offer parallel.vpp: 1."""
+    return best.vpp > 1 and _passes_as(planned, best, vpp=1)
 
 
 def _micro_batch_one_pins(planned: LayoutStage, best: LayoutEstimate) -> str:
     """The pins that hold the chosen layout at b = 1 with m·b micro-batches (the same batch d·b·m), where it passes
-    every rule by the same model (search.evaluate_layout), as _fits_without_interleaving checks v = 1; '' where it
-    fails or b is 1 already: what lets a ramp warning offer parallel.micro_batch: 1. Pinned alone, the search
-    re-picks m within +10% of the batch (8B on 256 H100 at s = 1,024: b 2, m 15 → b 1, m 31, not 30)."""
-    if best.micro_batch == 1:
-        return ""
-    from runplan.parallel.layout import Layout
-    from runplan.parallel.search import evaluate_layout
-
+    every rule (:func:`_passes_as`); '' where it fails or b is 1 already: what lets a ramp warning offer
+    parallel.micro_batch: 1. Pinned alone, the search re-picks m within +10% of the batch (8B on 256 H100 at
+    s = 1,024: b 2, m 15 → b 1, m 31, not 30)."""
     microbatches = best.microbatches * best.micro_batch
-    layout = Layout.model_validate({**best.axes(), "micro_batch": 1, "microbatches": microbatches})
-    if evaluate_layout(planned.request, layout).violations:
+    if best.micro_batch == 1 or not _passes_as(planned, best, micro_batch=1, microbatches=microbatches):
         return ""
-    pp = f"pp: {best.pp}, " if best.vpp > 1 else ""
-    return f"dp: {best.dp}, microbatches: {microbatches}, {pp}vpp: {best.vpp}"
+    return _holding_pins(best, microbatches, with_micro_batch=False)
 
 
 def _checked_main_batches(
     planned: LayoutStage, best: LayoutEstimate, critical_tokens: float, schedule: Any
 ) -> dict[int, str]:
     """The larger main batches a ramp warning may offer (ops.schedule.ramp_main_batch, one per ramp fraction),
-    kept where the chosen layout re-plans clean at it, each with the pins that hold it: within the critical
-    batch's slack (no `batch:` warning, _plan_warnings) and passing every rule at m' = M'/(d·b) by the same model
-    (search.evaluate_layout), as _fits_without_interleaving checks v = 1. Pinned dp, micro_batch, microbatches
-    and vpp (and pp when interleaved) fix the batch d·b·m and the ramp's group u·p; set alone, the search would
-    take up to +10% (70B on 512 H100: 6,400 sequences asked, 7,040 run, above the critical batch)."""
+    kept where the chosen layout re-plans clean at it, each with the pins that hold it (:func:`_holding_pins`):
+    within the critical batch's slack (no `batch:` warning, _plan_warnings) and passing every rule at
+    m' = M'/(d·b) (:func:`_passes_as`). Set alone, the search would take up to +10% (70B on 512 H100: 6,400
+    sequences asked, 7,040 run, above the critical batch)."""
     from runplan.ops.schedule import ramp_main_batch
-    from runplan.parallel.layout import Layout
-    from runplan.parallel.search import evaluate_layout
 
     unit = best.dp * best.micro_batch
     group = unit * (best.pp if best.vpp > 1 else 1)
@@ -754,17 +758,11 @@ def _checked_main_batches(
     checked: dict[int, str] = {}
     for larger in sorted({ramp_main_batch(r.batch_fraction, group) for r in schedule.batch_ramp}):
         tokens = float(larger * seq_len)
-        if tokens > critical_tokens * CRITICAL_BATCH_SLACK:
-            continue
-        layout = Layout.model_validate({**best.axes(), "microbatches": larger // unit})
         request = planned.request.model_copy(update={"global_batch_tokens": tokens})
-        if evaluate_layout(request, layout).violations:
-            continue
-        pp = f"pp: {best.pp}, " if best.vpp > 1 else ""
-        checked[larger] = (
-            f"parallel: {{dp: {best.dp}, micro_batch: {best.micro_batch}, microbatches: {larger // unit}, "
-            f"{pp}vpp: {best.vpp}}}"
-        )
+        if tokens <= critical_tokens * CRITICAL_BATCH_SLACK and _passes_as(
+            planned, best, request, microbatches=larger // unit
+        ):
+            checked[larger] = f"parallel: {{{_holding_pins(best, larger // unit, with_micro_batch=True)}}}"
     return checked
 
 
